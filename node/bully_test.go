@@ -1,0 +1,331 @@
+package node
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+)
+
+var (
+	simSeed      = flag.Uint64("sim.seed", 0, "replay one random fault schedule with this seed (prints its trace)")
+	simSchedules = flag.Int("sim.schedules", 10000, "random fault schedules per TestRandomSchedules run")
+)
+
+// electionCounts is the number of messages of each type one election emits.
+type electionCounts map[wire.Type]uint64
+
+func (c electionCounts) String() string {
+	var parts []string
+	for _, t := range wire.Types {
+		if c[t] != 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", t, c[t]))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// Textbook scenarios, N nodes ranked 1..N by ID, leader N crashed, a stable
+// cluster before the crash. These are the formulas documented in doc.go.
+func highestDetects(n uint64) electionCounts {
+	return electionCounts{
+		wire.TypeHalt:        n - 2,
+		wire.TypeHaltAck:     n - 2,
+		wire.TypeCoordinator: n - 1,
+	}
+}
+
+func lowestDetects(n uint64) electionCounts {
+	return electionCounts{
+		wire.TypeElection:    (n - 2) + (n-2)*(n-1)/2,
+		wire.TypeAnswer:      (n - 2) + (n-3)*(n-2)/2,
+		wire.TypeHalt:        n - 2,
+		wire.TypeHaltAck:     n - 2,
+		wire.TypeCoordinator: n - 1,
+	}
+}
+
+func allDetect(n uint64) electionCounts {
+	return electionCounts{
+		wire.TypeElection:    (n - 1) * (n - 2) / 2,
+		wire.TypeAnswer:      (n - 1) * (n - 2) / 2,
+		wire.TypeHalt:        n - 2,
+		wire.TypeHaltAck:     n - 2,
+		wire.TypeCoordinator: n - 1,
+	}
+}
+
+func TestTextbookCounts(t *testing.T) {
+	scenarios := []struct {
+		name     string
+		detect   func(n int) []int // which survivors detect the crash
+		expected func(n uint64) electionCounts
+	}{
+		{"highest-survivor-detects", func(n int) []int { return []int{n - 2} }, highestDetects},
+		{"lowest-detects", func(n int) []int { return []int{0} }, lowestDetects},
+		{"all-detect", func(n int) []int {
+			all := make([]int, n-1)
+			for i := range all {
+				all[i] = i
+			}
+			return all
+		}, allDetect},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			for n := 2; n <= 50; n++ {
+				got := textbookElection(t, n, sc.detect(n))
+				want := sc.expected(uint64(n))
+				if got.String() != want.String() {
+					t.Errorf("N=%d: got %v, want %v", n, got, want)
+				}
+			}
+		})
+	}
+}
+
+// textbookElection boots n nodes, waits for the cold-start election, crashes
+// the leader, makes exactly the given survivors detect it at the same instant
+// and returns the messages the resulting election sent, heartbeats aside.
+func textbookElection(t *testing.T, n int, detectors []int) electionCounts {
+	t.Helper()
+	cfg := simConfig()
+	cfg.FailureTimeout = time.Hour // only the chosen detectors notice the crash
+	s := newSimNetwork(t, uint64(n), n, cfg)
+	s.maxDly = s.minDly // constant delay: the counts are exact
+	for i := range n {
+		s.start(i)
+	}
+	s.runUntil(time.Second, nil)
+	if l, err := s.agreement(); err != nil || l != n-1 {
+		t.Fatalf("N=%d cold start: leader n%d, %v", n, l, err)
+	}
+	s.crash(n - 1)
+	before := s.sent
+	for _, i := range detectors {
+		s.nodes[i].m.Campaign(s.now, wire.ReasonLeaderFailed)
+		s.flush(s.nodes[i])
+	}
+	s.runUntil(s.now+2*time.Second, nil)
+	if l, err := s.agreement(); err != nil || l != n-2 {
+		t.Fatalf("N=%d after crash: leader n%d, %v", n, l, err)
+	}
+	got := electionCounts{}
+	for _, ty := range wire.Types {
+		if ty != wire.TypeHeartbeat && s.sent[ty] != before[ty] {
+			got[ty] = s.sent[ty] - before[ty]
+		}
+	}
+	return got
+}
+
+// sle2Bound is the time after the last fault within which every live node is
+// Normal with the same, live, highest leader (see doc.go for the derivation).
+func sle2Bound(cfg Config) time.Duration {
+	wait := WaitFactor * cfg.ElectionTimeout
+	detect := max(cfg.FailureTimeout, wait, cfg.HeartbeatInterval+simMaxDelay)
+	return detect + 3*cfg.ElectionTimeout + 10*simMaxDelay
+}
+
+// TestRandomSchedules runs random fault schedules and checks SLE1 whenever
+// the network is synchronous and SLE2 after the last fault.
+func TestRandomSchedules(t *testing.T) {
+	if *simSeed != 0 {
+		var trace strings.Builder
+		converged, err := runSchedule(t, *simSeed, &trace, &scheduleStats{})
+		t.Log("\n" + trace.String())
+		t.Logf("converged %v after the last fault", converged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	n := *simSchedules
+	if testing.Short() {
+		n = min(n, 1000)
+	}
+	start := time.Now()
+	var maxConverge time.Duration
+	var stats scheduleStats
+	failures := 0
+	for i := range n {
+		seed := uint64(i + 1)
+		converged, err := runSchedule(t, seed, nil, &stats)
+		maxConverge = max(maxConverge, converged)
+		if err != nil {
+			failures++
+			t.Errorf("seed %d: %v\n\treplay: go test ./node/ -run 'TestRandomSchedules$' -sim.seed=%d -v", seed, err, seed)
+			if failures >= 5 {
+				t.FailNow()
+			}
+		}
+	}
+	t.Logf("%d schedules in %v: %d faults, SLE1 checked after %d of %d events; SLE2 max convergence %v (bound %v)",
+		n, time.Since(start).Round(time.Millisecond), stats.faults, stats.checked, stats.events, maxConverge, sle2Bound(simConfig()))
+}
+
+// runSchedule builds and runs the schedule for seed. It returns how long after
+// the last fault the live nodes came to agree for good, and the first
+// property the run violated.
+func runSchedule(t testing.TB, seed uint64, trace *strings.Builder, stats *scheduleStats) (time.Duration, error) {
+	cfg := simConfig()
+	rng := rand.New(rand.NewPCG(seed, 0xb011))
+	n := 2 + rng.IntN(6)
+	s := newSimNetwork(t, seed, n, cfg)
+	s.trace = trace
+	s.maxDly = simMaxDelay
+
+	// Synchronous means: no partition, loss or delay spike in force, and the
+	// last one ended at least one SLE2 bound ago (rival leaders left by a
+	// healed partition need that long to meet). Crashes and restarts happen
+	// inside synchronous periods: that is where SLE1 must hold.
+	bound := sle2Bound(cfg)
+	asyncUntil := time.Duration(0)
+	inAsync := false
+	var violation error
+	check := func() {
+		stats.events++
+		if violation != nil || inAsync || s.now < asyncUntil {
+			return
+		}
+		stats.checked++
+		violation = s.sle1()
+	}
+
+	for i := range n {
+		if rng.IntN(3) == 0 {
+			s.runUntil(s.now+time.Duration(rng.IntN(200))*time.Millisecond, check)
+		}
+		s.start(i)
+	}
+	faults := 3 + rng.IntN(10)
+	stats.faults += faults
+	for range faults {
+		s.runUntil(s.now+time.Duration(rng.IntN(600))*time.Millisecond, check)
+		if violation != nil {
+			return 0, violation
+		}
+		var up, down []int
+		for _, nd := range s.nodes {
+			if nd.up {
+				up = append(up, nd.idx)
+			} else {
+				down = append(down, nd.idx)
+			}
+		}
+		switch k := rng.IntN(10); {
+		case k < 3 && len(up) > 1:
+			// Crash the leader more often than not: it is the interesting case.
+			victim := up[rng.IntN(len(up))]
+			if rng.IntN(2) == 0 {
+				if l, err := s.agreement(); err == nil {
+					victim = l
+				}
+			}
+			s.crash(victim)
+		case k < 5 && len(down) > 0:
+			s.start(down[rng.IntN(len(down))])
+		case k < 9:
+			if inAsync {
+				s.heal()
+				inAsync = false
+				asyncUntil = s.now + bound
+				for _, d := range s.queue {
+					asyncUntil = max(asyncUntil, d.at+bound)
+				}
+				continue
+			}
+			inAsync = true
+			switch rng.IntN(4) {
+			case 0: // symmetric partition into two groups
+				perm := rng.Perm(n)
+				cutAt := 1 + rng.IntN(n-1)
+				s.partition(perm[:cutAt], perm[cutAt:])
+			case 1: // one-way cut between two nodes
+				a, b := rng.IntN(n), rng.IntN(n)
+				if a != b {
+					s.cut[[2]int{a, b}] = true
+					s.tracef("CUT n%d -> n%d", a, b)
+				}
+			case 2:
+				s.loss = 0.05 + rng.Float64()*0.45
+				s.tracef("LOSS %.2f", s.loss)
+			case 3:
+				s.maxDly = time.Duration(1+rng.IntN(3)) * cfg.ElectionTimeout
+				s.tracef("DELAY up to %v", s.maxDly)
+			}
+		default:
+			if len(up) > 0 {
+				i := up[rng.IntN(len(up))]
+				s.nodes[i].m.Campaign(s.now, wire.ReasonManual)
+				s.flush(s.nodes[i])
+				s.tracef("n%d CAMPAIGN", i)
+			}
+		}
+	}
+	if inAsync {
+		s.heal()
+	}
+	if len(upNodes(s)) == 0 {
+		s.start(rng.IntN(n))
+	}
+	// Messages delayed by a spike still arrive after the heal: the network is
+	// synchronous again only once they have.
+	lastFault := s.now
+	for _, d := range s.queue {
+		lastFault = max(lastFault, d.at)
+	}
+	asyncUntil = max(asyncUntil, lastFault+bound)
+	s.tracef("LAST FAULT; SLE2 deadline %v", lastFault+bound)
+	converged := time.Duration(-1)
+	s.runUntil(lastFault+bound, func() {
+		check()
+		if _, err := s.agreement(); err != nil {
+			converged = -1
+		} else if converged < 0 {
+			converged = s.now - lastFault
+		}
+	})
+	if violation != nil {
+		return converged, violation
+	}
+	leader, err := s.agreement()
+	if err != nil {
+		return converged, fmt.Errorf("SLE2 violated: %v after the last fault: %v", bound, err)
+	}
+	up := upNodes(s)
+	if highest := up[len(up)-1]; leader != highest {
+		return converged, fmt.Errorf("SLE2: leader n%d is not the highest live node n%d", leader, highest)
+	}
+	// Stable: one more failure timeout changes nothing.
+	asyncUntil = 0
+	s.runUntil(s.now+2*cfg.FailureTimeout, check)
+	if violation != nil {
+		return converged, violation
+	}
+	if l2, err := s.agreement(); err != nil || l2 != leader {
+		return converged, fmt.Errorf("leader did not stay: n%d then n%d (%v)", leader, l2, err)
+	}
+	return converged, nil
+}
+
+// scheduleStats says how much the random schedules exercised.
+type scheduleStats struct {
+	faults  int // faults injected
+	events  int // events processed
+	checked int // events after which SLE1 was checked
+}
+
+func upNodes(s *simNetwork) []int {
+	var up []int
+	for _, nd := range s.nodes {
+		if nd.up {
+			up = append(up, nd.idx)
+		}
+	}
+	return up
+}

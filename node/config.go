@@ -1,0 +1,91 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// Config holds what a Machine needs to know before it starts. Build one from
+// DefaultConfig and check it with Validate.
+type Config struct {
+	// ID is this node's identity: a version-4 UUID that never changes.
+	ID uuid.UUID
+	// Addr is the address peers dial to reach this node; it is announced in JOIN.
+	Addr string
+	// Peers are the other members known at start. An entry with ID equal to
+	// the node's own is ignored, so every node can share one peers file.
+	Peers []wire.Member
+
+	// HeartbeatInterval is how often the leader sends HEARTBEAT to every member.
+	HeartbeatInterval time.Duration
+	// FailureTimeout is how long a follower waits without a heartbeat from its
+	// leader before it starts an election.
+	FailureTimeout time.Duration
+	// ElectionTimeout bounds each phase of an election: waiting for an ANSWER
+	// after ELECTION, and for HALT_ACKs after HALT. A node that was answered or
+	// halted waits WaitFactor times as long for a COORDINATOR.
+	ElectionTimeout time.Duration
+}
+
+// WaitFactor multiplies ElectionTimeout to give the time a node that was
+// answered or halted waits for a COORDINATOR before it starts over. The node
+// that answered needs up to one ElectionTimeout to learn that nobody above it
+// is alive and up to one more to halt the nodes below it; the third covers
+// message delays and one REJECT round.
+const WaitFactor = 3
+
+// DefaultConfig returns timeouts suited to a LAN or a testbed on one host.
+func DefaultConfig() Config {
+	return Config{
+		HeartbeatInterval: 100 * time.Millisecond,
+		FailureTimeout:    500 * time.Millisecond,
+		ElectionTimeout:   200 * time.Millisecond,
+	}
+}
+
+// ErrInvalidConfig is wrapped by every error Validate returns.
+var ErrInvalidConfig = errors.New("invalid config")
+
+func configError(field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+}
+
+// Validate checks c and returns an error naming the first bad field.
+func (c Config) Validate() error {
+	if c.ID == uuid.Nil {
+		return configError("ID", "must be set")
+	}
+	if c.ID.Version() != 4 {
+		return configError("ID", "%s is a version-%d UUID, want version 4", c.ID, c.ID.Version())
+	}
+	if c.HeartbeatInterval <= 0 {
+		return configError("HeartbeatInterval", "must be positive, got %v", c.HeartbeatInterval)
+	}
+	if c.FailureTimeout <= c.HeartbeatInterval {
+		return configError("FailureTimeout", "%v must be longer than HeartbeatInterval %v", c.FailureTimeout, c.HeartbeatInterval)
+	}
+	if c.ElectionTimeout <= 0 {
+		return configError("ElectionTimeout", "must be positive, got %v", c.ElectionTimeout)
+	}
+	seen := make(map[uuid.UUID]string, len(c.Peers))
+	for i, p := range c.Peers {
+		if p.ID == uuid.Nil {
+			return configError(fmt.Sprintf("Peers[%d].ID", i), "must be set")
+		}
+		if p.ID.Version() != 4 {
+			return configError(fmt.Sprintf("Peers[%d].ID", i), "%s is a version-%d UUID, want version 4", p.ID, p.ID.Version())
+		}
+		if prev, dup := seen[p.ID]; dup {
+			return configError(fmt.Sprintf("Peers[%d].ID", i), "%s listed twice (%s and %s)", p.ID, prev, p.Addr)
+		}
+		seen[p.ID] = p.Addr
+		if p.ID != c.ID && p.Addr == "" {
+			return configError(fmt.Sprintf("Peers[%d].Addr", i), "peer %s has no address", p.ID)
+		}
+	}
+	return nil
+}

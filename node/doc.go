@@ -1,0 +1,101 @@
+// Package node is a Bully leader-election node: Machine is the algorithm as a
+// deterministic state machine, and Node runs it over TCP with persistence.
+//
+// # Algorithm
+//
+// Nodes are ordered by ID, a version-4 UUID compared as an unsigned 128-bit
+// big-endian number; the highest live node leads. This is the Bully algorithm
+// with the Halt phase of Garcia-Molina (the "Stage 2" of the design notes),
+// which is what makes SLE1 hold while a new leader takes over:
+//
+//   - A node that boots, restarts, or whose failure detector fires sends
+//     ELECTION to every higher member (leaving out the leader it suspects) and
+//     waits ElectionTimeout for an ANSWER.
+//   - A node that gets ELECTION from a lower node answers it; if it was a
+//     Normal follower it starts its own election; a Normal leader re-asserts
+//     itself with a COORDINATOR to that node instead.
+//   - Without an ANSWER the node is the highest alive: it proposes the ballot
+//     (epoch+1, itself) with HALT to every lower member. A node accepts a HALT
+//     whose ballot is above every ballot it promised and whose epoch is above
+//     its leader's: it leaves Normal, promises the ballot and replies HALT_ACK;
+//     otherwise it replies REJECT naming the ballot it holds.
+//   - When every lower member acknowledged, or ElectionTimeout passed (the
+//     silent ones count as failed), the candidate sends COORDINATOR to all
+//     members and leads the epoch. A COORDINATOR is accepted when its ballot is
+//     not below the promise; one from a lower ID makes the receiver bully it.
+//   - The leader sends HEARTBEAT to every member each HeartbeatInterval; a
+//     follower that hears none from its leader for FailureTimeout elects. A
+//     leader that hears a HEARTBEAT from a lower leader (a healed partition)
+//     elects, so the higher one takes the cluster under a new epoch.
+//   - A node answered or halted waits WaitFactor x ElectionTimeout for a
+//     COORDINATOR, then starts over.
+//
+// Cold start: every node starts as a non-coordinator and elects (option 2 of
+// the design notes). Option 1, every node starting as coordinator, has two
+// Normal nodes disagree the moment both are up.
+//
+// # Epochs
+//
+// The cluster epoch numbers leaders: it is fixed from an election to the
+// leader's death and only a new round bumps it. Every message carries one.
+// Each node keeps the highest epoch seen, its promise (the highest ballot
+// accepted), and its leader's epoch; all three are persisted before the
+// messages that depend on them are sent, so after a restart a node never
+// goes back to an older epoch. Messages from a stale epoch are handled
+// deterministically:
+//
+//	ELECTION, ANSWER, HEARTBEAT   any epoch only raises the highest-seen epoch;
+//	                              a HEARTBEAT counts only from the leader at its epoch
+//	HALT (e, c)                   accepted iff (e, c) > promise and e > leader's epoch,
+//	                              else REJECT naming the promise
+//	HALT_ACK e                    counted only for the candidate's current proposal e
+//	COORDINATOR (e, s)            accepted iff (e, s) >= promise and e >= leader's epoch,
+//	                              else REJECT naming the promise
+//	REJECT (e, id)                a candidate retries with max(e, seen)+1 if id is lower,
+//	                              or asks id with ELECTION if id is higher; a leader
+//	                              outvoted by a newer ballot elects again; others
+//	                              only raise the highest-seen epoch
+//
+// Two leaders never share an epoch unless a partition or lost messages hid
+// one from the other (capture analysis reports that as an anomaly).
+//
+// # Message counts
+//
+// For N nodes ranked 1..N with leader N crashed in a stable cluster and
+// constant delays, one election sends exactly (TestTextbookCounts asserts it
+// for N = 2..50; HEARTBEATs are not counted):
+//
+//	highest survivor detects:  HALT N-2, HALT_ACK N-2, COORDINATOR N-1
+//	only the lowest detects:   ELECTION (N-2) + (N-2)(N-1)/2,
+//	                           ANSWER   (N-2) + (N-3)(N-2)/2,
+//	                           HALT N-2, HALT_ACK N-2, COORDINATOR N-1
+//	everyone detects at once:  ELECTION (N-1)(N-2)/2, ANSWER (N-1)(N-2)/2,
+//	                           HALT N-2, HALT_ACK N-2, COORDINATOR N-1
+//
+// One COORDINATOR, and in the lowest-detects case the N-2 ELECTIONs from nodes
+// that did not suspect the leader, go to the crashed node; over TCP those
+// never reach the wire, so a capture shows exactly one fewer COORDINATOR and
+// N-2 fewer ELECTIONs than these counts.
+//
+// # Properties
+//
+// SLE1: no two live Normal nodes name different leaders while the network is
+// synchronous: no partition, loss or delay beyond the timeouts is in force,
+// and none ended within the last SLE2 bound. Crashes and restarts may happen
+// at any time. (Right after a partition heals its two leaders coexist until
+// they hear each other; no algorithm without quorums avoids that.)
+//
+// SLE2: after the last fault, within
+//
+//	max(FailureTimeout, WaitFactor x ElectionTimeout, HeartbeatInterval + d) + 3 x ElectionTimeout + 10d
+//
+// every live node is Normal with the highest live node as leader, where d is
+// the largest message delay. A stale view is found within the first term (a
+// dead leader, a candidate that died while others waited, a rival leader);
+// the highest live node then needs at most one ELECTION round to hear that
+// nobody above is alive, one HALT round that may wait for dead nodes, and one
+// more round after a REJECT, each within ElectionTimeout, plus the message
+// delays of those rounds. TestRandomSchedules checks both properties on
+// thousands of random fault schedules; over TCP, d includes the retransmission
+// a healed partition costs.
+package node

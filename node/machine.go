@@ -1,0 +1,546 @@
+package node
+
+import (
+	"slices"
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// Machine is the Bully algorithm as a deterministic state machine. It owns no
+// goroutine, socket or clock: the caller feeds it messages (Step) and time
+// (Tick), and drains what it wants sent, persisted and logged (Drain).
+// Every method takes the caller's monotonic clock reading; the Machine only
+// compares these readings, so any origin works.
+type Machine struct {
+	cfg Config
+	id  uuid.UUID
+
+	members map[uuid.UUID]string // every known member, self included
+	ids     []uuid.UUID          // members sorted by Less; rebuilt on change
+
+	status      Status
+	epoch       uint64 // highest epoch seen
+	promise     Ballot
+	leader      uuid.UUID
+	leaderEpoch uint64
+
+	proposal Ballot             // StatusHalting: the ballot being proposed
+	pending  map[uuid.UUID]bool // StatusHalting: lower members yet to HALT_ACK
+	skip     uuid.UUID          // a suspected leader left out of this election's ELECTIONs
+	deadline time.Duration      // when the current status times out, or the next heartbeat is due
+	left     bool               // Leave was called: the machine is inert
+	sentBy   [16]uint64         // messages emitted, by wire.Type
+	out      Output             // accumulated since the last Drain
+	dirty    bool               // persisted fields changed since the last Drain
+	scratch  []uuid.UUID        // reused by broadcasts
+}
+
+// NewMachine returns a Machine that starts an election at once (Reason boot).
+// restored is the State a previous incarnation persisted, or nil on first
+// boot; a first boot also announces the node with JOIN.
+//
+// Cold start: of the two options in the design notes, every node starts as a
+// non-coordinator and elects, because starting as coordinators would have
+// every node Normal with itself as leader, breaking SLE1 the moment two nodes
+// boot. The election timeout plays the role of the boot wait.
+func NewMachine(cfg Config, restored *State, now time.Duration) (*Machine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := &Machine{
+		cfg:     cfg,
+		id:      cfg.ID,
+		members: map[uuid.UUID]string{cfg.ID: cfg.Addr},
+	}
+	for _, p := range cfg.Peers {
+		if p.ID != cfg.ID {
+			m.members[p.ID] = p.Addr
+		}
+	}
+	if restored != nil {
+		m.epoch = restored.Epoch
+		m.promise = restored.Promise
+		m.leader = restored.Leader
+		m.leaderEpoch = restored.LeaderEpoch
+		for _, p := range restored.Members {
+			if _, known := m.members[p.ID]; !known && p.ID != cfg.ID {
+				m.members[p.ID] = p.Addr
+			}
+		}
+	}
+	m.rebuildIDs()
+	m.dirty = true
+	if restored == nil && cfg.Addr != "" {
+		payload := []byte(cfg.Addr)
+		for _, id := range m.others() {
+			m.send(id, wire.TypeJoin, 0, m.epoch, payload)
+		}
+	}
+	m.startElection(now, wire.ReasonBoot)
+	return m, nil
+}
+
+// ID returns the node's ID.
+func (m *Machine) ID() uuid.UUID { return m.id }
+
+// Status returns the node's current status.
+func (m *Machine) Status() Status { return m.status }
+
+// Leader returns the leader this node last accepted and its epoch. It is
+// significant only while Status is StatusNormal.
+func (m *Machine) Leader() (uuid.UUID, uint64) { return m.leader, m.leaderEpoch }
+
+// Epoch returns the highest epoch this node has seen.
+func (m *Machine) Epoch() uint64 { return m.epoch }
+
+// IsLeader reports whether this node is a Normal leader.
+func (m *Machine) IsLeader() bool { return m.status == StatusNormal && m.leader == m.id }
+
+// Members returns every known member, self included, in ID order.
+func (m *Machine) Members() []wire.Member {
+	ms := make([]wire.Member, len(m.ids))
+	for i, id := range m.ids {
+		ms[i] = wire.Member{ID: id, Addr: m.members[id]}
+	}
+	return ms
+}
+
+// Sent returns how many messages of type t the Machine has emitted.
+func (m *Machine) Sent(t wire.Type) uint64 { return m.sentBy[t&15] }
+
+// NextDeadline returns the clock reading at which Tick next has work to do.
+func (m *Machine) NextDeadline() time.Duration { return m.deadline }
+
+// Drain returns and clears what the Machine produced since the last Drain.
+func (m *Machine) Drain() Output {
+	out := m.out
+	if m.dirty {
+		st := m.State()
+		out.State = &st
+		m.dirty = false
+	}
+	m.out = Output{}
+	return out
+}
+
+// State returns a copy of what the node persists.
+func (m *Machine) State() State {
+	return State{
+		Epoch:       m.epoch,
+		Promise:     m.promise,
+		Leader:      m.leader,
+		LeaderEpoch: m.leaderEpoch,
+		Members:     m.Members(),
+	}
+}
+
+// Campaign starts an election now, as the failure detector would: for
+// ReasonLeaderFailed the current leader is left out of the ELECTIONs. It does
+// nothing while this node is already electing or halting.
+func (m *Machine) Campaign(now time.Duration, reason wire.Reason) {
+	if m.left || m.status == StatusElecting || m.status == StatusHalting {
+		return
+	}
+	m.startElection(now, reason)
+}
+
+// Leave announces with LEAVE that this node leaves the cluster for good. The
+// Machine ignores all input afterwards.
+func (m *Machine) Leave(now time.Duration) {
+	if m.left {
+		return
+	}
+	for _, id := range m.others() {
+		m.send(id, wire.TypeLeave, 0, m.epoch, nil)
+	}
+	m.left = true
+	m.deadline = 1<<63 - 1
+}
+
+// Tick fires whatever timer is due at now.
+func (m *Machine) Tick(now time.Duration) {
+	if m.left || now < m.deadline {
+		return
+	}
+	switch m.status {
+	case StatusElecting:
+		// Nobody above answered within the election timeout: they are all
+		// down, so this node is the highest alive and halts the ones below.
+		m.startHalting(now, m.epoch+1)
+	case StatusHalting:
+		// Lower nodes that did not acknowledge in time count as failed.
+		m.win(now)
+	case StatusWaiting:
+		m.startElection(now, wire.ReasonWaitTimeout)
+	case StatusNormal:
+		if m.leader == m.id {
+			m.broadcast(wire.TypeHeartbeat, 0, m.leaderEpoch, nil)
+			m.deadline = now + m.cfg.HeartbeatInterval
+		} else {
+			m.startElection(now, wire.ReasonLeaderFailed)
+		}
+	}
+}
+
+// Step processes one received message. msg and its payload may be reused
+// by the caller once Step returns.
+func (m *Machine) Step(now time.Duration, msg *wire.Message) {
+	if m.left || msg.From == m.id {
+		return
+	}
+	from := msg.From
+	if _, member := m.members[from]; !member {
+		switch msg.Type {
+		case wire.TypeJoin, wire.TypeMembers:
+		default:
+			// A node we do not know cannot be ordered against the others we
+			// elect among; it becomes one with JOIN.
+			return
+		}
+	}
+	if msg.Epoch > m.epoch && msg.Type != wire.TypeReject {
+		m.epoch = msg.Epoch
+		m.dirty = true
+	}
+	switch msg.Type {
+	case wire.TypeElection:
+		m.onElection(now, from)
+	case wire.TypeAnswer:
+		if m.status == StatusElecting && Less(m.id, from) {
+			m.becomeWaiting(now)
+		}
+	case wire.TypeHalt:
+		m.onHalt(now, Ballot{Epoch: msg.Epoch, ID: from}, msg.Reason())
+	case wire.TypeHaltAck:
+		if m.status == StatusHalting && msg.Epoch == m.proposal.Epoch && m.pending[from] {
+			delete(m.pending, from)
+			if len(m.pending) == 0 {
+				m.win(now)
+			}
+		}
+	case wire.TypeReject:
+		id, err := wire.DecodeID(msg.Payload)
+		if err != nil {
+			return
+		}
+		m.onReject(now, Ballot{Epoch: msg.Epoch, ID: id})
+	case wire.TypeCoordinator:
+		m.onCoordinator(now, Ballot{Epoch: msg.Epoch, ID: from})
+	case wire.TypeHeartbeat:
+		m.onHeartbeat(now, from, msg.Epoch)
+	case wire.TypeJoin:
+		m.onJoin(now, wire.Member{ID: from, Addr: string(msg.Payload)})
+	case wire.TypeLeave:
+		m.onLeave(now, from)
+	case wire.TypeMembers:
+		ms, err := wire.DecodeMembers(msg.Payload)
+		if err != nil {
+			return
+		}
+		for _, p := range ms {
+			m.addMember(now, p)
+		}
+	}
+}
+
+func (m *Machine) onElection(now time.Duration, from uuid.UUID) {
+	if !Less(from, m.id) {
+		return // ELECTION goes only to higher nodes; a higher sender is confused, not a threat
+	}
+	m.send(from, wire.TypeAnswer, 0, m.epoch, nil)
+	if m.status != StatusNormal {
+		// Already electing, halting or waiting for a higher node: the answer
+		// is all the lower node needs.
+		return
+	}
+	if m.leader == m.id {
+		// A live leader re-asserts itself to the node that suspected it
+		// instead of starting a new round: its epoch has not ended.
+		m.send(from, wire.TypeCoordinator, 0, m.leaderEpoch, nil)
+		return
+	}
+	m.startElection(now, wire.ReasonBullied)
+}
+
+func (m *Machine) onHalt(now time.Duration, b Ballot, reason wire.Reason) {
+	if Less(b.ID, m.id) {
+		// A lower node believes it is the highest alive: bully it.
+		if m.status == StatusNormal || m.status == StatusWaiting {
+			m.startElection(now, wire.ReasonBullied)
+		}
+		return
+	}
+	if m.promise.Less(b) && b.Epoch > m.leaderEpoch {
+		m.promise = b
+		m.dirty = true
+		m.becomeWaiting(now)
+		m.send(b.ID, wire.TypeHaltAck, 0, b.Epoch, nil)
+		return
+	}
+	m.reject(b.ID)
+}
+
+// onReject handles a REJECT naming ballot b that the sender promised.
+func (m *Machine) onReject(now time.Duration, b Ballot) {
+	switch {
+	case m.status == StatusHalting:
+		if b.Epoch < m.proposal.Epoch {
+			return // answers an earlier proposal that the current one already beats
+		}
+		if b.Epoch > m.epoch {
+			m.epoch = b.Epoch
+			m.dirty = true
+		}
+		if Less(m.id, b.ID) && m.proposal.Less(b) {
+			// A higher node holds a newer ballot. Competing with it would
+			// bump epochs back and forth; ask it instead: an ANSWER means it
+			// is alive and this node waits, silence means it is gone.
+			m.startElection(now, wire.ReasonOutvoted)
+			return
+		}
+		m.startHalting(now, m.epoch+1)
+	case m.status == StatusNormal && m.leader == m.id:
+		if b.Epoch > m.epoch {
+			m.epoch = b.Epoch
+			m.dirty = true
+		}
+		if (Ballot{Epoch: m.leaderEpoch, ID: m.id}).Less(b) {
+			// Some node promised a newer ballot. If its owner is higher and
+			// alive, the ELECTION finds it and this node waits; otherwise this
+			// node takes the cluster back under a still newer epoch.
+			m.startElection(now, wire.ReasonOutvoted)
+		}
+	default:
+		if b.Epoch > m.epoch {
+			m.epoch = b.Epoch
+			m.dirty = true
+		}
+	}
+}
+
+func (m *Machine) onCoordinator(now time.Duration, b Ballot) {
+	if Less(b.ID, m.id) {
+		// "A node that hears COORDINATOR from a lower ID bullies it."
+		if m.status == StatusNormal || m.status == StatusWaiting {
+			m.startElection(now, wire.ReasonLowerLeader)
+		}
+		return
+	}
+	if b.Less(m.promise) || b.Epoch < m.leaderEpoch {
+		m.reject(b.ID)
+		return
+	}
+	m.follow(now, b)
+}
+
+func (m *Machine) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
+	if m.status != StatusNormal {
+		return
+	}
+	switch {
+	case from == m.leader && epoch == m.leaderEpoch && m.leader != m.id:
+		m.deadline = now + m.cfg.FailureTimeout
+	case m.leader == m.id && Less(from, m.id):
+		// Two leaders (a healed partition): the higher one takes over under
+		// a new epoch; the lower one waits to be halted.
+		m.startElection(now, wire.ReasonLowerLeader)
+	}
+}
+
+func (m *Machine) onJoin(now time.Duration, p wire.Member) {
+	changed := m.addMember(now, p)
+	if !m.IsLeader() {
+		return
+	}
+	if changed {
+		payload := wire.AppendMembers(nil, m.Members())
+		for _, id := range m.others() {
+			if id != p.ID {
+				m.send(id, wire.TypeMembers, 0, m.leaderEpoch, payload)
+			}
+		}
+		m.send(p.ID, wire.TypeMembers, 0, m.leaderEpoch, payload)
+	}
+	m.send(p.ID, wire.TypeCoordinator, 0, m.leaderEpoch, nil)
+}
+
+func (m *Machine) onLeave(now time.Duration, from uuid.UUID) {
+	addr := m.members[from]
+	delete(m.members, from)
+	m.rebuildIDs()
+	m.dirty = true
+	m.emit(Event{At: now, Kind: EventMemberLeft, Peer: wire.Member{ID: from, Addr: addr}})
+	switch m.status {
+	case StatusHalting:
+		if m.pending[from] {
+			delete(m.pending, from)
+			if len(m.pending) == 0 {
+				m.win(now)
+			}
+		}
+	case StatusNormal:
+		if m.leader == from {
+			m.startElection(now, wire.ReasonLeaderLeft)
+		}
+	}
+}
+
+// addMember adds or updates p and reports whether anything changed.
+func (m *Machine) addMember(now time.Duration, p wire.Member) bool {
+	if p.ID == m.id || p.ID == uuid.Nil {
+		return false
+	}
+	if addr, known := m.members[p.ID]; known && (addr == p.Addr || p.Addr == "") {
+		return false
+	}
+	m.members[p.ID] = p.Addr
+	m.rebuildIDs()
+	m.dirty = true
+	m.emit(Event{At: now, Kind: EventMemberJoined, Peer: p})
+	return true
+}
+
+// startElection sends ELECTION to every higher member (but a suspected
+// leader) and waits for an ANSWER; with nobody above, it halts at once.
+func (m *Machine) startElection(now time.Duration, reason wire.Reason) {
+	m.skip = uuid.Nil
+	if reason == wire.ReasonLeaderFailed || reason == wire.ReasonLeaderLeft {
+		m.skip = m.leader
+	}
+	m.emit(Event{At: now, Kind: EventElectionStarted, Reason: reason})
+	higher := m.higher()
+	if len(higher) == 0 {
+		m.startHalting(now, max(m.epoch, m.promise.Epoch)+1)
+		return
+	}
+	m.setStatus(now, StatusElecting)
+	for _, id := range higher {
+		m.send(id, wire.TypeElection, uint8(reason), m.epoch, nil)
+	}
+	m.deadline = now + m.cfg.ElectionTimeout
+}
+
+// startHalting proposes ballot (epoch, self) to every lower member.
+func (m *Machine) startHalting(now time.Duration, epoch uint64) {
+	epoch = max(epoch, m.epoch+1, m.promise.Epoch+1)
+	m.epoch = epoch
+	m.proposal = Ballot{Epoch: epoch, ID: m.id}
+	m.promise = m.proposal
+	m.dirty = true
+	m.setStatus(now, StatusHalting)
+	m.pending = make(map[uuid.UUID]bool)
+	for _, id := range m.ids {
+		if !Less(id, m.id) {
+			break
+		}
+		m.pending[id] = true
+		m.send(id, wire.TypeHalt, 0, epoch, nil)
+	}
+	m.deadline = now + m.cfg.ElectionTimeout
+	if len(m.pending) == 0 {
+		m.win(now)
+	}
+}
+
+// win makes this node leader of its proposed epoch and tells everyone.
+func (m *Machine) win(now time.Duration) {
+	m.pending = nil
+	m.leader = m.id
+	m.leaderEpoch = m.proposal.Epoch
+	m.dirty = true
+	m.setStatus(now, StatusNormal)
+	m.emit(Event{At: now, Kind: EventElectionWon, Leader: m.id, Epoch: m.leaderEpoch})
+	m.emit(Event{At: now, Kind: EventLeaderChanged, Leader: m.id, Epoch: m.leaderEpoch})
+	m.broadcast(wire.TypeCoordinator, 0, m.leaderEpoch, nil)
+	m.deadline = now + m.cfg.HeartbeatInterval
+}
+
+// follow accepts b's node as leader of b's epoch.
+func (m *Machine) follow(now time.Duration, b Ballot) {
+	changed := m.leader != b.ID || m.leaderEpoch != b.Epoch
+	m.promise = b
+	m.leader = b.ID
+	m.leaderEpoch = b.Epoch
+	if changed {
+		m.dirty = true
+	}
+	m.pending = nil
+	m.setStatus(now, StatusNormal)
+	if changed {
+		m.emit(Event{At: now, Kind: EventLeaderChanged, Leader: b.ID, Epoch: b.Epoch})
+	}
+	m.deadline = now + m.cfg.FailureTimeout
+}
+
+func (m *Machine) becomeWaiting(now time.Duration) {
+	m.pending = nil
+	m.setStatus(now, StatusWaiting)
+	m.deadline = now + WaitFactor*m.cfg.ElectionTimeout
+}
+
+func (m *Machine) reject(to uuid.UUID) {
+	m.send(to, wire.TypeReject, 0, m.promise.Epoch, wire.AppendID(nil, m.promise.ID))
+}
+
+func (m *Machine) setStatus(now time.Duration, s Status) {
+	if m.status == s {
+		return
+	}
+	m.emit(Event{At: now, Kind: EventStatus, From: m.status, To: s})
+	m.status = s
+}
+
+func (m *Machine) emit(e Event) { m.out.Events = append(m.out.Events, e) }
+
+func (m *Machine) send(to uuid.UUID, t wire.Type, flags uint8, epoch uint64, payload []byte) {
+	m.sentBy[t&15]++
+	m.out.Messages = append(m.out.Messages, Envelope{To: to, Msg: wire.Message{
+		Type: t, Flags: flags, Epoch: epoch, From: m.id, Payload: payload,
+	}})
+}
+
+func (m *Machine) broadcast(t wire.Type, flags uint8, epoch uint64, payload []byte) {
+	for _, id := range m.others() {
+		m.send(id, t, flags, epoch, payload)
+	}
+}
+
+// others returns every member but self, in ID order. The slice is reused.
+func (m *Machine) others() []uuid.UUID {
+	m.scratch = m.scratch[:0]
+	for _, id := range m.ids {
+		if id != m.id {
+			m.scratch = append(m.scratch, id)
+		}
+	}
+	return m.scratch
+}
+
+// higher returns the members above self, less a suspected leader.
+func (m *Machine) higher() []uuid.UUID {
+	m.scratch = m.scratch[:0]
+	for _, id := range m.ids {
+		if Less(m.id, id) && id != m.skip {
+			m.scratch = append(m.scratch, id)
+		}
+	}
+	return m.scratch
+}
+
+func (m *Machine) rebuildIDs() {
+	m.ids = m.ids[:0]
+	for id := range m.members {
+		m.ids = append(m.ids, id)
+	}
+	slices.SortFunc(m.ids, func(a, b uuid.UUID) int {
+		switch {
+		case Less(a, b):
+			return -1
+		case Less(b, a):
+			return 1
+		}
+		return 0
+	})
+}

@@ -1,0 +1,347 @@
+package node
+
+import (
+	"container/heap"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// simNetwork is a deterministic in-memory network of Machines, in the style of
+// etcd-io/raft's test network: virtual time, per-link FIFO delivery with a
+// random delay, and faults (crash, restart, partition, one-way cut, loss,
+// delay spikes) applied between events. Everything random comes from one
+// seeded PRNG, so a seed replays a run exactly.
+type simNetwork struct {
+	t      testing.TB
+	rng    *rand.Rand
+	now    time.Duration
+	cfg    Config // timeouts shared by every node
+	nodes  []*simNode
+	byID   map[uuid.UUID]*simNode
+	queue  deliveryHeap
+	seq    uint64
+	fifo   map[[2]int]time.Duration // per directed link: latest scheduled arrival
+	cut    map[[2]int]bool          // per directed link: messages are dropped
+	minDly time.Duration
+	maxDly time.Duration
+	loss   float64
+
+	sent  [16]uint64 // messages handed to the network, by type
+	trace *strings.Builder
+}
+
+type simNode struct {
+	idx   int
+	id    uuid.UUID
+	m     *Machine
+	up    bool
+	state *State // what the node last persisted
+}
+
+type delivery struct {
+	at   time.Duration
+	seq  uint64
+	from int
+	to   int
+	msg  wire.Message
+}
+
+type deliveryHeap []delivery
+
+func (h deliveryHeap) Len() int { return len(h) }
+func (h deliveryHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+func (h deliveryHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *deliveryHeap) Push(x any)   { *h = append(*h, x.(delivery)) }
+func (h *deliveryHeap) Pop() any {
+	old := *h
+	d := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return d
+}
+
+// simIDs returns n version-4 UUIDs drawn from rng, sorted ascending, so that
+// index order is Bully priority order.
+func simIDs(rng *rand.Rand, n int) []uuid.UUID {
+	ids := make([]uuid.UUID, n)
+	for i := range ids {
+		var b [16]byte
+		for j := 0; j < 16; j += 8 {
+			v := rng.Uint64()
+			for k := range 8 {
+				b[j+k] = byte(v >> (8 * k))
+			}
+		}
+		b[6] = b[6]&0x0f | 0x40
+		b[8] = b[8]&0x3f | 0x80
+		ids[i] = uuid.UUID(b)
+	}
+	slices.SortFunc(ids, func(a, b uuid.UUID) int {
+		if Less(a, b) {
+			return -1
+		}
+		if Less(b, a) {
+			return 1
+		}
+		return 0
+	})
+	return ids
+}
+
+func newSimNetwork(t testing.TB, seed uint64, n int, cfg Config) *simNetwork {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	s := &simNetwork{
+		t:      t,
+		rng:    rng,
+		cfg:    cfg,
+		byID:   map[uuid.UUID]*simNode{},
+		fifo:   map[[2]int]time.Duration{},
+		cut:    map[[2]int]bool{},
+		minDly: time.Millisecond,
+		maxDly: time.Millisecond,
+	}
+	for i, id := range simIDs(rng, n) {
+		sn := &simNode{idx: i, id: id}
+		s.nodes = append(s.nodes, sn)
+		s.byID[id] = sn
+	}
+	return s
+}
+
+func (s *simNetwork) tracef(format string, args ...any) {
+	if s.trace != nil {
+		fmt.Fprintf(s.trace, "%9.3fms ", float64(s.now)/float64(time.Millisecond))
+		fmt.Fprintf(s.trace, format, args...)
+		s.trace.WriteByte('\n')
+	}
+}
+
+func (s *simNetwork) peers() []wire.Member {
+	ms := make([]wire.Member, len(s.nodes))
+	for i, n := range s.nodes {
+		ms[i] = wire.Member{ID: n.id, Addr: fmt.Sprintf("n%d", i)}
+	}
+	return ms
+}
+
+// start boots node i (cold start when it never persisted, restart otherwise).
+func (s *simNetwork) start(i int) {
+	n := s.nodes[i]
+	cfg := s.cfg
+	cfg.ID = n.id
+	cfg.Addr = fmt.Sprintf("n%d", i)
+	cfg.Peers = s.peers()
+	m, err := NewMachine(cfg, n.state, s.now)
+	if err != nil {
+		s.t.Fatalf("NewMachine(n%d): %v", i, err)
+	}
+	n.m, n.up = m, true
+	s.tracef("n%d up (epoch %d)", i, m.Epoch())
+	s.flush(n)
+}
+
+func (s *simNetwork) crash(i int) {
+	n := s.nodes[i]
+	n.up, n.m = false, nil
+	s.tracef("n%d CRASH", i)
+}
+
+// flush drains a node's output: persist, then hand messages to the network.
+func (s *simNetwork) flush(n *simNode) {
+	out := n.m.Drain()
+	if out.State != nil {
+		if n.state != nil && out.State.Epoch < n.state.Epoch {
+			s.t.Fatalf("n%d persisted epoch %d after %d: epoch went backwards", n.idx, out.State.Epoch, n.state.Epoch)
+		}
+		n.state = out.State
+	}
+	for _, e := range out.Events {
+		switch e.Kind {
+		case EventStatus:
+			s.tracef("n%d %s -> %s", n.idx, e.From, e.To)
+		case EventElectionStarted:
+			s.tracef("n%d election (%s)", n.idx, e.Reason)
+		case EventLeaderChanged:
+			s.tracef("n%d leader n%d epoch %d", n.idx, s.byID[e.Leader].idx, e.Epoch)
+		}
+	}
+	for _, env := range out.Messages {
+		to := s.byID[env.To]
+		s.sent[env.Msg.Type&15]++
+		link := [2]int{n.idx, to.idx}
+		if s.loss > 0 && s.rng.Float64() < s.loss {
+			s.tracef("n%d -> n%d %s e%d LOST", n.idx, to.idx, env.Msg.Type, env.Msg.Epoch)
+			continue
+		}
+		at := s.now + s.minDly
+		if s.maxDly > s.minDly {
+			at += time.Duration(s.rng.Int64N(int64(s.maxDly - s.minDly + 1)))
+		}
+		// TCP keeps each connection in order.
+		if last := s.fifo[link]; at < last {
+			at = last
+		}
+		s.fifo[link] = at
+		s.seq++
+		msg := env.Msg
+		msg.Payload = slices.Clone(msg.Payload)
+		heap.Push(&s.queue, delivery{at: at, seq: s.seq, from: n.idx, to: to.idx, msg: msg})
+	}
+}
+
+// step processes the earliest event at or before limit and reports whether
+// there was one.
+func (s *simNetwork) step(limit time.Duration) bool {
+	next := limit + 1
+	var timer *simNode
+	for _, n := range s.nodes {
+		if n.up && n.m.NextDeadline() < next {
+			next, timer = n.m.NextDeadline(), n
+		}
+	}
+	if len(s.queue) > 0 && s.queue[0].at <= next && s.queue[0].at <= limit {
+		d := heap.Pop(&s.queue).(delivery)
+		s.now = max(s.now, d.at)
+		to := s.nodes[d.to]
+		if !to.up || s.cut[[2]int{d.from, d.to}] {
+			s.tracef("n%d -> n%d %s e%d dropped", d.from, d.to, d.msg.Type, d.msg.Epoch)
+			return true
+		}
+		s.tracef("n%d -> n%d %s e%d", d.from, d.to, d.msg.Type, d.msg.Epoch)
+		to.m.Step(s.now, &d.msg)
+		s.flush(to)
+		return true
+	}
+	if timer == nil {
+		return false
+	}
+	s.now = max(s.now, next)
+	timer.m.Tick(s.now)
+	s.flush(timer)
+	return true
+}
+
+// runUntil processes every event up to and including time t, calling check
+// after each one.
+func (s *simNetwork) runUntil(t time.Duration, check func()) {
+	for s.step(t) {
+		if check != nil {
+			check()
+		}
+	}
+	s.now = max(s.now, t)
+}
+
+func (s *simNetwork) partition(groups ...[]int) {
+	group := map[int]int{}
+	for g, members := range groups {
+		for _, i := range members {
+			group[i] = g
+		}
+	}
+	for i := range s.nodes {
+		for j := range s.nodes {
+			if i != j && group[i] != group[j] {
+				s.cut[[2]int{i, j}] = true
+			}
+		}
+	}
+	s.tracef("PARTITION %v", groups)
+}
+
+func (s *simNetwork) heal() {
+	clear(s.cut)
+	s.loss = 0
+	s.minDly, s.maxDly = time.Millisecond, simMaxDelay
+	s.tracef("HEAL")
+}
+
+// agreement returns the leader every live node agrees on, or an error that
+// says who disagrees.
+func (s *simNetwork) agreement() (int, error) {
+	leader := -1
+	var views []string
+	ok := true
+	for _, n := range s.nodes {
+		if !n.up {
+			views = append(views, fmt.Sprintf("n%d:down", n.idx))
+			continue
+		}
+		l, e := n.m.Leader()
+		ln := s.byID[l]
+		lname := "none"
+		if ln != nil {
+			lname = fmt.Sprintf("n%d", ln.idx)
+		}
+		views = append(views, fmt.Sprintf("n%d:%s/%s@%d", n.idx, n.m.Status(), lname, e))
+		if n.m.Status() != StatusNormal || ln == nil {
+			ok = false
+			continue
+		}
+		if leader == -1 {
+			leader = ln.idx
+		} else if leader != ln.idx {
+			ok = false
+		}
+	}
+	if !ok {
+		return -1, fmt.Errorf("no agreement: %s", strings.Join(views, " "))
+	}
+	return leader, nil
+}
+
+// sle1 returns an error when two live Normal nodes name different leaders.
+func (s *simNetwork) sle1() error {
+	var first uuid.UUID
+	seen := false
+	for _, n := range s.nodes {
+		if !n.up || n.m.Status() != StatusNormal {
+			continue
+		}
+		l, _ := n.m.Leader()
+		if !seen {
+			first, seen = l, true
+			continue
+		}
+		if l != first {
+			var views []string
+			for _, o := range s.nodes {
+				if o.up {
+					ol, oe := o.m.Leader()
+					views = append(views, fmt.Sprintf("n%d:%s/%s@%d", o.idx, o.m.Status(), s.name(ol), oe))
+				}
+			}
+			return fmt.Errorf("SLE1 violated at %v: %s", s.now, strings.Join(views, " "))
+		}
+	}
+	return nil
+}
+
+// name returns the short simulation name of a node ID.
+func (s *simNetwork) name(id uuid.UUID) string {
+	if n := s.byID[id]; n != nil {
+		return fmt.Sprintf("n%d", n.idx)
+	}
+	return "none"
+}
+
+const simMaxDelay = 5 * time.Millisecond
+
+func simConfig() Config {
+	cfg := DefaultConfig()
+	cfg.HeartbeatInterval = 50 * time.Millisecond
+	cfg.FailureTimeout = 200 * time.Millisecond
+	cfg.ElectionTimeout = 100 * time.Millisecond
+	return cfg
+}

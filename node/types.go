@@ -1,0 +1,113 @@
+package node
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// Status is where a node stands in the algorithm. Only in StatusNormal is its
+// leader significant (SLE1 speaks of Normal nodes only).
+type Status uint8
+
+const (
+	// StatusElecting: sent ELECTION to the higher nodes, waiting for an ANSWER.
+	StatusElecting Status = iota + 1
+	// StatusHalting: nobody higher answered; sent HALT to the lower nodes and
+	// waiting for their HALT_ACKs before claiming victory.
+	StatusHalting
+	// StatusWaiting: answered by a higher node or halted by a candidate;
+	// waiting for its COORDINATOR.
+	StatusWaiting
+	// StatusNormal: following a leader, or leading.
+	StatusNormal
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusElecting:
+		return "electing"
+	case StatusHalting:
+		return "halting"
+	case StatusWaiting:
+		return "waiting"
+	case StatusNormal:
+		return "normal"
+	}
+	return fmt.Sprintf("status(%d)", uint8(s))
+}
+
+// Less orders node IDs as unsigned 128-bit big-endian numbers: the Bully
+// priority. The highest ID wins.
+func Less(a, b uuid.UUID) bool { return bytes.Compare(a[:], b[:]) < 0 }
+
+// Ballot is a candidate's claim: the epoch it proposes and its own ID.
+// Ballots are ordered by epoch, then by ID.
+type Ballot struct {
+	Epoch uint64    `json:"epoch"`
+	ID    uuid.UUID `json:"id"`
+}
+
+// Less reports whether b orders before o.
+func (b Ballot) Less(o Ballot) bool {
+	if b.Epoch != o.Epoch {
+		return b.Epoch < o.Epoch
+	}
+	return Less(b.ID, o.ID)
+}
+
+// State is what a node persists. The runtime must write it to stable storage
+// before it sends the messages of the same Output: a HALT_ACK promises a
+// ballot, and a restarted node must not forget it.
+type State struct {
+	// Epoch is the highest epoch this node has seen; it never goes backwards.
+	Epoch uint64 `json:"epoch"`
+	// Promise is the highest ballot this node accepted (HALT or COORDINATOR).
+	Promise Ballot `json:"promise"`
+	// Leader and LeaderEpoch are the last leader this node accepted.
+	Leader      uuid.UUID `json:"leader"`
+	LeaderEpoch uint64    `json:"leader_epoch"`
+	// Members is every known member, this node included, sorted by ID.
+	Members []wire.Member `json:"members"`
+}
+
+// Envelope is a message the Machine wants sent to one peer.
+type Envelope struct {
+	To  uuid.UUID
+	Msg wire.Message
+}
+
+// EventKind names an observable change of a Machine.
+type EventKind string
+
+const (
+	EventStatus          EventKind = "status"           // Status moved from From to To
+	EventElectionStarted EventKind = "election_started" // Reason says why
+	EventElectionWon     EventKind = "election_won"     // this node leads Epoch
+	EventLeaderChanged   EventKind = "leader_changed"   // Leader at Epoch accepted
+	EventMemberJoined    EventKind = "member_joined"    // Peer joined
+	EventMemberLeft      EventKind = "member_left"      // Peer left
+)
+
+// Event is one observable change, stamped with the Machine's clock.
+type Event struct {
+	At     time.Duration
+	Kind   EventKind
+	From   Status      // EventStatus
+	To     Status      // EventStatus
+	Reason wire.Reason // EventElectionStarted
+	Leader uuid.UUID   // EventElectionWon, EventLeaderChanged
+	Epoch  uint64      // EventElectionWon, EventLeaderChanged
+	Peer   wire.Member // EventMemberJoined, EventMemberLeft
+}
+
+// Output is what a Machine produced since the last Drain. Persist State (when
+// non-nil) first, then send Messages; Events are for logs and metrics.
+type Output struct {
+	State    *State
+	Messages []Envelope
+	Events   []Event
+}
