@@ -71,6 +71,12 @@ func (c Config) Validate() error {
 	if c.ElectionTimeout <= 0 {
 		return configError("ElectionTimeout", "must be positive, got %v", c.ElectionTimeout)
 	}
+	if err := wire.CheckAddr(c.Addr); err != nil {
+		return configError("Addr", "%v", err)
+	}
+	if len(c.Peers) >= wire.MaxMembers {
+		return configError("Peers", "%d peers, at most %d fit a membership list", len(c.Peers), wire.MaxMembers-1)
+	}
 	seen := make(map[uuid.UUID]string, len(c.Peers))
 	for i, p := range c.Peers {
 		if p.ID == uuid.Nil {
@@ -85,6 +91,9 @@ func (c Config) Validate() error {
 		seen[p.ID] = p.Addr
 		if p.ID != c.ID && p.Addr == "" {
 			return configError(fmt.Sprintf("Peers[%d].Addr", i), "peer %s has no address", p.ID)
+		}
+		if err := wire.CheckAddr(p.Addr); err != nil {
+			return configError(fmt.Sprintf("Peers[%d].Addr", i), "peer %s: %v", p.ID, err)
 		}
 	}
 	return nil

@@ -231,7 +231,11 @@ func (m *Machine) Step(now time.Duration, msg *wire.Message) {
 	case wire.TypeHeartbeat:
 		m.onHeartbeat(now, from, msg.Epoch)
 	case wire.TypeJoin:
-		m.onJoin(now, wire.Member{ID: from, Addr: string(msg.Payload)})
+		addr, err := wire.DecodeAddr(msg.Payload)
+		if err != nil {
+			return
+		}
+		m.onJoin(now, wire.Member{ID: from, Addr: addr})
 	case wire.TypeLeave:
 		m.onLeave(now, from)
 	case wire.TypeMembers:
@@ -392,8 +396,12 @@ func (m *Machine) addMember(now time.Duration, p wire.Member) bool {
 	if p.ID == m.id || p.ID == uuid.Nil {
 		return false
 	}
-	if addr, known := m.members[p.ID]; known && (addr == p.Addr || p.Addr == "") {
+	addr, known := m.members[p.ID]
+	if known && (addr == p.Addr || p.Addr == "") {
 		return false
+	}
+	if !known && len(m.members) >= wire.MaxMembers {
+		return false // a MEMBERS frame could not carry the list any more
 	}
 	m.members[p.ID] = p.Addr
 	m.rebuildIDs()
