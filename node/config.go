@@ -56,11 +56,8 @@ func configError(field, format string, args ...any) error {
 
 // Validate checks c and returns an error naming the first bad field.
 func (c Config) Validate() error {
-	if c.ID == uuid.Nil {
-		return configError("ID", "must be set")
-	}
-	if c.ID.Version() != 4 {
-		return configError("ID", "%s is a version-%d UUID, want version 4", c.ID, c.ID.Version())
+	if why := uuidV4Problem(c.ID); why != "" {
+		return configError("ID", "%s is not a version-4 UUID: %s", c.ID, why)
 	}
 	if c.HeartbeatInterval <= 0 {
 		return configError("HeartbeatInterval", "must be positive, got %v", c.HeartbeatInterval)
@@ -79,11 +76,8 @@ func (c Config) Validate() error {
 	}
 	seen := make(map[uuid.UUID]string, len(c.Peers))
 	for i, p := range c.Peers {
-		if p.ID == uuid.Nil {
-			return configError(fmt.Sprintf("Peers[%d].ID", i), "must be set")
-		}
-		if p.ID.Version() != 4 {
-			return configError(fmt.Sprintf("Peers[%d].ID", i), "%s is a version-%d UUID, want version 4", p.ID, p.ID.Version())
+		if why := uuidV4Problem(p.ID); why != "" {
+			return configError(fmt.Sprintf("Peers[%d].ID", i), "%s is not a version-4 UUID: %s", p.ID, why)
 		}
 		if prev, dup := seen[p.ID]; dup {
 			return configError(fmt.Sprintf("Peers[%d].ID", i), "%s listed twice (%s and %s)", p.ID, prev, p.Addr)

@@ -1,0 +1,306 @@
+package node
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// A peers file lists one member per line:
+//
+//	# comments run from # to the end of the line
+//	6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f  10.0.0.1:7946
+//	0b7e9a51-3c2d-4f10-8e7a-5b6c7d8e9f01  node2.example.com:7946
+//	c3a1f0de-7b62-4e35-a9d4-1e2f3a4b5c6d  [fd00::3]:7946
+//
+// IDs are version-4 UUIDs in their 36-character form; addresses are
+// host:port with a numeric port, and an IPv6 host in brackets. No ID and no
+// address may appear twice. The same list in a flag is comma-separated
+// ID@host:port entries.
+//
+// Addresses are returned in a canonical form (lowercase host name, IP in
+// its shortest form, port without leading zeros), so that two spellings of
+// one address count as duplicates and a formatted list parses back to
+// exactly the same members.
+
+// ParsePeersFile reads the peers file at path; its errors start with path.
+func ParsePeersFile(path string) ([]wire.Member, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read peers: %w", err)
+	}
+	defer f.Close()
+	return ParsePeers(path, f)
+}
+
+// ParsePeers reads a peers file from r. name is the file name to report in
+// errors, which look like "peers.txt:3: duplicate ID ... (first on line 1)".
+func ParsePeers(name string, r io.Reader) ([]wire.Member, error) {
+	var set peerSet
+	sc := bufio.NewScanner(r)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		if line == 1 {
+			// Editors on Windows start UTF-8 files with a byte order mark.
+			text = strings.TrimPrefix(text, "\uFEFF")
+		}
+		if i := strings.IndexByte(text, '#'); i >= 0 {
+			text = text[:i]
+		}
+		fields := strings.Fields(text)
+		switch {
+		case len(fields) == 0:
+			continue
+		case len(fields) == 1 && strings.Contains(fields[0], "@"):
+			return nil, fmt.Errorf("%s:%d: want `ID host:port`, got %s (ID@host:port is the form for lists in flags)", name, line, peerQuote(fields[0]))
+		case len(fields) != 2:
+			return nil, fmt.Errorf("%s:%d: want `ID host:port`, got %d %s", name, line, len(fields), peerPlural(len(fields), "field"))
+		}
+		if err := set.addText(fields[0], fields[1], fmt.Sprintf("on line %d", line)); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", name, line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%s:%d: line too long", name, line+1)
+		}
+		return nil, fmt.Errorf("%s:%d: %v", name, line+1, err)
+	}
+	return set.members, nil
+}
+
+// ParsePeerList parses the flag form: comma-separated ID@host:port entries,
+// with optional spaces around each. An empty or all-blank s is no peers.
+// Errors name the entry by its 1-based index and quote it.
+func ParsePeerList(s string) ([]wire.Member, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var set peerSet
+	for i, entry := range strings.Split(s, ",") {
+		n := i + 1
+		entry = strings.TrimSpace(entry)
+		// An empty entry is more often an unset variable in "$A,$B" than a
+		// stray comma, so it is not skipped.
+		if entry == "" {
+			return nil, fmt.Errorf("peer list entry %d is empty", n)
+		}
+		idText, addrText, ok := strings.Cut(entry, "@")
+		if !ok {
+			return nil, fmt.Errorf("peer list entry %d %s: want ID@host:port", n, peerQuote(entry))
+		}
+		if err := set.addText(idText, addrText, fmt.Sprintf("in entry %d", n)); err != nil {
+			return nil, fmt.Errorf("peer list entry %d %s: %v", n, peerQuote(entry), err)
+		}
+	}
+	return set.members, nil
+}
+
+// FormatPeers writes ms in the peers file format. It checks ms as
+// ParsePeers would and writes nothing if any member is invalid, so a tool
+// cannot produce a file that nodes then refuse.
+func FormatPeers(w io.Writer, ms []wire.Member) error {
+	var set peerSet
+	for i, m := range ms {
+		if err := set.add(m.ID, m.Addr, fmt.Sprintf("as member %d", i+1)); err != nil {
+			return fmt.Errorf("format peers: member %d: %v", i+1, err)
+		}
+	}
+	bw := bufio.NewWriter(w)
+	for _, m := range set.members {
+		fmt.Fprintf(bw, "%s %s\n", m.ID, m.Addr)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("format peers: %w", err)
+	}
+	return nil
+}
+
+// peerSet accumulates members and remembers where each ID and address was
+// first seen, for duplicate errors.
+type peerSet struct {
+	members []wire.Member
+	ids     map[uuid.UUID]string
+	addrs   map[string]string
+}
+
+func (ps *peerSet) addText(idText, addrText, where string) error {
+	// Only the 36-character form: uuid.Parse also takes the URN, braced and
+	// bare-hex forms, which would make one ID look like several in a file.
+	if len(idText) != 36 {
+		return fmt.Errorf("bad ID %s: want a UUID like 6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f", peerQuote(idText))
+	}
+	id, err := uuid.Parse(idText)
+	if err != nil {
+		return fmt.Errorf("bad ID %s: want a UUID like 6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f", peerQuote(idText))
+	}
+	return ps.add(id, addrText, where)
+}
+
+func (ps *peerSet) add(id uuid.UUID, addrText, where string) error {
+	if why := uuidV4Problem(id); why != "" {
+		return fmt.Errorf("ID %s is not a version-4 UUID (%s)", id, why)
+	}
+	addr, err := canonicalPeerAddr(addrText)
+	if err != nil {
+		return err
+	}
+	if first, dup := ps.ids[id]; dup {
+		return fmt.Errorf("duplicate ID %s (first %s)", id, first)
+	}
+	if first, dup := ps.addrs[addr]; dup {
+		return fmt.Errorf("duplicate address %s (first %s)", addr, first)
+	}
+	if ps.ids == nil {
+		ps.ids = make(map[uuid.UUID]string)
+		ps.addrs = make(map[string]string)
+	}
+	ps.ids[id] = where
+	ps.addrs[addr] = where
+	ps.members = append(ps.members, wire.Member{ID: id, Addr: addr})
+	return nil
+}
+
+// uuidV4Problem says why id is not a version-4 UUID of the RFC 9562 variant,
+// or returns "". The variant matters too: with another variant the version
+// nibble means nothing.
+func uuidV4Problem(id uuid.UUID) string {
+	switch {
+	case id == uuid.Nil:
+		return "it is the nil UUID"
+	case id.Version() != 4:
+		return fmt.Sprintf("it is version %d", id.Version())
+	case id.Variant() != uuid.RFC4122:
+		return fmt.Sprintf("its variant is %s", id.Variant())
+	}
+	return ""
+}
+
+// canonicalPeerAddr checks that s is an address a peer can dial and returns
+// its canonical form.
+func canonicalPeerAddr(s string) (string, error) {
+	bad := func(why string) error { return fmt.Errorf("bad address %s: %s", peerQuote(s), why) }
+	host, portText, err := net.SplitHostPort(s)
+	if err != nil {
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			return "", bad(strings.TrimSuffix(ae.Err, " in address"))
+		}
+		return "", bad(err.Error())
+	}
+	port, why := peerPort(portText)
+	if why != "" {
+		return "", bad(why)
+	}
+	if host == "" {
+		return "", bad("missing host")
+	}
+	bracketed := strings.HasPrefix(s, "[")
+	if ip, err := netip.ParseAddr(host); err == nil {
+		// SplitHostPort already refuses an IPv6 address without brackets.
+		switch {
+		case bracketed && !ip.Is6():
+			return "", bad("brackets are only for IPv6 addresses")
+		case ip.IsUnspecified():
+			return "", bad(ip.String() + " is a listen address, not one a peer can dial")
+		case !peerValidZone(ip.Zone()):
+			return "", bad(fmt.Sprintf("bad zone %s", peerQuote(ip.Zone())))
+		}
+		return net.JoinHostPort(ip.String(), strconv.Itoa(port)), nil
+	}
+	if bracketed {
+		return "", bad("brackets are only for IPv6 addresses")
+	}
+	name, why := peerHostName(host)
+	if why != "" {
+		return "", bad(why)
+	}
+	return net.JoinHostPort(name, strconv.Itoa(port)), nil
+}
+
+func peerPort(s string) (int, string) {
+	if s == "" {
+		return 0, "missing port"
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, fmt.Sprintf("port %s is not a number", peerQuote(s))
+		}
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 65535 {
+		return 0, fmt.Sprintf("port %s out of range 1-65535", s)
+	}
+	return n, ""
+}
+
+// peerHostName checks a DNS name (RFC 1123 letters, digits and hyphens, plus
+// the underscores that container runtimes put in service names) and returns
+// it in lowercase, since DNS names are case-insensitive.
+func peerHostName(host string) (string, string) {
+	name := strings.TrimSuffix(host, ".")
+	if len(name) == 0 || len(name) > 253 {
+		return "", fmt.Sprintf("host name of %d characters, want 1-253", len(name))
+	}
+	labels := strings.Split(name, ".")
+	for _, l := range labels {
+		if l == "" || len(l) > 63 {
+			return "", fmt.Sprintf("host name %s has an empty or over-long label", peerQuote(host))
+		}
+		if l[0] == '-' || l[len(l)-1] == '-' {
+			return "", fmt.Sprintf("host name %s has a label that starts or ends with '-'", peerQuote(host))
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return "", fmt.Sprintf("host name %s contains %s", peerQuote(host), peerQuote(string([]byte{c})))
+			}
+		}
+	}
+	// A resolver would look up "10.0.0.256" or "010.0.0.1" as a name and
+	// fail late and confusingly; a top-level label is never all digits.
+	if last := labels[len(labels)-1]; strings.Trim(last, "0123456789") == "" {
+		return "", fmt.Sprintf("%s is not a valid IPv4 address", peerQuote(host))
+	}
+	return strings.ToLower(host), ""
+}
+
+// peerValidZone keeps zones to characters that interface names use, so that
+// a zone cannot smuggle a '#', ',' or '@' into the file or flag formats.
+func peerValidZone(z string) bool {
+	for i := 0; i < len(z); i++ {
+		c := z[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// peerQuote quotes user text for a one-line error, cut short so that a
+// garbage line does not swamp the message.
+func peerQuote(s string) string {
+	const maxLen = 64
+	if len(s) > maxLen {
+		return strconv.Quote(s[:maxLen]) + "..."
+	}
+	return strconv.Quote(s)
+}
+
+func peerPlural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

@@ -1,0 +1,297 @@
+package node
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+const (
+	v1ID      = "c3a1f0de-7b62-1e35-a9d4-1e2f3a4b5c6d"
+	variantID = "c3a1f0de-7b62-4e35-c9d4-1e2f3a4b5c6d"
+)
+
+func TestParsePeersFile(t *testing.T) {
+	text := "\uFEFF# cluster of three\r\n" +
+		"\n" +
+		idA.String() + "  10.0.0.1:7946\r\n" +
+		"   # indented comment\n" +
+		strings.ToUpper(idB.String()) + "\tNode2.Example.COM:07946   # trailing comment\n" +
+		idC.String() + " [FD00:0:0::3]:7946" // no final newline
+	path := filepath.Join(t.TempDir(), "peers.txt")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParsePeersFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []wire.Member{
+		{ID: idA, Addr: "10.0.0.1:7946"},
+		{ID: idB, Addr: "node2.example.com:7946"},
+		{ID: idC, Addr: "[fd00::3]:7946"},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ParsePeersFile = %v; want %v", got, want)
+	}
+
+	for _, empty := range []string{"", "\n\n", "# nobody yet\n"} {
+		if got, err := ParsePeers("p", strings.NewReader(empty)); err != nil || len(got) != 0 {
+			t.Errorf("ParsePeers(%q) = %v, %v; want no peers", empty, got, err)
+		}
+	}
+
+	missing := filepath.Join(t.TempDir(), "nope.txt")
+	if _, err := ParsePeersFile(missing); err == nil || !strings.Contains(err.Error(), missing) || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ParsePeersFile(missing) = %v", err)
+	}
+}
+
+func TestParsePeersErrors(t *testing.T) {
+	a, b, c := idA.String(), idB.String(), idC.String()
+	for _, tc := range []struct {
+		text, want string
+	}{
+		// The messages the command line shows, in full.
+		{a + " h1:1\n" + b + " h2:1\n" + a + " h3:1\n", "peers.txt:3: duplicate ID " + a + " (first on line 1)"},
+		{"# x\n" + a + " foo\n", `peers.txt:2: bad address "foo": missing port`},
+		{"\n\n\n" + v1ID + " h:1\n", "peers.txt:4: ID " + v1ID + " is not a version-4 UUID (it is version 1)"},
+		{"#\n#\n#\n#\n" + a + " h:1 extra\n", "peers.txt:5: want `ID host:port`, got 3 fields"},
+		{a + "\n", "peers.txt:1: want `ID host:port`, got 1 field"},
+		{a + " h:1\n" + b + " h:1\n", "peers.txt:2: duplicate address h:1 (first on line 1)"},
+		{a + " Host:080\n" + b + " host:80\n", "peers.txt:2: duplicate address host:80 (first on line 1)"},
+		{a + " [::1]:80\n" + b + " [0:0::1]:80\n", "peers.txt:2: duplicate address [::1]:80 (first on line 1)"},
+		{a + "@h:1\n", "peers.txt:1: want `ID host:port`, got \"" + a + "@h:1\" (ID@host:port is the form for lists in flags)"},
+		{variantID + " h:1\n", "peers.txt:1: ID " + variantID + " is not a version-4 UUID (its variant is Microsoft)"},
+		{uuid.Nil.String() + " h:1\n", "peers.txt:1: ID " + uuid.Nil.String() + " is not a version-4 UUID (it is the nil UUID)"},
+		{"node1 h:1\n", `peers.txt:1: bad ID "node1": want a UUID like 6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f`},
+		{"{" + a + "} h:1\n", `peers.txt:1: bad ID "{` + a + `}": want a UUID like 6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f`},
+		{strings.Replace(a, "-", "x", 1) + " h:1\n", "peers.txt:1: bad ID"},
+		{c + " h:0\n", `peers.txt:1: bad address "h:0": port 0 out of range 1-65535`},
+		{c + " h:65536\n", `peers.txt:1: bad address "h:65536": port 65536 out of range 1-65535`},
+		{c + " h:99999999999999999999\n", `port 99999999999999999999 out of range`},
+		{c + " h:http\n", `peers.txt:1: bad address "h:http": port "http" is not a number`},
+		{c + " h:+80\n", `port "+80" is not a number`},
+		{c + " h:\n", `peers.txt:1: bad address "h:": missing port`},
+		{c + " :80\n", `peers.txt:1: bad address ":80": missing host`},
+		{c + " ::1:80\n", `peers.txt:1: bad address "::1:80": too many colons`},
+		{c + " [::1:80\n", `peers.txt:1: bad address "[::1:80": missing ']'`},
+		{c + " [10.0.0.1]:80\n", `peers.txt:1: bad address "[10.0.0.1]:80": brackets are only for IPv6 addresses`},
+		{c + " [host]:80\n", `brackets are only for IPv6 addresses`},
+		{c + " 0.0.0.0:80\n", `peers.txt:1: bad address "0.0.0.0:80": 0.0.0.0 is a listen address, not one a peer can dial`},
+		{c + " [::]:80\n", `:: is a listen address`},
+		{c + " 10.0.0.256:80\n", `peers.txt:1: bad address "10.0.0.256:80": "10.0.0.256" is not a valid IPv4 address`},
+		{c + " 010.0.0.1:80\n", `is not a valid IPv4 address`},
+		{c + " a..b:80\n", `empty or over-long label`},
+		{c + " -a.b:80\n", `starts or ends with '-'`},
+		{c + " a/b:80\n", `host name "a/b" contains "/"`},
+		{c + " h\xff:80\n", `contains "\xff"`},
+		{c + " [fe80::1%a,b]:80\n", `bad zone "a,b"`},
+		{c + " " + strings.Repeat("a", 64) + ":80\n", `empty or over-long label`},
+		{c + " " + strings.Repeat("a.", 127) + "a:80\n", `host name of 255 characters`},
+		{c + " h:1\n" + strings.Repeat("x", 70000) + "\n", "peers.txt:2: line too long"},
+	} {
+		_, err := ParsePeers("peers.txt", strings.NewReader(tc.text))
+		if err == nil {
+			t.Errorf("ParsePeers(%q) succeeded; want %q", tc.text, tc.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParsePeers(%q) = %q; want %q", tc.text, err, tc.want)
+		}
+		checkOneLine(t, err)
+	}
+}
+
+func TestParsePeersAddresses(t *testing.T) {
+	for in, want := range map[string]string{
+		"localhost:1":         "localhost:1",
+		"node_1.svc:65535":    "node_1.svc:65535",
+		"host.example.:7946":  "host.example.:7946",
+		"127.0.0.1:7946":      "127.0.0.1:7946",
+		"[::1]:7946":          "[::1]:7946",
+		"[::FFFF:1.2.3.4]:80": "[::ffff:1.2.3.4]:80",
+		"[fe80::1%eth0]:80":   "[fe80::1%eth0]:80",
+		"x1:00001":            "x1:1",
+	} {
+		got, err := ParsePeerList(idA.String() + "@" + in)
+		if err != nil || len(got) != 1 || got[0].Addr != want {
+			t.Errorf("address %q: got %v, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+func TestParsePeerList(t *testing.T) {
+	got, err := ParsePeerList(" " + idA.String() + "@10.0.0.1:7946, " + idB.String() + "@[fd00::2]:7946 ,")
+	if err == nil {
+		t.Fatalf("trailing comma accepted: %v", got)
+	}
+	if want := "peer list entry 3 is empty"; err.Error() != want {
+		t.Errorf("trailing comma: %q; want %q", err, want)
+	}
+
+	got, err = ParsePeerList(" " + idA.String() + "@10.0.0.1:7946, " + idB.String() + "@[fd00::2]:7946 ")
+	want := []wire.Member{{ID: idA, Addr: "10.0.0.1:7946"}, {ID: idB, Addr: "[fd00::2]:7946"}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("ParsePeerList = %v, %v; want %v", got, err, want)
+	}
+	for _, blank := range []string{"", "  "} {
+		if got, err := ParsePeerList(blank); got != nil || err != nil {
+			t.Errorf("ParsePeerList(%q) = %v, %v; want nil, nil", blank, got, err)
+		}
+	}
+
+	a, b := idA.String(), idB.String()
+	for _, tc := range []struct{ in, want string }{
+		{a + "@h:1,," + b + "@h:2", "peer list entry 2 is empty"},
+		{a + "@h:1," + b + " h:2", `peer list entry 2 "` + b + ` h:2": want ID@host:port`},
+		{a + "@h:1," + b + "@h:2," + a + "@h:3", `peer list entry 3 "` + a + `@h:3": duplicate ID ` + a + " (first in entry 1)"},
+		{a + "@h:1," + b + "@H:1", `peer list entry 2 "` + b + `@H:1": duplicate address h:1 (first in entry 1)`},
+		{a + "@h", `peer list entry 1 "` + a + `@h": bad address "h": missing port`},
+		{a + "@h@x:1", `peer list entry 1 "` + a + `@h@x:1": bad address "h@x:1": host name "h@x" contains "@"`},
+		{v1ID + "@h:1", "peer list entry 1 \"" + v1ID + "@h:1\": ID " + v1ID + " is not a version-4 UUID (it is version 1)"},
+		{"nodeA@h:1", `peer list entry 1 "nodeA@h:1": bad ID "nodeA"`},
+		{strings.Repeat("x", 200), `peer list entry 1 "` + strings.Repeat("x", 64) + `"...: want ID@host:port`},
+	} {
+		_, err := ParsePeerList(tc.in)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParsePeerList(%q) = %v; want %q", tc.in, err, tc.want)
+			continue
+		}
+		checkOneLine(t, err)
+	}
+}
+
+func TestFormatPeers(t *testing.T) {
+	ms := []wire.Member{
+		{ID: idC, Addr: "node3.example.com:7946"},
+		{ID: idA, Addr: "[FD00::1]:7946"},
+		{ID: idB, Addr: "10.0.0.2:7946"},
+	}
+	var buf bytes.Buffer
+	if err := FormatPeers(&buf, ms); err != nil {
+		t.Fatal(err)
+	}
+	wantText := idC.String() + " node3.example.com:7946\n" + idA.String() + " [fd00::1]:7946\n" + idB.String() + " 10.0.0.2:7946\n"
+	if buf.String() != wantText {
+		t.Errorf("FormatPeers wrote %q; want %q", buf.String(), wantText)
+	}
+	got, err := ParsePeers("gen", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms[1].Addr = "[fd00::1]:7946"
+	if !slices.Equal(got, ms) {
+		t.Errorf("round trip = %v; want %v", got, ms)
+	}
+
+	for _, bad := range [][]wire.Member{
+		{{ID: idA, Addr: "h:1"}, {ID: idB, Addr: "nope"}},
+		{{ID: idA, Addr: "h:1"}, {ID: idA, Addr: "h:2"}},
+		{{ID: uuid.Nil, Addr: "h:1"}},
+		{{ID: idA, Addr: "h#x:1"}},
+	} {
+		buf.Reset()
+		err := FormatPeers(&buf, bad)
+		if err == nil || buf.Len() != 0 {
+			t.Errorf("FormatPeers(%v) = %v, wrote %q; want an error and nothing written", bad, err, buf.String())
+		}
+	}
+}
+
+// checkAcceptedPeers checks what a parser accepted without trusting its
+// helpers, then that formatting and parsing again is the identity.
+func checkAcceptedPeers(t *testing.T, ms []wire.Member) {
+	t.Helper()
+	ids := map[uuid.UUID]bool{}
+	addrs := map[string]bool{}
+	for _, m := range ms {
+		if m.ID.Version() != 4 || m.ID.Variant() != uuid.RFC4122 {
+			t.Fatalf("accepted ID %v is not a version-4 UUID", m.ID)
+		}
+		host, port, err := net.SplitHostPort(m.Addr)
+		if err != nil || host == "" {
+			t.Fatalf("accepted address %q: %v", m.Addr, err)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			t.Fatalf("accepted address %q has port %q", m.Addr, port)
+		}
+		if strings.ContainsAny(m.Addr, " \t\r\n#,@") {
+			t.Fatalf("accepted address %q contains a separator", m.Addr)
+		}
+		if ids[m.ID] || addrs[m.Addr] {
+			t.Fatalf("accepted a duplicate: %v", m)
+		}
+		ids[m.ID], addrs[m.Addr] = true, true
+	}
+
+	var buf bytes.Buffer
+	if err := FormatPeers(&buf, ms); err != nil {
+		t.Fatalf("FormatPeers of accepted list: %v", err)
+	}
+	again, err := ParsePeers("formatted", &buf)
+	if err != nil {
+		t.Fatalf("reparse of formatted list: %v", err)
+	}
+	if !slices.Equal(ms, again) {
+		t.Fatalf("file round trip changed %v into %v", ms, again)
+	}
+
+	entries := make([]string, len(ms))
+	for i, m := range ms {
+		entries[i] = m.ID.String() + "@" + m.Addr
+	}
+	again, err = ParsePeerList(strings.Join(entries, ","))
+	if err != nil {
+		t.Fatalf("reparse as list: %v", err)
+	}
+	if !slices.Equal(ms, again) {
+		t.Fatalf("list round trip changed %v into %v", ms, again)
+	}
+}
+
+func FuzzParsePeers(f *testing.F) {
+	f.Add("# peers\n" + idA.String() + " 10.0.0.1:7946\n" + idB.String() + " [fd00::2]:7946 # two\n")
+	f.Add(idC.String() + " Node3.Example.com:07946\r\n")
+	f.Add(idA.String() + " [fe80::1%eth0]:1\n\n")
+	f.Add(idA.String() + " h:1\n" + idA.String() + " h:2\n")
+	f.Add("x y z\n")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, text string) {
+		ms, err := ParsePeers("fuzz", strings.NewReader(text))
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz:") || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %q does not name the file or spans lines", err)
+			}
+			return
+		}
+		checkAcceptedPeers(t, ms)
+	})
+}
+
+func FuzzParsePeerList(f *testing.F) {
+	f.Add(idA.String() + "@10.0.0.1:7946," + idB.String() + "@[fd00::2]:7946")
+	f.Add(" " + idC.String() + "@HOST:08080 ")
+	f.Add(idA.String() + "@[fe80::1%lo]:9")
+	f.Add("a@b:1,,")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		ms, err := ParsePeerList(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "peer list entry ") || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %q does not name the entry or spans lines", err)
+			}
+			return
+		}
+		checkAcceptedPeers(t, ms)
+	})
+}

@@ -1,0 +1,469 @@
+package node
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/google/uuid"
+)
+
+// A data dir holds:
+//
+//	lock        flock'ed by the process that uses the dir; holds its pid, for
+//	            the error another process gets
+//	id          the node ID: a version-4 UUID in text form and a newline
+//	state.json  the last saved State (format below)
+//	*.tmp-*     a save in progress; one found at open time is left over from
+//	            a save that crashed, and is removed
+//
+// state.json is a single line:
+//
+//	{"format":1,"crc32c":"89abcdef","state":{"epoch":7,...}}\n
+//
+// format is storeFormat and is bumped on any change a reader of the old one
+// would misread. crc32c is the CRC-32C (Castagnoli) of the bytes of the state
+// value exactly as they appear in the file, as eight lowercase hex digits.
+// state is the JSON encoding of State. Load accepts only this exact byte
+// form: the checksum does not cover the envelope, so the envelope is checked
+// by re-encoding it and comparing, which catches a truncated file, a flipped
+// bit in a key (encoding/json matches keys case-insensitively) or a missing
+// newline. A file that fails any check is reported, never reset: a node that
+// forgets a HALT_ACK promise can elect two leaders in one epoch.
+const (
+	storeFormat    = 1
+	stateFileName  = "state.json"
+	idFileName     = "id"
+	lockFileName   = "lock"
+	storeTmpInfix  = ".tmp-"
+	storeCRCDigits = 8
+)
+
+var storeCRCTable = crc32.MakeTable(crc32.Castagnoli)
+
+var (
+	// ErrCorruptState is wrapped by every error about a state or id file that
+	// exists but cannot be decoded. The node must not start from scratch in
+	// its place; an operator has to look.
+	ErrCorruptState = errors.New("corrupt state")
+	// ErrEpochBackwards is wrapped by the error Save returns for a State whose
+	// Epoch is lower than the one already saved.
+	ErrEpochBackwards = errors.New("epoch would go backwards")
+	// ErrDataDirLocked is wrapped by the error OpenFileStore returns when
+	// another process holds the data dir.
+	ErrDataDirLocked = errors.New("data dir in use")
+	// ErrStoreClosed is returned by every method of a closed FileStore.
+	ErrStoreClosed = errors.New("file store closed")
+)
+
+// FileStore keeps a node's ID and State in a data dir that only one process
+// may use at a time. Its methods are safe for concurrent use.
+type FileStore struct {
+	dir string
+
+	mu   sync.Mutex
+	lock *os.File // nil once closed
+	// epoch is the Epoch of the state on disk, once epochKnown; Save compares
+	// against it so that the rule holds across restarts, not just in memory.
+	epoch      uint64
+	epochKnown bool
+}
+
+// OpenFileStore opens the data dir, creating it with mode 0700 if needed, and
+// locks it until Close.
+func OpenFileStore(dir string) (*FileStore, error) {
+	if dir == "" {
+		return nil, errors.New("open data dir: empty path")
+	}
+	_, statErr := os.Stat(dir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open data dir: %w", err)
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		// Without this a crash could lose the new dir's entry, and with it
+		// every file later saved (and fsynced) inside it.
+		if err := storeSyncDir(filepath.Dir(dir)); err != nil {
+			return nil, fmt.Errorf("open data dir: %w", err)
+		}
+	}
+	lock, err := storeLock(dir)
+	if err != nil {
+		return nil, err
+	}
+	// Only now that we hold the lock can a temp file not be another
+	// process's save in progress.
+	if err := storeRemoveTemps(dir); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return &FileStore{dir: dir, lock: lock}, nil
+}
+
+// Dir returns the data dir as given to OpenFileStore.
+func (s *FileStore) Dir() string { return s.dir }
+
+// Close releases the data dir. Calling it again is a no-op.
+func (s *FileStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lock == nil {
+		return nil
+	}
+	// Closing the descriptor releases the flock. The lock file stays:
+	// removing it would let a process that opened it just before the removal
+	// lock the orphaned inode while the next one locks a new file, and both
+	// would run.
+	err := s.lock.Close()
+	s.lock = nil
+	if err != nil {
+		return fmt.Errorf("unlock data dir %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// Load returns the saved State, or (nil, nil) if none was ever saved: a
+// fresh node. A state file that exists but cannot be decoded is an error
+// wrapping ErrCorruptState; one that cannot be read is an error wrapping the
+// I/O error, so that a permission problem is not mistaken for corruption.
+func (s *FileStore) Load() (*State, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lock == nil {
+		return nil, ErrStoreClosed
+	}
+	st, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	s.noteEpoch(st)
+	return st, nil
+}
+
+func (s *FileStore) load() (*State, error) {
+	path := filepath.Join(s.dir, stateFileName)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load state: %w", err)
+	}
+	return decodeStateFile(path, data)
+}
+
+func decodeStateFile(path string, data []byte) (*State, error) {
+	st, err := decodeState(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w in %s: %v", ErrCorruptState, path, err)
+	}
+	return st, nil
+}
+
+func (s *FileStore) noteEpoch(st *State) {
+	s.epoch, s.epochKnown = 0, true
+	if st != nil {
+		s.epoch = st.Epoch
+	}
+}
+
+// Save replaces the saved State with st. When it returns nil, st is on
+// stable storage and survives a crash or power loss; when it returns an
+// error, either the old or the new State is on disk, never a mix. It refuses
+// a State whose Epoch is lower than the saved one.
+func (s *FileStore) Save(st *State) error {
+	if st == nil {
+		return errors.New("save state: nil State")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lock == nil {
+		return ErrStoreClosed
+	}
+	path := filepath.Join(s.dir, stateFileName)
+	if !s.epochKnown {
+		// Saving without a Load first must not bypass the epoch rule, nor
+		// overwrite a corrupt file that nobody has looked at.
+		prev, err := s.load()
+		if err != nil {
+			return fmt.Errorf("save state: %w", err)
+		}
+		s.noteEpoch(prev)
+	}
+	if st.Epoch < s.epoch {
+		return fmt.Errorf("%w: refusing to save epoch %d over epoch %d in %s", ErrEpochBackwards, st.Epoch, s.epoch, path)
+	}
+	data, err := encodeState(st)
+	if err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	renamed, err := storeWriteAtomic(s.dir, stateFileName, data)
+	if renamed {
+		// Even if the dir fsync failed, the new file is what a reader sees now.
+		s.epoch = st.Epoch
+	}
+	if err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	return nil
+}
+
+// LoadOrCreateID returns the node ID kept in the data dir. If there is none
+// yet it stores want, or a new random version-4 UUID if want is uuid.Nil. A
+// stored ID that differs from a non-nil want is an error: the operator
+// pointed a node at another node's data dir.
+func (s *FileStore) LoadOrCreateID(want uuid.UUID) (uuid.UUID, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lock == nil {
+		return uuid.Nil, ErrStoreClosed
+	}
+	path := filepath.Join(s.dir, idFileName)
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		id, err := decodeID(data)
+		if err != nil {
+			return uuid.Nil, fmt.Errorf("%w in %s: %v", ErrCorruptState, path, err)
+		}
+		if want != uuid.Nil && want != id {
+			return uuid.Nil, fmt.Errorf("data dir %s belongs to node %s, not %s", s.dir, id, want)
+		}
+		return id, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return uuid.Nil, fmt.Errorf("load node ID: %w", err)
+	}
+
+	id := want
+	if id == uuid.Nil {
+		// A dir with state but no id lost its identity; a fresh random one
+		// would silently turn it into a different node with another node's
+		// promises and epoch. Only the operator knows the right ID.
+		if _, err := os.Lstat(filepath.Join(s.dir, stateFileName)); err == nil {
+			return uuid.Nil, fmt.Errorf("data dir %s has a %s but no %s file; give the node's ID explicitly", s.dir, stateFileName, idFileName)
+		}
+		if id, err = uuid.NewRandom(); err != nil {
+			return uuid.Nil, fmt.Errorf("generate node ID: %w", err)
+		}
+	} else if why := uuidV4Problem(id); why != "" {
+		return uuid.Nil, fmt.Errorf("node ID %s is not a version-4 UUID (%s)", id, why)
+	}
+	if _, err := storeWriteAtomic(s.dir, idFileName, []byte(id.String()+"\n")); err != nil {
+		return uuid.Nil, fmt.Errorf("save node ID: %w", err)
+	}
+	return id, nil
+}
+
+// decodeID accepts surrounding whitespace so that an operator can write the
+// file with echo or an editor.
+func decodeID(data []byte) (uuid.UUID, error) {
+	text := strings.TrimSpace(string(data))
+	if text == "" {
+		return uuid.Nil, errors.New("empty file")
+	}
+	if len(text) != 36 {
+		return uuid.Nil, fmt.Errorf("%s is not a UUID", peerQuote(text))
+	}
+	id, err := uuid.Parse(text)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("%s is not a UUID", peerQuote(text))
+	}
+	if why := uuidV4Problem(id); why != "" {
+		return uuid.Nil, fmt.Errorf("%s is not a version-4 UUID (%s)", id, why)
+	}
+	return id, nil
+}
+
+func encodeState(st *State) ([]byte, error) {
+	body, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	return storeEnvelope(storeFormat, storeCRC(body), body), nil
+}
+
+func storeCRC(body []byte) string {
+	return fmt.Sprintf("%0*x", storeCRCDigits, crc32.Checksum(body, storeCRCTable))
+}
+
+func storeEnvelope(format int, crc string, body []byte) []byte {
+	b := make([]byte, 0, len(body)+64)
+	b = fmt.Appendf(b, `{"format":%d,"crc32c":"%s","state":`, format, crc)
+	b = append(b, body...)
+	return append(b, "}\n"...)
+}
+
+// decodeState returns the State in a state file, or why it cannot.
+func decodeState(data []byte) (*State, error) {
+	if len(data) == 0 {
+		return nil, errors.New("empty file")
+	}
+	var env struct {
+		Format int             `json:"format"`
+		CRC    string          `json:"crc32c"`
+		State  json.RawMessage `json:"state"`
+	}
+	if err := json.Unmarshal(data, &env); err != nil {
+		return nil, fmt.Errorf("undecodable (truncated?): %v", err)
+	}
+	// Check the version before the layout, so that a file from a newer
+	// build says so instead of looking damaged.
+	if env.Format != storeFormat {
+		return nil, fmt.Errorf("format version %d, this build reads only version %d", env.Format, storeFormat)
+	}
+	if !storeIsCRC(env.CRC) {
+		return nil, fmt.Errorf("bad checksum field %s", peerQuote(env.CRC))
+	}
+	if !bytes.Equal(data, storeEnvelope(env.Format, env.CRC, env.State)) {
+		return nil, errors.New("not in the exact form this program writes (truncated, or edited by hand?)")
+	}
+	if got := storeCRC(env.State); got != env.CRC {
+		return nil, fmt.Errorf("checksum mismatch: stored %s, computed %s", env.CRC, got)
+	}
+	if len(env.State) == 0 || env.State[0] != '{' {
+		return nil, errors.New("state is not a JSON object")
+	}
+	// Unknown fields are refused rather than dropped: the file passed its
+	// checksum, so they were written by a build that thought they mattered.
+	dec := json.NewDecoder(bytes.NewReader(env.State))
+	dec.DisallowUnknownFields()
+	var st State
+	if err := dec.Decode(&st); err != nil {
+		return nil, fmt.Errorf("bad state: %v", err)
+	}
+	return &st, nil
+}
+
+func storeIsCRC(s string) bool {
+	if len(s) != storeCRCDigits {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// storeWriteAtomic replaces dir/name with data so that a crash at any point
+// leaves either the old file or the new one. renamed reports whether the new
+// file took the old one's place, which is the case even if the final fsync
+// of the dir failed.
+func storeWriteAtomic(dir, name string, data []byte) (renamed bool, err error) {
+	f, err := os.CreateTemp(dir, name+storeTmpInfix+"*")
+	if err != nil {
+		return false, err
+	}
+	tmp := f.Name()
+	defer func() {
+		if !renamed {
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return false, err
+	}
+	// Without this fsync the rename can reach the disk before the data, and
+	// a power loss leaves an empty or partial file under the final name. A
+	// fresh temp file per save also means a retry after a failed fsync
+	// cannot "succeed" on pages the kernel already dropped.
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return false, err
+	}
+	if err := f.Close(); err != nil {
+		return false, err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return false, err
+	}
+	// The rename lives in the directory; until it is synced a crash can
+	// bring the old file back.
+	return true, storeSyncDir(dir)
+}
+
+func storeSyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// storeRemoveTemps removes what saves that crashed left behind. Their
+// content is never used: the rename never happened, so the previous file is
+// still the one in force.
+func storeRemoveTemps(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("open data dir: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, stateFileName+storeTmpInfix) || strings.HasPrefix(name, idFileName+storeTmpInfix) {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				return fmt.Errorf("remove leftover temp file: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// storeLock takes an exclusive flock on dir/lock. flock locks belong to the
+// open file description, so the kernel drops them when the last descriptor
+// closes, including when the process dies of SIGKILL or a crash: there is
+// never a stale lock to clean up. (The pid left in the file may be stale; it
+// is only shown while its writer still holds the lock.) os.OpenFile sets
+// O_CLOEXEC, so child processes do not inherit the lock. flock may not work
+// across hosts on NFS; a data dir is meant to be local.
+func storeLock(dir string) (*os.File, error) {
+	path := filepath.Join(dir, lockFileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock data dir: %w", err)
+	}
+	fd := int(f.Fd())
+	for {
+		err = syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		holder := ""
+		buf := make([]byte, 32)
+		n, _ := f.ReadAt(buf, 0)
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(buf[:n]))); perr == nil && pid > 0 {
+			holder = fmt.Sprintf(" (pid %d)", pid)
+		}
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is locked by another process%s", ErrDataDirLocked, dir, holder)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock data dir %s: %w", dir, err)
+	}
+	// The pid only serves the error message above, so failing to write it
+	// is not worth refusing to start.
+	if f.Truncate(0) == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
+}
