@@ -1,0 +1,201 @@
+package netem
+
+import (
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/nftables"
+)
+
+// faultsChains lists, sorted, the chains of our table in nd's namespace and
+// the number of rules in each.
+func faultsChains(t *testing.T, f *faultsFixture, nd *faultsNode) map[string]int {
+	t.Helper()
+	conn, err := nftables.New(nftables.WithNetNSFd(int(nd.ns)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chains, err := conn.ListChainsOfTableFamily(nftables.TableFamilyINet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, c := range chains {
+		if c.Table.Name != NftTable(f.run) {
+			continue
+		}
+		rules, err := conn.GetRules(c.Table, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[c.Name] = len(rules)
+	}
+	return out
+}
+
+func TestFaultsCleanup(t *testing.T) {
+	faultsNoLeak(t)
+	f := newFaultsFixture(t, 2)
+	a, b := f.nodes[0], f.nodes[1]
+	table := []string{NftTable(f.run)}
+
+	fw, err := NewFirewall(a.ns, f.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Reopening resets rather than stacking a second rule.
+	fw.Close()
+	if fw, err = NewFirewall(a.ns, f.run); err != nil {
+		t.Fatal(err)
+	}
+	fw2, err := NewFirewall(a.ns, f.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := faultsChains(t, f, a); got[firewallChain] != 1 {
+		t.Errorf("chains after reopening: %v, want one rule in %s", got, firewallChain)
+	}
+	// fw2 shares fw's objects; closing it would remove them, so drop it
+	// without Close by releasing only its resources.
+	fw2.abort()
+
+	im, err := NewImpairer(a.ns, f.run, NodeVeth, ImpairerOptions{Backend: BackendNFQueue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := im.Set(Impairment{Delay: 5 * time.Millisecond, Loss: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := im.SetPair(b.addr, Impairment{Delay: 7 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Block(b.addr); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	faultsRTT(t, a, b, 5)
+	t.Logf("in use: tables %v, chains %v, queues %v, stats %+v", faultsTables(t, a, f.run), faultsChains(t, f, a), faultsBoundQueues(t, a), im.Stats())
+	if got := faultsBoundQueues(t, a); !slices.Equal(got, []string{"0"}) {
+		t.Errorf("bound queues %v, want [0]", got)
+	}
+	if got := faultsBoundQueues(t, b); len(got) != 0 {
+		t.Errorf("queues bound in the other namespace: %v", got)
+	}
+
+	// Clear leaves only the duplicate-pass rule and unbinds the queue.
+	if err := im.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	if got := faultsChains(t, f, a); got[impairChain] != 1 {
+		t.Errorf("chains after Clear: %v, want 1 rule in %s", got, impairChain)
+	}
+	if got := faultsBoundQueues(t, a); len(got) != 0 {
+		t.Errorf("queues still bound after Clear: %v", got)
+	}
+
+	// Held packets are released, not dropped, when the Impairer closes.
+	if err := im.Set(Impairment{Delay: 3 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	ua, ub := faultsUDP(t, a), faultsUDP(t, b)
+	if _, err := ua.WriteToUDP([]byte{42}, ub.LocalAddr().(*net.UDPAddr)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // let the datagram reach the delayer
+	if st := im.Stats(); st.Held != 1 {
+		t.Errorf("delayer holds %d packets, want 1", st.Held)
+	}
+
+	start := time.Now()
+	if err := im.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Impairer.Close took %v", time.Since(start))
+	_ = ub.SetReadDeadline(time.Now().Add(time.Second))
+	buf := make([]byte, 4)
+	if n, err := ub.Read(buf); err != nil || n != 1 || buf[0] != 42 {
+		t.Errorf("held datagram after Close: %v %v, want it released at once", buf[:n], err)
+	}
+	if got := faultsBoundQueues(t, a); len(got) != 0 {
+		t.Errorf("queues left after Close: %v", got)
+	}
+	// The Firewall still uses the table.
+	if got := faultsTables(t, a, f.run); !slices.Equal(got, table) {
+		t.Errorf("tables after closing the impairer: %v, want %v", got, table)
+	}
+	if got := faultsChains(t, f, a); len(got) != 1 || got[firewallChain] != 1 {
+		t.Errorf("chains after closing the impairer: %v", got)
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := faultsTables(t, a, f.run); len(got) != 0 {
+		t.Errorf("tables left after Close: %v", got)
+	}
+	if err := im.Set(Impairment{Loss: 1}); err == nil {
+		t.Error("Set after Close succeeded")
+	}
+	if err := im.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+
+	// The other order: Firewall first, then Impairer.
+	fwb := faultsFirewall(t, f, b)
+	imb, err := NewImpairer(b.ns, f.run, NodeVeth, ImpairerOptions{Backend: BackendNFQueue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := imb.Set(Impairment{Delay: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fwb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := faultsChains(t, f, b); len(got) != 1 || got[impairChain] == 0 {
+		t.Errorf("chains after closing the firewall: %v", got)
+	}
+	if err := imb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := faultsTables(t, b, f.run); len(got) != 0 {
+		t.Errorf("tables left after Close: %v", got)
+	}
+}
+
+// TestFaultsDelayerSurvivesHookDrop deletes a base chain (by closing a
+// Firewall) while the delayer holds a packet: the kernel drops the packet
+// and answers its later verdict with ENOENT, which must not stop the delayer.
+func TestFaultsDelayerSurvivesHookDrop(t *testing.T) {
+	faultsNoLeak(t)
+	f := newFaultsFixture(t, 2)
+	a, b := f.nodes[0], f.nodes[1]
+	im := faultsImpairer(t, f, a, BackendNFQueue)
+	fw, err := NewFirewall(a.ns, f.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := im.Set(Impairment{Delay: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	ua, ub := faultsUDP(t, a), faultsUDP(t, b)
+	if _, err := ua.WriteToUDP([]byte{42}, ub.LocalAddr().(*net.UDPAddr)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // let the datagram reach the delayer
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = ub.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	_, rerr := ub.Read(make([]byte, 4))
+	t.Logf("datagram held while a base chain was deleted: read error %v; stats %+v", rerr, im.Stats())
+
+	if err := im.Set(Impairment{Delay: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	rtt := faultsRTT(t, a, b, 20)
+	faultsWithin(t, "RTT after the hook drop", faultsPct(rtt, 50), 20, 26)
+}

@@ -1,0 +1,399 @@
+package netem
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// The fault tests build their own small testbed (independent of testbed.go):
+// a switch namespace with a bridge and n node namespaces, each joined to it
+// by a veth, addressed faultsSubnet.x. Traffic never leaves these
+// namespaces.
+
+var faultsSubnet = netip.MustParsePrefix("10.213.0.0/24")
+
+type faultsNode struct {
+	name string
+	ns   netns.NsHandle
+	addr netip.Addr
+}
+
+type faultsFixture struct {
+	run   string
+	nodes []*faultsNode
+}
+
+// faultsRequireRoot skips unless the test can create network namespaces.
+func faultsRequireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("fault tests need root (CAP_SYS_ADMIN and CAP_NET_ADMIN) to create network namespaces")
+	}
+	ns, err := faultsNewScratchNS()
+	if err != nil {
+		t.Skipf("fault tests need network namespaces, and creating one failed: %v", err)
+	}
+	ns.Close()
+}
+
+func newFaultsFixture(t *testing.T, n int) *faultsFixture {
+	t.Helper()
+	faultsRequireRoot(t)
+	f := &faultsFixture{run: NewRunID()}
+	swName := SwitchNamespace(f.run)
+	var sw netns.NsHandle
+	names := []string{swName}
+
+	t.Cleanup(func() {
+		for _, nd := range f.nodes {
+			nd.ns.Close()
+		}
+		sw.Close()
+		for _, name := range names {
+			if err := netns.DeleteNamed(name); err != nil && !os.IsNotExist(err) {
+				t.Errorf("deleting namespace %s: %v", name, err)
+			}
+		}
+	})
+
+	err := faultsOnFreshThread(func() error {
+		var err error
+		if sw, err = netns.NewNamed(swName); err != nil {
+			return fmt.Errorf("switch namespace: %w", err)
+		}
+		for i := range n {
+			node := fmt.Sprintf("n%03d", i+1)
+			name := NodeNamespace(f.run, node)
+			ns, err := netns.NewNamed(name)
+			if err != nil {
+				return fmt.Errorf("node namespace %s: %w", name, err)
+			}
+			names = append(names, name)
+			a := faultsSubnet.Addr().As4()
+			a[3] = byte(i + 1)
+			f.nodes = append(f.nodes, &faultsNode{name: node, ns: ns, addr: netip.AddrFrom4(a)})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	hsw, err := netlink.NewHandleAt(sw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hsw.Close()
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: BridgeName(f.run)}}
+	if err := hsw.LinkAdd(br); err != nil {
+		t.Fatalf("adding bridge: %v", err)
+	}
+	if err := hsw.LinkSetUp(br); err != nil {
+		t.Fatal(err)
+	}
+	for i, nd := range f.nodes {
+		// Creating the veth from the switch side with the peer placed
+		// straight into the node namespace avoids a slow move later.
+		v := &netlink.Veth{
+			LinkAttrs:     netlink.LinkAttrs{Name: SwitchVeth(f.run, i+1), MasterIndex: br.Index},
+			PeerName:      NodeVeth,
+			PeerNamespace: netlink.NsFd(nd.ns),
+		}
+		if err := hsw.LinkAdd(v); err != nil {
+			t.Fatalf("adding veth for %s: %v", nd.name, err)
+		}
+		if err := hsw.LinkSetUp(v); err != nil {
+			t.Fatal(err)
+		}
+		h, err := netlink.NewHandleAt(nd.ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ifname := range []string{"lo", NodeVeth} {
+			l, err := h.LinkByName(ifname)
+			if err != nil {
+				h.Close()
+				t.Fatal(err)
+			}
+			if ifname == NodeVeth {
+				addr := &netlink.Addr{IPNet: &net.IPNet{IP: nd.addr.AsSlice(), Mask: net.CIDRMask(faultsSubnet.Bits(), 32)}}
+				if err := h.AddrAdd(l, addr); err != nil {
+					h.Close()
+					t.Fatal(err)
+				}
+			}
+			if err := h.LinkSetUp(l); err != nil {
+				h.Close()
+				t.Fatal(err)
+			}
+		}
+		h.Close()
+	}
+	f.waitOperUp(t, hsw)
+	return f
+}
+
+// waitOperUp waits until every veth end is operationally up. Carrier changes
+// reach the device through linkwatch, which may defer them up to a second;
+// until then the device transmits through the noop qdisc and drops, so the
+// first ARP request vanishes and a UDP burst sent at once is lost whole.
+func (f *faultsFixture) waitOperUp(t *testing.T, hsw *netlink.Handle) {
+	t.Helper()
+	up := func(h *netlink.Handle, name string) bool {
+		l, err := h.LinkByName(name)
+		return err == nil && l.Attrs().OperState == netlink.OperUp
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for i, nd := range f.nodes {
+		h, err := netlink.NewHandleAt(nd.ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for !up(h, NodeVeth) || !up(hsw, SwitchVeth(f.run, i+1)) {
+			if time.Now().After(deadline) {
+				h.Close()
+				t.Fatalf("veth of %s not operationally up after 5 s", nd.name)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		h.Close()
+	}
+}
+
+// ---- sockets inside namespaces ----
+
+func faultsListenTCP(t *testing.T, nd *faultsNode) net.Listener {
+	t.Helper()
+	var ln net.Listener
+	err := faultsInNetNS(nd.ns, func() (err error) {
+		ln, err = net.Listen("tcp4", netip.AddrPortFrom(nd.addr, 0).String())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+func faultsDialTCP(t *testing.T, from *faultsNode, to net.Addr) net.Conn {
+	t.Helper()
+	var c net.Conn
+	err := faultsInNetNS(from.ns, func() (err error) {
+		c, err = net.DialTimeout("tcp4", to.String(), 5*time.Second)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func faultsUDP(t *testing.T, nd *faultsNode) *net.UDPConn {
+	t.Helper()
+	var c *net.UDPConn
+	err := faultsInNetNS(nd.ns, func() (err error) {
+		c, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(nd.addr, 0)))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Force a big receive buffer (root may exceed rmem_max) so bursts are
+	// not dropped by the socket, which would blur measured loss.
+	raw, err := c.SyscallConn()
+	if err == nil {
+		_ = raw.Control(func(fd uintptr) {
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20)
+		})
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// faultsTCPPair returns an established connection from a to b and b's end.
+func faultsTCPPair(t *testing.T, a, b *faultsNode) (aEnd, bEnd net.Conn) {
+	t.Helper()
+	ln := faultsListenTCP(t, b)
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	aEnd = faultsDialTCP(t, a, ln.Addr())
+	bEnd, ok := <-accepted
+	if !ok {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { bEnd.Close() })
+	return aEnd, bEnd
+}
+
+// faultsRTT measures n TCP round trips of 16-byte messages from a to b and
+// back (after a short warm-up), returning the sorted samples.
+func faultsRTT(t *testing.T, a, b *faultsNode, n int) []time.Duration {
+	t.Helper()
+	aEnd, bEnd := faultsTCPPair(t, a, b)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, _ = io.Copy(bEnd, bEnd) // echo until a closes
+	}()
+	defer func() {
+		aEnd.Close()
+		wg.Wait()
+	}()
+
+	msg := make([]byte, 16)
+	buf := make([]byte, 16)
+	var out []time.Duration
+	for i := range n + 3 {
+		binary.BigEndian.PutUint64(msg, uint64(i))
+		_ = aEnd.SetDeadline(time.Now().Add(10 * time.Second))
+		start := time.Now()
+		if _, err := aEnd.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(aEnd, buf); err != nil {
+			t.Fatal(err)
+		}
+		if i >= 3 {
+			out = append(out, time.Since(start))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func faultsPct(sorted []time.Duration, p float64) time.Duration {
+	i := int(float64(len(sorted)-1) * p / 100)
+	return sorted[i]
+}
+
+func faultsMs(d time.Duration) string {
+	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+}
+
+// faultsUDPBurst sends n numbered datagrams from a to b and returns how many
+// copies of each number arrived and, per arrival, the one-way time.
+func faultsUDPBurst(t *testing.T, a, b *faultsNode, n int) (copies map[uint32]int, oneWay []time.Duration) {
+	t.Helper()
+	src, dst := faultsUDP(t, a), faultsUDP(t, b)
+	base := time.Now()
+	type arrival struct {
+		seq uint32
+		d   time.Duration
+	}
+	got := make(chan []arrival, 1)
+	go func() {
+		var out []arrival
+		buf := make([]byte, 64)
+		for {
+			// Stop once nothing has come for a while: long enough for any
+			// delay the tests configure, short enough to keep tests quick.
+			_ = dst.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+			m, err := dst.Read(buf)
+			if err != nil {
+				got <- out
+				return
+			}
+			if m >= 12 {
+				sent := time.Duration(binary.BigEndian.Uint64(buf[4:12]))
+				out = append(out, arrival{binary.BigEndian.Uint32(buf), time.Since(base) - sent})
+			}
+		}
+	}()
+	to := net.UDPAddrFromAddrPort(dst.LocalAddr().(*net.UDPAddr).AddrPort())
+	msg := make([]byte, 64)
+	for i := range n {
+		binary.BigEndian.PutUint32(msg, uint32(i))
+		binary.BigEndian.PutUint64(msg[4:], uint64(time.Since(base)))
+		if _, err := src.WriteToUDP(msg, to); err != nil {
+			t.Fatalf("send %d: %v (a sender must see no error)", i, err)
+		}
+	}
+	copies = map[uint32]int{}
+	for _, a := range <-got {
+		copies[a.seq]++
+		oneWay = append(oneWay, a.d)
+	}
+	return copies, oneWay
+}
+
+// faultsTables lists the nftables tables of our run in nd's namespace.
+func faultsTables(t *testing.T, nd *faultsNode, run string) []string {
+	t.Helper()
+	conn, err := nftables.New(nftables.WithNetNSFd(int(nd.ns)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := conn.ListTables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tb := range tables {
+		if tb.Name == NftTable(run) {
+			out = append(out, tb.Name)
+		}
+	}
+	return out
+}
+
+// faultsBoundQueues returns the NFQUEUE numbers bound in nd's namespace.
+func faultsBoundQueues(t *testing.T, nd *faultsNode) []string {
+	t.Helper()
+	var data []byte
+	err := faultsInNetNS(nd.ns, func() (err error) {
+		// thread-self: /proc/net follows the reading thread's namespace.
+		data, err = os.ReadFile("/proc/thread-self/net/netfilter/nfnetlink_queue")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			out = append(out, f[0])
+		}
+	}
+	return out
+}
+
+// faultsNoLeak fails if goroutines started during the test outlive it.
+func faultsNoLeak(t *testing.T) {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(2 * time.Second)
+		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := runtime.NumGoroutine(); n > before {
+			buf := make([]byte, 1<<16)
+			t.Errorf("%d goroutines leaked:\n%s", n-before, buf[:runtime.Stack(buf, true)])
+		}
+	})
+}

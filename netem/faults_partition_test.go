@@ -1,0 +1,194 @@
+package netem
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"testing"
+	"time"
+)
+
+func faultsFirewall(t *testing.T, f *faultsFixture, nd *faultsNode) *Firewall {
+	t.Helper()
+	fw, err := NewFirewall(nd.ns, f.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := fw.Close(); err != nil {
+			t.Errorf("closing firewall: %v", err)
+		}
+	})
+	return fw
+}
+
+// faultsUDPCount sends n datagrams tagged with tag from src to dst and
+// counts how many dst receives; the sender must see no error.
+func faultsUDPCount(t *testing.T, src, dst *net.UDPConn, tag byte, n int) int {
+	t.Helper()
+	to := dst.LocalAddr().(*net.UDPAddr)
+	for range n {
+		if _, err := src.WriteToUDP([]byte{tag}, to); err != nil {
+			t.Fatalf("UDP send: %v (a sender must see no error)", err)
+		}
+	}
+	got := 0
+	buf := make([]byte, 16)
+	for {
+		_ = dst.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		m, err := dst.Read(buf)
+		if err != nil {
+			return got
+		}
+		if m == 1 && buf[0] == tag {
+			got++
+		}
+	}
+}
+
+func faultsTCPSend(t *testing.T, c net.Conn, msg string) {
+	t.Helper()
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte(msg)); err != nil {
+		t.Fatalf("TCP write: %v (a sender must see no error)", err)
+	}
+}
+
+// faultsTCPRecv reads msg from c within timeout and returns how long it took.
+func faultsTCPRecv(c net.Conn, msg string, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	_ = c.SetReadDeadline(start.Add(timeout))
+	buf := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, buf); err != nil {
+		return 0, err
+	}
+	if !bytes.Equal(buf, []byte(msg)) {
+		return 0, errors.New("got " + string(buf) + ", want " + msg)
+	}
+	return time.Since(start), nil
+}
+
+func faultsTCPSilent(t *testing.T, c net.Conn, what string) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	buf := make([]byte, 64)
+	n, err := c.Read(buf)
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("%s: read %q, %v; want nothing", what, buf[:n], err)
+	}
+}
+
+func TestFaultsPartition(t *testing.T) {
+	faultsNoLeak(t)
+	f := newFaultsFixture(t, 2)
+	a, b := f.nodes[0], f.nodes[1]
+	fa, fb := faultsFirewall(t, f, a), faultsFirewall(t, f, b)
+	ua, ub := faultsUDP(t, a), faultsUDP(t, b)
+	ta, tb := faultsTCPPair(t, a, b)
+
+	bothWays := func(phase string, tag byte, wantAB, wantBA int) {
+		t.Helper()
+		ab := faultsUDPCount(t, ua, ub, tag, 20)
+		ba := faultsUDPCount(t, ub, ua, tag+1, 20)
+		t.Logf("%s: UDP a→b %d/20, b→a %d/20", phase, ab, ba)
+		if ab != wantAB || ba != wantBA {
+			t.Errorf("%s: UDP a→b %d, b→a %d; want %d, %d", phase, ab, ba, wantAB, wantBA)
+		}
+	}
+	mustRecv := func(c net.Conn, msg string, timeout time.Duration) time.Duration {
+		t.Helper()
+		d, err := faultsTCPRecv(c, msg, timeout)
+		if err != nil {
+			t.Fatalf("TCP %q: %v", msg, err)
+		}
+		return d
+	}
+
+	bothWays("connected", 1, 20, 20)
+	faultsTCPSend(t, ta, "hello")
+	mustRecv(tb, "hello", time.Second)
+
+	// One-way cut: b drops what a sends; b→a still flows.
+	start := time.Now()
+	if err := fb.Block(a.addr); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Block took %v", time.Since(start))
+	if got := fb.Blocked(); !slices.Equal(got, []netip.Addr{a.addr}) {
+		t.Errorf("Blocked() = %v", got)
+	}
+	bothWays("one-way cut a→b", 3, 0, 20)
+	faultsTCPSend(t, ta, "lost1")
+	faultsTCPSilent(t, tb, "TCP a→b during the one-way cut")
+	faultsTCPSend(t, tb, "back1")
+	mustRecv(ta, "back1", time.Second) // fresh b→a data still arrives; only a's ACKs are lost
+
+	start = time.Now()
+	if err := fb.Unblock(a.addr); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Unblock took %v", time.Since(start))
+	d := mustRecv(tb, "lost1", 10*time.Second)
+	t.Logf("TCP a→b recovered %v after heal (next retransmission)", d)
+	bothWays("healed", 5, 20, 20)
+	faultsTCPSend(t, ta, "after1")
+	mustRecv(tb, "after1", time.Second)
+	faultsTCPSend(t, tb, "after2")
+	mustRecv(ta, "after2", time.Second)
+
+	// Symmetric cut.
+	if err := fa.Block(b.addr); err != nil {
+		t.Fatal(err)
+	}
+	if err := fb.Block(a.addr); err != nil {
+		t.Fatal(err)
+	}
+	bothWays("symmetric cut", 7, 0, 0)
+	faultsTCPSend(t, ta, "lost2")
+	faultsTCPSend(t, tb, "lost3")
+	faultsTCPSilent(t, tb, "TCP a→b during the symmetric cut")
+	faultsTCPSilent(t, ta, "TCP b→a during the symmetric cut")
+
+	if err := fa.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fb.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	if got := fb.Blocked(); len(got) != 0 {
+		t.Errorf("Blocked() after Clear = %v", got)
+	}
+	dab := mustRecv(tb, "lost2", 10*time.Second)
+	dba := mustRecv(ta, "lost3", 10*time.Second)
+	t.Logf("symmetric heal: TCP a→b recovered after %v, b→a after %v", dab, dba)
+	bothWays("healed again", 9, 20, 20)
+}
+
+func TestFaultsFirewallAPI(t *testing.T) {
+	faultsNoLeak(t)
+	f := newFaultsFixture(t, 2)
+	a, b := f.nodes[0], f.nodes[1]
+	fw := faultsFirewall(t, f, a)
+	if err := fw.Block(b.addr, b.addr); err != nil {
+		t.Fatalf("blocking twice in one call: %v", err)
+	}
+	if err := fw.Block(b.addr); err != nil {
+		t.Fatalf("blocking again: %v", err)
+	}
+	if err := fw.Unblock(netip.MustParseAddr("10.213.0.99")); err != nil {
+		t.Fatalf("unblocking an address never blocked: %v", err)
+	}
+	if err := fw.Block(netip.MustParseAddr("fd00::1")); err == nil {
+		t.Error("IPv6 address accepted")
+	}
+	if got := fw.Blocked(); !slices.Equal(got, []netip.Addr{b.addr}) {
+		t.Errorf("Blocked() = %v", got)
+	}
+	if _, err := NewFirewall(a.ns, "nope"); err == nil {
+		t.Error("invalid run ID accepted")
+	}
+}

@@ -1,0 +1,238 @@
+package netem
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+	"syscall"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Names of the objects a Firewall keeps in a node's NftTable(run).
+const (
+	firewallSet   = "blocked"
+	firewallChain = "partition_in"
+)
+
+// faultsTableMu serializes creating and deleting the shared per-namespace
+// table, so that a Firewall closing cannot delete the table under an
+// Impairer that is adding its chain to it (or the other way round).
+var faultsTableMu sync.Mutex
+
+// Firewall cuts a node off from chosen peers by dropping, in the node's own
+// namespace, every IPv4 packet whose source is in a set of blocked addresses.
+// Dropping on input rather than refusing on output means the sender sees no
+// error, as on a real network; a one-way cut A→B is B's Firewall blocking A,
+// a symmetric cut is both Firewalls blocking each other.
+//
+// Partitioning and healing only add and remove set elements (about a
+// millisecond), never recreate the table, so established connections see a
+// clean cut rather than a flush of state.
+type Firewall struct {
+	mu      sync.Mutex
+	ns      netns.NsHandle // our own duplicate, closed by Close
+	conn    *nftables.Conn
+	table   *nftables.Table
+	set     *nftables.Set
+	chain   *nftables.Chain
+	blocked map[netip.Addr]struct{}
+	closed  bool
+}
+
+// NewFirewall installs an empty partition set and its input rule in table
+// NftTable(run) of namespace ns. The handle may be closed after the call.
+// Opening a Firewall again on the same namespace resets it.
+func NewFirewall(ns netns.NsHandle, run string) (*Firewall, error) {
+	if !ValidRunID(run) {
+		return nil, fmt.Errorf("firewall: invalid run ID %q", run)
+	}
+	own, err := faultsDupNS(ns)
+	if err != nil {
+		return nil, fmt.Errorf("firewall: %w", err)
+	}
+	conn, err := nftables.New(nftables.WithNetNSFd(int(own)), nftables.AsLasting())
+	if err != nil {
+		own.Close()
+		return nil, fmt.Errorf("firewall: opening nftables in namespace: %w", err)
+	}
+	f := &Firewall{ns: own, conn: conn, blocked: map[netip.Addr]struct{}{}}
+	f.table = &nftables.Table{Name: NftTable(run), Family: nftables.TableFamilyINet}
+	f.set = &nftables.Set{Table: f.table, Name: firewallSet, KeyType: nftables.TypeIPAddr}
+	f.chain = &nftables.Chain{Name: firewallChain, Table: f.table, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter}
+
+	faultsTableMu.Lock()
+	defer faultsTableMu.Unlock()
+	conn.AddTable(f.table)
+	conn.AddChain(f.chain)
+	// Flushing what a previous Firewall left keeps the rule single.
+	conn.FlushChain(f.chain)
+	if err := conn.AddSet(f.set, nil); err != nil {
+		f.abort()
+		return nil, fmt.Errorf("firewall: adding set: %w", err)
+	}
+	conn.FlushSet(f.set)
+	conn.AddRule(&nftables.Rule{Table: f.table, Chain: f.chain, Exprs: []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.NFPROTO_IPV4}},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+		&expr.Lookup{SourceRegister: 1, SetName: f.set.Name, SetID: f.set.ID},
+		&expr.Verdict{Kind: expr.VerdictDrop},
+	}})
+	if err := conn.Flush(); err != nil {
+		f.abort()
+		return nil, fmt.Errorf("firewall: installing table %s: %w", f.table.Name, err)
+	}
+	return f, nil
+}
+
+func (f *Firewall) abort() {
+	_ = f.conn.CloseLasting()
+	f.ns.Close()
+}
+
+// Block drops from now on every IPv4 packet arriving from srcs.
+func (f *Firewall) Block(srcs ...netip.Addr) error {
+	return f.change(srcs, true)
+}
+
+// Unblock lets packets from srcs through again.
+func (f *Firewall) Unblock(srcs ...netip.Addr) error {
+	return f.change(srcs, false)
+}
+
+func (f *Firewall) change(srcs []netip.Addr, block bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return errors.New("firewall: closed")
+	}
+	elems := make([]nftables.SetElement, 0, len(srcs))
+	seen := map[netip.Addr]bool{}
+	for _, a := range srcs {
+		a = a.Unmap()
+		if !a.Is4() {
+			return fmt.Errorf("firewall: %v is not an IPv4 address", a)
+		}
+		_, present := f.blocked[a]
+		if present == block || seen[a] {
+			continue // deleting an absent element fails the whole batch
+		}
+		seen[a] = true
+		b := a.As4()
+		elems = append(elems, nftables.SetElement{Key: b[:]})
+	}
+	if len(elems) == 0 {
+		return nil
+	}
+	var err error
+	if block {
+		err = f.conn.SetAddElements(f.set, elems)
+	} else {
+		err = f.conn.SetDeleteElements(f.set, elems)
+	}
+	if err == nil {
+		err = f.conn.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("firewall: updating set %s: %w", f.set.Name, err)
+	}
+	for _, e := range elems {
+		a := netip.AddrFrom4([4]byte(e.Key))
+		if block {
+			f.blocked[a] = struct{}{}
+		} else {
+			delete(f.blocked, a)
+		}
+	}
+	return nil
+}
+
+// Blocked returns the blocked source addresses, sorted.
+func (f *Firewall) Blocked() []netip.Addr {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]netip.Addr, 0, len(f.blocked))
+	for a := range f.blocked {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out
+}
+
+// Clear heals every cut this Firewall made.
+func (f *Firewall) Clear() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return errors.New("firewall: closed")
+	}
+	f.conn.FlushSet(f.set)
+	if err := f.conn.Flush(); err != nil {
+		return fmt.Errorf("firewall: flushing set %s: %w", f.set.Name, err)
+	}
+	clear(f.blocked)
+	return nil
+}
+
+// Close removes the Firewall's chain and set, and the table once nothing
+// else of ours is left in it. Deleting a base chain makes the kernel drop
+// every packet an Impairer's delayer holds in this namespace, so close the
+// Impairer first when delayed packets matter. Objects already removed by someone else (for
+// example `bullylab clean`) are not an error.
+func (f *Firewall) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	defer f.ns.Close()
+	defer f.conn.CloseLasting()
+
+	faultsTableMu.Lock()
+	defer faultsTableMu.Unlock()
+	f.conn.DelChain(f.chain)
+	f.conn.DelSet(f.set)
+	err := f.conn.Flush()
+	if err != nil && !errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("firewall: removing chain and set: %w", err)
+	}
+	return faultsDropTableIfEmpty(f.conn, f.table)
+}
+
+// faultsDropTableIfEmpty deletes table when it holds no chains and no sets,
+// i.e. when neither a Firewall nor an Impairer uses it any more. Callers hold
+// faultsTableMu.
+func faultsDropTableIfEmpty(conn *nftables.Conn, table *nftables.Table) error {
+	chains, err := conn.ListChainsOfTableFamily(table.Family)
+	if err != nil {
+		return fmt.Errorf("listing chains: %w", err)
+	}
+	for _, c := range chains {
+		if c.Table != nil && c.Table.Name == table.Name {
+			return nil
+		}
+	}
+	sets, err := conn.GetSets(table)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return nil // table already gone
+		}
+		return fmt.Errorf("listing sets: %w", err)
+	}
+	if len(sets) > 0 {
+		return nil
+	}
+	conn.DelTable(table)
+	if err := conn.Flush(); err != nil && !errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("removing table %s: %w", table.Name, err)
+	}
+	return nil
+}
