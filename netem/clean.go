@@ -1,0 +1,205 @@
+package netem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+)
+
+// Report lists what Clean removed, and the runs it left alone.
+type Report struct {
+	Runs       []string  // runs cleaned
+	Live       []string  // runs skipped because their owner still runs
+	Processes  []ProcRef // processes killed
+	Namespaces []string
+	Links      []string // veths in this process's namespace
+	StateDirs  []string
+}
+
+// Empty reports whether Clean found nothing to remove.
+func (r Report) Empty() bool {
+	return len(r.Processes)+len(r.Namespaces)+len(r.Links)+len(r.StateDirs) == 0
+}
+
+func (r Report) String() string {
+	if r.Empty() && len(r.Live) == 0 {
+		return "nothing to clean"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "cleaned %d runs: %d processes, %d namespaces, %d links, %d state directories",
+		len(r.Runs), len(r.Processes), len(r.Namespaces), len(r.Links), len(r.StateDirs))
+	if len(r.Live) > 0 {
+		fmt.Fprintf(&b, "; left %d live runs alone (%s)", len(r.Live), strings.Join(r.Live, ", "))
+	}
+	return b.String()
+}
+
+// leftovers is what one run left behind.
+type leftovers struct {
+	stateDirs []string // StateDir(run), and claim directories of a killed Build
+	state     *State
+	links     []string
+}
+
+// Clean removes what runs whose owning process is gone left behind: it
+// kills their recorded processes (only when the PID still has the recorded
+// start time) and any process still inside their namespaces, deletes their
+// namespaces, any veth in this namespace named after them, and their state
+// directories. It touches only objects named with a run ID, and leaves runs
+// whose owner still runs (a concurrent `bullylab run` or test) alone.
+func Clean(ctx context.Context) (Report, error) {
+	var rep Report
+	runs := map[string]*leftovers{}
+	get := func(run string) *leftovers {
+		if runs[run] == nil {
+			runs[run] = &leftovers{}
+		}
+		return runs[run]
+	}
+	var errs []error
+
+	entries, err := os.ReadDir(StateRoot)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return rep, fmt.Errorf("clean: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		run := name
+		if rest, ok := strings.CutPrefix(name, ".claim-"); ok {
+			run, _, _ = strings.Cut(rest, "-")
+		}
+		if !e.IsDir() || !ValidRunID(run) {
+			continue
+		}
+		dir := filepath.Join(StateRoot, name)
+		lo := get(run)
+		lo.stateDirs = append(lo.stateDirs, dir)
+		st, err := readStateFile(filepath.Join(dir, StateFile))
+		if err == nil && (lo.state == nil || name == run) {
+			lo.state = st
+		}
+	}
+
+	nsNames, err := listNamespaces("")
+	if err != nil {
+		errs = append(errs, fmt.Errorf("listing %s: %w", NetnsDir, err))
+	}
+	for _, ns := range nsNames {
+		run, _ := RunOfNamespace(ns)
+		get(run)
+	}
+
+	links, err := netlink.LinkList()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("listing links: %w", err))
+	}
+	for _, l := range links {
+		name := l.Attrs().Name
+		if len(name) > len(RunPrefix)+4 && ValidRunID(name[:len(RunPrefix)+4]) {
+			lo := get(name[:len(RunPrefix)+4])
+			lo.links = append(lo.links, name)
+		}
+	}
+
+	ids := make([]string, 0, len(runs))
+	for run := range runs {
+		ids = append(ids, run)
+	}
+	sort.Strings(ids)
+	for _, run := range ids {
+		if err := ctx.Err(); err != nil {
+			return rep, errors.Join(append(errs, err)...)
+		}
+		lo := runs[run]
+		if lo.state != nil && lo.state.Owner.Alive() {
+			rep.Live = append(rep.Live, fmt.Sprintf("%s (owner %d)", run, lo.state.Owner.PID))
+			continue
+		}
+		if lo.state == nil {
+			// Namespaces named like a run but built by other code (a test
+			// fixture, `ip netns add`) have no owner on record; a process
+			// holding one open is using it.
+			ids, err := runNamespaceIDs(run)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if pids := nsHolders(ids); len(pids) > 0 {
+				rep.Live = append(rep.Live, fmt.Sprintf("%s (no state; held open by %d)", run, pids[0]))
+				continue
+			}
+		}
+		if err := cleanRun(ctx, run, lo, &rep); err != nil {
+			errs = append(errs, fmt.Errorf("run %s: %w", run, err))
+		}
+		rep.Runs = append(rep.Runs, run)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return rep, fmt.Errorf("clean: %w", err)
+	}
+	return rep, nil
+}
+
+func cleanRun(ctx context.Context, run string, lo *leftovers, rep *Report) error {
+	var errs []error
+	var killed []ProcRef
+	if lo.state != nil {
+		for _, sp := range lo.state.Processes {
+			st, err := readProcStat(sp.PID)
+			if err != nil || st.startTime != sp.StartTime {
+				continue // gone, or the PID now names another process
+			}
+			target := sp.PID
+			if st.pgrp == sp.PID {
+				target = -sp.PID // its group, children included
+			}
+			if err := syscall.Kill(target, syscall.SIGKILL); err == nil {
+				killed = append(killed, sp.ProcRef)
+			}
+		}
+	}
+	if err := waitGone(ctx, killed); err != nil {
+		errs = append(errs, err)
+	}
+	rep.Processes = append(rep.Processes, killed...)
+
+	strays, err := killInNamespaces(ctx, run)
+	rep.Processes = append(rep.Processes, strays...)
+	if err != nil {
+		errs = append(errs, err)
+	}
+
+	deleted, err := deleteRunNamespaces(run)
+	rep.Namespaces = append(rep.Namespaces, deleted...)
+	if err != nil {
+		errs = append(errs, err)
+	}
+
+	for _, name := range lo.links {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			continue // went with its peer's namespace
+		}
+		if err := netlink.LinkDel(l); err != nil {
+			errs = append(errs, fmt.Errorf("deleting link %s: %w", name, err))
+			continue
+		}
+		rep.Links = append(rep.Links, name)
+	}
+
+	for _, dir := range lo.stateDirs {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", dir, err))
+			continue
+		}
+		rep.StateDirs = append(rep.StateDirs, dir)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,110 @@
+// Package netemtest helps tests build netem testbeds: a fresh run ID per
+// test, a small testbed closed by t.Cleanup, and RequireRoot, which skips
+// only where no testbed can be built.
+package netemtest
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/topologies"
+)
+
+var (
+	probeOnce sync.Once
+	probeErr  error
+)
+
+// RequireRoot skips the test, with a sentence naming what is missing, when
+// this process may not create network namespaces (not root, no
+// CAP_NET_ADMIN/CAP_SYS_ADMIN) or the kernel has none. It probes by creating
+// one, once per test binary. Any other failure fails the test: a broken
+// machine must not look like a skipped test.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	probeOnce.Do(func() { probeErr = netem.ProbeNamespaces() })
+	switch {
+	case probeErr == nil:
+	case errors.Is(probeErr, netem.ErrNotPermitted):
+		t.Skipf("netem tests need root or CAP_NET_ADMIN and CAP_SYS_ADMIN to create network namespaces (euid %d): %v", os.Geteuid(), probeErr)
+	case errors.Is(probeErr, netem.ErrNotSupported):
+		t.Skipf("netem tests need a kernel with network namespaces: %v", probeErr)
+	default:
+		t.Fatalf("probing network namespaces: %v", probeErr)
+	}
+}
+
+// RunID returns a run ID no run on this machine uses. Build still claims it
+// atomically, so two tests drawing the same ID cannot both build.
+func RunID(t testing.TB) string {
+	t.Helper()
+	for range 100 {
+		run := netem.NewRunID()
+		if _, err := os.Stat(netem.StateDir(run)); !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if names, _ := os.ReadDir(netem.NetnsDir); hasRun(names, run) {
+			continue
+		}
+		return run
+	}
+	t.Fatal("no free run ID after 100 draws")
+	return ""
+}
+
+func hasRun(entries []os.DirEntry, run string) bool {
+	for _, e := range entries {
+		if r, ok := netem.RunOfNamespace(e.Name()); ok && r == run {
+			return true
+		}
+	}
+	return false
+}
+
+// Build builds topo under a fresh run ID and closes it when the test ends,
+// failing the test if teardown fails. It calls RequireRoot first.
+func Build(t testing.TB, topo *topologies.Topology) *netem.Testbed {
+	t.Helper()
+	RequireRoot(t)
+	for range 10 {
+		tb, err := netem.Build(t.Context(), topo, RunID(t))
+		if errors.Is(err, netem.ErrRunExists) {
+			continue // another test drew the same ID in between
+		}
+		if err != nil {
+			t.Fatalf("building %s: %v", topo.Name, err)
+		}
+		t.Cleanup(func() {
+			if err := tb.Close(); err != nil {
+				t.Errorf("tearing down %s: %v", tb.Run(), err)
+			}
+		})
+		return tb
+	}
+	t.Fatal("building: every run ID drawn was taken")
+	return nil
+}
+
+// Star builds a testbed of n nodes n1..nN with the default settings.
+func Star(t testing.TB, n int) *netem.Testbed {
+	t.Helper()
+	topo, err := topologies.Star(n)
+	if err != nil {
+		t.Fatalf("star topology of %d nodes: %v", n, err)
+	}
+	return Build(t, topo)
+}
+
+// MustStart starts argv in node's namespace and kills it when the test ends.
+func MustStart(t testing.TB, tb *netem.Testbed, node string, argv ...string) *netem.Process {
+	t.Helper()
+	p, err := tb.Start(node, argv, nil, "")
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() { _ = p.Kill() })
+	return p
+}

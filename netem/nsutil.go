@@ -1,0 +1,341 @@
+package netem
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// NetnsDir is where named network namespaces are mounted, as by `ip netns`.
+const NetnsDir = "/run/netns"
+
+// ErrNotPermitted is returned (wrapped) when this process may not create
+// network namespaces. Tests skip on exactly this error and ErrNotSupported.
+var ErrNotPermitted = errors.New("not permitted (needs root, or CAP_NET_ADMIN and CAP_SYS_ADMIN)")
+
+// classify wraps err with ErrNotPermitted or ErrNotSupported when its errno
+// says so, so callers can tell a missing privilege from a real failure.
+func classify(err error) error {
+	switch {
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+		return fmt.Errorf("%w: %w", ErrNotPermitted, err)
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
+		return fmt.Errorf("%w: %w", ErrNotSupported, err)
+	}
+	return err
+}
+
+// ProbeNamespaces creates and deletes a scratch named namespace. It returns
+// nil, or an error wrapping ErrNotPermitted or ErrNotSupported when this
+// process or kernel cannot run a testbed, or another error.
+func ProbeNamespaces() error {
+	name := NodeNamespace(NewRunID(), "probe")
+	errc := make(chan error, 1)
+	go func() {
+		// The thread ends up in the scratch namespace; staying locked when
+		// the goroutine returns makes Go discard it instead of restoring it.
+		runtime.LockOSThread()
+		ns, err := netns.NewNamed(name)
+		if err == nil {
+			ns.Close()
+		}
+		errc <- err
+	}()
+	err := <-errc
+	if derr := deleteNamed(name); err == nil && derr != nil {
+		err = derr
+	}
+	if err != nil {
+		return fmt.Errorf("creating network namespace %s: %w", name, classify(err))
+	}
+	return nil
+}
+
+// nsCreator creates named namespaces on one locked thread, returning the
+// thread to its original namespace after each.
+type nsCreator struct {
+	orig netns.NsHandle
+}
+
+// newNSCreator locks the calling goroutine's thread. Call close from the
+// same goroutine when done; after a broken create, that goroutine must exit
+// so that Go discards its still-locked thread.
+func newNSCreator() (*nsCreator, error) {
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return nil, fmt.Errorf("opening this thread's network namespace: %w", err)
+	}
+	return &nsCreator{orig: orig}, nil
+}
+
+// create returns a handle to a new namespace mounted as NetnsDir/name.
+// broken reports that the thread could not be restored.
+func (c *nsCreator) create(name string) (ns netns.NsHandle, broken bool, err error) {
+	ns, err = netns.NewNamed(name)
+	if err == nil {
+		// The thread is in the new namespace until Set below. Switching it
+		// off IPv6 keeps captures free of router solicitations and MLD
+		// reports; bullylab speaks IPv4 only. Kernels without IPv6 lack the
+		// files, which is fine.
+		_ = disableIPv6()
+	}
+	if rerr := netns.Set(c.orig); rerr != nil {
+		if err == nil {
+			ns.Close()
+		}
+		return netns.None(), true, fmt.Errorf("restoring the thread's namespace after creating %s: %w", name, rerr)
+	}
+	if err != nil {
+		return netns.None(), false, fmt.Errorf("creating namespace %s: %w", name, classify(err))
+	}
+	return ns, false, nil
+}
+
+// close releases the creator. When broken it leaves the thread locked, so
+// that Go discards it once the goroutine exits.
+func (c *nsCreator) close(broken bool) {
+	c.orig.Close()
+	if !broken {
+		runtime.UnlockOSThread()
+	}
+}
+
+// disableIPv6 writes sysctls through /proc/sys, which resolves against the
+// calling thread's namespace.
+func disableIPv6() error {
+	for _, f := range []string{"default", "all"} {
+		if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+f+"/disable_ipv6", []byte("1"), 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteNamed unmounts and removes NetnsDir/name; the namespace itself goes
+// when its last process and file descriptor are gone, taking its links with
+// it. Missing or half-created entries are fine.
+func deleteNamed(name string) error {
+	p := filepath.Join(NetnsDir, name)
+	if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unmounting %s: %w", p, err)
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing %s: %w", p, err)
+	}
+	return nil
+}
+
+// listNamespaces returns the names under NetnsDir that belong to a run ID
+// (any run when run is "").
+func listNamespaces(run string) ([]string, error) {
+	entries, err := os.ReadDir(NetnsDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		r, ok := RunOfNamespace(e.Name())
+		if ok && (run == "" || r == run) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+// inNamespace runs fn on a thread switched into ns. It uses a goroutine of
+// its own so that, if the thread cannot be switched back, it is discarded
+// rather than handed back to the caller in the wrong namespace.
+func inNamespace(ns netns.NsHandle, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("opening this thread's network namespace: %w", err)
+			return
+		}
+		defer orig.Close()
+		if err := netns.Set(ns); err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("entering namespace: %w", err)
+			return
+		}
+		ferr := fn()
+		if err := netns.Set(orig); err != nil {
+			errc <- errors.Join(ferr, fmt.Errorf("restoring the thread's namespace: %w", err))
+			return // still locked: the thread dies with this goroutine
+		}
+		runtime.UnlockOSThread()
+		errc <- ferr
+	}()
+	return <-errc
+}
+
+// procStat is what bullylab needs from /proc/PID/stat.
+type procStat struct {
+	state     byte   // R, S, D, Z, X, T, ...
+	pgrp      int    // field 5, process group ID
+	startTime uint64 // field 22, clock ticks after boot
+}
+
+// readProcStat parses /proc/PID/stat. The command name (field 2) may hold
+// spaces and parentheses, so fields are counted from the last ')'.
+func readProcStat(pid int) (procStat, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	fields := strings.Fields(s[i+1:])
+	// fields[0] is field 3 (state), so field 22 is fields[19].
+	if len(fields) < 20 || len(fields[0]) != 1 {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields)+2)
+	}
+	st, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: start time %q: %w", pid, fields[19], err)
+	}
+	pgrp, err := strconv.Atoi(fields[2])
+	if err != nil {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: process group %q: %w", pid, fields[2], err)
+	}
+	return procStat{state: fields[0][0], pgrp: pgrp, startTime: st}, nil
+}
+
+// ProcStartTime returns field 22 of /proc/PID/stat, the process's start time
+// in clock ticks after boot: with the PID it names one process for good,
+// because a recycled PID gets a later start time.
+func ProcStartTime(pid int) (uint64, error) {
+	st, err := readProcStat(pid)
+	return st.startTime, err
+}
+
+// ProcRef names one process across PID reuse.
+type ProcRef struct {
+	PID       int    `json:"pid"`
+	StartTime uint64 `json:"start_time"`
+}
+
+// Alive reports whether the process still runs: same PID and start time,
+// and not a zombie (a zombie's parent just has not reaped it yet).
+func (r ProcRef) Alive() bool {
+	if r.PID <= 0 {
+		return false
+	}
+	st, err := readProcStat(r.PID)
+	return err == nil && st.startTime == r.StartTime && st.state != 'Z' && st.state != 'X'
+}
+
+// self returns a reference to this process.
+func self() ProcRef {
+	st, _ := ProcStartTime(os.Getpid())
+	return ProcRef{PID: os.Getpid(), StartTime: st}
+}
+
+// nsID identifies a namespace by its nsfs device and inode, the same whether
+// reached through a /run/netns mount or /proc/PID/ns/net.
+type nsID struct{ dev, ino uint64 }
+
+func statNS(path string) (nsID, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return nsID{}, err
+	}
+	return nsID{dev: st.Dev, ino: st.Ino}, nil
+}
+
+// processesIn returns the PIDs (other than this process) whose network
+// namespace is one of ids. A node process that forked, or a process started
+// by hand with `bullylab exec`, is found here even though nobody recorded
+// it; membership, not a PID, identifies it, so a recycled PID is never hit.
+func processesIn(ids map[nsID]bool) []int {
+	if len(ids) == 0 {
+		return nil
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	me := os.Getpid()
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == me {
+			continue
+		}
+		id, err := statNS("/proc/" + e.Name() + "/ns/net")
+		if err == nil && ids[id] {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// nsHolders returns the processes holding an open file descriptor to one of
+// the namespaces in ids, as tools do that configure a namespace through a
+// handle while no process runs inside it.
+func nsHolders(ids map[nsID]bool) []int {
+	if len(ids) == 0 {
+		return nil
+	}
+	inos := make(map[string]bool, len(ids))
+	for id := range ids {
+		inos["net:["+strconv.FormatUint(id.ino, 10)+"]"] = true
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, pe := range procs {
+		pid, err := strconv.Atoi(pe.Name())
+		if err != nil {
+			continue
+		}
+		dir := "/proc/" + pe.Name() + "/fd"
+		fds, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			if target, err := os.Readlink(dir + "/" + fd.Name()); err == nil && inos[target] {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// runNamespaceIDs returns the identities of run's mounted namespaces.
+func runNamespaceIDs(run string) (map[nsID]bool, error) {
+	names, err := listNamespaces(run)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", NetnsDir, err)
+	}
+	ids := make(map[nsID]bool, len(names))
+	for _, name := range names {
+		if id, err := statNS(filepath.Join(NetnsDir, name)); err == nil {
+			ids[id] = true
+		}
+	}
+	return ids, nil
+}

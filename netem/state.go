@@ -1,0 +1,119 @@
+package netem
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// StateRoot holds one state directory per run (see StateDir).
+const StateRoot = "/run/bullylab"
+
+// StateFile is the name of a run's record inside its state directory.
+const StateFile = "state.json"
+
+// ErrRunExists is returned (wrapped) by Build when the run ID is taken.
+var ErrRunExists = errors.New("run already exists")
+
+// State is what a run records in StateDir(run)/state.json. Build writes the
+// namespaces before creating any of them, so that a build killed half-way
+// can still be cleaned; entries that were never created are harmless.
+type State struct {
+	Run      string    `json:"run"`
+	Topology string    `json:"topology"`
+	Created  time.Time `json:"created"`
+	// Owner is the process that built the run. Clean leaves a run alone
+	// while its owner lives.
+	Owner           ProcRef     `json:"owner"`
+	Subnet          string      `json:"subnet"`
+	Port            int         `json:"port"`
+	SwitchNamespace string      `json:"switch_namespace"`
+	Bridge          string      `json:"bridge"`
+	Nodes           []StateNode `json:"nodes"`
+	// Complete is set once every namespace and link exists.
+	Complete  bool           `json:"complete"`
+	Processes []StateProcess `json:"processes,omitempty"`
+}
+
+// StateNode records one node's kernel objects.
+type StateNode struct {
+	Name       string `json:"name"`
+	Index      int    `json:"index"`
+	Addr       string `json:"addr"`
+	Namespace  string `json:"namespace"`
+	SwitchVeth string `json:"switch_veth"`
+}
+
+// StateProcess records a process started in a node namespace. Clean kills
+// it only if the PID still has this start time.
+type StateProcess struct {
+	ProcRef
+	Node string   `json:"node"`
+	Argv []string `json:"argv"`
+	Log  string   `json:"log,omitempty"`
+}
+
+// ReadState reads a run's record.
+func ReadState(run string) (*State, error) {
+	return readStateFile(filepath.Join(StateDir(run), StateFile))
+}
+
+func readStateFile(path string) (*State, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s State
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &s, nil
+}
+
+// writeStateFile replaces dir/state.json atomically, so a reader (or a kill)
+// never sees half a record.
+func writeStateFile(dir string, s *State) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, StateFile+".tmp")
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, StateFile)); err != nil {
+		return fmt.Errorf("writing state: %w", err)
+	}
+	return nil
+}
+
+// claimRun creates StateDir(run) holding s, atomically: the directory
+// appears only with its state.json inside, so Clean never meets a run
+// without an owner. It fails with ErrRunExists when the run ID is taken.
+func claimRun(s *State) error {
+	if err := os.MkdirAll(StateRoot, 0o755); err != nil {
+		return classify(fmt.Errorf("creating %s: %w", StateRoot, err))
+	}
+	tmp, err := os.MkdirTemp(StateRoot, ".claim-"+s.Run+"-")
+	if err != nil {
+		return classify(fmt.Errorf("creating state directory: %w", err))
+	}
+	if err := writeStateFile(tmp, s); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	// rename(2) onto an existing non-empty directory fails (ENOTEMPTY, which
+	// os.ErrExist matches), which is what makes two builds of one run ID
+	// exclude each other.
+	if err := os.Rename(tmp, StateDir(s.Run)); err != nil {
+		os.RemoveAll(tmp)
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("run %s: %w (state in %s)", s.Run, ErrRunExists, StateDir(s.Run))
+		}
+		return fmt.Errorf("claiming %s: %w", StateDir(s.Run), err)
+	}
+	return nil
+}

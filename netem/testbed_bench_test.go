@@ -1,0 +1,48 @@
+package netem_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/netemtest"
+	"github.com/bullylab/bullylab/topologies"
+)
+
+// BenchmarkBuild measures building and tearing down star testbeds:
+// ms/build and ms/teardown (ns/op also counts a pause between iterations).
+// Teardown returns once the namespaces are unmounted; the kernel frees them
+// asynchronously, holding the locks a build needs, so each iteration first
+// waits for that to settle: a build right after a teardown of 250 nodes
+// takes up to twice as long.
+func BenchmarkBuild(b *testing.B) {
+	const settle = time.Second
+	for _, n := range []int{10, 100, 250} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			netemtest.RequireRoot(b)
+			topo, err := topologies.Star(n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var build, teardown time.Duration
+			for range b.N {
+				time.Sleep(settle)
+				run := netemtest.RunID(b)
+				start := time.Now()
+				tb, err := netem.Build(b.Context(), topo, run)
+				if err != nil {
+					b.Fatal(err)
+				}
+				built := time.Now()
+				if err := tb.Close(); err != nil {
+					b.Fatal(err)
+				}
+				build += built.Sub(start)
+				teardown += time.Since(built)
+			}
+			b.ReportMetric(float64(build.Microseconds())/1e3/float64(b.N), "ms/build")
+			b.ReportMetric(float64(teardown.Microseconds())/1e3/float64(b.N), "ms/teardown")
+		})
+	}
+}

@@ -1,0 +1,45 @@
+package topologies_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bullylab/bullylab/topologies"
+)
+
+func FuzzParse(f *testing.F) {
+	for _, seed := range []string{
+		"nodes: 3\n",
+		"nodes: [a, {name: b, heartbeat: 50ms, impair: {delay: 5ms}}]\nsubnet: 10.0.0.0/29\n",
+		"nodes: 5\ngroups: {a: [n1, n2], b: [n3]}\nlinks:\n  - between: [a, b]\n    impair: {delay: 30ms, loss: 1%}\n",
+		"x: &a [1, 2]\ny: *a\n",
+		"nodes: &n [a, b]\ngroups: {g: *n}\n",
+		"nodes: 3\nport: 7000\n",
+		"nodes: 3\nsettings: {heartbeat: 1s}\n",
+		"\"a\\nb\": 1\n",
+		"? [a]\n: 1\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		topo, err := topologies.Parse("fuzz.yaml", data)
+		if err != nil {
+			msg := err.Error()
+			if strings.ContainsAny(msg, "\r\n") {
+				t.Fatalf("error is not one line: %q", msg)
+			}
+			if !strings.HasPrefix(msg, "fuzz.yaml") {
+				t.Fatalf("error does not name the file: %q", msg)
+			}
+			return
+		}
+		if len(topo.Nodes) < 1 || len(topo.Nodes) > topologies.MaxNodes {
+			t.Fatalf("parsed %d nodes", len(topo.Nodes))
+		}
+		for i, n := range topo.Nodes {
+			if n.Index != i+1 || !topo.Subnet.Contains(n.Addr) || n.Settings.Heartbeat >= n.Settings.FailureTimeout {
+				t.Fatalf("invalid node %+v in %s", n, topo.Subnet)
+			}
+		}
+	})
+}

@@ -1,0 +1,773 @@
+package topologies
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Error is a problem in a topology file. Its message is one line:
+// "file:line: field: what is wrong".
+type Error struct {
+	File  string
+	Line  int    // 1-based; 0 when the problem has no line
+	Field string // path such as groups.site-a[2]; empty for the whole file
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	// File names and YAML keys may hold line breaks; callers print errors
+	// one per line.
+	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(b.String())
+}
+
+// maxFileSize bounds what Parse reads; a 1000-node list with per-node
+// overrides is ~100 KiB.
+const maxFileSize = 8 << 20
+
+// maxPairWork bounds the node pairs all links together may cover. A link
+// between two groups costs the product of their sizes, and YAML aliases
+// repeat a link for two bytes each, so without a bound a 3 KiB file could
+// take minutes. Four links across all 1000 nodes fit.
+const maxPairWork = 4_000_000
+
+var (
+	topFields      = []string{"name", "nodes", "subnet", "port", "impair", "settings", "groups", "links"}
+	nodeFields     = []string{"name", "heartbeat", "failure_timeout", "election_timeout", "impair"}
+	settingsFields = []string{"heartbeat", "failure_timeout", "election_timeout"}
+	impairFields   = []string{"delay", "jitter", "loss", "duplicate", "reorder"}
+	linkFields     = []string{"between", "impair"}
+
+	topologyNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	yamlLinePattern     = regexp.MustCompile(`(?s)^yaml: line (\d+): (.*)$`)
+)
+
+// Parse parses and validates a topology; name is the file name used in
+// error messages and, when the file has no name field, as the topology name.
+func Parse(name string, data []byte) (t *Topology, err error) {
+	defer func() {
+		// The YAML parser is third-party code fed untrusted files; a panic
+		// there must not take the whole run down.
+		if r := recover(); r != nil {
+			t, err = nil, &Error{File: name, Msg: fmt.Sprintf("cannot parse: %v", r)}
+		}
+	}()
+	p := &parser{file: name}
+	return p.parse(data)
+}
+
+type parser struct {
+	file string
+	// key is the key node of the field mapping's callback is handling, for
+	// errors about the key itself (a bad group name) rather than its value.
+	key *yaml.Node
+}
+
+func (p *parser) errAt(n *yaml.Node, field, format string, args ...any) error {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	return &Error{File: p.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (p *parser) yamlErr(err error) error {
+	if m := yamlLinePattern.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &Error{File: p.file, Line: line, Msg: m[2]}
+	}
+	return &Error{File: p.file, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+}
+
+// rawImpair and rawSettings keep which fields a file set, so that node
+// values override topology values field by field.
+type rawImpair struct {
+	delay, jitter            *time.Duration
+	loss, duplicate, reorder *float64
+}
+
+func (r rawImpair) over(base Impair) Impair {
+	if r.delay != nil {
+		base.Delay = *r.delay
+	}
+	if r.jitter != nil {
+		base.Jitter = *r.jitter
+	}
+	if r.loss != nil {
+		base.Loss = *r.loss
+	}
+	if r.duplicate != nil {
+		base.Duplicate = *r.duplicate
+	}
+	if r.reorder != nil {
+		base.Reorder = *r.reorder
+	}
+	return base
+}
+
+func (r *rawImpair) merge(o rawImpair) {
+	if o.delay != nil {
+		r.delay = o.delay
+	}
+	if o.jitter != nil {
+		r.jitter = o.jitter
+	}
+	if o.loss != nil {
+		r.loss = o.loss
+	}
+	if o.duplicate != nil {
+		r.duplicate = o.duplicate
+	}
+	if o.reorder != nil {
+		r.reorder = o.reorder
+	}
+}
+
+type rawSetting struct {
+	val  *time.Duration
+	node *yaml.Node
+	path string
+}
+
+type rawSettings struct{ heartbeat, failureTimeout, electionTimeout rawSetting }
+
+type rawNode struct {
+	name     string
+	node     *yaml.Node
+	path     string
+	settings rawSettings
+	impair   rawImpair
+}
+
+func (p *parser) parse(data []byte) (*Topology, error) {
+	if len(data) > maxFileSize {
+		return nil, p.errAt(nil, "", "file is larger than %d MiB", maxFileSize>>20)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, p.errAt(nil, "", "empty topology (want at least nodes:)")
+		}
+		return nil, p.yamlErr(err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, p.yamlErr(err)
+		}
+		return nil, p.errAt(&extra, "", "more than one YAML document")
+	}
+	top := &doc
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		top = doc.Content[0]
+	}
+	if d := deref(top); d.Kind != yaml.MappingNode {
+		if d.Kind == yaml.ScalarNode && d.ShortTag() == "!!null" {
+			return nil, p.errAt(top, "", "empty topology (want at least nodes:)")
+		}
+		return nil, p.errAt(top, "", "want a mapping of topology fields, got %s", kindName(d))
+	}
+
+	t := &Topology{
+		Name:   defaultName(p.file),
+		Source: p.file,
+		Subnet: DefaultSubnet,
+		Port:   DefaultPort,
+		Groups: map[string][]string{},
+	}
+	var (
+		nodesVal, subnetVal, groupsVal, linksVal *yaml.Node
+		nodes                                    []rawNode
+		defImpair                                rawImpair
+		defSettings                              rawSettings
+	)
+	err := p.mapping(top, "", topFields, func(key string, v *yaml.Node, fp string) error {
+		var err error
+		switch key {
+		case "name":
+			var s string
+			if s, err = p.scalar(v, fp); err == nil {
+				if !topologyNamePattern.MatchString(s) {
+					return p.errAt(v, fp, "invalid name %q (want [A-Za-z0-9._-]{1,64})", s)
+				}
+				t.Name = s
+			}
+		case "nodes":
+			nodesVal = v
+			nodes, err = p.nodes(v, fp)
+		case "subnet":
+			subnetVal = v
+			t.Subnet, err = p.subnet(v, fp)
+		case "port":
+			t.Port, err = p.port(v, fp)
+		case "impair":
+			defImpair, err = p.impair(v, fp)
+		case "settings":
+			err = p.mapping(v, fp, settingsFields, func(key string, v *yaml.Node, fp string) error {
+				return p.setting(&defSettings, key, v, fp)
+			})
+		case "groups":
+			groupsVal = v
+		case "links":
+			linksVal = v
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if nodesVal == nil {
+		return nil, p.errAt(top, "nodes", "missing (want a count or a list of nodes)")
+	}
+
+	// Host bits beyond the network address, host 1 (left free, by habit the
+	// gateway's) and the broadcast address.
+	capacity := uint64(1)<<(32-t.Subnet.Bits()) - 3
+	if t.Subnet.Bits() > 30 {
+		capacity = 0
+	}
+	if uint64(len(nodes)) > capacity {
+		at, field := nodesVal, "nodes"
+		if subnetVal != nil {
+			at, field = subnetVal, "subnet"
+		}
+		return nil, p.errAt(at, field, "%s holds %d nodes, the topology has %d", t.Subnet, capacity, len(nodes))
+	}
+
+	settings, err := p.resolveSettings(DefaultSettings, defSettings, settingsPathFallback{node: top, path: "settings"})
+	if err != nil {
+		return nil, err
+	}
+	defaults := defImpair.over(Impair{})
+	base := t.Subnet.Addr().As4()
+	baseU := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
+	t.byName = make(map[string]int, len(nodes))
+	for i, rn := range nodes {
+		s, err := p.resolveSettings(settings, rn.settings, settingsPathFallback{node: rn.node, path: rn.path})
+		if err != nil {
+			return nil, err
+		}
+		a := baseU + uint32(i) + 2
+		t.Nodes = append(t.Nodes, Node{
+			Name:     rn.name,
+			Index:    i + 1,
+			Addr:     netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)}),
+			Settings: s,
+			Impair:   rn.impair.over(defaults),
+		})
+		t.byName[rn.name] = i
+	}
+
+	if groupsVal != nil {
+		if err := p.groups(t, groupsVal, "groups"); err != nil {
+			return nil, err
+		}
+	}
+	if linksVal != nil {
+		if err := p.links(t, linksVal, "links"); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// mapping walks a mapping's fields in file order, rejecting repeated keys and
+// keys not in known (any key when known is nil).
+func (p *parser) mapping(v *yaml.Node, path string, known []string, fn func(key string, v *yaml.Node, fp string) error) error {
+	d := deref(v)
+	if d.Kind != yaml.MappingNode {
+		return p.errAt(v, path, "want a mapping, got %s", kindName(d))
+	}
+	seen := make(map[string]int, len(d.Content)/2)
+	for i := 0; i+1 < len(d.Content); i += 2 {
+		k, val := d.Content[i], d.Content[i+1]
+		kd := deref(k)
+		if kd.Kind != yaml.ScalarNode {
+			return p.errAt(k, path, "keys must be plain names, got %s", kindName(kd))
+		}
+		fp := join(path, kd.Value)
+		if known != nil && !slices.Contains(known, kd.Value) {
+			return p.errAt(k, fp, "unknown field (want %s)", strings.Join(known, ", "))
+		}
+		if line, ok := seen[kd.Value]; ok {
+			return p.errAt(k, fp, "repeated (first at line %d)", line)
+		}
+		seen[kd.Value] = k.Line
+		p.key = k
+		if err := fn(kd.Value, val, fp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *parser) sequence(v *yaml.Node, path, want string) ([]*yaml.Node, error) {
+	d := deref(v)
+	if d.Kind != yaml.SequenceNode {
+		return nil, p.errAt(v, path, "want %s, got %s", want, kindName(d))
+	}
+	return d.Content, nil
+}
+
+func (p *parser) scalar(v *yaml.Node, path string) (string, error) {
+	d := deref(v)
+	if d.Kind != yaml.ScalarNode {
+		return "", p.errAt(v, path, "want a single value, got %s", kindName(d))
+	}
+	if d.ShortTag() == "!!null" {
+		return "", p.errAt(v, path, "missing value")
+	}
+	return d.Value, nil
+}
+
+func (p *parser) integer(v *yaml.Node, path, want string) (int64, error) {
+	d := deref(v)
+	if d.Kind != yaml.ScalarNode || d.ShortTag() != "!!int" {
+		return 0, p.errAt(v, path, "want %s, got %s", want, describe(d))
+	}
+	var x int64
+	if err := d.Decode(&x); err != nil {
+		return 0, p.errAt(v, path, "want %s, got %q", want, d.Value)
+	}
+	return x, nil
+}
+
+func (p *parser) duration(v *yaml.Node, path string) (time.Duration, error) {
+	s, err := p.scalar(v, path)
+	if err != nil {
+		return 0, err
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, p.errAt(v, path, "%q is not a duration (want e.g. 30ms or 1.5s)", s)
+	}
+	if d < 0 {
+		return 0, p.errAt(v, path, "%s is negative", s)
+	}
+	return d, nil
+}
+
+func (p *parser) percent(v *yaml.Node, path string) (float64, error) {
+	s, err := p.scalar(v, path)
+	if err != nil {
+		return 0, err
+	}
+	num := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "%"))
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || !(f >= 0 && f <= 100) {
+		return 0, p.errAt(v, path, "%q is not a percentage 0..100 (want e.g. 5%%)", s)
+	}
+	return f, nil
+}
+
+func (p *parser) port(v *yaml.Node, path string) (int, error) {
+	x, err := p.integer(v, path, "a port number")
+	if err != nil {
+		return 0, err
+	}
+	if x < 1 || x > 65535 {
+		return 0, p.errAt(v, path, "%d is not a port number 1..65535", x)
+	}
+	if x == ReservedPort {
+		return 0, p.errAt(v, path, "%d is claimed by Wireshark's Gryphon dissector, which garbles captures; pick another (default %d)", x, DefaultPort)
+	}
+	return int(x), nil
+}
+
+func (p *parser) subnet(v *yaml.Node, path string) (netip.Prefix, error) {
+	s, err := p.scalar(v, path)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	pfx, err := netip.ParsePrefix(strings.TrimSpace(s))
+	if err != nil {
+		return netip.Prefix{}, p.errAt(v, path, "%q is not a subnet (want e.g. 10.77.0.0/16)", s)
+	}
+	if !pfx.Addr().Is4() {
+		return netip.Prefix{}, p.errAt(v, path, "%s is not IPv4 (only IPv4 is supported)", pfx)
+	}
+	if pfx.Masked() != pfx {
+		return netip.Prefix{}, p.errAt(v, path, "%s has host bits set (did you mean %s?)", pfx, pfx.Masked())
+	}
+	return pfx, nil
+}
+
+func (p *parser) impair(v *yaml.Node, path string) (rawImpair, error) {
+	var r rawImpair
+	err := p.mapping(v, path, impairFields, func(key string, v *yaml.Node, fp string) error {
+		switch key {
+		case "delay", "jitter":
+			d, err := p.duration(v, fp)
+			if err != nil {
+				return err
+			}
+			if key == "delay" {
+				r.delay = &d
+			} else {
+				r.jitter = &d
+			}
+		default:
+			f, err := p.percent(v, fp)
+			if err != nil {
+				return err
+			}
+			switch key {
+			case "loss":
+				r.loss = &f
+			case "duplicate":
+				r.duplicate = &f
+			case "reorder":
+				r.reorder = &f
+			}
+		}
+		return nil
+	})
+	return r, err
+}
+
+func (p *parser) setting(s *rawSettings, key string, v *yaml.Node, fp string) error {
+	d, err := p.duration(v, fp)
+	if err != nil {
+		return err
+	}
+	if d == 0 {
+		return p.errAt(v, fp, "must be positive")
+	}
+	rs := rawSetting{val: &d, node: v, path: fp}
+	switch key {
+	case "heartbeat":
+		s.heartbeat = rs
+	case "failure_timeout":
+		s.failureTimeout = rs
+	case "election_timeout":
+		s.electionTimeout = rs
+	}
+	return nil
+}
+
+type settingsPathFallback struct {
+	node *yaml.Node
+	path string
+}
+
+// resolveSettings applies r over base and checks what the election needs: a
+// node must hear several heartbeats before it declares the leader dead.
+func (p *parser) resolveSettings(base Settings, r rawSettings, at settingsPathFallback) (Settings, error) {
+	s := base
+	if r.heartbeat.val != nil {
+		s.Heartbeat = *r.heartbeat.val
+	}
+	if r.failureTimeout.val != nil {
+		s.FailureTimeout = *r.failureTimeout.val
+	}
+	if r.electionTimeout.val != nil {
+		s.ElectionTimeout = *r.electionTimeout.val
+	}
+	if s.Heartbeat >= s.FailureTimeout {
+		node, path := at.node, at.path
+		switch {
+		case r.heartbeat.val != nil:
+			node, path = r.heartbeat.node, r.heartbeat.path
+		case r.failureTimeout.val != nil:
+			node, path = r.failureTimeout.node, r.failureTimeout.path
+		}
+		return s, p.errAt(node, path, "heartbeat %s must be below failure_timeout %s", s.Heartbeat, s.FailureTimeout)
+	}
+	return s, nil
+}
+
+func (p *parser) nodes(v *yaml.Node, path string) ([]rawNode, error) {
+	d := deref(v)
+	if d.Kind == yaml.ScalarNode {
+		n, err := p.integer(v, path, "a count or a list of nodes")
+		if err != nil {
+			return nil, err
+		}
+		if n < 1 || n > MaxNodes {
+			return nil, p.errAt(v, path, "%d nodes; want 1..%d", n, MaxNodes)
+		}
+		nodes := make([]rawNode, n)
+		for i := range nodes {
+			nodes[i] = rawNode{name: fmt.Sprintf("n%d", i+1), node: v, path: path}
+		}
+		return nodes, nil
+	}
+	entries, err := p.sequence(v, path, "a count or a list of nodes")
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) < 1 || len(entries) > MaxNodes {
+		return nil, p.errAt(v, path, "%d nodes; want 1..%d", len(entries), MaxNodes)
+	}
+	nodes := make([]rawNode, 0, len(entries))
+	firstLine := map[string]int{}
+	for i, e := range entries {
+		ep := fmt.Sprintf("%s[%d]", path, i)
+		rn := rawNode{node: e, path: ep}
+		nameNode, namePath := e, ep
+		if ed := deref(e); ed.Kind == yaml.ScalarNode {
+			rn.name, err = p.scalar(e, ep)
+		} else {
+			err = p.mapping(e, ep, nodeFields, func(key string, v *yaml.Node, fp string) error {
+				switch key {
+				case "name":
+					nameNode, namePath = v, fp
+					var err error
+					rn.name, err = p.scalar(v, fp)
+					return err
+				case "impair":
+					var err error
+					rn.impair, err = p.impair(v, fp)
+					return err
+				default:
+					return p.setting(&rn.settings, key, v, fp)
+				}
+			})
+			if err == nil && nameNode == e {
+				err = p.errAt(e, join(ep, "name"), "missing")
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if msg := checkName(rn.name, "node"); msg != "" {
+			return nil, p.errAt(nameNode, namePath, "%s", msg)
+		}
+		if line, ok := firstLine[rn.name]; ok {
+			return nil, p.errAt(nameNode, namePath, "node %q is repeated (first at line %d)", rn.name, line)
+		}
+		firstLine[rn.name] = nameNode.Line
+		nodes = append(nodes, rn)
+	}
+	return nodes, nil
+}
+
+func (p *parser) groups(t *Topology, v *yaml.Node, path string) error {
+	return p.mapping(v, path, nil, func(group string, v *yaml.Node, fp string) error {
+		key := p.key
+		if msg := checkName(group, "group"); msg != "" {
+			return p.errAt(key, fp, "%s", msg)
+		}
+		if _, ok := t.byName[group]; ok {
+			return p.errAt(key, fp, "group %q has the name of a node, which would make links ambiguous", group)
+		}
+		members, err := p.sequence(v, fp, "a list of node names")
+		if err != nil {
+			return err
+		}
+		if len(members) == 0 {
+			return p.errAt(v, fp, "group has no members")
+		}
+		names := make([]string, 0, len(members))
+		for i, m := range members {
+			mp := fmt.Sprintf("%s[%d]", fp, i)
+			name, err := p.scalar(m, mp)
+			if err != nil {
+				return err
+			}
+			if _, ok := t.byName[name]; !ok {
+				return p.errAt(m, mp, "unknown node %q", name)
+			}
+			if slices.Contains(names, name) {
+				return p.errAt(m, mp, "node %q is listed twice", name)
+			}
+			names = append(names, name)
+		}
+		t.Groups[group] = names
+		return nil
+	})
+}
+
+func (p *parser) links(t *Topology, v *yaml.Node, path string) error {
+	entries, err := p.sequence(v, path, "a list of links")
+	if err != nil {
+		return err
+	}
+	// Dense by pair (a*n+b, a < b): a map is ten times slower across
+	// 1000x1000 nodes. Allocated with the first link.
+	var pairs []*rawImpair
+	n := len(t.Nodes)
+	work := 0
+	for i, e := range entries {
+		ep := fmt.Sprintf("%s[%d]", path, i)
+		var (
+			ends       [2][]int
+			endNames   [2]string
+			haveBetw   bool
+			haveImpair bool
+			im         rawImpair
+		)
+		err := p.mapping(e, ep, linkFields, func(key string, v *yaml.Node, fp string) error {
+			var err error
+			switch key {
+			case "between":
+				haveBetw = true
+				var items []*yaml.Node
+				if items, err = p.sequence(v, fp, "a list of two node or group names"); err != nil {
+					return err
+				}
+				if len(items) != 2 {
+					return p.errAt(v, fp, "want two node or group names, got %d", len(items))
+				}
+				for j, it := range items {
+					ip := fmt.Sprintf("%s[%d]", fp, j)
+					name, err := p.scalar(it, ip)
+					if err != nil {
+						return err
+					}
+					members, ok := t.members(name)
+					if !ok {
+						return p.errAt(it, ip, "unknown node or group %q", name)
+					}
+					ends[j], endNames[j] = members, name
+				}
+				if _, isNode := t.byName[endNames[0]]; isNode && endNames[0] == endNames[1] {
+					return p.errAt(v, fp, "a link needs two different nodes, got %q twice", endNames[0])
+				}
+			case "impair":
+				haveImpair = true
+				im, err = p.impair(v, fp)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if !haveBetw {
+			return p.errAt(e, join(ep, "between"), "missing")
+		}
+		if !haveImpair {
+			return p.errAt(e, join(ep, "impair"), "missing")
+		}
+		if work += len(ends[0]) * len(ends[1]); work > maxPairWork {
+			return p.errAt(e, ep, "links cover more than %d node pairs in all; use fewer, larger groups", maxPairWork)
+		}
+		for _, a := range ends[0] {
+			for _, b := range ends[1] {
+				if a == b {
+					continue
+				}
+				if pairs == nil {
+					pairs = make([]*rawImpair, n*n)
+				}
+				key := min(a, b)*n + max(a, b)
+				if pairs[key] == nil {
+					pairs[key] = &rawImpair{}
+				}
+				pairs[key].merge(im)
+			}
+		}
+	}
+	t.byPair = map[[2]int]int{}
+	for key, r := range pairs { // in key order, so sorted by (A, B)
+		if r == nil {
+			continue
+		}
+		a, b := key/n, key%n
+		t.byPair[[2]int{a, b}] = len(t.PairImpairs)
+		t.PairImpairs = append(t.PairImpairs, PairImpair{A: t.Nodes[a].Name, B: t.Nodes[b].Name, Impair: r.over(Impair{})})
+	}
+	return nil
+}
+
+// members returns the node positions a link end names.
+func (t *Topology) members(name string) ([]int, bool) {
+	if i, ok := t.byName[name]; ok {
+		return []int{i}, true
+	}
+	names, ok := t.Groups[name]
+	if !ok {
+		return nil, false
+	}
+	idx := make([]int, len(names))
+	for i, n := range names {
+		idx[i] = t.byName[n]
+	}
+	return idx, true
+}
+
+// checkName returns why name cannot name a node or group, or "". Names end
+// up in namespace names and on command lines, hence no leading '-'; "sw"
+// would collide with the switch namespace.
+func checkName(name, what string) string {
+	ok := len(name) >= 1 && len(name) <= 16 && name[0] != '-'
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-'
+	}
+	if !ok {
+		return fmt.Sprintf("invalid %s name %q (want [a-z0-9-]{1,16}, not starting with '-')", what, name)
+	}
+	if name == "sw" {
+		return fmt.Sprintf("%s name \"sw\" is reserved for the switch", what)
+	}
+	return ""
+}
+
+func validTopologyName(s string) bool { return topologyNamePattern.MatchString(s) }
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// deref follows YAML aliases (*anchor) to the node they name. The schema has
+// fixed depth, so following aliases cannot blow up the work.
+func deref(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 64; i++ {
+		n = n.Alias
+	}
+	if n == nil {
+		return &yaml.Node{}
+	}
+	return n
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.ShortTag() == "!!null" {
+			return "nothing"
+		}
+		return "a single value"
+	case yaml.AliasNode:
+		return "an alias"
+	case yaml.DocumentNode:
+		return "a document"
+	}
+	return "nothing"
+}
+
+func describe(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!null" {
+		return strconv.Quote(n.Value)
+	}
+	return kindName(n)
+}

@@ -1,0 +1,188 @@
+package topologies
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+)
+
+//go:embed *.yaml
+var builtin embed.FS
+
+// Limits of a topology. MaxNodes stays below the 1023 ports a Linux bridge
+// accepts, leaving room for capture or helper ports.
+const (
+	MaxNodes = 1000
+	// DefaultPort is the election port when a topology names none.
+	DefaultPort = 7946
+	// ReservedPort is refused: Wireshark's built-in Gryphon dissector claims
+	// it, which garbles every capture of the election.
+	ReservedPort = 7000
+)
+
+// DefaultSubnet is used when a topology names none.
+var DefaultSubnet = netip.MustParsePrefix("10.77.0.0/16")
+
+// DefaultSettings are the election timings when a topology names none.
+var DefaultSettings = Settings{
+	Heartbeat:       100 * time.Millisecond,
+	FailureTimeout:  500 * time.Millisecond,
+	ElectionTimeout: 200 * time.Millisecond,
+}
+
+// Topology is a parsed and validated topology file.
+type Topology struct {
+	Name   string
+	Source string // file name it was parsed from, for messages
+	Subnet netip.Prefix
+	Port   int
+	Nodes  []Node // in index order: Nodes[i].Index == i+1
+	// Groups maps a group name to its members, in file order.
+	Groups map[string][]string
+	// PairImpairs are the impairments links add between two nodes, one entry
+	// per unordered pair with A's index below B's, sorted; they apply both
+	// ways, on top of each node's own Impair.
+	PairImpairs []PairImpair
+
+	byName map[string]int
+	byPair map[[2]int]int
+}
+
+// Node is one election participant.
+type Node struct {
+	Name     string
+	Index    int        // 1-based position in the topology
+	Addr     netip.Addr // subnet host Index+1
+	Settings Settings
+	Impair   Impair // impairment of the node's own link
+}
+
+// Settings are the election timings of a node.
+type Settings struct {
+	Heartbeat       time.Duration
+	FailureTimeout  time.Duration
+	ElectionTimeout time.Duration
+}
+
+// Impair describes a link impairment; percentages are 0..100.
+type Impair struct {
+	Delay     time.Duration
+	Jitter    time.Duration
+	Loss      float64
+	Duplicate float64
+	Reorder   float64
+}
+
+// IsZero reports whether the impairment changes nothing.
+func (im Impair) IsZero() bool { return im == Impair{} }
+
+// PairImpair is the impairment between two nodes, applied both ways.
+type PairImpair struct {
+	A, B   string // node names, A's index below B's
+	Impair Impair
+}
+
+// Node returns the node called name.
+func (t *Topology) Node(name string) (*Node, bool) {
+	i, ok := t.byName[name]
+	if !ok {
+		return nil, false
+	}
+	return &t.Nodes[i], true
+}
+
+// PairImpair returns the impairment links put between nodes a and b, in
+// either order.
+func (t *Topology) PairImpair(a, b string) (Impair, bool) {
+	ia, oka := t.byName[a]
+	ib, okb := t.byName[b]
+	if !oka || !okb {
+		return Impair{}, false
+	}
+	if ia > ib {
+		ia, ib = ib, ia
+	}
+	i, ok := t.byPair[[2]int{ia, ib}]
+	if !ok {
+		return Impair{}, false
+	}
+	return t.PairImpairs[i].Impair, true
+}
+
+// Prefix returns the node's address with the subnet's length, as it is
+// configured on the node's interface.
+func (t *Topology) Prefix(n *Node) netip.Prefix {
+	return netip.PrefixFrom(n.Addr, t.Subnet.Bits())
+}
+
+// Names lists the built-in topologies, sorted.
+func Names() []string {
+	entries, err := fs.ReadDir(builtin, ".")
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, e := range entries {
+		if n, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Load returns the built-in topology called nameOrPath ("star5" or
+// "star5.yaml"), or parses the file at that path. A name with a slash is
+// always a path; a file in the working directory shadows a built-in only
+// when named with its .yaml or .yml suffix.
+func Load(nameOrPath string) (*Topology, error) {
+	hasExt := strings.HasSuffix(nameOrPath, ".yaml") || strings.HasSuffix(nameOrPath, ".yml")
+	if !strings.ContainsRune(nameOrPath, '/') {
+		local := false
+		if hasExt {
+			_, err := os.Stat(nameOrPath)
+			local = err == nil
+		}
+		if !local {
+			file := strings.TrimSuffix(nameOrPath, ".yaml") + ".yaml"
+			if data, err := builtin.ReadFile(file); err == nil {
+				return Parse(file, data)
+			}
+		}
+	}
+	data, err := os.ReadFile(nameOrPath)
+	if errors.Is(err, fs.ErrNotExist) && !strings.ContainsRune(nameOrPath, '/') {
+		return nil, fmt.Errorf("topology %q: no such file or built-in topology (built in: %s)",
+			nameOrPath, strings.Join(Names(), ", "))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("topology: %w", err)
+	}
+	return Parse(nameOrPath, data)
+}
+
+// defaultName derives a topology name from its file name.
+func defaultName(file string) string {
+	base := path.Base(file)
+	for _, ext := range []string{".yaml", ".yml"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	if !validTopologyName(base) {
+		return "topology"
+	}
+	return base
+}
+
+// Star returns a topology of n nodes n1..nN with every default, for tests
+// and benchmarks that need a size rather than a file.
+func Star(n int) (*Topology, error) {
+	name := fmt.Sprintf("star%d", n)
+	return Parse(name, fmt.Appendf(nil, "name: %s\nnodes: %d\n", name, n))
+}
