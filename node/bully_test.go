@@ -329,3 +329,57 @@ func upNodes(s *simNetwork) []int {
 	}
 	return up
 }
+
+// TestMembershipChurn: a node unknown to the cluster joins through one seed
+// and, being the highest, takes over; then it leaves and the next highest
+// leads; restarted from its data, it joins again.
+func TestMembershipChurn(t *testing.T) {
+	s := newSimNetwork(t, 7, 5, simConfig())
+	s.maxDly = simMaxDelay
+	all := s.peers()
+	for i := range 4 {
+		s.nodes[i].peers = all[:4]
+	}
+	s.nodes[4].peers = all[:1] // knows only the lowest node
+	s.nodes[4].join = true
+	for i := range 4 {
+		s.start(i)
+	}
+	s.runUntil(time.Second, nil)
+	if l, err := s.agreement(); err != nil || l != 3 {
+		t.Fatalf("before join: leader n%d, %v", l, err)
+	}
+
+	s.start(4)
+	s.runUntil(s.now+time.Second, nil)
+	if l, err := s.agreement(); err != nil || l != 4 {
+		t.Fatalf("after join: leader n%d, %v", l, err)
+	}
+	for _, n := range s.nodes {
+		if got := len(n.m.Members()); got != 5 {
+			t.Errorf("n%d knows %d members after the join, want 5", n.idx, got)
+		}
+	}
+
+	s.nodes[4].m.Leave(s.now)
+	s.flush(s.nodes[4])
+	s.crash(4)
+	s.runUntil(s.now+time.Second, nil)
+	if l, err := s.agreement(); err != nil || l != 3 {
+		t.Fatalf("after leave: leader n%d, %v", l, err)
+	}
+	for _, n := range s.nodes[:4] {
+		if got := len(n.m.Members()); got != 4 {
+			t.Errorf("n%d knows %d members after the leave, want 4", n.idx, got)
+		}
+	}
+
+	s.start(4) // restarts from its persisted state, which says it left
+	s.runUntil(s.now+time.Second, nil)
+	if l, err := s.agreement(); err != nil || l != 4 {
+		t.Fatalf("after rejoin: leader n%d, %v", l, err)
+	}
+	if !s.nodes[4].m.IsLeader() {
+		t.Fatal("rejoined highest node does not lead")
+	}
+}

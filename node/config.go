@@ -25,6 +25,10 @@ type Config struct {
 	// FailureTimeout is how long a follower waits without a heartbeat from its
 	// leader before it starts an election.
 	FailureTimeout time.Duration
+	// Join announces the node with JOIN at start, for a node the others may
+	// not list yet. A node restarted after it left always joins again.
+	Join bool
+
 	// ElectionTimeout bounds each phase of an election: waiting for an ANSWER
 	// after ELECTION, and for HALT_ACKs after HALT. A node that was answered or
 	// halted waits WaitFactor times as long for a COORDINATOR.

@@ -29,7 +29,9 @@ type Machine struct {
 	proposal Ballot             // StatusHalting: the ballot being proposed
 	pending  map[uuid.UUID]bool // StatusHalting: lower members yet to HALT_ACK
 	skip     uuid.UUID          // a suspected leader left out of this election's ELECTIONs
+	reason   wire.Reason        // why the current or last election started; sent in its frames
 	deadline time.Duration      // when the current status times out, or the next heartbeat is due
+	heard    time.Duration      // StatusNormal follower: when the leader last showed it is alive
 	left     bool               // Leave was called: the machine is inert
 	sentBy   [16]uint64         // messages emitted, by wire.Type
 	out      Output             // accumulated since the last Drain
@@ -72,10 +74,10 @@ func NewMachine(cfg Config, restored *State, now time.Duration) (*Machine, error
 	}
 	m.rebuildIDs()
 	m.dirty = true
-	if restored == nil && cfg.Addr != "" {
-		payload := []byte(cfg.Addr)
+	if cfg.Join || (restored != nil && restored.Left) {
+		payload := wire.AppendAddr(nil, cfg.Addr)
 		for _, id := range m.others() {
-			m.send(id, wire.TypeJoin, 0, m.epoch, payload)
+			m.send(id, wire.TypeJoin, wire.FlagWantMembers, m.epoch, payload)
 		}
 	}
 	m.startElection(now, wire.ReasonBoot)
@@ -133,6 +135,7 @@ func (m *Machine) State() State {
 		Leader:      m.leader,
 		LeaderEpoch: m.leaderEpoch,
 		Members:     m.Members(),
+		Left:        m.left,
 	}
 }
 
@@ -156,6 +159,7 @@ func (m *Machine) Leave(now time.Duration) {
 		m.send(id, wire.TypeLeave, 0, m.epoch, nil)
 	}
 	m.left = true
+	m.dirty = true
 	m.deadline = 1<<63 - 1
 }
 
@@ -235,7 +239,7 @@ func (m *Machine) Step(now time.Duration, msg *wire.Message) {
 		if err != nil {
 			return
 		}
-		m.onJoin(now, wire.Member{ID: from, Addr: addr})
+		m.onJoin(now, wire.Member{ID: from, Addr: addr}, msg.Flags&wire.FlagWantMembers != 0)
 	case wire.TypeLeave:
 		m.onLeave(now, from)
 	case wire.TypeMembers:
@@ -244,7 +248,11 @@ func (m *Machine) Step(now time.Duration, msg *wire.Message) {
 			return
 		}
 		for _, p := range ms {
-			m.addMember(now, p)
+			if p.ID != from && m.addMember(now, p) {
+				// The joiner introduces itself to every member its seed
+				// knows: that is how a JOIN reaches all participants.
+				m.send(p.ID, wire.TypeJoin, 0, m.epoch, wire.AppendAddr(nil, m.cfg.Addr))
+			}
 		}
 	}
 }
@@ -262,7 +270,7 @@ func (m *Machine) onElection(now time.Duration, from uuid.UUID) {
 	if m.leader == m.id {
 		// A live leader re-asserts itself to the node that suspected it
 		// instead of starting a new round: its epoch has not ended.
-		m.send(from, wire.TypeCoordinator, 0, m.leaderEpoch, nil)
+		m.send(from, wire.TypeCoordinator, uint8(m.reason), m.leaderEpoch, nil)
 		return
 	}
 	m.startElection(now, wire.ReasonBullied)
@@ -345,6 +353,7 @@ func (m *Machine) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
 	}
 	switch {
 	case from == m.leader && epoch == m.leaderEpoch && m.leader != m.id:
+		m.heard = now
 		m.deadline = now + m.cfg.FailureTimeout
 	case m.leader == m.id && Less(from, m.id):
 		// Two leaders (a healed partition): the higher one takes over under
@@ -353,21 +362,13 @@ func (m *Machine) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
 	}
 }
 
-func (m *Machine) onJoin(now time.Duration, p wire.Member) {
-	changed := m.addMember(now, p)
-	if !m.IsLeader() {
-		return
+func (m *Machine) onJoin(now time.Duration, p wire.Member, wantMembers bool) {
+	if m.addMember(now, p) && wantMembers {
+		m.send(p.ID, wire.TypeMembers, 0, m.epoch, wire.AppendMembers(nil, m.Members()))
 	}
-	if changed {
-		payload := wire.AppendMembers(nil, m.Members())
-		for _, id := range m.others() {
-			if id != p.ID {
-				m.send(id, wire.TypeMembers, 0, m.leaderEpoch, payload)
-			}
-		}
-		m.send(p.ID, wire.TypeMembers, 0, m.leaderEpoch, payload)
+	if m.IsLeader() {
+		m.send(p.ID, wire.TypeCoordinator, uint8(m.reason), m.leaderEpoch, nil)
 	}
-	m.send(p.ID, wire.TypeCoordinator, 0, m.leaderEpoch, nil)
 }
 
 func (m *Machine) onLeave(now time.Duration, from uuid.UUID) {
@@ -414,9 +415,17 @@ func (m *Machine) addMember(now time.Duration, p wire.Member) bool {
 // leader) and waits for an ANSWER; with nobody above, it halts at once.
 func (m *Machine) startElection(now time.Duration, reason wire.Reason) {
 	m.skip = uuid.Nil
-	if reason == wire.ReasonLeaderFailed || reason == wire.ReasonLeaderLeft {
+	switch {
+	case reason == wire.ReasonLeaderFailed || reason == wire.ReasonLeaderLeft:
+		m.skip = m.leader
+	case reason == wire.ReasonBullied && m.status == StatusNormal && m.leader != m.id &&
+		now-m.heard > 2*m.cfg.HeartbeatInterval:
+		// A lower node suspects the leader and this node has missed a
+		// heartbeat too: asking the leader would likely cost a whole
+		// ElectionTimeout waiting on a dead node.
 		m.skip = m.leader
 	}
+	m.reason = reason
 	m.emit(Event{At: now, Kind: EventElectionStarted, Reason: reason})
 	higher := m.higher()
 	if len(higher) == 0 {
@@ -444,7 +453,7 @@ func (m *Machine) startHalting(now time.Duration, epoch uint64) {
 			break
 		}
 		m.pending[id] = true
-		m.send(id, wire.TypeHalt, 0, epoch, nil)
+		m.send(id, wire.TypeHalt, uint8(m.reason), epoch, nil)
 	}
 	m.deadline = now + m.cfg.ElectionTimeout
 	if len(m.pending) == 0 {
@@ -461,7 +470,7 @@ func (m *Machine) win(now time.Duration) {
 	m.setStatus(now, StatusNormal)
 	m.emit(Event{At: now, Kind: EventElectionWon, Leader: m.id, Epoch: m.leaderEpoch})
 	m.emit(Event{At: now, Kind: EventLeaderChanged, Leader: m.id, Epoch: m.leaderEpoch})
-	m.broadcast(wire.TypeCoordinator, 0, m.leaderEpoch, nil)
+	m.broadcast(wire.TypeCoordinator, uint8(m.reason), m.leaderEpoch, nil)
 	m.deadline = now + m.cfg.HeartbeatInterval
 }
 
@@ -479,6 +488,7 @@ func (m *Machine) follow(now time.Duration, b Ballot) {
 	if changed {
 		m.emit(Event{At: now, Kind: EventLeaderChanged, Leader: b.ID, Epoch: b.Epoch})
 	}
+	m.heard = now
 	m.deadline = now + m.cfg.FailureTimeout
 }
 

@@ -42,7 +42,9 @@ type simNode struct {
 	id    uuid.UUID
 	m     *Machine
 	up    bool
-	state *State // what the node last persisted
+	state *State        // what the node last persisted
+	peers []wire.Member // the peers it boots with; nil means every node
+	join  bool          // announce itself with JOIN at boot
 }
 
 type delivery struct {
@@ -141,7 +143,11 @@ func (s *simNetwork) start(i int) {
 	cfg := s.cfg
 	cfg.ID = n.id
 	cfg.Addr = fmt.Sprintf("n%d", i)
-	cfg.Peers = s.peers()
+	cfg.Join = n.join
+	cfg.Peers = n.peers
+	if cfg.Peers == nil {
+		cfg.Peers = s.peers()
+	}
 	m, err := NewMachine(cfg, n.state, s.now)
 	if err != nil {
 		s.t.Fatalf("NewMachine(n%d): %v", i, err)

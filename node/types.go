@@ -72,6 +72,9 @@ type State struct {
 	LeaderEpoch uint64    `json:"leader_epoch"`
 	// Members is every known member, this node included, sorted by ID.
 	Members []wire.Member `json:"members"`
+	// Left records that this node sent LEAVE: the others forgot it, so when
+	// it starts again it must JOIN like a new node.
+	Left bool `json:"left,omitempty"`
 }
 
 // Envelope is a message the Machine wants sent to one peer.

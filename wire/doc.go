@@ -40,8 +40,9 @@
 //	1           1     Version  1; any other value is ErrVersion
 //	2           1     Type     ELECTION=1 .. MEMBERS=10 (see Type)
 //	3           1     Flags    low nibble: Reason for ELECTION, HALT and
-//	                           COORDINATOR, else 0; high nibble reserved,
-//	                           sent as 0 and passed through unchanged
+//	                           COORDINATOR, else 0; high nibble: flags,
+//	                           FlagWantMembers (0x10) on JOIN, others
+//	                           reserved, sent as 0, passed through unchanged
 //	4           8     Epoch    cluster epoch the sender is in or proposes
 //	12          16    From     sender's node ID (uuid.UUID bytes, the Bully
 //	                           priority: the highest ID wins)

@@ -103,9 +103,14 @@ const (
 	ReasonManual       Reason = 8 // asked for by an operator or a test
 	reasonLimit        Reason = 9
 
-	// reasonMask selects the reason in the flags byte; the high nibble is reserved.
+	// reasonMask selects the reason in the flags byte.
 	reasonMask = 0x0f
 )
+
+// FlagWantMembers, in a JOIN, asks a node that did not know the joiner to
+// reply with MEMBERS. The joiner sets it on the JOINs to the peers it was
+// configured with, not on those to members it learned of later.
+const FlagWantMembers uint8 = 0x10
 
 var reasonNames = [reasonLimit]string{
 	ReasonNone:         "none",

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/node/cluster"
+	"github.com/google/uuid"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	bin, cleanup, err := cluster.BuildTemp()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = bin
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+// runBin runs the binary to completion and returns its output and exit code.
+func runBin(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	default:
+		t.Fatalf("run %v: %v", args, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("%v did not finish: stderr %s", args, errb.String())
+	}
+	return out.String(), errb.String(), code
+}
+
+// wantError runs the binary expecting exit status 1 and a one-line error
+// containing want.
+func wantError(t *testing.T, want string, args ...string) {
+	t.Helper()
+	_, stderr, code := runBin(t, args...)
+	if code != 1 {
+		t.Errorf("%v: exit %d, want 1; stderr %q", args, code, stderr)
+	}
+	if !strings.Contains(stderr, want) {
+		t.Errorf("%v: stderr %q does not contain %q", args, stderr, want)
+	}
+	if strings.Count(stderr, "\n") != 1 {
+		t.Errorf("%v: stderr is not one line: %q", args, stderr)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func writeFile(t *testing.T, name, text string) string {
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	addr := "127.0.0.1:0"
+	wantError(t, "--listen is required", "node", "--data-dir", dir)
+	wantError(t, "--data-dir is required", "node", "--listen", addr)
+	wantError(t, `--heartbeat "soon": not a duration`, "node", "--listen", addr, "--data-dir", dir, "--heartbeat", "soon")
+	wantError(t, "--election-timeout -1s: must be positive", "node", "--listen", addr, "--data-dir", dir, "--election-timeout", "-1s")
+	wantError(t, "--failure-timeout 50ms: must be longer than --heartbeat 100ms", "node", "--listen", addr, "--data-dir", dir, "--failure-timeout", "50ms")
+	wantError(t, `--id "nope": not a UUID`, "node", "--listen", addr, "--data-dir", dir, "--id", "nope")
+	wantError(t, `--log: unknown log format "xml"`, "node", "--listen", addr, "--data-dir", dir, "--log", "xml")
+	wantError(t, "flag provided but not defined: -bogus", "node", "--bogus")
+	wantError(t, "--peers nowhere: no such file", "node", "--listen", addr, "--data-dir", dir, "--peers", "nowhere")
+	wantError(t, "no specific host", "node", "--listen", ":0", "--data-dir", dir)
+	wantError(t, "--nodes 1: need at least 2", "demo", "--nodes", "1")
+	wantError(t, `unknown command "bogus"`, "bogus")
+}
+
+func TestPeersErrors(t *testing.T) {
+	id := uuid.New()
+	bad := writeFile(t, "peers", fmt.Sprintf("# cluster\n%s 127.0.0.1:7001\nnot-a-uuid 127.0.0.1:7002\n", id))
+	wantError(t, bad+":3: ", "node", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--peers", bad)
+
+	dup := writeFile(t, "peers", fmt.Sprintf("%s 127.0.0.1:7001\n%s 127.0.0.1:7002\n", id, id))
+	wantError(t, dup+":2: duplicate ID "+id.String(), "node", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--peers", dup)
+
+	list := fmt.Sprintf("%s@127.0.0.1:7001,%s@127.0.0.1:7002", id, id)
+	wantError(t, "duplicate ID", "node", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--peers", list)
+
+	unreadable := filepath.Join(t.TempDir(), "dir")
+	os.Mkdir(unreadable, 0o700)
+	wantError(t, "is a directory", "node", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--peers", unreadable)
+}
+
+func TestPortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	wantError(t, "listen "+addr+": address already in use", "node", "--listen", addr, "--data-dir", t.TempDir())
+}
+
+// startNode runs a node process and waits until its control socket answers.
+func startNode(t *testing.T, dataDir string, args ...string) (*exec.Cmd, <-chan struct{}, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"node", "--listen", freeAddr(t), "--data-dir", dataDir}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill() // by PID; a no-op once it exited
+		<-exited
+	})
+	cl := node.NewControlClient(filepath.Join(dataDir, node.ControlSocketName))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := cl.Status(ctx)
+		cancel()
+		if err == nil {
+			return cmd, exited, &out
+		}
+		select {
+		case <-exited:
+			t.Fatalf("node exited at start: %s", out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("control socket not up: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+}
+
+func TestDataDirLockedAndCleanExit(t *testing.T) {
+	dir := t.TempDir()
+	cmd, exited, out := startNode(t, dir, "--log", "text")
+	wantError(t, "is locked by another process", "node", "--listen", "127.0.0.1:0", "--data-dir", dir)
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("node did not exit on SIGTERM")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit %d after SIGTERM; output %s", code, out)
+	}
+	if !strings.Contains(out.String(), "node_stopped reason=shutdown") {
+		t.Errorf("no node_stopped record in %s", out)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, node.ControlSocketName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("control socket left behind: %v", err)
+	}
+	// The dir now holds that node's ID; another ID may not take it over.
+	wantError(t, "belongs to node", "node", "--listen", "127.0.0.1:0", "--data-dir", dir, "--id", uuid.NewString())
+}
+
+func TestVersion(t *testing.T) {
+	stdout, _, code := runBin(t, "version")
+	if code != 0 || !strings.HasPrefix(stdout, "bullylab dev\ngo: go1.") {
+		t.Errorf("exit %d, output %q", code, stdout)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	stdout, stderr, code := runBin(t, "demo", "--nodes", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"PHASE", "boot", "failover", "kill -9", "takeover", "restart", "ok:"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// Every node can share one peers file: its own entry is ignored.
+func TestPeersFileListingOwnID(t *testing.T) {
+	own, other := uuid.New(), uuid.New()
+	peers := writeFile(t, "peers", fmt.Sprintf("%s 127.0.0.1:1\n%s 127.0.0.1:2\n", own, other))
+	dir := t.TempDir()
+	startNode(t, dir, "--id", own.String(), "--peers", peers)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := node.NewControlClient(filepath.Join(dir, node.ControlSocketName)).Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ID != own || len(s.Members) != 2 {
+		t.Errorf("status %+v", s)
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+	"github.com/urfave/cli/v2"
+)
+
+func nodeCommand(usageError cli.OnUsageErrorFunc) *cli.Command {
+	def := node.DefaultConfig()
+	return &cli.Command{
+		Name:         "node",
+		Usage:        "run one election node",
+		OnUsageError: usageError,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "id", Usage: "node ID, a version-4 UUID (default: the one in --data-dir, or a new one stored there)"},
+			&cli.StringFlag{Name: "listen", Usage: "TCP `host:port` to accept peers on"},
+			&cli.StringFlag{Name: "advertise", Usage: "`host:port` peers dial (default: --listen)"},
+			&cli.StringFlag{Name: "peers", Usage: "peers file (`ID host:port` per line), or a comma list of ID@host:port"},
+			&cli.StringFlag{Name: "data-dir", Usage: "`dir` for the node's ID, state and control socket"},
+			// Strings, not DurationFlags, whose errors say only "parse error".
+			&cli.StringFlag{Name: "heartbeat", Value: def.HeartbeatInterval.String(), Usage: "leader heartbeat `interval`"},
+			&cli.StringFlag{Name: "failure-timeout", Value: def.FailureTimeout.String(), Usage: "silence from the leader before an election"},
+			&cli.StringFlag{Name: "election-timeout", Value: def.ElectionTimeout.String(), Usage: "wait for ANSWER and for HALT_ACKs"},
+			&cli.StringFlag{Name: "log", Value: "json", Usage: "event log format on stdout: json or text"},
+			&cli.StringFlag{Name: "control", Usage: "control socket `path` (default: <data-dir>/control.sock)"},
+			&cli.BoolFlag{Name: "join", Usage: "announce this node with JOIN: for a node the peers' lists do not name yet"},
+		},
+		Action: runNode,
+	}
+}
+
+func runNode(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("node: unexpected argument %q", c.Args().First())
+	}
+	o := node.ServeOptions{
+		Listen:    c.String("listen"),
+		Advertise: c.String("advertise"),
+		DataDir:   c.String("data-dir"),
+		Control:   c.String("control"),
+		Join:      c.Bool("join"),
+		Log:       c.App.Writer,
+	}
+	for _, d := range []struct {
+		flag string
+		dst  *time.Duration
+	}{
+		{"heartbeat", &o.HeartbeatInterval},
+		{"failure-timeout", &o.FailureTimeout},
+		{"election-timeout", &o.ElectionTimeout},
+	} {
+		v, err := time.ParseDuration(c.String(d.flag))
+		if err != nil {
+			return fmt.Errorf("--%s %q: not a duration (like 250ms or 1s)", d.flag, c.String(d.flag))
+		}
+		*d.dst = v
+	}
+	if s := c.String("id"); s != "" {
+		id, err := uuid.Parse(s)
+		if err != nil {
+			return fmt.Errorf("--id %q: not a UUID", s)
+		}
+		o.ID = id
+	}
+	if o.Listen == "" {
+		return errors.New("--listen is required (host:port to accept peers on)")
+	}
+	if o.DataDir == "" {
+		return errors.New("--data-dir is required")
+	}
+	if err := checkTimeouts(o); err != nil {
+		return err
+	}
+	format, err := node.ParseLogFormat(c.String("log"))
+	if err != nil {
+		return fmt.Errorf("--log: %v", err)
+	}
+	o.LogFormat = format
+	if o.Peers, err = loadPeers(c.String("peers")); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return node.Serve(ctx, o)
+}
+
+// checkTimeouts names the flags, where Config.Validate would name fields.
+func checkTimeouts(o node.ServeOptions) error {
+	for _, f := range []struct {
+		name string
+		v    any
+		bad  bool
+	}{
+		{"--heartbeat", o.HeartbeatInterval, o.HeartbeatInterval <= 0},
+		{"--failure-timeout", o.FailureTimeout, o.FailureTimeout <= 0},
+		{"--election-timeout", o.ElectionTimeout, o.ElectionTimeout <= 0},
+	} {
+		if f.bad {
+			return fmt.Errorf("%s %v: must be positive", f.name, f.v)
+		}
+	}
+	if o.FailureTimeout <= o.HeartbeatInterval {
+		return fmt.Errorf("--failure-timeout %v: must be longer than --heartbeat %v", o.FailureTimeout, o.HeartbeatInterval)
+	}
+	return nil
+}
+
+// loadPeers reads --peers: a path if a file is there, else a list when it
+// looks like one.
+func loadPeers(v string) ([]wire.Member, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	if fi, err := os.Stat(v); err == nil {
+		if fi.IsDir() {
+			return nil, fmt.Errorf("--peers %s: is a directory", v)
+		}
+		return node.ParsePeersFile(v)
+	}
+	if strings.Contains(v, "@") {
+		ms, err := node.ParsePeerList(v)
+		if err != nil {
+			return nil, fmt.Errorf("--peers: %v", err)
+		}
+		return ms, nil
+	}
+	return nil, fmt.Errorf("--peers %s: no such file (a list takes the form ID@host:port,...)", v)
+}

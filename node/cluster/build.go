@@ -1,0 +1,48 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// MainPackage is the import path of the bullylab command.
+const MainPackage = "github.com/bullylab/bullylab/cmd/bullylab"
+
+// Build compiles the bullylab command into dir and returns the binary's
+// path, so that tests can run real node processes. It needs the go tool
+// and must run inside this module.
+func Build(ctx context.Context, dir string) (string, error) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		// `go test` runs the test binary with GOROOT set even when the go
+		// tool itself is not on PATH.
+		goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	}
+	bin := filepath.Join(dir, "bullylab")
+	out, err := exec.CommandContext(ctx, goTool, "build", "-o", bin, MainPackage).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build %s: %v: %s", MainPackage, err, strings.TrimSpace(string(out)))
+	}
+	return bin, nil
+}
+
+// BuildTemp is Build into a new temporary dir, for a TestMain; cleanup
+// removes the dir.
+func BuildTemp() (bin string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "bullylab-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if bin, err = Build(ctx, dir); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return bin, func() { os.RemoveAll(dir) }, nil
+}

@@ -1,0 +1,412 @@
+// Package cluster starts, queries and kills local clusters of `bullylab
+// node` processes on loopback, for the demo and the end-to-end tests.
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// PollInterval is how often waits query the nodes' control sockets; it is
+// the resolution of every time the package measures.
+const PollInterval = 5 * time.Millisecond
+
+// Options configure Start.
+type Options struct {
+	// Binary is the bullylab executable to run as `Binary node ...`.
+	Binary string
+	// Nodes is the cluster size.
+	Nodes int
+	// Dir holds the peers file, each node's data dir and log. If empty, a
+	// new temporary dir is used and removed by Close.
+	Dir string
+	// NodeArgs are extra flags for every node, such as timeouts.
+	NodeArgs []string
+	// StartTimeout bounds the wait for a node's control socket after it is
+	// started. Default 10s.
+	StartTimeout time.Duration
+}
+
+// Node is one node process of a Cluster.
+type Node struct {
+	Index   int // 1-based, as in the names n1, n2, ...
+	ID      uuid.UUID
+	Addr    string
+	DataDir string
+	Control string
+	LogPath string
+
+	client *node.ControlClient
+	proc   *proc // nil while not running
+}
+
+func (n *Node) String() string { return fmt.Sprintf("n%d(%s)", n.Index, n.ID.String()[:8]) }
+
+// PID returns the node's process ID, or 0 if it is not running.
+func (n *Node) PID() int {
+	if n.proc == nil {
+		return 0
+	}
+	return n.proc.cmd.Process.Pid
+}
+
+// Running reports whether the node's process was started and has not been
+// seen to exit.
+func (n *Node) Running() bool {
+	if n.proc == nil {
+		return false
+	}
+	select {
+	case <-n.proc.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+type proc struct {
+	cmd    *exec.Cmd
+	log    *os.File
+	exited chan struct{}
+}
+
+// Cluster is a set of node processes sharing one peers file. Its methods are
+// not safe for concurrent use, except Close.
+type Cluster struct {
+	Dir       string
+	PeersFile string
+	Nodes     []*Node
+	// StartedAt is when the first node process of the final attempt was
+	// started: the origin of the boot convergence time.
+	StartedAt time.Time
+
+	opts   Options
+	ownDir bool
+	mu     sync.Mutex // guards the procs against Close from another goroutine
+	closed bool
+}
+
+// startAttempts bounds retries of a start that lost a race for a port: the
+// ports are picked by binding :0 and releasing them, so another process can
+// take one before the node binds it.
+const startAttempts = 3
+
+// Start starts opts.Nodes node processes on free loopback ports and waits
+// until every control socket answers. On error nothing is left running.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	if opts.Nodes < 1 {
+		return nil, fmt.Errorf("cluster: need at least 1 node, got %d", opts.Nodes)
+	}
+	if opts.Binary == "" {
+		return nil, errors.New("cluster: no bullylab binary given")
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 10 * time.Second
+	}
+	c := &Cluster{opts: opts, Dir: opts.Dir}
+	if c.Dir == "" {
+		dir, err := os.MkdirTemp("", "bullylab-")
+		if err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		c.Dir, c.ownDir = dir, true
+	}
+	c.PeersFile = filepath.Join(c.Dir, "peers")
+	for i := range opts.Nodes {
+		dataDir := filepath.Join(c.Dir, fmt.Sprintf("n%d", i+1))
+		ctl := filepath.Join(dataDir, node.ControlSocketName)
+		c.Nodes = append(c.Nodes, &Node{
+			Index:   i + 1,
+			ID:      uuid.New(),
+			DataDir: dataDir,
+			Control: ctl,
+			LogPath: filepath.Join(c.Dir, fmt.Sprintf("n%d.log", i+1)),
+			client:  node.NewControlClient(ctl),
+		})
+	}
+	var err error
+	for range startAttempts {
+		if err = c.startAll(ctx); err == nil {
+			return c, nil
+		}
+		c.killAll()
+		if !errors.Is(err, errPortTaken) {
+			break
+		}
+	}
+	c.Close()
+	return nil, err
+}
+
+var errPortTaken = errors.New("port taken")
+
+func (c *Cluster) startAll(ctx context.Context) error {
+	ports, err := freePorts(len(c.Nodes))
+	if err != nil {
+		return err
+	}
+	members := make([]wire.Member, len(c.Nodes))
+	for i, n := range c.Nodes {
+		n.Addr = fmt.Sprintf("127.0.0.1:%d", ports[i])
+		members[i] = wire.Member{ID: n.ID, Addr: n.Addr}
+		// A retry must not inherit state from a node that ran with other
+		// peers' addresses.
+		if err := os.RemoveAll(n.DataDir); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := node.FormatPeers(&buf, members); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	if err := os.WriteFile(c.PeersFile, buf.Bytes(), 0o600); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	c.StartedAt = time.Now()
+	for _, n := range c.Nodes {
+		if err := c.spawn(n); err != nil {
+			return err
+		}
+	}
+	for _, n := range c.Nodes {
+		if err := c.waitUp(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// freePorts returns n distinct ports that were free a moment ago. All are
+// held open until the last is picked, so the kernel cannot hand out one
+// twice.
+func freePorts(n int) ([]int, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	ports := make([]int, n)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("cluster: pick a free port: %w", err)
+		}
+		lns = append(lns, ln)
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
+}
+
+func (c *Cluster) spawn(n *Node) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return errors.New("cluster: closed")
+	}
+	if n.Running() {
+		return fmt.Errorf("cluster: %s is already running (pid %d)", n, n.PID())
+	}
+	if err := os.MkdirAll(n.DataDir, 0o700); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	logf, err := os.OpenFile(n.LogPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	args := []string{"node",
+		"--id", n.ID.String(),
+		"--listen", n.Addr,
+		"--peers", c.PeersFile,
+		"--data-dir", n.DataDir,
+		"--control", n.Control,
+		"--log", "json",
+	}
+	args = append(args, c.opts.NodeArgs...)
+	cmd := exec.Command(c.opts.Binary, args...)
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("cluster: start %s: %w", n, err)
+	}
+	p := &proc{cmd: cmd, log: logf, exited: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		logf.Close()
+		close(p.exited)
+	}()
+	n.proc = p
+	return nil
+}
+
+// waitUp polls n's control socket until it answers, n exits, or the start
+// timeout passes.
+func (c *Cluster) waitUp(ctx context.Context, n *Node) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	tick := time.NewTicker(PollInterval)
+	defer tick.Stop()
+	for {
+		if _, err := n.client.Status(ctx); err == nil {
+			return nil
+		}
+		select {
+		case <-n.proc.exited:
+			tail := c.LogTail(n, 3)
+			if strings.Contains(tail, "address already in use") {
+				return fmt.Errorf("cluster: %s: %w: %s", n, errPortTaken, tail)
+			}
+			return fmt.Errorf("cluster: %s exited at start: %s", n, tail)
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: %s: control socket not up after %v", n, c.opts.StartTimeout)
+		case <-tick.C:
+		}
+	}
+}
+
+// LogTail returns the last lines of n's log, joined by " | ", for error
+// messages.
+func (c *Cluster) LogTail(n *Node, lines int) string {
+	b, _ := os.ReadFile(n.LogPath)
+	ls := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(ls[max(0, len(ls)-lines):], " | ")
+}
+
+// Status queries n's control socket.
+func (c *Cluster) Status(ctx context.Context, n *Node) (*node.NodeStatus, error) {
+	return n.client.Status(ctx)
+}
+
+// Client returns the control client of n.
+func (c *Cluster) Client(n *Node) *node.ControlClient { return n.client }
+
+// Kill sends SIGKILL to n's process by PID and waits until it has exited.
+func (c *Cluster) Kill(n *Node) error {
+	c.mu.Lock()
+	p := n.proc
+	c.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("cluster: %s is not running", n)
+	}
+	if err := syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("cluster: kill %s: %w", n, err)
+	}
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("cluster: %s (pid %d) did not exit after SIGKILL", n, p.cmd.Process.Pid)
+	}
+}
+
+// Restart starts n again with the same ID, address and data dir, and waits
+// until its control socket answers.
+func (c *Cluster) Restart(ctx context.Context, n *Node) error {
+	if n.Running() {
+		return fmt.Errorf("cluster: %s is still running", n)
+	}
+	if err := c.spawn(n); err != nil {
+		return err
+	}
+	return c.waitUp(ctx, n)
+}
+
+// Highest returns the node with the highest ID among nodes: the one Bully
+// elects.
+func Highest(nodes []*Node) *Node {
+	var h *Node
+	for _, n := range nodes {
+		if h == nil || node.Less(h.ID, n.ID) {
+			h = n
+		}
+	}
+	return h
+}
+
+// Except returns nodes without x.
+func Except(nodes []*Node, x *Node) []*Node {
+	return slices.DeleteFunc(slices.Clone(nodes), func(n *Node) bool { return n == x })
+}
+
+// ErrNoAgreement is wrapped by WaitAgree's error when its context ends first.
+var ErrNoAgreement = errors.New("no agreement")
+
+// WaitAgree polls nodes until every one is Normal and follows leader at the
+// same epoch, greater than after, and returns that epoch. The context's
+// deadline bounds the wait; the error then describes each node's last view.
+func (c *Cluster) WaitAgree(ctx context.Context, nodes []*Node, leader *Node, after uint64) (uint64, error) {
+	tick := time.NewTicker(PollInterval)
+	defer tick.Stop()
+	views := make([]string, len(nodes))
+	for {
+		epoch, agreed := uint64(0), true
+		for i, n := range nodes {
+			s, err := n.client.Status(ctx)
+			if err != nil {
+				views[i] = fmt.Sprintf("%s: %v", n, err)
+				agreed = false
+				continue
+			}
+			views[i] = fmt.Sprintf("%s %s leader=%s epoch=%d", n, s.Status, s.Leader.String()[:8], s.Epoch)
+			if i == 0 {
+				epoch = s.Epoch
+			}
+			if !s.Agrees(leader.ID, epoch) || s.Epoch <= after {
+				agreed = false
+			}
+		}
+		if agreed {
+			return epoch, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%w on leader %s: %s", ErrNoAgreement, leader, strings.Join(views, "; "))
+		case <-tick.C:
+		}
+	}
+}
+
+func (c *Cluster) killAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.Nodes {
+		if p := n.proc; p != nil {
+			syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.exited
+		}
+	}
+}
+
+// Close kills every process the cluster started (by PID) and removes the
+// dir if Start created it. It is safe to call more than once, and from
+// another goroutine than the one using the cluster.
+func (c *Cluster) Close() error {
+	c.killAll()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	if c.ownDir {
+		return os.RemoveAll(c.Dir)
+	}
+	return nil
+}

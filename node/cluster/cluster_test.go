@@ -1,0 +1,176 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the bullylab executable TestMain builds once for all tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	bin, cleanup, err := BuildTemp()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = bin
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+func startCluster(t *testing.T, n int) *Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := Start(ctx, Options{Binary: binary, Nodes: n, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pids := c.pids()
+		c.Close()
+		for _, pid := range pids {
+			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("pid %d still exists after Close: %v", pid, err)
+			}
+		}
+		if t.Failed() {
+			for _, n := range c.Nodes {
+				t.Logf("%s log tail: %s", n, c.LogTail(n, 8))
+			}
+		}
+	})
+	return c
+}
+
+// pids lists every process the cluster started and that may still exist.
+func (c *Cluster) pids() []int {
+	var pids []int
+	for _, n := range c.Nodes {
+		if pid := n.PID(); pid != 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func waitAgree(t *testing.T, c *Cluster, nodes []*Node, leader *Node, after uint64) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	epoch, err := c.WaitAgree(ctx, nodes, leader, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return epoch
+}
+
+// TestEndToEnd is the acceptance scenario on five real processes: agree,
+// kill -9 the leader, the highest survivor takes over, the old leader comes
+// back from its data dir and takes over again under a newer epoch.
+func TestEndToEnd(t *testing.T) {
+	c := startCluster(t, 5)
+	first := Highest(c.Nodes)
+	epoch1 := waitAgree(t, c, c.Nodes, first, 0)
+
+	if err := c.Kill(first); err != nil {
+		t.Fatal(err)
+	}
+	if first.Running() {
+		t.Fatal("killed node still running")
+	}
+	survivors := Except(c.Nodes, first)
+	second := Highest(survivors)
+	epoch2 := waitAgree(t, c, survivors, second, epoch1)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := c.Restart(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	epoch3 := waitAgree(t, c, c.Nodes, first, epoch2)
+	if !(epoch1 < epoch2 && epoch2 < epoch3) {
+		t.Errorf("epochs %d, %d, %d not increasing", epoch1, epoch2, epoch3)
+	}
+
+	// Every survivor counted frames both ways, and the restarted node
+	// reports itself leader over the control socket.
+	s, err := c.Status(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.IsLeader || s.Epoch != epoch3 || len(s.Members) != 5 {
+		t.Errorf("restarted leader's status: %+v", s)
+	}
+	for _, n := range survivors {
+		s, err := c.Status(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Counters.Received["COORDINATOR"] == 0 || s.Counters.Sent["HALT_ACK"] == 0 {
+			t.Errorf("%s counters: %+v", n, s.Counters)
+		}
+	}
+}
+
+func TestFailoverScenario(t *testing.T) {
+	c := startCluster(t, 3)
+	phases, err := Failover(context.Background(), c, 15*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(phases) != 3 {
+		t.Fatalf("phases %+v", phases)
+	}
+	first := Highest(c.Nodes)
+	if phases[0].Leader != first || phases[1].Leader != Highest(Except(c.Nodes, first)) || phases[2].Leader != first {
+		t.Errorf("leaders %v %v %v", phases[0].Leader, phases[1].Leader, phases[2].Leader)
+	}
+	if !(phases[0].Epoch < phases[1].Epoch && phases[1].Epoch < phases[2].Epoch) {
+		t.Errorf("epochs not increasing: %+v", phases)
+	}
+}
+
+func TestCloseKillsAndRemovesOwnDir(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := Start(ctx, Options{Binary: binary, Nodes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := c.pids()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("pid %d survives Close", pid)
+		}
+	}
+	if _, err := os.Stat(c.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dir %s not removed: %v", c.Dir, err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestStartReportsNodeFailure(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := Start(ctx, Options{Binary: binary, Nodes: 1, Dir: t.TempDir(), NodeArgs: []string{"--heartbeat", "nonsense"}})
+	if err == nil {
+		t.Fatal("cluster with a bad flag started")
+	}
+	if want := `--heartbeat "nonsense"`; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not quote the node's own error %q", err, want)
+	}
+}

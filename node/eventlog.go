@@ -1,0 +1,207 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// The event log has one record per Machine event, plus node_started and
+// node_stopped from the runtime. In the JSON format (LogJSON) each record is
+// one JSON object on its own line. These field names are stable; tools parse
+// them:
+//
+//	time       string  wall clock when the record was written, RFC 3339 with
+//	                   nanoseconds, UTC
+//	mono_ns    int     the node's monotonic clock (ns since the process
+//	                   started its node): the Machine's time of the event
+//	node       string  the ID of the node writing the log
+//	event      string  one of the kinds below
+//
+// and, by kind (absent fields are omitted):
+//
+//	status            from, to: "electing" | "halting" | "waiting" | "normal"
+//	                  (from is absent at boot)
+//	election_started  reason: "boot" | "leader-failed" | "bullied" |
+//	                  "lower-leader" | "wait-timeout" | "leader-left" |
+//	                  "outvoted" | "manual"
+//	election_won      leader (this node), epoch
+//	leader_changed    leader, epoch
+//	member_joined     peer, peer_addr
+//	member_left       peer, peer_addr
+//	node_started      addr, pid, restored (true when state was loaded from
+//	                  disk), epoch (the highest epoch restored; absent when 0)
+//	node_stopped      reason: "shutdown" | "left" | "error"; error when
+//	                  reason is "error"
+//
+// The text format (LogText) is for people and may change: one line per
+// record, "TIME NODE8 EVENT key=value ...", with IDs cut to 8 hex digits.
+
+// LogFormat selects how an EventLog writes records.
+type LogFormat int
+
+const (
+	// LogJSON writes JSON lines with the documented schema.
+	LogJSON LogFormat = iota
+	// LogText writes one human-readable line per record.
+	LogText
+)
+
+// ParseLogFormat maps "json" or "text" to a LogFormat.
+func ParseLogFormat(s string) (LogFormat, error) {
+	switch s {
+	case "json":
+		return LogJSON, nil
+	case "text":
+		return LogText, nil
+	}
+	return 0, fmt.Errorf("unknown log format %q (want json or text)", s)
+}
+
+// Record is one event log entry; its JSON encoding is the documented
+// schema.
+type Record struct {
+	Time     string `json:"time"`
+	MonoNS   int64  `json:"mono_ns"`
+	Node     string `json:"node"`
+	Event    string `json:"event"`
+	From     string `json:"from,omitempty"`
+	To       string `json:"to,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Leader   string `json:"leader,omitempty"`
+	Epoch    uint64 `json:"epoch,omitempty"`
+	Peer     string `json:"peer,omitempty"`
+	PeerAddr string `json:"peer_addr,omitempty"`
+	Addr     string `json:"addr,omitempty"`
+	PID      int    `json:"pid,omitempty"`
+	Restored bool   `json:"restored,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// EventLog writes event records to an io.Writer. It is safe for
+// concurrent use; write errors are ignored, as a full disk must not stop an
+// election.
+type EventLog struct {
+	mu     sync.Mutex
+	w      io.Writer
+	format LogFormat
+	node   uuid.UUID
+	buf    []byte
+	now    func() time.Time // for tests
+}
+
+// NewEventLog returns a log writing records of node id to w.
+func NewEventLog(w io.Writer, format LogFormat, id uuid.UUID) *EventLog {
+	return &EventLog{w: w, format: format, node: id, now: time.Now}
+}
+
+// RecordOf converts a Machine event into a Record, leaving Time and Node to
+// the writer.
+func RecordOf(e Event) Record {
+	r := Record{MonoNS: int64(e.At), Event: string(e.Kind)}
+	switch e.Kind {
+	case EventStatus:
+		if e.From != 0 {
+			r.From = e.From.String()
+		}
+		r.To = e.To.String()
+	case EventElectionStarted:
+		r.Reason = e.Reason.String()
+	case EventElectionWon, EventLeaderChanged:
+		r.Leader = e.Leader.String()
+		r.Epoch = e.Epoch
+	case EventMemberJoined, EventMemberLeft:
+		r.Peer = e.Peer.ID.String()
+		r.PeerAddr = e.Peer.Addr
+	}
+	return r
+}
+
+// Event writes one Machine event.
+func (l *EventLog) Event(e Event) { l.Write(RecordOf(e)) }
+
+// Write fills in r's Time and Node and writes it.
+func (l *EventLog) Write(r Record) {
+	if l == nil || l.w == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r.Time = l.now().UTC().Format(time.RFC3339Nano)
+	r.Node = l.node.String()
+	switch l.format {
+	case LogText:
+		l.buf = appendText(l.buf[:0], &r)
+	default:
+		b, err := json.Marshal(&r)
+		if err != nil {
+			return
+		}
+		l.buf = append(append(l.buf[:0], b...), '\n')
+	}
+	l.w.Write(l.buf)
+}
+
+const textTimeLayout = "2006-01-02T15:04:05.000000000Z"
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func appendText(b []byte, r *Record) []byte {
+	b = append(b, r.Time...)
+	for len(b) < len(textTimeLayout) {
+		b = append(b, ' ') // RFC3339Nano drops trailing zeros; keep columns
+	}
+	b = append(b, ' ')
+	b = append(b, short(r.Node)...)
+	b = append(b, ' ')
+	b = append(b, r.Event...)
+	kv := func(k, v string) {
+		if v != "" {
+			b = append(b, ' ')
+			b = append(b, k...)
+			b = append(b, '=')
+			if strings.ContainsAny(v, " \"=") {
+				b = strconv.AppendQuote(b, v)
+			} else {
+				b = append(b, v...)
+			}
+		}
+	}
+	if r.Event == string(EventStatus) {
+		from := r.From
+		if from == "" {
+			from = "none"
+		}
+		b = append(b, ' ')
+		b = append(b, from...)
+		b = append(b, "->"...)
+		b = append(b, r.To...)
+	}
+	kv("reason", r.Reason)
+	kv("leader", short(r.Leader))
+	if r.Epoch != 0 || r.Event == string(EventElectionWon) || r.Event == string(EventLeaderChanged) {
+		kv("epoch", strconv.FormatUint(r.Epoch, 10))
+	}
+	kv("peer", short(r.Peer))
+	kv("peer_addr", r.PeerAddr)
+	kv("addr", r.Addr)
+	if r.PID != 0 {
+		kv("pid", strconv.Itoa(r.PID))
+	}
+	if r.Restored {
+		kv("restored", "true")
+	}
+	kv("error", r.Error)
+	return append(b, '\n')
+}

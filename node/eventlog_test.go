@@ -1,0 +1,73 @@
+package node
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+func TestEventLogJSONSchema(t *testing.T) {
+	id, leader, peer := uuid.New(), uuid.New(), uuid.New()
+	var buf bytes.Buffer
+	l := NewEventLog(&buf, LogJSON, id)
+	l.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC) }
+	l.Event(Event{At: 5, Kind: EventStatus, From: StatusElecting, To: StatusNormal})
+	l.Event(Event{At: 6, Kind: EventElectionStarted, Reason: wire.ReasonLeaderFailed})
+	l.Event(Event{At: 7, Kind: EventElectionWon, Leader: leader, Epoch: 3})
+	l.Event(Event{At: 8, Kind: EventLeaderChanged, Leader: leader, Epoch: 3})
+	l.Event(Event{At: 9, Kind: EventMemberJoined, Peer: wire.Member{ID: peer, Addr: "h:1"}})
+	l.Event(Event{At: 10, Kind: EventMemberLeft, Peer: wire.Member{ID: peer, Addr: "h:1"}})
+
+	want := []map[string]any{
+		{"event": "status", "from": "electing", "to": "normal"},
+		{"event": "election_started", "reason": "leader-failed"},
+		{"event": "election_won", "leader": leader.String(), "epoch": 3.0},
+		{"event": "leader_changed", "leader": leader.String(), "epoch": 3.0},
+		{"event": "member_joined", "peer": peer.String(), "peer_addr": "h:1"},
+		{"event": "member_left", "peer": peer.String(), "peer_addr": "h:1"},
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), buf.String())
+	}
+	for i, line := range lines {
+		var got map[string]any
+		if err := json.Unmarshal([]byte(line), &got); err != nil {
+			t.Fatalf("line %d: %v: %s", i, err, line)
+		}
+		w := want[i]
+		w["time"] = "2026-01-02T03:04:05.000000006Z"
+		w["mono_ns"] = float64(5 + i)
+		w["node"] = id.String()
+		if len(got) != len(w) {
+			t.Errorf("line %d: got %v, want %v", i, got, w)
+		}
+		for k, v := range w {
+			if got[k] != v {
+				t.Errorf("line %d: %s = %v, want %v", i, k, got[k], v)
+			}
+		}
+	}
+}
+
+func TestEventLogText(t *testing.T) {
+	id, leader := uuid.New(), uuid.New()
+	var buf bytes.Buffer
+	l := NewEventLog(&buf, LogText, id)
+	l.Event(Event{Kind: EventLeaderChanged, Leader: leader, Epoch: 4})
+	l.Event(Event{Kind: EventStatus, To: StatusElecting})
+	out := buf.String()
+	for _, want := range []string{id.String()[:8] + " leader_changed leader=" + leader.String()[:8] + " epoch=4\n", " status none->electing\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text log lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := ParseLogFormat("xml"); err == nil {
+		t.Error("xml accepted")
+	}
+}

@@ -1,0 +1,345 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// Store persists a node's State; FileStore is the real one.
+type Store interface {
+	// Load returns the saved State, or nil, nil for a fresh node.
+	Load() (*State, error)
+	// Save puts st on stable storage before it returns nil.
+	Save(st *State) error
+}
+
+// Options assemble a Node. Transport and Store are required and stay the
+// caller's to close, after Run returns.
+type Options struct {
+	Config    Config
+	Transport Transport
+	Store     Store
+	// Log receives one record per Machine event; nil logs nothing.
+	Log *EventLog
+}
+
+// ErrNotRunning is returned by requests to a Node whose Run has returned.
+var ErrNotRunning = errors.New("node is not running")
+
+// leaveFlushTimeout bounds how long a leaving node waits for its LEAVE
+// frames to be written before it exits anyway.
+const leaveFlushTimeout = time.Second
+
+// maxBatch bounds how many queued inbound messages are stepped before one
+// Drain, so that a burst costs one fsync, not one per message, while timers
+// still get their turn.
+const maxBatch = 64
+
+// Node runs a Machine: one goroutine (Run) owns it and feeds it received
+// messages, timer ticks and control requests; after each it persists the
+// new State, then hands the messages to the Transport, which never blocks,
+// so the Machine never waits on a slow or dead peer.
+type Node struct {
+	cfg      Config
+	tr       Transport
+	store    Store
+	log      *EventLog
+	created  time.Time // for uptime
+	start    time.Time // origin of the Machine's clock; set by Run
+	m        *Machine
+	restored *State
+
+	ctrl    chan func()
+	done    chan struct{}
+	running atomic.Bool
+	status  atomic.Pointer[NodeStatus]
+
+	// Owned by the Run goroutine.
+	left                  bool
+	started, won, changes uint64
+}
+
+// MemberInfo is one member in a NodeStatus.
+type MemberInfo struct {
+	ID   uuid.UUID `json:"id"`
+	Addr string    `json:"addr"`
+}
+
+// NodeStatus is a node's view, as served at the control socket's GET
+// /status. Field names are stable.
+type NodeStatus struct {
+	ID   uuid.UUID `json:"id"`
+	Addr string    `json:"addr"`
+	// Status is "electing", "halting", "waiting" or "normal".
+	Status string `json:"status"`
+	// Leader is the last leader accepted (the nil UUID before any); it is
+	// significant only while Status is "normal".
+	Leader   uuid.UUID `json:"leader"`
+	IsLeader bool      `json:"is_leader"`
+	// Epoch is the leader's epoch; MaxEpoch the highest epoch seen.
+	Epoch    uint64       `json:"epoch"`
+	MaxEpoch uint64       `json:"max_epoch"`
+	Members  []MemberInfo `json:"members"`
+	// Left is true once the node announced LEAVE.
+	Left             bool            `json:"left"`
+	ElectionsStarted uint64          `json:"elections_started"`
+	ElectionsWon     uint64          `json:"elections_won"`
+	LeaderChanges    uint64          `json:"leader_changes"`
+	Counters         CounterSnapshot `json:"counters"`
+	PID              int             `json:"pid"`
+	Uptime           string          `json:"uptime"`
+	UptimeNS         int64           `json:"uptime_ns"`
+}
+
+// Agrees reports whether s is a Normal node following leader at epoch.
+func (s *NodeStatus) Agrees(leader uuid.UUID, epoch uint64) bool {
+	return s.Status == StatusNormal.String() && !s.Left && s.Leader == leader && s.Epoch == epoch
+}
+
+// New loads the node's State from the store and builds its Machine, which
+// starts with an election (Reason boot) once Run runs.
+func New(opts Options) (*Node, error) {
+	if opts.Transport == nil {
+		return nil, errors.New("node: no transport")
+	}
+	if opts.Store == nil {
+		return nil, errors.New("node: no store")
+	}
+	restored, err := opts.Store.Load()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	m, err := NewMachine(opts.Config, restored, 0)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:      opts.Config,
+		tr:       opts.Transport,
+		store:    opts.Store,
+		log:      opts.Log,
+		created:  start,
+		start:    start,
+		m:        m,
+		restored: restored,
+		ctrl:     make(chan func()),
+		done:     make(chan struct{}),
+	}
+	n.publish()
+	return n, nil
+}
+
+// ID returns the node's ID.
+func (n *Node) ID() uuid.UUID { return n.cfg.ID }
+
+// now is the Machine's clock: monotonic time since New.
+func (n *Node) now() time.Duration { return time.Since(n.start) }
+
+// Done is closed when Run has returned.
+func (n *Node) Done() <-chan struct{} { return n.done }
+
+// Run runs the node until ctx is done, Leave completes, or saving the state
+// fails. It returns nil on the first two: a node that cannot persist its
+// promises must stop rather than make them, so the third is an error.
+func (n *Node) Run(ctx context.Context) (err error) {
+	if !n.running.CompareAndSwap(false, true) {
+		return errors.New("node: Run called twice")
+	}
+	defer close(n.done)
+	// The Machine has not been called since New, so moving its clock's
+	// origin here is invisible to it, and makes mono_ns count from Run.
+	n.start = time.Now()
+	rec := Record{Event: "node_started", MonoNS: 0, Addr: n.cfg.Addr, PID: os.Getpid()}
+	if n.restored != nil {
+		rec.Restored, rec.Epoch = true, n.restored.Epoch
+	}
+	n.log.Write(rec)
+	defer func() {
+		rec := Record{Event: "node_stopped", MonoNS: int64(n.now()), Reason: "shutdown"}
+		switch {
+		case err != nil:
+			rec.Reason, rec.Error = "error", err.Error()
+		case n.left:
+			rec.Reason = "left"
+		}
+		n.log.Write(rec)
+	}()
+
+	n.tr.SetPeers(n.m.Members())
+	if err := n.flush(); err != nil {
+		return err
+	}
+	timer := time.NewTimer(n.untilDeadline())
+	defer timer.Stop()
+	in := n.tr.Recv()
+	for !n.left {
+		timer.Reset(n.untilDeadline())
+		select {
+		case <-ctx.Done():
+			return nil
+		case msg := <-in:
+			n.step(&msg)
+		batch:
+			for range maxBatch - 1 {
+				select {
+				case msg = <-in:
+					n.step(&msg)
+				default:
+					break batch
+				}
+			}
+		case <-timer.C:
+			n.m.Tick(n.now())
+		case f := <-n.ctrl:
+			f()
+		}
+		if err := n.flush(); err != nil {
+			return err
+		}
+	}
+	n.tr.Flush(leaveFlushTimeout)
+	return nil
+}
+
+func (n *Node) untilDeadline() time.Duration {
+	return max(n.m.NextDeadline()-n.now(), 0)
+}
+
+// step hands msg to the Machine unless its payload is malformed: the
+// Machine trusts JOIN and MEMBERS addresses to fit a MEMBERS list.
+func (n *Node) step(msg *wire.Message) {
+	var err error
+	switch msg.Type {
+	case wire.TypeJoin:
+		_, err = wire.DecodeAddr(msg.Payload)
+	case wire.TypeMembers:
+		_, err = wire.DecodeMembers(msg.Payload)
+	case wire.TypeReject:
+		_, err = wire.DecodeID(msg.Payload)
+	}
+	if err != nil {
+		n.tr.Counters().rejected.Add(1)
+		return
+	}
+	n.m.Step(n.now(), msg)
+}
+
+// flush drains the Machine: persist, then log, then send. The order is the
+// point: a HALT_ACK or COORDINATOR promises a ballot, and the promise must be
+// on disk before any peer can act on it.
+func (n *Node) flush() error {
+	out := n.m.Drain()
+	if out.State != nil {
+		if err := n.store.Save(out.State); err != nil {
+			return fmt.Errorf("save state: %w", err)
+		}
+	}
+	members := false
+	for _, e := range out.Events {
+		n.log.Event(e)
+		switch e.Kind {
+		case EventElectionStarted:
+			n.started++
+		case EventElectionWon:
+			n.won++
+		case EventLeaderChanged:
+			n.changes++
+		case EventMemberJoined, EventMemberLeft:
+			members = true
+		}
+	}
+	if members {
+		// Before sending: a joiner is sent MEMBERS and COORDINATOR in the
+		// same Output that adds it.
+		n.tr.SetPeers(n.m.Members())
+	}
+	for i := range out.Messages {
+		n.tr.Send(out.Messages[i].To, &out.Messages[i].Msg)
+	}
+	if out.State != nil || len(out.Events) > 0 || n.left {
+		n.publish()
+	}
+	return nil
+}
+
+// publish makes the Machine's view available to Status without a lock.
+func (n *Node) publish() {
+	leader, epoch := n.m.Leader()
+	ms := n.m.Members()
+	s := &NodeStatus{
+		ID:               n.cfg.ID,
+		Addr:             n.cfg.Addr,
+		Status:           n.m.Status().String(),
+		Leader:           leader,
+		IsLeader:         n.m.IsLeader(),
+		Epoch:            epoch,
+		MaxEpoch:         n.m.Epoch(),
+		Members:          make([]MemberInfo, len(ms)),
+		Left:             n.left,
+		ElectionsStarted: n.started,
+		ElectionsWon:     n.won,
+		LeaderChanges:    n.changes,
+	}
+	for i, m := range ms {
+		s.Members[i] = MemberInfo{ID: m.ID, Addr: m.Addr}
+	}
+	n.status.Store(s)
+}
+
+// Status returns the node's current view and counters.
+func (n *Node) Status() NodeStatus {
+	s := *n.status.Load()
+	s.Members = append([]MemberInfo(nil), s.Members...)
+	s.Counters = n.tr.Counters().Snapshot()
+	s.PID = os.Getpid()
+	up := time.Since(n.created)
+	s.Uptime = up.Round(time.Millisecond).String()
+	s.UptimeNS = int64(up)
+	return s
+}
+
+// do runs f on the Run goroutine and waits until it ran.
+func (n *Node) do(ctx context.Context, f func()) error {
+	ran := make(chan struct{})
+	select {
+	case n.ctrl <- func() { f(); close(ran) }:
+	case <-n.done:
+		return ErrNotRunning
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	<-ran // f runs before the loop can return
+	return nil
+}
+
+// Campaign starts an election now (Reason manual), unless the node is
+// already electing.
+func (n *Node) Campaign(ctx context.Context) error {
+	return n.do(ctx, func() { n.m.Campaign(n.now(), wire.ReasonManual) })
+}
+
+// Leave announces LEAVE to every member and waits until Run has returned,
+// having given the transport up to a second to write the LEAVE frames.
+func (n *Node) Leave(ctx context.Context) error {
+	err := n.do(ctx, func() {
+		n.m.Leave(n.now())
+		n.left = true
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-n.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,121 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// ServeOptions configure Serve. Zero timeouts take DefaultConfig's.
+type ServeOptions struct {
+	// ID is the node's ID; uuid.Nil takes the one stored in DataDir, or
+	// creates and stores a new one.
+	ID uuid.UUID
+	// Listen is the TCP host:port to accept peers on.
+	Listen string
+	// Advertise is the address peers dial; "" means the address bound for
+	// Listen, which must then name a host.
+	Advertise string
+	Peers     []wire.Member
+	DataDir   string
+	// Control is the control socket's path; "" means DataDir/control.sock.
+	Control string
+	// Join announces the node with JOIN, for a node the peers do not list.
+	Join bool
+
+	HeartbeatInterval, FailureTimeout, ElectionTimeout time.Duration
+
+	// Log receives the event log in LogFormat; nil logs nothing.
+	Log       io.Writer
+	LogFormat LogFormat
+	TCP       TCPConfig
+}
+
+// Serve runs one node process until ctx is done or the node leaves: it locks
+// the data dir, loads the ID and State, listens for peers and on the control
+// socket, and runs the Node. Errors are one line and name what failed (the
+// data dir, the listen address, a peer, the control socket).
+func Serve(ctx context.Context, o ServeOptions) error {
+	cfg := DefaultConfig()
+	if o.HeartbeatInterval != 0 {
+		cfg.HeartbeatInterval = o.HeartbeatInterval
+	}
+	if o.FailureTimeout != 0 {
+		cfg.FailureTimeout = o.FailureTimeout
+	}
+	if o.ElectionTimeout != 0 {
+		cfg.ElectionTimeout = o.ElectionTimeout
+	}
+	if o.Advertise == "" {
+		host, _, err := net.SplitHostPort(o.Listen)
+		if err != nil {
+			return fmt.Errorf("listen address %s: %v", o.Listen, err)
+		}
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			return fmt.Errorf("listen address %s has no specific host: give an advertise address peers can dial", o.Listen)
+		}
+	} else if err := wire.CheckAddr(o.Advertise); err != nil {
+		return fmt.Errorf("advertise address: %v", err)
+	}
+	if err := wire.CheckMembers(o.Peers); err != nil {
+		return fmt.Errorf("peers: %v", err)
+	}
+
+	store, err := OpenFileStore(o.DataDir)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	id, err := store.LoadOrCreateID(o.ID)
+	if err != nil {
+		return err
+	}
+	cfg.ID = id
+	cfg.Peers = o.Peers
+	cfg.Join = o.Join
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+
+	tr, err := ListenTCP(o.Listen, id, o.TCP)
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	cfg.Addr = o.Advertise
+	if cfg.Addr == "" {
+		cfg.Addr = tr.LocalAddr()
+	}
+
+	var log *EventLog
+	if o.Log != nil {
+		log = NewEventLog(o.Log, o.LogFormat, id)
+	}
+	n, err := New(Options{Config: cfg, Transport: tr, Store: store, Log: log})
+	if err != nil {
+		return err
+	}
+	ctlPath := o.Control
+	if ctlPath == "" {
+		ctlPath = filepath.Join(o.DataDir, ControlSocketName)
+	}
+	ctl, err := ListenControl(ctlPath, n)
+	if err != nil {
+		return err
+	}
+	runErr := n.Run(ctx)
+	// A /leave request is still waiting for its answer; give it a moment.
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := ctl.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		runErr = errors.Join(runErr, err)
+	}
+	return runErr
+}

@@ -1,0 +1,555 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// TCPConfig tunes a TCPTransport. Zero fields take the defaults given.
+type TCPConfig struct {
+	// MaxFrame bounds an inbound frame, header and trailer included; a peer
+	// that announces a longer one is disconnected. Default wire.DefaultMaxFrame.
+	MaxFrame int
+	// QueueLen is the number of frames queued per peer before Send drops
+	// (DropQueueFull). Default 1024.
+	QueueLen int
+	// InboundLen is the capacity of the Recv channel. Default 1024.
+	InboundLen int
+	// DialTimeout bounds one connection attempt. Default 500ms.
+	DialTimeout time.Duration
+	// WriteTimeout bounds one frame's write, so that a peer that stopped
+	// reading (or a partition that drops packets silently) cannot stall its
+	// queue forever. Default 1s.
+	WriteTimeout time.Duration
+	// FrameTTL is how long a frame may wait in its queue; older ones are
+	// dropped (DropExpired) rather than written. Election messages are
+	// meaningless after a few election timeouts, and a peer coming back must
+	// not be handed a burst of stale ones. Default 1s.
+	FrameTTL time.Duration
+	// UserTimeout is how long written data may stay unacknowledged before
+	// the kernel aborts the connection (TCP_USER_TIMEOUT, Linux only).
+	// Default 2s.
+	UserTimeout time.Duration
+	// BackoffMin and BackoffMax bound the pause after a failed dial, which
+	// doubles with each consecutive failure. Defaults 50ms and 1s.
+	BackoffMin, BackoffMax time.Duration
+}
+
+func (c TCPConfig) withDefaults() TCPConfig {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if c.MaxFrame <= 0 {
+		c.MaxFrame = wire.DefaultMaxFrame
+	}
+	if c.QueueLen <= 0 {
+		c.QueueLen = 1024
+	}
+	if c.InboundLen <= 0 {
+		c.InboundLen = 1024
+	}
+	def(&c.DialTimeout, 500*time.Millisecond)
+	def(&c.WriteTimeout, time.Second)
+	def(&c.FrameTTL, time.Second)
+	def(&c.UserTimeout, 2*time.Second)
+	def(&c.BackoffMin, 50*time.Millisecond)
+	def(&c.BackoffMax, time.Second)
+	c.BackoffMax = max(c.BackoffMax, c.BackoffMin)
+	return c
+}
+
+// TCPTransport is a Transport over TCP. Connections are one-way: a node
+// dials each peer it sends to and only writes on that connection, and only
+// reads on the connections it accepts. A frame's sender is in its header, so
+// no handshake is needed, and a capture of one direction of a connection is
+// the exact sequence of frames one node wrote to another.
+//
+// Sending: each peer has a bounded queue drained by its own writer
+// goroutine, which holds at most one connection and writes one frame per
+// Write with TCP_NODELAY, so that frames are not coalesced while they wait.
+// A frame counts as sent only after Write accepted all of its bytes; a
+// failed or short write counts it as dropped and closes the connection, and
+// no frame is ever written again.
+//
+// Unreachable peers: a writer dials when it has a frame and no connection.
+// If the dial fails, that frame and every frame then queued are dropped
+// (DropUnreachable), and until a backoff expires (BackoffMin doubling to
+// BackoffMax, with jitter) Send drops frames for that peer at once rather
+// than queueing them. Frames older than FrameTTL when their turn comes are
+// dropped (DropExpired). So a dead peer costs one dial per backoff period
+// and is never replayed stale messages when it comes back. Receiving any
+// frame from a peer ends its backoff: it is evidently up again.
+//
+// Sent is not delivered: a frame written just before the peer died, or into
+// a silent partition, is counted as sent (a capture on the sender shows it
+// too) but never as received. On Linux, TCP_USER_TIMEOUT (UserTimeout)
+// aborts a connection whose data goes unacknowledged for that long, so
+// that frames written into a partition are discarded rather than delivered
+// minutes late, when it heals, by TCP's retransmissions.
+type TCPTransport struct {
+	id       uuid.UUID
+	cfg      TCPConfig
+	ln       net.Listener
+	in       chan wire.Message
+	counters Counters
+	start    time.Time
+	dialer   net.Dialer
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+
+	mu      sync.RWMutex
+	closed  bool
+	peers   map[uuid.UUID]*tcpPeer
+	inbound map[net.Conn]struct{}
+}
+
+var _ Transport = (*TCPTransport)(nil)
+
+// ListenTCP listens on addr and returns a transport for node id. A bind
+// failure reads "listen ADDR: address already in use".
+func ListenTCP(addr string, id uuid.UUID, cfg TCPConfig) (*TCPTransport, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, listenError(addr, err)
+	}
+	return NewTCPTransport(ln, id, cfg), nil
+}
+
+func listenError(addr string, err error) error {
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return fmt.Errorf("listen %s: %w", addr, se.Err)
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return fmt.Errorf("listen %s: %w", addr, oe.Err)
+	}
+	return fmt.Errorf("listen %s: %w", addr, err)
+}
+
+// NewTCPTransport returns a transport that accepts on ln, which it owns.
+func NewTCPTransport(ln net.Listener, id uuid.UUID, cfg TCPConfig) *TCPTransport {
+	cfg = cfg.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &TCPTransport{
+		id:    id,
+		cfg:   cfg,
+		ln:    ln,
+		in:    make(chan wire.Message, cfg.InboundLen),
+		start: time.Now(),
+		dialer: net.Dialer{
+			Timeout: cfg.DialTimeout,
+			Control: func(_, _ string, c syscall.RawConn) error { return setUserTimeout(c, cfg.UserTimeout) },
+		},
+		ctx:     ctx,
+		cancel:  cancel,
+		peers:   make(map[uuid.UUID]*tcpPeer),
+		inbound: make(map[net.Conn]struct{}),
+	}
+	t.wg.Add(1)
+	go t.acceptLoop()
+	return t
+}
+
+func (t *TCPTransport) mono() int64 { return int64(time.Since(t.start)) }
+
+// Counters implements Transport.
+func (t *TCPTransport) Counters() *Counters { return &t.counters }
+
+// LocalAddr implements Transport.
+func (t *TCPTransport) LocalAddr() string { return t.ln.Addr().String() }
+
+// Recv implements Transport.
+func (t *TCPTransport) Recv() <-chan wire.Message { return t.in }
+
+// Send implements Transport.
+func (t *TCPTransport) Send(to uuid.UUID, msg *wire.Message) {
+	// The read lock orders Send against peer removal and Close, so that a
+	// frame is either queued before a writer's final drain or counted here.
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed {
+		t.counters.countDropped(msg.Type, DropClosed)
+		return
+	}
+	p := t.peers[to]
+	if p == nil {
+		t.counters.countDropped(msg.Type, DropUnknownPeer)
+		return
+	}
+	now := t.mono()
+	if now < p.retryAt.Load() {
+		t.counters.countDropped(msg.Type, DropUnreachable)
+		return
+	}
+	f := tcpFrame{typ: msg.Type, at: now, buf: wire.Append(nil, msg)}
+	p.pending.Add(1)
+	select {
+	case p.q <- f:
+	default:
+		p.pending.Add(-1)
+		t.counters.countDropped(msg.Type, DropQueueFull)
+	}
+}
+
+// SetPeers implements Transport. Members without an address cannot be
+// dialled and are treated as absent.
+func (t *TCPTransport) SetPeers(members []wire.Member) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	want := make(map[uuid.UUID]string, len(members))
+	for _, m := range members {
+		if m.ID != t.id && m.Addr != "" {
+			want[m.ID] = m.Addr
+		}
+	}
+	for id, p := range t.peers {
+		if _, ok := want[id]; !ok {
+			delete(t.peers, id)
+			close(p.stop)
+		}
+	}
+	for id, addr := range want {
+		if p := t.peers[id]; p != nil {
+			p.setAddr(addr)
+			continue
+		}
+		p := &tcpPeer{t: t, id: id, q: make(chan tcpFrame, t.cfg.QueueLen), stop: make(chan struct{})}
+		p.addr = addr
+		t.peers[id] = p
+		t.wg.Add(1)
+		go p.run()
+	}
+}
+
+// Flush implements Transport.
+func (t *TCPTransport) Flush(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		var pending int64
+		t.mu.RLock()
+		for _, p := range t.peers {
+			pending += p.pending.Load()
+		}
+		t.mu.RUnlock()
+		if pending == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-tick.C
+	}
+}
+
+// Close implements Transport. It waits for every goroutine of the transport
+// to end; a write in progress is cut short and counted as dropped.
+func (t *TCPTransport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return ErrTransportClosed
+	}
+	t.closed = true
+	t.cancel()
+	err := t.ln.Close()
+	for c := range t.inbound {
+		c.Close()
+	}
+	for id, p := range t.peers {
+		delete(t.peers, id)
+		close(p.stop)
+		if c := p.cur.Load(); c != nil {
+			c.Close() // unblocks a Write stuck on a peer that stopped reading
+		}
+	}
+	t.mu.Unlock()
+	t.wg.Wait()
+	return err
+}
+
+// markAlive ends the backoff of the peer a frame just came from.
+func (t *TCPTransport) markAlive(id uuid.UUID) {
+	t.mu.RLock()
+	if p := t.peers[id]; p != nil && p.retryAt.Load() != 0 {
+		p.retryAt.Store(0)
+	}
+	t.mu.RUnlock()
+}
+
+func (t *TCPTransport) acceptLoop() {
+	defer t.wg.Done()
+	var delay time.Duration
+	for {
+		c, err := t.ln.Accept()
+		if err != nil {
+			if t.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: pause rather than spin,
+			// as net/http does.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			select {
+			case <-time.After(delay):
+			case <-t.ctx.Done():
+				return
+			}
+			continue
+		}
+		delay = 0
+		t.mu.Lock()
+		if t.closed {
+			t.mu.Unlock()
+			c.Close()
+			return
+		}
+		t.inbound[c] = struct{}{}
+		t.wg.Add(1)
+		t.mu.Unlock()
+		go t.readLoop(c)
+	}
+}
+
+func (t *TCPTransport) readLoop(c net.Conn) {
+	defer func() {
+		c.Close()
+		t.mu.Lock()
+		delete(t.inbound, c)
+		t.mu.Unlock()
+		t.wg.Done()
+	}()
+	r := wire.NewReader(c, t.cfg.MaxFrame)
+	var m wire.Message
+	for {
+		err := r.Read(&m)
+		if errors.Is(err, wire.ErrUnknownType) {
+			// Intact, from a newer peer: counted so the capture still
+			// matches, but there is nothing the Machine could do with it.
+			t.counters.countReceived(m.Type)
+			continue
+		}
+		if err != nil {
+			if t.ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && isFramingError(err) {
+				t.counters.rxErrors.Add(1)
+			}
+			return
+		}
+		t.counters.countReceived(m.Type)
+		t.markAlive(m.From)
+		msg := m
+		msg.Payload = slices.Clone(m.Payload)
+		select {
+		case t.in <- msg:
+		case <-t.ctx.Done():
+			return
+		}
+	}
+}
+
+func isFramingError(err error) bool {
+	for _, e := range []error{wire.ErrBadStart, wire.ErrVersion, wire.ErrTooLarge, wire.ErrTruncated, wire.ErrChecksum} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+type tcpFrame struct {
+	typ wire.Type
+	at  int64 // transport clock when queued
+	buf []byte
+}
+
+// tcpConn is an outbound connection. dead is set by the goroutine that
+// watches for the peer closing it, so that the writer dials a fresh one
+// instead of writing into a socket the peer already closed.
+type tcpConn struct {
+	net.Conn
+	gen  uint64 // the peer's address generation it was dialled for
+	dead atomic.Bool
+}
+
+type tcpPeer struct {
+	t    *TCPTransport
+	id   uuid.UUID
+	q    chan tcpFrame
+	stop chan struct{}
+
+	// retryAt is the transport clock reading before which the peer is
+	// considered unreachable; 0 when it is not backing off.
+	retryAt atomic.Int64
+	// pending counts frames queued or being written, for Flush.
+	pending atomic.Int64
+	// cur is the writer's connection, published for Close to interrupt.
+	cur atomic.Pointer[tcpConn]
+
+	mu      sync.Mutex
+	addr    string
+	addrGen uint64
+
+	// Owned by the writer goroutine.
+	conn     *tcpConn
+	failures int
+}
+
+func (p *tcpPeer) setAddr(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if addr != p.addr {
+		p.addr = addr
+		p.addrGen++
+		p.retryAt.Store(0)
+	}
+}
+
+func (p *tcpPeer) target() (string, uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.addr, p.addrGen
+}
+
+func (p *tcpPeer) run() {
+	defer p.t.wg.Done()
+	for {
+		select {
+		case <-p.stop:
+			p.closeConn()
+			p.dropQueued(DropClosed)
+			return
+		case f := <-p.q:
+			p.write(f)
+			p.pending.Add(-1)
+		}
+	}
+}
+
+func (p *tcpPeer) drop(f tcpFrame, r DropReason) { p.t.counters.countDropped(f.typ, r) }
+
+// dropQueued drops what is in the queue now. Frames queued concurrently are
+// handled normally afterwards.
+func (p *tcpPeer) dropQueued(r DropReason) {
+	for {
+		select {
+		case f := <-p.q:
+			p.drop(f, r)
+			p.pending.Add(-1)
+		default:
+			return
+		}
+	}
+}
+
+func (p *tcpPeer) write(f tcpFrame) {
+	t := p.t
+	now := t.mono()
+	if now-f.at > int64(t.cfg.FrameTTL) {
+		p.drop(f, DropExpired)
+		return
+	}
+	addr, gen := p.target()
+	if c := p.conn; c != nil && (c.dead.Load() || c.gen != gen) {
+		p.closeConn()
+	}
+	if p.conn == nil {
+		if now < p.retryAt.Load() {
+			p.drop(f, DropUnreachable)
+			return
+		}
+		if err := p.dial(addr, gen); err != nil {
+			p.failures++
+			p.retryAt.Store(t.mono() + int64(p.backoff()))
+			p.drop(f, DropUnreachable)
+			p.dropQueued(DropUnreachable)
+			return
+		}
+	}
+	c := p.conn
+	if err := c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout)); err != nil {
+		p.drop(f, DropWriteError)
+		p.closeConn()
+		return
+	}
+	n, err := c.Write(f.buf)
+	if err != nil || n != len(f.buf) {
+		p.drop(f, DropWriteError)
+		p.closeConn()
+		return
+	}
+	t.counters.countSent(f.typ)
+}
+
+func (p *tcpPeer) dial(addr string, gen uint64) error {
+	t := p.t
+	nc, err := t.dialer.DialContext(t.ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		// Go sets it by default; set it anyway, since the frame-per-segment
+		// property is what makes captures line up with the counters.
+		tc.SetNoDelay(true)
+	}
+	c := &tcpConn{Conn: nc, gen: gen}
+	p.conn = c
+	p.cur.Store(c)
+	p.failures = 0
+	p.retryAt.Store(0)
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		// Peers never write on a connection they accepted, so any return
+		// from Read means the peer closed it or the connection failed.
+		var b [64]byte
+		for {
+			if _, err := c.Read(b[:]); err != nil {
+				c.dead.Store(true)
+				c.Close()
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+func (p *tcpPeer) closeConn() {
+	if p.conn != nil {
+		p.conn.Close()
+		p.conn = nil
+		p.cur.Store(nil)
+	}
+}
+
+// backoff returns the pause after p.failures consecutive failed dials:
+// BackoffMin doubling up to BackoffMax, of which a random half is jitter,
+// so that the nodes of a cluster do not redial a restarted peer in step.
+func (p *tcpPeer) backoff() time.Duration {
+	cfg := p.t.cfg
+	d := cfg.BackoffMin
+	for i := 1; i < p.failures && d < cfg.BackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, cfg.BackoffMax)
+	return d/2 + rand.N(d/2+1)
+}

@@ -1,0 +1,41 @@
+package node
+
+import (
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+)
+
+func TestTCPSetsUserTimeoutAndNoDelay(t *testing.T) {
+	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{UserTimeout: 1500 * time.Millisecond})
+	b := listenTCPT(t, "127.0.0.1:0", TCPConfig{})
+	a.SetPeers([]wire.Member{{ID: b.id, Addr: b.LocalAddr()}})
+	a.Send(b.id, &wire.Message{Type: wire.TypeHeartbeat, From: a.id})
+	recvN(t, b, 1, 5*time.Second)
+
+	a.mu.RLock()
+	c := a.peers[b.id].cur.Load()
+	a.mu.RUnlock()
+	if c == nil {
+		t.Fatal("no connection")
+	}
+	raw, err := c.Conn.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ut, nd int
+	var uerr, nerr error
+	raw.Control(func(fd uintptr) {
+		ut, uerr = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpUserTimeout)
+		nd, nerr = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_NODELAY)
+	})
+	if uerr != nil || ut != 1500 {
+		t.Errorf("TCP_USER_TIMEOUT = %d, %v; want 1500", ut, uerr)
+	}
+	if nerr != nil || nd == 0 {
+		t.Errorf("TCP_NODELAY = %d, %v; want set", nd, nerr)
+	}
+}

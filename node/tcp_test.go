@@ -1,0 +1,312 @@
+package node
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+func listenTCPT(t *testing.T, addr string, cfg TCPConfig) *TCPTransport {
+	t.Helper()
+	tr, err := ListenTCP(addr, uuid.New(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
+// recvN reads n messages from tr or fails at the deadline.
+func recvN(t *testing.T, tr Transport, n int, timeout time.Duration) []wire.Message {
+	t.Helper()
+	deadline := time.After(timeout)
+	var got []wire.Message
+	for len(got) < n {
+		select {
+		case m := <-tr.Recv():
+			got = append(got, m)
+		case <-deadline:
+			t.Fatalf("received %d of %d messages within %v", len(got), n, timeout)
+		}
+	}
+	return got
+}
+
+func sumSent(c *Counters) (n uint64) {
+	for _, t := range wire.Types {
+		n += c.Sent(t)
+	}
+	return n
+}
+
+func sumDropped(c *Counters) (n uint64) {
+	for _, t := range wire.Types {
+		n += c.Dropped(t)
+	}
+	return n
+}
+
+func sumReceived(c *Counters) (n uint64) {
+	for _, t := range wire.Types {
+		n += c.Received(t)
+	}
+	return n
+}
+
+func TestTCPInOrderAndCountersExact(t *testing.T) {
+	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{})
+	b := listenTCPT(t, "127.0.0.1:0", TCPConfig{})
+	a.SetPeers([]wire.Member{{ID: b.id, Addr: b.LocalAddr()}, {ID: a.id, Addr: a.LocalAddr()}})
+
+	const n = 3000 // more than a queue holds: the writer must keep up
+	types := []wire.Type{wire.TypeHeartbeat, wire.TypeElection, wire.TypeJoin, wire.TypeMembers}
+	want := map[wire.Type]uint64{}
+	go func() {
+		for i := range n {
+			m := wire.Message{Type: types[i%len(types)], Epoch: uint64(i), From: a.id}
+			switch m.Type {
+			case wire.TypeJoin:
+				m.Payload = []byte("127.0.0.1:1")
+			case wire.TypeMembers:
+				m.Payload = wire.AppendMembers(nil, []wire.Member{{ID: a.id, Addr: "x:1"}})
+			}
+			a.Send(b.id, &m)
+			if i%500 == 499 {
+				a.Flush(5 * time.Second) // keep within the queue: this test is about order
+			}
+		}
+	}()
+	for i := range n {
+		want[types[i%len(types)]]++
+	}
+	got := recvN(t, b, n, 10*time.Second)
+	for i, m := range got {
+		if m.Epoch != uint64(i) || m.From != a.id || m.Type != types[i%len(types)] {
+			t.Fatalf("message %d: got %v, want epoch %d", i, m, i)
+		}
+	}
+	if string(got[2].Payload) != "127.0.0.1:1" {
+		t.Errorf("JOIN payload %q", got[2].Payload)
+	}
+	if !a.Flush(5 * time.Second) {
+		t.Fatal("flush timed out")
+	}
+	for _, typ := range wire.Types {
+		if s, r := a.counters.Sent(typ), b.counters.Received(typ); s != want[typ] || r != want[typ] {
+			t.Errorf("%v: sent %d received %d, want %d", typ, s, r, want[typ])
+		}
+		if d := a.counters.Dropped(typ); d != 0 {
+			t.Errorf("%v: dropped %d", typ, d)
+		}
+	}
+}
+
+func TestTCPDropsWhenPeerDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+
+	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{BackoffMin: time.Hour, BackoffMax: time.Hour})
+	peer := uuid.New()
+	a.SetPeers([]wire.Member{{ID: peer, Addr: dead}})
+	for i := range 20 {
+		a.Send(peer, &wire.Message{Type: wire.TypeElection, Epoch: uint64(i), From: a.id})
+	}
+	if !a.Flush(5 * time.Second) {
+		t.Fatal("flush timed out")
+	}
+	// Sent after the failed dial: backing off, so dropped at once.
+	a.Send(peer, &wire.Message{Type: wire.TypeHaltAck, From: a.id})
+	a.Send(uuid.New(), &wire.Message{Type: wire.TypeHalt, From: a.id})
+
+	c := &a.counters
+	if got := c.Dropped(wire.TypeElection); got != 20 {
+		t.Errorf("ELECTION dropped %d, want 20", got)
+	}
+	if c.Dropped(wire.TypeHaltAck) != 1 || c.Dropped(wire.TypeHalt) != 1 {
+		t.Errorf("HALT_ACK dropped %d, HALT dropped %d, want 1 and 1", c.Dropped(wire.TypeHaltAck), c.Dropped(wire.TypeHalt))
+	}
+	if s := sumSent(c); s != 0 {
+		t.Errorf("sent %d, want 0", s)
+	}
+	if u, p := c.DroppedFor(DropUnreachable), c.DroppedFor(DropUnknownPeer); u != 21 || p != 1 {
+		t.Errorf("dropped unreachable %d unknown_peer %d, want 21 and 1", u, p)
+	}
+	snap := c.Snapshot()
+	if snap.Dropped["ELECTION"] != 20 || snap.DroppedBy["unreachable"] != 21 || Total(snap.Dropped) != 22 {
+		t.Errorf("snapshot %+v", snap)
+	}
+}
+
+func TestTCPReconnectsAfterPeerRestart(t *testing.T) {
+	cfg := TCPConfig{BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond}
+	a := listenTCPT(t, "127.0.0.1:0", cfg)
+	b, err := ListenTCP("127.0.0.1:0", uuid.New(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, bid := b.LocalAddr(), b.id
+	a.SetPeers([]wire.Member{{ID: bid, Addr: addr}})
+
+	handed := 0
+	send := func() {
+		handed++
+		a.Send(bid, &wire.Message{Type: wire.TypeHeartbeat, Epoch: uint64(handed), From: a.id})
+	}
+	send()
+	recvN(t, b, 1, 5*time.Second)
+	b.Close()
+
+	// While b is down, frames are dropped (or written into the closing
+	// socket: TCP accepts those, and so does a capture).
+	for range 10 {
+		send()
+	}
+	a.Flush(5 * time.Second)
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("rebind %s: %v", addr, err)
+	}
+	b2 := NewTCPTransport(ln, bid, cfg)
+	defer b2.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for received := false; !received; {
+		send()
+		select {
+		case <-b2.Recv():
+			received = true
+		case <-tick.C:
+			if time.Now().After(deadline) {
+				t.Fatal("no frame reached the restarted peer")
+			}
+		}
+	}
+	a.Flush(5 * time.Second)
+	c := &a.counters
+	if s, d := sumSent(c), sumDropped(c); s+d != uint64(handed) {
+		t.Errorf("sent %d + dropped %d != %d handed to Send", s, d, handed)
+	}
+	if r1, r2, s := sumReceived(&b.counters), sumReceived(&b2.counters), sumSent(c); r1+r2 > s {
+		t.Errorf("received %d+%d, more than the %d sent", r1, r2, s)
+	}
+	if sumDropped(c) == 0 {
+		t.Error("no frame dropped while the peer was down")
+	}
+}
+
+// A peer that accepts but never reads fills its socket buffers; then the
+// queue fills, the write times out, and queued frames expire. Every frame
+// must still be counted exactly once.
+func TestTCPStalledPeerQueueFullAndExpiry(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{QueueLen: 4, WriteTimeout: 300 * time.Millisecond, FrameTTL: 50 * time.Millisecond})
+	peer := uuid.New()
+	a.SetPeers([]wire.Member{{ID: peer, Addr: ln.Addr().String()}})
+	big := make([]byte, 60<<10)
+	const n = 400 // 24 MB: more than loopback socket buffers hold
+	for i := range n {
+		a.Send(peer, &wire.Message{Type: wire.TypeMembers, Epoch: uint64(i), From: a.id, Payload: big})
+	}
+	if !a.Flush(10 * time.Second) {
+		t.Fatal("flush timed out")
+	}
+	c := &a.counters
+	if s, d := c.Sent(wire.TypeMembers), c.Dropped(wire.TypeMembers); s+d != n {
+		t.Errorf("sent %d + dropped %d != %d", s, d, n)
+	}
+	if c.DroppedFor(DropQueueFull) == 0 {
+		t.Error("no queue_full drops")
+	}
+	if c.DroppedFor(DropWriteError) == 0 {
+		t.Error("no write_error drop from the stalled write")
+	}
+	if c.DroppedFor(DropExpired) == 0 {
+		t.Error("no expired drops after the stalled write")
+	}
+	select {
+	case conn := <-accepted:
+		conn.Close()
+	default:
+	}
+}
+
+func TestTCPRejectsOversizedFrame(t *testing.T) {
+	b := listenTCPT(t, "127.0.0.1:0", TCPConfig{MaxFrame: 100})
+	conn, err := net.Dial("tcp", b.LocalAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ok := wire.Append(nil, &wire.Message{Type: wire.TypeHeartbeat, Epoch: 1, From: uuid.New()})
+	tooBig := wire.Append(nil, &wire.Message{Type: wire.TypeJoin, From: uuid.New(), Payload: make([]byte, 200)})
+	if _, err := conn.Write(append(ok, tooBig...)); err != nil {
+		t.Fatal(err)
+	}
+	recvN(t, b, 1, 5*time.Second)
+	// The transport hangs up on the stream that broke the limit.
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !strings.Contains(err.Error(), "reset") {
+		t.Fatalf("read after oversized frame: %v, want EOF", err)
+	}
+	if got := b.counters.rxErrors.Load(); got != 1 {
+		t.Errorf("rx_errors %d, want 1", got)
+	}
+	if got := b.counters.Received(wire.TypeJoin); got != 0 {
+		t.Errorf("JOIN received %d, want 0", got)
+	}
+}
+
+func TestTCPRemovedPeerAndClose(t *testing.T) {
+	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{})
+	b := listenTCPT(t, "127.0.0.1:0", TCPConfig{})
+	a.SetPeers([]wire.Member{{ID: b.id, Addr: b.LocalAddr()}})
+	a.Send(b.id, &wire.Message{Type: wire.TypeHeartbeat, From: a.id})
+	recvN(t, b, 1, 5*time.Second)
+	a.SetPeers(nil)
+	a.Send(b.id, &wire.Message{Type: wire.TypeHeartbeat, From: a.id})
+	if got := a.counters.DroppedFor(DropUnknownPeer); got != 1 {
+		t.Errorf("unknown_peer drops %d, want 1", got)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a.Send(b.id, &wire.Message{Type: wire.TypeHeartbeat, From: a.id})
+	if got := a.counters.DroppedFor(DropClosed); got != 1 {
+		t.Errorf("closed drops %d, want 1", got)
+	}
+	if err := a.Close(); !errors.Is(err, ErrTransportClosed) {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestListenTCPAddressInUse(t *testing.T) {
+	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{})
+	_, err := ListenTCP(a.LocalAddr(), uuid.New(), TCPConfig{})
+	want := "listen " + a.LocalAddr() + ": address already in use"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+}

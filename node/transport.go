@@ -1,0 +1,171 @@
+package node
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// Transport carries frames between nodes, in the manner of hashicorp/raft's
+// transports: the Node hands it messages and never waits for a peer.
+//
+// Every message given to Send ends in exactly one of the Counters' Sent or
+// Dropped for its type; there are no retries, so no frame reaches a peer
+// twice.
+type Transport interface {
+	// Send queues msg for the peer to and returns at once. A message that
+	// cannot be delivered (unknown or unreachable peer, full queue) is
+	// dropped and counted. Send copies what it needs from msg.
+	Send(to uuid.UUID, msg *wire.Message)
+	// Recv returns the channel on which received messages arrive. Their
+	// payloads are owned by the receiver.
+	Recv() <-chan wire.Message
+	// SetPeers makes members the set of peers Send can reach: new ones are
+	// added, changed addresses take effect on the next connection, and peers
+	// not listed are removed with their queued frames dropped. An entry with
+	// the transport's own ID is ignored.
+	SetPeers(members []wire.Member)
+	// Counters returns the transport's frame counters.
+	Counters() *Counters
+	// LocalAddr returns the address the transport receives on.
+	LocalAddr() string
+	// Flush waits up to timeout for every queued frame to be written or
+	// dropped, and reports whether all were.
+	Flush(timeout time.Duration) bool
+	// Close stops the transport; queued frames are dropped (DropClosed).
+	Close() error
+}
+
+// ErrTransportClosed is returned by operations on a closed transport.
+var ErrTransportClosed = errors.New("transport closed")
+
+// InmemNetwork connects InmemTransports in one process, for tests of the
+// runtime that need real goroutines and timers but no sockets. Delivery is
+// in order per sender, instantaneous, and dropped (DropUnreachable) when
+// the destination is closed, disconnected, or not on the network.
+type InmemNetwork struct {
+	mu    sync.Mutex
+	nodes map[uuid.UUID]*InmemTransport
+	cut   map[[2]uuid.UUID]bool
+}
+
+// NewInmemNetwork returns an empty network.
+func NewInmemNetwork() *InmemNetwork {
+	return &InmemNetwork{nodes: make(map[uuid.UUID]*InmemTransport), cut: make(map[[2]uuid.UUID]bool)}
+}
+
+// NewTransport attaches a transport for node id with address addr,
+// replacing any earlier transport of the same ID (a restarted node).
+func (n *InmemNetwork) NewTransport(id uuid.UUID, addr string) *InmemTransport {
+	t := &InmemTransport{
+		net:   n,
+		id:    id,
+		addr:  addr,
+		in:    make(chan wire.Message, 1024),
+		peers: make(map[uuid.UUID]bool),
+	}
+	n.mu.Lock()
+	n.nodes[id] = t
+	n.mu.Unlock()
+	return t
+}
+
+// Cut drops every message from a to b until Heal.
+func (n *InmemNetwork) Cut(a, b uuid.UUID) {
+	n.mu.Lock()
+	n.cut[[2]uuid.UUID{a, b}] = true
+	n.mu.Unlock()
+}
+
+// Heal undoes Cut(a, b).
+func (n *InmemNetwork) Heal(a, b uuid.UUID) {
+	n.mu.Lock()
+	delete(n.cut, [2]uuid.UUID{a, b})
+	n.mu.Unlock()
+}
+
+// InmemTransport is a Transport on an InmemNetwork.
+type InmemTransport struct {
+	net      *InmemNetwork
+	id       uuid.UUID
+	addr     string
+	in       chan wire.Message
+	counters Counters
+
+	// Guarded by net.mu, so that a send and the receiver's Close are ordered.
+	peers  map[uuid.UUID]bool
+	closed bool
+}
+
+var _ Transport = (*InmemTransport)(nil)
+
+// Send implements Transport.
+func (t *InmemTransport) Send(to uuid.UUID, msg *wire.Message) {
+	n := t.net
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if t.closed {
+		t.counters.countDropped(msg.Type, DropClosed)
+		return
+	}
+	if !t.peers[to] {
+		t.counters.countDropped(msg.Type, DropUnknownPeer)
+		return
+	}
+	dst := n.nodes[to]
+	if dst == nil || dst.closed || n.cut[[2]uuid.UUID{t.id, to}] {
+		t.counters.countDropped(msg.Type, DropUnreachable)
+		return
+	}
+	m := *msg
+	m.Payload = slices.Clone(msg.Payload)
+	select {
+	case dst.in <- m:
+		t.counters.countSent(m.Type)
+		dst.counters.countReceived(m.Type)
+	default:
+		t.counters.countDropped(m.Type, DropQueueFull)
+	}
+}
+
+// Recv implements Transport.
+func (t *InmemTransport) Recv() <-chan wire.Message { return t.in }
+
+// SetPeers implements Transport.
+func (t *InmemTransport) SetPeers(members []wire.Member) {
+	t.net.mu.Lock()
+	defer t.net.mu.Unlock()
+	clear(t.peers)
+	for _, m := range members {
+		if m.ID != t.id {
+			t.peers[m.ID] = true
+		}
+	}
+}
+
+// Counters implements Transport.
+func (t *InmemTransport) Counters() *Counters { return &t.counters }
+
+// LocalAddr implements Transport.
+func (t *InmemTransport) LocalAddr() string { return t.addr }
+
+// Flush implements Transport; delivery is synchronous, so there is nothing
+// to wait for.
+func (t *InmemTransport) Flush(time.Duration) bool { return true }
+
+// Close detaches the transport: later sends to it are dropped as
+// unreachable, as if its process had died.
+func (t *InmemTransport) Close() error {
+	n := t.net
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t.closed = true
+	if n.nodes[t.id] == t {
+		delete(n.nodes, t.id)
+	}
+	return nil
+}

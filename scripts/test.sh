@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Runs every check CI runs, on a fresh Debian machine as on a developer's:
+# installs what is missing, then gofmt, go vet, all tests (the testbed tests
+# need root and run when they have it), a short fuzz run per fuzz target, and
+# every benchmark once.
+#
+#   FUZZTIME=30s scripts/test.sh    # fuzz longer
+#   SKIP_FUZZ=1 SKIP_BENCH=1 scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FUZZTIME=${FUZZTIME:-8s}
+
+step() { printf '\n==> %s\n' "$*"; }
+
+# Go: the toolchain comes with the machine (/usr/local/go); Debian's golang
+# package is too old for this module, so say so instead of installing it.
+if ! command -v go >/dev/null 2>&1; then
+	if [ -x /usr/local/go/bin/go ]; then
+		export PATH="/usr/local/go/bin:$PATH"
+	else
+		echo "scripts/test.sh: Go $(sed -n 's/^go //p' go.mod) or newer is required (https://go.dev/dl/); 'go' is not on PATH" >&2
+		exit 1
+	fi
+fi
+export PATH="$(go env GOPATH)/bin:$PATH"
+
+# Debian packages the tests use, installed only when missing.
+packages=()
+need_pkg() { dpkg -s "$1" >/dev/null 2>&1 || packages+=("$1"); }
+need_pkg ca-certificates
+need_pkg git
+if [ ${#packages[@]} -gt 0 ]; then
+	step "apt-get install ${packages[*]}"
+	if [ "$(id -u)" -eq 0 ]; then
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
+	else
+		echo "scripts/test.sh: missing Debian packages ${packages[*]} and not root to install them" >&2
+	fi
+fi
+
+step "go mod download"
+go mod download
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+
+step "go vet"
+go vet ./...
+
+step "go build"
+go build -o /dev/null ./cmd/bullylab
+
+step "go test"
+go test -count=1 -timeout 15m ./...
+
+step "go test -race (short)"
+go test -count=1 -race -short -timeout 10m ./node/... ./wire/...
+
+if [ -z "${SKIP_FUZZ:-}" ]; then
+	step "fuzz ($FUZZTIME per target)"
+	for pkg in $(go list ./...); do
+		dir=$(go list -f '{{.Dir}}' "$pkg")
+		for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
+			echo "fuzz $pkg $target"
+			go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" >/tmp/bullylab-fuzz.log 2>&1 || {
+				cat /tmp/bullylab-fuzz.log >&2
+				echo "fuzz target $target in $pkg failed; the failing input is in $dir/testdata/fuzz/$target" >&2
+				exit 1
+			}
+		done
+	done
+fi
+
+if [ -z "${SKIP_BENCH:-}" ]; then
+	step "benchmarks (once each)"
+	go test -count=1 -run '^$' -bench . -benchtime 1x -timeout 15m ./...
+fi
+
+step "all checks passed"
