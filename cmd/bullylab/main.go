@@ -51,6 +51,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Commands: []*cli.Command{
 			nodeCommand(usageError),
 			demoCommand(usageError),
+			analyzeCommand(),
 			{
 				Name:  "version",
 				Usage: "print the version, Go version and VCS revision",

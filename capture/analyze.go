@@ -1,0 +1,1065 @@
+package capture
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// Analysis of a capture, from the file alone.
+//
+// Nodes come from the testbed record, else from the interface
+// descriptions, else from the addresses seen (named by address). A frame's
+// sender is the node with its source address (else its From ID, else its
+// interface's node); its receiver the node with its destination address.
+//
+// Message classes: ELECTION, ANSWER, HALT, HALT_ACK, REJECT and COORDINATOR
+// are election messages; HEARTBEAT, JOIN, LEAVE and MEMBERS are counted
+// (overall and per node, sent and received, exactly: one count per frame
+// decoded) but belong to no election.
+//
+// Liveness: a node is live from its first frame on the wire or a restart
+// or resume record, until a crash, pause or leave record. Reachability: a
+// partition record cuts traffic between its groups (nodes in no group form
+// one more group; with one_way only from the first group to the others),
+// an isolate record cuts a node from all; heal removes every partition,
+// unisolate the node's isolation. A frame sent over a cut is on the wire
+// (the capture is at the switch, the drop in the receiver) but is not
+// counted as received when deciding convergence.
+//
+// Elections: election messages are taken in timestamp order. An election
+// starts with an ELECTION or HALT while no election is open; it stays open
+// while election messages follow each other within Quiet, and ends with
+// the last of them. Election messages while none is open that are not
+// ELECTION or HALT (a leader re-asserting itself with a COORDINATOR, say)
+// are counted in OutsideElections. Every election message is thus in
+// exactly one election or outside.
+//
+// Trigger: the latest fault or lifecycle record (any kind but testbed and
+// end) at most TriggerWindow before the election's first message and after
+// the previous election's first message; failing that the trigger is that
+// first message itself (kind "wire", e.g. reason boot at a cold start).
+// Detection is the time from the trigger record to the first ELECTION or
+// HALT, undefined for a wire trigger.
+//
+// Winner: the COORDINATOR of the highest epoch in the election, its sender
+// the leader (the latest such sender, should two claim one epoch, which is
+// an anomaly). The election converged when every node live at its end and
+// not cut from the leader, the leader aside, was sent a winning COORDINATOR
+// not over a cut. Time to leader runs from the trigger to the moment the
+// last of those nodes was sent its first winning COORDINATOR: the frame's
+// capture timestamp on the sender's port, i.e. when it left the leader,
+// which on the testbed's bridge is microseconds before it reaches the
+// receiver's socket, plus any delay a fault adds on the receiver's side. A
+// frame is timed by its first transmission; TCP retransmissions are not
+// counted again.
+//
+// Anomalies: two leaders in one epoch (a COORDINATOR or HEARTBEAT from two
+// nodes with one epoch); a COORDINATOR from a node while a node with a
+// higher ID was live since the election began and not cut from it; no
+// convergence by the end of the capture (the last election did not
+// converge, or its leader is not live at the end, or a higher live node
+// that is not cut from it exists).
+
+// Schema names the JSON format of Report. Within a version fields are only
+// added; renaming, removing or changing the meaning of one bumps it.
+const Schema = "bullylab.analyze/v1"
+
+// Defaults of AnalyzeOptions.
+const (
+	DefaultQuiet         = time.Second
+	DefaultTriggerWindow = 10 * time.Second
+	// waitFactor is node.WaitFactor: a node that answered or halted waits
+	// that many election timeouts for a COORDINATOR, the longest silence
+	// inside one election.
+	waitFactor = 3
+)
+
+// AnalyzeOptions tune Analyze; zero fields take the defaults.
+type AnalyzeOptions struct {
+	// Name is the file name errors and the report carry.
+	Name string
+	// Ports carry frames. Default: the ports in the interface
+	// descriptions, else topologies.DefaultPort.
+	Ports []uint16
+	// Quiet is the silence that ends an election. Default: the larger of
+	// DefaultQuiet and (waitFactor+1) election timeouts of the testbed
+	// record.
+	Quiet time.Duration
+	// TriggerWindow bounds how long before an election a record may have
+	// triggered it. Default DefaultTriggerWindow.
+	TriggerWindow time.Duration
+	// MaxFrame is passed to the Dissector.
+	MaxFrame int
+}
+
+// TypeCounts counts frames by type, in wire order.
+type TypeCounts struct {
+	Election    int64 `json:"ELECTION"`
+	Answer      int64 `json:"ANSWER"`
+	Halt        int64 `json:"HALT"`
+	HaltAck     int64 `json:"HALT_ACK"`
+	Reject      int64 `json:"REJECT"`
+	Coordinator int64 `json:"COORDINATOR"`
+	Heartbeat   int64 `json:"HEARTBEAT"`
+	Join        int64 `json:"JOIN"`
+	Leave       int64 `json:"LEAVE"`
+	Members     int64 `json:"MEMBERS"`
+	Unknown     int64 `json:"unknown"` // intact frames of a type this version does not define
+}
+
+type counts [16]int64 // by wire.Type; 0 holds unknown types
+
+func (c *counts) add(t wire.Type) {
+	if t.Valid() {
+		c[t]++
+	} else {
+		c[0]++
+	}
+}
+
+func (c *counts) typeCounts() TypeCounts {
+	return TypeCounts{c[wire.TypeElection], c[wire.TypeAnswer], c[wire.TypeHalt], c[wire.TypeHaltAck],
+		c[wire.TypeReject], c[wire.TypeCoordinator], c[wire.TypeHeartbeat], c[wire.TypeJoin],
+		c[wire.TypeLeave], c[wire.TypeMembers], c[0]}
+}
+
+// Get returns the count of type t (unknown types for an undefined t).
+func (tc TypeCounts) Get(t wire.Type) int64 {
+	a := [...]int64{tc.Unknown, tc.Election, tc.Answer, tc.Halt, tc.HaltAck, tc.Reject,
+		tc.Coordinator, tc.Heartbeat, tc.Join, tc.Leave, tc.Members}
+	if t.Valid() {
+		return a[t]
+	}
+	return a[0]
+}
+
+// Total returns the sum of all counts.
+func (tc TypeCounts) Total() int64 {
+	return tc.Election + tc.Answer + tc.Halt + tc.HaltAck + tc.Reject + tc.Coordinator +
+		tc.Heartbeat + tc.Join + tc.Leave + tc.Members + tc.Unknown
+}
+
+// ElectionTotal returns the count of election messages.
+func (tc TypeCounts) ElectionTotal() int64 {
+	return tc.Election + tc.Answer + tc.Halt + tc.HaltAck + tc.Reject + tc.Coordinator
+}
+
+// IsElectionType reports whether t is an election message type.
+func IsElectionType(t wire.Type) bool { return t >= wire.TypeElection && t <= wire.TypeCoordinator }
+
+// Report is the result of Analyze, and the JSON document of schema Schema.
+// Times are RFC 3339 with nanoseconds; durations are integer nanoseconds
+// in fields ending in _ns, null when undefined. Node names refer to Nodes.
+type Report struct {
+	Schema   string    `json:"schema"`
+	File     string    `json:"file,omitempty"`
+	Topology string    `json:"topology,omitempty"`
+	Run      string    `json:"run,omitempty"`
+	Ports    []uint16  `json:"ports"`
+	Start    time.Time `json:"start"` // first packet
+	End      time.Time `json:"end"`   // last packet
+	// DurationNS is End - Start.
+	DurationNS int64    `json:"duration_ns"`
+	Settings   Settings `json:"settings"`
+	Packets    int64    `json:"packets"` // every packet in the file, records included
+	Frames     int64    `json:"frames"`  // frames decoded
+	// ElectionMessages counts ELECTION .. COORDINATOR frames.
+	ElectionMessages int64      `json:"election_messages"`
+	Messages         TypeCounts `json:"messages"`
+	// OutsideElections counts election messages in no election.
+	OutsideElections TypeCounts     `json:"outside_elections"`
+	Nodes            []NodeReport   `json:"nodes"`
+	Records          []Record       `json:"records"`
+	Elections        []Election     `json:"elections"`
+	Final            Final          `json:"final"`
+	Anomalies        []Anomaly      `json:"anomalies"`
+	Stream           DissectorStats `json:"stream"`
+	// StreamErrors lists corrupt frames, gaps and streams cut inside a frame.
+	StreamErrors []StreamErrorReport `json:"stream_errors"`
+	// Capture holds the live capture's counters from the end record.
+	Capture  *CaptureStats `json:"capture,omitempty"`
+	Timeline *Timeline     `json:"timeline,omitempty"`
+
+	msgs  []msg
+	names []string
+}
+
+// Settings are the parameters the analysis used.
+type Settings struct {
+	QuietNS         int64 `json:"quiet_ns"`
+	TriggerWindowNS int64 `json:"trigger_window_ns"`
+}
+
+// NodeReport is one node and its traffic.
+type NodeReport struct {
+	Name  string     `json:"name"`
+	Index int        `json:"index,omitempty"`
+	ID    uuid.UUID  `json:"id"`
+	Addr  netip.Addr `json:"addr"`
+	Port  int        `json:"port,omitempty"`
+	// FirstSeen is the timestamp of its first frame, if any.
+	FirstSeen *time.Time `json:"first_seen,omitempty"`
+	LiveAtEnd bool       `json:"live_at_end"`
+	Sent      TypeCounts `json:"sent"`
+	Received  TypeCounts `json:"received"`
+}
+
+// MessageRef identifies one frame.
+type MessageRef struct {
+	Packet int64     `json:"packet"`
+	Time   time.Time `json:"time"`
+	From   string    `json:"from"`
+	To     string    `json:"to"`
+	Type   string    `json:"type"`
+	Epoch  uint64    `json:"epoch"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Trigger is what started an election.
+type Trigger struct {
+	// Kind is the record's kind, or "wire" when no record explains the
+	// election and its first message is the trigger.
+	Kind   string    `json:"kind"`
+	Time   time.Time `json:"time"`
+	Packet int64     `json:"packet"`
+	Nodes  []string  `json:"nodes,omitempty"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// Election is one election (see the package's analysis rules).
+type Election struct {
+	N       int        `json:"n"` // 1-based
+	Start   time.Time  `json:"start"`
+	End     time.Time  `json:"end"`
+	Trigger Trigger    `json:"trigger"`
+	First   MessageRef `json:"first"` // the ELECTION or HALT that opened it
+	// DetectionNS runs from the trigger record to First; null for a wire trigger.
+	DetectionNS *int64 `json:"detection_ns"`
+	// TimeToLeaderNS runs from the trigger to the last live node being sent
+	// the winning COORDINATOR; null unless Converged.
+	TimeToLeaderNS *int64    `json:"time_to_leader_ns"`
+	Leader         string    `json:"leader,omitempty"`
+	LeaderID       uuid.UUID `json:"leader_id"`
+	Epoch          uint64    `json:"epoch"`
+	Converged      bool      `json:"converged"`
+	// Pending lists the live nodes the winning COORDINATOR did not reach.
+	Pending  []string   `json:"pending,omitempty"`
+	Messages TypeCounts `json:"messages"`
+	first    int        // index of First in msgs
+	last     int
+}
+
+// Final is the state at the end of the capture.
+type Final struct {
+	Leader    string    `json:"leader,omitempty"`
+	LeaderID  uuid.UUID `json:"leader_id"`
+	Epoch     uint64    `json:"epoch"`
+	Converged bool      `json:"converged"`
+	Detail    string    `json:"detail,omitempty"`
+}
+
+// Anomaly kinds.
+const (
+	AnomalyTwoLeaders       = "two-leaders"
+	AnomalyLowerCoordinator = "lower-coordinator"
+	AnomalyNoConvergence    = "no-convergence"
+)
+
+// Anomaly is something the algorithm's properties rule out, or a run that
+// did not settle.
+type Anomaly struct {
+	Kind     string    `json:"kind"`
+	Election int       `json:"election,omitempty"` // 0: none
+	Time     time.Time `json:"time"`
+	Packet   int64     `json:"packet,omitempty"`
+	Epoch    uint64    `json:"epoch"`
+	Nodes    []string  `json:"nodes,omitempty"`
+	Detail   string    `json:"detail"`
+}
+
+// StreamErrorReport is a StreamError in the report.
+type StreamErrorReport struct {
+	Packet int64     `json:"packet"`
+	Time   time.Time `json:"time"`
+	Stream string    `json:"stream"` // "src > dst"
+	Offset uint64    `json:"offset"`
+	Bytes  int       `json:"bytes,omitempty"`
+	Error  string    `json:"error"`
+}
+
+// Timeline lists the messages of one election in order.
+type Timeline struct {
+	Election int             `json:"election"`
+	Entries  []TimelineEntry `json:"entries"`
+}
+
+// TimelineEntry is one message; OffsetNS runs from the election's trigger.
+type TimelineEntry struct {
+	OffsetNS int64 `json:"offset_ns"`
+	MessageRef
+}
+
+// msg is one election message, kept for deriving elections.
+type msg struct {
+	t     int64
+	pkt   int64
+	epoch uint64
+	from  int32
+	to    int32
+	typ   wire.Type
+	flags uint8
+}
+
+type nodeState struct {
+	NodeReport
+	sent, recv counts
+	firstSeen  int64 // 0: never
+	claimEpoch uint64
+	claimed    bool
+	trans      []transition // liveness changes from records, in time order
+}
+
+type transition struct {
+	t  int64
+	up bool
+}
+
+type claim struct {
+	node int32
+	t    int64
+	pkt  int64
+}
+
+type recordAt struct {
+	Record
+	t   int64
+	pkt int64
+}
+
+type analyzer struct {
+	opts    AnalyzeOptions
+	rep     *Report
+	diss    *Dissector
+	nodes   []*nodeState
+	byAddr  map[netip.Addr]int32
+	byID    map[uuid.UUID]int32
+	byName  map[string]int32
+	byIface []int32
+	total   counts
+	msgs    []msg
+	records []recordAt
+	claims  map[uint64]claim
+	twice   map[[3]uint64]bool // reported (epoch, node, node) two-leader pairs
+	anoms   []Anomaly
+	errs    []StreamErrorReport
+	first   int64
+	last    int64
+	quiet   time.Duration
+}
+
+// AnalyzeFile opens path and analyzes it; errors name the file.
+func AnalyzeFile(path string, opts AnalyzeOptions) (*Report, error) {
+	if opts.Name == "" {
+		opts.Name = path
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		if pe, ok := err.(*os.PathError); ok {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("%s: %w", opts.Name, err)
+	}
+	defer f.Close()
+	return Analyze(f, opts)
+}
+
+// Analyze reads a capture and derives its report. Errors are one line
+// naming opts.Name and, for corrupt input, the packet number.
+func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
+	name := opts.Name
+	if name == "" {
+		name = "capture"
+	}
+	rd, err := NewReader(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	a := &analyzer{
+		opts:   opts,
+		rep:    &Report{Schema: Schema, File: opts.Name},
+		byAddr: map[netip.Addr]int32{},
+		byID:   map[uuid.UUID]int32{},
+		byName: map[string]int32{},
+		claims: map[uint64]claim{},
+		twice:  map[[3]uint64]bool{},
+	}
+	for {
+		p, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		ts := p.CI.Timestamp.UnixNano()
+		if p.Num == 1 {
+			a.setup(rd, p)
+			a.first = ts
+		}
+		a.rep.Packets++
+		a.last = max(a.last, ts)
+		if p.Record != nil {
+			a.record(p, ts)
+			continue
+		}
+		if p.Iface.Events {
+			continue
+		}
+		a.diss.Packet(p.Num, p.Iface.LinkType, p.Data, &p.CI)
+	}
+	if a.diss != nil {
+		a.diss.Flush()
+		a.rep.Stream = a.diss.Stats()
+	}
+	a.finish()
+	return a.rep, nil
+}
+
+// setup builds the node map and the dissector once the first packet (and
+// so every interface) is known.
+func (a *analyzer) setup(rd *Reader, p *Packet) {
+	ifaces := rd.Interfaces()
+	a.byIface = make([]int32, len(ifaces))
+	ports := a.opts.Ports
+	seen := map[uint16]bool{}
+	if p.Record != nil && p.Record.Testbed != nil {
+		a.testbed(p.Record.Testbed)
+	}
+	for i, ifc := range ifaces {
+		a.byIface[i] = -1
+		if ifc.Node == nil {
+			continue
+		}
+		a.byIface[i] = a.addNode(*ifc.Node)
+		if len(a.opts.Ports) == 0 && ifc.Node.Port > 0 && ifc.Node.Port < 65536 && !seen[uint16(ifc.Node.Port)] {
+			seen[uint16(ifc.Node.Port)] = true
+			ports = append(ports, uint16(ifc.Node.Port))
+		}
+	}
+	if len(ports) == 0 && p.Record != nil && p.Record.Testbed != nil {
+		for _, n := range p.Record.Testbed.Nodes {
+			if n.Port > 0 && n.Port < 65536 && !seen[uint16(n.Port)] {
+				seen[uint16(n.Port)] = true
+				ports = append(ports, uint16(n.Port))
+			}
+		}
+	}
+	if len(ports) == 0 {
+		ports = []uint16{topologies.DefaultPort}
+	}
+	slices.Sort(ports)
+	a.rep.Ports = ports
+	a.diss = NewDissector(a, DissectorOptions{Ports: ports, MaxFrame: a.opts.MaxFrame})
+}
+
+func (a *analyzer) testbed(tb *Testbed) {
+	if a.rep.Topology == "" {
+		a.rep.Topology, a.rep.Run = tb.Topology, tb.Run
+	}
+	for _, n := range tb.Nodes {
+		a.addNode(n)
+	}
+	if a.quiet == 0 && tb.ElectionTimeoutNS > 0 {
+		a.quiet = time.Duration(tb.ElectionTimeoutNS) * (waitFactor + 1)
+	}
+}
+
+// addNode adds n, or completes the node with its address.
+func (a *analyzer) addNode(n Node) int32 {
+	i, ok := a.byAddr[n.Addr]
+	if !ok && n.Name != "" {
+		i, ok = a.byName[n.Name]
+	}
+	if !ok {
+		i = int32(len(a.nodes))
+		a.nodes = append(a.nodes, &nodeState{})
+	}
+	ns := a.nodes[i]
+	if n.Name != "" && (ns.Name == "" || ns.Name == ns.Addr.String()) {
+		ns.Name = n.Name
+	}
+	if n.Index != 0 {
+		ns.Index = n.Index
+	}
+	if n.ID != (uuid.UUID{}) && ns.ID == (uuid.UUID{}) {
+		ns.ID = n.ID
+	}
+	if n.Addr.IsValid() {
+		ns.Addr = n.Addr
+		a.byAddr[n.Addr] = i
+	}
+	if n.Port != 0 {
+		ns.Port = n.Port
+	}
+	if ns.Name == "" {
+		ns.Name = n.Addr.String()
+	}
+	a.byName[ns.Name] = i
+	if ns.ID != (uuid.UUID{}) {
+		a.byID[ns.ID] = i
+	}
+	return i
+}
+
+func (a *analyzer) record(p *Packet, ts int64) {
+	rec := *p.Record
+	if rec.Kind == KindTestbed && rec.Testbed != nil {
+		a.testbed(rec.Testbed)
+	}
+	if rec.Kind == KindEnd && rec.Capture != nil {
+		c := *rec.Capture
+		a.rep.Capture = &c
+	}
+	a.records = append(a.records, recordAt{Record: rec, t: ts, pkt: p.Num})
+	var up, change bool
+	switch rec.Kind {
+	case KindCrash, KindPause, KindLeave:
+		up, change = false, true
+	case KindRestart, KindResume:
+		up, change = true, true
+	}
+	if change {
+		for _, name := range rec.Nodes {
+			if i, ok := a.byName[name]; ok {
+				a.nodes[i].trans = append(a.nodes[i].trans, transition{ts, up})
+			}
+		}
+	}
+}
+
+// nodeOfAddr returns the node with address addr, adding one named by the
+// address if there is none.
+func (a *analyzer) nodeOfAddr(addr netip.Addr) int32 {
+	i, ok := a.byAddr[addr]
+	if !ok {
+		i = a.addNode(Node{Addr: addr})
+	}
+	return i
+}
+
+// Frame implements Handler.
+func (a *analyzer) Frame(f *Frame) {
+	m := &f.Msg
+	st := f.Stream
+	if !st.HasUser {
+		st.User = [2]int32{a.nodeOfAddr(f.Src.Addr()), a.nodeOfAddr(f.Dst.Addr())}
+		st.HasUser = true
+	}
+	from, to := st.User[0], st.User[1]
+	a.rep.Frames++
+	sender := a.nodes[from]
+	if sender.ID == (uuid.UUID{}) && m.From != (uuid.UUID{}) {
+		sender.ID = m.From
+		if _, taken := a.byID[m.From]; !taken {
+			a.byID[m.From] = from
+		}
+	}
+	t := f.Time.UnixNano()
+	if sender.firstSeen == 0 {
+		sender.firstSeen = t
+	}
+	typ := m.Type
+	if f.Err != nil {
+		typ = 0
+	}
+	a.total.add(typ)
+	sender.sent.add(typ)
+	a.nodes[to].recv.add(typ)
+	switch {
+	case typ == wire.TypeHeartbeat:
+		a.claim(from, m.Epoch, t, f.Packet)
+	case IsElectionType(typ):
+		if typ == wire.TypeCoordinator {
+			a.claim(from, m.Epoch, t, f.Packet)
+		}
+		a.msgs = append(a.msgs, msg{t: t, pkt: f.Packet, epoch: m.Epoch, from: from, to: to, typ: typ, flags: m.Flags})
+	}
+}
+
+// claim notes that node claims to lead epoch; a second claimer of one epoch
+// is an anomaly.
+func (a *analyzer) claim(node int32, epoch uint64, t, pkt int64) {
+	ns := a.nodes[node]
+	if ns.claimed && ns.claimEpoch == epoch {
+		return
+	}
+	ns.claimed, ns.claimEpoch = true, epoch
+	c, ok := a.claims[epoch]
+	if !ok {
+		a.claims[epoch] = claim{node, t, pkt}
+		return
+	}
+	if c.node == node {
+		return
+	}
+	k := [3]uint64{epoch, uint64(min(c.node, node)), uint64(max(c.node, node))}
+	if a.twice[k] {
+		return
+	}
+	a.twice[k] = true
+	first, second := a.nodes[c.node].Name, ns.Name
+	a.anoms = append(a.anoms, Anomaly{
+		Kind: AnomalyTwoLeaders, Time: time.Unix(0, t).UTC(), Packet: pkt, Epoch: epoch,
+		Nodes:  []string{first, second},
+		Detail: fmt.Sprintf("%s and %s both lead epoch %d (%s since packet %d, %s at packet %d)", first, second, epoch, first, c.pkt, second, pkt),
+	})
+}
+
+// StreamError implements Handler.
+func (a *analyzer) StreamError(e *StreamError) {
+	a.errs = append(a.errs, StreamErrorReport{
+		Packet: e.Packet, Time: e.Time.UTC(), Stream: e.Src.String() + " > " + e.Dst.String(),
+		Offset: e.Offset, Bytes: e.Bytes, Error: e.Err.Error(),
+	})
+}
+
+// live reports whether node i is live at t.
+func (a *analyzer) live(i int32, t int64) bool {
+	ns := a.nodes[i]
+	up, at := false, int64(-1<<63)
+	if ns.firstSeen != 0 && ns.firstSeen <= t {
+		up, at = true, ns.firstSeen
+	}
+	// The last record transition at or before t decides, unless the node
+	// was seen sending after it (a record that was not written).
+	k, _ := slices.BinarySearchFunc(ns.trans, t+1, func(x transition, t int64) int { return cmp.Compare(x.t, t) })
+	if k > 0 && ns.trans[k-1].t >= at {
+		up = ns.trans[k-1].up
+	}
+	return up
+}
+
+// cuts is the reachability state from some time on.
+type cuts struct {
+	t         int64
+	group     map[int32]int // partition: node -> group; absent: the extra group
+	oneWay    bool
+	parted    bool
+	isolated  map[int32]bool
+	groupsLen int
+}
+
+func (c *cuts) cut(from, to int32) bool {
+	if c == nil {
+		return false
+	}
+	if c.isolated[from] || c.isolated[to] {
+		return true
+	}
+	if !c.parted {
+		return false
+	}
+	gf, okf := c.group[from]
+	gt, okt := c.group[to]
+	if !okf {
+		gf = c.groupsLen
+	}
+	if !okt {
+		gt = c.groupsLen
+	}
+	if gf == gt {
+		return false
+	}
+	if c.oneWay {
+		return gf == 0
+	}
+	return true
+}
+
+// eitherCut reports whether traffic between a and b is cut either way.
+func (c *cuts) eitherCut(a, b int32) bool { return c.cut(a, b) || c.cut(b, a) }
+
+func (a *analyzer) buildCuts() []*cuts {
+	var out []*cuts
+	cur := &cuts{t: -1 << 63, isolated: map[int32]bool{}}
+	for _, r := range a.records {
+		next := *cur
+		changed := true
+		switch r.Kind {
+		case KindPartition:
+			next.group = map[int32]int{}
+			for g, names := range r.Groups {
+				for _, n := range names {
+					if i, ok := a.byName[n]; ok {
+						next.group[i] = g
+					}
+				}
+			}
+			next.groupsLen, next.oneWay, next.parted = len(r.Groups), r.OneWay, true
+		case KindHeal:
+			next.group, next.parted, next.oneWay = nil, false, false
+		case KindIsolate, KindUnisolate:
+			next.isolated = make(map[int32]bool, len(cur.isolated)+1)
+			for k, v := range cur.isolated {
+				next.isolated[k] = v
+			}
+			for _, n := range r.Nodes {
+				if i, ok := a.byName[n]; ok {
+					if r.Kind == KindIsolate {
+						next.isolated[i] = true
+					} else {
+						delete(next.isolated, i)
+					}
+				}
+			}
+		default:
+			changed = false
+		}
+		if changed {
+			next.t = r.t
+			cur = &next
+			out = append(out, cur)
+		}
+	}
+	return out
+}
+
+// cutsAt returns the reachability in force at t, nil for none.
+func cutsAt(all []*cuts, t int64) *cuts {
+	k, _ := slices.BinarySearchFunc(all, t+1, func(c *cuts, t int64) int { return cmp.Compare(c.t, t) })
+	if k == 0 {
+		return nil
+	}
+	return all[k-1]
+}
+
+// higher reports whether node i has a higher ID (Bully priority) than j.
+func (a *analyzer) higher(i, j int32) bool {
+	return bytes.Compare(a.nodes[i].ID[:], a.nodes[j].ID[:]) > 0
+}
+
+func (a *analyzer) name(i int32) string {
+	if i < 0 || int(i) >= len(a.nodes) {
+		return "?"
+	}
+	return a.nodes[i].Name
+}
+
+func (a *analyzer) ref(m *msg) MessageRef {
+	r := MessageRef{Packet: m.pkt, Time: time.Unix(0, m.t).UTC(), From: a.name(m.from), To: a.name(m.to),
+		Type: m.typ.String(), Epoch: m.epoch}
+	if m.typ.HasReason() {
+		r.Reason = wire.Reason(m.flags & 0x0f).String()
+	}
+	return r
+}
+
+func ns(d int64) *int64 { return &d }
+
+func (a *analyzer) finish() {
+	rep := a.rep
+	quiet := a.opts.Quiet
+	if quiet <= 0 {
+		quiet = max(DefaultQuiet, a.quiet)
+	}
+	window := a.opts.TriggerWindow
+	if window <= 0 {
+		window = DefaultTriggerWindow
+	}
+	rep.Settings = Settings{QuietNS: int64(quiet), TriggerWindowNS: int64(window)}
+	if a.rep.Packets > 0 {
+		rep.Start, rep.End = time.Unix(0, a.first).UTC(), time.Unix(0, a.last).UTC()
+		rep.DurationNS = a.last - a.first
+	}
+	for _, n := range a.nodes {
+		slices.SortStableFunc(n.trans, func(x, y transition) int { return cmp.Compare(x.t, y.t) })
+	}
+	slices.SortStableFunc(a.records, func(x, y recordAt) int { return cmp.Compare(x.t, y.t) })
+	// Frames are delivered in packet order; the file is in timestamp order
+	// but for late items, so sort (stably: ties keep packet order).
+	if !slices.IsSortedFunc(a.msgs, func(x, y msg) int { return cmp.Compare(x.t, y.t) }) {
+		slices.SortStableFunc(a.msgs, func(x, y msg) int { return cmp.Compare(x.t, y.t) })
+	}
+	allCuts := a.buildCuts()
+
+	rep.Messages = a.total.typeCounts()
+	rep.ElectionMessages = rep.Messages.ElectionTotal()
+	rep.Records = make([]Record, len(a.records))
+	for i := range a.records {
+		rep.Records[i] = a.records[i].Record
+	}
+	rep.StreamErrors = a.errs
+	if rep.StreamErrors == nil {
+		rep.StreamErrors = []StreamErrorReport{}
+	}
+
+	// Segment the election messages into elections.
+	var outside counts
+	var els []Election
+	open := -1
+	prevFirst := int64(-1 << 63)
+	var electionCounts []counts
+	for i := range a.msgs {
+		m := &a.msgs[i]
+		if open >= 0 && m.t-a.msgs[els[open].last].t > int64(quiet) {
+			open = -1
+		}
+		if open < 0 {
+			if m.typ != wire.TypeElection && m.typ != wire.TypeHalt {
+				outside.add(m.typ)
+				continue
+			}
+			els = append(els, Election{N: len(els) + 1, first: i, last: i})
+			electionCounts = append(electionCounts, counts{})
+			open = len(els) - 1
+			e := &els[open]
+			e.First = a.ref(m)
+			e.Trigger = a.trigger(m, prevFirst, int64(window))
+			if e.Trigger.Kind != "wire" {
+				e.DetectionNS = ns(m.t - e.Trigger.Time.UnixNano())
+			}
+			prevFirst = m.t
+		}
+		els[open].last = i
+		electionCounts[open].add(m.typ)
+	}
+	rep.OutsideElections = outside.typeCounts()
+	for k := range els {
+		e := &els[k]
+		e.Messages = electionCounts[k].typeCounts()
+		e.Start = time.Unix(0, a.msgs[e.first].t).UTC()
+		e.End = time.Unix(0, a.msgs[e.last].t).UTC()
+		a.winner(e, allCuts)
+	}
+	rep.Elections = els
+	if rep.Elections == nil {
+		rep.Elections = []Election{}
+	}
+	a.lowerCoordinators(els, allCuts)
+	a.final(els, allCuts)
+
+	rep.Nodes = make([]NodeReport, len(a.nodes))
+	for i, n := range a.nodes {
+		nr := n.NodeReport
+		nr.Sent, nr.Received = n.sent.typeCounts(), n.recv.typeCounts()
+		if n.firstSeen != 0 {
+			t := time.Unix(0, n.firstSeen).UTC()
+			nr.FirstSeen = &t
+		}
+		nr.LiveAtEnd = a.live(int32(i), a.last)
+		rep.Nodes[i] = nr
+	}
+	slices.SortStableFunc(a.anoms, func(x, y Anomaly) int { return x.Time.Compare(y.Time) })
+	rep.Anomalies = a.anoms
+	if rep.Anomalies == nil {
+		rep.Anomalies = []Anomaly{}
+	}
+	rep.msgs = a.msgs
+	rep.names = make([]string, len(a.nodes))
+	for i := range a.nodes {
+		rep.names[i] = a.nodes[i].Name
+	}
+}
+
+// trigger finds what started the election whose first message is m.
+func (a *analyzer) trigger(m *msg, after, window int64) Trigger {
+	for k := len(a.records) - 1; k >= 0; k-- {
+		r := &a.records[k]
+		if r.t > m.t {
+			continue
+		}
+		if r.t <= after || m.t-r.t > window {
+			break
+		}
+		if r.Kind == KindTestbed || r.Kind == KindEnd {
+			continue
+		}
+		return Trigger{Kind: string(r.Kind), Time: time.Unix(0, r.t).UTC(), Packet: r.pkt, Nodes: r.Nodes, Detail: r.Detail}
+	}
+	ref := a.ref(m)
+	return Trigger{Kind: "wire", Time: ref.Time, Packet: m.pkt, Nodes: []string{ref.From},
+		Detail: fmt.Sprintf("%s from %s to %s epoch %d reason %s", ref.Type, ref.From, ref.To, m.epoch, ref.Reason)}
+}
+
+// winner finds the election's leader and whether and when it converged.
+func (a *analyzer) winner(e *Election, allCuts []*cuts) {
+	msgs := a.msgs[e.first : e.last+1]
+	best := -1
+	for i := range msgs {
+		m := &msgs[i]
+		if m.typ == wire.TypeCoordinator && (best < 0 || m.epoch >= msgs[best].epoch) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return
+	}
+	leader, epoch := msgs[best].from, msgs[best].epoch
+	e.Leader, e.LeaderID, e.Epoch = a.name(leader), a.nodes[leader].ID, epoch
+	end := msgs[len(msgs)-1].t
+	reached := map[int32]int64{}
+	for i := range msgs {
+		m := &msgs[i]
+		if m.typ != wire.TypeCoordinator || m.from != leader || m.epoch != epoch {
+			continue
+		}
+		if _, ok := reached[m.to]; ok || cutsAt(allCuts, m.t).cut(m.from, m.to) {
+			continue
+		}
+		reached[m.to] = m.t
+	}
+	c := cutsAt(allCuts, end)
+	lastReach := int64(-1 << 63)
+	for i := range a.nodes {
+		v := int32(i)
+		if v == leader || !a.live(v, end) || c.eitherCut(leader, v) {
+			continue
+		}
+		t, ok := reached[v]
+		if !ok {
+			e.Pending = append(e.Pending, a.nodes[v].Name)
+			continue
+		}
+		lastReach = max(lastReach, t)
+	}
+	e.Converged = len(e.Pending) == 0 && a.live(leader, end)
+	if e.Converged && lastReach != -1<<63 {
+		e.TimeToLeaderNS = ns(lastReach - e.Trigger.Time.UnixNano())
+	}
+}
+
+// lowerCoordinators reports COORDINATORs sent while a higher node was live
+// since the election began and not cut from the sender.
+func (a *analyzer) lowerCoordinators(els []Election, allCuts []*cuts) {
+	seen := map[[2]uint64]bool{}
+	el := 0
+	for i := range a.msgs {
+		m := &a.msgs[i]
+		for el < len(els) && els[el].last < i {
+			el++
+		}
+		if m.typ != wire.TypeCoordinator {
+			continue
+		}
+		k := [2]uint64{m.epoch, uint64(m.from)}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		since, n := m.t, 0
+		if el < len(els) && els[el].first <= i {
+			since, n = a.msgs[els[el].first].t, els[el].N
+		}
+		c := cutsAt(allCuts, m.t)
+		var top int32 = -1
+		for j := range a.nodes {
+			h := int32(j)
+			if h == m.from || a.nodes[h].ID == (uuid.UUID{}) || !a.higher(h, m.from) {
+				continue
+			}
+			if !a.live(h, since) || !a.live(h, m.t) || c.eitherCut(h, m.from) || cutsAt(allCuts, since).eitherCut(h, m.from) {
+				continue
+			}
+			if top < 0 || a.higher(h, top) {
+				top = h
+			}
+		}
+		if top < 0 {
+			continue
+		}
+		a.anoms = append(a.anoms, Anomaly{
+			Kind: AnomalyLowerCoordinator, Election: n, Time: time.Unix(0, m.t).UTC(), Packet: m.pkt, Epoch: m.epoch,
+			Nodes:  []string{a.name(m.from), a.name(top)},
+			Detail: fmt.Sprintf("%s sent COORDINATOR epoch %d to %s while higher node %s was live and reachable", a.name(m.from), m.epoch, a.name(m.to), a.name(top)),
+		})
+	}
+}
+
+// final decides the state at the end of the capture.
+func (a *analyzer) final(els []Election, allCuts []*cuts) {
+	f := &a.rep.Final
+	var last *Election
+	for k := len(els) - 1; k >= 0; k-- {
+		if els[k].Leader != "" {
+			last = &els[k]
+			break
+		}
+	}
+	fail := func(format string, args ...any) {
+		f.Detail = fmt.Sprintf(format, args...)
+		var nodes []string
+		if f.Leader != "" {
+			nodes = []string{f.Leader}
+		}
+		a.anoms = append(a.anoms, Anomaly{Kind: AnomalyNoConvergence, Election: len(els), Time: time.Unix(0, a.last).UTC(),
+			Epoch: f.Epoch, Nodes: nodes, Detail: f.Detail})
+	}
+	if len(els) == 0 {
+		f.Detail = "no election in the capture"
+		return
+	}
+	if last == nil {
+		fail("no election produced a leader")
+		return
+	}
+	f.Leader, f.LeaderID, f.Epoch = last.Leader, last.LeaderID, last.Epoch
+	leader := a.byName[last.Leader]
+	final := &els[len(els)-1]
+	c := cutsAt(allCuts, a.last)
+	switch {
+	case final != last:
+		fail("election %d produced no leader", final.N)
+	case !last.Converged:
+		fail("election %d did not converge: %v were not sent COORDINATOR epoch %d from %s", last.N, last.Pending, last.Epoch, last.Leader)
+	case !a.live(leader, a.last):
+		fail("leader %s of epoch %d is not live at the end of the capture", last.Leader, last.Epoch)
+	default:
+		for i := range a.nodes {
+			h := int32(i)
+			if h != leader && a.nodes[h].ID != (uuid.UUID{}) && a.higher(h, leader) && a.live(h, a.last) && !c.eitherCut(h, leader) {
+				fail("higher node %s is live at the end of the capture but %s leads epoch %d", a.nodes[h].Name, last.Leader, last.Epoch)
+				return
+			}
+		}
+		f.Converged = true
+	}
+}
+
+// ElectionTimeline returns the messages of election n (1-based) in order.
+func (r *Report) ElectionTimeline(n int) (*Timeline, error) {
+	if n < 1 || n > len(r.Elections) {
+		return nil, fmt.Errorf("no election %d (the capture has %d)", n, len(r.Elections))
+	}
+	e := &r.Elections[n-1]
+	if r.msgs == nil {
+		return nil, errors.New("timeline: report was not produced by Analyze")
+	}
+	t0 := e.Trigger.Time.UnixNano()
+	tl := &Timeline{Election: n}
+	name := func(i int32) string {
+		if i < 0 || int(i) >= len(r.names) {
+			return "?"
+		}
+		return r.names[i]
+	}
+	for i := e.first; i <= e.last; i++ {
+		m := &r.msgs[i]
+		ref := MessageRef{Packet: m.pkt, Time: time.Unix(0, m.t).UTC(), From: name(m.from), To: name(m.to), Type: m.typ.String(), Epoch: m.epoch}
+		if m.typ.HasReason() {
+			ref.Reason = wire.Reason(m.flags & 0x0f).String()
+		}
+		tl.Entries = append(tl.Entries, TimelineEntry{OffsetNS: m.t - t0, MessageRef: ref})
+	}
+	return tl, nil
+}

@@ -1,0 +1,210 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+)
+
+func analyzeBytes(t testing.TB, data []byte) *Report {
+	t.Helper()
+	rep, err := Analyze(bytes.NewReader(data), AnalyzeOptions{Name: "test.pcapng"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// checkCounts asserts the report's counts equal what the generator sent.
+func checkCounts(t *testing.T, s *synth, rep *Report) {
+	t.Helper()
+	if rep.Frames != s.frames {
+		t.Errorf("frames: got %d, want %d", rep.Frames, s.frames)
+	}
+	if got, want := rep.Messages, s.total.typeCounts(); got != want {
+		t.Errorf("messages:\n got %+v\nwant %+v", got, want)
+	}
+	if rep.Packets != s.packets {
+		t.Errorf("packets: got %d, want %d", rep.Packets, s.packets)
+	}
+	for i, n := range rep.Nodes[:len(s.nodes)] {
+		if n.Name != s.nodes[i].Name {
+			t.Fatalf("node %d is %s, want %s", i, n.Name, s.nodes[i].Name)
+		}
+		if got, want := n.Sent, s.sent[i].typeCounts(); got != want {
+			t.Errorf("%s sent:\n got %+v\nwant %+v", n.Name, got, want)
+		}
+		if got, want := n.Received, s.recv[i].typeCounts(); got != want {
+			t.Errorf("%s received:\n got %+v\nwant %+v", n.Name, got, want)
+		}
+	}
+	if len(rep.Nodes) != len(s.nodes) {
+		t.Errorf("%d nodes, want %d", len(rep.Nodes), len(s.nodes))
+	}
+	var sum TypeCounts
+	for _, e := range rep.Elections {
+		sum.Election += e.Messages.Election
+		sum.Answer += e.Messages.Answer
+		sum.Halt += e.Messages.Halt
+		sum.HaltAck += e.Messages.HaltAck
+		sum.Reject += e.Messages.Reject
+		sum.Coordinator += e.Messages.Coordinator
+	}
+	if got, want := sum.ElectionTotal()+rep.OutsideElections.ElectionTotal(), rep.ElectionMessages; got != want {
+		t.Errorf("election messages in elections + outside = %d, want %d", got, want)
+	}
+	if rep.Stream.Corrupt != 0 || rep.Stream.Gaps != 0 || len(rep.StreamErrors) != 0 {
+		t.Errorf("stream errors: %+v %+v", rep.Stream, rep.StreamErrors)
+	}
+}
+
+func TestAnalyzeScenario(t *testing.T) {
+	for _, tc := range []struct {
+		name                       string
+		retransmit, reorder, split float64
+	}{
+		{"clean", 0, 0, 0},
+		{"impaired", 0.05, 0.05, 0.1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			s := newSynth(t, &buf, 5, 1)
+			s.retransmit, s.reorder, s.split = tc.retransmit, tc.reorder, tc.split
+			s.benchScenario(2000)
+			s.close(t)
+			rep := analyzeBytes(t, buf.Bytes())
+			checkCounts(t, s, rep)
+			if tc.reorder > 0 && (rep.Stream.OutOfOrder == 0 || rep.Stream.Retransmitted == 0) {
+				t.Errorf("impairments not exercised: %+v", rep.Stream)
+			}
+			// boot, then per cycle a crash and a restart election.
+			if len(rep.Elections) < 3 || len(rep.Elections)%2 != 1 {
+				t.Fatalf("%d elections", len(rep.Elections))
+			}
+			boot := rep.Elections[0]
+			if boot.Trigger.Kind != "wire" || boot.DetectionNS != nil || boot.First.Reason != "boot" || boot.Leader != "n5" || boot.Epoch != 1 || !boot.Converged {
+				t.Errorf("boot election: %+v", boot)
+			}
+			for k, e := range rep.Elections[1:] {
+				wantKind, wantLeader := "crash", "n4"
+				if k%2 == 1 {
+					wantKind, wantLeader = "restart", "n5"
+				}
+				if e.Trigger.Kind != wantKind || e.Leader != wantLeader || e.Epoch != uint64(k+2) || !e.Converged {
+					t.Errorf("election %d: trigger %s leader %s epoch %d converged %v, want %s %s %d", e.N, e.Trigger.Kind, e.Leader, e.Epoch, e.Converged, wantKind, wantLeader, k+2)
+				}
+				if e.DetectionNS == nil || e.TimeToLeaderNS == nil || *e.TimeToLeaderNS < *e.DetectionNS {
+					t.Fatalf("election %d: detection %v, time to leader %v", e.N, e.DetectionNS, e.TimeToLeaderNS)
+				}
+				if wantKind == "crash" {
+					// The generator waits 500 ms, then an ELECTION cascade
+					// and the 200 ms ElectionTimeout before the HALTs.
+					if d := time.Duration(*e.DetectionNS); d < 500*time.Millisecond || d > 510*time.Millisecond {
+						t.Errorf("election %d: detection %v", e.N, d)
+					}
+					if d := time.Duration(*e.TimeToLeaderNS); d < 700*time.Millisecond || d > 800*time.Millisecond {
+						t.Errorf("election %d: time to leader %v", e.N, d)
+					}
+					if e.Messages.Election != 6 || e.Messages.Answer != 6 || e.Messages.Halt != 3 || e.Messages.HaltAck != 3 || e.Messages.Coordinator != 3 {
+						t.Errorf("election %d messages %+v", e.N, e.Messages)
+					}
+				}
+			}
+			if !rep.Final.Converged || rep.Final.Leader != "n5" || len(rep.Anomalies) != 0 {
+				t.Errorf("final %+v anomalies %+v", rep.Final, rep.Anomalies)
+			}
+			js, err := json.Marshal(rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(js, []byte(`"schema":"bullylab.analyze/v1"`)) {
+				t.Errorf("JSON lacks the schema: %.200s", js)
+			}
+			tl, err := rep.ElectionTimeline(2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int64(len(tl.Entries)) != rep.Elections[1].Messages.ElectionTotal() || tl.Entries[0].Type != "ELECTION" || tl.Entries[0].Reason != "leader-failed" {
+				t.Errorf("timeline: %+v", tl.Entries[:2])
+			}
+		})
+	}
+}
+
+func TestAnalyzeAnomalies(t *testing.T) {
+	var buf bytes.Buffer
+	s := newSynth(t, &buf, 4, 2)
+	for i := range s.live {
+		s.live[i] = true
+	}
+	leader := s.elect(0, 0, wire.ReasonBoot) // n4, epoch 1
+	s.heartbeats(leader, 1, 3)
+	// n2 claims epoch 1 too, and n3 becomes leader of epoch 2 while n4 is
+	// up and reachable.
+	s.advance(2 * time.Second)
+	s.send(1, 0, s.msg(wire.TypeHalt, 1, 1, wire.ReasonManual))
+	s.send(1, 0, s.msg(wire.TypeCoordinator, 1, 1, wire.ReasonManual))
+	s.advance(2 * time.Second)
+	s.send(2, 0, s.msg(wire.TypeHalt, 2, 2, wire.ReasonManual))
+	s.send(2, 0, s.msg(wire.TypeCoordinator, 2, 2, wire.ReasonManual))
+	s.send(2, 1, s.msg(wire.TypeCoordinator, 2, 2, wire.ReasonManual))
+	// A partition hides n4 from n1: n3 leading n1 is no anomaly then.
+	s.advance(2 * time.Second)
+	s.record(Record{Kind: KindPartition, Groups: [][]string{{"n1", "n3"}, {"n2", "n4"}}})
+	s.advance(600 * time.Millisecond)
+	s.send(2, 0, s.msg(wire.TypeHalt, 2, 3, wire.ReasonLeaderFailed))
+	s.send(0, 2, s.msg(wire.TypeHaltAck, 0, 3, 0))
+	s.send(2, 0, s.msg(wire.TypeCoordinator, 2, 3, wire.ReasonLeaderFailed))
+	s.advance(2 * time.Second)
+	s.record(Record{Kind: KindHeal})
+	// The leader crashes at the end: no convergence.
+	s.advance(2 * time.Second)
+	s.crash(2)
+	s.advance(100 * time.Millisecond)
+	s.close(t)
+
+	rep := analyzeBytes(t, buf.Bytes())
+	checkCounts(t, s, rep)
+	kinds := map[string]int{}
+	for _, a := range rep.Anomalies {
+		kinds[a.Kind]++
+	}
+	if kinds[AnomalyTwoLeaders] != 1 || kinds[AnomalyLowerCoordinator] != 2 || kinds[AnomalyNoConvergence] != 1 {
+		t.Errorf("anomalies: %+v", rep.Anomalies)
+	}
+	if e := rep.Elections[len(rep.Elections)-1]; e.Trigger.Kind != "partition" || !e.Converged || e.Leader != "n3" {
+		t.Errorf("partition election: %+v", e)
+	}
+	if rep.Final.Converged || !strings.Contains(rep.Final.Detail, "not live") {
+		t.Errorf("final: %+v", rep.Final)
+	}
+}
+
+func TestAnalyzeErrors(t *testing.T) {
+	var buf bytes.Buffer
+	s := newSynth(t, &buf, 3, 3)
+	for i := range s.live {
+		s.live[i] = true
+	}
+	s.elect(0, 0, wire.ReasonBoot)
+	s.close(t)
+	data := buf.Bytes()
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"empty", nil, "x.pcapng: empty file"},
+		{"not pcapng", []byte("hello, this is not a capture at all"), "x.pcapng: not a pcapng file"},
+		{"truncated", data[:len(data)-7], "x.pcapng: packet "},
+	} {
+		_, err := Analyze(bytes.NewReader(tc.data), AnalyzeOptions{Name: "x.pcapng"})
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want prefix %q", tc.name, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package capture
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// benchFrames is the size of the benchmark capture.
+const benchFrames = 1_000_000
+
+// writeBenchCapture generates the benchmark capture in dir: 16 nodes,
+// heartbeats and elections, with a few split, reordered and retransmitted
+// segments, and returns its path and generator.
+func writeBenchCapture(tb testing.TB, dir string, frames int64) (string, *synth) {
+	tb.Helper()
+	path := filepath.Join(dir, "bench.pcapng")
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	start := time.Now()
+	s := newSynth(tb, bw, 16, 42)
+	s.split, s.reorder, s.retransmit = 0.002, 0.001, 0.001
+	s.benchScenario(frames)
+	s.close(tb)
+	if err := bw.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Logf("generated %d frames in %d packets (%.1f MB) in %v", s.frames, s.packets, float64(s.bytes)/1e6, time.Since(start).Round(time.Millisecond))
+	return path, s
+}
+
+// BenchmarkAnalyze measures Analyze end to end, file to report, on a
+// capture of more than a million frames.
+func BenchmarkAnalyze(b *testing.B) {
+	path, s := writeBenchCapture(b, b.TempDir(), benchFrames)
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(st.Size())
+	b.ResetTimer()
+	var rep *Report
+	for b.Loop() {
+		rep, err = AnalyzeFile(path, AnalyzeOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if rep.Frames != s.frames {
+		b.Fatalf("analyzed %d frames, generated %d", rep.Frames, s.frames)
+	}
+	sec := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(float64(rep.Frames)/sec, "frames/s")
+	b.ReportMetric(float64(rep.Packets)/sec, "packets/s")
+	b.ReportMetric(float64(st.Size())/sec/1e6, "MB/s")
+}

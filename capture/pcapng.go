@@ -1,0 +1,666 @@
+package capture
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+)
+
+// A bullylab capture file is pcapng with:
+//
+//   - one Ethernet interface per node, in the testbed's node order, named
+//     after the node and described as
+//     "bullylab node n5 index=5 id=<uuid> addr=10.77.0.6 port=7946";
+//     a frame is recorded once, on the port of the node that sent it;
+//   - after them one interface "bullylab-events" of link type USER0 (147)
+//     whose packets are Records: the packet data is the record as a JSON
+//     object, and its pcapng comment is a one-line summary
+//     ("bullylab: crash n5 (SIGKILL pid 4242)") that Wireshark shows in
+//     its packet list and expert info;
+//   - every interface described before the first packet (reordercap and
+//     some Wireshark versions need that), the testbed record first, and
+//     packets in timestamp order (see Writer).
+
+// LinkTypeEvents is the link type of the events interface: DLT_USER0,
+// which Wireshark shows as raw data with the packet comment.
+const LinkTypeEvents layers.LinkType = 147
+
+// EventsInterfaceName names the events interface.
+const EventsInterfaceName = "bullylab-events"
+
+// RecordVersion is the version of Record this package writes.
+const RecordVersion = 1
+
+// DefaultSnapLen is the snap length recorded and captured: veth frames are
+// GSO super-frames of up to 64 KiB plus headers, so 65536 is not quite
+// enough; 262144 is tcpdump's default.
+const DefaultSnapLen = 262144
+
+// Kind says what a Record reports.
+type Kind string
+
+// Record kinds. Faults and lifecycle events name the nodes they concern.
+const (
+	KindTestbed   Kind = "testbed"   // first record: topology, run, nodes
+	KindCrash     Kind = "crash"     // node killed (SIGKILL)
+	KindRestart   Kind = "restart"   // node started again (also a first start)
+	KindPause     Kind = "pause"     // node stopped (SIGSTOP)
+	KindResume    Kind = "resume"    // node continued (SIGCONT)
+	KindIsolate   Kind = "isolate"   // node's switch port down
+	KindUnisolate Kind = "unisolate" // node's switch port up again
+	KindPartition Kind = "partition" // Groups cut from each other (OneWay: only Groups[0] -> others)
+	KindHeal      Kind = "heal"      // every partition removed
+	KindDelay     Kind = "delay"     // latency added on the nodes' links (Detail: "50ms jitter 5ms")
+	KindLoss      Kind = "loss"      // random loss added on the nodes' links (Detail: "20%")
+	KindClear     Kind = "clear"     // impairments of the nodes removed
+	KindLeave     Kind = "leave"     // node left the cluster for good
+	KindCampaign  Kind = "campaign"  // an election asked for by the operator
+	KindEnd       Kind = "end"       // last record: the capture's counters
+)
+
+// Node is one testbed node as a capture describes it.
+type Node struct {
+	Name  string     `json:"name"`
+	Index int        `json:"index"`
+	ID    uuid.UUID  `json:"id"`
+	Addr  netip.Addr `json:"addr"`
+	Port  int        `json:"port"`
+}
+
+// Testbed is the payload of the testbed record.
+type Testbed struct {
+	Topology string `json:"topology"`
+	Run      string `json:"run"`
+	Nodes    []Node `json:"nodes"`
+	// Election timings of the nodes, when known; the analyzer derives its
+	// quiet gap from ElectionTimeoutNS.
+	HeartbeatNS       int64 `json:"heartbeat_ns,omitempty"`
+	FailureTimeoutNS  int64 `json:"failure_timeout_ns,omitempty"`
+	ElectionTimeoutNS int64 `json:"election_timeout_ns,omitempty"`
+}
+
+// CaptureStats are a live capture's counters, carried by the end record.
+type CaptureStats struct {
+	Packets     uint64 `json:"packets"`      // frames the socket accepted (after the filter)
+	Drops       uint64 `json:"drops"`        // frames the kernel dropped for lack of ring space
+	Freezes     uint64 `json:"freezes"`      // TPACKET_V3 queue freezes
+	Written     uint64 `json:"written"`      // packets written to the file, records included
+	Late        uint64 `json:"late"`         // items that arrived after the reorder window and were written out of order
+	Unmatched   uint64 `json:"unmatched"`    // frames from an interface that is no node's port, not written
+	WrongSource uint64 `json:"wrong_source"` // frames on a node's port with another source MAC, not written
+}
+
+// Record is a fault or lifecycle event in a capture (see the file format
+// above). Version is RecordVersion; readers ignore fields they do not know.
+type Record struct {
+	Version int           `json:"version"`
+	Time    time.Time     `json:"time"`
+	Kind    Kind          `json:"kind"`
+	Nodes   []string      `json:"nodes,omitempty"`
+	Groups  [][]string    `json:"groups,omitempty"`
+	OneWay  bool          `json:"one_way,omitempty"`
+	Detail  string        `json:"detail,omitempty"`
+	Testbed *Testbed      `json:"testbed,omitempty"`
+	Capture *CaptureStats `json:"capture,omitempty"`
+}
+
+// Comment is the record's one-line summary, written as its packet comment.
+func (r *Record) Comment() string {
+	var b strings.Builder
+	b.WriteString("bullylab: ")
+	b.WriteString(string(r.Kind))
+	switch {
+	case r.Testbed != nil:
+		fmt.Fprintf(&b, " %s run %s, %d nodes", r.Testbed.Topology, r.Testbed.Run, len(r.Testbed.Nodes))
+	case len(r.Groups) > 0:
+		sep := " | "
+		if r.OneWay {
+			sep = " -> "
+		}
+		for i, g := range r.Groups {
+			if i == 0 {
+				b.WriteByte(' ')
+			} else {
+				b.WriteString(sep)
+			}
+			b.WriteString(strings.Join(g, ","))
+		}
+	case len(r.Nodes) > 0:
+		b.WriteByte(' ')
+		b.WriteString(strings.Join(r.Nodes, ","))
+	}
+	if r.Capture != nil {
+		fmt.Fprintf(&b, " (%d packets, %d dropped, %d late)", r.Capture.Packets, r.Capture.Drops, r.Capture.Late)
+	}
+	if r.Detail != "" {
+		b.WriteString(" (")
+		b.WriteString(r.Detail)
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// nodeDescription is the interface description of node n.
+func nodeDescription(n *Node) string {
+	return fmt.Sprintf("bullylab node %s index=%d id=%s addr=%s port=%d", n.Name, n.Index, n.ID, n.Addr, n.Port)
+}
+
+// parseNodeDescription reads back nodeDescription; ok is false for other
+// descriptions.
+func parseNodeDescription(s string) (Node, bool) {
+	f := strings.Fields(s)
+	if len(f) < 3 || f[0] != "bullylab" || f[1] != "node" {
+		return Node{}, false
+	}
+	n := Node{Name: f[2]}
+	for _, kv := range f[3:] {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "index":
+			n.Index, _ = strconv.Atoi(v)
+		case "id":
+			n.ID, _ = uuid.Parse(v)
+		case "addr":
+			n.Addr, _ = netip.ParseAddr(v)
+		case "port":
+			n.Port, _ = strconv.Atoi(v)
+		}
+	}
+	return n, true
+}
+
+// WriterOptions configure a Writer.
+type WriterOptions struct {
+	// Testbed describes the nodes: each gets an interface, in this order,
+	// and it is written as the first record.
+	Testbed Testbed
+	// Window is the reorder window: an item is written once the capture
+	// has reached a timestamp Window past it. 0 means DefaultWindow; a
+	// negative Window writes items as they come, for callers that deliver
+	// them in timestamp order already.
+	Window time.Duration
+	// Start is the testbed record's time; zero means now.
+	Start time.Time
+	// SnapLen is recorded in the interface descriptions; 0 means DefaultSnapLen.
+	SnapLen int
+}
+
+// DefaultWindow is the default reorder window. TPACKET_V3 hands packets
+// over a block at a time, when the block fills or its timeout (10 ms in
+// Live) expires, so a packet may be read some tens of milliseconds after
+// its timestamp on a loaded machine; records are written when they happen.
+const DefaultWindow = 250 * time.Millisecond
+
+type item struct {
+	ts    int64
+	seq   uint64
+	iface int
+	olen  int
+	data  []byte
+	note  string // packet comment (records)
+}
+
+// Writer writes a bullylab capture. Frames come from the capture, records
+// from whoever causes faults; both are buffered and written in timestamp
+// order. Its methods are safe for concurrent use.
+//
+// Reordering: the capture's progress is the watermark, the latest frame
+// timestamp seen or the time given to Advance (records never move it,
+// since they are stamped when they happen while the capture lags). An
+// item is written once its timestamp is at least Window older than the
+// watermark; Flush and Close write everything. An item that arrives older
+// than the last one written is written at once, out of order, and counted
+// in Late: readers must tolerate it (the analyzer does).
+type Writer struct {
+	mu       sync.Mutex
+	ng       *pcapgo.NgWriter
+	nodes    []Node
+	byIndex  map[int]int
+	events   int
+	window   int64
+	pending  []item // sorted by (ts, seq)
+	head     int
+	seq      uint64
+	water    int64
+	lastOut  int64
+	stats    CaptureStats
+	perIface []uint64
+	ended    bool
+	closed   bool
+	err      error
+}
+
+// NewWriter writes the section header, every interface and the testbed
+// record to w.
+func NewWriter(w io.Writer, opts WriterOptions) (*Writer, error) {
+	snap := opts.SnapLen
+	if snap <= 0 {
+		snap = DefaultSnapLen
+	}
+	wr := &Writer{
+		nodes:   slices.Clone(opts.Testbed.Nodes),
+		byIndex: map[int]int{},
+		window:  int64(opts.Window),
+		lastOut: -1 << 63,
+		water:   -1 << 63,
+	}
+	if opts.Window == 0 {
+		wr.window = int64(DefaultWindow)
+	}
+	ifaces := make([]pcapgo.NgInterface, 0, len(wr.nodes)+1)
+	for i := range wr.nodes {
+		n := &wr.nodes[i]
+		if _, dup := wr.byIndex[n.Index]; dup {
+			return nil, fmt.Errorf("capture: node index %d appears twice", n.Index)
+		}
+		wr.byIndex[n.Index] = i
+		ifaces = append(ifaces, pcapgo.NgInterface{
+			Name:        n.Name,
+			Description: nodeDescription(n),
+			OS:          runtime.GOOS,
+			LinkType:    layers.LinkTypeEthernet,
+			SnapLength:  uint32(snap),
+		})
+	}
+	wr.events = len(ifaces)
+	ifaces = append(ifaces, pcapgo.NgInterface{
+		Name:        EventsInterfaceName,
+		Description: "bullylab fault and lifecycle records (JSON, one per packet; summary in the packet comment)",
+		OS:          runtime.GOOS,
+		LinkType:    LinkTypeEvents,
+		SnapLength:  uint32(snap),
+	})
+	wr.perIface = make([]uint64, len(ifaces))
+	ng, err := pcapgo.NewNgWriterInterface(w, ifaces[0], pcapgo.NgWriterOptions{SectionInfo: pcapgo.NgSectionInfo{
+		Hardware:    runtime.GOARCH,
+		OS:          runtime.GOOS,
+		Application: "bullylab",
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("capture: writing pcapng header: %w", err)
+	}
+	for _, ifc := range ifaces[1:] {
+		if _, err := ng.AddInterface(ifc); err != nil {
+			return nil, fmt.Errorf("capture: writing pcapng interface %s: %w", ifc.Name, err)
+		}
+	}
+	wr.ng = ng
+	start := opts.Start
+	if start.IsZero() {
+		start = time.Now()
+	}
+	tb := opts.Testbed
+	tb.Nodes = slices.Clone(tb.Nodes)
+	if err := wr.WriteRecord(Record{Time: start, Kind: KindTestbed, Testbed: &tb}); err != nil {
+		return nil, err
+	}
+	return wr, nil
+}
+
+// Nodes returns the nodes, in interface order.
+func (w *Writer) Nodes() []Node { return slices.Clone(w.nodes) }
+
+// NodeInterface returns the interface of the node with the given topology
+// index.
+func (w *Writer) NodeInterface(index int) (int, bool) {
+	i, ok := w.byIndex[index]
+	return i, ok
+}
+
+// EventsInterface returns the interface of the records.
+func (w *Writer) EventsInterface() int { return w.events }
+
+// WriteFrame buffers a captured frame: iface is a node's interface,
+// origLen its length on the wire (0: len(data)). data is copied.
+func (w *Writer) WriteFrame(iface int, ts time.Time, data []byte, origLen int) error {
+	if iface < 0 || iface >= w.events {
+		return fmt.Errorf("capture: frame for interface %d, which is no node's (%d nodes)", iface, w.events)
+	}
+	if origLen < len(data) {
+		origLen = len(data)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := ts.UnixNano()
+	if t > w.water {
+		w.water = t
+	}
+	return w.add(item{ts: t, iface: iface, olen: origLen, data: slices.Clone(data)})
+}
+
+// WriteRecord buffers a record; a zero Time means now. Version is set.
+func (w *Writer) WriteRecord(r Record) error {
+	if r.Time.IsZero() {
+		r.Time = time.Now()
+	}
+	r.Version = RecordVersion
+	data, err := json.Marshal(&r)
+	if err != nil {
+		return fmt.Errorf("capture: encoding %s record: %w", r.Kind, err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r.Kind == KindEnd {
+		w.ended = true
+	}
+	return w.add(item{ts: r.Time.UnixNano(), iface: w.events, olen: len(data), data: data, note: r.Comment()})
+}
+
+// Advance tells the Writer the capture has seen everything up to t, so
+// that items older than t-Window can be written.
+func (w *Writer) Advance(t time.Time) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n := t.UnixNano(); n > w.water {
+		w.water = n
+	}
+	return w.release(w.limit())
+}
+
+// limit is the newest timestamp that may be written: Window behind the
+// watermark (which starts at the minimum int64, so this must not wrap).
+func (w *Writer) limit() int64 {
+	if w.water < -1<<63+w.window {
+		return -1 << 63
+	}
+	return w.water - w.window
+}
+
+func (w *Writer) add(it item) error {
+	if w.closed {
+		return errors.New("capture: writer is closed")
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if w.window < 0 || it.ts < w.lastOut {
+		if it.ts < w.lastOut {
+			w.stats.Late++
+		}
+		if err := w.release(it.ts); err != nil {
+			return err
+		}
+		return w.write(&it)
+	}
+	w.seq++
+	it.seq = w.seq
+	// Items come nearly in order: search from the end.
+	p := w.pending
+	i := len(p)
+	if i > w.head && p[i-1].ts > it.ts {
+		i = w.head + sort.Search(len(p)-w.head, func(k int) bool { return p[w.head+k].ts > it.ts })
+	}
+	w.pending = slices.Insert(w.pending, i, it)
+	return w.release(w.limit())
+}
+
+// release writes the pending items stamped at or before t.
+func (w *Writer) release(t int64) error {
+	for w.head < len(w.pending) && w.pending[w.head].ts <= t {
+		if err := w.write(&w.pending[w.head]); err != nil {
+			return err
+		}
+		w.pending[w.head] = item{}
+		w.head++
+	}
+	if w.head == len(w.pending) {
+		w.pending, w.head = w.pending[:0], 0
+	} else if w.head > 1024 && w.head*2 > len(w.pending) {
+		n := copy(w.pending, w.pending[w.head:])
+		clear(w.pending[n:])
+		w.pending, w.head = w.pending[:n], 0
+	}
+	return nil
+}
+
+func (w *Writer) write(it *item) error {
+	ci := gopacket.CaptureInfo{
+		Timestamp:      time.Unix(0, it.ts),
+		CaptureLength:  len(it.data),
+		Length:         it.olen,
+		InterfaceIndex: it.iface,
+	}
+	var err error
+	if it.note != "" {
+		err = w.ng.WritePacketWithOptions(ci, it.data, pcapgo.NgPacketOptions{Comments: []string{it.note}})
+	} else {
+		err = w.ng.WritePacket(ci, it.data)
+	}
+	if err != nil {
+		w.err = fmt.Errorf("capture: writing packet: %w", err)
+		return w.err
+	}
+	if it.ts > w.lastOut {
+		w.lastOut = it.ts
+	}
+	w.stats.Written++
+	w.perIface[it.iface]++
+	return nil
+}
+
+// Flush writes every buffered item and flushes the file's buffer.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flushLocked()
+}
+
+func (w *Writer) flushLocked() error {
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.release(1<<63 - 1); err != nil {
+		return err
+	}
+	if err := w.ng.Flush(); err != nil {
+		w.err = fmt.Errorf("capture: flushing: %w", err)
+	}
+	return w.err
+}
+
+// noteCapture merges a live capture's counters into the end record.
+func (w *Writer) noteCapture(s CaptureStats) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stats.Packets += s.Packets
+	w.stats.Drops += s.Drops
+	w.stats.Freezes += s.Freezes
+	w.stats.Unmatched += s.Unmatched
+	w.stats.WrongSource += s.WrongSource
+}
+
+// Stats returns the counters so far: what was written, and what live
+// captures writing here reported when they stopped.
+func (w *Writer) Stats() CaptureStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stats
+}
+
+// Close writes an end record (unless one was written) with the counters,
+// every buffered item, and one interface statistics block per interface
+// (packets written), and flushes. It does not close the underlying writer.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	closed, ended := w.closed, w.ended
+	last := w.lastOut
+	if len(w.pending) > w.head {
+		last = max(last, w.pending[len(w.pending)-1].ts)
+	}
+	w.mu.Unlock()
+	if closed {
+		return nil
+	}
+	if !ended {
+		end := time.Now()
+		if last > end.UnixNano() {
+			end = time.Unix(0, last)
+		}
+		w.mu.Lock()
+		st := w.stats
+		w.mu.Unlock()
+		st.Written++ // the end record itself
+		if err := w.WriteRecord(Record{Time: end, Kind: KindEnd, Capture: &st}); err != nil {
+			return err
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.flushLocked()
+	w.closed = true
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for i, n := range w.perIface {
+		st := pcapgo.NgInterfaceStatistics{LastUpdate: now, PacketsReceived: n, PacketsDropped: pcapgo.NgNoValue64}
+		if i == w.events && w.stats.Packets > 0 {
+			st.PacketsDropped = w.stats.Drops
+		}
+		if err := w.ng.WriteInterfaceStats(i, st); err != nil {
+			return fmt.Errorf("capture: writing interface statistics: %w", err)
+		}
+	}
+	if err := w.ng.Flush(); err != nil {
+		return fmt.Errorf("capture: flushing: %w", err)
+	}
+	return nil
+}
+
+// --- reading ---------------------------------------------------------------
+
+// Interface is one interface of a capture file.
+type Interface struct {
+	Name        string
+	Description string
+	LinkType    layers.LinkType
+	Node        *Node // the node whose port it is, from the description
+	Events      bool  // the records interface
+}
+
+// Packet is one packet of a capture file, as Reader.Next returns it.
+type Packet struct {
+	Num   int64 // 1-based position in the file
+	Iface *Interface
+	CI    gopacket.CaptureInfo
+	// Data is valid until the next call to Next.
+	Data []byte
+	// Record is the decoded record of an events packet, else nil.
+	Record   *Record
+	Comments []string
+}
+
+// Reader reads a capture file: frames with their interface and node, and
+// records. It reads any pcapng file; what is bullylab-specific is optional.
+type Reader struct {
+	ng     *pcapgo.NgReader
+	ifaces []*Interface
+	num    int64
+	pkt    Packet
+}
+
+// NewReader reads the section header of a pcapng file.
+func NewReader(r io.Reader) (*Reader, error) {
+	// NgReader wraps r in a 4 KiB bufio.Reader unless it is one already of
+	// at least that size; a larger buffer halves the read system calls'
+	// share of a file's analysis.
+	if _, ok := r.(*bufio.Reader); !ok {
+		r = bufio.NewReaderSize(r, 1<<20)
+	}
+	ng, err := pcapgo.NewNgReader(r, pcapgo.NgReaderOptions{WantMixedLinkType: true})
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("empty file, not pcapng")
+		}
+		return nil, fmt.Errorf("not a pcapng file: %w", err)
+	}
+	return &Reader{ng: ng}, nil
+}
+
+// Interface returns interface i, once a packet on it or after it was read.
+func (r *Reader) Interface(i int) *Interface {
+	for len(r.ifaces) < r.ng.NInterfaces() {
+		ngi, err := r.ng.Interface(len(r.ifaces))
+		if err != nil {
+			break
+		}
+		ifc := &Interface{Name: ngi.Name, Description: ngi.Description, LinkType: ngi.LinkType}
+		if n, ok := parseNodeDescription(ngi.Description); ok {
+			ifc.Node = &n
+		}
+		ifc.Events = ngi.LinkType == LinkTypeEvents && ngi.Name == EventsInterfaceName
+		r.ifaces = append(r.ifaces, ifc)
+	}
+	if i < 0 || i >= len(r.ifaces) {
+		return nil
+	}
+	return r.ifaces[i]
+}
+
+// Interfaces returns the interfaces described so far.
+func (r *Reader) Interfaces() []*Interface {
+	r.Interface(0)
+	return slices.Clone(r.ifaces)
+}
+
+// Next returns the next packet, or io.EOF after the last. Errors name the
+// packet number. The Packet is reused by the next call.
+func (r *Reader) Next() (*Packet, error) {
+	data, ci, opts, err := r.ng.ZeroCopyReadPacketDataWithOptions()
+	if err != nil {
+		if err == io.EOF {
+			return nil, io.EOF
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("packet %d: file ends inside a block (truncated capture)", r.num+1)
+		}
+		return nil, fmt.Errorf("packet %d: %w", r.num+1, err)
+	}
+	r.num++
+	p := &r.pkt
+	*p = Packet{Num: r.num, CI: ci, Data: data, Comments: opts.Comments}
+	p.Iface = r.Interface(ci.InterfaceIndex)
+	if p.Iface == nil {
+		return nil, fmt.Errorf("packet %d: interface %d is not described", r.num, ci.InterfaceIndex)
+	}
+	if p.Iface.Events {
+		rec, err := DecodeRecord(data)
+		if err != nil {
+			return nil, fmt.Errorf("packet %d: %w", r.num, err)
+		}
+		p.Record = rec
+	}
+	return p, nil
+}
+
+// DecodeRecord parses a record's JSON.
+func DecodeRecord(data []byte) (*Record, error) {
+	var rec Record
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&rec); err != nil {
+		return nil, fmt.Errorf("events record: %w", err)
+	}
+	if rec.Version < 1 {
+		return nil, fmt.Errorf("events record: version %d", rec.Version)
+	}
+	if rec.Kind == "" {
+		return nil, errors.New("events record: no kind")
+	}
+	return &rec, nil
+}

@@ -1,0 +1,720 @@
+package capture
+
+import (
+	"encoding/binary"
+	"errors"
+	"net/netip"
+	"time"
+
+	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/wire"
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/reassembly"
+)
+
+// How the Dissector turns TCP segments into frames
+//
+// Each direction of a TCP connection (a half) is a byte stream cut into
+// frames with wire.FrameLen. Every byte of a half is handed to the frame
+// splitter exactly once and in sequence order, so each frame is decoded
+// exactly once per direction however the segments were cut, repeated or
+// reordered.
+//
+// Fast path: a segment that starts exactly at the next expected sequence
+// number (or overlaps only bytes already delivered, which are cut off) goes
+// straight to the splitter, which decodes the frames inside it in place.
+// This is what the gopacket reassembly Assembler would do with it too (it
+// hands in-order data on without queueing); doing it here skips the
+// Assembler's connection lookup, locking and page bookkeeping, and is exact
+// because the half then has no out-of-order bytes waiting: nothing the
+// Assembler would hold could come before or overlap these bytes.
+//
+// Slow path: a segment beyond the next expected byte opens an episode on
+// the half: a connection of its own in a gopacket reassembly Assembler,
+// started at the next expected sequence number. Every segment of the half
+// goes through the Assembler until it has delivered everything it was
+// given (nothing is queued), then the half returns to the fast path and the
+// episode's connection is closed. An episode that never catches up (a
+// segment the capture lost) is flushed by Flush at the end of the capture,
+// or when it buffers MaxBufferedPages pages; the missing bytes are then a
+// gap.
+//
+// A frame's packet is the one after which all of its bytes were present in
+// order, that is when the receiver's TCP could hand it to the application;
+// its timestamp and interface are that packet's.
+//
+// Corruption: a frame whose start byte, version, length (above MaxFrame)
+// or CRC is wrong is reported as a StreamError with the packet in which it
+// was found, and the half resyncs: the splitter scans forward for the next
+// offset where a whole frame of a known type with a valid CRC starts (a
+// false match needs a 1-in-2^32 CRC collision on top of the start,
+// version and type bytes), reporting the bytes skipped. A gap (bytes the
+// capture does not have) resyncs the same way. The stream is never
+// abandoned.
+//
+// A half seen first without its SYN (the capture started mid-connection)
+// starts at its first segment and resyncs, since that segment may begin
+// inside a frame. Data in a SYN is ignored (bullylab never sends any).
+
+// Errors reported in StreamError.Err besides wire's.
+var (
+	// ErrGap reports bytes of a stream that are not in the capture (lost by
+	// the capture, or beyond the snap length); the frame in progress is lost.
+	ErrGap = errors.New("bytes missing from the capture")
+	// ErrIncomplete reports a stream that ended (FIN or RST) inside a frame.
+	ErrIncomplete = errors.New("stream ended inside a frame")
+)
+
+// Frame is one decoded frame, handed to Handler.Frame.
+type Frame struct {
+	Packet int64     // packet number after which the frame was complete (see Dissector)
+	Time   time.Time // that packet's timestamp
+	Iface  int       // that packet's interface
+	Src    netip.AddrPort
+	Dst    netip.AddrPort
+	// Stream is the frame's direction of its connection, the same pointer
+	// for every frame of it, so that a Handler can keep per-stream state.
+	Stream *Stream
+	Offset uint64 // stream offset of the frame's first byte (0 = first byte after the SYN)
+	Len    int    // frame length, header to CRC
+	// Msg is the decoded frame; Msg.Payload aliases the dissector's buffers
+	// and is valid only during the Frame call.
+	Msg wire.Message
+	// Err is nil or wire.ErrUnknownType (the frame is intact but of a type
+	// this version does not define).
+	Err error
+}
+
+// Stream is one direction of a TCP connection.
+type Stream struct {
+	Src, Dst netip.AddrPort
+	// User is the Handler's, zero until it sets it.
+	User [2]int32
+	// HasUser says User was set.
+	HasUser bool
+}
+
+// StreamError is a corrupt frame, a gap or a stream cut inside a frame.
+type StreamError struct {
+	Packet int64 // packet in which the problem showed
+	Time   time.Time
+	Src    netip.AddrPort
+	Dst    netip.AddrPort
+	Offset uint64 // stream offset of the bad frame or of the gap
+	Bytes  int    // bytes missing (gap) or left unparsed (incomplete)
+	Err    error  // a wire sentinel, ErrGap or ErrIncomplete
+}
+
+func (e *StreamError) Error() string {
+	return "packet " + itoa(e.Packet) + ": stream " + e.Src.String() + " > " + e.Dst.String() +
+		" offset " + utoa(e.Offset) + ": " + e.Err.Error()
+}
+
+// Handler receives what a Dissector finds. The pointers are reused: copy
+// what must outlive the call.
+type Handler interface {
+	Frame(f *Frame)
+	StreamError(e *StreamError)
+}
+
+// DissectorOptions tune a Dissector; zero fields take the defaults.
+type DissectorOptions struct {
+	// Ports are the TCP ports carrying frames (either end of a connection).
+	// Default: topologies.DefaultPort.
+	Ports []uint16
+	// MaxFrame is the longest frame accepted; a header announcing a longer
+	// one is corrupt. Default wire.DefaultMaxFrame, what nodes accept.
+	MaxFrame int
+	// MaxBufferedPages bounds the out-of-order data one half may buffer
+	// (pages of about 1.9 KB) before the oldest gap is given up. Default 4096.
+	MaxBufferedPages int
+}
+
+// DissectorStats counts what a Dissector saw.
+type DissectorStats struct {
+	Packets        int64 `json:"packets"`          // packets given to Packet
+	TCPSegments    int64 `json:"tcp_segments"`     // TCP segments on an election port
+	Streams        int64 `json:"streams"`          // halves (directions) started
+	MidStream      int64 `json:"mid_stream"`       // halves whose SYN the capture lacks
+	Frames         int64 `json:"frames"`           // frames decoded, unknown types included
+	UnknownType    int64 `json:"unknown_type"`     // frames of a type this version does not define
+	Corrupt        int64 `json:"corrupt"`          // corrupt frames (bad start, version, length or CRC)
+	SkippedBytes   int64 `json:"skipped_bytes"`    // bytes skipped while resyncing
+	Gaps           int64 `json:"gaps"`             // holes in a stream
+	GapBytes       int64 `json:"gap_bytes"`        // bytes in those holes
+	Retransmitted  int64 `json:"retransmitted"`    // segments carrying only bytes already delivered
+	Overlapping    int64 `json:"overlapping"`      // segments partly repeating delivered bytes
+	OutOfOrder     int64 `json:"out_of_order"`     // segments that arrived ahead of a hole
+	SlowPath       int64 `json:"slow_path"`        // segments that went through the Assembler
+	Incomplete     int64 `json:"incomplete"`       // streams closed inside a frame
+	CutAtEnd       int64 `json:"cut_at_end"`       // frames the capture ended inside of
+	NotDecodable   int64 `json:"not_decodable"`    // packets on an election port gopacket could not decode
+	IgnoredSYNData int64 `json:"ignored_syn_data"` // SYN segments carrying data, ignored
+}
+
+// Dissector decodes the frames carried by TCP segments of captured packets.
+// It is not safe for concurrent use.
+type Dissector struct {
+	h        Handler
+	ports    [1024]uint64 // bitset of election ports
+	maxFrame int
+	maxPages int
+
+	eth     layers.Ethernet
+	ip4     layers.IPv4
+	ip6     layers.IPv6
+	tcp     tcpLayer
+	ethP    *gopacket.DecodingLayerParser
+	ipP     *gopacket.DecodingLayerParser
+	ip6P    *gopacket.DecodingLayerParser
+	decoded []gopacket.LayerType
+
+	halves map[flowKey]*half
+
+	// The packet being processed; frames and errors are stamped with it.
+	curPacket int64
+	curTime   time.Time
+	curIface  int
+
+	frame Frame
+	serr  StreamError
+	stats DissectorStats
+
+	// Slow path: one Assembler shared by every episode, each episode a
+	// connection under a key of its own.
+	asm      *reassembly.Assembler
+	episodes int64
+	newEp    *episode // handed to the stream factory by the next Assemble
+	open     map[*episode]struct{}
+}
+
+type flowKey struct {
+	src, dst     [16]byte
+	sport, dport uint16
+}
+
+// half is one direction of a TCP connection.
+type half struct {
+	src, dst netip.AddrPort
+	stream   Stream
+	synced   bool   // nextSeq is known
+	isn      uint32 // sequence number of the SYN, when hasISN
+	hasISN   bool
+	nextSeq  uint32
+	offset   uint64 // stream bytes consumed by the splitter (delivered + gaps)
+	closed   bool
+	finSet   bool
+	finSeq   uint32
+	slow     *episode
+
+	buf     []byte // bytes of an incomplete frame, or kept while hunting
+	bufOff  uint64 // stream offset of buf[0]
+	hunting bool   // resyncing: looking for a valid frame
+}
+
+// NewDissector returns a Dissector that hands what it finds to h.
+func NewDissector(h Handler, opts DissectorOptions) *Dissector {
+	d := &Dissector{
+		h:        h,
+		maxFrame: opts.MaxFrame,
+		maxPages: opts.MaxBufferedPages,
+		halves:   map[flowKey]*half{},
+		decoded:  make([]gopacket.LayerType, 0, 4),
+		open:     map[*episode]struct{}{},
+	}
+	if d.maxFrame <= 0 {
+		d.maxFrame = wire.DefaultMaxFrame
+	}
+	if d.maxPages <= 0 {
+		d.maxPages = 4096
+	}
+	ports := opts.Ports
+	if len(ports) == 0 {
+		ports = []uint16{topologies.DefaultPort}
+	}
+	for _, p := range ports {
+		d.ports[p>>6] |= 1 << (p & 63)
+	}
+	d.ethP = d.parser(layers.LayerTypeEthernet)
+	d.ipP = d.parser(layers.LayerTypeIPv4)
+	d.ip6P = d.parser(layers.LayerTypeIPv6)
+	return d
+}
+
+// tcpLayer is layers.TCP ending the parse: its payload is stream data for
+// the splitter, and TCP's own NextLayerType would look the ports up in
+// gopacket's port table (a map, since RegisterPort put ours there) for
+// every packet.
+type tcpLayer struct{ layers.TCP }
+
+func (t *tcpLayer) NextLayerType() gopacket.LayerType { return gopacket.LayerTypeZero }
+
+func (d *Dissector) parser(first gopacket.LayerType) *gopacket.DecodingLayerParser {
+	p := gopacket.NewDecodingLayerParser(first)
+	p.SetDecodingLayerContainer(gopacket.DecodingLayerSparse(nil))
+	p.AddDecodingLayer(&d.eth)
+	p.AddDecodingLayer(&d.ip4)
+	p.AddDecodingLayer(&d.ip6)
+	p.AddDecodingLayer(&d.tcp)
+	// ARP, UDP and the like end the parse quietly.
+	p.IgnoreUnsupported = true
+	return p
+}
+
+// Stats returns the counters so far.
+func (d *Dissector) Stats() DissectorStats { return d.stats }
+
+func (d *Dissector) isPort(p uint16) bool { return d.ports[p>>6]&(1<<(p&63)) != 0 }
+
+// Packet dissects one captured packet of the given link type (Ethernet, or
+// raw IPv4/IPv6). num numbers it for reports; data may be reused after the
+// call returns.
+func (d *Dissector) Packet(num int64, linkType layers.LinkType, data []byte, ci *gopacket.CaptureInfo) {
+	d.stats.Packets++
+	var p *gopacket.DecodingLayerParser
+	switch linkType {
+	case layers.LinkTypeEthernet:
+		p = d.ethP
+	case layers.LinkTypeRaw, layers.LinkTypeIPv4:
+		if len(data) > 0 && data[0]>>4 == 6 {
+			p = d.ip6P
+		} else {
+			p = d.ipP
+		}
+	case layers.LinkTypeIPv6:
+		p = d.ip6P
+	default:
+		return
+	}
+	err := p.DecodeLayers(data, &d.decoded)
+	n := len(d.decoded)
+	if n == 0 || d.decoded[n-1] != layers.LayerTypeTCP {
+		if err != nil && n > 0 && (d.decoded[n-1] == layers.LayerTypeIPv4 || d.decoded[n-1] == layers.LayerTypeIPv6) {
+			d.stats.NotDecodable++
+		}
+		return
+	}
+	t := &d.tcp.TCP
+	if !d.isPort(uint16(t.SrcPort)) && !d.isPort(uint16(t.DstPort)) {
+		return
+	}
+	d.stats.TCPSegments++
+	// Pure ACKs, most of the reverse direction, need no stream state.
+	if len(t.Payload) == 0 && !t.SYN && !t.FIN && !t.RST {
+		return
+	}
+	// What the segment carried on the wire, when the capture cut it short.
+	missing := 0
+	var key flowKey
+	switch d.decoded[n-2] {
+	case layers.LayerTypeIPv4:
+		ip := &d.ip4
+		missing = int(ip.Length) - int(ip.IHL)*4 - int(t.DataOffset)*4 - len(t.Payload)
+		copy(key.src[12:], ip.SrcIP.To4())
+		copy(key.dst[12:], ip.DstIP.To4())
+		key.src[10], key.src[11], key.dst[10], key.dst[11] = 0xff, 0xff, 0xff, 0xff
+	case layers.LayerTypeIPv6:
+		ip := &d.ip6
+		if ip.Length != 0 { // 0: jumbogram or GSO, no length to trust
+			missing = int(ip.Length) - int(t.DataOffset)*4 - len(t.Payload)
+		}
+		copy(key.src[:], ip.SrcIP.To16())
+		copy(key.dst[:], ip.DstIP.To16())
+	default:
+		return
+	}
+	key.sport, key.dport = uint16(t.SrcPort), uint16(t.DstPort)
+	d.curPacket, d.curTime, d.curIface = num, ci.Timestamp, ci.InterfaceIndex
+	d.segment(key, t, max(missing, 0))
+}
+
+// segment handles one TCP segment of an election connection.
+func (d *Dissector) segment(key flowKey, t *layers.TCP, missing int) {
+	h := d.halves[key]
+	if h == nil {
+		src, dst := netip.AddrFrom16(key.src).Unmap(), netip.AddrFrom16(key.dst).Unmap()
+		h = &half{src: netip.AddrPortFrom(src, key.sport), dst: netip.AddrPortFrom(dst, key.dport)}
+		h.stream.Src, h.stream.Dst = h.src, h.dst
+		d.halves[key] = h
+	}
+	seq, payload := t.Seq, t.Payload
+	if t.SYN {
+		if h.hasISN && seq == h.isn {
+			return // a retransmitted SYN
+		}
+		d.resetHalf(h)
+		d.stats.Streams++
+		h.hasISN, h.isn, h.synced, h.nextSeq = true, seq, true, seq+1
+		if len(payload) > 0 {
+			d.stats.IgnoredSYNData++
+		}
+		return
+	}
+	if !h.synced {
+		if len(payload) == 0 {
+			return // a FIN or RST of a connection we never saw data of
+		}
+		d.stats.Streams++
+		d.stats.MidStream++
+		h.synced, h.nextSeq, h.hunting = true, seq, true
+	}
+	if h.closed {
+		if len(payload) > 0 {
+			d.stats.Retransmitted++
+		}
+		return
+	}
+	if t.FIN && !h.finSet {
+		h.finSet, h.finSeq = true, seq+uint32(len(payload))+uint32(missing)
+	}
+	if h.slow != nil {
+		d.slowSegment(h, seq, payload, t.RST)
+		return
+	}
+	diff := int32(seq - h.nextSeq)
+	switch {
+	case diff > 0:
+		if len(payload) == 0 {
+			return // a FIN ahead of a hole: finSeq remembers it; RST is ignored (RFC 5961)
+		}
+		d.stats.OutOfOrder++
+		d.startEpisode(h)
+		d.slowSegment(h, seq, payload, t.RST)
+		return
+	case diff < 0:
+		cut := int(-diff)
+		if cut >= len(payload)+missing {
+			if len(payload) > 0 {
+				d.stats.Retransmitted++
+			}
+			d.checkEnd(h, false) // a FIN may close h; an old RST is out of window
+			return
+		}
+		d.stats.Overlapping++
+		if cut >= len(payload) {
+			missing -= cut - len(payload)
+			payload = payload[:0]
+		} else {
+			payload = payload[cut:]
+		}
+	}
+	if len(payload) > 0 {
+		h.nextSeq += uint32(len(payload))
+		d.deliver(h, payload)
+	}
+	if missing > 0 {
+		h.nextSeq += uint32(missing)
+		d.gap(h, missing)
+	}
+	d.checkEnd(h, t.RST)
+}
+
+// checkEnd closes h when it reached its FIN, or at an in-sequence RST.
+func (d *Dissector) checkEnd(h *half, rstHere bool) {
+	if h.closed {
+		return
+	}
+	if rstHere || (h.finSet && h.nextSeq == h.finSeq) {
+		h.closed = true
+		d.endStream(h, true)
+	}
+}
+
+// resetHalf forgets a half's connection for a new one on the same ports.
+func (d *Dissector) resetHalf(h *half) {
+	if h.synced && !h.closed {
+		d.endStream(h, true)
+	}
+	if h.slow != nil {
+		d.closeEpisode(h.slow)
+	}
+	src, dst, stream := h.src, h.dst, h.stream
+	buf := h.buf[:0]
+	*h = half{src: src, dst: dst, stream: stream, buf: buf}
+}
+
+// endStream reports what is left in h's buffer when its stream ends: a
+// frame cut by the end of the connection (closed) or of the capture.
+func (d *Dissector) endStream(h *half, closed bool) {
+	if len(h.buf) == 0 {
+		return
+	}
+	if h.hunting {
+		d.stats.SkippedBytes += int64(len(h.buf))
+	} else if closed {
+		d.stats.Incomplete++
+		d.report(h, h.bufOff, len(h.buf), ErrIncomplete)
+	} else {
+		d.stats.CutAtEnd++
+	}
+	h.buf = h.buf[:0]
+}
+
+func (d *Dissector) report(h *half, off uint64, n int, err error) {
+	d.serr = StreamError{Packet: d.curPacket, Time: d.curTime, Src: h.src, Dst: h.dst, Offset: off, Bytes: n, Err: err}
+	d.h.StreamError(&d.serr)
+}
+
+// gap records n stream bytes the capture does not have.
+func (d *Dissector) gap(h *half, n int) {
+	d.stats.Gaps++
+	d.stats.GapBytes += int64(n)
+	off := h.offset + uint64(len(h.buf))
+	if h.hunting {
+		d.stats.SkippedBytes += int64(len(h.buf))
+	}
+	d.report(h, off, n, ErrGap)
+	h.buf = h.buf[:0]
+	h.offset += uint64(n)
+	h.hunting = true
+}
+
+// deliver hands the next in-order bytes of h to the frame splitter.
+func (d *Dissector) deliver(h *half, data []byte) {
+	if len(h.buf) == 0 {
+		// Common case: the segment starts at a frame boundary; decode in
+		// place and keep only a trailing partial frame.
+		n := d.split(h, data)
+		if n < len(data) {
+			h.bufOff = h.offset
+			h.buf = append(h.buf[:0], data[n:]...)
+		}
+		return
+	}
+	h.buf = append(h.buf, data...)
+	n := d.split(h, h.buf)
+	if n == 0 {
+		return // still incomplete: no copying, or tiny segments would be quadratic
+	}
+	rest := copy(h.buf, h.buf[n:])
+	h.buf = h.buf[:rest]
+	h.bufOff = h.offset
+}
+
+// split decodes the frames at the start of b, advancing h.offset past what
+// it consumed, and returns how many bytes it consumed; the rest is an
+// incomplete frame (or a resync candidate) to keep.
+func (d *Dissector) split(h *half, b []byte) int {
+	i := 0
+	for i < len(b) {
+		if h.hunting {
+			j, ok := d.hunt(b[i:])
+			d.stats.SkippedBytes += int64(j)
+			h.offset += uint64(j)
+			i += j
+			if !ok {
+				return i
+			}
+			h.hunting = false
+		}
+		rest := b[i:]
+		n, err := wire.FrameLen(rest)
+		if err == nil && n > d.maxFrame {
+			err = wire.ErrTooLarge
+		}
+		if err != nil {
+			if errors.Is(err, wire.ErrTruncated) {
+				return i
+			}
+			d.corrupt(h, err)
+			continue
+		}
+		if n > len(rest) {
+			return i
+		}
+		m := &d.frame.Msg
+		_, err = wire.Decode(rest[:n], m)
+		if err != nil && err != wire.ErrUnknownType {
+			d.corrupt(h, err)
+			continue
+		}
+		d.stats.Frames++
+		if err != nil {
+			d.stats.UnknownType++
+		}
+		f := &d.frame
+		f.Packet, f.Time, f.Iface = d.curPacket, d.curTime, d.curIface
+		f.Src, f.Dst, f.Stream, f.Offset, f.Len, f.Err = h.src, h.dst, &h.stream, h.offset, n, err
+		d.h.Frame(f)
+		h.offset += uint64(n)
+		i += n
+	}
+	return i
+}
+
+// corrupt reports the frame at h.offset and starts a resync one byte on.
+func (d *Dissector) corrupt(h *half, err error) {
+	d.stats.Corrupt++
+	d.report(h, h.offset, 0, err)
+	h.hunting = true
+}
+
+// hunt looks for a resync point in b: the first offset where a whole frame
+// of a known type, at most maxFrame long and with a valid CRC, starts. It
+// returns the bytes to skip before it and true, or, when b ends before a
+// decision can be made, the bytes that can be skipped for sure and false.
+// After a corrupt frame, b starts at that frame, which fails these checks
+// again; after a gap or at a mid-stream start, b[0] may well be a frame.
+func (d *Dissector) hunt(b []byte) (int, bool) {
+	var m wire.Message
+	for j := 0; j < len(b); j++ {
+		if b[j] != wire.StartByte {
+			continue
+		}
+		c := b[j:]
+		if len(c) < wire.HeaderLen {
+			// Not enough to judge: keep from here, unless the bytes we
+			// have already rule it out.
+			if len(c) > 1 && c[1] != wire.Version || len(c) > 2 && !wire.Type(c[2]).Valid() {
+				continue
+			}
+			return j, false
+		}
+		n, err := wire.FrameLen(c)
+		if err != nil || n > d.maxFrame || !wire.Type(c[2]).Valid() {
+			continue
+		}
+		if n > len(c) {
+			return j, false
+		}
+		if _, err := wire.Decode(c[:n], &m); err == nil {
+			return j, true
+		}
+	}
+	return len(b), false
+}
+
+// Flush ends the capture: halves with out-of-order data waiting give up
+// their holes (reported as gaps) and deliver what they hold, and frames cut
+// by the end of the capture are counted in CutAtEnd.
+func (d *Dissector) Flush() {
+	if d.asm != nil && len(d.open) > 0 {
+		d.asm.FlushAll()
+		for ep := range d.open {
+			d.closeEpisode(ep)
+		}
+	}
+	for _, h := range d.halves {
+		if !h.closed {
+			d.endStream(h, false)
+		}
+	}
+}
+
+// --- slow path -----------------------------------------------------------
+
+// episode is a stretch of one half's segments reassembled by the Assembler.
+type episode struct {
+	d        *Dissector
+	h        *half
+	netFlow  gopacket.Flow
+	maxEnd   uint32 // highest sequence number past any byte fed
+	tcp      layers.TCP
+	ctx      asmContext
+	complete bool
+}
+
+type asmContext struct{ ci gopacket.CaptureInfo }
+
+func (c *asmContext) GetCaptureInfo() gopacket.CaptureInfo { return c.ci }
+
+func (d *Dissector) startEpisode(h *half) {
+	if d.asm == nil {
+		a := reassembly.NewAssembler(reassembly.NewStreamPool(episodeFactory{d}))
+		a.MaxBufferedPagesPerConnection = d.maxPages
+		d.asm = a
+	}
+	d.episodes++
+	var src, dst [16]byte
+	binary.BigEndian.PutUint64(src[8:], uint64(d.episodes))
+	dst[0] = 0xff // never an episode number, so a key never equals its reverse
+	ep := &episode{d: d, h: h, netFlow: gopacket.NewFlow(layers.EndpointIPv6, src[:], dst[:]), maxEnd: h.nextSeq}
+	h.slow = ep
+	d.open[ep] = struct{}{}
+	// An empty segment at the next expected byte starts the Assembler's
+	// connection there (Accept forces the start), so the segment that
+	// opened the episode is queued behind the hole instead of starting it.
+	d.newEp = ep
+	ep.feed(h.nextSeq, nil, false, d)
+	d.newEp = nil
+}
+
+func (ep *episode) feed(seq uint32, payload []byte, rst bool, d *Dissector) {
+	t := &ep.tcp
+	*t = layers.TCP{Seq: seq, RST: rst}
+	t.Payload = payload
+	ep.ctx.ci = gopacket.CaptureInfo{Timestamp: d.curTime, InterfaceIndex: d.curIface}
+	d.asm.AssembleWithContext(ep.netFlow, t, &ep.ctx)
+}
+
+func (d *Dissector) slowSegment(h *half, seq uint32, payload []byte, rst bool) {
+	ep := h.slow
+	d.stats.SlowPath++
+	if end := seq + uint32(len(payload)); int32(end-ep.maxEnd) > 0 {
+		ep.maxEnd = end
+	}
+	if len(payload) > 0 {
+		ep.feed(seq, payload, false, d)
+	}
+	// The episode is over once the Assembler has handed on everything it
+	// was given: it holds nothing, and the fast path can take over again.
+	if int32(h.nextSeq-ep.maxEnd) >= 0 {
+		d.closeEpisode(ep)
+		d.checkEnd(h, rst && seq == h.nextSeq)
+	}
+}
+
+// closeEpisode ends an episode and removes its connection from the
+// Assembler's pool: an RST at the next byte closes its half, and one the
+// other way, started there, closes the unused other half, after which the
+// pool drops the connection.
+func (d *Dissector) closeEpisode(ep *episode) {
+	if ep.h.slow == ep {
+		ep.h.slow = nil
+	}
+	delete(d.open, ep)
+	if ep.complete {
+		return
+	}
+	ep.complete = true
+	ep.feed(ep.h.nextSeq, nil, true, d)
+	ep.netFlow = ep.netFlow.Reverse()
+	ep.feed(0, nil, true, d)
+}
+
+type episodeFactory struct{ d *Dissector }
+
+func (f episodeFactory) New(_, _ gopacket.Flow, _ *layers.TCP, _ reassembly.AssemblerContext) reassembly.Stream {
+	if f.d.newEp == nil {
+		return nil // a segment for an episode already removed: drop it
+	}
+	return f.d.newEp
+}
+
+func (ep *episode) Accept(_ *layers.TCP, _ gopacket.CaptureInfo, _ reassembly.TCPFlowDirection, _ reassembly.Sequence, start *bool, _ reassembly.AssemblerContext) bool {
+	*start = true
+	return true
+}
+
+func (ep *episode) ReassembledSG(sg reassembly.ScatterGather, _ reassembly.AssemblerContext) {
+	if ep.complete {
+		return
+	}
+	dir, _, _, skip := sg.Info()
+	if dir != reassembly.TCPDirClientToServer {
+		return
+	}
+	h, d := ep.h, ep.d
+	if skip > 0 {
+		h.nextSeq += uint32(skip)
+		d.gap(h, skip)
+	}
+	n, _ := sg.Lengths()
+	if n > 0 {
+		h.nextSeq += uint32(n)
+		d.deliver(h, sg.Fetch(n))
+	}
+}
+
+func (ep *episode) ReassemblyComplete(reassembly.AssemblerContext) bool { return true }

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/bullylab/bullylab/capture"
+	"github.com/urfave/cli/v2"
+)
+
+// analyzeCommand is `bullylab analyze FILE`. Everything but flag handling
+// lives in package capture, so that this file declares nothing that could
+// clash with the rest of package main.
+func analyzeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "analyze",
+		Usage:     "derive elections, message counts and anomalies from a capture (pcapng)",
+		ArgsUsage: "FILE",
+		Description: "Reads a bullylab capture and prints its summary, its elections (trigger, detection\n" +
+			"time, time to leader, leader, epoch, messages by type), per node counts and anomalies.\n" +
+			"--json writes the same as a document of schema " + capture.Schema + ".",
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "write the report as JSON (schema " + capture.Schema + ")"},
+			&cli.IntFlag{Name: "timeline", Usage: "also list the messages of election `N` in order"},
+			&cli.UintFlag{Name: "port", Usage: "election TCP `PORT` (default: from the capture, else 7946)"},
+			&cli.DurationFlag{Name: "quiet", Usage: "silence that ends an election (default: from the capture's settings, at least 1s)"},
+			&cli.DurationFlag{Name: "trigger-window", Usage: "how long before an election a fault may have triggered it (default 10s)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 1 && strings.HasPrefix(c.Args().Get(1), "-") {
+				return fmt.Errorf("analyze: options go before the file: bullylab analyze [--json] [--timeline N] [--port PORT] FILE")
+			}
+			if c.NArg() != 1 {
+				return fmt.Errorf("analyze: want one capture file, got %d arguments", c.NArg())
+			}
+			file := c.Args().First()
+			opts := capture.AnalyzeOptions{Name: file, Quiet: c.Duration("quiet"), TriggerWindow: c.Duration("trigger-window")}
+			if c.IsSet("port") {
+				p := c.Uint("port")
+				if p == 0 || p > 65535 {
+					return fmt.Errorf("analyze %s: --port %d: want 1..65535", file, p)
+				}
+				opts.Ports = []uint16{uint16(p)}
+			}
+			rep, err := capture.AnalyzeFile(file, opts)
+			if err != nil {
+				return fmt.Errorf("analyze %v", err) // err names the file
+			}
+			if c.IsSet("timeline") {
+				if rep.Timeline, err = rep.ElectionTimeline(c.Int("timeline")); err != nil {
+					return fmt.Errorf("analyze %s: --timeline: %v", file, err)
+				}
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(c.App.Writer)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			return rep.WriteText(c.App.Writer)
+		},
+	}
+}
