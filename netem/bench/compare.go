@@ -1,0 +1,351 @@
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Verdict is the outcome of a comparison, as `bullylab compare` exits.
+type Verdict int
+
+const (
+	Pass      Verdict = 0 // no metric regressed beyond the threshold
+	Regressed Verdict = 1 // some metric did
+	Unusable  Verdict = 2 // the inputs cannot be compared
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Pass:
+		return "pass"
+	case Regressed:
+		return "regressed"
+	case Unusable:
+		return "unusable"
+	}
+	return "verdict(" + strconv.Itoa(int(v)) + ")"
+}
+
+// ExitCode is the process exit status for v.
+func (v Verdict) ExitCode() int { return int(v) }
+
+// UnusableError says why two inputs cannot be compared: an unreadable
+// file, another schema, another topology or other scenarios.
+type UnusableError struct{ Err error }
+
+func (e *UnusableError) Error() string { return e.Err.Error() }
+func (e *UnusableError) Unwrap() error { return e.Err }
+
+func unusable(format string, args ...any) error {
+	return &UnusableError{Err: fmt.Errorf(format, args...)}
+}
+
+// VerdictOf maps Compare's outcome to a verdict: Unusable for any error.
+func VerdictOf(c *Comparison, err error) Verdict {
+	if err != nil || c == nil {
+		return Unusable
+	}
+	return c.Verdict()
+}
+
+// CompareOptions tune Compare.
+type CompareOptions struct {
+	// MaxRegress is the largest relative growth of a metric that is not a
+	// regression, as a fraction: 0.10 for --max-regress 10%.
+	MaxRegress float64
+	// MinTime and MinMessages are absolute floors: a change smaller than
+	// them is noise whatever its relative size. A mean of 0.03 REJECTs
+	// growing to 0.07 is +133% and means one more REJECT in 30 runs.
+	// Zero means 1ms and 0.5 messages.
+	MinTime     time.Duration
+	MinMessages float64
+}
+
+// ParseThreshold reads --max-regress: a percentage, "%" optional ("10%",
+// "10", "2.5%"), from 0 up to 1000.
+func ParseThreshold(s string) (float64, error) {
+	num := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "%"))
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || !(f >= 0 && f <= 1000) {
+		return 0, fmt.Errorf("--max-regress %q: want a percentage such as 10%%", s)
+	}
+	return f / 100, nil
+}
+
+// Status is what a metric's change amounts to.
+type Status string
+
+const (
+	Same        Status = "~"         // within the threshold or the noise floor
+	Improved    Status = "improved"  // shrank beyond the threshold
+	Regression  Status = "REGRESSED" // grew beyond the threshold
+	Unavailable Status = "n/a"       // one side has no value (no run passed)
+)
+
+// Change is one metric of one scenario in both inputs. Every metric is
+// lower-is-better.
+type Change struct {
+	Scenario string
+	Metric   string
+	Unit     string // "ns", "msgs" or "runs"
+	Base     float64
+	New      float64
+	// HasBase and HasNew are false when that side has no value.
+	HasBase, HasNew bool
+	// Delta is New-Base relative to Base: +0.25 for 25% more, +Inf when
+	// Base is 0 and New is not.
+	Delta  float64
+	Status Status
+	// Runs of each side, for failed runs: Base and New count failures.
+	BaseRuns, NewRuns int
+}
+
+// Comparison is the result of Compare.
+type Comparison struct {
+	Base, New  string // input names
+	Topology   string
+	MaxRegress float64
+	Changes    []Change
+	// Notes are differences that do not prevent comparing, such as other
+	// timings or another seed.
+	Notes []string
+}
+
+// Verdict is Regressed when some change is a regression.
+func (c *Comparison) Verdict() Verdict {
+	if len(c.Regressions()) > 0 {
+		return Regressed
+	}
+	return Pass
+}
+
+// Regressions returns the changes that regressed.
+func (c *Comparison) Regressions() []Change {
+	var out []Change
+	for _, ch := range c.Changes {
+		if ch.Status == Regression {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+// LoadComparable reads results.json or bench.txt, told apart by their
+// first non-blank byte: '{' starts JSON.
+func LoadComparable(path string) (*Results, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &UnusableError{Err: err}
+	}
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		r, err := DecodeResults(path, data)
+		if err != nil {
+			return nil, &UnusableError{Err: err}
+		}
+		r.Summarize()
+		return r, nil
+	}
+	bt, err := ParseBenchText(path, data)
+	if err != nil {
+		return nil, &UnusableError{Err: err}
+	}
+	r, err := ResultsFromBenchText(path, bt)
+	if err != nil {
+		return nil, &UnusableError{Err: err}
+	}
+	return r, nil
+}
+
+// CompareFiles compares two results.json or bench.txt files.
+func CompareFiles(basePath, newPath string, opts CompareOptions) (*Comparison, error) {
+	base, err := LoadComparable(basePath)
+	if err != nil {
+		return nil, err
+	}
+	nw, err := LoadComparable(newPath)
+	if err != nil {
+		return nil, err
+	}
+	return Compare(basePath, base, newPath, nw, opts)
+}
+
+// Compare compares the summaries of two benches of one topology and one
+// set of scenarios; anything else is an *UnusableError naming what
+// differs. Summaries are recomputed from the runs.
+func Compare(baseName string, base *Results, newName string, nw *Results, opts CompareOptions) (*Comparison, error) {
+	if opts.MinTime == 0 {
+		opts.MinTime = time.Millisecond
+	}
+	if opts.MinMessages == 0 {
+		opts.MinMessages = 0.5
+	}
+	if math.IsNaN(opts.MaxRegress) || opts.MaxRegress < 0 {
+		return nil, errors.New("compare: negative threshold")
+	}
+	if base.Topology.Name != nw.Topology.Name {
+		return nil, unusable("different topologies: %s is %s, %s is %s", baseName, base.Topology.Name, newName, nw.Topology.Name)
+	}
+	if b, n := base.Topology.Nodes, nw.Topology.Nodes; b > 0 && n > 0 && b != n {
+		return nil, unusable("topology %s has %d nodes in %s and %d in %s", base.Topology.Name, b, baseName, n, newName)
+	}
+	c := &Comparison{Base: baseName, New: newName, Topology: base.Topology.Name, MaxRegress: opts.MaxRegress}
+	baseByKey := map[string]*ScenarioResult{}
+	newByKey := map[string]*ScenarioResult{}
+	for i := range base.Scenarios {
+		baseByKey[base.Scenarios[i].Key()] = &base.Scenarios[i]
+	}
+	for i := range nw.Scenarios {
+		newByKey[nw.Scenarios[i].Key()] = &nw.Scenarios[i]
+	}
+	var onlyBase, onlyNew []string
+	for k := range baseByKey {
+		if newByKey[k] == nil {
+			onlyBase = append(onlyBase, k)
+		}
+	}
+	for k := range newByKey {
+		if baseByKey[k] == nil {
+			onlyNew = append(onlyNew, k)
+		}
+	}
+	if len(onlyBase)+len(onlyNew) > 0 {
+		slices.Sort(onlyBase)
+		slices.Sort(onlyNew)
+		var parts []string
+		if len(onlyBase) > 0 {
+			parts = append(parts, fmt.Sprintf("only in %s: %s", baseName, strings.Join(onlyBase, ", ")))
+		}
+		if len(onlyNew) > 0 {
+			parts = append(parts, fmt.Sprintf("only in %s: %s", newName, strings.Join(onlyNew, ", ")))
+		}
+		return nil, unusable("different scenarios: %s", strings.Join(parts, "; "))
+	}
+	c.Notes = notes(baseName, base, newName, nw)
+
+	for _, sb := range base.Scenarios {
+		key := sb.Key()
+		sn := newByKey[key]
+		if len(sb.Runs) == 0 {
+			return nil, unusable("scenario %s has no runs in %s", key, baseName)
+		}
+		if len(sn.Runs) == 0 {
+			return nil, unusable("scenario %s has no runs in %s", key, newName)
+		}
+		b, n := Summarize(sb.Runs), Summarize(sn.Runs)
+		c.Changes = append(c.Changes, scenarioChanges(key, b, n, opts)...)
+	}
+	return c, nil
+}
+
+func notes(baseName string, base *Results, newName string, nw *Results) []string {
+	var out []string
+	note := func(what, b, n string) {
+		if b != n && b != "" && n != "" {
+			out = append(out, fmt.Sprintf("%s differs: %s in %s, %s in %s", what, b, baseName, n, newName))
+		}
+	}
+	tm := func(t Timing) string {
+		if t == (Timing{}) {
+			return ""
+		}
+		return fmt.Sprintf("heartbeat %v, failure timeout %v, election timeout %v",
+			time.Duration(t.HeartbeatNS), time.Duration(t.FailureTimeoutNS), time.Duration(t.ElectionTimeoutNS))
+	}
+	note("timing", tm(base.Topology.Settings), tm(nw.Topology.Settings))
+	if base.Tool.Name != "" && nw.Tool.Name != "" { // bench.txt keeps no seed
+		note("seed", strconv.FormatInt(base.Seed, 10), strconv.FormatInt(nw.Seed, 10))
+	}
+	note("version", base.Tool.Version, nw.Tool.Version)
+	note("impairment backend", base.Settings.Backend, nw.Settings.Backend)
+	note("kernel", base.Host.Kernel, nw.Host.Kernel)
+	return out
+}
+
+func scenarioChanges(key string, b, n Summary, opts CompareOptions) []Change {
+	var out []Change
+	timeFloor := float64(opts.MinTime)
+	add := func(metric, unit string, bv, nv float64, hb, hn bool, floor float64) {
+		ch := Change{Scenario: key, Metric: metric, Unit: unit, Base: bv, New: nv, HasBase: hb, HasNew: hn}
+		ch.Delta, ch.Status = judge(bv, nv, hb && hn, floor, opts.MaxRegress)
+		out = append(out, ch)
+	}
+	hb, hn := b.OK > 0, n.OK > 0
+	for _, p := range []struct {
+		name string
+		get  func(Dist) int64
+	}{
+		{"time to leader p50", func(d Dist) int64 { return d.P50NS }},
+		{"time to leader p95", func(d Dist) int64 { return d.P95NS }},
+		{"time to leader p99", func(d Dist) int64 { return d.P99NS }},
+		{"time to leader max", func(d Dist) int64 { return d.MaxNS }},
+	} {
+		add(p.name, "ns", float64(p.get(b.TimeToLeader)), float64(p.get(n.TimeToLeader)), hb, hn, timeFloor)
+	}
+	if b.Detection != nil || n.Detection != nil {
+		var bd, nd Dist
+		if b.Detection != nil {
+			bd = *b.Detection
+		}
+		if n.Detection != nil {
+			nd = *n.Detection
+		}
+		add("detection p50", "ns", float64(bd.P50NS), float64(nd.P50NS), b.Detection != nil, n.Detection != nil, timeFloor)
+		add("detection p95", "ns", float64(bd.P95NS), float64(nd.P95NS), b.Detection != nil, n.Detection != nil, timeFloor)
+	}
+	add("messages mean", "msgs", b.MessagesTotal.Mean, n.MessagesTotal.Mean, hb, hn, opts.MinMessages)
+	types := map[string]bool{}
+	for t := range b.Messages {
+		types[t] = true
+	}
+	for t := range n.Messages {
+		types[t] = true
+	}
+	for _, t := range sortTypes(types) {
+		add(t+" mean", "msgs", b.Messages[t].Mean, n.Messages[t].Mean, hb, hn, opts.MinMessages)
+	}
+
+	// Failed runs are not noise: any larger share of them regresses.
+	fb, fn := float64(b.Failed)/float64(b.Runs), float64(n.Failed)/float64(n.Runs)
+	ch := Change{Scenario: key, Metric: "failed runs", Unit: "runs", Base: float64(b.Failed), New: float64(n.Failed),
+		HasBase: true, HasNew: true, BaseRuns: b.Runs, NewRuns: n.Runs, Status: Same}
+	ch.Delta = relative(fb, fn)
+	switch {
+	case fn > fb:
+		ch.Status = Regression
+	case fn < fb:
+		ch.Status = Improved
+	}
+	return append(out, ch)
+}
+
+// judge classifies a lower-is-better change.
+func judge(base, nw float64, both bool, floor, threshold float64) (float64, Status) {
+	if !both {
+		return 0, Unavailable
+	}
+	delta := relative(base, nw)
+	switch diff := nw - base; {
+	case delta > threshold && diff > floor:
+		return delta, Regression
+	case delta < -threshold && -diff > floor:
+		return delta, Improved
+	}
+	return delta, Same
+}
+
+func relative(base, nw float64) float64 {
+	switch {
+	case base == nw:
+		return 0
+	case base == 0:
+		return math.Inf(1)
+	}
+	return (nw - base) / base
+}

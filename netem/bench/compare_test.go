@@ -1,0 +1,191 @@
+package bench_test
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/netem/bench"
+)
+
+func writeResults(t *testing.T, r *bench.Results, name string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if strings.HasSuffix(name, ".txt") {
+		var buf bytes.Buffer
+		if err := bench.WriteBenchText(&buf, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	if err := r.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// slower is sample with leader-crash 120ms slower in every run, a REJECT
+// in one run, and one failed run more.
+func slower() *bench.Results {
+	r := sampleResults(1)
+	runs := r.Scenarios[0].Runs
+	for i := range runs {
+		runs[i].TimeToLeaderNS += int64(120 * time.Millisecond)
+	}
+	runs[3].Messages["REJECT"] = 1
+	runs[9].OK, runs[9].FailureKind, runs[9].Failure = false, bench.FailSafety, "n15 and n16 led at once for 40ms"
+	r.Summarize()
+	return r
+}
+
+func change(t *testing.T, c *bench.Comparison, scenario, metric string) bench.Change {
+	t.Helper()
+	for _, ch := range c.Changes {
+		if ch.Scenario == scenario && ch.Metric == metric {
+			return ch
+		}
+	}
+	t.Fatalf("no change %s %s", scenario, metric)
+	return bench.Change{}
+}
+
+func TestCompareRegression(t *testing.T) {
+	base := writeResults(t, sampleResults(1), "base.json")
+	for _, newName := range []string{"new.json", "new.txt"} {
+		nw := writeResults(t, slower(), newName)
+		c, err := bench.CompareFiles(base, nw, bench.CompareOptions{MaxRegress: 0.10})
+		if err != nil {
+			t.Fatalf("%s: %v", newName, err)
+		}
+		if v := bench.VerdictOf(c, err); v != bench.Regressed || v.ExitCode() != 1 {
+			t.Errorf("%s: verdict %v", newName, v)
+		}
+		p50 := change(t, c, "leader-crash", "time to leader p50")
+		if p50.Status != bench.Regression || p50.Delta < 0.19 || p50.Delta > 0.22 {
+			t.Errorf("%s: p50 %+v, want a regression of about +20%%", newName, p50)
+		}
+		// 0.03 more REJECTs per election is +Inf relative, but under the
+		// noise floor of half a message.
+		if rej := change(t, c, "leader-crash", "REJECT mean"); rej.Status != bench.Same || !math.IsInf(rej.Delta, 1) {
+			t.Errorf("%s: REJECT %+v, want within the floor", newName, rej)
+		}
+		if f := change(t, c, "leader-crash", "failed runs"); f.Status != bench.Regression || f.Base != 1 || f.New != 2 {
+			t.Errorf("%s: failed runs %+v", newName, f)
+		}
+		// The untouched scenario does not move.
+		for _, ch := range c.Changes {
+			if ch.Scenario == "latency-sweep delay=50ms" && ch.Status != bench.Same {
+				t.Errorf("%s: %s %s is %s", newName, ch.Scenario, ch.Metric, ch.Status)
+			}
+		}
+		var out bytes.Buffer
+		if err := bench.WriteComparison(&out, c); err != nil {
+			t.Fatal(err)
+		}
+		if newName == "new.json" {
+			t.Logf("compare table:\n%s", out.String())
+		}
+		if !strings.Contains(out.String(), "REGRESSED beyond 10%: leader-crash time to leader p50 +") {
+			t.Errorf("%s: verdict line missing:\n%s", newName, out.String())
+		}
+	}
+}
+
+func TestComparePass(t *testing.T) {
+	base := writeResults(t, sampleResults(1), "base.json")
+	c, err := bench.CompareFiles(base, base, bench.CompareOptions{MaxRegress: 0.10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := bench.VerdictOf(c, err); v != bench.Pass || v.ExitCode() != 0 {
+		t.Errorf("a bench against itself: %v", v)
+	}
+	// Faster is not a regression but says so.
+	c, err = bench.CompareFiles(writeResults(t, slower(), "slow.json"), base, bench.CompareOptions{MaxRegress: 0.10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Verdict() != bench.Pass || change(t, c, "leader-crash", "time to leader p50").Status != bench.Improved {
+		t.Errorf("faster: %v, p50 %+v", c.Verdict(), change(t, c, "leader-crash", "time to leader p50"))
+	}
+	// A 20% regression passes a 25% threshold.
+	c, err = bench.CompareFiles(base, writeResults(t, slower(), "slow.json"), bench.CompareOptions{MaxRegress: 0.25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p50 := change(t, c, "leader-crash", "time to leader p50"); p50.Status != bench.Same {
+		t.Errorf("+20%% at 25%%: %+v", p50)
+	}
+}
+
+func TestCompareUnusable(t *testing.T) {
+	dir := t.TempDir()
+	base := writeResults(t, sampleResults(1), "base.json")
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(content), 0o644)
+		return p
+	}
+	other := sampleResults(1)
+	other.Topology.Name = "star5"
+	moreNodes := sampleResults(1)
+	moreNodes.Topology.Nodes = 17
+	fewer := sampleResults(1)
+	fewer.Scenarios = fewer.Scenarios[:1]
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(dir, "missing.json"), "no such file"},
+		{write("v2.json", `{"schema": "bullylab.bench/v2"}`), `schema: "bullylab.bench/v2" is not bullylab.bench/v1`},
+		{write("garbage.json", `{"schema": `), "unexpected end of JSON input"},
+		{write("empty.txt", "goos: linux\n"), "no BenchmarkElection results"},
+		{writeResults(t, other, "other.json"), "different topologies: " + base + " is star16, "},
+		{writeResults(t, moreNodes, "more.json"), "topology star16 has 16 nodes in " + base + " and 17 in "},
+		{writeResults(t, fewer, "fewer.json"), "different scenarios: only in " + base + ": latency-sweep delay=50ms"},
+	} {
+		c, err := bench.CompareFiles(base, tc.path, bench.CompareOptions{MaxRegress: 0.1})
+		var ue *bench.UnusableError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an UnusableError saying %q", filepath.Base(tc.path), err, tc.want)
+		}
+		if v := bench.VerdictOf(c, err); v != bench.Unusable || v.ExitCode() != 2 {
+			t.Errorf("%s: verdict %v", filepath.Base(tc.path), v)
+		}
+	}
+}
+
+func TestCompareNotes(t *testing.T) {
+	a, b := sampleResults(1), sampleResults(1)
+	b.Seed = 2
+	b.Topology.Settings.HeartbeatNS = int64(50 * time.Millisecond)
+	c, err := bench.Compare("a", a, "b", b, bench.CompareOptions{MaxRegress: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(c.Notes, "\n")
+	for _, want := range []string{"timing differs: heartbeat 100ms", "seed differs: 1 in a, 2 in b"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+}
+
+func TestParseThreshold(t *testing.T) {
+	for in, want := range map[string]float64{"10%": 0.10, "10": 0.10, " 2.5% ": 0.025, "0": 0, "150%": 1.5} {
+		got, err := bench.ParseThreshold(in)
+		if err != nil || math.Abs(got-want) > 1e-12 {
+			t.Errorf("%q: %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "%", "-5%", "ten", "NaN", "1e9", "10%%"} {
+		if got, err := bench.ParseThreshold(in); err == nil {
+			t.Errorf("%q parsed as %v", in, got)
+		}
+	}
+}

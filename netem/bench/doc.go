@@ -1,0 +1,113 @@
+// Package bench is the data side of `bullylab bench` and `bullylab compare`:
+// the results.json schema, statistics, bench.txt in the Go benchmark format,
+// comparisons for a CI regression gate, the self-contained report.html,
+// the summary table and the progress display.
+//
+// # results.json
+//
+// Schema "bullylab.bench/v1". A v1 reader ignores fields it does not know;
+// a change that removes a field or changes its meaning bumps the version,
+// and DecodeResults refuses any other version. Durations are integer
+// nanoseconds in fields ending in _ns; times are RFC 3339 with nanoseconds.
+//
+//	schema                "bullylab.bench/v1"
+//	tool                  the program that measured
+//	  name                "bullylab"
+//	  version             as `bullylab version` prints it (-ldflags -X main.version)
+//	  go_version          the Go toolchain that built it
+//	  revision            VCS revision, when the build recorded one
+//	host                  the machine that measured
+//	  os, arch            GOOS and GOARCH
+//	  kernel              uname -r
+//	  cpu                 the CPU model (/proc/cpuinfo)
+//	  cores               logical CPUs
+//	started, finished     wall-clock span of the bench
+//	topology              the testbed of every run
+//	  name, source        topology name, and the file or "built-in"
+//	  nodes               node count
+//	  settings            heartbeat_ns, failure_timeout_ns, election_timeout_ns shared by
+//	                      every node, or by most when node_settings lists the others
+//	  node_settings       node name -> timings, for nodes that differ
+//	seed                  --seed; run i (from 0) used seed+i
+//	settings              how the bench was asked to run
+//	  runs                --runs, per scenario
+//	  scenario            --scenario as given: a built-in name or a file
+//	  params              scenario parameters given: k, delays, loss, faults
+//	  impair_backend      netem or nfqueue
+//	  sle2_bound_ns       the convergence bound the liveness check applied
+//	scenarios[]           one per scenario run (latency-sweep gives one per delay)
+//	  name, description
+//	  labels              variant labels such as {"delay": "50ms"}; with name, the key
+//	                      compare matches scenarios by ("latency-sweep delay=50ms")
+//	  source              the scenario file, or "built-in NAME"
+//	  definition          the scenario as a YAML file (scenario.Format)
+//	  runs[]              every run, in order
+//	    index             from 1
+//	    seed              the run's seed: a bench with --seed this --runs 1 replays it
+//	    started           when the run's testbed began to build
+//	    ok                the run passed every check
+//	    failure_kind      why it failed: safety, liveness, counters, step or setup
+//	    failure           how, in one line
+//	    time_to_leader_ns from the fault before the measured wait_leader (its record in
+//	                      the capture) to every node waited for following one leader
+//	    detection_ns      from that fault to the first ELECTION on the wire; absent
+//	                      when nothing had to be detected (cold start)
+//	    leader, epoch     who led after the measured election
+//	    messages          wire type -> frames of the measured election in the
+//	                      capture, HEARTBEATs left out
+//	    counters          ok: the nodes' frame counters match the capture;
+//	                      mismatches: one line each where they do not
+//	    capture           the run's pcapng, relative to results.json
+//	    schedule          the fault schedule, one resolved step a line
+//	    checks
+//	      leaders_per_epoch  [{epoch, leaders}]: who led each epoch
+//	      split_brain        [{start_ns, end_ns, leaders, connected}]: windows with
+//	                         several leaders, times from the measured fault;
+//	                         connected: outside every disruption and its grace
+//	      convergence_ns     last fault to agreement on the highest live node;
+//	                         absent when that never happened
+//	      violations         [{property, detail}]: safety (SLE1) or liveness (SLE2)
+//	  summary             over the runs that passed, except the counts
+//	    runs, ok, failed
+//	    time_to_leader    {n, min_ns, mean_ns, p50_ns, p95_ns, p99_ns, max_ns}
+//	    detection         the same, when runs measured it
+//	    convergence       the same, when runs measured it
+//	    messages          wire type -> {mean, max} frames per election
+//	    messages_total    {mean, max} of all types together
+//	    failures          [{kind, runs, example}]: failed runs by kind
+//
+// Percentiles are nearest-rank (see Percentile): always a time some run
+// measured; with 30 runs p99 is the slowest run and p95 the second slowest.
+//
+// # bench.txt
+//
+// One result line per run that passed, in the Go benchmark format, so that
+// `benchstat old.txt new.txt` computes medians and confidence intervals
+// over the runs; failed runs are "# failed" comments, which benchstat skips
+// and ParseBenchText reads:
+//
+//	goos: linux
+//	goarch: amd64
+//	pkg: github.com/bullylab/bullylab
+//	cpu: AMD EPYC 7B13
+//	Unit detection-ns/op better=lower
+//	Unit msgs/op better=lower
+//	BenchmarkElection/topology=star16/scenario=leader-crash 1 578458000 ns/op 575701000 detection-ns/op 42 msgs/op 14 halt-msgs/op ...
+//	# failed BenchmarkElection/topology=star16/scenario=leader-crash run 7 liveness: ...
+//
+// ns/op is the time to leader. Only configuration keys that do not change
+// between two benches on one machine are written, because benchstat splits
+// results with different file configuration into separate tables.
+//
+// # compare
+//
+// Compare matches two benches' scenarios by key and compares, per
+// scenario, the time to leader p50, p95, p99 and max, the detection p50 and
+// p95, the mean messages per election in all and by type, and the share of
+// failed runs. Every metric is lower-is-better: one regresses when it grew
+// by more than CompareOptions.MaxRegress relative to the base and by more
+// than a noise floor (1 ms, half a message); any larger share of failed
+// runs regresses. Verdict maps to the exit status: 0 pass, 1 regressed,
+// 2 unusable input (an unreadable file, another schema, another topology
+// or other scenarios, named in the error).
+package bench

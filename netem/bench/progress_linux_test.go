@@ -1,0 +1,61 @@
+package bench_test
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/netem/bench"
+	"golang.org/x/sys/unix"
+)
+
+// On a real pseudo-terminal NewProgress draws the bar by itself.
+func TestProgressDetectsTerminal(t *testing.T) {
+	t.Setenv("TERM", "xterm")
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals: %v", err)
+	}
+	defer ptmx.Close()
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Skipf("unlockpt: %v", err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Skipf("ptsname: %v", err)
+	}
+	pts, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("opening the terminal: %v", err)
+	}
+	defer pts.Close()
+	if err := unix.IoctlSetWinsize(int(pts.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 60}); err != nil {
+		t.Fatal(err)
+	}
+	p := bench.NewProgress(pts, 2)
+	p.Start("leader-crash", 1, 2)
+	p.Done(bench.RunUpdate{Scenario: "leader-crash", Index: 1, Runs: 2, OK: true, Leader: "n16", TimeToLeader: time.Second})
+	buf := make([]byte, 4096)
+	ptmx.SetReadDeadline(time.Now().Add(2 * time.Second))
+	got, _ := ptmx.Read(buf)
+	s := string(buf[:got])
+	if !strings.Contains(s, "\x1b[K") || !strings.Contains(s, "▕") {
+		t.Errorf("terminal got %q, want a bar", s)
+	}
+	for _, line := range strings.Split(s, "\r\x1b[K") {
+		if len([]rune(line)) > 59 {
+			t.Errorf("line wider than the 60-column terminal: %q", line)
+		}
+	}
+
+	// TERM=dumb asks for plain lines.
+	t.Setenv("TERM", "dumb")
+	p = bench.NewProgress(pts, 1)
+	p.Done(bench.RunUpdate{Scenario: "s", Index: 1, Runs: 1, OK: true, Leader: "n2", TimeToLeader: time.Second})
+	got, _ = ptmx.Read(buf)
+	if s := string(buf[:got]); strings.Contains(s, "\x1b[K") {
+		t.Errorf("TERM=dumb got %q", s)
+	}
+}

@@ -1,0 +1,187 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// newTable is the one table style of bullylab's reports: light box
+// drawing, headers as written (not upper-cased), numbers right-aligned.
+func newTable(w io.Writer, header []string, align []tw.Align) *tablewriter.Table {
+	t := tablewriter.NewTable(w,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleLight)})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: align}),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+	)
+	t.Header(header)
+	return t
+}
+
+// WriteSummary prints the summary table of r: per scenario the time to
+// leader percentiles, the detection time, the messages of an election by
+// type (mean and max), and below the table the runs that failed and why.
+func WriteSummary(w io.Writer, r *Results) error {
+	L, R := tw.AlignLeft, tw.AlignRight
+	t := newTable(w,
+		[]string{"scenario", "runs", "failed", "time to leader p50", "p95", "p99", "max", "detection p50", "messages per election: mean (max)"},
+		[]tw.Align{L, R, R, R, R, R, R, R, L})
+	var failures []string
+	for i := range r.Scenarios {
+		sc := &r.Scenarios[i]
+		s := sc.Summary
+		if s.Runs == 0 && len(sc.Runs) > 0 {
+			s = Summarize(sc.Runs)
+		}
+		row := []string{sc.Key(), strconv.Itoa(s.Runs), strconv.Itoa(s.Failed)}
+		if s.OK > 0 {
+			d := s.TimeToLeader
+			row = append(row, fmtNS(d.P50NS), fmtNS(d.P95NS), fmtNS(d.P99NS), fmtNS(d.MaxNS))
+		} else {
+			row = append(row, "-", "-", "-", "-")
+		}
+		if s.Detection != nil {
+			row = append(row, fmtNS(s.Detection.P50NS))
+		} else {
+			row = append(row, "-")
+		}
+		row = append(row, messagesCell(s))
+		if err := t.Append(row); err != nil {
+			return err
+		}
+		for _, g := range s.Failures {
+			failures = append(failures, fmt.Sprintf("%s: %d of %d runs failed on %s (runs %s): %s",
+				sc.Key(), len(g.Runs), s.Runs, g.Kind, joinInts(g.Runs), g.Example))
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	for _, f := range failures {
+		if _, err := fmt.Fprintln(w, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func messagesCell(s Summary) string {
+	if s.OK == 0 {
+		return "-"
+	}
+	types := make(map[string]bool, len(s.Messages))
+	for t := range s.Messages {
+		types[t] = true
+	}
+	var lines []string
+	for _, t := range sortTypes(types) {
+		c := s.Messages[t]
+		if c.Max == 0 {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%-11s %5s (%d)", t, fmtMean(c.Mean), c.Max))
+	}
+	lines = append(lines, fmt.Sprintf("%-11s %5s (%d)", "total", fmtMean(s.MessagesTotal.Mean), s.MessagesTotal.Max))
+	return strings.Join(lines, "\n")
+}
+
+// WriteComparison prints c as a table of changes, then the verdict.
+func WriteComparison(w io.Writer, c *Comparison) error {
+	L, R := tw.AlignLeft, tw.AlignRight
+	t := newTable(w, []string{"scenario", "metric", "base", "new", "change", "verdict"},
+		[]tw.Align{L, L, R, R, R, L})
+	for _, ch := range c.Changes {
+		if err := t.Append([]string{ch.Scenario, ch.Metric, fmtValue(ch, ch.Base, ch.HasBase, ch.BaseRuns),
+			fmtValue(ch, ch.New, ch.HasNew, ch.NewRuns), fmtDelta(ch), string(ch.Status)}); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	for _, n := range c.Notes {
+		fmt.Fprintln(w, "note: "+n)
+	}
+	regs := c.Regressions()
+	threshold := strconv.FormatFloat(c.MaxRegress*100, 'g', -1, 64) + "%"
+	if len(regs) == 0 {
+		_, err := fmt.Fprintf(w, "ok: no metric of %s regressed beyond %s\n", c.Topology, threshold)
+		return err
+	}
+	var names []string
+	for _, r := range regs {
+		names = append(names, fmt.Sprintf("%s %s %s", r.Scenario, r.Metric, fmtDelta(r)))
+	}
+	_, err := fmt.Fprintf(w, "REGRESSED beyond %s: %s\n", threshold, strings.Join(names, "; "))
+	return err
+}
+
+func fmtValue(ch Change, v float64, has bool, runs int) string {
+	if !has {
+		return "-"
+	}
+	switch ch.Unit {
+	case "ns":
+		return fmtNS(int64(v))
+	case "runs":
+		return fmt.Sprintf("%d/%d", int(v), runs)
+	}
+	return fmtMean(v)
+}
+
+func fmtDelta(ch Change) string {
+	switch {
+	case ch.Status == Unavailable:
+		return "n/a"
+	case math.IsInf(ch.Delta, 1):
+		return "new"
+	case ch.Delta == 0:
+		return "0%"
+	}
+	return fmt.Sprintf("%+.1f%%", ch.Delta*100)
+}
+
+// fmtNS prints a duration to three significant digits, in the unit people
+// read elections in.
+func fmtNS(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d >= 10*time.Second:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
+	case d >= time.Second:
+		return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + "s"
+	case d >= 100*time.Millisecond:
+		return strconv.FormatFloat(float64(d)/1e6, 'f', 0, 64) + "ms"
+	case d >= 10*time.Millisecond:
+		return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) + "ms"
+	case d >= time.Millisecond:
+		return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + "ms"
+	}
+	return strconv.FormatFloat(float64(d)/1e3, 'f', 0, 64) + "µs"
+}
+
+// fmtMean prints a mean count; below one it keeps a second decimal, so
+// that one REJECT in 30 runs shows as 0.03 rather than 0.0.
+func fmtMean(v float64) string {
+	if v != 0 && math.Abs(v) < 1 {
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
+}

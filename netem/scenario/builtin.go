@@ -1,0 +1,367 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Params tune the built-in scenarios.
+type Params struct {
+	// Nodes is the topology's node count; chaos needs it to keep its
+	// faults possible (never more than a minority down).
+	Nodes int
+	// K is how many of the top nodes cascade crashes; 0 means 3.
+	K int
+	// Delays are the points of latency-sweep, one scenario each; nil means
+	// 0, 10ms, 50ms and 100ms.
+	Delays []time.Duration
+	// Loss is the percentage loss drops; 0 means 5.
+	Loss float64
+	// Seed draws chaos's steps; a bench passes its --seed.
+	Seed int64
+	// Faults is how many faults chaos injects; 0 means 10.
+	Faults int
+}
+
+// Defaults of Params.
+var (
+	DefaultK      = 3
+	DefaultDelays = []time.Duration{0, 10 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
+	DefaultLoss   = 5.0
+	DefaultFaults = 10
+)
+
+type builtin struct {
+	name string
+	make func(p Params) ([]*Scenario, error)
+}
+
+// builtins in the order of the issue that asked for them.
+var builtins = []builtin{
+	{"cold-start", one(coldStart)},
+	{"leader-crash", one(leaderCrash)},
+	{"leader-pause", one(leaderPause)},
+	{"crash-during-election", one(crashDuringElection)},
+	{"cascade", cascade},
+	{"partition-minority", one(partitionMinority)},
+	{"partition-majority", one(partitionMajority)},
+	{"one-way-partition", one(oneWayPartition)},
+	{"latency-sweep", latencySweep},
+	{"loss", loss},
+	{"churn", one(churn)},
+	{"chaos", chaos},
+}
+
+func one(f func() *Scenario) func(Params) ([]*Scenario, error) {
+	return func(Params) ([]*Scenario, error) { return []*Scenario{f()}, nil }
+}
+
+// BuiltinNames lists the built-in scenarios.
+func BuiltinNames() []string {
+	names := make([]string, len(builtins))
+	for i, b := range builtins {
+		names[i] = b.name
+	}
+	return names
+}
+
+// Builtin returns the built-in scenario called name: one scenario, or one
+// per point for latency-sweep.
+func Builtin(name string, p Params) ([]*Scenario, error) {
+	for _, b := range builtins {
+		if b.name != name {
+			continue
+		}
+		scs, err := b.make(p)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", name, err)
+		}
+		for _, sc := range scs {
+			sc.Source = "built-in " + name
+			if err := sc.Validate(); err != nil {
+				return nil, err // a bug here, or Params out of range
+			}
+		}
+		return scs, nil
+	}
+	return nil, fmt.Errorf("scenario %q: no such built-in scenario (built in: %s)", name, strings.Join(BuiltinNames(), ", "))
+}
+
+// Lookup returns the built-in scenario called nameOrPath, or parses the
+// file at that path. A name with a slash or a .yaml/.yml suffix is a path.
+func Lookup(nameOrPath string, p Params) ([]*Scenario, error) {
+	isPath := strings.ContainsRune(nameOrPath, '/') ||
+		strings.HasSuffix(nameOrPath, ".yaml") || strings.HasSuffix(nameOrPath, ".yml")
+	if !isPath {
+		return Builtin(nameOrPath, p)
+	}
+	sc, err := Load(nameOrPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("scenario %q: no such file", nameOrPath)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []*Scenario{sc}, nil
+}
+
+func sel(s string) Selector {
+	x, err := ParseSelector(s)
+	if err != nil {
+		panic(err) // built-ins use constant selectors
+	}
+	return x
+}
+
+func sels(ss ...string) Selectors {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make(Selectors, len(ss))
+	for i, s := range ss {
+		out[i] = sel(s)
+	}
+	return out
+}
+
+func inject(k FaultKind, nodes ...string) Step {
+	return Step{Kind: StepInject, Fault: &Fault{Kind: k, Nodes: sels(nodes...)}}
+}
+
+func partition(oneWay bool, groups ...string) Step {
+	ft := &Fault{Kind: Partition, OneWay: oneWay}
+	for _, g := range groups {
+		ft.Groups = append(ft.Groups, sels(g))
+	}
+	return Step{Kind: StepInject, Fault: ft}
+}
+
+func waitLeader(measure bool, among ...string) Step {
+	return Step{Kind: StepWaitLeader, Timeout: DefaultTimeout, Expect: ExpectHighestLive, Measure: measure, Among: sels(among...)}
+}
+
+func waitFor(d time.Duration) Step { return Step{Kind: StepWait, Duration: d} }
+
+func healStep() Step { return Step{Kind: StepHeal} }
+
+func scenario(name, desc string, steps ...Step) *Scenario {
+	return &Scenario{Name: name, Description: desc, Start: StartStable, Steps: steps}
+}
+
+func coldStart() *Scenario {
+	sc := scenario("cold-start", "every node starts at once; time to the first leader",
+		inject(Restart, "all"),
+		waitLeader(true))
+	sc.Start = StartCold
+	return sc
+}
+
+func leaderCrash() *Scenario {
+	return scenario("leader-crash", "the leader is killed; the survivors elect the highest of them",
+		inject(Crash, "leader"),
+		waitLeader(true))
+}
+
+func leaderPause() *Scenario {
+	return scenario("leader-pause", "grey failure: the leader stops (SIGSTOP) with its sockets open, then resumes and takes over",
+		inject(Pause, "leader"),
+		waitLeader(true),
+		inject(Resume, "all"),
+		waitLeader(false))
+}
+
+func crashDuringElection() *Scenario {
+	return scenario("crash-during-election", "the leader is killed, then the highest survivor as soon as an election runs",
+		inject(Crash, "leader"),
+		Step{Kind: StepWaitElection, Timeout: DefaultTimeout},
+		inject(Crash, "highest"),
+		waitLeader(true))
+}
+
+func cascade(p Params) ([]*Scenario, error) {
+	k := p.K
+	if k == 0 {
+		k = DefaultK
+	}
+	if k < 1 || k > MaxCount {
+		return nil, fmt.Errorf("k = %d, want 1..%d", k, MaxCount)
+	}
+	if p.Nodes > 0 && k >= p.Nodes {
+		return nil, fmt.Errorf("k = %d crashes every node of %d", k, p.Nodes)
+	}
+	sc := scenario("cascade", fmt.Sprintf("the %d highest nodes crash at once; the survivors' ELECTIONs meet the dead above them", k),
+		inject(Crash, "top:"+strconv.Itoa(k)),
+		waitLeader(true))
+	sc.Labels = map[string]string{"k": strconv.Itoa(k)}
+	return []*Scenario{sc}, nil
+}
+
+func partitionMinority() *Scenario {
+	return scenario("partition-minority", "the highest minority, leader included, is cut off; the majority elects; then heal",
+		partition(false, "minority", "rest"),
+		waitLeader(true),
+		healStep(),
+		waitLeader(false))
+}
+
+func partitionMajority() *Scenario {
+	return scenario("partition-majority", "the lowest minority is cut off from the leader and elects its own; heal; measured: the cluster converging",
+		partition(false, "majority", "rest"),
+		waitLeader(false, "side:2"),
+		healStep(),
+		waitLeader(true))
+}
+
+func oneWayPartition() *Scenario {
+	return scenario("one-way-partition", "what the leader sends is dropped, what it receives is not; the others elect; then heal",
+		partition(true, "leader", "rest"),
+		waitLeader(true),
+		healStep(),
+		waitLeader(false))
+}
+
+func latencySweep(p Params) ([]*Scenario, error) {
+	delays := p.Delays
+	if delays == nil {
+		delays = DefaultDelays
+	}
+	if len(delays) == 0 {
+		return nil, errors.New("no delays to sweep")
+	}
+	var out []*Scenario
+	seen := map[time.Duration]bool{}
+	for _, d := range delays {
+		if d < 0 {
+			return nil, fmt.Errorf("delay %v is negative", d)
+		}
+		if seen[d] {
+			return nil, fmt.Errorf("delay %v is listed twice", d)
+		}
+		seen[d] = true
+		var steps []Step
+		if d > 0 {
+			// The delay is in force, and the cluster settled under it,
+			// before the measured crash.
+			steps = append(steps,
+				Step{Kind: StepInject, Fault: &Fault{Kind: Delay, Nodes: sels("all"), Delay: d}},
+				waitLeader(false))
+		}
+		steps = append(steps, inject(Crash, "leader"), waitLeader(true))
+		desc := fmt.Sprintf("every node sends %v late; the leader is killed", d)
+		if d == 0 {
+			desc = "the baseline of the sweep, no delay added; the leader is killed"
+		}
+		sc := scenario("latency-sweep", desc, steps...)
+		sc.Labels = map[string]string{"delay": d.String()}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
+func loss(p Params) ([]*Scenario, error) {
+	pct := p.Loss
+	if pct == 0 {
+		pct = DefaultLoss
+	}
+	if !(pct > 0 && pct <= 100) {
+		return nil, fmt.Errorf("loss %g%% is not in (0, 100]", pct)
+	}
+	s := strconv.FormatFloat(pct, 'g', -1, 64)
+	sc := scenario("loss", fmt.Sprintf("every node loses %s%% of what it sends; the leader is killed", s),
+		Step{Kind: StepInject, Fault: &Fault{Kind: Loss, Nodes: sels("all"), Loss: pct}},
+		waitLeader(false),
+		inject(Crash, "leader"),
+		waitLeader(true))
+	sc.Labels = map[string]string{"loss": s}
+	return []*Scenario{sc}, nil
+}
+
+func churn() *Scenario {
+	return scenario("churn", "a random node leaves and joins again, then the leader leaves (measured) and joins again",
+		inject(Leave, "random"),
+		waitLeader(false),
+		inject(Join, "all"),
+		waitLeader(false),
+		inject(Leave, "leader"),
+		waitLeader(true),
+		inject(Join, "all"),
+		waitLeader(false))
+}
+
+// chaos draws Params.Faults faults from Params.Seed, each followed by a
+// random wait, never taking more than a minority of the nodes down or away,
+// then heals everything and measures how long the cluster takes to agree
+// on its highest node. Its selectors are keywords, so the nodes they pick
+// still vary with each run's seed.
+func chaos(p Params) ([]*Scenario, error) {
+	n := p.Nodes
+	if n < 1 {
+		return nil, errors.New("chaos needs the topology's node count")
+	}
+	faults := p.Faults
+	if faults == 0 {
+		faults = DefaultFaults
+	}
+	if faults < 1 || faults > MaxSteps/2-4 {
+		return nil, fmt.Errorf("%d faults, want 1..%d", faults, MaxSteps/2-4)
+	}
+	rng := newStream(p.Seed, streamChaos)
+	maxAway := (n - 1) / 2 // crashed, paused or isolated at once
+	var (
+		crashed, paused, isolated int
+		partitioned, impaired     bool
+		steps                     []Step
+	)
+	ms := func(lo, hi int) time.Duration { return time.Duration(lo+rng.IntN(hi-lo+1)) * time.Millisecond }
+	type option struct {
+		ok  bool
+		add func()
+	}
+	for range faults {
+		away := crashed + paused + isolated
+		options := []option{
+			{away < maxAway, func() { steps = append(steps, inject(Crash, "random")); crashed++ }},
+			{away < maxAway, func() { steps = append(steps, inject(Crash, "highest")); crashed++ }},
+			{crashed > 0, func() { steps = append(steps, inject(Restart, "random")); crashed-- }},
+			{away < maxAway, func() { steps = append(steps, inject(Pause, "random")); paused++ }},
+			{paused > 0, func() { steps = append(steps, inject(Resume, "random")); paused-- }},
+			{away < maxAway, func() { steps = append(steps, inject(Isolate, "random")); isolated++ }},
+			{isolated > 0, func() { steps = append(steps, inject(Unisolate, "random")); isolated-- }},
+			{!partitioned && n-crashed-paused >= 3, func() {
+				steps = append(steps, partition(false, "minority:random", "rest"))
+				partitioned = true
+			}},
+			{partitioned, func() { steps = append(steps, Step{Kind: StepInject, Fault: &Fault{Kind: Heal}}); partitioned = false }},
+			{true, func() {
+				d := ms(1, 100)
+				steps = append(steps, Step{Kind: StepInject, Fault: &Fault{Kind: Delay, Nodes: sels("all"), Delay: d, Jitter: d / 10}})
+				impaired = true
+			}},
+			{true, func() {
+				steps = append(steps, Step{Kind: StepInject, Fault: &Fault{Kind: Loss, Nodes: sels("all"), Loss: float64(1 + rng.IntN(20))}})
+				impaired = true
+			}},
+			{impaired, func() { steps = append(steps, inject(Clear, "all")); impaired = false }},
+			{true, func() { steps = append(steps, inject(Campaign, "random")) }},
+		}
+		options = slices.DeleteFunc(options, func(o option) bool { return !o.ok })
+		options[rng.IntN(len(options))].add()
+		steps = append(steps, waitFor(ms(50, 1500).Round(10*time.Millisecond)))
+	}
+	steps = append(steps, healStep())
+	if crashed > 0 {
+		steps = append(steps, inject(Restart, "all"))
+	}
+	if paused > 0 {
+		steps = append(steps, inject(Resume, "all"))
+	}
+	steps = append(steps, waitLeader(true))
+	sc := scenario("chaos", fmt.Sprintf("%d random faults drawn from seed %d, then everything healed; measured: the cluster converging", faults, p.Seed), steps...)
+	sc.Labels = map[string]string{"seed": strconv.FormatInt(p.Seed, 10)}
+	return []*Scenario{sc}, nil
+}

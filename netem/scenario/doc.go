@@ -1,0 +1,115 @@
+// Package scenario defines the fault scenarios `bullylab bench` runs: timed
+// steps that inject faults, wait for a leader, wait a while or heal, with
+// nodes chosen by selectors resolved against the live testbed from a seed.
+//
+// # Files
+//
+// A scenario file, in the style of the topology files:
+//
+//	name: partition-minority   # [A-Za-z0-9._-]{1,64}; defaults to the file name
+//	description: one line
+//	start: stable              # stable (default) or cold
+//	labels: {variant: a}       # key=value parts of the benchmark name
+//	steps:
+//	  - inject: {partition: {groups: [minority, rest], one_way: false}}
+//	  - wait_leader: {timeout: 30s, expect: highest-live, among: [side:1], measure: true}
+//	  - wait_election: {timeout: 30s}
+//	  - wait: 500ms            # or {duration: 500ms}
+//	  - heal                   # or heal: {}
+//
+// Steps:
+//
+//	inject         one fault, below
+//	wait_leader    wait until the nodes waited for agree on one leader at one
+//	               epoch. They are the live nodes of the largest connected
+//	               part of the network (under a one-way cut: groups[1], which
+//	               no longer hears groups[0]), or among: selectors. expect: highest-live
+//	               (default) fails the run unless the highest of them leads,
+//	               as SLE2 promises; any accepts any agreement. timeout
+//	               defaults to 30s and failing it fails the run.
+//	wait_election  wait until some live node is in an election
+//	wait           let a duration pass
+//	heal           undo every network fault: remove the partition, reconnect
+//	               isolated nodes, restore the topology's delay and loss;
+//	               crashed and paused nodes stay down
+//
+// Faults, named as the capture's fault records are:
+//
+//	crash: SEL        SIGKILL                 restart: SEL   start a node that is down
+//	pause: SEL        SIGSTOP, sockets open   resume: SEL    SIGCONT
+//	isolate: SEL      link cut at the switch  unisolate: SEL reconnect
+//	leave: SEL        LEAVE, then exit        join: SEL      start with JOIN
+//	campaign: SEL     ask for an election     clear: SEL     restore the topology's impairments
+//	heal              remove the partition, reconnect isolated nodes
+//	partition: {groups: [SEL, ...], one_way: BOOL}  one_way: two groups, only 1 -> 2 cut
+//	delay: {nodes: SEL, delay: 50ms, jitter: 5ms}   nodes defaults to all; keeps the loss
+//	loss: {nodes: SEL, percent: 5%}                 keeps the delay
+//
+// SEL is one selector or a list of them; a fault applies to their union.
+// One scenario measures one election (the time to leader a bench reports):
+// the wait_leader marked measure: true, else the first wait_leader after a
+// fault. Unknown fields are errors, and every error is one line naming the
+// file, line and field:
+//
+//	my.yaml:7: steps[2].inject.crash: unknown selector "top:x" (want ...)
+//
+// example.yaml in this folder (Example) is a commented file using every
+// kind of step.
+//
+// # Selectors
+//
+// Selectors pick nodes when their step runs, from the testbed as it is then
+// (a View), never from the file alone:
+//
+//	leader            the leader the live nodes follow
+//	highest, lowest   the highest- or lowest-ID node of the pool
+//	top:K, bottom:K   the K highest- or lowest-ID nodes of the pool
+//	random, random:K  1 or K nodes of the pool, uniformly
+//	all               the whole pool
+//	minority          the floor((n-1)/2) highest-ID live nodes, n the live count:
+//	                  by ID from the top, so in a stable cluster it holds the leader
+//	majority          the floor(n/2)+1 highest-ID live nodes (idem)
+//	minority:random   as many live nodes, drawn at random (majority:random alike)
+//	side:N            the nodes of side N (from 1) of the partition in force
+//	rest              partition groups only: every node no other group took
+//	NAME              a node, else a topology group; node:NAME and group:NAME
+//	                  say which, and are how to name a node called "leader"
+//
+// The pool is the set of nodes a fault can apply to: crashed nodes for
+// restart, paused for resume, nodes that left for join, isolated nodes for
+// unisolate, impaired nodes for clear, the live and connected for isolate,
+// every node for delay and loss, the live nodes otherwise (and in partition
+// groups). Keywords choose from the pool; names must be in it (restart n3
+// fails when n3 runs). Later selectors of a list do not choose what earlier
+// ones did, so [leader, random] is two nodes. Partition groups must take
+// every node of the testbed exactly once.
+//
+// # Seeds and schedules
+//
+// Nodes are ordered by ID, and netem.Lab gives IDs in topology order, so
+// highest, top:K and minority name the same nodes on every run. Random
+// selectors draw from NewRand(seed), one sub-generator per step seeded
+// before step 1, so a step's choice never depends on how many numbers
+// earlier steps drew. Resolve prints the schedule a seed gives without a
+// testbed, assuming every election elects the highest node waited for;
+// Execute resolves each step the same way against the testbed's view at
+// that moment, so the two agree whenever the testbed behaves, and two runs
+// with one seed that see the same views do the same thing. RunSeed derives
+// each run's seed from the bench's.
+//
+// # Built-ins
+//
+// Builtin returns the scenarios of the issue: cold-start, leader-crash,
+// leader-pause, crash-during-election, cascade (Params.K), partition-minority,
+// partition-majority, one-way-partition, latency-sweep (one scenario per
+// Params.Delays point, labelled delay=...), loss (Params.Loss), churn and
+// chaos (Params.Faults faults drawn from Params.Seed). Format prints any
+// scenario as a file that parses back to it.
+package scenario
+
+import _ "embed"
+
+// Example is example.yaml: a commented scenario using every kind of step.
+//
+//go:embed example.yaml
+var Example []byte

@@ -1,0 +1,241 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Target is what Execute drives: a netem.Lab behind an adapter, or a fake
+// in tests. Node names are the topology's; node lists are lowest ID first.
+// Each fault method applies to all its nodes at once (one fault record in
+// the capture) and returns once the fault is in force.
+type Target interface {
+	Crash(ctx context.Context, nodes []string) error
+	// Restart starts nodes that are down, the first start included.
+	Restart(ctx context.Context, nodes []string) error
+	Pause(ctx context.Context, nodes []string) error
+	Resume(ctx context.Context, nodes []string) error
+	Isolate(ctx context.Context, nodes []string) error
+	Unisolate(ctx context.Context, nodes []string) error
+	// Partition cuts groups, which cover every node, from each other,
+	// replacing any partition in force; with oneWay (two groups) only what
+	// groups[0] sends to groups[1] is cut.
+	Partition(ctx context.Context, groups [][]string, oneWay bool) error
+	// Heal removes the partition and reconnects isolated nodes.
+	Heal(ctx context.Context) error
+	// Delay sets the delay and jitter of what the nodes send, keeping
+	// their loss; Loss sets the loss, keeping the delay; Clear restores
+	// the topology's impairments of the nodes.
+	Delay(ctx context.Context, nodes []string, delay, jitter time.Duration) error
+	Loss(ctx context.Context, nodes []string, percent float64) error
+	Clear(ctx context.Context, nodes []string) error
+	Campaign(ctx context.Context, nodes []string) error
+	// Leave has the nodes announce LEAVE and exit; Join starts nodes that
+	// left, which announce themselves with JOIN (a restarted node that
+	// left always does).
+	Leave(ctx context.Context, nodes []string) error
+	Join(ctx context.Context, nodes []string) error
+
+	// Status returns the testbed's view now.
+	Status(ctx context.Context) (View, error)
+	// WaitLeader waits until every one of nodes that is live is Normal
+	// under one leader at one epoch, and returns the view then. On timeout
+	// it returns an error wrapping ErrNoLeader.
+	WaitLeader(ctx context.Context, nodes []string, timeout time.Duration) (View, error)
+	// WaitElection waits until some live node is in an election (electing,
+	// halting or waiting for a COORDINATOR) and returns the view then. On
+	// timeout it returns an error wrapping ErrNoElection.
+	WaitElection(ctx context.Context, timeout time.Duration) (View, error)
+}
+
+var (
+	// ErrNoLeader is wrapped by WaitLeader errors on timeout: a liveness
+	// failure when the network was connected.
+	ErrNoLeader = errors.New("no leader agreed")
+	// ErrNoElection is wrapped by WaitElection errors on timeout.
+	ErrNoElection = errors.New("no election started")
+	// ErrUnexpectedLeader is wrapped when wait_leader expects the highest
+	// live node and the nodes agreed on another.
+	ErrUnexpectedLeader = errors.New("unexpected leader")
+)
+
+// StepEvent reports one executed step.
+type StepEvent struct {
+	Index  int    // in Scenario.Steps
+	Action Action // the step resolved; zero Kind when resolving failed
+	// Start is when the Target was first called for the step, End when the
+	// step was over; the capture's fault records time faults more exactly.
+	Start, End time.Time
+	// View is what a wait step returned: for wait_leader, the leader the
+	// nodes agreed on.
+	View View
+	Err  error
+}
+
+// StepError is the error of a failed step.
+type StepError struct {
+	Step int
+	Kind StepKind
+	Err  error
+}
+
+func (e *StepError) Error() string {
+	return fmt.Sprintf("step %d (%s): %v", e.Step+1, e.Kind, e.Err)
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// Execute runs sc against t. Each step is resolved just before it runs,
+// against the view the step before returned (a wait step's) or else a
+// fresh Status, with the generator Resolve would give it: the same seed
+// and the same views give the same actions. observe, when not nil, sees
+// every step, the failed one included. Execute stops at the first failed
+// step and returns its *StepError.
+//
+// The view of a wait step is reused because a Status round costs time the
+// next step may not have: crash-during-election strikes right after
+// wait_election saw the election start.
+func Execute(ctx context.Context, sc *Scenario, t Target, rng *rand.Rand, observe func(StepEvent)) error {
+	if err := sc.Validate(); err != nil {
+		return err
+	}
+	if observe == nil {
+		observe = func(StepEvent) {}
+	}
+	r := newResolver(sc, rng)
+	net := newNetwork()
+	var fresh *View
+	for i, st := range sc.Steps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fail := func(a Action, start time.Time, v *View, err error) error {
+			ev := StepEvent{Index: i, Action: a, Start: start, End: time.Now(), Err: err}
+			if v != nil {
+				ev.View = *v
+			}
+			observe(ev)
+			return &StepError{Step: i, Kind: st.Kind, Err: err}
+		}
+		var view View
+		switch st.Kind {
+		case StepWait, StepWaitElection:
+		default:
+			if fresh != nil {
+				view = *fresh
+			} else {
+				v, err := t.Status(ctx)
+				if err != nil {
+					return fail(Action{}, time.Now(), nil, fmt.Errorf("status: %w", err))
+				}
+				view = v
+			}
+		}
+		fresh = nil
+		a, err := r.step(i, &view, net)
+		if err != nil {
+			return fail(Action{}, time.Now(), nil, err)
+		}
+		start := time.Now()
+		got, err := perform(ctx, t, a)
+		if err != nil {
+			return fail(a, start, got, err)
+		}
+		net.apply(a)
+		ev := StepEvent{Index: i, Action: a, Start: start, End: time.Now()}
+		if got != nil {
+			ev.View = *got
+			fresh = got
+		}
+		observe(ev)
+	}
+	return nil
+}
+
+// perform asks t to carry out a; wait steps return the view they ended with.
+func perform(ctx context.Context, t Target, a Action) (*View, error) {
+	switch a.Kind {
+	case StepWait:
+		timer := time.NewTimer(a.Duration)
+		defer timer.Stop()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+			return nil, nil
+		}
+	case StepWaitElection:
+		v, err := t.WaitElection(ctx, a.Timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &v, nil
+	case StepWaitLeader:
+		v, err := t.WaitLeader(ctx, a.Nodes, a.Timeout)
+		if err != nil {
+			return nil, err
+		}
+		if a.Expect == ExpectHighestLive && len(a.Nodes) > 0 {
+			// Nodes were live when the step began; the highest of those
+			// still live must lead.
+			want := ""
+			for _, x := range a.Nodes {
+				if st, _ := v.status(x); st == StatusLive {
+					want = x
+				}
+			}
+			if v.Leader != want {
+				return &v, fmt.Errorf("%w: %s leads epoch %d, want %s, the highest live node waited for", ErrUnexpectedLeader, orNone(v.Leader), v.Epoch, orNone(want))
+			}
+		}
+		return &v, nil
+	case StepHeal:
+		if a.Healed {
+			if err := t.Heal(ctx); err != nil {
+				return nil, fmt.Errorf("heal: %w", err)
+			}
+		}
+		if len(a.Cleared) > 0 {
+			if err := t.Clear(ctx, a.Cleared); err != nil {
+				return nil, fmt.Errorf("clear: %w", err)
+			}
+		}
+		return nil, nil
+	}
+
+	var err error
+	switch a.Fault {
+	case Partition:
+		err = t.Partition(ctx, a.Groups, a.OneWay)
+	case Heal:
+		err = t.Heal(ctx)
+	case Delay:
+		err = t.Delay(ctx, a.Nodes, a.Impair.Delay, a.Impair.Jitter)
+	case Loss:
+		err = t.Loss(ctx, a.Nodes, a.Impair.Loss)
+	default:
+		do := map[FaultKind]func(context.Context, []string) error{
+			Crash: t.Crash, Restart: t.Restart, Pause: t.Pause, Resume: t.Resume,
+			Isolate: t.Isolate, Unisolate: t.Unisolate, Clear: t.Clear,
+			Campaign: t.Campaign, Leave: t.Leave, Join: t.Join,
+		}[a.Fault]
+		if do == nil {
+			return nil, fmt.Errorf("unknown fault %q", a.Fault)
+		}
+		err = do(ctx, a.Nodes)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", a.Fault, err)
+	}
+	return nil, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no node"
+	}
+	return s
+}

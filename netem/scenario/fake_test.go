@@ -1,0 +1,171 @@
+package scenario_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bullylab/bullylab/netem/scenario"
+)
+
+// fakeTarget is an in-memory testbed that behaves like a correct Bully
+// cluster: whenever asked, the highest live node waited for leads. It logs
+// every call the way a capture would list the faults.
+type fakeTarget struct {
+	order  []string // lowest ID first
+	status map[string]scenario.NodeStatus
+	groups map[string][]string
+	leader string
+	epoch  uint64
+
+	calls       []string
+	statusCalls int
+	// wrongLeader makes WaitLeader elect the second highest node.
+	wrongLeader bool
+	// noLeader makes WaitLeader time out.
+	noLeader bool
+	// failOn makes the fault of that kind fail.
+	failOn string
+}
+
+func newFake(order ...string) *fakeTarget {
+	f := &fakeTarget{order: order, status: map[string]scenario.NodeStatus{}}
+	for _, n := range order {
+		f.status[n] = scenario.StatusLive
+	}
+	f.leader, f.epoch = order[len(order)-1], 1
+	return f
+}
+
+// starFake is star16 with IDs in topology order, as netem.Lab assigns them.
+func starFake(n int) *fakeTarget {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("n%d", i+1)
+	}
+	return newFake(names...)
+}
+
+func (f *fakeTarget) names() []string { return slices.Clone(f.order) }
+
+func (f *fakeTarget) view() scenario.View {
+	v := scenario.View{Groups: f.groups, Leader: f.leader, Epoch: f.epoch}
+	for _, n := range f.order {
+		v.Nodes = append(v.Nodes, scenario.NodeView{Name: n, Status: f.status[n]})
+	}
+	return v
+}
+
+func (f *fakeTarget) log(kind string, nodes []string) error {
+	f.calls = append(f.calls, kind+" "+strings.Join(nodes, ","))
+	if f.failOn == kind {
+		return fmt.Errorf("injected failure")
+	}
+	return nil
+}
+
+func (f *fakeTarget) set(kind string, nodes []string, from []scenario.NodeStatus, to scenario.NodeStatus) error {
+	if err := f.log(kind, nodes); err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		st, ok := f.status[n]
+		if !ok {
+			return fmt.Errorf("no node %s", n)
+		}
+		if !slices.Contains(from, st) {
+			return fmt.Errorf("%s: node %s is %s", kind, n, st)
+		}
+		f.status[n] = to
+		if n == f.leader && to != scenario.StatusLive {
+			f.leader = ""
+		}
+	}
+	return nil
+}
+
+var (
+	live    = []scenario.NodeStatus{scenario.StatusLive}
+	running = []scenario.NodeStatus{scenario.StatusLive, scenario.StatusPaused}
+)
+
+func (f *fakeTarget) Crash(_ context.Context, n []string) error {
+	return f.set("crash", n, running, scenario.StatusCrashed)
+}
+func (f *fakeTarget) Restart(_ context.Context, n []string) error {
+	return f.set("restart", n, []scenario.NodeStatus{scenario.StatusCrashed, scenario.StatusLeft}, scenario.StatusLive)
+}
+func (f *fakeTarget) Pause(_ context.Context, n []string) error {
+	return f.set("pause", n, live, scenario.StatusPaused)
+}
+func (f *fakeTarget) Resume(_ context.Context, n []string) error {
+	return f.set("resume", n, []scenario.NodeStatus{scenario.StatusPaused}, scenario.StatusLive)
+}
+func (f *fakeTarget) Leave(_ context.Context, n []string) error {
+	return f.set("leave", n, live, scenario.StatusLeft)
+}
+func (f *fakeTarget) Join(_ context.Context, n []string) error {
+	return f.set("join", n, []scenario.NodeStatus{scenario.StatusLeft}, scenario.StatusLive)
+}
+func (f *fakeTarget) Isolate(_ context.Context, n []string) error   { return f.log("isolate", n) }
+func (f *fakeTarget) Unisolate(_ context.Context, n []string) error { return f.log("unisolate", n) }
+func (f *fakeTarget) Campaign(_ context.Context, n []string) error  { return f.log("campaign", n) }
+func (f *fakeTarget) Clear(_ context.Context, n []string) error     { return f.log("clear", n) }
+func (f *fakeTarget) Heal(context.Context) error                    { return f.log("heal", nil) }
+
+func (f *fakeTarget) Partition(_ context.Context, groups [][]string, oneWay bool) error {
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = strings.Join(g, ",")
+	}
+	sep := " | "
+	if oneWay {
+		sep = " -> "
+	}
+	return f.log("partition", []string{strings.Join(parts, sep)})
+}
+
+func (f *fakeTarget) Delay(_ context.Context, n []string, d, j time.Duration) error {
+	return f.log(fmt.Sprintf("delay %v±%v", d, j), n)
+}
+
+func (f *fakeTarget) Loss(_ context.Context, n []string, p float64) error {
+	return f.log(fmt.Sprintf("loss %g%%", p), n)
+}
+
+func (f *fakeTarget) Status(context.Context) (scenario.View, error) {
+	f.statusCalls++
+	return f.view(), nil
+}
+
+func (f *fakeTarget) WaitLeader(_ context.Context, nodes []string, timeout time.Duration) (scenario.View, error) {
+	f.calls = append(f.calls, "wait_leader "+strings.Join(nodes, ","))
+	if f.noLeader {
+		return f.view(), fmt.Errorf("%w within %v", scenario.ErrNoLeader, timeout)
+	}
+	var up []string
+	for _, n := range nodes {
+		if f.status[n] == scenario.StatusLive {
+			up = append(up, n)
+		}
+	}
+	if len(up) == 0 {
+		return f.view(), fmt.Errorf("%w: nobody live", scenario.ErrNoLeader)
+	}
+	leader := up[len(up)-1]
+	if f.wrongLeader && len(up) > 1 {
+		leader = up[len(up)-2]
+	}
+	if leader != f.leader {
+		f.leader = leader
+		f.epoch++
+	}
+	return f.view(), nil
+}
+
+func (f *fakeTarget) WaitElection(context.Context, time.Duration) (scenario.View, error) {
+	f.calls = append(f.calls, "wait_election")
+	return f.view(), nil
+}

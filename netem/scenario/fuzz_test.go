@@ -1,0 +1,68 @@
+package scenario_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bullylab/bullylab/netem/scenario"
+)
+
+// FuzzParse checks that any input either parses into a scenario that
+// Format prints and Parse reads back unchanged, or fails with one line
+// naming the file.
+func FuzzParse(f *testing.F) {
+	f.Add(scenario.Example)
+	for _, seed := range []string{
+		"steps:\n  - inject: {crash: leader}\n  - wait_leader\n",
+		"start: cold\nsteps:\n  - inject: {restart: all}\n  - wait_leader: {timeout: 5s, expect: any, measure: true}\n",
+		"steps:\n  - inject: {partition: {groups: [[n1, 'group:g'], rest], one_way: true}}\n  - wait_leader: {among: 'side:2'}\n  - heal\n",
+		"steps:\n  - inject: {delay: {nodes: 'random:3', delay: 1.5ms, jitter: 0s}}\n  - wait: {duration: 1m}\n  - inject: {loss: {percent: 0.5%}}\n  - wait_election: {timeout: 2s}\n  - wait_leader\n",
+		"labels: {a: b, c-d: '1.5'}\nname: x.y\ndescription: 'quoted: yes'\nsteps: [{inject: heal}, wait_leader]\n",
+		"x: &a [1, 2]\nsteps: *a\n",
+		"steps: &s [{inject: {crash: *s}}]\n",
+		"? [a]\n: 1\n",
+		"\"a\\nb\": 1\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc, err := scenario.Parse("fuzz.yaml", data)
+		if err != nil {
+			msg := err.Error()
+			if strings.ContainsAny(msg, "\r\n") {
+				t.Fatalf("error is not one line: %q", msg)
+			}
+			if !strings.HasPrefix(msg, "fuzz.yaml") {
+				t.Fatalf("error does not name the file: %q", msg)
+			}
+			return
+		}
+		out, err := scenario.Format(sc)
+		if err != nil {
+			t.Fatalf("parsed scenario does not format: %v", err)
+		}
+		back, err := scenario.Parse("fuzz.yaml", out)
+		if err != nil {
+			t.Fatalf("formatted scenario does not parse: %v\n%s", err, out)
+		}
+		if !sameScenario(sc, back) {
+			t.Fatalf("format and parse changed the scenario:\n%s", out)
+		}
+	})
+}
+
+func FuzzParseSelector(f *testing.F) {
+	for _, s := range []string{"leader", "top:3", "random", "random:2", "minority:random", "side:1", "node:x", "group:g", "n1", "top:", ":", "random:01"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sel, err := scenario.ParseSelector(s)
+		if err != nil {
+			return
+		}
+		back, err := scenario.ParseSelector(sel.String())
+		if err != nil || back != sel {
+			t.Fatalf("%q parsed as %+v, which prints as %q and reads back as %+v, %v", s, sel, sel.String(), back, err)
+		}
+	})
+}

@@ -1,0 +1,715 @@
+package scenario
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// NodeStatus is what a node's process is doing, as the testbed sees it.
+type NodeStatus string
+
+const (
+	StatusLive    NodeStatus = "live"    // running
+	StatusCrashed NodeStatus = "crashed" // not running: killed, or not started yet
+	StatusPaused  NodeStatus = "paused"  // stopped with SIGSTOP
+	StatusLeft    NodeStatus = "left"    // announced LEAVE and exited; join brings it back
+)
+
+// NodeView is one node in a View.
+type NodeView struct {
+	Name   string
+	Status NodeStatus
+}
+
+// View is the testbed as a step sees it when its selectors are resolved.
+type View struct {
+	// Nodes lists every node of the testbed, lowest ID first: the Bully
+	// order (netem.Lab gives IDs in topology order, so there they agree).
+	Nodes []NodeView
+	// Groups are the topology's named groups, for selectors that name one.
+	Groups map[string][]string
+	// Leader is the leader most live Normal nodes follow (ties go to the
+	// higher ID), "" when no live node is Normal; Epoch is its epoch.
+	Leader string
+	Epoch  uint64
+}
+
+// InitialView is the view a scenario starts from on a testbed whose nodes
+// are given lowest ID first: every node live under the highest for
+// StartStable, every node down for StartCold.
+func InitialView(nodes []string, groups map[string][]string, start Start) View {
+	v := View{Groups: groups}
+	for _, n := range nodes {
+		st := StatusLive
+		if start == StartCold {
+			st = StatusCrashed
+		}
+		v.Nodes = append(v.Nodes, NodeView{Name: n, Status: st})
+	}
+	if start != StartCold && len(nodes) > 0 {
+		v.Leader, v.Epoch = nodes[len(nodes)-1], 1
+	}
+	return v
+}
+
+// Clone returns a deep copy of v.
+func (v View) Clone() View {
+	c := v
+	c.Nodes = slices.Clone(v.Nodes)
+	c.Groups = maps.Clone(v.Groups)
+	return c
+}
+
+func (v *View) status(node string) (NodeStatus, bool) {
+	for _, n := range v.Nodes {
+		if n.Name == node {
+			return n.Status, true
+		}
+	}
+	return "", false
+}
+
+func (v *View) setStatus(node string, st NodeStatus) {
+	for i := range v.Nodes {
+		if v.Nodes[i].Name == node {
+			v.Nodes[i].Status = st
+		}
+	}
+}
+
+// Impairment is what a delay or loss fault sets on a node's link.
+type Impairment struct {
+	Delay  time.Duration
+	Jitter time.Duration
+	Loss   float64 // percent
+}
+
+func (imp Impairment) String() string {
+	var parts []string
+	if imp.Delay > 0 || imp.Jitter > 0 {
+		s := imp.Delay.String()
+		if imp.Jitter > 0 {
+			s += " jitter " + imp.Jitter.String()
+		}
+		parts = append(parts, s)
+	}
+	if imp.Loss > 0 {
+		parts = append(parts, strconv.FormatFloat(imp.Loss, 'g', -1, 64)+"%")
+	}
+	return strings.Join(parts, " ")
+}
+
+// Action is a step with its selectors resolved to node names: what the
+// Target is asked to do. Node lists are lowest ID first.
+type Action struct {
+	Step int // index in Scenario.Steps
+	Kind StepKind
+
+	Fault  FaultKind  // inject
+	Nodes  []string   // inject: the nodes; wait_leader: those waited for; heal: those unisolated
+	Groups [][]string // inject partition; heal: the partition removed
+	OneWay bool       // inject partition
+	// Impair is what delay or loss sets on Nodes: Delay and Jitter for
+	// delay, Loss for loss; the node's other settings stay.
+	Impair Impairment
+
+	Healed  bool     // heal: a partition or isolation was removed
+	Cleared []string // heal: the nodes whose delay and loss were cleared
+
+	Timeout  time.Duration // wait_leader, wait_election
+	Expect   Expect        // wait_leader
+	Measure  bool          // wait_leader
+	Duration time.Duration // wait
+}
+
+// String is the action as one line of a schedule.
+func (a Action) String() string {
+	var b strings.Builder
+	b.WriteString(string(a.Kind))
+	switch a.Kind {
+	case StepInject:
+		b.WriteString(" " + string(a.Fault))
+		switch a.Fault {
+		case Partition:
+			sep := " | "
+			if a.OneWay {
+				sep = " -> "
+			}
+			for i, g := range a.Groups {
+				if i == 0 {
+					b.WriteByte(' ')
+				} else {
+					b.WriteString(sep)
+				}
+				b.WriteString(strings.Join(g, ","))
+			}
+		case Heal:
+		case Delay, Loss:
+			fmt.Fprintf(&b, " %s on %s", a.Impair, strings.Join(a.Nodes, ","))
+		default:
+			b.WriteString(" " + strings.Join(a.Nodes, ","))
+		}
+	case StepHeal:
+		var parts []string
+		if len(a.Groups) > 0 {
+			parts = append(parts, "partition")
+		}
+		if len(a.Nodes) > 0 {
+			parts = append(parts, "unisolate "+strings.Join(a.Nodes, ","))
+		}
+		if len(a.Cleared) > 0 {
+			parts = append(parts, "clear "+strings.Join(a.Cleared, ","))
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "nothing in force")
+		}
+		b.WriteString(" " + strings.Join(parts, "; "))
+	case StepWaitLeader:
+		fmt.Fprintf(&b, " among %s expect %s timeout %s", strings.Join(a.Nodes, ","), a.Expect, a.Timeout)
+		if a.Measure {
+			b.WriteString(" (measured)")
+		}
+	case StepWaitElection:
+		fmt.Fprintf(&b, " timeout %s", a.Timeout)
+	case StepWait:
+		b.WriteString(" " + a.Duration.String())
+	}
+	return b.String()
+}
+
+// Schedule is a scenario resolved step by step.
+type Schedule []Action
+
+// String prints one action a line, numbered from 1 as people count steps.
+// Two schedules print alike exactly when they do the same thing.
+func (s Schedule) String() string {
+	var b strings.Builder
+	for _, a := range s {
+		fmt.Fprintf(&b, "%d. %s\n", a.Step+1, a)
+	}
+	return b.String()
+}
+
+// network is the fault state the executor put in force. It is kept by the
+// executor rather than asked of the Target because nothing else changes
+// it, and the dry run needs it without a testbed.
+type network struct {
+	groups   [][]string // partition in force; nil when none
+	oneWay   bool
+	isolated map[string]bool
+	impaired map[string]bool // delay or loss set by a fault
+}
+
+func newNetwork() *network {
+	return &network{isolated: map[string]bool{}, impaired: map[string]bool{}}
+}
+
+// apply records the network effect of a.
+func (n *network) apply(a Action) {
+	switch a.Kind {
+	case StepHeal:
+		n.groups, n.oneWay = nil, false
+		clear(n.isolated)
+		clear(n.impaired)
+	case StepInject:
+		switch a.Fault {
+		case Partition:
+			n.groups, n.oneWay = a.Groups, a.OneWay
+		case Heal:
+			n.groups, n.oneWay = nil, false
+			clear(n.isolated)
+		case Isolate:
+			for _, x := range a.Nodes {
+				n.isolated[x] = true
+			}
+		case Unisolate:
+			for _, x := range a.Nodes {
+				delete(n.isolated, x)
+			}
+		case Delay, Loss:
+			for _, x := range a.Nodes {
+				n.impaired[x] = true
+			}
+		case Clear:
+			for _, x := range a.Nodes {
+				delete(n.impaired, x)
+			}
+		}
+	}
+}
+
+// predict applies the effect a dry run assumes an action has on the view:
+// faults do what they say, and wait_leader ends with the highest node
+// waited for leading, as the Bully algorithm promises.
+func (v *View) predict(a Action) {
+	switch a.Kind {
+	case StepInject:
+		set := func(st NodeStatus) {
+			for _, x := range a.Nodes {
+				v.setStatus(x, st)
+				if x == v.Leader && st != StatusLive {
+					v.Leader = ""
+				}
+			}
+		}
+		switch a.Fault {
+		case Crash:
+			set(StatusCrashed)
+		case Pause:
+			set(StatusPaused)
+		case Leave:
+			set(StatusLeft)
+		case Restart, Resume, Join:
+			set(StatusLive)
+		}
+	case StepWaitLeader:
+		if len(a.Nodes) > 0 {
+			if leader := a.Nodes[len(a.Nodes)-1]; leader != v.Leader {
+				v.Leader = leader
+				v.Epoch++
+			}
+		}
+	}
+}
+
+// resolver turns steps into actions. Each step draws from a generator of
+// its own, seeded from the scenario's generator before step 1, so a step
+// picks the same nodes whatever earlier steps drew: a random:3 that found
+// only two candidates does not shift every later choice.
+type resolver struct {
+	sc    *Scenario
+	seeds []int64
+}
+
+func newResolver(sc *Scenario, rng *rand.Rand) *resolver {
+	r := &resolver{sc: sc, seeds: make([]int64, len(sc.Steps))}
+	for i := range r.seeds {
+		r.seeds[i] = int64(rng.Uint64())
+	}
+	return r
+}
+
+// Resolve is a dry run: it resolves every step of sc against view, which
+// it evolves as Execute would if every fault did what it says and every
+// election elected the highest node waited for. The same scenario, view
+// and seed give the same schedule; Execute resolves each step the same way
+// against the testbed's view at that moment, so on a testbed that behaves
+// its schedule is this one.
+func Resolve(sc *Scenario, view View, rng *rand.Rand) (Schedule, error) {
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	r := newResolver(sc, rng)
+	net := newNetwork()
+	v := view.Clone()
+	var sched Schedule
+	for i := range sc.Steps {
+		a, err := r.step(i, &v, net)
+		if err != nil {
+			return sched, &StepError{Step: i, Kind: sc.Steps[i].Kind, Err: err}
+		}
+		net.apply(a)
+		v.predict(a)
+		sched = append(sched, a)
+	}
+	return sched, nil
+}
+
+// step resolves step i against view v and the network state.
+func (r *resolver) step(i int, v *View, net *network) (Action, error) {
+	st := r.sc.Steps[i]
+	a := Action{Step: i, Kind: st.Kind, Timeout: st.Timeout, Expect: st.Expect, Measure: st.Measure, Duration: st.Duration}
+	rng := NewRand(r.seeds[i])
+	pk := newPicker(v, net, rng)
+	switch st.Kind {
+	case StepInject:
+		ft := st.Fault
+		a.Fault = ft.Kind
+		switch ft.Kind {
+		case Heal:
+		case Partition:
+			groups, err := pk.partition(ft.Groups)
+			if err != nil {
+				return a, fmt.Errorf("partition: %w", err)
+			}
+			a.Groups, a.OneWay = groups, ft.OneWay
+		default:
+			pool, poolName := pk.pool(ft.Kind)
+			nodes, err := pk.pick(ft.Nodes, pool, poolName, nil)
+			if err != nil {
+				return a, fmt.Errorf("%s: %w", ft.Kind, err)
+			}
+			a.Nodes = nodes
+			a.Impair = Impairment{Delay: ft.Delay, Jitter: ft.Jitter, Loss: ft.Loss}
+		}
+	case StepHeal:
+		a.Groups = net.groups
+		a.Nodes = pk.filter(func(x string) bool { return net.isolated[x] })
+		a.Healed = net.groups != nil || len(a.Nodes) > 0
+		a.Cleared = pk.filter(func(x string) bool { return net.impaired[x] })
+	case StepWaitLeader:
+		var err error
+		if len(st.Among) > 0 {
+			a.Nodes, err = pk.pick(st.Among, pk.live(), "live", nil)
+		} else {
+			a.Nodes, err = pk.connected()
+		}
+		if err != nil {
+			return a, fmt.Errorf("wait_leader: %w", err)
+		}
+	}
+	return a, nil
+}
+
+// picker resolves selectors against one view.
+type picker struct {
+	v      *View
+	net    *network
+	rng    *rand.Rand
+	rank   map[string]int // position in ID order
+	status map[string]NodeStatus
+}
+
+func newPicker(v *View, net *network, rng *rand.Rand) *picker {
+	p := &picker{v: v, net: net, rng: rng, rank: make(map[string]int, len(v.Nodes)), status: make(map[string]NodeStatus, len(v.Nodes))}
+	for i, n := range v.Nodes {
+		p.rank[n.Name] = i
+		p.status[n.Name] = n.Status
+	}
+	return p
+}
+
+// filter returns the nodes for which keep holds, lowest ID first.
+func (p *picker) filter(keep func(string) bool) []string {
+	var out []string
+	for _, n := range p.v.Nodes {
+		if keep(n.Name) {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+func (p *picker) withStatus(st NodeStatus) []string {
+	return p.filter(func(x string) bool { return p.status[x] == st })
+}
+
+func (p *picker) live() []string { return p.withStatus(StatusLive) }
+
+// pool returns the nodes a fault can apply to, which keyword selectors
+// choose from: restart picks among crashed nodes, not live ones.
+func (p *picker) pool(k FaultKind) ([]string, string) {
+	switch k {
+	case Restart:
+		return p.withStatus(StatusCrashed), "crashed"
+	case Resume:
+		return p.withStatus(StatusPaused), "paused"
+	case Join:
+		return p.withStatus(StatusLeft), "left"
+	case Unisolate:
+		return p.filter(func(x string) bool { return p.net.isolated[x] }), "isolated"
+	case Isolate:
+		return p.filter(func(x string) bool { return p.status[x] == StatusLive && !p.net.isolated[x] }), "live and connected"
+	case Clear:
+		return p.filter(func(x string) bool { return p.net.impaired[x] }), "impaired"
+	case Delay, Loss:
+		return p.filter(func(string) bool { return true }), "testbed"
+	}
+	return p.live(), "live"
+}
+
+// pick resolves ss against pool. Keyword selectors choose among the pool
+// minus taken and minus what earlier selectors of ss chose, so [leader,
+// random] names two nodes; names must be in the pool, or anywhere in the
+// testbed when poolName is "".
+func (p *picker) pick(ss Selectors, pool []string, poolName string, taken map[string]bool) ([]string, error) {
+	chosen := map[string]bool{}
+	inPool := map[string]bool{}
+	for _, x := range pool {
+		inPool[x] = true
+	}
+	free := func() []string {
+		var out []string
+		for _, x := range pool {
+			if !chosen[x] && !taken[x] {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	add := func(xs ...string) { // nodes named explicitly or picked by keyword
+		for _, x := range xs {
+			chosen[x] = true
+		}
+	}
+	need := func(s Selector, n int, cands []string) error {
+		if n < 1 {
+			return fmt.Errorf("%s: no node to select among %d live nodes", s, len(p.live()))
+		}
+		if len(cands) < n {
+			return fmt.Errorf("%s: needs %d %s nodes, %d left to choose from", s, n, poolName, len(cands))
+		}
+		return nil
+	}
+	for _, s := range ss {
+		cands := free()
+		switch s.Kind {
+		case SelLeader:
+			if p.v.Leader == "" {
+				return nil, fmt.Errorf("leader: the live nodes follow no leader (add a wait_leader step before)")
+			}
+			if !inPool[p.v.Leader] {
+				return nil, fmt.Errorf("leader: %s is not %s", p.v.Leader, poolName)
+			}
+			add(p.v.Leader)
+		case SelHighest, SelLowest, SelTop, SelBottom:
+			n := s.N
+			if s.Kind == SelHighest || s.Kind == SelLowest {
+				n = 1
+			}
+			if err := need(s, n, cands); err != nil {
+				return nil, err
+			}
+			if s.Kind == SelHighest || s.Kind == SelTop {
+				add(cands[len(cands)-n:]...)
+			} else {
+				add(cands[:n]...)
+			}
+		case SelRandom:
+			if err := need(s, s.N, cands); err != nil {
+				return nil, err
+			}
+			add(p.sample(cands, s.N)...)
+		case SelAll, SelRest:
+			if len(cands) == 0 {
+				return nil, fmt.Errorf("%s: no %s node to select", s, poolName)
+			}
+			add(cands...)
+		case SelMinority, SelMajority, SelRandomMinority, SelRandomMajority:
+			live := len(p.live())
+			n := (live - 1) / 2
+			if s.Kind == SelMajority || s.Kind == SelRandomMajority {
+				n = live/2 + 1
+			}
+			if err := need(s, n, cands); err != nil {
+				return nil, err
+			}
+			if s.Kind == SelMinority || s.Kind == SelMajority {
+				add(cands[len(cands)-n:]...)
+			} else {
+				add(p.sample(cands, n)...)
+			}
+		case SelSide:
+			if p.net.groups == nil {
+				return nil, fmt.Errorf("%s: no partition in force", s)
+			}
+			if s.N > len(p.net.groups) {
+				return nil, fmt.Errorf("%s: the partition in force has %d sides", s, len(p.net.groups))
+			}
+			var side []string
+			for _, x := range p.net.groups[s.N-1] {
+				if inPool[x] && !taken[x] {
+					side = append(side, x)
+				}
+			}
+			if len(side) == 0 {
+				return nil, fmt.Errorf("%s: no %s node on that side", s, poolName)
+			}
+			add(side...)
+		case SelName, SelNode, SelGroup:
+			names, err := p.named(s)
+			if err != nil {
+				return nil, err
+			}
+			for _, x := range names {
+				if poolName != "" && !inPool[x] {
+					return nil, fmt.Errorf("%s is %s, not %s", x, describeStatus(p.status[x], p.net.isolated[x]), poolName)
+				}
+			}
+			add(names...)
+		default:
+			return nil, fmt.Errorf("unknown selector %s", s)
+		}
+	}
+	out := make([]string, 0, len(chosen))
+	for x := range chosen {
+		out = append(out, x)
+	}
+	slices.SortFunc(out, func(a, b string) int { return p.rank[a] - p.rank[b] })
+	return out, nil
+}
+
+func describeStatus(st NodeStatus, isolated bool) string {
+	if isolated && st == StatusLive {
+		return "isolated"
+	}
+	return string(st)
+}
+
+// named resolves a name: a node, else a topology group.
+func (p *picker) named(s Selector) ([]string, error) {
+	_, isNode := p.rank[s.Name]
+	group, isGroup := p.v.Groups[s.Name]
+	switch {
+	case s.Kind != SelGroup && isNode:
+		return []string{s.Name}, nil
+	case s.Kind != SelNode && isGroup:
+		for _, x := range group {
+			if _, ok := p.rank[x]; !ok {
+				return nil, fmt.Errorf("group %s names %s, which the testbed does not have", s.Name, x)
+			}
+		}
+		return group, nil
+	case s.Kind == SelNode:
+		return nil, fmt.Errorf("unknown node %q", s.Name)
+	case s.Kind == SelGroup:
+		return nil, fmt.Errorf("unknown group %q", s.Name)
+	}
+	return nil, fmt.Errorf("unknown node or group %q", s.Name)
+}
+
+// sample returns n of cands chosen uniformly, by a partial Fisher-Yates
+// shuffle of a copy; cands are in ID order, so the draw depends only on
+// the generator and the candidates.
+func (p *picker) sample(cands []string, n int) []string {
+	c := slices.Clone(cands)
+	for i := 0; i < n; i++ {
+		j := i + p.rng.IntN(len(c)-i)
+		c[i], c[j] = c[j], c[i]
+	}
+	return c[:n]
+}
+
+// partition resolves partition groups. Keyword selectors choose among the
+// live nodes that earlier groups did not take; names and rest may take any
+// node. Every node of the testbed must end in exactly one group, so that
+// what a node can reach never depends on a default.
+func (p *picker) partition(groups []Selectors) ([][]string, error) {
+	all := p.filter(func(string) bool { return true })
+	out := make([][]string, len(groups))
+	owner := map[string]int{}
+	rest := -1
+	live := p.live()
+	for i, g := range groups {
+		if len(g) == 1 && g[0].Kind == SelRest {
+			rest = i
+			continue
+		}
+		taken := map[string]bool{}
+		for x := range owner {
+			taken[x] = true
+		}
+		// Names may name any node; keywords pick among live nodes.
+		var names, keys Selectors
+		for _, s := range g {
+			if s.Kind == SelName || s.Kind == SelNode || s.Kind == SelGroup {
+				names = append(names, s)
+			} else {
+				keys = append(keys, s)
+			}
+		}
+		var members []string
+		if len(names) > 0 {
+			ns, err := p.pick(names, nil, "", nil)
+			if err != nil {
+				return nil, fmt.Errorf("groups[%d]: %w", i, err)
+			}
+			members = append(members, ns...)
+		}
+		if len(keys) > 0 {
+			for _, x := range members {
+				taken[x] = true
+			}
+			ks, err := p.pick(keys, live, "live", taken)
+			if err != nil {
+				return nil, fmt.Errorf("groups[%d]: %w", i, err)
+			}
+			members = append(members, ks...)
+		}
+		for _, x := range members {
+			if j, ok := owner[x]; ok && j != i {
+				return nil, fmt.Errorf("%s is in groups[%d] and groups[%d]", x, j, i)
+			}
+			owner[x] = i
+		}
+		slices.SortFunc(members, func(a, b string) int { return p.rank[a] - p.rank[b] })
+		out[i] = slices.Compact(members)
+	}
+	var missing []string
+	for _, x := range all {
+		if _, ok := owner[x]; !ok {
+			if rest >= 0 {
+				out[rest] = append(out[rest], x)
+			} else {
+				missing = append(missing, x)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%s in no group (add rest as a group)", strings.Join(missing, ","))
+	}
+	for i, g := range out {
+		if len(g) == 0 {
+			return nil, fmt.Errorf("groups[%d] is empty", i)
+		}
+	}
+	return out, nil
+}
+
+// connected returns the live nodes wait_leader waits for by default: those
+// of the largest connected part of the network. Isolated nodes are parts of
+// their own; under a symmetric partition the largest side wins, ties going
+// to the side with the highest node; under a one-way cut from Groups[0] to
+// Groups[1], Groups[1], which no longer hears Groups[0].
+func (p *picker) connected() ([]string, error) {
+	cands := p.filter(func(x string) bool { return p.status[x] == StatusLive && !p.net.isolated[x] })
+	if p.net.groups != nil {
+		side := map[string]int{}
+		for i, g := range p.net.groups {
+			for _, x := range g {
+				side[x] = i
+			}
+		}
+		best := -1
+		if p.net.oneWay {
+			var out []string
+			for _, x := range cands {
+				if side[x] == 1 {
+					out = append(out, x)
+				}
+			}
+			cands = out
+		} else {
+			count := make([]int, len(p.net.groups))
+			highest := make([]int, len(p.net.groups))
+			for i := range highest {
+				highest[i] = -1
+			}
+			for _, x := range cands {
+				count[side[x]]++
+				highest[side[x]] = max(highest[side[x]], p.rank[x])
+			}
+			for i := range count {
+				if best < 0 || count[i] > count[best] || count[i] == count[best] && highest[i] > highest[best] {
+					best = i
+				}
+			}
+			var out []string
+			for _, x := range cands {
+				if side[x] == best {
+					out = append(out, x)
+				}
+			}
+			cands = out
+		}
+	}
+	if len(cands) == 0 {
+		return nil, fmt.Errorf("no live connected node to wait for")
+	}
+	return cands, nil
+}

@@ -1,0 +1,391 @@
+package scenario
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Scenario is a named list of timed steps run against a testbed.
+type Scenario struct {
+	Name        string
+	Description string
+	// Start says how the cluster stands before step 1.
+	Start Start
+	// Labels tell variants of one scenario apart (delay=50ms for one point
+	// of a latency sweep). They become key=value parts of benchmark names
+	// and are stored with the results.
+	Labels map[string]string
+	Steps  []Step
+	// Source is the file the scenario was parsed from, or "built-in NAME";
+	// errors name it.
+	Source string
+}
+
+// Start is how the cluster stands before the first step.
+type Start string
+
+const (
+	// StartStable: every node runs and agrees on the highest node as
+	// leader before step 1; reaching that is not measured.
+	StartStable Start = "stable"
+	// StartCold: the testbed is built and no node runs; the steps start
+	// them (restart: all), so the first election is measured.
+	StartCold Start = "cold"
+)
+
+// StepKind says what a step does.
+type StepKind string
+
+const (
+	StepInject       StepKind = "inject"        // apply one Fault
+	StepWaitLeader   StepKind = "wait_leader"   // wait until the connected live nodes agree on a leader
+	StepWaitElection StepKind = "wait_election" // wait until some node is in an election
+	StepWait         StepKind = "wait"          // let Duration pass
+	StepHeal         StepKind = "heal"          // undo every network fault: partitions, isolations, impairments
+)
+
+// FaultKind names a fault. The names are netem.Lab's and those of the
+// capture's fault records, so a schedule and its capture read alike; join
+// is the Lab's restart of a node that left.
+type FaultKind string
+
+// Faults. Node faults take Nodes; partition takes Groups; delay and loss
+// take Nodes (default all) and their amounts.
+const (
+	Crash     FaultKind = "crash"     // SIGKILL the node's process
+	Restart   FaultKind = "restart"   // start a crashed (or never started) node
+	Pause     FaultKind = "pause"     // SIGSTOP: a grey failure, sockets stay open
+	Resume    FaultKind = "resume"    // SIGCONT a paused node
+	Isolate   FaultKind = "isolate"   // cut the node's link at the switch
+	Unisolate FaultKind = "unisolate" // reconnect an isolated node
+	Partition FaultKind = "partition" // cut Groups from each other (OneWay: only Groups[0] -> Groups[1])
+	Heal      FaultKind = "heal"      // remove the partition and reconnect isolated nodes (not impairments)
+	Delay     FaultKind = "delay"     // add latency to what the nodes send
+	Loss      FaultKind = "loss"      // drop a share of what the nodes send
+	Clear     FaultKind = "clear"     // restore the topology's impairments of the nodes
+	Campaign  FaultKind = "campaign"  // ask the node to start an election
+	Leave     FaultKind = "leave"     // the node announces LEAVE and stops
+	Join      FaultKind = "join"      // start a node that left, announcing JOIN
+)
+
+// FaultKinds lists every fault in documentation order.
+var FaultKinds = []FaultKind{Crash, Restart, Pause, Resume, Isolate, Unisolate,
+	Partition, Heal, Delay, Loss, Clear, Campaign, Leave, Join}
+
+// Expect is what a wait_leader step requires of the leader it finds.
+type Expect string
+
+const (
+	// ExpectHighestLive: the leader is the highest-ID node among those
+	// waited for (the Bully guarantee, SLE2).
+	ExpectHighestLive Expect = "highest-live"
+	// ExpectAny: any leader they agree on will do.
+	ExpectAny Expect = "any"
+)
+
+// DefaultTimeout bounds wait_leader and wait_election steps that name no
+// timeout. It is far above the SLE2 bound of the default timings (about
+// 1.2 s plus ten message delays), so that hitting it means the election is
+// stuck, not slow.
+const DefaultTimeout = 30 * time.Second
+
+// Limits keep a hostile or mistaken file from costing unbounded work.
+const (
+	MaxSteps     = 10_000
+	MaxSelectors = 1_000 // per fault, group or among list
+	MaxCount     = 1_000 // K of top:K and friends; topologies have at most 1000 nodes
+)
+
+// Step is one step of a scenario. Only the fields of its Kind are set.
+type Step struct {
+	Kind StepKind
+	// Line is the step's 1-based line in its file; 0 for built-ins.
+	Line int
+
+	Fault *Fault // inject
+
+	Timeout time.Duration // wait_leader, wait_election
+	Expect  Expect        // wait_leader
+	// Among selects the nodes whose agreement wait_leader waits for; empty
+	// means the live nodes of the largest connected part of the network.
+	Among   Selectors // wait_leader
+	Measure bool      // wait_leader: this is the election the run measures
+
+	Duration time.Duration // wait
+}
+
+// Fault is what an inject step does.
+type Fault struct {
+	Kind   FaultKind
+	Nodes  Selectors   // every fault but partition and heal
+	Groups []Selectors // partition
+	OneWay bool        // partition
+	Delay  time.Duration
+	Jitter time.Duration
+	Loss   float64 // percent, 0..100
+}
+
+var (
+	namePattern     = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	labelKeyPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+	labelValPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+)
+
+// reservedLabels are the keys benchmark names already use.
+var reservedLabels = []string{"topology", "scenario"}
+
+// Measured returns the index of the wait_leader step whose election a run
+// measures: the one marked measure, or else the first wait_leader after
+// the first step that changes the cluster. It returns -1 when there is
+// none, which Validate refuses.
+func (sc *Scenario) Measured() int {
+	for i, st := range sc.Steps {
+		if st.Kind == StepWaitLeader && st.Measure {
+			return i
+		}
+	}
+	changed := false
+	for i, st := range sc.Steps {
+		switch st.Kind {
+		case StepInject, StepHeal:
+			changed = true
+		case StepWaitLeader:
+			if changed {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// Key identifies the scenario among variants: its name and its labels in
+// key order, as in "latency-sweep delay=50ms".
+func (sc *Scenario) Key() string {
+	return Key(sc.Name, sc.Labels)
+}
+
+// Key joins a scenario name and its labels as Scenario.Key does.
+func Key(name string, labels map[string]string) string {
+	var b strings.Builder
+	b.WriteString(name)
+	for _, k := range sortedKeys(labels) {
+		fmt.Fprintf(&b, " %s=%s", k, labels[k])
+	}
+	return b.String()
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Validate checks what the parser checks, for scenarios built in code.
+// Errors are *Error naming the source, line and field.
+func (sc *Scenario) Validate() error {
+	v := validator{sc: sc}
+	return v.run()
+}
+
+type validator struct{ sc *Scenario }
+
+func (v validator) err(line int, field, format string, args ...any) error {
+	return &Error{File: v.sc.Source, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (v validator) run() error {
+	sc := v.sc
+	if !namePattern.MatchString(sc.Name) {
+		return v.err(0, "name", "invalid name %q (want [A-Za-z0-9._-]{1,64})", sc.Name)
+	}
+	if strings.ContainsAny(sc.Description, "\r\n") {
+		// Descriptions end up in one-line progress output and tables.
+		return v.err(0, "description", "must be one line")
+	}
+	switch sc.Start {
+	case StartStable, StartCold:
+	default:
+		return v.err(0, "start", "unknown start %q (want stable or cold)", sc.Start)
+	}
+	for _, k := range sortedKeys(sc.Labels) {
+		f := "labels." + k
+		if !labelKeyPattern.MatchString(k) {
+			return v.err(0, f, "invalid label name (want [a-z][a-z0-9_-]{0,31})")
+		}
+		if slices.Contains(reservedLabels, k) {
+			return v.err(0, f, "%q is reserved for benchmark names", k)
+		}
+		if !labelValPattern.MatchString(sc.Labels[k]) {
+			return v.err(0, f, "invalid value %q (want [A-Za-z0-9._-]{1,64})", sc.Labels[k])
+		}
+	}
+	if len(sc.Steps) == 0 {
+		return v.err(0, "steps", "no steps")
+	}
+	if len(sc.Steps) > MaxSteps {
+		return v.err(0, "steps", "%d steps, at most %d", len(sc.Steps), MaxSteps)
+	}
+	measured := -1
+	for i, st := range sc.Steps {
+		f := fmt.Sprintf("steps[%d]", i)
+		if err := v.step(st, f); err != nil {
+			return err
+		}
+		if st.Measure {
+			if measured >= 0 {
+				return v.err(st.Line, f+".wait_leader.measure", "steps[%d] is measured already; a run measures one election", measured)
+			}
+			measured = i
+		}
+	}
+	m := sc.Measured()
+	if m < 0 {
+		return v.err(0, "steps", "no wait_leader after a fault: nothing to measure")
+	}
+	changed := slices.ContainsFunc(sc.Steps[:m], func(st Step) bool { return st.Kind == StepInject || st.Kind == StepHeal })
+	if !changed {
+		return v.err(sc.Steps[m].Line, fmt.Sprintf("steps[%d].wait_leader.measure", m), "no fault before the measured wait_leader")
+	}
+	return nil
+}
+
+func (v validator) step(st Step, f string) error {
+	if st.Measure && st.Kind != StepWaitLeader {
+		return v.err(st.Line, f, "only wait_leader steps are measured")
+	}
+	switch st.Kind {
+	case StepInject:
+		if st.Fault == nil {
+			return v.err(st.Line, f+".inject", "missing fault")
+		}
+		return v.fault(st.Fault, st.Line, f+".inject."+string(st.Fault.Kind))
+	case StepWaitLeader:
+		f += ".wait_leader"
+		if st.Timeout <= 0 {
+			return v.err(st.Line, f+".timeout", "must be positive")
+		}
+		if st.Expect != ExpectHighestLive && st.Expect != ExpectAny {
+			return v.err(st.Line, f+".expect", "unknown expectation %q (want highest-live or any)", st.Expect)
+		}
+		return v.selectors(st.Among, st.Line, f+".among", false)
+	case StepWaitElection:
+		if st.Timeout <= 0 {
+			return v.err(st.Line, f+".wait_election.timeout", "must be positive")
+		}
+	case StepWait:
+		if st.Duration <= 0 {
+			return v.err(st.Line, f+".wait.duration", "must be positive")
+		}
+	case StepHeal:
+	default:
+		return v.err(st.Line, f, "unknown step kind %q", st.Kind)
+	}
+	return nil
+}
+
+func (v validator) fault(ft *Fault, line int, f string) error {
+	switch ft.Kind {
+	case Partition:
+		if len(ft.Groups) < 2 {
+			return v.err(line, f+".groups", "want at least two groups, got %d (use rest for everyone else)", len(ft.Groups))
+		}
+		if len(ft.Groups) > MaxSelectors {
+			return v.err(line, f+".groups", "%d groups, at most %d", len(ft.Groups), MaxSelectors)
+		}
+		if ft.OneWay && len(ft.Groups) != 2 {
+			return v.err(line, f+".groups", "a one-way partition cuts one group from another: want two groups, got %d", len(ft.Groups))
+		}
+		rest := -1
+		for i, g := range ft.Groups {
+			gf := fmt.Sprintf("%s.groups[%d]", f, i)
+			if err := v.selectors(g, line, gf, true); err != nil {
+				return err
+			}
+			if slices.ContainsFunc(g, func(s Selector) bool { return s.Kind == SelRest }) {
+				if rest >= 0 {
+					return v.err(line, gf, "rest is already groups[%d]", rest)
+				}
+				rest = i
+			}
+		}
+		return nil
+	case Heal:
+		return nil
+	case Crash, Restart, Pause, Resume, Isolate, Unisolate, Clear, Campaign, Leave, Join, Delay, Loss:
+	default:
+		return v.err(line, f, "unknown fault %q", ft.Kind)
+	}
+	nf := f
+	if ft.Kind == Delay || ft.Kind == Loss {
+		nf += ".nodes"
+	}
+	if len(ft.Nodes) == 0 {
+		return v.err(line, nf, "selects no node")
+	}
+	if err := v.selectors(ft.Nodes, line, nf, false); err != nil {
+		return err
+	}
+	switch ft.Kind {
+	case Delay:
+		if ft.Delay < 0 || ft.Jitter < 0 {
+			return v.err(line, f, "negative delay or jitter")
+		}
+		if ft.Delay == 0 && ft.Jitter == 0 {
+			return v.err(line, f+".delay", "zero delay and jitter change nothing (use clear)")
+		}
+	case Loss:
+		if !(ft.Loss > 0 && ft.Loss <= 100) {
+			return v.err(line, f+".percent", "%g is not a percentage in (0, 100]", ft.Loss)
+		}
+	}
+	return nil
+}
+
+func (v validator) selectors(ss Selectors, line int, f string, group bool) error {
+	if len(ss) > MaxSelectors {
+		return v.err(line, f, "%d selectors, at most %d", len(ss), MaxSelectors)
+	}
+	if group && len(ss) == 0 {
+		return v.err(line, f, "empty group")
+	}
+	for _, s := range ss {
+		if err := s.check(); err != nil {
+			return v.err(line, f, "%v", err)
+		}
+		if s.Kind == SelRest && (!group || len(ss) > 1) {
+			return v.err(line, f, "rest stands alone, as a whole partition group")
+		}
+	}
+	return nil
+}
+
+// Error is a problem in a scenario. Its message is one line:
+// "file:line: field: what is wrong".
+type Error struct {
+	File  string
+	Line  int    // 1-based; 0 when unknown
+	Field string // path such as steps[2].inject.crash; empty for the whole file
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	// File names and YAML keys may hold line breaks; errors print one a line.
+	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(b.String())
+}
