@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,11 +24,19 @@ func main() {
 // run executes the CLI and returns the process exit code; errors are
 // printed as one line on stderr.
 func run(args []string, stdout, stderr io.Writer) int {
-	if err := newApp(stdout, stderr).Run(args); err != nil {
-		fmt.Fprintf(stderr, "bullylab: %v\n", err)
-		return 1
+	err := newApp(stdout, stderr).Run(args)
+	if err == nil {
+		return 0
 	}
-	return 0
+	code := 1
+	var coder cli.ExitCoder
+	if errors.As(err, &coder) {
+		code = coder.ExitCode()
+	}
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintf(stderr, "bullylab: %s\n", msg)
+	}
+	return code
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
@@ -52,6 +61,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			nodeCommand(usageError),
 			demoCommand(usageError),
 			analyzeCommand(),
+			benchCommand(),
+			compareCommand(),
 			{
 				Name:  "version",
 				Usage: "print the version, Go version and VCS revision",

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bullylab/bullylab/netem/bench"
+	"github.com/bullylab/bullylab/netem/scenario"
+	"github.com/bullylab/bullylab/topologies"
+	"github.com/urfave/cli/v2"
+)
+
+// benchExit is an error carrying the exit status a command wants: run in
+// main.go honours cli.ExitCoder (2: unusable input, 1: a regression).
+type benchExit struct {
+	msg  string
+	code int
+}
+
+func (e *benchExit) Error() string { return e.msg }
+func (e *benchExit) ExitCode() int { return e.code }
+
+var _ cli.ExitCoder = (*benchExit)(nil)
+
+// benchCommand is `bullylab bench`.
+func benchCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "bench",
+		Usage: "run a fault scenario many times on a testbed and measure its elections",
+		Description: "Each run builds the topology's testbed, captures it live, waits for a stable leader,\n" +
+			"runs the scenario and measures the election it marks: time to leader, detection time and\n" +
+			"messages by type, checked against the nodes' counters and the SLE1/SLE2 properties.\n" +
+			"Writes results.json, bench.txt (benchstat input), report.html and one pcapng per run to --out.\n" +
+			"Needs root: it creates network namespaces.",
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "topology", Value: "star16", Usage: "built-in topology `NAME` or a topology file"},
+			&cli.StringFlag{Name: "scenario", Value: "leader-crash", Usage: "built-in scenario `NAME` or a scenario file (.yaml) (built-ins: " + strings.Join(scenario.BuiltinNames(), ", ") + ")"},
+			&cli.IntFlag{Name: "runs", Value: 30, Usage: "runs per scenario"},
+			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of run 1; run i uses seed+i-1"},
+			&cli.StringFlag{Name: "out", Value: "bench-out", Usage: "output `DIR`"},
+			&cli.IntFlag{Name: "k", Usage: "cascade: how many of the top nodes crash (default 3)"},
+			&cli.StringFlag{Name: "delays", Usage: "latency-sweep: comma-separated delays (default 0,10ms,50ms,100ms)"},
+			&cli.Float64Flag{Name: "loss", Usage: "loss: the percentage dropped (default 5)"},
+			&cli.IntFlag{Name: "faults", Usage: "chaos: how many faults (default 10)"},
+			&cli.StringFlag{Name: "backend", Usage: "impairment backend: netem or nfqueue (default: probe)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return &benchExit{fmt.Sprintf("bench: unexpected argument %q (options only)", c.Args().First()), 2}
+			}
+			if os.Geteuid() != 0 {
+				return &benchExit{"bench needs root to build network namespaces: run it with sudo", 2}
+			}
+			runs := c.Int("runs")
+			if runs < 1 {
+				return &benchExit{fmt.Sprintf("bench: --runs %d: want at least 1", runs), 2}
+			}
+			topo, err := topologies.Load(c.String("topology"))
+			if err != nil {
+				return &benchExit{fmt.Sprintf("bench: --topology: %v", err), 2}
+			}
+			params := scenario.Params{Nodes: len(topo.Nodes), K: c.Int("k"), Loss: c.Float64("loss"),
+				Faults: c.Int("faults"), Seed: c.Int64("seed")}
+			given := map[string]string{}
+			for _, f := range []string{"k", "delays", "loss", "faults"} {
+				if c.IsSet(f) {
+					given[f] = c.String(f)
+					if f != "delays" {
+						given[f] = fmt.Sprint(c.Value(f))
+					}
+				}
+			}
+			if c.IsSet("delays") {
+				if params.Delays, err = parseDelays(c.String("delays")); err != nil {
+					return &benchExit{fmt.Sprintf("bench: --delays: %v", err), 2}
+				}
+			}
+			scs, err := scenario.Lookup(c.String("scenario"), params)
+			if err != nil {
+				return &benchExit{fmt.Sprintf("bench: --scenario: %v", err), 2}
+			}
+			bin, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("bench: finding the bullylab binary: %v", err)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			out := c.String("out")
+			res, err := bench.RunBench(ctx, bench.RunOptions{
+				Topology: topo, Scenarios: scs, ScenarioArg: c.String("scenario"), Params: given,
+				Runs: runs, Seed: c.Int64("seed"), OutDir: out, Binary: bin, Version: version,
+				Backend:  c.String("backend"),
+				Progress: bench.NewProgress(c.App.ErrWriter, runs*len(scs)),
+				Summary:  c.App.Writer,
+			})
+			if err != nil {
+				return fmt.Errorf("bench: %v", err)
+			}
+			fmt.Fprintf(c.App.Writer, "results in %s (results.json, bench.txt, report.html)\n", out)
+			failed := 0
+			for _, sc := range res.Scenarios {
+				failed += sc.Summary.Failed
+			}
+			if failed > 0 {
+				return &benchExit{fmt.Sprintf("bench: %d runs failed (see %s/results.json)", failed, out), 1}
+			}
+			return nil
+		},
+	}
+}
+
+func parseDelays(s string) ([]time.Duration, error) {
+	var ds []time.Duration
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "0" {
+			ds = append(ds, 0)
+			continue
+		}
+		d, err := time.ParseDuration(f)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("%q is not a delay such as 50ms", f)
+		}
+		ds = append(ds, d)
+	}
+	return ds, nil
+}
+
+// compareCommand is `bullylab compare BASE NEW`.
+func compareCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "compare",
+		Usage:     "compare two benches (results.json or bench.txt) and fail on a regression",
+		ArgsUsage: "BASE NEW",
+		Description: "Compares per scenario the time to leader p50/p95/p99/max, the detection p50/p95,\n" +
+			"the mean messages per election and the share of failed runs. Exits 0 when nothing\n" +
+			"regressed beyond --max-regress, 1 on a regression, 2 when the inputs cannot be compared.",
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return &benchExit{err.Error(), 2} },
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "max-regress", Value: "10%", Usage: "largest growth of a metric that is not a regression"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 2 {
+				return &benchExit{fmt.Sprintf("compare: want BASE and NEW, got %d arguments", c.NArg()), 2}
+			}
+			th, err := bench.ParseThreshold(c.String("max-regress"))
+			if err != nil {
+				return &benchExit{fmt.Sprintf("compare: --max-regress: %v", err), 2}
+			}
+			cmp, err := bench.CompareFiles(c.Args().Get(0), c.Args().Get(1), bench.CompareOptions{MaxRegress: th})
+			v := bench.VerdictOf(cmp, err)
+			if err != nil {
+				return &benchExit{fmt.Sprintf("compare: %v", err), v.ExitCode()}
+			}
+			if err := bench.WriteComparison(c.App.Writer, cmp); err != nil {
+				return err
+			}
+			if v != bench.Pass {
+				return &benchExit{"compare: " + strconv.Itoa(len(cmp.Regressions())) + " metrics regressed beyond " + c.String("max-regress"), v.ExitCode()}
+			}
+			return nil
+		},
+	}
+}

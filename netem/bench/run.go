@@ -1,0 +1,703 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/scenario"
+	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/wire"
+	"github.com/vishvananda/netns"
+)
+
+// RunOptions configure Run.
+type RunOptions struct {
+	Topology *topologies.Topology
+	// Scenarios run one after the other, Runs times each.
+	Scenarios []*scenario.Scenario
+	// ScenarioArg and Params are --scenario and the parameters as given,
+	// recorded in Settings.
+	ScenarioArg string
+	Params      map[string]string
+	Runs        int
+	Seed        int64
+	// OutDir receives results.json, bench.txt, report.html and one
+	// pcapng per run; it is created if needed.
+	OutDir string
+	// Binary is the bullylab executable the nodes run.
+	Binary string
+	// Version is what `bullylab version` prints, for Results.Tool.
+	Version string
+	// Backend forces an impairment backend; "" probes.
+	Backend string
+	// Progress, when not nil, hears of every run.
+	Progress *Progress
+	// Summary, when not nil, gets the summary table at the end.
+	Summary io.Writer
+	// StableTimeout bounds the wait for the first leader of a run;
+	// default scenario.DefaultTimeout.
+	StableTimeout time.Duration
+}
+
+// RunBench runs every scenario opts.Runs times, each run on a fresh lab with a
+// live capture, and writes results.json, bench.txt and report.html into
+// opts.OutDir. A run that fails is recorded as failed, not returned as an
+// error; errors are for what stops the whole bench (an unwritable OutDir,
+// ctx ending).
+func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
+	if opts.Topology == nil || len(opts.Scenarios) == 0 || opts.Runs <= 0 {
+		return nil, errNoRuns
+	}
+	if opts.StableTimeout <= 0 {
+		opts.StableTimeout = scenario.DefaultTimeout
+	}
+	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	topo := opts.Topology
+	bound := sle2Bound(topo)
+	res := &Results{
+		Schema:   Schema,
+		Tool:     LocalTool(opts.Version),
+		Host:     LocalHost(),
+		Started:  time.Now(),
+		Topology: TopologyOf(topo),
+		Seed:     opts.Seed,
+		Settings: Settings{Runs: opts.Runs, Scenario: opts.ScenarioArg, Params: opts.Params,
+			Backend: opts.Backend, SLE2BoundNS: int64(bound)},
+	}
+	if res.Settings.Backend == "" {
+		res.Settings.Backend = netem.Probe().Backend()
+	}
+	var seqs []Sequence
+	for _, sc := range opts.Scenarios {
+		sr, err := ResultOf(sc)
+		if err != nil {
+			return nil, fmt.Errorf("bench: scenario %s: %w", sc.Name, err)
+		}
+		var details []*runDetail
+		for i := range opts.Runs {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if opts.Progress != nil {
+				opts.Progress.Start(sc.Key(), i+1, opts.Runs)
+			}
+			r, d := runOne(ctx, opts, sc, i, bound)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			sr.Runs = append(sr.Runs, r)
+			details = append(details, d)
+			if opts.Progress != nil {
+				opts.Progress.Done(RunUpdate{Scenario: sc.Key(), Index: r.Index, Runs: opts.Runs, OK: r.OK,
+					Leader: r.Leader, TimeToLeader: time.Duration(r.TimeToLeaderNS),
+					FailureKind: r.FailureKind, Failure: r.Failure})
+			}
+		}
+		res.Scenarios = append(res.Scenarios, sr)
+		if med, ok := MedianRun(&sr); ok {
+			if d := details[med.Index-1]; d != nil && d.seq != nil {
+				seq := *d.seq
+				seq.Title = SequenceTitle(&sr, med)
+				seqs = append(seqs, seq)
+			}
+		}
+	}
+	if opts.Progress != nil {
+		opts.Progress.Finish()
+	}
+	res.Finished = time.Now()
+	res.Summarize()
+	if err := writeOutputs(opts.OutDir, res, seqs); err != nil {
+		return res, err
+	}
+	if opts.Summary != nil {
+		if err := WriteSummary(opts.Summary, res); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func writeOutputs(dir string, res *Results, seqs []Sequence) error {
+	if err := res.WriteFile(filepath.Join(dir, "results.json")); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	write := func(name string, f func(io.Writer) error) error {
+		path := filepath.Join(dir, name)
+		tmp := path + ".tmp"
+		fh, err := os.Create(tmp)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		err = f(fh)
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp, path)
+		}
+		if err != nil {
+			os.Remove(tmp)
+			return fmt.Errorf("bench: writing %s: %w", path, err)
+		}
+		return nil
+	}
+	if err := write("bench.txt", func(w io.Writer) error { return WriteBenchText(w, res) }); err != nil {
+		return err
+	}
+	return write("report.html", func(w io.Writer) error { return WriteReport(w, res, seqs...) })
+}
+
+// sle2Bound is node/doc.go's SLE2 bound for the topology's slowest node:
+// max(FailureTimeout, WaitFactor×ElectionTimeout, Heartbeat+d) + 3×ElectionTimeout + 10d,
+// d the largest one-way delay the topology configures (both ends' delay and
+// jitter, plus pair impairments).
+func sle2Bound(topo *topologies.Topology) time.Duration {
+	var maxLink time.Duration
+	for _, n := range topo.Nodes {
+		maxLink = max(maxLink, n.Impair.Delay+n.Impair.Jitter)
+	}
+	var maxPair time.Duration
+	for _, p := range topo.PairImpairs {
+		maxPair = max(maxPair, p.Impair.Delay+p.Impair.Jitter)
+	}
+	d := 2*maxLink + maxPair + 5*time.Millisecond // plus scheduling slack
+	var b time.Duration
+	for _, n := range topo.Nodes {
+		s := n.Settings
+		first := max(s.FailureTimeout, node.WaitFactor*s.ElectionTimeout, s.Heartbeat+d)
+		b = max(b, first+3*s.ElectionTimeout+10*d)
+	}
+	return b
+}
+
+// runDetail is what a run keeps beyond its Run for the report.
+type runDetail struct {
+	seq *Sequence
+}
+
+// electionTypes are the types cross-checked against the nodes' counters:
+// HEARTBEATs race the counter reads at both ends.
+var electionTypes = []wire.Type{wire.TypeElection, wire.TypeAnswer, wire.TypeHalt, wire.TypeHaltAck,
+	wire.TypeReject, wire.TypeCoordinator, wire.TypeJoin, wire.TypeLeave, wire.TypeMembers}
+
+// runOne runs scenario sc once: run i from 0.
+func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, bound time.Duration) (Run, *runDetail) {
+	seed := scenario.RunSeed(opts.Seed, i)
+	r := Run{Index: i + 1, Seed: seed, Started: time.Now(), Messages: map[string]int{}}
+	fail := func(kind, format string, args ...any) (Run, *runDetail) {
+		r.OK = false
+		r.FailureKind = kind
+		r.Failure = oneLine(fmt.Sprintf(format, args...))
+		return r, nil
+	}
+	topo := opts.Topology
+	lab, err := netem.StartLab(ctx, topo, netem.LabOptions{Binary: opts.Binary, Seed: seed, Backend: opts.Backend})
+	if err != nil {
+		return fail(FailSetup, "starting the lab: %v", err)
+	}
+	labClosed := false
+	closeLab := func() error {
+		if labClosed {
+			return nil
+		}
+		labClosed = true
+		return lab.Close()
+	}
+	defer closeLab()
+
+	// The capture.
+	capName := fmt.Sprintf("run-%s-%d.pcapng", fileSafe(sc.Key()), i+1)
+	capPath := filepath.Join(opts.OutDir, capName)
+	r.Capture = capName
+	lc, err := startCapture(ctx, lab, capPath)
+	if err != nil {
+		return fail(FailSetup, "starting the capture: %v", err)
+	}
+	capStopped := false
+	stopCapture := func() error {
+		if capStopped {
+			return nil
+		}
+		capStopped = true
+		return lc.stop()
+	}
+	defer stopCapture()
+	lab.OnFault(func(f netem.Fault) {
+		lc.w.WriteRecord(capture.Record{Time: f.Time, Kind: capture.Kind(f.Kind), Nodes: f.Nodes,
+			Groups: f.Groups, OneWay: f.OneWay, Detail: f.Detail})
+	})
+
+	// A stable leader (or, for a cold start, nobody running).
+	names := lab.Nodes()
+	highest := names[len(names)-1]
+	wctx, cancel := context.WithTimeout(ctx, opts.StableTimeout)
+	_, err = lab.WaitLeader(wctx, func(l netem.Leader) bool { return l.Node == highest })
+	cancel()
+	if err != nil {
+		return fail(FailSetup, "no stable leader before the scenario: %v", err)
+	}
+	if sc.Start == scenario.StartCold {
+		if _, err := lab.Crash(names...); err != nil {
+			return fail(FailSetup, "stopping the nodes for a cold start: %v", err)
+		}
+	}
+	// Let the boot election go quiet, so that the analysis does not fold
+	// the measured election into it.
+	select {
+	case <-ctx.Done():
+		return fail(FailSetup, "%v", ctx.Err())
+	case <-time.After(settleTime(topo)):
+	}
+	baseline := time.Now()
+	before := sentCounters(lab.Status())
+
+	// The scenario.
+	tgt := newLabTarget(lab)
+	measured := sc.Measured()
+	var measuredAg *netem.Leader
+	var faultsBefore []netem.Fault // faults in order, to find the measured one
+	var faults []netem.Fault
+	lab.OnFault(func(f netem.Fault) { faults = append(faults, f) })
+	var stepErr error
+	err = scenario.Execute(ctx, sc, tgt, scenario.NewRand(seed), func(ev scenario.StepEvent) {
+		if ev.Action.Kind != "" {
+			r.Schedule = append(r.Schedule, ev.Action.String())
+		}
+		if ev.Index == measured && ev.Err == nil {
+			if ag, ok := tgt.lastAgreement(); ok {
+				measuredAg = &ag
+			}
+			faultsBefore = slices.Clone(faults)
+		}
+	})
+	if err != nil {
+		stepErr = err
+	}
+	ended := time.Now()
+
+	// Counters before teardown; nodes that crashed, restarted, left or
+	// joined since the baseline lost or reset theirs.
+	after := sentCounters(lab.Status())
+	disturbed := map[string]bool{}
+	for _, f := range faults {
+		switch f.Kind {
+		case netem.FaultCrash, netem.FaultRestart, netem.FaultLeave:
+			for _, n := range f.Nodes {
+				disturbed[n] = true
+			}
+		}
+	}
+	// Let frames in flight reach the capture before stopping it.
+	time.Sleep(50 * time.Millisecond)
+	capErr := stopCapture()
+	closeErr := closeLab()
+
+	if stepErr != nil {
+		kind := FailStep
+		if errors.Is(stepErr, scenario.ErrNoLeader) || errors.Is(stepErr, scenario.ErrUnexpectedLeader) {
+			kind = FailLiveness
+		}
+		return fail(kind, "%v", stepErr)
+	}
+	if capErr != nil {
+		return fail(FailSetup, "capture: %v", capErr)
+	}
+	if closeErr != nil {
+		return fail(FailSetup, "tearing down the lab: %v", closeErr)
+	}
+
+	rep, err := capture.AnalyzeFile(capPath, capture.AnalyzeOptions{Name: capName})
+	if err != nil {
+		return fail(FailSetup, "analyzing the capture: %v", err)
+	}
+
+	// The measured fault: the last one applied before the measured wait.
+	var mfault *netem.Fault
+	if len(faultsBefore) > 0 {
+		mfault = &faultsBefore[len(faultsBefore)-1]
+	}
+	if mfault == nil || measuredAg == nil {
+		return fail(FailStep, "the scenario measured no election (no fault before its measured wait_leader)")
+	}
+	r.Leader, r.Epoch = measuredAg.Node, measuredAg.Epoch
+	el := measuredElection(rep, mfault.Time)
+	if el != nil {
+		if el.TimeToLeaderNS != nil {
+			r.TimeToLeaderNS = *el.TimeToLeaderNS
+		}
+		if el.DetectionNS != nil && sc.Start != scenario.StartCold {
+			v := *el.DetectionNS
+			r.DetectionNS = &v
+		}
+		for _, t := range wire.Types {
+			if t == wire.TypeHeartbeat {
+				continue
+			}
+			if n := el.Messages.Get(t); n > 0 || capture.IsElectionType(t) {
+				r.Messages[t.String()] = int(n)
+			}
+		}
+	}
+	if r.TimeToLeaderNS == 0 {
+		// The capture saw no converged election: fall back to the lab's
+		// agreement, which is within a poll of the truth.
+		r.TimeToLeaderNS = int64(measuredAg.At.Sub(mfault.Time))
+	}
+
+	// Counters against the capture.
+	wireSent, err := wireCounts(capPath, topo, baseline)
+	if err != nil {
+		return fail(FailSetup, "counting the capture: %v", err)
+	}
+	r.Counters = crossCheck(names, before, after, wireSent, disturbed)
+
+	// Checks.
+	r.Checks = Check(checkInput(rep, topo, faults, tgt, mfault.Time, ended, bound))
+	switch kind, reason := r.Checks.Failure(); {
+	case kind != "":
+		r.FailureKind, r.Failure = kind, reason
+	case !r.Counters.OK:
+		r.FailureKind, r.Failure = FailCounters, r.Counters.Mismatches[0]
+	case el == nil:
+		r.FailureKind, r.Failure = FailLiveness, "the capture holds no election after the measured fault"
+	default:
+		r.OK = true
+	}
+	d := &runDetail{}
+	if el != nil {
+		d.seq = sequenceOf(rep, el, names, faults, mfault.Time)
+	}
+	return r, d
+}
+
+// liveCapture is a running capture and its file.
+type liveCapture struct {
+	f    *os.File
+	w    *capture.Writer
+	live *capture.Live
+}
+
+func (lc *liveCapture) stop() error {
+	_, err := lc.live.Stop()
+	if cerr := lc.w.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := lc.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// startCapture starts capturing lab's switch into a new file at path.
+func startCapture(ctx context.Context, lab *netem.Lab, path string) (*liveCapture, error) {
+	topo := lab.Topology()
+	tb := capture.Testbed{Topology: topo.Name, Run: lab.Run()}
+	if len(topo.Nodes) > 0 {
+		s := topo.Nodes[0].Settings
+		tb.HeartbeatNS, tb.FailureTimeoutNS, tb.ElectionTimeoutNS = int64(s.Heartbeat), int64(s.FailureTimeout), int64(s.ElectionTimeout)
+	}
+	ports := map[int]capture.NodePort{}
+	for _, sn := range lab.Testbed().Nodes() {
+		addr, err := netip.ParseAddr(sn.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", sn.Name, err)
+		}
+		id, err := lab.ID(sn.Name)
+		if err != nil {
+			return nil, err
+		}
+		tb.Nodes = append(tb.Nodes, capture.Node{Name: sn.Name, Index: sn.Index, ID: id, Addr: addr, Port: topo.Port})
+		ports[sn.Index] = capture.NodePort{Veth: sn.SwitchVeth, MAC: netem.NodeMAC(addr)}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	w, err := capture.NewWriter(f, capture.WriterOptions{Testbed: tb})
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	sw, err := netns.GetFromName(netem.SwitchNamespace(lab.Run()))
+	if err != nil {
+		w.Close()
+		f.Close()
+		return nil, fmt.Errorf("switch namespace: %w", err)
+	}
+	defer sw.Close()
+	live, err := capture.Start(ctx, sw, ports, w)
+	if err != nil {
+		w.Close()
+		f.Close()
+		return nil, err
+	}
+	return &liveCapture{f: f, w: w, live: live}, nil
+}
+
+// sentCounters reads the running nodes' sent counters by node and type.
+func sentCounters(st []netem.NodeStatus) map[string]map[string]uint64 {
+	out := map[string]map[string]uint64{}
+	for _, s := range st {
+		if s.State == netem.ProcRunning && s.View != nil {
+			out[s.Node] = s.View.Counters.Sent
+		}
+	}
+	return out
+}
+
+// crossCheck compares, per node that ran from the baseline to the end
+// undisturbed, the frames of each election type its counters say it sent
+// with the frames the capture saw from it.
+func crossCheck(names []string, before, after map[string]map[string]uint64, wireSent map[string]map[string]int, disturbed map[string]bool) CountersCheck {
+	cc := CountersCheck{OK: true}
+	for _, n := range names {
+		b, okb := before[n]
+		a, oka := after[n]
+		if disturbed[n] || !okb || !oka {
+			continue // crashed or restarted: its counters are gone or reset
+		}
+		for _, t := range electionTypes {
+			ts := t.String()
+			got := int(a[ts]) - int(b[ts])
+			if w := wireSent[n][ts]; w != got {
+				cc.OK = false
+				cc.Mismatches = append(cc.Mismatches, fmt.Sprintf("%s sent %d %s by its counters, the capture saw %d", n, got, ts, w))
+			}
+		}
+	}
+	return cc
+}
+
+// wireCounter counts frames by sender and type from a time on.
+type wireCounter struct {
+	from   time.Time
+	byAddr map[netip.Addr]string
+	counts map[string]map[string]int
+}
+
+func (c *wireCounter) Frame(f *capture.Frame) {
+	if f.Err != nil || f.Time.Before(c.from) {
+		return
+	}
+	n, ok := c.byAddr[f.Src.Addr()]
+	if !ok {
+		return
+	}
+	if c.counts[n] == nil {
+		c.counts[n] = map[string]int{}
+	}
+	c.counts[n][f.Msg.Type.String()]++
+}
+
+func (c *wireCounter) StreamError(*capture.StreamError) {}
+
+// wireCounts counts the frames of the capture at path by sender and type,
+// from a time on.
+func wireCounts(path string, topo *topologies.Topology, from time.Time) (map[string]map[string]int, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	rd, err := capture.NewReader(fh)
+	if err != nil {
+		return nil, err
+	}
+	wc := &wireCounter{from: from, byAddr: map[netip.Addr]string{}, counts: map[string]map[string]int{}}
+	for _, n := range topo.Nodes {
+		wc.byAddr[n.Addr] = n.Name
+	}
+	d := capture.NewDissector(wc, capture.DissectorOptions{Ports: []uint16{uint16(topo.Port)}})
+	for {
+		p, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if p.Record != nil || p.Iface == nil || p.Iface.Events {
+			continue
+		}
+		ci := p.CI
+		d.Packet(p.Num, p.Iface.LinkType, p.Data, &ci)
+	}
+	d.Flush()
+	return wc.counts, nil
+}
+
+// measuredElection is the election the measured fault triggered: the one
+// whose trigger is that record, else the first starting after it.
+func measuredElection(rep *capture.Report, fault time.Time) *capture.Election {
+	for i := range rep.Elections {
+		if e := &rep.Elections[i]; e.Trigger.Kind != "wire" && e.Trigger.Time.Equal(fault) {
+			return e
+		}
+	}
+	for i := range rep.Elections {
+		if e := &rep.Elections[i]; !e.Start.Before(fault) || !e.End.Before(fault) {
+			return e
+		}
+	}
+	return nil
+}
+
+// settleTime is the silence the analysis needs to end an election
+// (capture.AnalyzeOptions.Quiet's default), and a margin.
+func settleTime(topo *topologies.Topology) time.Duration {
+	q := capture.DefaultQuiet
+	for _, n := range topo.Nodes {
+		q = max(q, (node.WaitFactor+1)*n.Settings.ElectionTimeout)
+	}
+	return q + 200*time.Millisecond
+}
+
+// checkInput derives tenures and disruptions from the capture and the
+// faults, times relative to the measured fault.
+func checkInput(rep *capture.Report, topo *topologies.Topology, faults []netem.Fault, tgt *labTarget, origin, end time.Time, bound time.Duration) CheckInput {
+	rel := func(t time.Time) time.Duration { return t.Sub(origin) }
+	in := CheckInput{Grace: bound, Bound: bound}
+	// Tenures: the stable leader from the start, then every election's
+	// winner from its first COORDINATOR; a tenure ends at its node's crash,
+	// pause, leave, or when another tenure of the same node starts.
+	names := make([]string, len(topo.Nodes))
+	for i, n := range topo.Nodes {
+		names[i] = n.Name
+	}
+	startAt := rep.Start
+	var tenures []Tenure
+	if len(names) > 0 {
+		tenures = append(tenures, Tenure{Node: names[len(names)-1], Start: rel(startAt), End: rel(end)})
+	}
+	for i := range rep.Elections {
+		e := &rep.Elections[i]
+		if e.Leader == "" {
+			continue
+		}
+		at := e.Start
+		if tl, err := rep.ElectionTimeline(e.N); err == nil {
+			for _, en := range tl.Entries {
+				if en.Type == wire.TypeCoordinator.String() && en.From == e.Leader && en.Epoch == e.Epoch {
+					at = en.Time
+					break
+				}
+			}
+		}
+		// The same node's earlier tenure ends here.
+		for j := range tenures {
+			if tenures[j].Node == e.Leader && tenures[j].End == rel(end) {
+				tenures[j].End = rel(at)
+			}
+		}
+		tenures = append(tenures, Tenure{Node: e.Leader, Epoch: e.Epoch, Start: rel(at), End: rel(end)})
+	}
+	for _, f := range faults {
+		switch f.Kind {
+		case netem.FaultCrash, netem.FaultPause, netem.FaultLeave, netem.FaultIsolate:
+			for _, n := range f.Nodes {
+				for j := range tenures {
+					if tenures[j].Node == n && tenures[j].Start <= rel(f.Time) && tenures[j].End > rel(f.Time) {
+						tenures[j].End = rel(f.Time)
+					}
+				}
+			}
+		}
+	}
+	in.Tenures = tenures
+	// Disruptions: partitions and isolations until healed, impairments
+	// until cleared.
+	open := map[string]time.Time{}
+	close := func(k string, t time.Time) {
+		if s, ok := open[k]; ok {
+			in.Disruptions = append(in.Disruptions, Disruption{Start: rel(s), End: rel(t), What: k})
+			delete(open, k)
+		}
+	}
+	for _, f := range faults {
+		switch f.Kind {
+		case netem.FaultPartition, netem.FaultIsolate:
+			if _, ok := open[f.Kind]; !ok {
+				open[f.Kind] = f.Time
+			}
+		case netem.FaultDelay, netem.FaultLoss:
+			if _, ok := open["impair"]; !ok {
+				open["impair"] = f.Time
+			}
+		case netem.FaultHeal:
+			close(netem.FaultPartition, f.Time)
+			close(netem.FaultIsolate, f.Time)
+		case netem.FaultUnisolate:
+			close(netem.FaultIsolate, f.Time)
+		case netem.FaultClear:
+			close("impair", f.Time)
+		}
+	}
+	for k := range open {
+		close(k, end)
+	}
+	// Convergence: from the last fault to the last agreement, when that
+	// agreement is on the highest node it covered.
+	if len(faults) > 0 {
+		last := faults[len(faults)-1].Time
+		if ag, ok := tgt.lastAgreement(); ok && ag.At.After(last) && len(ag.Nodes) > 0 {
+			highest := ""
+			rank := map[string]int{}
+			for i, n := range names {
+				rank[n] = i
+			}
+			for _, n := range ag.Nodes {
+				if highest == "" || rank[n] > rank[highest] {
+					highest = n
+				}
+			}
+			if ag.Node == highest {
+				c := ag.At.Sub(last)
+				in.Convergence = &c
+			}
+		}
+	}
+	return in
+}
+
+// sequenceOf draws election el of rep.
+func sequenceOf(rep *capture.Report, el *capture.Election, names []string, faults []netem.Fault, origin time.Time) *Sequence {
+	tl, err := rep.ElectionTimeline(el.N)
+	if err != nil {
+		return nil
+	}
+	seq := &Sequence{Nodes: names, Origin: origin}
+	for _, en := range tl.Entries {
+		seq.Messages = append(seq.Messages, Message{Time: en.Time, From: en.From, To: en.To, Type: en.Type, Epoch: en.Epoch})
+	}
+	for _, f := range faults {
+		if f.Time.Before(origin.Add(-time.Second)) || f.Time.After(el.End) {
+			continue
+		}
+		seq.Faults = append(seq.Faults, FaultMark{Time: f.Time, Text: f.Kind, Nodes: f.Nodes})
+	}
+	return seq
+}
+
+func fileSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.', r == '_':
+			return r
+		}
+		return '_'
+	}, s)
+}

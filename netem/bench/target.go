@@ -1,0 +1,214 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/scenario"
+)
+
+// labTarget drives a *netem.Lab for scenario.Execute. Node lists it is given
+// are lowest ID first, which is topology order on a Lab.
+type labTarget struct {
+	lab   *netem.Lab
+	names []string // topology order = ID order
+
+	mu   sync.Mutex
+	left map[string]bool
+	// agreements are what WaitLeader steps observed, in order.
+	agreements []netem.Leader
+}
+
+// targetPoll is how often WaitElection looks at the nodes.
+const targetPoll = 5 * time.Millisecond
+
+func newLabTarget(lab *netem.Lab) *labTarget {
+	return &labTarget{lab: lab, names: lab.Nodes(), left: map[string]bool{}}
+}
+
+var _ scenario.Target = (*labTarget)(nil)
+
+func second(_ netem.Fault, err error) error { return err }
+
+func (t *labTarget) Crash(_ context.Context, nodes []string) error {
+	return second(t.lab.Crash(nodes...))
+}
+
+func (t *labTarget) Restart(ctx context.Context, nodes []string) error {
+	if err := second(t.lab.Restart(ctx, nodes...)); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	for _, n := range nodes {
+		delete(t.left, n)
+	}
+	t.mu.Unlock()
+	return nil
+}
+
+func (t *labTarget) Pause(_ context.Context, nodes []string) error {
+	return second(t.lab.Pause(nodes...))
+}
+
+func (t *labTarget) Resume(_ context.Context, nodes []string) error {
+	return second(t.lab.Resume(nodes...))
+}
+
+func (t *labTarget) Isolate(_ context.Context, nodes []string) error {
+	return second(t.lab.Isolate(nodes...))
+}
+
+func (t *labTarget) Unisolate(_ context.Context, nodes []string) error {
+	return second(t.lab.Unisolate(nodes...))
+}
+
+func (t *labTarget) Partition(_ context.Context, groups [][]string, oneWay bool) error {
+	return second(t.lab.Partition(groups, oneWay))
+}
+
+func (t *labTarget) Heal(context.Context) error { return second(t.lab.Heal()) }
+
+// Delay and Loss set each node's link in turn: the Lab records one fault
+// per node (the Target contract asks for one; see the report).
+func (t *labTarget) Delay(_ context.Context, nodes []string, delay, jitter time.Duration) error {
+	for _, n := range nodes {
+		if err := second(t.lab.Delay(n, "", delay, jitter)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *labTarget) Loss(_ context.Context, nodes []string, percent float64) error {
+	for _, n := range nodes {
+		if err := second(t.lab.Loss(n, "", percent)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *labTarget) Clear(_ context.Context, nodes []string) error {
+	return second(t.lab.Clear(nodes...))
+}
+
+func (t *labTarget) Campaign(ctx context.Context, nodes []string) error {
+	return second(t.lab.Campaign(ctx, nodes...))
+}
+
+func (t *labTarget) Leave(ctx context.Context, nodes []string) error {
+	if err := second(t.lab.Leave(ctx, nodes...)); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	for _, n := range nodes {
+		t.left[n] = true
+	}
+	t.mu.Unlock()
+	return nil
+}
+
+// Join starts nodes that left: a restarted node that left announces JOIN.
+func (t *labTarget) Join(ctx context.Context, nodes []string) error {
+	return t.Restart(ctx, nodes)
+}
+
+func (t *labTarget) Status(context.Context) (scenario.View, error) {
+	return t.view(t.lab.Status()), nil
+}
+
+// view turns the Lab's status into a scenario view: the leader is the one
+// most live Normal nodes follow, ties to the higher ID.
+func (t *labTarget) view(st []netem.NodeStatus) scenario.View {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v := scenario.View{Groups: t.lab.Topology().Groups}
+	rank := map[string]int{}
+	for i, n := range t.names {
+		rank[n] = i
+	}
+	type key struct {
+		leader string
+		epoch  uint64
+	}
+	votes := map[key]int{}
+	for _, s := range st {
+		nv := scenario.NodeView{Name: s.Node}
+		switch {
+		case t.left[s.Node] && s.State != netem.ProcRunning && s.State != netem.ProcPaused:
+			nv.Status = scenario.StatusLeft
+		case s.State == netem.ProcRunning:
+			nv.Status = scenario.StatusLive
+		case s.State == netem.ProcPaused:
+			nv.Status = scenario.StatusPaused
+		default:
+			nv.Status = scenario.StatusCrashed
+		}
+		v.Nodes = append(v.Nodes, nv)
+		if nv.Status == scenario.StatusLive && s.Status == "normal" && s.Leader != "" {
+			votes[key{s.Leader, s.Epoch}]++
+		}
+	}
+	best, bestN := key{}, 0
+	for k, n := range votes {
+		if n > bestN || n == bestN && rank[k.leader] > rank[best.leader] {
+			best, bestN = k, n
+		}
+	}
+	v.Leader, v.Epoch = best.leader, best.epoch
+	return v
+}
+
+func (t *labTarget) WaitLeader(ctx context.Context, nodes []string, timeout time.Duration) (scenario.View, error) {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ag, err := t.lab.WaitLeaderAmong(wctx, nodes, nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return scenario.View{}, ctx.Err()
+		}
+		return scenario.View{}, fmt.Errorf("%w within %s: %v", scenario.ErrNoLeader, timeout, err)
+	}
+	t.mu.Lock()
+	t.agreements = append(t.agreements, ag)
+	t.mu.Unlock()
+	v := t.view(t.lab.Status())
+	v.Leader, v.Epoch = ag.Node, ag.Epoch
+	return v, nil
+}
+
+func (t *labTarget) WaitElection(ctx context.Context, timeout time.Duration) (scenario.View, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		st := t.lab.Status()
+		for _, s := range st {
+			if s.State == netem.ProcRunning && (s.Status == "electing" || s.Status == "halting" || s.Status == "waiting") {
+				return t.view(st), nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return scenario.View{}, fmt.Errorf("%w within %s", scenario.ErrNoElection, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return scenario.View{}, ctx.Err()
+		case <-time.After(targetPoll):
+		}
+	}
+}
+
+// lastAgreement returns the latest agreement a WaitLeader step saw.
+func (t *labTarget) lastAgreement() (netem.Leader, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.agreements) == 0 {
+		return netem.Leader{}, false
+	}
+	return t.agreements[len(t.agreements)-1], true
+}
+
+var errNoRuns = errors.New("bench: nothing to run")
