@@ -20,12 +20,13 @@ type Report struct {
 	Processes  []ProcRef // processes killed
 	Namespaces []string
 	Links      []string // veths in this process's namespace
+	Mounts     []string // tmpfs mounts in state directories (a lab's node data)
 	StateDirs  []string
 }
 
 // Empty reports whether Clean found nothing to remove.
 func (r Report) Empty() bool {
-	return len(r.Processes)+len(r.Namespaces)+len(r.Links)+len(r.StateDirs) == 0
+	return len(r.Processes)+len(r.Namespaces)+len(r.Links)+len(r.Mounts)+len(r.StateDirs) == 0
 }
 
 func (r Report) String() string {
@@ -33,8 +34,8 @@ func (r Report) String() string {
 		return "nothing to clean"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "cleaned %d runs: %d processes, %d namespaces, %d links, %d state directories",
-		len(r.Runs), len(r.Processes), len(r.Namespaces), len(r.Links), len(r.StateDirs))
+	fmt.Fprintf(&b, "cleaned %d runs: %d processes, %d namespaces, %d links, %d mounts, %d state directories",
+		len(r.Runs), len(r.Processes), len(r.Namespaces), len(r.Links), len(r.Mounts), len(r.StateDirs))
 	if len(r.Live) > 0 {
 		fmt.Fprintf(&b, "; left %d live runs alone (%s)", len(r.Live), strings.Join(r.Live, ", "))
 	}
@@ -195,6 +196,17 @@ func cleanRun(ctx context.Context, run string, lo *leftovers, rep *Report) error
 	}
 
 	for _, dir := range lo.stateDirs {
+		mounts, err := mountsUnder(dir)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, m := range mounts {
+			if err := unmount(m); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			rep.Mounts = append(rep.Mounts, m)
+		}
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, fmt.Errorf("removing %s: %w", dir, err))
 			continue
@@ -202,4 +214,27 @@ func cleanRun(ctx context.Context, run string, lo *leftovers, rep *Report) error
 		rep.StateDirs = append(rep.StateDirs, dir)
 	}
 	return errors.Join(errs...)
+}
+
+// mountsUnder returns the mount points inside dir, deepest first, from this
+// process's mount table.
+func mountsUnder(dir string) ([]string, error) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		// Field 5 is the mount point, with spaces and the like as octal
+		// escapes; run directories have none.
+		if strings.HasPrefix(f[4], dir+"/") {
+			out = append(out, f[4])
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(out)))
+	return out, nil
 }

@@ -21,13 +21,14 @@ import (
 )
 
 // Impairment degrades the traffic a node sends. Percentages are 0-100.
+// In JSON (the control API, fault records) durations are nanoseconds.
 type Impairment struct {
-	Delay  time.Duration // added to every packet
-	Jitter time.Duration // uniform ± around Delay; packets may overtake each other, as with netem
+	Delay  time.Duration `json:"delay_ns,omitempty"`  // added to every packet
+	Jitter time.Duration `json:"jitter_ns,omitempty"` // uniform ± around Delay; packets may overtake each other, as with netem
 
-	Loss      float64 // percent of packets dropped
-	Duplicate float64 // percent of packets sent twice
-	Reorder   float64 // percent of packets sent at once, overtaking delayed ones (needs Delay)
+	Loss      float64 `json:"loss,omitempty"`      // percent of packets dropped
+	Duplicate float64 `json:"duplicate,omitempty"` // percent of packets sent twice
+	Reorder   float64 `json:"reorder,omitempty"`   // percent of packets sent at once, overtaking delayed ones (needs Delay)
 }
 
 // IsZero reports whether imp leaves traffic untouched.

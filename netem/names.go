@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
+	"net/netip"
 	"regexp"
 	"strings"
 )
@@ -60,6 +62,15 @@ func SwitchVeth(run string, i int) string { return fmt.Sprintf("%sv%d", run, i) 
 
 // NodeVeth is the name of the node-side veth inside every node namespace.
 const NodeVeth = "eth0"
+
+// NodeMAC is the hardware address of a node's eth0: locally administered,
+// 02:62 ('b') followed by the node's IPv4 address, so that a capture names
+// the node by its MAC too and every node knows every peer's MAC without
+// asking (see Build).
+func NodeMAC(addr netip.Addr) net.HardwareAddr {
+	a := addr.As4()
+	return net.HardwareAddr{0x02, 0x62, a[0], a[1], a[2], a[3]}
+}
 
 // NftTable names a run's nftables table.
 func NftTable(run string) string { return "bullylab_" + run }

@@ -43,10 +43,16 @@ func LogPath(run, node string) string {
 // to logPath (LogPath(run, node) when empty) and env as the environment
 // (this process's when nil). The process gets its own process group, so a
 // Ctrl-C meant for the orchestrator does not reach the nodes before the
-// orchestrator has torn down in order. Its PID and start time go into
-// state.json so that `bullylab clean` can kill it, and only it, after a
-// crash.
+// orchestrator has torn down in order. Its PID and start time are in
+// state.json when Start returns, so that `bullylab clean` can kill it, and
+// only it, after a crash.
 func (tb *Testbed) Start(node string, argv []string, env []string, logPath string) (*Process, error) {
+	return tb.start(node, argv, env, logPath, true)
+}
+
+// start is Start; with wait false it returns before the process is in
+// state.json, for callers starting many at once that flush afterwards.
+func (tb *Testbed) start(node string, argv []string, env []string, logPath string, wait bool) (*Process, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("node %s: start: empty command", node)
 	}
@@ -100,13 +106,18 @@ func (tb *Testbed) Start(node string, argv []string, env []string, logPath strin
 	tb.mu.Lock()
 	tb.procs[p] = struct{}{}
 	tb.state.Processes = append(tb.state.Processes, StateProcess{ProcRef: p.ref, Node: node, Argv: p.Argv, Log: logPath})
-	err = tb.saveLocked()
+	v := tb.changedLocked()
+	tb.saveLater()
+	if wait {
+		err = tb.waitSavedLocked(v)
+	}
 	tb.mu.Unlock()
 	go p.reap()
 	if err != nil {
+		// The record cannot be kept, so the process is not started.
 		// Not Kill: waiting here would hold tb.life while reap needs it.
 		_ = p.Signal(syscall.SIGKILL)
-		return nil, fmt.Errorf("node %s: recording process %d: %w", node, p.ref.PID, err)
+		return nil, fmt.Errorf("node %s: recording processes: %w", node, err)
 	}
 	return p, nil
 }
@@ -233,5 +244,8 @@ func (tb *Testbed) forget(p *Process) {
 	defer tb.mu.Unlock()
 	delete(tb.procs, p)
 	tb.state.Processes = slices.DeleteFunc(tb.state.Processes, func(sp StateProcess) bool { return sp.ProcRef == p.ref })
-	_ = tb.saveLocked()
+	v := tb.changedLocked()
+	tb.saveLater()
+	// Many processes ending at once share the writes.
+	_ = tb.waitSavedLocked(v)
 }

@@ -76,12 +76,25 @@ func readStateFile(path string) (*State, error) {
 // writeStateFile replaces dir/state.json atomically, so a reader (or a kill)
 // never sees half a record.
 func writeStateFile(dir string, s *State) error {
-	data, err := json.MarshalIndent(s, "", "  ")
+	data, err := marshalState(s)
 	if err != nil {
 		return err
 	}
+	return writeStateData(dir, data)
+}
+
+func marshalState(s *State) ([]byte, error) {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
+// writeStateData replaces dir/state.json with data atomically.
+func writeStateData(dir string, data []byte) error {
 	tmp := filepath.Join(dir, StateFile+".tmp")
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", tmp, err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, StateFile)); err != nil {

@@ -2,9 +2,11 @@ package netem
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -43,11 +45,25 @@ type Testbed struct {
 	life   sync.RWMutex
 	closed bool
 
-	mu     sync.Mutex
-	state  State
-	stored bool // state.json exists and is ours to rewrite
-	nodeNs []netns.NsHandle
-	procs  map[*Process]struct{}
+	mu      sync.Mutex
+	state   State
+	stored  bool   // state.json exists and is ours to rewrite
+	version uint64 // bumped with every change to state
+	nodeNs  []netns.NsHandle
+	procs   map[*Process]struct{}
+
+	// saveMu serialises writes of state.json; saved is the version last
+	// written. Held by Close while it removes the state directory.
+	saveMu sync.Mutex
+	saved  uint64
+	// Guarded by mu: saving is set while a saver goroutine runs (see
+	// saveLater); savedV is the version it last wrote and saveErr the
+	// error of its last write; savedCond is signalled after each write.
+	saving    bool
+	savedV    uint64
+	saveErr   error
+	savedCond *sync.Cond
+	savers    sync.WaitGroup
 }
 
 // Build creates the testbed of topo for run in-process through netlink: a
@@ -81,6 +97,7 @@ func Build(ctx context.Context, topo *topologies.Topology, run string) (*Testbed
 		nodeNs:    make([]netns.NsHandle, len(topo.Nodes)),
 		procs:     map[*Process]struct{}{},
 	}
+	tb.savedCond = sync.NewCond(&tb.mu)
 	tb.state = State{
 		Run:             run,
 		Topology:        topo.Name,
@@ -110,11 +127,18 @@ func Build(ctx context.Context, topo *topologies.Topology, run string) (*Testbed
 	if err := tb.build(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("build %s: %w", run, err), tb.Close())
 	}
+	all := make([]int, len(topo.Nodes))
+	for i := range all {
+		all[i] = i
+	}
+	if err := tb.waitLinksUp(ctx, all); err != nil {
+		return nil, errors.Join(fmt.Errorf("build %s: %w", run, err), tb.Close())
+	}
 	tb.mu.Lock()
 	tb.state.Complete = true
-	err := tb.saveLocked()
+	v := tb.changedLocked()
 	tb.mu.Unlock()
-	if err != nil {
+	if err := tb.save(v); err != nil {
 		return nil, errors.Join(fmt.Errorf("build %s: %w", run, err), tb.Close())
 	}
 	return tb, nil
@@ -253,10 +277,12 @@ func (tb *Testbed) addNode(sw *netlink.Handle, bridge, i int, ns netns.NsHandle)
 	sn := tb.state.Nodes[i]
 	// The peer is created directly in the node namespace: moving a link
 	// between namespaces afterwards costs several times more.
+	n := &tb.topo.Nodes[i]
 	veth := &netlink.Veth{
-		LinkAttrs:     netlink.LinkAttrs{Name: sn.SwitchVeth, MasterIndex: bridge, Flags: net.FlagUp},
-		PeerName:      NodeVeth,
-		PeerNamespace: netlink.NsFd(ns),
+		LinkAttrs:        netlink.LinkAttrs{Name: sn.SwitchVeth, MasterIndex: bridge, Flags: net.FlagUp},
+		PeerName:         NodeVeth,
+		PeerNamespace:    netlink.NsFd(ns),
+		PeerHardwareAddr: NodeMAC(n.Addr),
 	}
 	if err := sw.LinkAdd(veth); err != nil {
 		return fmt.Errorf("node %s: creating veth %s: %w", sn.Name, sn.SwitchVeth, err)
@@ -272,7 +298,9 @@ func (tb *Testbed) addNode(sw *netlink.Handle, bridge, i int, ns netns.NsHandle)
 	if err != nil {
 		return fmt.Errorf("node %s: finding %s in %s: %w", sn.Name, NodeVeth, sn.Namespace, err)
 	}
-	n := &tb.topo.Nodes[i]
+	if err := tb.addNeighbours(ns, eth0.Attrs().Index, i); err != nil {
+		return fmt.Errorf("node %s: %w", sn.Name, err)
+	}
 	addr := &netlink.Addr{IPNet: &net.IPNet{IP: n.Addr.AsSlice(), Mask: net.CIDRMask(tb.topo.Subnet.Bits(), 32)}}
 	if err := h.AddrAdd(eth0, addr); err != nil {
 		return fmt.Errorf("node %s: adding %s to %s: %w", sn.Name, addr.IPNet, NodeVeth, err)
@@ -283,6 +311,95 @@ func (tb *Testbed) addNode(sw *netlink.Handle, bridge, i int, ns netns.NsHandle)
 	// lo is interface 1 in every network namespace.
 	if err := h.LinkSetUp(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: 1}}); err != nil {
 		return fmt.Errorf("node %s: setting lo up: %w", sn.Name, err)
+	}
+	return nil
+}
+
+// addNeighbours gives node i's namespace a permanent neighbour (ARP) entry
+// for every other node. The kernel's neighbour table is one for all
+// namespaces, with a limit (net.ipv4.neigh.default.gc_thresh3, 1024 by
+// default) on the entries it may garbage-collect: a full mesh of 32 nodes
+// reaches it, and past it connects and packets fail with "neighbor table
+// overflow" (4.9 million times while 250 nodes booted, and they never
+// elected). Permanent entries are exempt from the limit, and spare every
+// node an ARP broadcast flooded to all ports for each peer. All entries go
+// in one netlink batch: one request per entry cost a round trip each, 62
+// thousand for 250 nodes.
+func (tb *Testbed) addNeighbours(ns netns.NsHandle, ifindex, i int) error {
+	var peers []netip.Addr
+	for j := range tb.topo.Nodes {
+		if j != i {
+			peers = append(peers, tb.topo.Nodes[j].Addr)
+		}
+	}
+	if len(peers) == 0 {
+		return nil
+	}
+	var fd int
+	err := inNamespace(ns, func() error {
+		var err error
+		fd, err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("neighbour entries: netlink socket: %w", err)
+	}
+	defer unix.Close(fd)
+
+	const msgLen = unix.SizeofNlMsghdr + unix.SizeofNdMsg + 8 + 12 // header, ndmsg, NDA_DST (4+4), NDA_LLADDR (4+6, padded)
+	buf := make([]byte, 0, msgLen*len(peers))
+	ne := binary.NativeEndian
+	for k, a := range peers {
+		ip := a.As4()
+		m := make([]byte, msgLen)
+		ne.PutUint32(m[0:], msgLen)
+		ne.PutUint16(m[4:], unix.RTM_NEWNEIGH)
+		ne.PutUint16(m[6:], unix.NLM_F_REQUEST|unix.NLM_F_ACK|unix.NLM_F_CREATE|unix.NLM_F_REPLACE)
+		ne.PutUint32(m[8:], uint32(k+1)) // sequence number
+		nd := m[unix.SizeofNlMsghdr:]
+		nd[0] = unix.AF_INET
+		ne.PutUint32(nd[4:], uint32(ifindex))
+		ne.PutUint16(nd[8:], unix.NUD_PERMANENT)
+		attr := nd[unix.SizeofNdMsg:]
+		ne.PutUint16(attr[0:], 8)
+		ne.PutUint16(attr[2:], unix.NDA_DST)
+		copy(attr[4:], ip[:])
+		ne.PutUint16(attr[8:], 10)
+		ne.PutUint16(attr[10:], unix.NDA_LLADDR)
+		copy(attr[12:], NodeMAC(a))
+		buf = append(buf, m...)
+	}
+	// The kernel processes a datagram's messages in order and queues one
+	// acknowledgement per message.
+	if err := unix.Sendto(fd, buf, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return fmt.Errorf("neighbour entries: sending: %w", err)
+	}
+	rb := make([]byte, 64<<10)
+	for acked := 0; acked < len(peers); {
+		n, _, err := unix.Recvfrom(fd, rb, 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("neighbour entries: reading acknowledgements: %w", err)
+		}
+		msgs, err := syscall.ParseNetlinkMessage(rb[:n])
+		if err != nil {
+			return fmt.Errorf("neighbour entries: %w", err)
+		}
+		for _, m := range msgs {
+			if m.Header.Type != unix.NLMSG_ERROR || len(m.Data) < 4 {
+				continue
+			}
+			if code := int32(ne.Uint32(m.Data)); code != 0 {
+				k := int(m.Header.Seq) - 1
+				if k >= 0 && k < len(peers) {
+					return fmt.Errorf("neighbour entry for %s: %w", peers[k], syscall.Errno(-code))
+				}
+				return fmt.Errorf("neighbour entries: %w", syscall.Errno(-code))
+			}
+			acked++
+		}
 	}
 	return nil
 }
@@ -306,6 +423,7 @@ func Attach(run string) (*Testbed, error) {
 		nodeNs:    make([]netns.NsHandle, len(st.Nodes)),
 		procs:     map[*Process]struct{}{},
 	}
+	tb.savedCond = sync.NewCond(&tb.mu)
 	for i, n := range st.Nodes {
 		tb.byName[n.Name] = i
 		tb.nodeNs[i] = netns.None()
@@ -398,15 +516,190 @@ func (tb *Testbed) SetNodeLink(node string, up bool) error {
 	if err != nil {
 		return fmt.Errorf("node %s: setting %s up=%v: %w", node, name, up, err)
 	}
+	if up {
+		// Reconnected only once the carrier is through: until then the
+		// port drops everything, and a caller timing recovery from here
+		// would count the kernel's delay as the election's.
+		return tb.waitLinksUp(context.Background(), []int{i})
+	}
 	return nil
 }
 
-// saveLocked writes the state; tb.mu must be held.
-func (tb *Testbed) saveLocked() error {
-	if !tb.stored {
+// Carrier changes reach a device's operational state through the kernel's
+// linkwatch, which may defer them by up to a second; until then a veth
+// transmits through the noop qdisc and drops everything, and the bridge
+// port is not forwarding. Measured: the first ARP request of a fresh node
+// vanished and cost its first connection a one-second retry.
+const (
+	linkUpTimeout = 10 * time.Second
+	linkUpPoll    = 2 * time.Millisecond
+)
+
+// waitLinksUp waits until both ends of the veths of nodes (positions in
+// state.Nodes) are operationally up. The switch ends are read with one
+// dump per poll; the node ends, which come up in the same linkwatch pass,
+// are then checked one namespace at a time.
+func (tb *Testbed) waitLinksUp(ctx context.Context, nodes []int) error {
+	deadline := time.Now().Add(linkUpTimeout)
+	wait := func(what string) error {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not operationally up after %v", what, linkUpTimeout)
+		}
+		t := time.NewTimer(linkUpPoll)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
+	}
+
+	pending := make(map[string]int, len(nodes))
+	for _, i := range nodes {
+		pending[tb.state.Nodes[i].SwitchVeth] = i
+	}
+	for len(pending) > 0 {
+		links, err := tb.sw.LinkList()
+		if err != nil {
+			return fmt.Errorf("listing links in %s: %w", tb.state.SwitchNamespace, err)
+		}
+		for _, l := range links {
+			if a := l.Attrs(); a.OperState == netlink.OperUp {
+				delete(pending, a.Name)
+			}
+		}
+		if len(pending) == 0 {
+			break
+		}
+		var first string
+		for name := range pending {
+			first = name
+			break
+		}
+		if err := wait(fmt.Sprintf("%d switch ports such as %s are", len(pending), first)); err != nil {
+			return err
+		}
+	}
+
+	for _, i := range nodes {
+		sn := tb.state.Nodes[i]
+		ns, err := tb.nodeNS(sn.Name)
+		if err != nil {
+			return err
+		}
+		h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+		if err != nil {
+			return fmt.Errorf("node %s: netlink in %s: %w", sn.Name, sn.Namespace, err)
+		}
+		for {
+			l, err := h.LinkByName(NodeVeth)
+			if err != nil {
+				h.Close()
+				return fmt.Errorf("node %s: finding %s: %w", sn.Name, NodeVeth, err)
+			}
+			if l.Attrs().OperState == netlink.OperUp {
+				break
+			}
+			if err := wait(fmt.Sprintf("node %s: %s is", sn.Name, NodeVeth)); err != nil {
+				h.Close()
+				return err
+			}
+		}
+		h.Close()
+	}
+	return nil
+}
+
+// changedLocked records a change to the state and returns its version, to
+// pass to save once tb.mu is released; tb.mu must be held.
+func (tb *Testbed) changedLocked() uint64 {
+	tb.version++
+	return tb.version
+}
+
+// saveLater has state.json rewritten soon, by a goroutine that runs while
+// changes keep coming, so that one write covers all the changes made while
+// the previous one was under way; tb.mu must be held. Starting 250 node
+// processes used to rewrite a growing file once per process with the
+// testbed's lock held, and with the machine busy booting the nodes, those
+// writes were half of the start time. The record lags by a write at most:
+// a process missing from it is still found and killed by Clean and Close,
+// which sweep the run's namespaces.
+func (tb *Testbed) saveLater() {
+	if tb.saving || !tb.stored {
+		return
+	}
+	tb.saving = true
+	tb.savers.Add(1)
+	go func() {
+		defer tb.savers.Done()
+		for {
+			tb.mu.Lock()
+			v := tb.version
+			tb.mu.Unlock()
+			err := tb.save(v)
+			tb.mu.Lock()
+			tb.saveErr = err
+			if err == nil {
+				tb.savedV = max(tb.savedV, v)
+			}
+			tb.savedCond.Broadcast()
+			if tb.version == v || !tb.stored {
+				tb.saving = false
+				tb.mu.Unlock()
+				return
+			}
+			tb.mu.Unlock()
+		}
+	}()
+}
+
+// waitSavedLocked waits until state.json holds version v or later, and
+// returns the error that kept it from doing so; tb.mu must be held.
+func (tb *Testbed) waitSavedLocked(v uint64) error {
+	for tb.savedV < v && tb.stored && tb.saving {
+		tb.savedCond.Wait()
+	}
+	if tb.savedV >= v || !tb.stored {
 		return nil
 	}
-	return writeStateFile(StateDir(tb.run), &tb.state)
+	if tb.saveErr != nil {
+		return tb.saveErr
+	}
+	return errors.New("state not written")
+}
+
+// flush waits until state.json records every change made so far.
+func (tb *Testbed) flush() error {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return tb.waitSavedLocked(tb.version)
+}
+
+// save makes sure state.json holds version v of the state or a later one.
+func (tb *Testbed) save(v uint64) error {
+	tb.saveMu.Lock()
+	defer tb.saveMu.Unlock()
+	if tb.saved >= v {
+		return nil
+	}
+	tb.mu.Lock()
+	if !tb.stored {
+		tb.mu.Unlock()
+		return nil
+	}
+	data, err := marshalState(&tb.state)
+	cur := tb.version
+	tb.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := writeStateData(StateDir(tb.run), data); err != nil {
+		return err
+	}
+	tb.saved = cur
+	return nil
 }
 
 // Close tears the testbed down: its processes first (a live process keeps
@@ -425,6 +718,10 @@ func (tb *Testbed) Close() error {
 	var errs []error
 	if tb.owned {
 		tb.mu.Lock()
+		// The record stops here: rewriting it as each killed process is
+		// reaped would cost one write per node, and a teardown cut short
+		// leaves a record that still lists them, which is what clean needs.
+		tb.stored = false
 		procs := make([]*Process, 0, len(tb.procs))
 		for p := range tb.procs {
 			procs = append(procs, p)
@@ -434,7 +731,10 @@ func (tb *Testbed) Close() error {
 		_, err := killInNamespaces(context.Background(), tb.run)
 		errs = append(errs, err)
 	}
+	tb.savers.Wait() // stored is false: a running saver stops after its write
 
+	tb.saveMu.Lock() // no state.json write races the removal below
+	defer tb.saveMu.Unlock()
 	tb.mu.Lock()
 	tb.stored = false
 	if tb.sw != nil {

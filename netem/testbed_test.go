@@ -92,7 +92,7 @@ type tbLeftovers struct {
 	stateDir                         bool
 }
 
-func tbCount(t *testing.T, run string) tbLeftovers {
+func tbCount(t testing.TB, run string) tbLeftovers {
 	t.Helper()
 	var c tbLeftovers
 	entries, _ := os.ReadDir(netem.NetnsDir)
@@ -312,7 +312,26 @@ func tbCheckWiring(t *testing.T, tb *netem.Testbed) {
 		}
 		addrs, _ := nh.AddrList(eth0, netlink.FAMILY_V4)
 		lo, _ := nh.LinkByIndex(1)
+		neighs, err := nh.NeighList(eth0.Attrs().Index, netlink.FAMILY_V4)
 		nh.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := netem.NodeMAC(netip.MustParseAddr(nd.Addr)); eth0.Attrs().HardwareAddr.String() != want.String() {
+			t.Errorf("node %s: eth0 has MAC %s, want %s", nd.Name, eth0.Attrs().HardwareAddr, want)
+		}
+		// Every peer has a permanent entry, so that no ARP is needed and
+		// the kernel's shared neighbour table cannot overflow.
+		perm := 0
+		for _, ne := range neighs {
+			a, _ := netip.AddrFromSlice(ne.IP.To4())
+			if ne.State == netlink.NUD_PERMANENT && ne.HardwareAddr.String() == netem.NodeMAC(a).String() {
+				perm++
+			}
+		}
+		if perm != len(tb.Nodes())-1 {
+			t.Errorf("node %s: %d permanent neighbour entries with the peers' MACs, want %d", nd.Name, perm, len(tb.Nodes())-1)
+		}
 		if eth0.Attrs().Flags&net.FlagUp == 0 || lo == nil || lo.Attrs().Flags&net.FlagUp == 0 {
 			t.Errorf("node %s: eth0 or lo is down", nd.Name)
 		}

@@ -63,6 +63,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			analyzeCommand(),
 			benchCommand(),
 			compareCommand(),
+			upCommand(),
+			statusCommand(),
+			faultCommand(),
+			execCommand(),
+			downCommand(),
+			cleanCommand(),
 			{
 				Name:  "version",
 				Usage: "print the version, Go version and VCS revision",

@@ -108,3 +108,29 @@ func MustStart(t testing.TB, tb *netem.Testbed, node string, argv ...string) *ne
 	t.Cleanup(func() { _ = p.Kill() })
 	return p
 }
+
+// Lab starts a lab of topo under a fresh run ID and closes it when the test
+// ends, failing the test if teardown fails. It calls RequireRoot first.
+// opts.Binary must be set (see cluster.BuildTemp); opts.Run is ignored.
+func Lab(t testing.TB, topo *topologies.Topology, opts netem.LabOptions) *netem.Lab {
+	t.Helper()
+	RequireRoot(t)
+	for range 10 {
+		opts.Run = RunID(t)
+		lab, err := netem.StartLab(t.Context(), topo, opts)
+		if errors.Is(err, netem.ErrRunExists) {
+			continue // another test drew the same ID in between
+		}
+		if err != nil {
+			t.Fatalf("starting lab %s: %v", topo.Name, err)
+		}
+		t.Cleanup(func() {
+			if err := lab.Close(); err != nil {
+				t.Errorf("tearing down %s: %v", lab.Run(), err)
+			}
+		})
+		return lab
+	}
+	t.Fatal("starting lab: every run ID drawn was taken")
+	return nil
+}

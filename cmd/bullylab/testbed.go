@@ -1,0 +1,633 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/topologies"
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+)
+
+// The testbed commands: up serves a lab in the foreground, the others talk
+// to it over its control socket (netem.Client), except exec, which enters
+// a node's namespace itself, and clean.
+
+// exitPrivilege is the exit status of a testbed command run without the
+// privileges it needs.
+const exitPrivilege = 2
+
+// requirePrivilege fails with exit status 2 unless this process is root or
+// has CAP_NET_ADMIN. The check is cheap and comes first, so that a missing
+// privilege is reported as such, not as whatever failed first without it.
+func requirePrivilege(cmd string) error {
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err == nil && data[0].Effective&(1<<unix.CAP_NET_ADMIN) != 0 {
+		return nil
+	}
+	what := "to reach the testbed's network namespaces"
+	if cmd == "up" {
+		what = "to create network namespaces"
+	}
+	return cli.Exit(fmt.Sprintf("%s needs root or CAP_NET_ADMIN %s: run it with sudo", cmd, what), exitPrivilege)
+}
+
+// positional returns c's arguments with the flags among them applied: the
+// flag package stops at the first argument, and `bullylab up star5 --run
+// bl1a2b` is how people type it. An argument "--" ends the flags; it and
+// what follows are returned as they are.
+func positional(c *cli.Context) ([]string, error) {
+	args := c.Args().Slice()
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(pos, args[i:]...), nil
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			pos = append(pos, a)
+			continue
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		var flag cli.Flag
+		for _, f := range c.Command.Flags {
+			if slices.Contains(f.Names(), name) {
+				flag = f
+			}
+		}
+		if flag == nil {
+			return nil, fmt.Errorf("%s: unknown flag %q", c.Command.Name, a)
+		}
+		if _, isBool := flag.(*cli.BoolFlag); isBool && !hasVal {
+			val, hasVal = "true", true
+		}
+		if !hasVal {
+			if i+1 >= len(args) {
+				return nil, fmt.Errorf("%s: flag %s needs a value", c.Command.Name, a)
+			}
+			i++
+			val = args[i]
+		}
+		if err := c.Set(name, val); err != nil {
+			return nil, fmt.Errorf("%s: flag %s: %v", c.Command.Name, a, err)
+		}
+	}
+	return pos, nil
+}
+
+var runFlag = &cli.StringFlag{Name: "run", Usage: "run `ID` of the testbed (default: the only one up)"}
+
+func upCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "up",
+		Usage:     "build a topology's testbed, run a node in each namespace, and serve it until Ctrl-C or `bullylab down`",
+		ArgsUsage: "TOPOLOGY",
+		Description: "TOPOLOGY is a built-in topology (" + strings.Join(topologies.Names(), ", ") + ") or a file.\n" +
+			"While it is up, `bullylab status`, `bullylab fault`, `bullylab exec` and `bullylab down` act on it.\n" +
+			"Ctrl-C, SIGTERM or `bullylab down` tear it down: the node processes first, then the namespaces.",
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "run", Usage: "run `ID` to use (default: a fresh one)"},
+			&cli.Int64Flag{Name: "seed", Usage: "draw the node IDs from this seed, to reproduce a run (default: random)"},
+			&cli.StringFlag{Name: "binary", Usage: "bullylab `executable` the nodes run (default: this one)"},
+			&cli.StringFlag{Name: "log-dir", Usage: "keep the node logs in `DIR` (default: the run's state directory, removed on exit)"},
+			&cli.StringFlag{Name: "backend", Usage: "impairment backend: netem or nfqueue (default: probe)"},
+		},
+		Action: runUp,
+	}
+}
+
+func runUp(c *cli.Context) error {
+	args, err := positional(c)
+	if err != nil {
+		return err
+	}
+	if len(args) != 1 {
+		return fmt.Errorf("up: want one topology (a built-in such as star5, or a file), got %d arguments", len(args))
+	}
+	topo, err := topologies.Load(args[0])
+	if err != nil {
+		return err
+	}
+	run := c.String("run")
+	if run != "" && !netem.ValidRunID(run) {
+		return fmt.Errorf("--run %q: not a run ID (%s and 4 hex digits, like bl1a2b)", run, netem.RunPrefix)
+	}
+	switch b := c.String("backend"); b {
+	case "", netem.BackendNetem, netem.BackendNFQueue:
+	default:
+		return fmt.Errorf("--backend %q: want %s or %s", b, netem.BackendNetem, netem.BackendNFQueue)
+	}
+	if err := requirePrivilege("up"); err != nil {
+		return err
+	}
+	if err := netem.ProbeNamespaces(); errors.Is(err, netem.ErrNotPermitted) {
+		return cli.Exit("up needs root, or CAP_NET_ADMIN and CAP_SYS_ADMIN, to create network namespaces: run it with sudo", exitPrivilege)
+	} else if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	binary := c.String("binary")
+	if binary == "" {
+		if binary, err = os.Executable(); err != nil {
+			return fmt.Errorf("up: finding this executable for the nodes: %w (give --binary)", err)
+		}
+	}
+
+	// Signals stay caught until teardown is over: a second Ctrl-C must not
+	// kill this process half-way through removing the testbed.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	out := c.App.Writer
+	fmt.Fprintf(out, "starting %s: %d nodes\n", topo.Name, len(topo.Nodes))
+	lab, err := netem.StartLab(ctx, topo, netem.LabOptions{
+		Binary: binary, Run: run, Seed: c.Int64("seed"), LogDir: c.String("log-dir"), Backend: c.String("backend"),
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return errors.New("up: interrupted while starting; everything it created is removed")
+		}
+		return fmt.Errorf("up: %w", err)
+	}
+	srv, err := netem.ServeControl(lab)
+	if err != nil {
+		return errors.Join(fmt.Errorf("up: %w", err), lab.Close())
+	}
+
+	st := lab.LabStatus()
+	if len(st.Nodes) <= 32 {
+		if err := writeStatusTable(out, st.Nodes); err != nil {
+			return errors.Join(err, srv.Close(), lab.Close())
+		}
+	}
+	const leaderWait = 30 * time.Second
+	wctx, cancel := context.WithTimeout(ctx, leaderWait)
+	ag, werr := lab.WaitLeader(wctx, nil)
+	cancel()
+	backend, why := lab.Backend()
+	// The first clause says why; the rest, what the backend cannot do, is
+	// in `bullylab status --json`.
+	why, _, _ = strings.Cut(why, "; ")
+	switch {
+	case werr == nil:
+		fmt.Fprintf(out, "testbed %s up: %d nodes, leader %s (epoch %d) %.2fs after start; impairment backend: %s (%s)\n",
+			lab.Run(), len(st.Nodes), ag.Node, ag.Epoch, ag.At.Sub(lab.Times().Begin).Seconds(), backend, why)
+	case ctx.Err() == nil:
+		fmt.Fprintf(out, "testbed %s up: %d nodes, no agreed leader after %v (%v); impairment backend: %s (%s)\n",
+			lab.Run(), len(st.Nodes), leaderWait, werr, backend, why)
+	}
+	if ctx.Err() == nil {
+		fmt.Fprintf(out, "state in %s; `bullylab status`, `bullylab fault`, `bullylab exec NODE -- CMD`; Ctrl-C or `bullylab down` to stop\n",
+			netem.StateDir(lab.Run()))
+	}
+
+	why = "interrupted"
+	select {
+	case <-ctx.Done():
+	case <-srv.Down():
+		why = "bullylab down"
+	}
+	start := time.Now()
+	err = errors.Join(srv.Close(), lab.Close())
+	if err != nil {
+		return fmt.Errorf("down: %w (`bullylab clean` removes what is left)", err)
+	}
+	fmt.Fprintf(out, "testbed %s down (%s): removed in %.2fs\n", lab.Run(), why, time.Since(start).Seconds())
+	return nil
+}
+
+// writeStatusTable prints one row per node.
+func writeStatusTable(w io.Writer, nodes []netem.NodeStatus) error {
+	L, R := tw.AlignLeft, tw.AlignRight
+	t := tablewriter.NewTable(w,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleLight)})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: []tw.Align{L, L, L, R, L, L, L, R, L, L, L}}),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+	)
+	t.Header([]string{"node", "namespace", "address", "pid", "state", "status", "leader", "epoch", "network", "backend", "impairment"})
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	for _, s := range nodes {
+		pid, epoch, leader := "-", "-", "-"
+		if s.PID != 0 {
+			pid = strconv.Itoa(s.PID)
+		}
+		if s.Status != "" {
+			epoch = strconv.FormatUint(s.Epoch, 10)
+			leader = dash(s.Leader)
+		}
+		status := s.Status
+		if status == "" && s.Error != "" {
+			status = "not answering"
+		}
+		var network []string
+		if s.Isolated {
+			network = append(network, "isolated")
+		}
+		if len(s.Blocked) > 0 {
+			network = append(network, "drops "+strings.Join(s.Blocked, ","))
+		}
+		row := []string{s.Node, s.Namespace, s.Addr, pid, s.State, dash(status), leader, epoch,
+			dash(strings.Join(network, "; ")), dash(s.Backend), dash(s.Impairment)}
+		if err := t.Append(row); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "status",
+		Usage:        "show the nodes of a testbed that is up: process, election status, leader, faults in force",
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
+		Flags: []cli.Flag{
+			runFlag,
+			&cli.BoolFlag{Name: "json", Usage: "print the status as JSON"},
+		},
+		Action: func(c *cli.Context) error {
+			if args, err := positional(c); err != nil {
+				return err
+			} else if len(args) > 0 {
+				return fmt.Errorf("status: unexpected argument %q", args[0])
+			}
+			if err := requirePrivilege("status"); err != nil {
+				return err
+			}
+			cl, err := netem.Dial(c.String("run"))
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
+			defer cancel()
+			st, err := cl.Status(ctx)
+			if err != nil {
+				return err
+			}
+			out := c.App.Writer
+			if c.Bool("json") {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			if err := writeStatusTable(out, st.Nodes); err != nil {
+				return err
+			}
+			running := 0
+			for _, s := range st.Nodes {
+				if s.State == netem.ProcRunning {
+					running++
+				}
+			}
+			if st.Leader != nil {
+				fmt.Fprintf(out, "testbed %s (%s): leader %s at epoch %d, all %d running nodes agree; impairment backend: %s\n",
+					st.Run, st.Topology, st.Leader.Node, st.Leader.Epoch, running, st.Backend)
+			} else {
+				fmt.Fprintf(out, "testbed %s (%s): the %d running nodes do not agree on a leader; impairment backend: %s\n",
+					st.Run, st.Topology, running, st.Backend)
+			}
+			return nil
+		},
+	}
+}
+
+const faultHelp = `Faults (NODE is a node name; GROUP a comma list of nodes or a topology group):
+  crash NODE...            SIGKILL the nodes' processes
+  restart NODE...          start crashed or exited nodes again, same ID and data dir
+  pause NODE...            SIGSTOP the nodes (a hung node: a grey failure)
+  resume NODE...           SIGCONT paused nodes
+  isolate NODE...          take the nodes' switch ports down
+  unisolate NODE...        bring them up again
+  partition [--one-way] GROUP GROUP...
+                           cut the groups from each other (one-way: only what the
+                           first group sends to the second), replacing any partition
+  heal                     remove every partition and isolation
+  delay NODE[:PEER] DURATION [--jitter DURATION]
+                           delay what NODE sends (to PEER only); 0 removes it
+  loss NODE[:PEER] PERCENT drop that share of what NODE sends (to PEER only)
+  clear [NODE...]          back to the topology's impairments (all nodes by default)
+  campaign NODE...         have the nodes start an election
+  leave NODE...            have the nodes announce LEAVE and exit
+--run ID picks the testbed when several are up.`
+
+func faultCommand() *cli.Command {
+	return &cli.Command{
+		Name:        "fault",
+		Usage:       "inject a fault into a testbed that is up",
+		ArgsUsage:   "KIND ARGS... [--run ID]",
+		Description: faultHelp,
+		// Flags may follow the arguments (`delay n1 50ms --jitter 5ms`),
+		// which the flag package does not allow: parseFaultArgs does it.
+		SkipFlagParsing: true,
+		Action:          runFault,
+	}
+}
+
+// faultArgs is a parsed `bullylab fault` command line.
+type faultArgs struct {
+	run    string
+	oneWay bool
+	jitter string
+	pos    []string
+}
+
+func parseFaultArgs(args []string) (faultArgs, error) {
+	var fa faultArgs
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			fa.pos = append(fa.pos, a)
+			continue
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		value := func() (string, error) {
+			if hasVal {
+				return val, nil
+			}
+			if i+1 >= len(args) {
+				return "", fmt.Errorf("fault: flag --%s needs a value", name)
+			}
+			i++
+			return args[i], nil
+		}
+		var err error
+		switch name {
+		case "run":
+			fa.run, err = value()
+		case "jitter":
+			fa.jitter, err = value()
+		case "one-way":
+			if hasVal {
+				return fa, fmt.Errorf("fault: flag --one-way takes no value")
+			}
+			fa.oneWay = true
+		case "h", "help":
+			return fa, errFaultHelp
+		default:
+			return fa, fmt.Errorf("fault: unknown flag %q (flags: --run, --one-way, --jitter)", a)
+		}
+		if err != nil {
+			return fa, err
+		}
+	}
+	return fa, nil
+}
+
+var errFaultHelp = errors.New("help")
+
+// faultRequest turns the arguments into the fault to apply.
+func faultRequest(fa faultArgs) (netem.Fault, error) {
+	if len(fa.pos) == 0 {
+		return netem.Fault{}, fmt.Errorf("fault: which fault? (%s; see bullylab fault --help)", strings.Join(netem.FaultKinds, ", "))
+	}
+	kind, args := fa.pos[0], fa.pos[1:]
+	f := netem.Fault{Kind: kind}
+	if fa.oneWay && kind != netem.FaultPartition {
+		return f, fmt.Errorf("fault %s: --one-way is for partition", kind)
+	}
+	if fa.jitter != "" && kind != netem.FaultDelay {
+		return f, fmt.Errorf("fault %s: --jitter is for delay", kind)
+	}
+	switch kind {
+	case netem.FaultCrash, netem.FaultRestart, netem.FaultPause, netem.FaultResume,
+		netem.FaultIsolate, netem.FaultUnisolate, netem.FaultCampaign, netem.FaultLeave:
+		if len(args) == 0 {
+			return f, fmt.Errorf("fault %s: name the nodes (like n1 n2)", kind)
+		}
+		f.Nodes = args
+	case netem.FaultClear:
+		f.Nodes = args
+	case netem.FaultHeal:
+		if len(args) > 0 {
+			return f, fmt.Errorf("fault heal: takes no arguments, got %q", args[0])
+		}
+	case netem.FaultPartition:
+		if len(args) < 2 {
+			return f, fmt.Errorf("fault partition: want two or more groups (like n1,n2 n3,n4 or site-a site-b), got %d", len(args))
+		}
+		for _, g := range args {
+			var group []string
+			for _, n := range strings.Split(g, ",") {
+				if n = strings.TrimSpace(n); n == "" {
+					return f, fmt.Errorf("fault partition: group %q has an empty name", g)
+				}
+				group = append(group, n)
+			}
+			f.Groups = append(f.Groups, group)
+		}
+		f.OneWay = fa.oneWay
+	case netem.FaultDelay, netem.FaultLoss:
+		if len(args) != 2 {
+			what := "DURATION"
+			if kind == netem.FaultLoss {
+				what = "PERCENT"
+			}
+			return f, fmt.Errorf("fault %s: want NODE[:PEER] %s, got %d arguments", kind, what, len(args))
+		}
+		node, peer, hasPeer := strings.Cut(args[0], ":")
+		if node == "" || hasPeer && peer == "" {
+			return f, fmt.Errorf("fault %s: %q: want NODE or NODE:PEER", kind, args[0])
+		}
+		f.Nodes = []string{node}
+		if hasPeer {
+			f.Nodes = append(f.Nodes, peer)
+		}
+		f.Impair = &netem.Impairment{}
+		if kind == netem.FaultDelay {
+			d, err := parseDelay("delay", args[1])
+			if err != nil {
+				return f, err
+			}
+			f.Impair.Delay = d
+			if fa.jitter != "" {
+				if f.Impair.Jitter, err = parseDelay("--jitter", fa.jitter); err != nil {
+					return f, err
+				}
+			}
+		} else {
+			p, err := strconv.ParseFloat(strings.TrimSuffix(args[1], "%"), 64)
+			if err != nil || p < 0 || p > 100 {
+				return f, fmt.Errorf("fault loss: %q: want a percentage from 0 to 100 (like 10%%)", args[1])
+			}
+			f.Impair.Loss = p
+		}
+	default:
+		return f, fmt.Errorf("fault: unknown fault %q (want %s)", kind, strings.Join(netem.FaultKinds, ", "))
+	}
+	return f, nil
+}
+
+func parseDelay(what, s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("fault delay: %s %q: want a duration like 50ms", what, s)
+	}
+	return d, nil
+}
+
+func runFault(c *cli.Context) error {
+	fa, err := parseFaultArgs(c.Args().Slice())
+	if errors.Is(err, errFaultHelp) {
+		fmt.Fprintln(c.App.Writer, "usage: bullylab fault KIND ARGS... [--run ID]")
+		fmt.Fprintln(c.App.Writer, faultHelp)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	f, err := faultRequest(fa)
+	if err != nil {
+		return err
+	}
+	if err := requirePrivilege("fault"); err != nil {
+		return err
+	}
+	cl, err := netem.Dial(fa.run)
+	if err != nil {
+		return err
+	}
+	// A restart waits for the nodes' control sockets.
+	ctx, cancel := context.WithTimeout(c.Context, 2*time.Minute)
+	defer cancel()
+	rec, err := cl.Fault(ctx, f)
+	if err != nil {
+		return err
+	}
+	what := strings.Join(rec.Nodes, " ")
+	if rec.Kind == netem.FaultDelay || rec.Kind == netem.FaultLoss {
+		what = strings.Join(rec.Nodes, ":")
+	}
+	if len(rec.Groups) > 0 {
+		var gs []string
+		for _, g := range rec.Groups {
+			gs = append(gs, strings.Join(g, ","))
+		}
+		what = strings.Join(gs, " ")
+	}
+	if what != "" {
+		what = " " + what
+	}
+	fmt.Fprintf(c.App.Writer, "%s%s: %s (testbed %s, %s)\n", rec.Kind, what, rec.Detail, cl.Run(), rec.Time.Format("15:04:05.000"))
+	return nil
+}
+
+func execCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "exec",
+		Usage:        "run a command in a node's network namespace, with this terminal",
+		ArgsUsage:    "NODE -- CMD [ARGS...]",
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
+		Flags:        []cli.Flag{runFlag},
+		Action: func(c *cli.Context) error {
+			args, err := positional(c)
+			if err != nil {
+				return err
+			}
+			if len(args) > 1 && args[1] == "--" {
+				args = append(args[:1], args[2:]...)
+			}
+			if len(args) < 2 {
+				return errors.New("exec: want NODE -- CMD [ARGS...]")
+			}
+			if err := requirePrivilege("exec"); err != nil {
+				return err
+			}
+			run, err := netem.FindRun(c.String("run"))
+			if err != nil {
+				return err
+			}
+			tb, err := netem.Attach(run)
+			if err != nil {
+				return err
+			}
+			defer tb.Close()
+			if _, err := tb.Namespace(args[0]); err != nil {
+				return err
+			}
+			err = tb.Exec(args[0], args[1:])
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				// The command's own status, silently: it spoke for itself.
+				return cli.Exit("", max(ee.ExitCode(), 1))
+			}
+			return err
+		},
+	}
+}
+
+func downCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "down",
+		Usage:        "tear down a testbed that is up and wait until it is gone",
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
+		Flags:        []cli.Flag{runFlag},
+		Action: func(c *cli.Context) error {
+			if args, err := positional(c); err != nil {
+				return err
+			} else if len(args) > 0 {
+				return fmt.Errorf("down: unexpected argument %q", args[0])
+			}
+			if err := requirePrivilege("down"); err != nil {
+				return err
+			}
+			cl, err := netem.Dial(c.String("run"))
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context, time.Minute)
+			defer cancel()
+			if err := cl.Down(ctx); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "testbed %s down\n", cl.Run())
+			return nil
+		},
+	}
+}
+
+func cleanCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "clean",
+		Usage:        "remove what testbeds whose process died left behind (processes, namespaces, links, state)",
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return fmt.Errorf("clean: unexpected argument %q", c.Args().First())
+			}
+			if err := requirePrivilege("clean"); err != nil {
+				return err
+			}
+			rep, err := netem.Clean(c.Context)
+			out := c.App.Writer
+			fmt.Fprintln(out, rep)
+			if len(rep.Runs) > 0 {
+				fmt.Fprintf(out, "runs cleaned: %s\n", strings.Join(rep.Runs, ", "))
+			}
+			return err
+		},
+	}
+}

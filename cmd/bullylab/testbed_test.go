@@ -1,0 +1,437 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/netemtest"
+	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// upProc is a `bullylab up` child process.
+type upProc struct {
+	cmd  *exec.Cmd
+	run  string
+	mu   sync.Mutex
+	out  bytes.Buffer
+	line chan string // stdout lines, closed at EOF
+	done chan struct{}
+	err  error // Wait's, once done is closed
+}
+
+// startUp runs `bullylab up TOPOLOGY --run ID args...`; the test's cleanup
+// kills it (by PID) and cleans its run if a test failed half-way.
+func startUp(t *testing.T, topo string, args ...string) *upProc {
+	t.Helper()
+	netemtest.RequireRoot(t)
+	run := netemtest.RunID(t)
+	cmd := exec.Command(binary, append([]string{"up", topo, "--run", run}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &upProc{cmd: cmd, run: run, line: make(chan string, 1024), done: make(chan struct{})}
+	cmd.Stderr = &lockedWriter{mu: &u.mu, w: &u.out}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			u.mu.Lock()
+			u.out.WriteString(sc.Text() + "\n")
+			u.mu.Unlock()
+			select {
+			case u.line <- sc.Text():
+			default:
+			}
+		}
+		close(u.line)
+		u.err = cmd.Wait()
+		close(u.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-u.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-u.done
+			if _, err := netem.Clean(context.Background()); err != nil {
+				t.Errorf("cleaning after a killed up: %v", err)
+			}
+		}
+	})
+	return u
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (u *upProc) output() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.out.String()
+}
+
+// waitUp waits for the "testbed ... up:" line.
+func (u *upProc) waitUp(t *testing.T) {
+	t.Helper()
+	timeout := time.After(2 * time.Minute)
+	for {
+		select {
+		case l, ok := <-u.line:
+			if !ok {
+				t.Fatalf("up exited before it was up: %v; output:\n%s", u.err, u.output())
+			}
+			if strings.HasPrefix(l, "testbed "+u.run+" up:") {
+				t.Log(l)
+				return
+			}
+		case <-timeout:
+			t.Fatalf("up not up after 2 minutes; output:\n%s", u.output())
+		}
+	}
+}
+
+// wait waits for up to exit and returns its exit code.
+func (u *upProc) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-u.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("up did not exit a minute after being told to; output:\n%s", u.output())
+	}
+	var ee *exec.ExitError
+	switch {
+	case u.err == nil:
+		return 0
+	case errors.As(u.err, &ee):
+		return ee.ExitCode()
+	}
+	t.Fatalf("up: %v", u.err)
+	return -1
+}
+
+// leftovers is what a run has on this machine.
+type leftovers struct {
+	namespaces, rootLinks, processes, liveRecorded int
+	stateDir, mounts, rootTable                    bool
+}
+
+func countLeftovers(t *testing.T, run string, recorded []netem.StateProcess) leftovers {
+	t.Helper()
+	var c leftovers
+	entries, _ := os.ReadDir(netem.NetnsDir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), run+"-") {
+			c.namespaces++
+		}
+	}
+	links, err := netlink.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range links {
+		if strings.HasPrefix(l.Attrs().Name, run) {
+			c.rootLinks++
+		}
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if _, err := strconv.Atoi(p.Name()); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + p.Name() + "/cmdline")
+		if err == nil && bytes.Contains(cmdline, []byte(run)) {
+			c.processes++
+		}
+	}
+	for _, sp := range recorded {
+		if sp.Alive() {
+			c.liveRecorded++
+		}
+	}
+	_, err = os.Stat(netem.StateDir(run))
+	c.stateDir = err == nil
+	mi, _ := os.ReadFile("/proc/self/mountinfo")
+	c.mounts = bytes.Contains(mi, []byte(netem.StateDir(run)+"/"))
+	if conn, err := nftables.New(); err == nil {
+		tables, _ := conn.ListTables()
+		for _, tb := range tables {
+			c.rootTable = c.rootTable || tb.Name == netem.NftTable(run)
+		}
+	}
+	return c
+}
+
+func requireNoLeftovers(t *testing.T, run string, recorded []netem.StateProcess) {
+	t.Helper()
+	if c := countLeftovers(t, run, recorded); c != (leftovers{}) {
+		t.Errorf("run %s left %+v", run, c)
+	}
+}
+
+// nodeTables counts the run's nftables tables in its node namespaces.
+func nodeTables(t *testing.T, run string) int {
+	t.Helper()
+	entries, _ := os.ReadDir(netem.NetnsDir)
+	n := 0
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), run+"-n") {
+			continue
+		}
+		ns, err := netns.GetFromName(e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := nftables.New(nftables.WithNetNSFd(int(ns)))
+		if err != nil {
+			ns.Close()
+			t.Fatal(err)
+		}
+		tables, err := conn.ListTables()
+		ns.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tb := range tables {
+			if tb.Name == netem.NftTable(run) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func mustCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, code := runBin(t, args...)
+	if code != 0 {
+		t.Fatalf("bullylab %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	}
+	return out
+}
+
+// TestUpTeardown stops `bullylab up` every way it can be stopped, at the
+// stages where that is hardest, and checks that nothing of the run is left:
+// namespaces, links in this namespace, nftables tables (in the node
+// namespaces while up, in this one after), processes with the run ID in
+// their argv or a recorded PID, the tmpfs of the node data, the state
+// directory.
+func TestUpTeardown(t *testing.T) {
+	stop := map[string]func(t *testing.T, u *upProc){
+		"SIGINT":  func(t *testing.T, u *upProc) { u.cmd.Process.Signal(syscall.SIGINT) },
+		"SIGTERM": func(t *testing.T, u *upProc) { u.cmd.Process.Signal(syscall.SIGTERM) },
+		"down": func(t *testing.T, u *upProc) {
+			if out := mustCLI(t, "down", "--run", u.run); !strings.Contains(out, "testbed "+u.run+" down") {
+				t.Errorf("down said %q", out)
+			}
+		},
+	}
+	for _, how := range []string{"SIGINT", "SIGTERM", "down"} {
+		t.Run(how+"/up", func(t *testing.T) {
+			u := startUp(t, "star5")
+			u.waitUp(t)
+			mustCLI(t, "fault", "partition", "n1,n2", "n3,n4,n5", "--run", u.run)
+			mustCLI(t, "fault", "delay", "n1", "20ms", "--run", u.run)
+			if n := nodeTables(t, u.run); n != 5 {
+				t.Fatalf("%d nftables tables in the node namespaces, want 5 (firewalls, and n1's impairer)", n)
+			}
+			st, err := netem.ReadState(u.run)
+			if err != nil || len(st.Processes) != 5 {
+				t.Fatalf("state of the run: %+v, %v", st, err)
+			}
+			if c := countLeftovers(t, u.run, st.Processes); c.namespaces != 6 || c.liveRecorded != 5 || !c.mounts {
+				t.Fatalf("while up: %+v", c)
+			}
+			stop[how](t, u)
+			if code := u.wait(t); code != 0 {
+				t.Errorf("up exited %d after %s; output:\n%s", code, how, u.output())
+			}
+			if !strings.Contains(u.output(), "testbed "+u.run+" down") {
+				t.Errorf("up did not say it was down:\n%s", u.output())
+			}
+			requireNoLeftovers(t, u.run, st.Processes)
+		})
+	}
+	for _, how := range []string{"SIGINT", "SIGTERM"} {
+		// star250 takes long enough to stop it while it builds the
+		// namespaces, and again while it starts the node processes.
+		t.Run(how+"/mid-build", func(t *testing.T) {
+			u := startUp(t, "star250")
+			waitFor(t, "20 namespaces", func() bool { return countLeftovers(t, u.run, nil).namespaces >= 20 })
+			stop[how](t, u)
+			if code := u.wait(t); code != 1 || !strings.Contains(u.output(), "interrupted while starting") {
+				t.Errorf("up exited %d; output:\n%s", code, u.output())
+			}
+			requireNoLeftovers(t, u.run, nil)
+		})
+		t.Run(how+"/mid-boot", func(t *testing.T) {
+			u := startUp(t, "star250")
+			var recorded []netem.StateProcess
+			waitFor(t, "10 node processes", func() bool {
+				st, err := netem.ReadState(u.run)
+				if err == nil && len(st.Processes) >= 10 {
+					recorded = st.Processes
+					return true
+				}
+				return false
+			})
+			stop[how](t, u)
+			if code := u.wait(t); code != 1 || !strings.Contains(u.output(), "interrupted while starting") {
+				t.Errorf("up exited %d; output:\n%s", code, u.output())
+			}
+			requireNoLeftovers(t, u.run, recorded)
+		})
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after a minute", what)
+		}
+		time.Sleep(time.Millisecond) // a poll interval: the deadline bounds the wait
+	}
+}
+
+// TestCleanAfterUpKilled SIGKILLs `bullylab up`, which leaves everything
+// behind, and checks that `bullylab clean` removes it all.
+func TestCleanAfterUpKilled(t *testing.T) {
+	// The nodes outlive their parent. Orphans go to PID 1, which on some
+	// VMs never reaps them; as subreaper this test inherits and reaps them.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+	u := startUp(t, "star5")
+	u.waitUp(t)
+	mustCLI(t, "fault", "partition", "n1,n2", "n3,n4,n5", "--run", u.run)
+	st, err := netem.ReadState(u.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.cmd.Process.Kill()
+	u.wait(t)
+	if c := countLeftovers(t, u.run, st.Processes); c.namespaces != 6 || c.liveRecorded != 5 || !c.stateDir || !c.mounts {
+		t.Fatalf("killed up left %+v, want its 6 namespaces, 5 nodes, tmpfs and state dir", c)
+	}
+	out := mustCLI(t, "clean")
+	t.Log(strings.TrimSpace(out))
+	if !strings.Contains(out, u.run) || !strings.Contains(out, "6 namespaces") {
+		t.Errorf("clean said %q", out)
+	}
+	for _, p := range st.Processes {
+		var ws unix.WaitStatus
+		if _, err := unix.Wait4(p.PID, &ws, 0, nil); err != nil {
+			t.Errorf("reaping node process %d: %v", p.PID, err)
+		}
+	}
+	requireNoLeftovers(t, u.run, st.Processes)
+}
+
+func TestTestbedCLIErrors(t *testing.T) {
+	netemtest.RequireRoot(t)
+	wantError(t, `topology "nosuch": no such file or built-in topology`, "up", "nosuch")
+	wantError(t, "up: want one topology", "up")
+	wantError(t, `--run "x1": not a run ID`, "up", "star3", "--run", "x1")
+	wantError(t, "no testbed is up with run ID blffff", "status", "--run", "blffff")
+	wantError(t, `fault: unknown fault "explode"`, "fault", "explode", "n1")
+	wantError(t, `fault delay: delay "soon": want a duration`, "fault", "delay", "n1", "soon")
+	wantError(t, "fault partition: want two or more groups", "fault", "partition", "n1,n2")
+	wantError(t, `fault loss: "120%": want a percentage`, "fault", "loss", "n1", "120%")
+	wantError(t, "fault crash: --jitter is for delay", "fault", "crash", "n1", "--jitter", "1ms")
+	wantError(t, `fault: unknown flag "--bogus"`, "fault", "heal", "--bogus")
+
+	u := startUp(t, "star3")
+	u.waitUp(t)
+	wantError(t, `run `+u.run+` has no node "n9"`, "fault", "crash", "n9", "--run", u.run)
+	wantError(t, `has no node or group "site-x"`, "fault", "partition", "n1", "site-x", "--run", u.run)
+	wantError(t, "node n1 is running, not paused", "fault", "resume", "n1", "--run", u.run)
+	wantError(t, `run `+u.run+` has no node "n9"`, "exec", "--run", u.run, "n9", "--", "true")
+	if _, _, code := runBin(t, "exec", "--run", u.run, "n1", "--", "sh", "-c", "exit 7"); code != 7 {
+		t.Errorf("exec of a command exiting 7 exited %d", code)
+	}
+	// /proc/net follows the network namespace of the reader.
+	if out := mustCLI(t, "exec", "--run", u.run, "n2", "--", "cat", "/proc/net/fib_trie"); !strings.Contains(out, "10.77.0.3") {
+		t.Errorf("exec n2 does not see n2's address 10.77.0.3:\n%s", out)
+	}
+
+	// A second testbed: commands without --run must ask which.
+	v := startUp(t, "star3")
+	v.waitUp(t)
+	_, errOut, code := runBin(t, "status")
+	if code != 1 || !strings.Contains(errOut, "testbeds are up") || !strings.Contains(errOut, u.run) ||
+		!strings.Contains(errOut, v.run) || !strings.Contains(errOut, "pick one with --run") {
+		t.Errorf("status with two testbeds up: exit %d, %q", code, errOut)
+	}
+	mustCLI(t, "down", "--run", v.run)
+	mustCLI(t, "down", "--run", u.run)
+	u.wait(t)
+	v.wait(t)
+}
+
+// TestTestbedCLINotRoot runs the testbed commands as nobody.
+func TestTestbedCLINotRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("running as another user needs root to switch to it")
+	}
+	// nobody must be able to reach the binary in its private temp dir.
+	dir := filepath.Dir(binary)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(dir, fi.Mode().Perm())
+	for _, args := range [][]string{
+		{"up", "star5"},
+		{"status"},
+		{"fault", "crash", "n1"},
+		{"exec", "n1", "--", "true"},
+		{"down"},
+		{"clean"},
+	} {
+		cmd := exec.Command(binary, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Errorf("%v as nobody: %v, want exit status 2; stderr %q", args, err, stderr.String())
+			continue
+		}
+		msg := stderr.String()
+		if !strings.Contains(msg, "needs root") || strings.Count(msg, "\n") != 1 {
+			t.Errorf("%v as nobody: stderr %q, want one line saying it needs root", args, msg)
+		}
+	}
+}

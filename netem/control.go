@@ -1,0 +1,344 @@
+package netem
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The control API of a lab served by `bullylab up` is HTTP/1.1 with JSON
+// bodies over the unix socket ControlSocket(run):
+//
+//	GET  /status  200, a LabStatus
+//	POST /fault   body a Fault request (see Fault); 200, the Fault record
+//	POST /down    200 {"ok":true}; the lab is then torn down and the
+//	              serving process exits
+//
+// Errors are a non-200 status with {"error":"..."}: 400 for a fault the
+// lab refused, 405 and 404 for the wrong method or path.
+
+// ControlSocketName is the control socket's file name in a run's state
+// directory.
+const ControlSocketName = "control.sock"
+
+// ControlSocket is where a lab's control API is served.
+func ControlSocket(run string) string { return filepath.Join(StateDir(run), ControlSocketName) }
+
+// LabStatus is what GET /status answers.
+type LabStatus struct {
+	Run      string `json:"run"`
+	Topology string `json:"topology"`
+	// PID is the process serving the lab (`bullylab up`).
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+	// Backend is the impairment backend faults use, BackendWhy why.
+	Backend    string `json:"backend"`
+	BackendWhy string `json:"backend_why"`
+	// Leader is the leader every running node follows right now, if they
+	// agree (see Agreement).
+	Leader *Leader      `json:"leader,omitempty"`
+	Nodes  []NodeStatus `json:"nodes"`
+}
+
+// Agreement returns the leader every running node follows in st at one
+// epoch, the leader among them, as WaitLeader defines agreement, or false.
+func Agreement(st []NodeStatus) (Leader, bool) {
+	var ag Leader
+	for _, s := range st {
+		if s.State != ProcRunning {
+			continue
+		}
+		if s.Status != "normal" || s.Leader == "" || s.View != nil && s.View.Left {
+			return Leader{}, false
+		}
+		if len(ag.Nodes) == 0 {
+			ag.Node, ag.Epoch = s.Leader, s.Epoch
+		} else if s.Leader != ag.Node || s.Epoch != ag.Epoch {
+			return Leader{}, false
+		}
+		if s.Node == ag.Node {
+			ag.ID = s.ID
+		}
+		ag.Nodes = append(ag.Nodes, s.Node)
+	}
+	if len(ag.Nodes) == 0 || !slices.Contains(ag.Nodes, ag.Node) {
+		return Leader{}, false
+	}
+	return ag, true
+}
+
+// LabStatus returns the lab's status as GET /status serves it. The nodes'
+// member lists are left out of their views: each lists every node, which
+// made the answer 7.5 MB at 250 nodes.
+func (l *Lab) LabStatus() LabStatus {
+	st := l.Status()
+	for i := range st {
+		if st[i].View != nil {
+			st[i].View.Members = nil
+		}
+	}
+	backend, why := l.Backend()
+	ls := LabStatus{
+		Run: l.Run(), Topology: l.topo.Name, PID: os.Getpid(), Started: l.times.Begin,
+		Backend: backend, BackendWhy: why, Nodes: st,
+	}
+	if ag, ok := Agreement(st); ok {
+		ag.At = time.Now()
+		ls.Leader = &ag
+	}
+	return ls
+}
+
+// ControlServer serves a Lab's control API.
+type ControlServer struct {
+	lab      *Lab
+	path     string
+	srv      *http.Server
+	done     chan struct{}
+	down     chan struct{}
+	downOnce sync.Once
+}
+
+// ServeControl serves lab's control API at ControlSocket(lab.Run()) until
+// Close. The socket goes with the state directory when the lab closes.
+func ServeControl(lab *Lab) (*ControlServer, error) {
+	path := ControlSocket(lab.Run())
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	// Only root (or whoever runs the lab) may inject faults.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	s := &ControlServer{lab: lab, path: path, done: make(chan struct{}), down: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, lab.LabStatus())
+	})
+	mux.HandleFunc("POST /fault", func(w http.ResponseWriter, r *http.Request) {
+		var f Fault
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&f); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "fault: " + err.Error()})
+			return
+		}
+		rec, err := lab.Apply(r.Context(), f)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, rec)
+	})
+	mux.HandleFunc("POST /down", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+		s.downOnce.Do(func() { close(s.down) })
+	})
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		defer close(s.done)
+		_ = s.srv.Serve(ln)
+	}()
+	return s, nil
+}
+
+// Down is closed when a client asks for the lab to go down.
+func (s *ControlServer) Down() <-chan struct{} { return s.down }
+
+// Close stops serving, giving requests in progress a moment to finish.
+func (s *ControlServer) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		s.srv.Close()
+	}
+	<-s.done
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil // a fault still running: the lab's Close ends it
+	}
+	return err
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// ---- client ----
+
+// ErrNoRun is wrapped by FindRun's error when no testbed is up.
+var ErrNoRun = errors.New("no testbed is up")
+
+// LiveRuns returns the runs a live `bullylab up` serves: a control socket
+// in the state directory, and the run's owner still running. Sorted.
+func LiveRuns() ([]string, error) {
+	entries, err := os.ReadDir(StateRoot)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var runs []string
+	for _, e := range entries {
+		run := e.Name()
+		if !e.IsDir() || !ValidRunID(run) {
+			continue
+		}
+		if _, err := os.Stat(ControlSocket(run)); err != nil {
+			continue
+		}
+		if st, err := ReadState(run); err != nil || !st.Owner.Alive() {
+			continue
+		}
+		runs = append(runs, run)
+	}
+	return runs, nil
+}
+
+// FindRun picks the run a CLI command addresses: run when given (checked),
+// else the only live one. Its errors are meant for the command line.
+func FindRun(run string) (string, error) {
+	if run != "" {
+		if !ValidRunID(run) {
+			return "", fmt.Errorf("--run %q: not a run ID (%s and 4 hex digits, like bl1a2b)", run, RunPrefix)
+		}
+		if _, err := os.Stat(StateDir(run)); errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("%w with run ID %s", ErrNoRun, run)
+		}
+		if _, err := os.Stat(ControlSocket(run)); err != nil {
+			return "", fmt.Errorf("testbed %s has no control socket: it is still starting, or was not started by `bullylab up`", run)
+		}
+		return run, nil
+	}
+	runs, err := LiveRuns()
+	if err != nil {
+		return "", err
+	}
+	switch len(runs) {
+	case 0:
+		return "", fmt.Errorf("%w: start one with `bullylab up TOPOLOGY`", ErrNoRun)
+	case 1:
+		return runs[0], nil
+	}
+	return "", fmt.Errorf("%d testbeds are up (%s): pick one with --run", len(runs), strings.Join(runs, ", "))
+}
+
+// Client talks to a lab's control API.
+type Client struct {
+	run string
+	hc  *http.Client
+}
+
+// Dial returns a client for the lab FindRun(run) picks.
+func Dial(run string) (*Client, error) {
+	run, err := FindRun(run)
+	if err != nil {
+		return nil, err
+	}
+	path := ControlSocket(run)
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+		DisableKeepAlives: true,
+	}
+	return &Client{run: run, hc: &http.Client{Transport: tr}}, nil
+}
+
+// Run returns the run ID the client talks to.
+func (c *Client) Run() string { return c.run }
+
+// Status fetches GET /status.
+func (c *Client) Status(ctx context.Context) (*LabStatus, error) {
+	var s LabStatus
+	if err := c.call(ctx, http.MethodGet, "/status", nil, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Fault applies f and returns its record.
+func (c *Client) Fault(ctx context.Context, f Fault) (Fault, error) {
+	var rec Fault
+	err := c.call(ctx, http.MethodPost, "/fault", f, &rec)
+	return rec, err
+}
+
+// Down asks the lab to go down and waits until its state directory is
+// gone, i.e. its processes and namespaces too.
+func (c *Client) Down(ctx context.Context) error {
+	if err := c.call(ctx, http.MethodPost, "/down", nil, nil); err != nil {
+		return err
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat(StateDir(c.run)); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("testbed %s: still tearing down: %w", c.run, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = strings.NewReader(string(b))
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://bullylab"+path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("testbed %s is not answering (its `bullylab up` is gone? `bullylab clean` removes what it left)", c.run)
+		}
+		return fmt.Errorf("testbed %s: %w", c.run, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("testbed %s: %w", c.run, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(data, &e) == nil && e.Error != "" {
+			return errors.New(e.Error)
+		}
+		return fmt.Errorf("testbed %s: %s %s: %s", c.run, method, path, resp.Status)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("testbed %s: %w", c.run, err)
+		}
+	}
+	return nil
+}

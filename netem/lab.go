@@ -1,0 +1,830 @@
+package netem
+
+import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
+)
+
+// Process states of a lab node, as NodeStatus.State reports them.
+const (
+	ProcRunning = "running"
+	ProcPaused  = "paused"  // SIGSTOPped by a pause fault
+	ProcCrashed = "crashed" // SIGKILLed by a crash fault
+	ProcExited  = "exited"  // ended by itself: after a leave fault, or failing
+)
+
+// Fault kinds, as Fault.Kind names them.
+const (
+	FaultCrash     = "crash"
+	FaultRestart   = "restart"
+	FaultPause     = "pause"
+	FaultResume    = "resume"
+	FaultIsolate   = "isolate"
+	FaultUnisolate = "unisolate"
+	FaultPartition = "partition"
+	FaultHeal      = "heal"
+	FaultDelay     = "delay"
+	FaultLoss      = "loss"
+	FaultClear     = "clear"
+	FaultCampaign  = "campaign"
+	FaultLeave     = "leave"
+)
+
+// FaultKinds lists every fault kind, for messages.
+var FaultKinds = []string{FaultCrash, FaultRestart, FaultPause, FaultResume, FaultIsolate, FaultUnisolate,
+	FaultPartition, FaultHeal, FaultDelay, FaultLoss, FaultClear, FaultCampaign, FaultLeave}
+
+// Fault is one fault applied to a Lab: the request (*Lab).Apply and the
+// control API's POST /fault take, and the record OnFault observers get.
+//
+//	crash, restart, pause, resume, isolate, unisolate, campaign, leave:
+//	        Nodes are the targets
+//	partition: Groups (two or more, disjoint; an entry may name a topology
+//	        group); OneWay drops only what Groups[0] sends to Groups[1]
+//	heal:   clears every partition and isolation
+//	delay:  Nodes[0] is the sender, Nodes[1] (optional) the one peer;
+//	        Impair's Delay and Jitter are set, its other fields kept
+//	loss:   the same with Impair.Loss
+//	clear:  restores the topology's impairments of Nodes (all when empty)
+//
+// In a record, Time is when the lab began applying it (the change is in
+// force within about a millisecond of it), Groups are resolved to node
+// names, Impair is the impairment then in force on the affected link or
+// pair, and Detail says in words what changed.
+type Fault struct {
+	Time   time.Time   `json:"time"`
+	Kind   string      `json:"kind"`
+	Nodes  []string    `json:"nodes,omitempty"`
+	Groups [][]string  `json:"groups,omitempty"`
+	OneWay bool        `json:"one_way,omitempty"`
+	Impair *Impairment `json:"impair,omitempty"`
+	Detail string      `json:"detail,omitempty"`
+}
+
+// LabOptions configure StartLab.
+type LabOptions struct {
+	// Binary is the bullylab executable the nodes run as `Binary node ...`.
+	Binary string
+	// Run is the run ID; "" draws a fresh one with NewRunID.
+	Run string
+	// Seed, when not 0, draws the node IDs from an RNG seeded with it, so
+	// that a seed reproduces the whole run; 0 draws them from crypto/rand.
+	Seed int64
+	// LogDir holds one log per node (<node>.log), kept after Close; ""
+	// puts them in the run's state directory, removed by Close.
+	LogDir string
+	// Backend forces an impairment backend (BackendNetem, BackendNFQueue);
+	// "" takes what Probe finds.
+	Backend string
+	// StartTimeout bounds the wait for the nodes' control sockets, at start
+	// and on restart. Default 30s.
+	StartTimeout time.Duration
+	// Env is the nodes' environment; nil passes this process's, with
+	// NodeRuntimeEnv for the variables it does not set.
+	Env []string
+}
+
+// NodeRuntimeEnv tunes the Go runtime of node processes when LabOptions.Env
+// is nil. A node is a single event loop with a transport; 250 of them share
+// the machine's cores. Measured with 100 nodes on 2 cores: GOMAXPROCS=1 cut
+// their steady CPU by a fifth (fewer threads handing work to each other),
+// and GOGC=400 moved the first collection past start-up (each node
+// allocates a frame queue per peer as it starts, which triggered GC assists
+// that were a third of its boot CPU): 4.5 s instead of 6.1 s to boot, and
+// 16 instead of 24 MB resident per node. GOMEMLIMIT caps what GOGC=400
+// would let a heap grow to when a node's queues fill (in an election storm,
+// 250 nodes grew to 70 MB each, 18 GB in all).
+var NodeRuntimeEnv = []string{"GOMAXPROCS=1", "GOGC=400", "GOMEMLIMIT=64MiB"}
+
+// nodeEnv returns this process's environment with NodeRuntimeEnv's
+// variables added where unset.
+func nodeEnv() []string {
+	env := os.Environ()
+	for _, kv := range NodeRuntimeEnv {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, set := os.LookupEnv(k); !set {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// Lab is a Testbed running one `bullylab node` process per topology node,
+// plus fault injection. Its methods are safe for concurrent use; faults are
+// applied one at a time, in the order observers see them.
+type Lab struct {
+	tb     *Testbed
+	topo   *topologies.Topology
+	opts   LabOptions
+	peers  string // the peers file every node reads
+	nodes  []*labNode
+	byName map[string]*labNode
+	byID   map[uuid.UUID]*labNode
+	times  LabTimes
+	tmpfs  bool // mounted a tmpfs on DataRoot(run)
+
+	// ctx ends when Close begins, aborting waits in faults in progress.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	faultMu sync.Mutex // held while a fault is applied, and by Close
+
+	mu        sync.Mutex // guards the fields below and labNode's mutable fields
+	observers []func(Fault)
+	closed    bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type labNode struct {
+	name    string
+	index   int
+	ns      string
+	addr    netip.Addr
+	listen  string // addr:port, where peers dial it
+	id      uuid.UUID
+	dataDir string
+	control string
+	log     string
+	argv    []string
+	client  *node.ControlClient
+
+	// Guarded by Lab.mu.
+	proc     *Process
+	crashed  bool // ended by a crash fault, not by itself
+	paused   bool
+	isolated bool
+	imp      *Impairer // nil until an impairment is set
+	fw       *Firewall // nil until a partition cuts this node
+	blocked  map[string]bool
+	// link is the link-wide impairment in force: the topology's until a
+	// fault changes it. pairs are per-peer impairments faults set, which
+	// replace what the topology puts between the two.
+	link  Impairment
+	pairs map[string]Impairment
+}
+
+const (
+	// readyPoll is how often a booting node's control socket is looked
+	// for: short, as each boot waits for it.
+	readyPoll = 2 * time.Millisecond
+	// pollInterval is how often waits query control sockets and process
+	// states: the resolution of every time a Lab measures.
+	pollInterval = 5 * time.Millisecond
+	// queryTimeout bounds one control-socket request; a node that cannot
+	// answer in that time counts as not agreeing.
+	queryTimeout = 2 * time.Second
+	// queryWorkers bounds the concurrent control-socket requests of a poll.
+	queryWorkers = 4
+)
+
+// StartLab builds topo's testbed, applies the topology's impairments,
+// starts one node per topology node and returns once every node's control
+// socket answers. It does not wait for a leader: see WaitLeader. On error,
+// or when ctx ends first, it removes everything it created.
+//
+// Node IDs are random version-4 UUIDs assigned in ascending order, so a
+// node's index is its Bully priority: in star5, n5 is the highest and wins.
+func StartLab(ctx context.Context, topo *topologies.Topology, opts LabOptions) (*Lab, error) {
+	if opts.Binary == "" {
+		return nil, errors.New("lab: no bullylab binary given")
+	}
+	if _, err := os.Stat(opts.Binary); err != nil {
+		return nil, fmt.Errorf("lab: bullylab binary: %w", err)
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 30 * time.Second
+	}
+	if opts.Env == nil {
+		opts.Env = nodeEnv()
+	}
+	if topo == nil || len(topo.Nodes) == 0 {
+		return nil, errors.New("lab: topology has no nodes")
+	}
+	ids, err := nodeIDs(len(topo.Nodes), opts.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("lab: node IDs: %w", err)
+	}
+
+	begin := time.Now()
+	var tb *Testbed
+	for attempt := 0; ; attempt++ {
+		run := opts.Run
+		if run == "" {
+			run = NewRunID()
+		}
+		tb, err = Build(ctx, topo, run)
+		if errors.Is(err, ErrRunExists) && opts.Run == "" && attempt < 10 {
+			continue // drew a run ID another run holds
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
+	}
+
+	lctx, cancel := context.WithCancel(context.Background())
+	l := &Lab{
+		tb:     tb,
+		topo:   topo,
+		opts:   opts,
+		peers:  filepath.Join(StateDir(tb.run), "peers"),
+		byName: make(map[string]*labNode, len(topo.Nodes)),
+		byID:   make(map[uuid.UUID]*labNode, len(topo.Nodes)),
+		ctx:    lctx,
+		cancel: cancel,
+		times:  LabTimes{Begin: begin, Built: time.Now()},
+	}
+	members := make([]wire.Member, len(topo.Nodes))
+	for i := range topo.Nodes {
+		tn := &topo.Nodes[i]
+		n := &labNode{
+			name:    tn.Name,
+			index:   tn.Index,
+			ns:      NodeNamespace(tb.run, tn.Name),
+			addr:    tn.Addr,
+			listen:  netip.AddrPortFrom(tn.Addr, uint16(topo.Port)).String(),
+			id:      ids[i],
+			dataDir: filepath.Join(DataRoot(tb.run), tn.Name),
+			log:     LogPath(tb.run, tn.Name),
+			blocked: map[string]bool{},
+			pairs:   map[string]Impairment{},
+			link:    fromTopo(tn.Impair),
+		}
+		if opts.LogDir != "" {
+			n.log = filepath.Join(opts.LogDir, tn.Name+".log")
+		}
+		n.control = filepath.Join(n.dataDir, node.ControlSocketName)
+		n.client = node.NewControlClient(n.control)
+		n.argv = []string{opts.Binary, "node",
+			"--id", n.id.String(),
+			"--listen", n.listen,
+			"--peers", l.peers,
+			"--data-dir", n.dataDir,
+			"--heartbeat", tn.Settings.Heartbeat.String(),
+			"--failure-timeout", tn.Settings.FailureTimeout.String(),
+			"--election-timeout", tn.Settings.ElectionTimeout.String(),
+			"--log", "json",
+		}
+		members[i] = wire.Member{ID: n.id, Addr: n.listen}
+		l.nodes = append(l.nodes, n)
+		l.byName[n.name] = n
+		l.byID[n.id] = n
+	}
+	if err := l.start(ctx, members); err != nil {
+		return nil, errors.Join(err, l.Close())
+	}
+	return l, nil
+}
+
+func (l *Lab) start(ctx context.Context, members []wire.Member) error {
+	var buf bytes.Buffer
+	if err := node.FormatPeers(&buf, members); err != nil {
+		return fmt.Errorf("lab: %w", err)
+	}
+	if err := os.WriteFile(l.peers, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("lab: %w", err)
+	}
+	mounted, err := mountTmpfs(DataRoot(l.tb.run))
+	if err != nil {
+		return fmt.Errorf("lab: %w", err)
+	}
+	l.tmpfs = mounted
+	for _, n := range l.nodes {
+		if err := os.MkdirAll(n.dataDir, 0o700); err != nil {
+			return fmt.Errorf("lab: node %s: %w", n.name, err)
+		}
+	}
+	if l.opts.LogDir != "" {
+		if err := os.MkdirAll(l.opts.LogDir, 0o755); err != nil {
+			return fmt.Errorf("lab: log dir: %w", err)
+		}
+	}
+	// Impairments go in before the nodes start, so that the first election
+	// already runs on the topology's network.
+	for _, n := range l.nodes {
+		if err := l.applyImpairments(n); err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The highest node boots first and becomes leader; the rest boot in
+	// ascending order, so a booting node's ELECTION reaches only that
+	// leader (which re-asserts itself: ANSWER and COORDINATOR) and nodes
+	// not up yet (refused at once). Descending order made every follower
+	// above a booting node start an election of its own ("bullied"): O(N^2)
+	// messages per boot, O(N^3) in all, and 100 nodes never settled.
+	top := l.nodes[len(l.nodes)-1]
+	l.times.Started = time.Now()
+	if err := l.boot(ctx, []*labNode{top}, true); err != nil {
+		return err
+	}
+	if err := l.boot(ctx, l.nodes[:len(l.nodes)-1], true); err != nil {
+		return err
+	}
+	l.times.Ready = time.Now()
+	return nil
+}
+
+// DataRoot holds a lab's node data dirs, one per node, on a tmpfs.
+func DataRoot(run string) string { return filepath.Join(StateDir(run), "nodes") }
+
+// mountTmpfs mounts a tmpfs on dir unless dir already is on one, and
+// reports whether it did. Nodes fsync their state before every message that
+// depends on it; on a disk, 100 nodes electing queued their fsyncs behind
+// each other until HALT_ACKs missed the 200 ms election timeout, and the
+// elections never ended. The lab kills processes, not machines, so memory
+// keeps what a node persisted across its crash just as a disk would.
+func mountTmpfs(dir string) (bool, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false, err
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err == nil && st.Type == unix.TMPFS_MAGIC {
+		return false, nil
+	}
+	if err := unix.Mount("bullylab", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0700"); err != nil {
+		return false, fmt.Errorf("mounting a tmpfs on %s: %w", dir, classify(err))
+	}
+	return true, nil
+}
+
+func unmount(dir string) error {
+	if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unmounting %s: %w", dir, err)
+	}
+	return nil
+}
+
+// nodeIDs draws n version-4 UUIDs and sorts them, Bully priority ascending.
+func nodeIDs(n int, seed int64) ([]uuid.UUID, error) {
+	var r io.Reader = crand.Reader
+	if seed != 0 {
+		var s [32]byte
+		binary.LittleEndian.PutUint64(s[:], uint64(seed))
+		r = rand.NewChaCha8(s)
+	}
+	ids := make([]uuid.UUID, n)
+	for i := range ids {
+		id, err := uuid.NewRandomFromReader(r)
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+	}
+	slices.SortFunc(ids, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+	for i := 1; i < n; i++ {
+		if ids[i] == ids[i-1] {
+			return nil, fmt.Errorf("drew %s twice", ids[i])
+		}
+	}
+	return ids, nil
+}
+
+// boot starts the nodes' processes and waits until their control sockets
+// answer, keeping at most bootWindow of them booting at once; with pace, a
+// node counts as booting until its boot election has settled too (see
+// waitSettled). A node process spends 30-80 ms of CPU starting (runtime,
+// package initialisation, a queue and a goroutine per peer, dials to peers
+// not up yet); started 8 at a time, or 4 without pacing, 250 of them kept
+// both cores saturated, the leader answered ELECTIONs later than the
+// 200 ms election timeout, booting nodes elected themselves, and their
+// elections kept the machine saturated for minutes. Pacing on the leader's
+// answers slows the boot down exactly when the leader falls behind.
+func (l *Lab) boot(ctx context.Context, nodes []*labNode, pace bool) error {
+	var (
+		next    atomic.Int64
+		wg      sync.WaitGroup
+		errOnce sync.Once
+		first   error
+		failed  atomic.Bool
+	)
+	for range min(bootWindow(), len(nodes)) {
+		wg.Go(func() {
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= len(nodes) {
+					return
+				}
+				n := nodes[i]
+				err := ctx.Err()
+				var log *eventWatch
+				if err == nil && pace {
+					log, err = watchEvents(n.log)
+				}
+				if err == nil {
+					err = l.startProc(n)
+				}
+				switch {
+				case err != nil:
+				case pace:
+					err = l.waitBooted(ctx, n, log)
+				default:
+					err = l.waitReady(ctx, n)
+				}
+				if err != nil {
+					errOnce.Do(func() { first = err })
+					failed.Store(true)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	// One wait for the record of all, instead of one write per process.
+	return l.tb.flush()
+}
+
+// bootWindow is how many node processes boot at once: one per core, at
+// least two so that a node blocked on I/O leaves the other core busy.
+func bootWindow() int { return max(2, runtime.NumCPU()) }
+
+func (l *Lab) startProc(n *labNode) error {
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return fmt.Errorf("node %s: lab %s is closed", n.name, l.tb.run)
+	}
+	p, err := l.tb.start(n.name, n.argv, l.opts.Env, n.log, false)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	n.proc, n.crashed, n.paused = p, false, false
+	l.mu.Unlock()
+	return nil
+}
+
+// waitReady polls until n's control socket answers GET /status. The socket
+// file appears once the node listens, so a stat, not a request, is what
+// each poll costs until then.
+func (l *Lab) waitReady(ctx context.Context, n *labNode) error {
+	ctx, cancel := context.WithTimeout(ctx, l.opts.StartTimeout)
+	defer cancel()
+	l.mu.Lock()
+	p := n.proc
+	l.mu.Unlock()
+	tick := time.NewTicker(readyPoll)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat(n.control); err == nil {
+			qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+			_, err = n.client.Status(qctx)
+			cancel()
+			if err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-p.Done():
+			return fmt.Errorf("node %s exited at start: %s", n.name, logTail(n.log, 3))
+		case <-ctx.Done():
+			if err := context.Cause(ctx); !errors.Is(err, context.DeadlineExceeded) {
+				return err
+			}
+			return fmt.Errorf("node %s: control socket not answering after %v (log: %s)", n.name, l.opts.StartTimeout, logTail(n.log, 2))
+		case <-tick.C:
+		}
+	}
+}
+
+// waitBooted waits, reading n's event log, until n has started (it writes
+// node_started once its control socket listens) and then until its boot
+// election has settled (a status record to normal), or until its settings
+// say a healthy election would long be over: pacing must not turn a node
+// that cannot elect (a topology with heavy loss) into a failed start. The
+// log costs the node nothing to read; polling its control socket every few
+// milliseconds made it encode its whole status, members list included,
+// hundreds of times while it booted.
+func (l *Lab) waitBooted(ctx context.Context, n *labNode, log *eventWatch) error {
+	l.mu.Lock()
+	p := n.proc
+	l.mu.Unlock()
+	tn, _ := l.topo.Node(n.name)
+	deadline := time.Now().Add(l.opts.StartTimeout)
+	var settle time.Time // set once started
+	tick := time.NewTicker(readyPoll)
+	defer tick.Stop()
+	for {
+		started, normal, err := log.scan()
+		if err != nil {
+			return fmt.Errorf("node %s: reading its log: %w", n.name, err)
+		}
+		if started && settle.IsZero() {
+			settle = time.Now().Add(2 * (tn.Settings.ElectionTimeout + tn.Settings.FailureTimeout))
+		}
+		if normal || started && time.Now().After(settle) {
+			return nil
+		}
+		if !started && time.Now().After(deadline) {
+			return fmt.Errorf("node %s: not started after %v (log: %s)", n.name, l.opts.StartTimeout, logTail(n.log, 2))
+		}
+		select {
+		case <-p.Done():
+			return fmt.Errorf("node %s exited at start: %s", n.name, logTail(n.log, 3))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// eventWatch reads the records a node appends to its JSON event log.
+type eventWatch struct {
+	path    string
+	off     int64
+	partial []byte
+	started bool
+	normal  bool
+}
+
+// watchEvents watches the records appended to path from now on: a log
+// kept in a LogDir across runs or restarts holds older ones.
+func watchEvents(path string) (*eventWatch, error) {
+	w := &eventWatch{path: path}
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil:
+		w.off = fi.Size()
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	return w, nil
+}
+
+// scan reads what was appended and reports whether the node has started
+// and whether it has been Normal.
+func (w *eventWatch) scan() (started, normal bool, err error) {
+	fi, err := os.Stat(w.path)
+	if errors.Is(err, os.ErrNotExist) || err == nil && fi.Size() <= w.off {
+		return w.started, w.normal, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	f, err := os.Open(w.path)
+	if err != nil {
+		return false, false, err
+	}
+	defer f.Close()
+	buf := make([]byte, fi.Size()-w.off)
+	k, err := f.ReadAt(buf, w.off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, false, err
+	}
+	w.off += int64(k)
+	data := append(w.partial, buf[:k]...)
+	for {
+		line, rest, ok := bytes.Cut(data, []byte("\n"))
+		if !ok {
+			break
+		}
+		data = rest
+		var rec struct {
+			Event string `json:"event"`
+			To    string `json:"to"`
+		}
+		if json.Unmarshal(line, &rec) != nil {
+			continue // not a record: a Go runtime message, say
+		}
+		switch {
+		case rec.Event == "node_started":
+			w.started = true
+		case rec.Event == "status" && rec.To == node.StatusNormal.String():
+			w.started, w.normal = true, true
+		}
+	}
+	w.partial = slices.Clone(data)
+	return w.started, w.normal, nil
+}
+
+// logTail returns the last lines of a log, joined by " | ".
+func logTail(path string, lines int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	ls := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(ls[max(0, len(ls)-lines):], " | ")
+}
+
+// Run returns the run ID.
+func (l *Lab) Run() string { return l.tb.run }
+
+// Testbed returns the testbed the nodes run in.
+func (l *Lab) Testbed() *Testbed { return l.tb }
+
+// Topology returns the topology the lab was started from.
+func (l *Lab) Topology() *topologies.Topology { return l.topo }
+
+// LabTimes are the milestones of StartLab.
+type LabTimes struct {
+	Begin   time.Time // StartLab was called
+	Built   time.Time // the testbed's links were up
+	Started time.Time // the first node process was started
+	Ready   time.Time // every control socket answered
+}
+
+// Started returns when the first node process was started: the origin of
+// the time to the first leader.
+func (l *Lab) Started() time.Time { return l.times.Started }
+
+// Times returns the milestones of StartLab.
+func (l *Lab) Times() LabTimes { return l.times }
+
+// Nodes returns the node names in topology order.
+func (l *Lab) Nodes() []string {
+	names := make([]string, len(l.nodes))
+	for i, n := range l.nodes {
+		names[i] = n.name
+	}
+	return names
+}
+
+// ID returns a node's ID.
+func (l *Lab) ID(name string) (uuid.UUID, error) {
+	n, err := l.node(name)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return n.id, nil
+}
+
+// NodeName returns the name of the node with ID id, or "" if none has it.
+func (l *Lab) NodeName(id uuid.UUID) string {
+	if n := l.byID[id]; n != nil {
+		return n.name
+	}
+	return ""
+}
+
+// Client returns the control-socket client of a node.
+func (l *Lab) Client(name string) (*node.ControlClient, error) {
+	n, err := l.node(name)
+	if err != nil {
+		return nil, err
+	}
+	return n.client, nil
+}
+
+// Backend returns the impairment backend faults use, and why.
+func (l *Lab) Backend() (name, why string) {
+	l.mu.Lock()
+	for _, n := range l.nodes {
+		if n.imp != nil {
+			l.mu.Unlock()
+			return n.imp.Backend(), n.imp.Why()
+		}
+	}
+	l.mu.Unlock()
+	if l.opts.Backend != "" {
+		return l.opts.Backend, "forced by the caller"
+	}
+	caps := Probe()
+	name = caps.Backend()
+	if name == "" {
+		name = "none"
+	}
+	return name, caps.Reason
+}
+
+// OnFault registers f to be called with every fault once it is applied, in
+// order, on the goroutine that applied it. f must not apply faults itself.
+func (l *Lab) OnFault(f func(Fault)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.observers = append(l.observers, f)
+}
+
+func (l *Lab) emit(f Fault) {
+	l.mu.Lock()
+	obs := slices.Clone(l.observers)
+	l.mu.Unlock()
+	for _, o := range obs {
+		o(f)
+	}
+}
+
+func (l *Lab) node(name string) (*labNode, error) {
+	n := l.byName[name]
+	if n == nil {
+		return nil, fmt.Errorf("run %s has no node %q", l.tb.run, name)
+	}
+	return n, nil
+}
+
+func (l *Lab) nodesOf(names []string) ([]*labNode, error) {
+	if len(names) == 0 {
+		return nil, errors.New("no node given")
+	}
+	out := make([]*labNode, 0, len(names))
+	seen := map[string]bool{}
+	for _, name := range names {
+		n, err := l.node(name)
+		if err != nil {
+			return nil, err
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("node %s is named twice", name)
+		}
+		seen[name] = true
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// procStateLocked returns n's process state; l.mu must be held.
+func (l *Lab) procStateLocked(n *labNode) string {
+	if n.proc == nil {
+		return ProcExited
+	}
+	select {
+	case <-n.proc.Done():
+		if n.crashed {
+			return ProcCrashed
+		}
+		return ProcExited
+	default:
+	}
+	if n.paused {
+		return ProcPaused
+	}
+	return ProcRunning
+}
+
+// Close tears the lab down: the node processes first (a live process keeps
+// its namespace alive and would keep sending into a half-removed network),
+// then the Impairers before the Firewalls (removing the Firewalls' base
+// chain would drop packets a delayer still holds), then the namespaces and
+// the state directory, with the data dirs and default logs. Faults in
+// progress are aborted. Further calls return the first result.
+func (l *Lab) Close() error {
+	l.closeOnce.Do(func() {
+		l.cancel()
+		l.faultMu.Lock()
+		defer l.faultMu.Unlock()
+		l.mu.Lock()
+		l.closed = true
+		var procs []*Process
+		var imps []*Impairer
+		var fws []*Firewall
+		for _, n := range l.nodes {
+			if n.proc != nil {
+				procs = append(procs, n.proc)
+			}
+			if n.imp != nil {
+				imps = append(imps, n.imp)
+			}
+			if n.fw != nil {
+				fws = append(fws, n.fw)
+			}
+		}
+		l.mu.Unlock()
+
+		var errs []error
+		errs = append(errs, killAll(procs))
+		for _, im := range imps {
+			errs = append(errs, im.Close())
+		}
+		for _, fw := range fws {
+			errs = append(errs, fw.Close())
+		}
+		if l.tmpfs {
+			errs = append(errs, unmount(DataRoot(l.tb.run)))
+		}
+		errs = append(errs, l.tb.Close())
+		if err := errors.Join(errs...); err != nil {
+			l.closeErr = fmt.Errorf("lab %s: %s", l.tb.run, strings.ReplaceAll(err.Error(), "\n", "; "))
+		}
+	})
+	return l.closeErr
+}

@@ -1,0 +1,76 @@
+package netem_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/netemtest"
+	"github.com/bullylab/bullylab/topologies"
+)
+
+// BenchmarkLab measures a lab of star topologies from StartLab to the first
+// leader every node agrees on (s/up-to-leader), split into s/build (the
+// testbed, links up), s/ready (from then until every node has booted: its
+// process started and its boot election settled) and s/elect (from then to
+// the first poll that saw every node agree), and Close (s/teardown), and
+// checks that nothing of the run is left. ns/op also counts a pause between
+// iterations: namespaces are freed by the kernel after teardown returns,
+// holding locks a build needs (see BenchmarkBuild).
+//
+// On 2 cores s/ready is CPU-bound by the node processes themselves, about
+// 100 ms of CPU each at 250 nodes: Go runtime and package initialisation,
+// a goroutine and a 1024-frame queue per peer, and dials to the peers that
+// are not up yet (their boot ELECTIONs).
+func BenchmarkLab(b *testing.B) {
+	const settle = time.Second
+	for _, n := range []int{10, 100, 250} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			bin := labBinary(b)
+			topo, err := topologies.Star(n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var build, ready, elect, up, teardown time.Duration
+			for range b.N {
+				time.Sleep(settle)
+				run := netemtest.RunID(b)
+				lab, err := netem.StartLab(b.Context(), topo, netem.LabOptions{Binary: bin, Run: run})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
+				ag, err := lab.WaitLeader(ctx, nil)
+				cancel()
+				if err != nil {
+					lab.Close()
+					b.Fatal(err)
+				}
+				if want := fmt.Sprintf("n%d", n); ag.Node != want {
+					b.Errorf("first leader %s, want %s", ag.Node, want)
+				}
+				t := lab.Times()
+				build += t.Built.Sub(t.Begin)
+				ready += t.Ready.Sub(t.Built)
+				elect += ag.At.Sub(t.Ready)
+				up += ag.At.Sub(t.Begin)
+				start := time.Now()
+				if err := lab.Close(); err != nil {
+					b.Fatal(err)
+				}
+				teardown += time.Since(start)
+				if c := tbCount(b, run); c != (tbLeftovers{}) {
+					b.Fatalf("run %s left %+v", run, c)
+				}
+			}
+			per := func(d time.Duration) float64 { return d.Seconds() / float64(b.N) }
+			b.ReportMetric(per(build), "s/build")
+			b.ReportMetric(per(ready), "s/ready")
+			b.ReportMetric(per(elect), "s/elect")
+			b.ReportMetric(per(up), "s/up-to-leader")
+			b.ReportMetric(per(teardown), "s/teardown")
+		})
+	}
+}

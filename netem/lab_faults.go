@@ -1,0 +1,802 @@
+package netem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/topologies"
+)
+
+// Apply applies f (see Fault for what each kind takes) and returns the
+// record observers got.
+func (l *Lab) Apply(ctx context.Context, f Fault) (Fault, error) {
+	switch f.Kind {
+	case FaultCrash:
+		return l.Crash(f.Nodes...)
+	case FaultRestart:
+		return l.Restart(ctx, f.Nodes...)
+	case FaultPause:
+		return l.Pause(f.Nodes...)
+	case FaultResume:
+		return l.Resume(f.Nodes...)
+	case FaultIsolate:
+		return l.Isolate(f.Nodes...)
+	case FaultUnisolate:
+		return l.Unisolate(f.Nodes...)
+	case FaultPartition:
+		return l.Partition(f.Groups, f.OneWay)
+	case FaultHeal:
+		return l.Heal()
+	case FaultDelay, FaultLoss:
+		if len(f.Nodes) < 1 || len(f.Nodes) > 2 {
+			return Fault{}, fmt.Errorf("%s: want a node, or a node and a peer; got %d nodes", f.Kind, len(f.Nodes))
+		}
+		if f.Impair == nil {
+			return Fault{}, fmt.Errorf("%s: no impairment given", f.Kind)
+		}
+		peer := ""
+		if len(f.Nodes) == 2 {
+			peer = f.Nodes[1]
+		}
+		if f.Kind == FaultDelay {
+			return l.Delay(f.Nodes[0], peer, f.Impair.Delay, f.Impair.Jitter)
+		}
+		return l.Loss(f.Nodes[0], peer, f.Impair.Loss)
+	case FaultClear:
+		return l.Clear(f.Nodes...)
+	case FaultCampaign:
+		return l.Campaign(ctx, f.Nodes...)
+	case FaultLeave:
+		return l.Leave(ctx, f.Nodes...)
+	case "":
+		return Fault{}, fmt.Errorf("fault: no kind given (want %s)", strings.Join(FaultKinds, ", "))
+	}
+	return Fault{}, fmt.Errorf("unknown fault %q (want %s)", f.Kind, strings.Join(FaultKinds, ", "))
+}
+
+// begin takes the fault lock and checks the lab is open. The caller calls
+// the returned function when done.
+func (l *Lab) begin() (func(), error) {
+	l.faultMu.Lock()
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		l.faultMu.Unlock()
+		return nil, fmt.Errorf("lab %s is closed", l.tb.run)
+	}
+	return l.faultMu.Unlock, nil
+}
+
+// done hands f, whose Time the caller set before acting, to the observers.
+func (l *Lab) done(f Fault) Fault {
+	l.emit(f)
+	return f
+}
+
+// Crash SIGKILLs the nodes' processes and waits until they are gone.
+func (l *Lab) Crash(names ...string) (Fault, error) {
+	end, err := l.begin()
+	if err != nil {
+		return Fault{}, err
+	}
+	defer end()
+	nodes, err := l.nodesOf(names)
+	if err != nil {
+		return Fault{}, fmt.Errorf("crash: %w", err)
+	}
+	var procs []*Process
+	l.mu.Lock()
+	for _, n := range nodes {
+		if st := l.procStateLocked(n); st != ProcRunning && st != ProcPaused {
+			l.mu.Unlock()
+			return Fault{}, fmt.Errorf("crash: node %s is not running (%s)", n.name, st)
+		}
+		procs = append(procs, n.proc)
+	}
+	l.mu.Unlock()
+	f := Fault{Time: time.Now(), Kind: FaultCrash, Nodes: slices.Clone(names)}
+	for _, n := range nodes {
+		l.mu.Lock()
+		n.crashed = true
+		l.mu.Unlock()
+	}
+	if err := killAll(procs); err != nil {
+		return Fault{}, fmt.Errorf("crash: %w", err)
+	}
+	pids := make([]string, len(procs))
+	for i, p := range procs {
+		pids[i] = strconv.Itoa(p.PID())
+	}
+	f.Detail = "SIGKILL to process " + strings.Join(pids, ", ")
+	return l.done(f), nil
+}
+
+// Restart starts crashed or exited nodes again with the same ID, address
+// and data dir, and waits until their control sockets answer.
+func (l *Lab) Restart(ctx context.Context, names ...string) (Fault, error) {
+	end, err := l.begin()
+	if err != nil {
+		return Fault{}, err
+	}
+	defer end()
+	nodes, err := l.nodesOf(names)
+	if err != nil {
+		return Fault{}, fmt.Errorf("restart: %w", err)
+	}
+	l.mu.Lock()
+	for _, n := range nodes {
+		if st := l.procStateLocked(n); st != ProcCrashed && st != ProcExited {
+			l.mu.Unlock()
+			return Fault{}, fmt.Errorf("restart: node %s is %s; crash it first", n.name, st)
+		}
+	}
+	l.mu.Unlock()
+	ctx, cancel := mergeCancel(ctx, l.ctx)
+	defer cancel()
+	f := Fault{Time: time.Now(), Kind: FaultRestart, Nodes: slices.Clone(names)}
+	if err := l.boot(ctx, nodes, false); err != nil {
+		return Fault{}, fmt.Errorf("restart: %w", err)
+	}
+	var pids []string
+	l.mu.Lock()
+	for _, n := range nodes {
+		pids = append(pids, strconv.Itoa(n.proc.PID()))
+	}
+	l.mu.Unlock()
+	f.Detail = "started as process " + strings.Join(pids, ", ") + "; control sockets answering"
+	return l.done(f), nil
+}
+
+// mergeCancel returns a context that ends when either ctx or other does.
+func mergeCancel(ctx, other context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(other, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// Pause SIGSTOPs the nodes' process groups, like hung machines that still
+// hold their connections (a grey failure), and returns once the kernel
+// reports them stopped.
+func (l *Lab) Pause(names ...string) (Fault, error) {
+	return l.signal(FaultPause, names, syscall.SIGSTOP)
+}
+
+// Resume SIGCONTs paused nodes and returns once they run again.
+func (l *Lab) Resume(names ...string) (Fault, error) {
+	return l.signal(FaultResume, names, syscall.SIGCONT)
+}
+
+func (l *Lab) signal(kind string, names []string, sig syscall.Signal) (Fault, error) {
+	end, err := l.begin()
+	if err != nil {
+		return Fault{}, err
+	}
+	defer end()
+	nodes, err := l.nodesOf(names)
+	if err != nil {
+		return Fault{}, fmt.Errorf("%s: %w", kind, err)
+	}
+	pause := sig == syscall.SIGSTOP
+	want := ProcRunning
+	if !pause {
+		want = ProcPaused
+	}
+	l.mu.Lock()
+	for _, n := range nodes {
+		if st := l.procStateLocked(n); st != want {
+			l.mu.Unlock()
+			return Fault{}, fmt.Errorf("%s: node %s is %s, not %s", kind, n.name, st, want)
+		}
+	}
+	l.mu.Unlock()
+	f := Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names)}
+	var pids []string
+	for _, n := range nodes {
+		if err := n.proc.Signal(sig); err != nil {
+			return Fault{}, fmt.Errorf("%s: %w", kind, err)
+		}
+		l.mu.Lock()
+		n.paused = pause
+		l.mu.Unlock()
+		pids = append(pids, strconv.Itoa(n.proc.PID()))
+	}
+	for _, n := range nodes {
+		if err := l.waitStopped(n, pause); err != nil {
+			return Fault{}, fmt.Errorf("%s: %w", kind, err)
+		}
+	}
+	f.Detail = fmt.Sprintf("%v to process group %s", sig, strings.Join(pids, ", "))
+	return l.done(f), nil
+}
+
+// waitStopped polls /proc until n's process is stopped (or no longer is):
+// signals are delivered asynchronously, and a caller timing a failover
+// must not start its clock while the node still runs.
+func (l *Lab) waitStopped(n *labNode, stopped bool) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := readProcStat(n.proc.PID())
+		if err != nil {
+			return nil // gone: neither running nor stopped matters any more
+		}
+		if (st.state == 'T' || st.state == 't') == stopped {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s: process %d in state %c 5s after the signal", n.name, n.proc.PID(), st.state)
+		}
+		select {
+		case <-l.ctx.Done():
+			return l.ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// Isolate cuts nodes off the switch by setting the switch-side end of their
+// links down: they keep their addresses and routes, and their packets
+// vanish, as when a cable is pulled at the switch.
+func (l *Lab) Isolate(names ...string) (Fault, error) {
+	return l.setIsolated(FaultIsolate, names, true)
+}
+
+// Unisolate reconnects isolated nodes, returning once their ports forward.
+func (l *Lab) Unisolate(names ...string) (Fault, error) {
+	return l.setIsolated(FaultUnisolate, names, false)
+}
+
+func (l *Lab) setIsolated(kind string, names []string, isolate bool) (Fault, error) {
+	end, err := l.begin()
+	if err != nil {
+		return Fault{}, err
+	}
+	defer end()
+	nodes, err := l.nodesOf(names)
+	if err != nil {
+		return Fault{}, fmt.Errorf("%s: %w", kind, err)
+	}
+	f := Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names)}
+	var links []string
+	for _, n := range nodes {
+		if err := l.tb.SetNodeLink(n.name, !isolate); err != nil {
+			return Fault{}, fmt.Errorf("%s: %w", kind, err)
+		}
+		l.mu.Lock()
+		n.isolated = isolate
+		l.mu.Unlock()
+		links = append(links, SwitchVeth(l.tb.run, n.index))
+	}
+	state := "up"
+	if isolate {
+		state = "down"
+	}
+	f.Detail = "switch port " + strings.Join(links, ", ") + " " + state
+	return l.done(f), nil
+}
+
+// ResolveGroup expands a group: each entry is a node name or a topology
+// group name.
+func (l *Lab) ResolveGroup(entries []string) ([]string, error) {
+	var out []string
+	for _, e := range entries {
+		if _, ok := l.byName[e]; ok {
+			out = append(out, e)
+			continue
+		}
+		if members, ok := l.topo.Groups[e]; ok {
+			out = append(out, members...)
+			continue
+		}
+		return nil, fmt.Errorf("run %s has no node or group %q", l.tb.run, e)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty group")
+	}
+	return out, nil
+}
+
+// Partition cuts the network into groups, replacing any earlier partition
+// (isolation stays). Symmetric: no packet crosses between two groups.
+// One-way (exactly two groups): what Groups[0] sends to Groups[1] is
+// dropped, the reverse passes. Nodes in no group keep reaching everyone.
+// The cut is made by the receivers, whose Firewalls drop packets from the
+// blocked sources, so senders see no error, as on a real network.
+func (l *Lab) Partition(groups [][]string, oneWay bool) (Fault, error) {
+	end, err := l.begin()
+	if err != nil {
+		return Fault{}, err
+	}
+	defer end()
+	if len(groups) < 2 {
+		return Fault{}, fmt.Errorf("partition: want at least 2 groups, got %d", len(groups))
+	}
+	if oneWay && len(groups) != 2 {
+		return Fault{}, fmt.Errorf("partition: one-way takes exactly 2 groups, got %d", len(groups))
+	}
+	resolved := make([][]string, len(groups))
+	in := map[string]int{}
+	for i, g := range groups {
+		r, err := l.ResolveGroup(g)
+		if err != nil {
+			return Fault{}, fmt.Errorf("partition: group %d: %w", i+1, err)
+		}
+		for _, name := range r {
+			if j, ok := in[name]; ok {
+				if j == i {
+					return Fault{}, fmt.Errorf("partition: node %s is named twice in group %d", name, i+1)
+				}
+				return Fault{}, fmt.Errorf("partition: node %s is in groups %d and %d", name, j+1, i+1)
+			}
+			in[name] = i
+		}
+		resolved[i] = r
+	}
+	want := map[string]map[string]bool{} // receiver -> sources it drops
+	cut := func(from, to []string) {
+		for _, b := range to {
+			if want[b] == nil {
+				want[b] = map[string]bool{}
+			}
+			for _, a := range from {
+				want[b][a] = true
+			}
+		}
+	}
+	if oneWay {
+		cut(resolved[0], resolved[1])
+	} else {
+		for i := range resolved {
+			for j := range resolved {
+				if i != j {
+					cut(resolved[i], resolved[j])
+				}
+			}
+		}
+	}
+	f := Fault{Time: time.Now(), Kind: FaultPartition, Groups: resolved, OneWay: oneWay}
+	if err := l.setBlocked(want); err != nil {
+		return Fault{}, fmt.Errorf("partition: %w", err)
+	}
+	parts := make([]string, len(resolved))
+	for i, g := range resolved {
+		parts[i] = "{" + strings.Join(g, ",") + "}"
+	}
+	sep := " | "
+	if oneWay {
+		sep = " -> "
+		f.Detail = "dropping what " + parts[0] + " sends to " + parts[1]
+	} else {
+		f.Detail = "cut " + strings.Join(parts, sep)
+	}
+	return l.done(f), nil
+}
+
+// setBlocked makes every node drop exactly the sources want gives it. All
+// Firewalls needed are created first, so that the cut itself is a quick
+// series of set updates.
+func (l *Lab) setBlocked(want map[string]map[string]bool) error {
+	for name, srcs := range want {
+		if len(srcs) == 0 {
+			continue
+		}
+		if err := l.ensureFirewall(l.byName[name]); err != nil {
+			return err
+		}
+	}
+	for _, n := range l.nodes {
+		l.mu.Lock()
+		fw, cur := n.fw, cloneSet(n.blocked)
+		l.mu.Unlock()
+		if fw == nil {
+			continue
+		}
+		var block, unblock []netip.Addr
+		for src := range want[n.name] {
+			if !cur[src] {
+				block = append(block, l.byName[src].addr)
+			}
+		}
+		for src := range cur {
+			if !want[n.name][src] {
+				unblock = append(unblock, l.byName[src].addr)
+			}
+		}
+		if err := fw.Unblock(unblock...); err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
+		}
+		if err := fw.Block(block...); err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
+		}
+		next := map[string]bool{}
+		for src := range want[n.name] {
+			next[src] = true
+		}
+		l.mu.Lock()
+		n.blocked = next
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+func cloneSet(m map[string]bool) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (l *Lab) ensureFirewall(n *labNode) error {
+	l.mu.Lock()
+	have := n.fw != nil
+	l.mu.Unlock()
+	if have {
+		return nil
+	}
+	ns, err := l.tb.nodeNS(n.name)
+	if err != nil {
+		return err
+	}
+	fw, err := NewFirewall(ns, l.tb.run)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.name, err)
+	}
+	l.mu.Lock()
+	n.fw = fw
+	l.mu.Unlock()
+	return nil
+}
+
+// Heal removes every partition and reconnects every isolated node.
+func (l *Lab) Heal() (Fault, error) {
+	end, err := l.begin()
+	if err != nil {
+		return Fault{}, err
+	}
+	defer end()
+	f := Fault{Time: time.Now(), Kind: FaultHeal}
+	var healed []string
+	for _, n := range l.nodes {
+		l.mu.Lock()
+		fw, cut, isolated := n.fw, len(n.blocked) > 0, n.isolated
+		l.mu.Unlock()
+		if cut {
+			if err := fw.Clear(); err != nil {
+				return Fault{}, fmt.Errorf("heal: node %s: %w", n.name, err)
+			}
+			l.mu.Lock()
+			clear(n.blocked)
+			l.mu.Unlock()
+		}
+		if isolated {
+			if err := l.tb.SetNodeLink(n.name, true); err != nil {
+				return Fault{}, fmt.Errorf("heal: %w", err)
+			}
+			l.mu.Lock()
+			n.isolated = false
+			l.mu.Unlock()
+		}
+		if cut || isolated {
+			healed = append(healed, n.name)
+		}
+	}
+	f.Nodes = healed
+	if len(healed) == 0 {
+		f.Detail = "nothing was cut"
+	} else {
+		f.Detail = "every partition and isolation removed"
+	}
+	return l.done(f), nil
+}
+
+// Delay sets the delay and jitter of what node sends, to every destination
+// (peer "") or to peer alone, keeping the link's other impairments. Zero
+// removes the delay.
+func (l *Lab) Delay(name, peer string, delay, jitter time.Duration) (Fault, error) {
+	return l.impair(FaultDelay, name, peer, func(imp *Impairment) {
+		imp.Delay, imp.Jitter = delay, jitter
+	})
+}
+
+// Loss sets the percentage of packets node's sends lose, to every
+// destination (peer "") or to peer alone. Zero removes the loss.
+func (l *Lab) Loss(name, peer string, percent float64) (Fault, error) {
+	return l.impair(FaultLoss, name, peer, func(imp *Impairment) { imp.Loss = percent })
+}
+
+func (l *Lab) impair(kind, name, peer string, change func(*Impairment)) (Fault, error) {
+	end, err := l.begin()
+	if err != nil {
+		return Fault{}, err
+	}
+	defer end()
+	n, err := l.node(name)
+	if err != nil {
+		return Fault{}, fmt.Errorf("%s: %w", kind, err)
+	}
+	nodes := []string{name}
+	if peer != "" {
+		p, err := l.node(peer)
+		if err != nil {
+			return Fault{}, fmt.Errorf("%s: %w", kind, err)
+		}
+		if p == n {
+			return Fault{}, fmt.Errorf("%s: node %s cannot be its own peer", kind, name)
+		}
+		nodes = append(nodes, peer)
+	}
+	l.mu.Lock()
+	oldLink, oldPairs := n.link, cloneImpairs(n.pairs)
+	var imp Impairment
+	if peer == "" {
+		change(&n.link)
+		imp = n.link
+	} else {
+		imp = l.pairImpairmentLocked(n, peer)
+		change(&imp)
+		n.pairs[peer] = imp
+	}
+	l.mu.Unlock()
+	restore := func() {
+		l.mu.Lock()
+		n.link, n.pairs = oldLink, oldPairs
+		l.mu.Unlock()
+	}
+	if err := imp.Validate(); err != nil {
+		restore()
+		return Fault{}, fmt.Errorf("%s: node %s: %w", kind, name, err)
+	}
+	f := Fault{Time: time.Now(), Kind: kind, Nodes: nodes, Impair: &imp}
+	if err := l.applyImpairments(n); err != nil {
+		// Part of the change may be in force: put back what was.
+		restore()
+		_ = l.applyImpairments(n)
+		return Fault{}, fmt.Errorf("%s: %w", kind, err)
+	}
+	to := "everyone"
+	if peer != "" {
+		to = peer
+	}
+	f.Detail = fmt.Sprintf("%s -> %s: %s", name, to, imp)
+	return l.done(f), nil
+}
+
+func cloneImpairs(m map[string]Impairment) map[string]Impairment {
+	out := make(map[string]Impairment, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Clear restores the topology's impairments on the nodes' links (every
+// node's when names is empty), undoing delay and loss faults.
+func (l *Lab) Clear(names ...string) (Fault, error) {
+	end, err := l.begin()
+	if err != nil {
+		return Fault{}, err
+	}
+	defer end()
+	nodes := l.nodes
+	if len(names) > 0 {
+		if nodes, err = l.nodesOf(names); err != nil {
+			return Fault{}, fmt.Errorf("clear: %w", err)
+		}
+	}
+	f := Fault{Time: time.Now(), Kind: FaultClear, Nodes: slices.Clone(names)}
+	for _, n := range nodes {
+		tn, _ := l.topo.Node(n.name)
+		l.mu.Lock()
+		n.link = fromTopo(tn.Impair)
+		clear(n.pairs)
+		l.mu.Unlock()
+		if err := l.applyImpairments(n); err != nil {
+			return Fault{}, fmt.Errorf("clear: %w", err)
+		}
+	}
+	f.Detail = "impairments back to the topology's"
+	return l.done(f), nil
+}
+
+// fromTopo converts a topology impairment.
+func fromTopo(im topologies.Impair) Impairment {
+	return Impairment{Delay: im.Delay, Jitter: im.Jitter, Loss: im.Loss, Duplicate: im.Duplicate, Reorder: im.Reorder}
+}
+
+// combine puts b on top of a, as a topology link does on a node's own
+// link: delays and jitters add up, independent losses and duplications
+// compound, reordering takes the larger share.
+func combine(a, b Impairment) Impairment {
+	compound := func(p, q float64) float64 {
+		// Rounded to a millionth of a percent, so that 10% on top of
+		// nothing stays 10%, not 9.999999999999998%.
+		return math.Round(1e8*(1-(1-p/100)*(1-q/100))) / 1e6
+	}
+	return Impairment{
+		Delay:     a.Delay + b.Delay,
+		Jitter:    a.Jitter + b.Jitter,
+		Loss:      compound(a.Loss, b.Loss),
+		Duplicate: compound(a.Duplicate, b.Duplicate),
+		Reorder:   max(a.Reorder, b.Reorder),
+	}
+}
+
+// pairImpairmentLocked returns what n's sends to peer get: a fault's
+// per-peer setting, else the topology's link between them on top of n's
+// own link, else n's own link. l.mu must be held.
+func (l *Lab) pairImpairmentLocked(n *labNode, peer string) Impairment {
+	if imp, ok := n.pairs[peer]; ok {
+		return imp
+	}
+	if pi, ok := l.topo.PairImpair(n.name, peer); ok {
+		return combine(n.link, fromTopo(pi))
+	}
+	return n.link
+}
+
+// wantedPairsLocked returns the per-peer impairments n's Impairer must hold.
+// l.mu must be held.
+func (l *Lab) wantedPairsLocked(n *labNode) map[netip.Addr]Impairment {
+	out := map[netip.Addr]Impairment{}
+	for _, pi := range l.topo.PairImpairs {
+		peer := pi.B
+		if pi.B == n.name {
+			peer = pi.A
+		} else if pi.A != n.name {
+			continue
+		}
+		out[l.byName[peer].addr] = l.pairImpairmentLocked(n, peer)
+	}
+	for peer, imp := range n.pairs {
+		out[l.byName[peer].addr] = imp
+	}
+	for a, imp := range out {
+		// A zero entry would exempt nothing: the Impairer drops it and the
+		// link-wide impairment applies to that peer.
+		if imp.IsZero() {
+			delete(out, a)
+		}
+	}
+	return out
+}
+
+// applyImpairments brings n's Impairer in line with n.link and n.pairs,
+// creating it on first need: a lab that never impairs a node costs that
+// node nothing.
+func (l *Lab) applyImpairments(n *labNode) error {
+	l.mu.Lock()
+	link, pairs, imp := n.link, l.wantedPairsLocked(n), n.imp
+	l.mu.Unlock()
+	if imp == nil {
+		if link.IsZero() && len(pairs) == 0 {
+			return nil
+		}
+		ns, err := l.tb.nodeNS(n.name)
+		if err != nil {
+			return err
+		}
+		if imp, err = NewImpairer(ns, l.tb.run, NodeVeth, ImpairerOptions{Backend: l.opts.Backend}); err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
+		}
+		l.mu.Lock()
+		n.imp = imp
+		l.mu.Unlock()
+	}
+	curLink, curPairs := imp.Current()
+	// Pairs first: a new link-wide impairment must not reach, even for a
+	// moment, a peer that is about to get its own.
+	for a, want := range pairs {
+		if cur, ok := curPairs[a]; !ok || cur != want {
+			if err := imp.SetPair(a, want); err != nil {
+				return fmt.Errorf("node %s: %w", n.name, err)
+			}
+		}
+	}
+	for a := range curPairs {
+		if _, ok := pairs[a]; !ok {
+			if err := imp.SetPair(a, Impairment{}); err != nil {
+				return fmt.Errorf("node %s: %w", n.name, err)
+			}
+		}
+	}
+	if curLink != link {
+		if err := imp.Set(link); err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
+		}
+	}
+	return nil
+}
+
+// describeImpairments renders what n's link does, e.g. "delay 50ms; to n4:
+// delay 80ms". l.mu must be held.
+func (l *Lab) describeImpairments(n *labNode) string {
+	pairs := l.wantedPairsLocked(n)
+	if n.link.IsZero() && len(pairs) == 0 {
+		return ""
+	}
+	var parts []string
+	if !n.link.IsZero() {
+		parts = append(parts, n.link.String())
+	}
+	// Peers with the same impairment share one entry.
+	byImp := map[Impairment][]string{}
+	var order []Impairment
+	for _, p := range l.nodes {
+		imp, ok := pairs[p.addr]
+		if !ok {
+			continue
+		}
+		if byImp[imp] == nil {
+			order = append(order, imp)
+		}
+		byImp[imp] = append(byImp[imp], p.name)
+	}
+	for _, imp := range order {
+		parts = append(parts, "to "+strings.Join(byImp[imp], ",")+": "+imp.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Campaign asks the nodes to start an election now, through their control
+// sockets.
+func (l *Lab) Campaign(ctx context.Context, names ...string) (Fault, error) {
+	return l.control(ctx, FaultCampaign, names, (*node.ControlClient).Campaign)
+}
+
+// Leave asks the nodes to announce LEAVE and stop; their processes exit.
+func (l *Lab) Leave(ctx context.Context, names ...string) (Fault, error) {
+	return l.control(ctx, FaultLeave, names, (*node.ControlClient).Leave)
+}
+
+func (l *Lab) control(ctx context.Context, kind string, names []string, call func(*node.ControlClient, context.Context) error) (Fault, error) {
+	end, err := l.begin()
+	if err != nil {
+		return Fault{}, err
+	}
+	defer end()
+	nodes, err := l.nodesOf(names)
+	if err != nil {
+		return Fault{}, fmt.Errorf("%s: %w", kind, err)
+	}
+	l.mu.Lock()
+	for _, n := range nodes {
+		if st := l.procStateLocked(n); st != ProcRunning {
+			l.mu.Unlock()
+			return Fault{}, fmt.Errorf("%s: node %s is %s", kind, n.name, st)
+		}
+	}
+	l.mu.Unlock()
+	ctx, cancel := mergeCancel(ctx, l.ctx)
+	defer cancel()
+	f := Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names), Detail: "POST /" + kind + " on the control socket"}
+	for _, n := range nodes {
+		qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
+		err := call(n.client, qctx)
+		qcancel()
+		if err != nil {
+			return Fault{}, fmt.Errorf("%s: node %s: %w", kind, n.name, err)
+		}
+	}
+	if kind == FaultLeave {
+		// The node answers, then exits: wait for that, so the lab's view
+		// (exited) is right when this returns.
+		for _, n := range nodes {
+			select {
+			case <-n.proc.Done():
+			case <-time.After(5 * time.Second):
+				return Fault{}, fmt.Errorf("leave: node %s did not exit 5s after leaving", n.name)
+			}
+		}
+	}
+	return l.done(f), nil
+}

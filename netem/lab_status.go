@@ -1,0 +1,301 @@
+package netem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bullylab/bullylab/node"
+	"github.com/google/uuid"
+)
+
+// NodeStatus is one node's row in Status: what the lab did to it and, when
+// it answered, what its control socket says.
+type NodeStatus struct {
+	Node      string    `json:"node"`
+	Namespace string    `json:"namespace"`
+	Addr      string    `json:"addr"` // where peers dial it
+	ID        uuid.UUID `json:"id"`
+	PID       int       `json:"pid,omitempty"`
+	// State is ProcRunning, ProcPaused, ProcCrashed or ProcExited.
+	State    string   `json:"state"`
+	Isolated bool     `json:"isolated,omitempty"`
+	Blocked  []string `json:"blocked,omitempty"` // nodes whose packets it drops
+	// Status is the node's election status (normal, electing, halting,
+	// waiting); "" when it was not asked (not running) or did not answer.
+	Status string `json:"status,omitempty"`
+	// Leader names the leader it follows; meaningful while Status is normal.
+	Leader   string `json:"leader,omitempty"`
+	IsLeader bool   `json:"is_leader,omitempty"`
+	Epoch    uint64 `json:"epoch,omitempty"`
+	// Backend is the impairment backend of its link, "" while nothing was
+	// ever impaired there; Impairment what is in force.
+	Backend    string           `json:"backend,omitempty"`
+	Impairment string           `json:"impairment,omitempty"`
+	Log        string           `json:"log"`
+	Error      string           `json:"error,omitempty"` // why Status is empty for a running node
+	View       *node.NodeStatus `json:"view,omitempty"`  // the node's full answer
+}
+
+// Status returns every node's state, asking the running ones over their
+// control sockets (paused ones cannot answer and are not asked).
+func (l *Lab) Status() []NodeStatus {
+	ctx, cancel := context.WithTimeout(l.ctx, queryTimeout)
+	defer cancel()
+	out := make([]NodeStatus, len(l.nodes))
+	l.mu.Lock()
+	for i, n := range l.nodes {
+		s := NodeStatus{Node: n.name, Namespace: n.ns, Addr: n.listen, ID: n.id, Log: n.log,
+			State: l.procStateLocked(n), Isolated: n.isolated}
+		if n.proc != nil && (s.State == ProcRunning || s.State == ProcPaused) {
+			s.PID = n.proc.PID()
+		}
+		for peer := range n.blocked {
+			s.Blocked = append(s.Blocked, peer)
+		}
+		slices.SortFunc(s.Blocked, l.cmpNames)
+		if n.imp != nil {
+			s.Backend = n.imp.Backend()
+		}
+		s.Impairment = l.describeImpairments(n)
+		out[i] = s
+	}
+	l.mu.Unlock()
+	parallel(len(out), queryWorkers, func(i int) bool {
+		s := &out[i]
+		if s.State != ProcRunning {
+			return true
+		}
+		v, err := l.nodes[i].client.Status(ctx)
+		if err != nil {
+			s.Error = err.Error()
+			return true
+		}
+		s.View = v
+		s.Status, s.IsLeader, s.Epoch = v.Status, v.IsLeader, v.Epoch
+		if v.Leader != uuid.Nil {
+			s.Leader = l.NodeName(v.Leader)
+			if s.Leader == "" {
+				s.Leader = v.Leader.String()
+			}
+		}
+		return true
+	})
+	return out
+}
+
+func (l *Lab) cmpNames(a, b string) int { return l.byName[a].index - l.byName[b].index }
+
+// parallel calls f(0..n-1) from up to workers goroutines and stops handing
+// out indexes once f returns false; it reports whether every f returned
+// true.
+func parallel(n, workers int, f func(i int) bool) bool {
+	var next atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for !stop.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if !f(i) {
+					stop.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return !stop.Load()
+}
+
+// Leader is an agreement WaitLeader observed.
+type Leader struct {
+	Node  string    `json:"node"`
+	ID    uuid.UUID `json:"id"`
+	Epoch uint64    `json:"epoch"`
+	// At is when the poll that found every node agreeing completed: the
+	// agreement happened at most one poll (pollInterval plus the time to
+	// ask every node) before.
+	At time.Time `json:"at"`
+	// Nodes are the nodes that agreed.
+	Nodes []string `json:"nodes"`
+}
+
+// ErrNoLeader is wrapped by WaitLeader's error when ctx ends first.
+var ErrNoLeader = errors.New("no agreed leader")
+
+// WaitLeader polls the control sockets until every live node (not crashed,
+// exited or paused; isolated and partitioned nodes count) is Normal and
+// follows the same leader at the same epoch, the leader being one of them,
+// and pred (nil accepts any) accepts the agreement; it returns that
+// agreement. When ctx ends first, the error says what each disagreeing node
+// last said.
+func (l *Lab) WaitLeader(ctx context.Context, pred func(Leader) bool) (Leader, error) {
+	return l.WaitLeaderAmong(ctx, nil, pred)
+}
+
+// WaitLeaderAmong is WaitLeader over the live nodes among names (all nodes
+// when names is empty), such as one side of a partition.
+func (l *Lab) WaitLeaderAmong(ctx context.Context, names []string, pred func(Leader) bool) (Leader, error) {
+	set := l.nodes
+	if len(names) > 0 {
+		var err error
+		if set, err = l.nodesOf(names); err != nil {
+			return Leader{}, err
+		}
+	}
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	views := make(map[string]string)
+	start := 0 // where the last disagreement was: ask it first next time
+	for {
+		var live []*labNode
+		l.mu.Lock()
+		for _, n := range set {
+			if l.procStateLocked(n) == ProcRunning {
+				live = append(live, n)
+			}
+		}
+		l.mu.Unlock()
+		if len(live) > 0 {
+			start %= len(live)
+			order := append(slices.Clone(live[start:]), live[:start]...)
+			ag, bad, ok := l.agreement(ctx, order, views)
+			if ok && (pred == nil || pred(ag)) {
+				return ag, nil
+			}
+			if !ok {
+				start = (start + bad) % len(live)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return Leader{}, fmt.Errorf("%w among %d live nodes: %s", ErrNoLeader, len(live), summarize(views, live))
+		case <-l.ctx.Done():
+			return Leader{}, fmt.Errorf("%w: lab %s closed", ErrNoLeader, l.tb.run)
+		case <-tick.C:
+		}
+	}
+}
+
+// agreement asks nodes in order, stopping at the first that disagrees with
+// the first answer, and returns the agreement, or the position of a node
+// that disagreed.
+func (l *Lab) agreement(ctx context.Context, nodes []*labNode, views map[string]string) (Leader, int, bool) {
+	type answer struct {
+		v   *node.NodeStatus
+		err error
+	}
+	answers := make([]answer, len(nodes))
+	var (
+		ref    atomic.Pointer[node.NodeStatus]
+		badMu  sync.Mutex
+		badPos = len(nodes)
+	)
+	ok := parallel(len(nodes), queryWorkers, func(i int) bool {
+		qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+		v, err := nodes[i].client.Status(qctx)
+		cancel()
+		answers[i] = answer{v, err}
+		good := err == nil && v.Status == node.StatusNormal.String() && !v.Left
+		if good {
+			ref.CompareAndSwap(nil, v)
+			r := ref.Load()
+			good = v.Leader == r.Leader && v.Epoch == r.Epoch
+		}
+		if !good {
+			badMu.Lock()
+			badPos = min(badPos, i)
+			badMu.Unlock()
+		}
+		return good
+	})
+	for i, a := range answers {
+		switch {
+		case a.err != nil && ctx.Err() != nil:
+			// Cut short by the caller's deadline: the previous view says
+			// more than "deadline exceeded".
+		case a.err != nil:
+			views[nodes[i].name] = a.err.Error()
+		case a.v != nil:
+			views[nodes[i].name] = fmt.Sprintf("%s leader %s epoch %d", a.v.Status, l.leaderName(a.v.Leader), a.v.Epoch)
+		}
+	}
+	if !ok {
+		return Leader{}, badPos, false
+	}
+	at := time.Now()
+	r := ref.Load()
+	lead := l.byID[r.Leader]
+	if lead == nil || !slices.Contains(nodes, lead) {
+		// Everyone follows a node outside the set, such as a leader that
+		// was just paused: not an agreement among the live.
+		return Leader{}, 0, false
+	}
+	ag := Leader{Node: lead.name, ID: lead.id, Epoch: r.Epoch, At: at}
+	for _, n := range nodes {
+		ag.Nodes = append(ag.Nodes, n.name)
+	}
+	slices.SortFunc(ag.Nodes, l.cmpNames)
+	return ag, 0, true
+}
+
+func (l *Lab) leaderName(id uuid.UUID) string {
+	if id == uuid.Nil {
+		return "none"
+	}
+	if name := l.NodeName(id); name != "" {
+		return name
+	}
+	return id.String()
+}
+
+// summarize renders the last views of nodes on one line: the nodes that
+// differ from the most common view by name (at most 8), then the rest.
+func summarize(views map[string]string, nodes []*labNode) string {
+	if len(nodes) == 0 {
+		return "no live node"
+	}
+	view := func(n *labNode) string {
+		if v, ok := views[n.name]; ok {
+			return v
+		}
+		return "not asked yet"
+	}
+	count := map[string]int{}
+	common := ""
+	for _, n := range nodes {
+		v := view(n)
+		count[v]++
+		if count[v] > count[common] {
+			common = v
+		}
+	}
+	var parts []string
+	odd := 0
+	for _, n := range nodes {
+		if v := view(n); v != common {
+			if odd++; odd <= 8 {
+				parts = append(parts, n.name+": "+v)
+			}
+		}
+	}
+	if odd > 8 {
+		parts = append(parts, fmt.Sprintf("%d more like these", odd-8))
+	}
+	if count[common] == len(nodes) && len(nodes) > 1 {
+		parts = append(parts, fmt.Sprintf("all %d: %s", len(nodes), common))
+	} else if len(nodes) > 1 {
+		parts = append(parts, fmt.Sprintf("%d others: %s", count[common], common))
+	} else {
+		parts = append(parts, nodes[0].name+": "+common)
+	}
+	return strings.Join(parts, "; ")
+}
