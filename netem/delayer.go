@@ -153,7 +153,7 @@ type nfqDelayer struct {
 // startDelayer binds queue delayerQueue in namespace ns and starts serving it.
 func startDelayer(ns netns.NsHandle) (*nfqDelayer, error) {
 	var rawFD int
-	err := faultsInNetNS(ns, func() error {
+	err := inNamespace(ns, func() error {
 		var err error
 		rawFD, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_RAW)
 		if err != nil {

@@ -71,7 +71,7 @@ func newFaultsFixture(t *testing.T, n int) *faultsFixture {
 		}
 	})
 
-	err := faultsOnFreshThread(func() error {
+	err := onLockedThread(func() error {
 		var err error
 		if sw, err = netns.NewNamed(swName); err != nil {
 			return fmt.Errorf("switch namespace: %w", err)
@@ -180,7 +180,7 @@ func (f *faultsFixture) waitOperUp(t *testing.T, hsw *netlink.Handle) {
 func faultsListenTCP(t *testing.T, nd *faultsNode) net.Listener {
 	t.Helper()
 	var ln net.Listener
-	err := faultsInNetNS(nd.ns, func() (err error) {
+	err := inNamespace(nd.ns, func() (err error) {
 		ln, err = net.Listen("tcp4", netip.AddrPortFrom(nd.addr, 0).String())
 		return err
 	})
@@ -194,7 +194,7 @@ func faultsListenTCP(t *testing.T, nd *faultsNode) net.Listener {
 func faultsDialTCP(t *testing.T, from *faultsNode, to net.Addr) net.Conn {
 	t.Helper()
 	var c net.Conn
-	err := faultsInNetNS(from.ns, func() (err error) {
+	err := inNamespace(from.ns, func() (err error) {
 		c, err = net.DialTimeout("tcp4", to.String(), 5*time.Second)
 		return err
 	})
@@ -208,7 +208,7 @@ func faultsDialTCP(t *testing.T, from *faultsNode, to net.Addr) net.Conn {
 func faultsUDP(t *testing.T, nd *faultsNode) *net.UDPConn {
 	t.Helper()
 	var c *net.UDPConn
-	err := faultsInNetNS(nd.ns, func() (err error) {
+	err := inNamespace(nd.ns, func() (err error) {
 		c, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(nd.addr, 0)))
 		return err
 	})
@@ -365,7 +365,7 @@ func faultsTables(t *testing.T, nd *faultsNode, run string) []string {
 func faultsBoundQueues(t *testing.T, nd *faultsNode) []string {
 	t.Helper()
 	var data []byte
-	err := faultsInNetNS(nd.ns, func() (err error) {
+	err := inNamespace(nd.ns, func() (err error) {
 		// thread-self: /proc/net follows the reading thread's namespace.
 		data, err = os.ReadFile("/proc/thread-self/net/netfilter/nfnetlink_queue")
 		return err

@@ -155,10 +155,11 @@ func listNamespaces(run string) ([]string, error) {
 	return names, nil
 }
 
-// inNamespace runs fn on a thread switched into ns. It uses a goroutine of
-// its own so that, if the thread cannot be switched back, it is discarded
-// rather than handed back to the caller in the wrong namespace.
-func inNamespace(ns netns.NsHandle, fn func() error) error {
+// onLockedThread runs fn on a locked OS thread of its own and puts the
+// thread back into its original network namespace afterwards. If that
+// fails the thread stays locked, so the Go runtime discards it rather than
+// letting other goroutines run in the wrong namespace.
+func onLockedThread(fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -169,11 +170,6 @@ func inNamespace(ns netns.NsHandle, fn func() error) error {
 			return
 		}
 		defer orig.Close()
-		if err := netns.Set(ns); err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("entering namespace: %w", err)
-			return
-		}
 		ferr := fn()
 		if err := netns.Set(orig); err != nil {
 			errc <- errors.Join(ferr, fmt.Errorf("restoring the thread's namespace: %w", err))
@@ -183,6 +179,17 @@ func inNamespace(ns netns.NsHandle, fn func() error) error {
 		errc <- ferr
 	}()
 	return <-errc
+}
+
+// inNamespace runs fn on a thread switched into ns. Sockets and processes
+// fn creates stay in ns after the thread switches back.
+func inNamespace(ns netns.NsHandle, fn func() error) error {
+	return onLockedThread(func() error {
+		if err := netns.Set(ns); err != nil {
+			return fmt.Errorf("entering namespace: %w", err)
+		}
+		return fn()
+	})
 }
 
 // procStat is what bullylab needs from /proc/PID/stat.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"syscall"
 
@@ -166,53 +165,12 @@ func probeNFQueue(scratch netns.NsHandle) (bool, string) {
 // handle to it, leaving the calling thread where it was.
 func faultsNewScratchNS() (netns.NsHandle, error) {
 	var scratch netns.NsHandle
-	err := faultsOnFreshThread(func() error {
+	err := onLockedThread(func() error {
 		var err error
 		scratch, err = netns.New()
 		return err
 	})
 	return scratch, err
-}
-
-// faultsInNetNS runs f on an OS thread switched into ns. Sockets created by f
-// stay in ns after the thread switches back.
-func faultsInNetNS(ns netns.NsHandle, f func() error) error {
-	return faultsOnFreshThread(func() error {
-		if err := netns.Set(ns); err != nil {
-			return fmt.Errorf("entering network namespace: %w", err)
-		}
-		return f()
-	})
-}
-
-// faultsOnFreshThread runs f on a locked OS thread and puts the thread back
-// into its original network namespace afterwards. If that fails the thread
-// stays locked, so the Go runtime discards it rather than letting other
-// goroutines run in the wrong namespace.
-func faultsOnFreshThread(f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("reading current network namespace: %w", err)
-			return
-		}
-		defer orig.Close()
-		ferr := f()
-		if err := netns.Set(orig); err != nil {
-			rerr := fmt.Errorf("restoring network namespace: %w", err)
-			if ferr != nil {
-				rerr = fmt.Errorf("%w; %w", ferr, rerr)
-			}
-			errc <- rerr
-			return // thread stays locked and dies with this goroutine
-		}
-		runtime.UnlockOSThread()
-		errc <- ferr
-	}()
-	return <-errc
 }
 
 // faultsDupNS duplicates a namespace handle so the caller may close its own.
