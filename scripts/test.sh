@@ -69,11 +69,23 @@ if [ -z "${SKIP_FUZZ:-}" ]; then
 		dir=$(go list -f '{{.Dir}}' "$pkg")
 		for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
 			echo "fuzz $pkg $target"
-			go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" >/tmp/bullylab-fuzz.log 2>&1 || {
-				cat /tmp/bullylab-fuzz.log >&2
-				echo "fuzz target $target in $pkg failed; the failing input is in $dir/testdata/fuzz/$target" >&2
-				exit 1
-			}
+			log=$(mktemp)
+			if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" >"$log" 2>&1; then
+				# Go 1.26's fuzz coordinator can report its own -fuzztime
+				# deadline as a failure (go.dev/issue/75804, fixed in 1.27).
+				# That failure writes no input and names no error of ours;
+				# anything else, or a written input, is a real failure.
+				if grep -q 'context deadline exceeded' "$log" &&
+					! grep -Eq 'Failing input written|panic:|_test\.go:[0-9]+:' "$log"; then
+					echo "  (fuzz coordinator deadline race, go.dev/issue/75804: no failing input; counted as passed)"
+				else
+					cat "$log" >&2
+					echo "fuzz target $target in $pkg failed; the failing input is in $dir/testdata/fuzz/$target" >&2
+					rm -f "$log"
+					exit 1
+				fi
+			fi
+			rm -f "$log"
 		done
 	done
 fi
