@@ -1,45 +1,20 @@
 package topologies
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"net/netip"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/bullylab/bullylab/topologies/yamlfile"
 )
 
 // Error is a problem in a topology file. Its message is one line:
 // "file:line: field: what is wrong".
-type Error struct {
-	File  string
-	Line  int    // 1-based; 0 when the problem has no line
-	Field string // path such as groups.site-a[2]; empty for the whole file
-	Msg   string
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-	}
-	b.WriteString(": ")
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	// File names and YAML keys may hold line breaks; callers print errors
-	// one per line.
-	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(b.String())
-}
+type Error = yamlfile.Error
 
 // maxFileSize bounds what Parse reads; a 1000-node list with per-node
 // overrides is ~100 KiB.
@@ -57,47 +32,17 @@ var (
 	settingsFields = []string{"heartbeat", "failure_timeout", "election_timeout"}
 	impairFields   = []string{"delay", "jitter", "loss", "duplicate", "reorder"}
 	linkFields     = []string{"between", "impair"}
-
-	topologyNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-	yamlLinePattern     = regexp.MustCompile(`(?s)^yaml: line (\d+): (.*)$`)
 )
 
 // Parse parses and validates a topology; name is the file name used in
 // error messages and, when the file has no name field, as the topology name.
 func Parse(name string, data []byte) (t *Topology, err error) {
-	defer func() {
-		// The YAML parser is third-party code fed untrusted files; a panic
-		// there must not take the whole run down.
-		if r := recover(); r != nil {
-			t, err = nil, &Error{File: name, Msg: fmt.Sprintf("cannot parse: %v", r)}
-		}
-	}()
-	p := &parser{file: name}
+	p := &parser{yamlfile.Parser{File: name}}
+	defer p.Recover(&err)
 	return p.parse(data)
 }
 
-type parser struct {
-	file string
-	// key is the key node of the field mapping's callback is handling, for
-	// errors about the key itself (a bad group name) rather than its value.
-	key *yaml.Node
-}
-
-func (p *parser) errAt(n *yaml.Node, field, format string, args ...any) error {
-	line := 0
-	if n != nil {
-		line = n.Line
-	}
-	return &Error{File: p.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
-}
-
-func (p *parser) yamlErr(err error) error {
-	if m := yamlLinePattern.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &Error{File: p.file, Line: line, Msg: m[2]}
-	}
-	return &Error{File: p.file, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
-}
+type parser struct{ yamlfile.Parser }
 
 // rawImpair and rawSettings keep which fields a file set, so that node
 // values override topology values field by field.
@@ -161,37 +106,20 @@ type rawNode struct {
 
 func (p *parser) parse(data []byte) (*Topology, error) {
 	if len(data) > maxFileSize {
-		return nil, p.errAt(nil, "", "file is larger than %d MiB", maxFileSize>>20)
+		return nil, p.ErrAt(nil, "", "file is larger than %d MiB", maxFileSize>>20)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, p.errAt(nil, "", "empty topology (want at least nodes:)")
-		}
-		return nil, p.yamlErr(err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return nil, p.yamlErr(err)
-		}
-		return nil, p.errAt(&extra, "", "more than one YAML document")
-	}
-	top := &doc
-	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
-		top = doc.Content[0]
-	}
-	if d := deref(top); d.Kind != yaml.MappingNode {
-		if d.Kind == yaml.ScalarNode && d.ShortTag() == "!!null" {
-			return nil, p.errAt(top, "", "empty topology (want at least nodes:)")
-		}
-		return nil, p.errAt(top, "", "want a mapping of topology fields, got %s", kindName(d))
+	top, err := p.Document(data, yamlfile.DocErrors{
+		Kind:  "topology",
+		Empty: "empty topology (want at least nodes:)",
+		Extra: "more than one YAML document",
+	})
+	if err != nil {
+		return nil, err
 	}
 
 	t := &Topology{
-		Name:   defaultName(p.file),
-		Source: p.file,
+		Name:   yamlfile.DefaultName(p.File, "topology"),
+		Source: p.File,
 		Subnet: DefaultSubnet,
 		Port:   DefaultPort,
 		Groups: map[string][]string{},
@@ -202,17 +130,11 @@ func (p *parser) parse(data []byte) (*Topology, error) {
 		defImpair                                rawImpair
 		defSettings                              rawSettings
 	)
-	err := p.mapping(top, "", topFields, func(key string, v *yaml.Node, fp string) error {
+	err = p.Mapping(top, "", topFields, func(key string, _, v *yaml.Node, fp string) error {
 		var err error
 		switch key {
 		case "name":
-			var s string
-			if s, err = p.scalar(v, fp); err == nil {
-				if !topologyNamePattern.MatchString(s) {
-					return p.errAt(v, fp, "invalid name %q (want [A-Za-z0-9._-]{1,64})", s)
-				}
-				t.Name = s
-			}
+			t.Name, err = p.Name(v, fp)
 		case "nodes":
 			nodesVal = v
 			nodes, err = p.nodes(v, fp)
@@ -224,7 +146,7 @@ func (p *parser) parse(data []byte) (*Topology, error) {
 		case "impair":
 			defImpair, err = p.impair(v, fp)
 		case "settings":
-			err = p.mapping(v, fp, settingsFields, func(key string, v *yaml.Node, fp string) error {
+			err = p.Mapping(v, fp, settingsFields, func(key string, _, v *yaml.Node, fp string) error {
 				return p.setting(&defSettings, key, v, fp)
 			})
 		case "groups":
@@ -238,7 +160,7 @@ func (p *parser) parse(data []byte) (*Topology, error) {
 		return nil, err
 	}
 	if nodesVal == nil {
-		return nil, p.errAt(top, "nodes", "missing (want a count or a list of nodes)")
+		return nil, p.ErrAt(top, "nodes", "missing (want a count or a list of nodes)")
 	}
 
 	// Host bits beyond the network address, host 1 (left free, by habit the
@@ -252,7 +174,7 @@ func (p *parser) parse(data []byte) (*Topology, error) {
 		if subnetVal != nil {
 			at, field = subnetVal, "subnet"
 		}
-		return nil, p.errAt(at, field, "%s holds %d nodes, the topology has %d", t.Subnet, capacity, len(nodes))
+		return nil, p.ErrAt(at, field, "%s holds %d nodes, the topology has %d", t.Subnet, capacity, len(nodes))
 	}
 
 	settings, err := p.resolveSettings(DefaultSettings, defSettings, settingsPathFallback{node: top, path: "settings"})
@@ -292,133 +214,44 @@ func (p *parser) parse(data []byte) (*Topology, error) {
 	return t, nil
 }
 
-// mapping walks a mapping's fields in file order, rejecting repeated keys and
-// keys not in known (any key when known is nil).
-func (p *parser) mapping(v *yaml.Node, path string, known []string, fn func(key string, v *yaml.Node, fp string) error) error {
-	d := deref(v)
-	if d.Kind != yaml.MappingNode {
-		return p.errAt(v, path, "want a mapping, got %s", kindName(d))
-	}
-	seen := make(map[string]int, len(d.Content)/2)
-	for i := 0; i+1 < len(d.Content); i += 2 {
-		k, val := d.Content[i], d.Content[i+1]
-		kd := deref(k)
-		if kd.Kind != yaml.ScalarNode {
-			return p.errAt(k, path, "keys must be plain names, got %s", kindName(kd))
-		}
-		fp := join(path, kd.Value)
-		if known != nil && !slices.Contains(known, kd.Value) {
-			return p.errAt(k, fp, "unknown field (want %s)", strings.Join(known, ", "))
-		}
-		if line, ok := seen[kd.Value]; ok {
-			return p.errAt(k, fp, "repeated (first at line %d)", line)
-		}
-		seen[kd.Value] = k.Line
-		p.key = k
-		if err := fn(kd.Value, val, fp); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (p *parser) sequence(v *yaml.Node, path, want string) ([]*yaml.Node, error) {
-	d := deref(v)
-	if d.Kind != yaml.SequenceNode {
-		return nil, p.errAt(v, path, "want %s, got %s", want, kindName(d))
-	}
-	return d.Content, nil
-}
-
-func (p *parser) scalar(v *yaml.Node, path string) (string, error) {
-	d := deref(v)
-	if d.Kind != yaml.ScalarNode {
-		return "", p.errAt(v, path, "want a single value, got %s", kindName(d))
-	}
-	if d.ShortTag() == "!!null" {
-		return "", p.errAt(v, path, "missing value")
-	}
-	return d.Value, nil
-}
-
-func (p *parser) integer(v *yaml.Node, path, want string) (int64, error) {
-	d := deref(v)
-	if d.Kind != yaml.ScalarNode || d.ShortTag() != "!!int" {
-		return 0, p.errAt(v, path, "want %s, got %s", want, describe(d))
-	}
-	var x int64
-	if err := d.Decode(&x); err != nil {
-		return 0, p.errAt(v, path, "want %s, got %q", want, d.Value)
-	}
-	return x, nil
-}
-
-func (p *parser) duration(v *yaml.Node, path string) (time.Duration, error) {
-	s, err := p.scalar(v, path)
-	if err != nil {
-		return 0, err
-	}
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		return 0, p.errAt(v, path, "%q is not a duration (want e.g. 30ms or 1.5s)", s)
-	}
-	if d < 0 {
-		return 0, p.errAt(v, path, "%s is negative", s)
-	}
-	return d, nil
-}
-
-func (p *parser) percent(v *yaml.Node, path string) (float64, error) {
-	s, err := p.scalar(v, path)
-	if err != nil {
-		return 0, err
-	}
-	num := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "%"))
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || !(f >= 0 && f <= 100) {
-		return 0, p.errAt(v, path, "%q is not a percentage 0..100 (want e.g. 5%%)", s)
-	}
-	return f, nil
-}
-
 func (p *parser) port(v *yaml.Node, path string) (int, error) {
-	x, err := p.integer(v, path, "a port number")
+	x, err := p.Integer(v, path, "a port number")
 	if err != nil {
 		return 0, err
 	}
 	if x < 1 || x > 65535 {
-		return 0, p.errAt(v, path, "%d is not a port number 1..65535", x)
+		return 0, p.ErrAt(v, path, "%d is not a port number 1..65535", x)
 	}
 	if x == ReservedPort {
-		return 0, p.errAt(v, path, "%d is claimed by Wireshark's Gryphon dissector, which garbles captures; pick another (default %d)", x, DefaultPort)
+		return 0, p.ErrAt(v, path, "%d is claimed by Wireshark's Gryphon dissector, which garbles captures; pick another (default %d)", x, DefaultPort)
 	}
 	return int(x), nil
 }
 
 func (p *parser) subnet(v *yaml.Node, path string) (netip.Prefix, error) {
-	s, err := p.scalar(v, path)
+	s, err := p.Scalar(v, path)
 	if err != nil {
 		return netip.Prefix{}, err
 	}
 	pfx, err := netip.ParsePrefix(strings.TrimSpace(s))
 	if err != nil {
-		return netip.Prefix{}, p.errAt(v, path, "%q is not a subnet (want e.g. 10.77.0.0/16)", s)
+		return netip.Prefix{}, p.ErrAt(v, path, "%q is not a subnet (want e.g. 10.77.0.0/16)", s)
 	}
 	if !pfx.Addr().Is4() {
-		return netip.Prefix{}, p.errAt(v, path, "%s is not IPv4 (only IPv4 is supported)", pfx)
+		return netip.Prefix{}, p.ErrAt(v, path, "%s is not IPv4 (only IPv4 is supported)", pfx)
 	}
 	if pfx.Masked() != pfx {
-		return netip.Prefix{}, p.errAt(v, path, "%s has host bits set (did you mean %s?)", pfx, pfx.Masked())
+		return netip.Prefix{}, p.ErrAt(v, path, "%s has host bits set (did you mean %s?)", pfx, pfx.Masked())
 	}
 	return pfx, nil
 }
 
 func (p *parser) impair(v *yaml.Node, path string) (rawImpair, error) {
 	var r rawImpair
-	err := p.mapping(v, path, impairFields, func(key string, v *yaml.Node, fp string) error {
+	err := p.Mapping(v, path, impairFields, func(key string, _, v *yaml.Node, fp string) error {
 		switch key {
 		case "delay", "jitter":
-			d, err := p.duration(v, fp)
+			d, err := p.Duration(v, fp)
 			if err != nil {
 				return err
 			}
@@ -428,7 +261,7 @@ func (p *parser) impair(v *yaml.Node, path string) (rawImpair, error) {
 				r.jitter = &d
 			}
 		default:
-			f, err := p.percent(v, fp)
+			f, err := p.Percent(v, fp)
 			if err != nil {
 				return err
 			}
@@ -447,12 +280,9 @@ func (p *parser) impair(v *yaml.Node, path string) (rawImpair, error) {
 }
 
 func (p *parser) setting(s *rawSettings, key string, v *yaml.Node, fp string) error {
-	d, err := p.duration(v, fp)
+	d, err := p.PositiveDuration(v, fp)
 	if err != nil {
 		return err
-	}
-	if d == 0 {
-		return p.errAt(v, fp, "must be positive")
 	}
 	rs := rawSetting{val: &d, node: v, path: fp}
 	switch key {
@@ -492,20 +322,20 @@ func (p *parser) resolveSettings(base Settings, r rawSettings, at settingsPathFa
 		case r.failureTimeout.val != nil:
 			node, path = r.failureTimeout.node, r.failureTimeout.path
 		}
-		return s, p.errAt(node, path, "heartbeat %s must be below failure_timeout %s", s.Heartbeat, s.FailureTimeout)
+		return s, p.ErrAt(node, path, "heartbeat %s must be below failure_timeout %s", s.Heartbeat, s.FailureTimeout)
 	}
 	return s, nil
 }
 
 func (p *parser) nodes(v *yaml.Node, path string) ([]rawNode, error) {
-	d := deref(v)
+	d := yamlfile.Deref(v)
 	if d.Kind == yaml.ScalarNode {
-		n, err := p.integer(v, path, "a count or a list of nodes")
+		n, err := p.Integer(v, path, "a count or a list of nodes")
 		if err != nil {
 			return nil, err
 		}
 		if n < 1 || n > MaxNodes {
-			return nil, p.errAt(v, path, "%d nodes; want 1..%d", n, MaxNodes)
+			return nil, p.ErrAt(v, path, "%d nodes; want 1..%d", n, MaxNodes)
 		}
 		nodes := make([]rawNode, n)
 		for i := range nodes {
@@ -513,12 +343,12 @@ func (p *parser) nodes(v *yaml.Node, path string) ([]rawNode, error) {
 		}
 		return nodes, nil
 	}
-	entries, err := p.sequence(v, path, "a count or a list of nodes")
+	entries, err := p.Sequence(v, path, "a count or a list of nodes")
 	if err != nil {
 		return nil, err
 	}
 	if len(entries) < 1 || len(entries) > MaxNodes {
-		return nil, p.errAt(v, path, "%d nodes; want 1..%d", len(entries), MaxNodes)
+		return nil, p.ErrAt(v, path, "%d nodes; want 1..%d", len(entries), MaxNodes)
 	}
 	nodes := make([]rawNode, 0, len(entries))
 	firstLine := map[string]int{}
@@ -526,15 +356,15 @@ func (p *parser) nodes(v *yaml.Node, path string) ([]rawNode, error) {
 		ep := fmt.Sprintf("%s[%d]", path, i)
 		rn := rawNode{node: e, path: ep}
 		nameNode, namePath := e, ep
-		if ed := deref(e); ed.Kind == yaml.ScalarNode {
-			rn.name, err = p.scalar(e, ep)
+		if ed := yamlfile.Deref(e); ed.Kind == yaml.ScalarNode {
+			rn.name, err = p.Scalar(e, ep)
 		} else {
-			err = p.mapping(e, ep, nodeFields, func(key string, v *yaml.Node, fp string) error {
+			err = p.Mapping(e, ep, nodeFields, func(key string, _, v *yaml.Node, fp string) error {
 				switch key {
 				case "name":
 					nameNode, namePath = v, fp
 					var err error
-					rn.name, err = p.scalar(v, fp)
+					rn.name, err = p.Scalar(v, fp)
 					return err
 				case "impair":
 					var err error
@@ -545,17 +375,17 @@ func (p *parser) nodes(v *yaml.Node, path string) ([]rawNode, error) {
 				}
 			})
 			if err == nil && nameNode == e {
-				err = p.errAt(e, join(ep, "name"), "missing")
+				err = p.ErrAt(e, yamlfile.Join(ep, "name"), "missing")
 			}
 		}
 		if err != nil {
 			return nil, err
 		}
 		if msg := checkName(rn.name, "node"); msg != "" {
-			return nil, p.errAt(nameNode, namePath, "%s", msg)
+			return nil, p.ErrAt(nameNode, namePath, "%s", msg)
 		}
 		if line, ok := firstLine[rn.name]; ok {
-			return nil, p.errAt(nameNode, namePath, "node %q is repeated (first at line %d)", rn.name, line)
+			return nil, p.ErrAt(nameNode, namePath, "node %q is repeated (first at line %d)", rn.name, line)
 		}
 		firstLine[rn.name] = nameNode.Line
 		nodes = append(nodes, rn)
@@ -564,33 +394,32 @@ func (p *parser) nodes(v *yaml.Node, path string) ([]rawNode, error) {
 }
 
 func (p *parser) groups(t *Topology, v *yaml.Node, path string) error {
-	return p.mapping(v, path, nil, func(group string, v *yaml.Node, fp string) error {
-		key := p.key
+	return p.Mapping(v, path, nil, func(group string, key, v *yaml.Node, fp string) error {
 		if msg := checkName(group, "group"); msg != "" {
-			return p.errAt(key, fp, "%s", msg)
+			return p.ErrAt(key, fp, "%s", msg)
 		}
 		if _, ok := t.byName[group]; ok {
-			return p.errAt(key, fp, "group %q has the name of a node, which would make links ambiguous", group)
+			return p.ErrAt(key, fp, "group %q has the name of a node, which would make links ambiguous", group)
 		}
-		members, err := p.sequence(v, fp, "a list of node names")
+		members, err := p.Sequence(v, fp, "a list of node names")
 		if err != nil {
 			return err
 		}
 		if len(members) == 0 {
-			return p.errAt(v, fp, "group has no members")
+			return p.ErrAt(v, fp, "group has no members")
 		}
 		names := make([]string, 0, len(members))
 		for i, m := range members {
 			mp := fmt.Sprintf("%s[%d]", fp, i)
-			name, err := p.scalar(m, mp)
+			name, err := p.Scalar(m, mp)
 			if err != nil {
 				return err
 			}
 			if _, ok := t.byName[name]; !ok {
-				return p.errAt(m, mp, "unknown node %q", name)
+				return p.ErrAt(m, mp, "unknown node %q", name)
 			}
 			if slices.Contains(names, name) {
-				return p.errAt(m, mp, "node %q is listed twice", name)
+				return p.ErrAt(m, mp, "node %q is listed twice", name)
 			}
 			names = append(names, name)
 		}
@@ -600,7 +429,7 @@ func (p *parser) groups(t *Topology, v *yaml.Node, path string) error {
 }
 
 func (p *parser) links(t *Topology, v *yaml.Node, path string) error {
-	entries, err := p.sequence(v, path, "a list of links")
+	entries, err := p.Sequence(v, path, "a list of links")
 	if err != nil {
 		return err
 	}
@@ -618,32 +447,32 @@ func (p *parser) links(t *Topology, v *yaml.Node, path string) error {
 			haveImpair bool
 			im         rawImpair
 		)
-		err := p.mapping(e, ep, linkFields, func(key string, v *yaml.Node, fp string) error {
+		err := p.Mapping(e, ep, linkFields, func(key string, _, v *yaml.Node, fp string) error {
 			var err error
 			switch key {
 			case "between":
 				haveBetw = true
 				var items []*yaml.Node
-				if items, err = p.sequence(v, fp, "a list of two node or group names"); err != nil {
+				if items, err = p.Sequence(v, fp, "a list of two node or group names"); err != nil {
 					return err
 				}
 				if len(items) != 2 {
-					return p.errAt(v, fp, "want two node or group names, got %d", len(items))
+					return p.ErrAt(v, fp, "want two node or group names, got %d", len(items))
 				}
 				for j, it := range items {
 					ip := fmt.Sprintf("%s[%d]", fp, j)
-					name, err := p.scalar(it, ip)
+					name, err := p.Scalar(it, ip)
 					if err != nil {
 						return err
 					}
 					members, ok := t.members(name)
 					if !ok {
-						return p.errAt(it, ip, "unknown node or group %q", name)
+						return p.ErrAt(it, ip, "unknown node or group %q", name)
 					}
 					ends[j], endNames[j] = members, name
 				}
 				if _, isNode := t.byName[endNames[0]]; isNode && endNames[0] == endNames[1] {
-					return p.errAt(v, fp, "a link needs two different nodes, got %q twice", endNames[0])
+					return p.ErrAt(v, fp, "a link needs two different nodes, got %q twice", endNames[0])
 				}
 			case "impair":
 				haveImpair = true
@@ -655,13 +484,13 @@ func (p *parser) links(t *Topology, v *yaml.Node, path string) error {
 			return err
 		}
 		if !haveBetw {
-			return p.errAt(e, join(ep, "between"), "missing")
+			return p.ErrAt(e, yamlfile.Join(ep, "between"), "missing")
 		}
 		if !haveImpair {
-			return p.errAt(e, join(ep, "impair"), "missing")
+			return p.ErrAt(e, yamlfile.Join(ep, "impair"), "missing")
 		}
 		if work += len(ends[0]) * len(ends[1]); work > maxPairWork {
-			return p.errAt(e, ep, "links cover more than %d node pairs in all; use fewer, larger groups", maxPairWork)
+			return p.ErrAt(e, ep, "links cover more than %d node pairs in all; use fewer, larger groups", maxPairWork)
 		}
 		for _, a := range ends[0] {
 			for _, b := range ends[1] {
@@ -723,51 +552,4 @@ func checkName(name, what string) string {
 		return fmt.Sprintf("%s name \"sw\" is reserved for the switch", what)
 	}
 	return ""
-}
-
-func validTopologyName(s string) bool { return topologyNamePattern.MatchString(s) }
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-// deref follows YAML aliases (*anchor) to the node they name. The schema has
-// fixed depth, so following aliases cannot blow up the work.
-func deref(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 64; i++ {
-		n = n.Alias
-	}
-	if n == nil {
-		return &yaml.Node{}
-	}
-	return n
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if n.ShortTag() == "!!null" {
-			return "nothing"
-		}
-		return "a single value"
-	case yaml.AliasNode:
-		return "an alias"
-	case yaml.DocumentNode:
-		return "a document"
-	}
-	return "nothing"
-}
-
-func describe(n *yaml.Node) string {
-	if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!null" {
-		return strconv.Quote(n.Value)
-	}
-	return kindName(n)
 }

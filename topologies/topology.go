@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
-	"path"
 	"sort"
 	"strings"
 	"time"
@@ -166,18 +165,6 @@ func Load(nameOrPath string) (*Topology, error) {
 		return nil, fmt.Errorf("topology: %w", err)
 	}
 	return Parse(nameOrPath, data)
-}
-
-// defaultName derives a topology name from its file name.
-func defaultName(file string) string {
-	base := path.Base(file)
-	for _, ext := range []string{".yaml", ".yml"} {
-		base = strings.TrimSuffix(base, ext)
-	}
-	if !validTopologyName(base) {
-		return "topology"
-	}
-	return base
 }
 
 // Star returns a topology of n nodes n1..nN with every default, for tests

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/bullylab/bullylab/topologies/yamlfile"
 )
 
 // Scenario is a named list of timed steps run against a testbed.
@@ -129,7 +131,6 @@ type Fault struct {
 }
 
 var (
-	namePattern     = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 	labelKeyPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 	labelValPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 )
@@ -201,7 +202,7 @@ func (v validator) err(line int, field, format string, args ...any) error {
 
 func (v validator) run() error {
 	sc := v.sc
-	if !namePattern.MatchString(sc.Name) {
+	if !yamlfile.ValidName(sc.Name) {
 		return v.err(0, "name", "invalid name %q (want [A-Za-z0-9._-]{1,64})", sc.Name)
 	}
 	if strings.ContainsAny(sc.Description, "\r\n") {
@@ -367,25 +368,4 @@ func (v validator) selectors(ss Selectors, line int, f string, group bool) error
 
 // Error is a problem in a scenario. Its message is one line:
 // "file:line: field: what is wrong".
-type Error struct {
-	File  string
-	Line  int    // 1-based; 0 when unknown
-	Field string // path such as steps[2].inject.crash; empty for the whole file
-	Msg   string
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-	}
-	b.WriteString(": ")
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	// File names and YAML keys may hold line breaks; errors print one a line.
-	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(b.String())
-}
+type Error = yamlfile.Error
