@@ -105,10 +105,7 @@ func TestFaultsCleanup(t *testing.T) {
 	if _, err := ua.WriteToUDP([]byte{42}, ub.LocalAddr().(*net.UDPAddr)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // let the datagram reach the delayer
-	if st := im.Stats(); st.Held != 1 {
-		t.Errorf("delayer holds %d packets, want 1", st.Held)
-	}
+	faultsWaitHeld(t, im, 1)
 
 	start := time.Now()
 	if err := im.Close(); err != nil {
@@ -185,7 +182,7 @@ func TestFaultsDelayerSurvivesHookDrop(t *testing.T) {
 	if _, err := ua.WriteToUDP([]byte{42}, ub.LocalAddr().(*net.UDPAddr)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // let the datagram reach the delayer
+	faultsWaitHeld(t, im, 1)
 	if err := fw.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -198,4 +195,20 @@ func TestFaultsDelayerSurvivesHookDrop(t *testing.T) {
 	}
 	rtt := faultsRTT(t, a, b, 20)
 	faultsWithin(t, "RTT after the hook drop", faultsPct(rtt, 50), 20, 26)
+}
+
+// faultsWaitHeld waits until im's delayer holds want packets.
+func faultsWaitHeld(t *testing.T, im *Impairer, want int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st := im.Stats()
+		if st.Held == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("delayer holds %d packets after 5s, want %d (stats %+v)", st.Held, want, st)
+		}
+		time.Sleep(time.Millisecond) // a poll interval: the deadline bounds the wait
+	}
 }
