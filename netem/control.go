@@ -49,6 +49,17 @@ type LabStatus struct {
 	// agree (see Agreement).
 	Leader *Leader      `json:"leader,omitempty"`
 	Nodes  []NodeStatus `json:"nodes"`
+	// Capture is the capture of the lab's switch the serving process
+	// runs, if any (`bullylab up --capture`).
+	Capture *CaptureStatus `json:"capture,omitempty"`
+}
+
+// CaptureStatus is a running capture of a lab's switch.
+type CaptureStatus struct {
+	File    string    `json:"file"`
+	Started time.Time `json:"started"`
+	// Written counts the packets in the file so far, records included.
+	Written uint64 `json:"written"`
 }
 
 // Agreement returns the leader every running node follows in st at one
@@ -108,6 +119,9 @@ type ControlServer struct {
 	done     chan struct{}
 	down     chan struct{}
 	downOnce sync.Once
+
+	mu      sync.Mutex
+	capture func() CaptureStatus
 }
 
 // ServeControl serves lab's control API at ControlSocket(lab.Run()) until
@@ -126,7 +140,15 @@ func ServeControl(lab *Lab) (*ControlServer, error) {
 	s := &ControlServer{lab: lab, path: path, done: make(chan struct{}), down: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, lab.LabStatus())
+		st := lab.LabStatus()
+		s.mu.Lock()
+		capture := s.capture
+		s.mu.Unlock()
+		if capture != nil {
+			cs := capture()
+			st.Capture = &cs
+		}
+		writeJSON(w, http.StatusOK, st)
 	})
 	mux.HandleFunc("POST /fault", func(w http.ResponseWriter, r *http.Request) {
 		var f Fault
@@ -153,6 +175,14 @@ func ServeControl(lab *Lab) (*ControlServer, error) {
 		_ = s.srv.Serve(ln)
 	}()
 	return s, nil
+}
+
+// ReportCapture has GET /status report the capture f describes; nil stops
+// reporting one.
+func (s *ControlServer) ReportCapture(f func() CaptureStatus) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.capture = f
 }
 
 // Down is closed when a client asks for the lab to go down.

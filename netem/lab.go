@@ -104,6 +104,11 @@ type LabOptions struct {
 	// Env is the nodes' environment; nil passes this process's, with
 	// NodeRuntimeEnv for the variables it does not set.
 	Env []string
+	// OnBuilt, when not nil, is called once the testbed is built and
+	// before any node starts: where a capture of the whole run begins, so
+	// that it sees every frame the nodes' counters count. An error stops
+	// StartLab, which then removes the lab.
+	OnBuilt func(*Lab) error
 }
 
 // NodeRuntimeEnv tunes the Go runtime of node processes when LabOptions.Env
@@ -293,6 +298,11 @@ func StartLab(ctx context.Context, topo *topologies.Topology, opts LabOptions) (
 		l.nodes = append(l.nodes, n)
 		l.byName[n.name] = n
 		l.byID[n.id] = n
+	}
+	if opts.OnBuilt != nil {
+		if err := opts.OnBuilt(l); err != nil {
+			return nil, errors.Join(err, l.Close())
+		}
 	}
 	if err := l.start(ctx, members); err != nil {
 		return nil, errors.Join(err, l.Close())

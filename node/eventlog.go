@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
 
@@ -39,6 +40,11 @@ import (
 //	                  disk), epoch (the highest epoch restored; absent when 0)
 //	node_stopped      reason: "shutdown" | "left" | "error"; error when
 //	                  reason is "error"
+//	node_counters     sent: the frames the process wrote to its sockets over
+//	                  its life, by wire type name (types it never sent are
+//	                  absent); written by Serve after node_stopped, once the
+//	                  transport has closed, so that the counts are final: a
+//	                  capture of the process's whole life holds exactly these
 //
 // The text format (LogText) is for people and may change: one line per
 // record, "TIME NODE8 EVENT key=value ...", with IDs cut to 8 hex digits.
@@ -82,6 +88,8 @@ type Record struct {
 	PID      int    `json:"pid,omitempty"`
 	Restored bool   `json:"restored,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Sent is node_counters' counts by wire type name.
+	Sent map[string]uint64 `json:"sent,omitempty"`
 }
 
 // EventLog writes event records to an io.Writer. It is safe for
@@ -203,5 +211,14 @@ func appendText(b []byte, r *Record) []byte {
 		kv("restored", "true")
 	}
 	kv("error", r.Error)
+	if len(r.Sent) > 0 {
+		var sent []string
+		for _, t := range wire.Types {
+			if n := r.Sent[t.String()]; n > 0 {
+				sent = append(sent, t.String()+":"+strconv.FormatUint(n, 10))
+			}
+		}
+		kv("sent", strings.Join(sent, ","))
+	}
 	return append(b, '\n')
 }

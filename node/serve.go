@@ -117,5 +117,20 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if err := ctl.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		runErr = errors.Join(runErr, err)
 	}
+	// Once the transport is closed every frame is sent or dropped: the
+	// counts are final.
+	tr.Close()
+	log.Write(Record{Event: "node_counters", MonoNS: int64(n.now()), Sent: sentCounts(tr.Counters())})
 	return runErr
+}
+
+// sentCounts returns c's sent counts by type name, without the zeros.
+func sentCounts(c *Counters) map[string]uint64 {
+	out := map[string]uint64{}
+	for i := range c.sent {
+		if v := c.sent[i].Load(); v > 0 {
+			out[wire.Type(i).String()] = v
+		}
+	}
+	return out
 }

@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/olekukonko/tablewriter"
@@ -103,7 +105,9 @@ func upCommand() *cli.Command {
 		ArgsUsage: "TOPOLOGY",
 		Description: "TOPOLOGY is a built-in topology (" + strings.Join(topologies.Names(), ", ") + ") or a file.\n" +
 			"While it is up, `bullylab status`, `bullylab fault`, `bullylab exec` and `bullylab down` act on it.\n" +
-			"Ctrl-C, SIGTERM or `bullylab down` tear it down: the node processes first, then the namespaces.",
+			"Ctrl-C, SIGTERM or `bullylab down` tear it down: the node processes first, then the namespaces.\n" +
+			"--capture FILE records every frame on the switch and every fault (as a comment record) for\n" +
+			"`bullylab analyze` and Wireshark; the file is complete once up has exited.",
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "run", Usage: "run `ID` to use (default: a fresh one)"},
@@ -111,6 +115,7 @@ func upCommand() *cli.Command {
 			&cli.StringFlag{Name: "binary", Usage: "bullylab `executable` the nodes run (default: this one)"},
 			&cli.StringFlag{Name: "log-dir", Usage: "keep the node logs in `DIR` (default: the run's state directory, removed on exit)"},
 			&cli.StringFlag{Name: "backend", Usage: "impairment backend: netem or nfqueue (default: probe)"},
+			&cli.StringFlag{Name: "capture", Usage: "capture the switch from before the first node starts until teardown into pcapng `FILE`, faults included"},
 		},
 		Action: runUp,
 	}
@@ -152,30 +157,68 @@ func runUp(c *cli.Context) error {
 		}
 	}
 
+	capPath := c.String("capture")
+	if capPath != "" {
+		if capPath, err = filepath.Abs(capPath); err != nil {
+			return fmt.Errorf("up: --capture: %w", err)
+		}
+	}
+
 	// Signals stay caught until teardown is over: a second Ctrl-C must not
 	// kill this process half-way through removing the testbed.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	out := c.App.Writer
 	fmt.Fprintf(out, "starting %s: %d nodes\n", topo.Name, len(topo.Nodes))
-	lab, err := netem.StartLab(ctx, topo, netem.LabOptions{
+	opts := netem.LabOptions{
 		Binary: binary, Run: run, Seed: c.Int64("seed"), LogDir: c.String("log-dir"), Backend: c.String("backend"),
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return errors.New("up: interrupted while starting; everything it created is removed")
+	}
+	var lc *capture.LabCapture
+	if capPath != "" {
+		// The capture outlives ctx: it stops after the last signal, in
+		// stopCapture, so that the file ends with the end record.
+		opts.OnBuilt = func(lab *netem.Lab) (err error) {
+			lc, err = capture.StartLabCapture(context.Background(), lab, capPath)
+			return err
 		}
-		return fmt.Errorf("up: %w", err)
+	}
+	stopCapture := func() error {
+		if lc == nil {
+			return nil
+		}
+		st, err := lc.Stop()
+		fmt.Fprintf(out, "capture %s: %d packets written; the switch socket accepted %d frames, dropped %d, froze %d times; %d written late\n",
+			lc.Path(), st.Written, st.Packets, st.Drops, st.Freezes, st.Late)
+		if err != nil {
+			return fmt.Errorf("up: %w", err)
+		}
+		return nil
+	}
+	lab, err := netem.StartLab(ctx, topo, opts)
+	if err != nil {
+		cerr := stopCapture()
+		if ctx.Err() != nil {
+			return errors.Join(errors.New("up: interrupted while starting; everything it created is removed"), cerr)
+		}
+		return errors.Join(fmt.Errorf("up: %w", err), cerr)
+	}
+	if lc != nil {
+		fmt.Fprintf(out, "capturing the switch into %s\n", lc.Path())
 	}
 	srv, err := netem.ServeControl(lab)
 	if err != nil {
-		return errors.Join(fmt.Errorf("up: %w", err), lab.Close())
+		return errors.Join(fmt.Errorf("up: %w", err), stopCapture(), lab.Close())
+	}
+	if lc != nil {
+		srv.ReportCapture(func() netem.CaptureStatus {
+			return netem.CaptureStatus{File: lc.Path(), Started: lc.Started(), Written: lc.Written()}
+		})
 	}
 
 	st := lab.LabStatus()
 	if len(st.Nodes) <= 32 {
 		if err := writeStatusTable(out, st.Nodes); err != nil {
-			return errors.Join(err, srv.Close(), lab.Close())
+			return errors.Join(err, srv.Close(), stopCapture(), lab.Close())
 		}
 	}
 	const leaderWait = 30 * time.Second
@@ -206,7 +249,9 @@ func runUp(c *cli.Context) error {
 		why = "bullylab down"
 	}
 	start := time.Now()
-	err = errors.Join(srv.Close(), lab.Close())
+	// The capture stops before the nodes do: up to then, it has every
+	// frame they sent.
+	err = errors.Join(srv.Close(), stopCapture(), lab.Close())
 	if err != nil {
 		return fmt.Errorf("down: %w (`bullylab clean` removes what is left)", err)
 	}
@@ -302,6 +347,10 @@ func statusCommand() *cli.Command {
 				if s.State == netem.ProcRunning {
 					running++
 				}
+			}
+			if st.Capture != nil {
+				fmt.Fprintf(out, "capturing into %s since %s: %d packets written so far\n",
+					st.Capture.File, st.Capture.Started.Format("15:04:05"), st.Capture.Written)
 			}
 			if st.Leader != nil {
 				fmt.Fprintf(out, "testbed %s (%s): leader %s at epoch %d, all %d running nodes agree; impairment backend: %s\n",

@@ -18,7 +18,6 @@ import (
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"
-	"github.com/vishvananda/netns"
 )
 
 // RunOptions configure Run.
@@ -223,23 +222,15 @@ func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, 
 	capName := fmt.Sprintf("run-%s-%d.pcapng", fileSafe(sc.Key()), i+1)
 	capPath := filepath.Join(opts.OutDir, capName)
 	r.Capture = capName
-	lc, err := startCapture(ctx, lab, capPath)
+	lc, err := capture.StartLabCapture(ctx, lab, capPath)
 	if err != nil {
 		return fail(FailSetup, "starting the capture: %v", err)
 	}
-	capStopped := false
 	stopCapture := func() error {
-		if capStopped {
-			return nil
-		}
-		capStopped = true
-		return lc.stop()
+		_, err := lc.Stop()
+		return err
 	}
 	defer stopCapture()
-	lab.OnFault(func(f netem.Fault) {
-		lc.w.WriteRecord(capture.Record{Time: f.Time, Kind: capture.Kind(f.Kind), Nodes: f.Nodes,
-			Groups: f.Groups, OneWay: f.OneWay, Detail: f.Detail})
-	})
 
 	// A stable leader (or, for a cold start, nobody running).
 	names := lab.Nodes()
@@ -382,70 +373,6 @@ func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, 
 		d.seq = sequenceOf(rep, el, names, faults, mfault.Time)
 	}
 	return r, d
-}
-
-// liveCapture is a running capture and its file.
-type liveCapture struct {
-	f    *os.File
-	w    *capture.Writer
-	live *capture.Live
-}
-
-func (lc *liveCapture) stop() error {
-	_, err := lc.live.Stop()
-	if cerr := lc.w.Close(); err == nil {
-		err = cerr
-	}
-	if cerr := lc.f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// startCapture starts capturing lab's switch into a new file at path.
-func startCapture(ctx context.Context, lab *netem.Lab, path string) (*liveCapture, error) {
-	topo := lab.Topology()
-	tb := capture.Testbed{Topology: topo.Name, Run: lab.Run()}
-	if len(topo.Nodes) > 0 {
-		s := topo.Nodes[0].Settings
-		tb.HeartbeatNS, tb.FailureTimeoutNS, tb.ElectionTimeoutNS = int64(s.Heartbeat), int64(s.FailureTimeout), int64(s.ElectionTimeout)
-	}
-	ports := map[int]capture.NodePort{}
-	for _, sn := range lab.Testbed().Nodes() {
-		addr, err := netip.ParseAddr(sn.Addr)
-		if err != nil {
-			return nil, fmt.Errorf("node %s: %w", sn.Name, err)
-		}
-		id, err := lab.ID(sn.Name)
-		if err != nil {
-			return nil, err
-		}
-		tb.Nodes = append(tb.Nodes, capture.Node{Name: sn.Name, Index: sn.Index, ID: id, Addr: addr, Port: topo.Port})
-		ports[sn.Index] = capture.NodePort{Veth: sn.SwitchVeth, MAC: netem.NodeMAC(addr)}
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	w, err := capture.NewWriter(f, capture.WriterOptions{Testbed: tb})
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	sw, err := netns.GetFromName(netem.SwitchNamespace(lab.Run()))
-	if err != nil {
-		w.Close()
-		f.Close()
-		return nil, fmt.Errorf("switch namespace: %w", err)
-	}
-	defer sw.Close()
-	live, err := capture.Start(ctx, sw, ports, w)
-	if err != nil {
-		w.Close()
-		f.Close()
-		return nil, err
-	}
-	return &liveCapture{f: f, w: w, live: live}, nil
 }
 
 // sentCounters reads the running nodes' sent counters by node and type.

@@ -1,0 +1,316 @@
+//go:build linux
+
+package capture_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/capture/capturetest"
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/netemtest"
+	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/node/cluster"
+	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/wire"
+)
+
+// The lab tests run real `bullylab node` processes, compiled once, on
+// first use.
+var (
+	labBinOnce    sync.Once
+	labBin        string
+	labBinErr     error
+	labBinCleanup func()
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if labBinCleanup != nil {
+		labBinCleanup()
+	}
+	os.Exit(code)
+}
+
+func labBinary(t testing.TB) string {
+	t.Helper()
+	netemtest.RequireRoot(t)
+	labBinOnce.Do(func() { labBin, labBinCleanup, labBinErr = cluster.BuildTemp() })
+	if labBinErr != nil {
+		t.Fatalf("building bullylab: %v", labBinErr)
+	}
+	return labBin
+}
+
+// labPhase bounds one election phase; star5 elects in about a second.
+const labPhase = 30 * time.Second
+
+func waitLeader(t *testing.T, lab *netem.Lab, leader string, among ...string) netem.Leader {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), labPhase)
+	defer cancel()
+	ag, err := lab.WaitLeaderAmong(ctx, among, func(l netem.Leader) bool { return l.Node == leader })
+	if err != nil {
+		t.Fatalf("waiting for %s to lead %v: %v", leader, among, err)
+	}
+	return ag
+}
+
+// heartbeats is how many HEARTBEATs a leader sends before the test moves
+// on: enough for the counts to prove something, few enough to be quick
+// (four followers get one each 100 ms in star5).
+const heartbeats = 40
+
+// waitHeartbeats waits until leader has counted n HEARTBEATs sent.
+func waitHeartbeats(t *testing.T, lab *netem.Lab, leader string, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(labPhase)
+	for {
+		for _, s := range lab.Status() {
+			if s.Node == leader && s.View != nil && s.View.Counters.Sent[wire.TypeHeartbeat.String()] >= n {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s sent fewer than %d HEARTBEATs in %v", leader, n, labPhase)
+		}
+		time.Sleep(10 * time.Millisecond) // a poll interval: the deadline bounds the wait
+	}
+}
+
+// TestLabCapture captures a star5 lab from before its nodes start: boot,
+// a crash of the leader, a new leader, the old leader restarted and back
+// in charge, then every node leaving. Leaving is the cut: a node that
+// leaves flushes its transport, closes it and logs its final counters
+// (node_counters), so those must equal the frames the capture holds from
+// it, type by type. The crashed incarnation of n5 has no final counters;
+// its second one is compared with n5's frames after the restart record.
+func TestLabCapture(t *testing.T) {
+	bin := labBinary(t)
+	topo, err := topologies.Load("star5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "star5.pcapng")
+	logDir := filepath.Join(dir, "logs")
+	var lc *capture.LabCapture
+	lab := netemtest.Lab(t, topo, netem.LabOptions{Binary: bin, LogDir: logDir, OnBuilt: func(l *netem.Lab) (err error) {
+		lc, err = capture.StartLabCapture(context.Background(), l, path)
+		return err
+	}})
+	t.Cleanup(func() { lc.Stop() }) // before the lab closes, if the test ends early
+	names := lab.Nodes()
+	start := time.Now()
+	waitLeader(t, lab, "n5", names...)
+	crash, err := lab.Crash("n5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, lab, "n4", names[:4]...)
+	waitHeartbeats(t, lab, "n4", heartbeats)
+	restart, err := lab.Restart(t.Context(), "n5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, lab, "n5", names...)
+	waitHeartbeats(t, lab, "n5", heartbeats)
+	leave, err := lab.Leave(t.Context(), names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := lc.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("scenario %v; capture: %d packets written, socket accepted %d frames, %d dropped, %d freezes, %d late, %d unmatched, %d wrong source",
+		time.Since(start).Round(time.Millisecond), stats.Written, stats.Packets, stats.Drops, stats.Freezes, stats.Late, stats.Unmatched, stats.WrongSource)
+	if stats.Drops != 0 || stats.Freezes != 0 {
+		// A drop makes the counts below differ; say so first.
+		t.Errorf("the capture lost frames: %d dropped, %d queue freezes", stats.Drops, stats.Freezes)
+	}
+
+	rep, err := capture.AnalyzeFile(path, capture.AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Capture == nil || rep.Capture.Drops != stats.Drops || rep.Capture.Packets != stats.Packets {
+		t.Errorf("end record %+v, Stop returned %+v", rep.Capture, stats)
+	}
+
+	t.Run("records", func(t *testing.T) {
+		var got []string
+		for _, r := range rep.Records {
+			if r.Kind != capture.KindTestbed && r.Kind != capture.KindEnd {
+				got = append(got, fmt.Sprintf("%s %s %s", r.Time.Format(time.RFC3339Nano), r.Kind, strings.Join(r.Nodes, ",")))
+			}
+		}
+		var want []string
+		for _, f := range []netem.Fault{crash, restart, leave} {
+			want = append(want, fmt.Sprintf("%s %s %s", f.Time.Format(time.RFC3339Nano), f.Kind, strings.Join(f.Nodes, ",")))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("fault records\n%s\nwant the faults as applied\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	})
+
+	t.Run("counters", func(t *testing.T) {
+		// Frames from n5 before its restart are its crashed incarnation's.
+		since := map[string]time.Time{"n5": restart.Time}
+		onWire, err := sentByNode(path, topo, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var heartbeats uint64
+		for _, n := range names {
+			counted, err := finalCounters(filepath.Join(logDir, n+".log"))
+			if err != nil {
+				t.Fatalf("node %s: %v", n, err)
+			}
+			heartbeats += counted[wire.TypeHeartbeat.String()]
+			if !sameCounts(counted, onWire[n]) {
+				t.Errorf("node %s counted %v sent, the capture holds %v from it", n, counted, onWire[n])
+			} else {
+				t.Logf("node %s: counters and capture agree: %v", n, counted)
+			}
+		}
+		if heartbeats == 0 {
+			t.Error("no node counted a HEARTBEAT: the comparison proves nothing")
+		}
+	})
+
+	t.Run("tshark", func(t *testing.T) {
+		tshark := capturetest.RequireTshark(t)
+		got, _ := capturetest.Types(t, tshark, filepath.Join("..", "scripts", "bullylab.lua"), path, capturetest.TsharkOptions...)
+		var total int64
+		for ty, n := range got {
+			total += n
+			if !ty.Valid() {
+				t.Errorf("tshark found %d frames of type %d", n, ty)
+			}
+		}
+		for _, ty := range wire.Types {
+			if got[ty] != rep.Messages.Get(ty) {
+				t.Errorf("%s: tshark found %d, bullylab analyze %d", ty, got[ty], rep.Messages.Get(ty))
+			}
+		}
+		if total != rep.Frames {
+			t.Errorf("tshark found %d frames, bullylab analyze %d", total, rep.Frames)
+		}
+		t.Logf("%d packets, %d frames; tshark and analyze agree: %+v", rep.Packets, rep.Frames, rep.Messages)
+	})
+}
+
+// sameCounts reports whether the node's counters and the capture's counts are
+// the same, a missing type counting as 0.
+func sameCounts(counted map[string]uint64, seen map[string]uint64) bool {
+	for k, v := range counted {
+		if seen[k] != v {
+			return false
+		}
+	}
+	for k, v := range seen {
+		if counted[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// finalCounters returns the last node_counters record of a node's event
+// log.
+func finalCounters(path string) (map[string]uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var last *node.Record
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r node.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		if r.Event == "node_counters" {
+			last = &r
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if last == nil {
+		return nil, fmt.Errorf("%s has no node_counters record", path)
+	}
+	if last.Sent == nil {
+		return map[string]uint64{}, nil
+	}
+	return last.Sent, nil
+}
+
+// frameCounter counts frames by sending node and type name.
+type frameCounter struct {
+	byAddr map[netip.Addr]string
+	since  map[string]time.Time
+	counts map[string]map[string]uint64
+}
+
+func (c *frameCounter) Frame(f *capture.Frame) {
+	n, ok := c.byAddr[f.Src.Addr()]
+	if !ok || f.Err != nil || f.Time.Before(c.since[n]) {
+		return
+	}
+	if c.counts[n] == nil {
+		c.counts[n] = map[string]uint64{}
+	}
+	c.counts[n][f.Msg.Type.String()]++
+}
+
+func (c *frameCounter) StreamError(*capture.StreamError) {}
+
+// sentByNode counts the frames of the capture at path by sender and type,
+// for a node in since only from that time on.
+func sentByNode(path string, topo *topologies.Topology, since map[string]time.Time) (map[string]map[string]uint64, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	rd, err := capture.NewReader(fh)
+	if err != nil {
+		return nil, err
+	}
+	fc := &frameCounter{byAddr: map[netip.Addr]string{}, since: since, counts: map[string]map[string]uint64{}}
+	for _, n := range topo.Nodes {
+		fc.byAddr[n.Addr] = n.Name
+	}
+	d := capture.NewDissector(fc, capture.DissectorOptions{Ports: []uint16{uint16(topo.Port)}})
+	for {
+		p, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if p.Record != nil || p.Iface == nil || p.Iface.Events {
+			continue
+		}
+		ci := p.CI
+		d.Packet(p.Num, p.Iface.LinkType, p.Data, &ci)
+	}
+	d.Flush()
+	return fc.counts, nil
+}
