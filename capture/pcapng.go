@@ -514,8 +514,9 @@ func (w *Writer) Close() error {
 		}
 		w.mu.Lock()
 		st := w.stats
+		// What is still buffered is written below, with the end record.
+		st.Written += uint64(len(w.pending)-w.head) + 1
 		w.mu.Unlock()
-		st.Written++ // the end record itself
 		if err := w.WriteRecord(Record{Time: end, Kind: KindEnd, Capture: &st}); err != nil {
 			return err
 		}

@@ -36,6 +36,7 @@ func TestWriterReorderAndRead(t *testing.T) {
 	}
 	must(w.Advance(at(1000)))
 	must(w.WriteRecord(Record{Time: at(5), Kind: KindHeal})) // too late: written at once
+	must(w.WriteFrame(1, at(1200), frame(5), 0))             // still buffered at Close
 	must(w.Close())
 	if st := w.Stats(); st.Late != 1 {
 		t.Errorf("late: %d", st.Late)
@@ -47,6 +48,7 @@ func TestWriterReorderAndRead(t *testing.T) {
 	}
 	var kinds []string
 	var comments []string
+	var end *Record
 	for {
 		p, err := rd.Next()
 		if err == io.EOF {
@@ -59,6 +61,9 @@ func TestWriterReorderAndRead(t *testing.T) {
 		case p.Record != nil:
 			kinds = append(kinds, string(p.Record.Kind))
 			comments = append(comments, p.Comments...)
+			if p.Record.Kind == KindEnd {
+				end = p.Record
+			}
 			if p.Record.Kind == KindTestbed && (p.Record.Testbed == nil || len(p.Record.Testbed.Nodes) != 2 || p.Record.Testbed.Nodes[1].Addr != netip.MustParseAddr("10.77.0.3")) {
 				t.Errorf("testbed record: %+v", p.Record.Testbed)
 			}
@@ -69,7 +74,10 @@ func TestWriterReorderAndRead(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"testbed", "n1:1", "n1:2", "crash", "n2:3", "n1:4", "heal", "end"}
+	want := []string{"testbed", "n1:1", "n1:2", "crash", "n2:3", "n1:4", "heal", "n2:5", "end"}
+	if end == nil || end.Capture == nil || end.Capture.Written != uint64(len(kinds)) || end.Capture.Late != 1 {
+		t.Errorf("end record %+v, want %d packets written, 1 late", end, len(kinds))
+	}
 	if len(kinds) != len(want) {
 		t.Fatalf("order %v, want %v", kinds, want)
 	}
