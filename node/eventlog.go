@@ -13,8 +13,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// The event log has one record per Machine event, plus node_started and
-// node_stopped from the runtime. In the JSON format (LogJSON) each record is
+// The event log has one record per Machine event, plus node_started,
+// node_stopped and node_counters from the runtime. In the JSON format (LogJSON) each record is
 // one JSON object on its own line. These field names are stable; tools parse
 // them:
 //

@@ -1,0 +1,153 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// syncBuffer is a bytes.Buffer safe for the log writer and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) records(t *testing.T) []Record {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Record
+	sc := bufio.NewScanner(bytes.NewReader(s.b.Bytes()))
+	for sc.Scan() {
+		var r Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("log line %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestServeLogsFinalCounters serves two nodes on loopback until the higher
+// one has led for a while, stops the follower, then the leader, and checks
+// that each log ends with node_counters after node_stopped: the follower's
+// equal to what its control socket counted while quiet (a follower sends
+// nothing between elections), the leader's at least what it had counted.
+func TestServeLogsFinalCounters(t *testing.T) {
+	ids := []uuid.UUID{uuid.New(), uuid.New()}
+	if Less(ids[1], ids[0]) {
+		ids[0], ids[1] = ids[1], ids[0]
+	}
+	var members []wire.Member
+	for range ids {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		members = append(members, wire.Member{ID: ids[len(members)], Addr: addr})
+	}
+	type served struct {
+		log    syncBuffer
+		cancel context.CancelFunc
+		done   chan struct{} // closed once Serve returned err
+		err    error
+		ctl    *ControlClient
+	}
+	nodes := make([]*served, 2)
+	for i, m := range members {
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(t.Context())
+		s := &served{cancel: cancel, done: make(chan struct{}), ctl: NewControlClient(filepath.Join(dir, ControlSocketName))}
+		nodes[i] = s
+		go func() {
+			defer close(s.done)
+			s.err = Serve(ctx, ServeOptions{ID: m.ID, Listen: m.Addr, Peers: members, DataDir: dir, Log: &s.log, LogFormat: LogJSON})
+		}()
+		t.Cleanup(func() {
+			cancel()
+			<-s.done
+		})
+	}
+	status := func(s *served) *NodeStatus {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		st, err := s.ctl.Status(ctx)
+		if err != nil {
+			return nil
+		}
+		return st
+	}
+	// Wait for five HEARTBEATs from the leader, the follower following.
+	deadline := time.Now().Add(30 * time.Second)
+	var follower *NodeStatus
+	for {
+		lst, fst := status(nodes[1]), status(nodes[0])
+		if lst != nil && fst != nil && fst.Status == "normal" && fst.Leader == ids[1] &&
+			lst.Counters.Sent[wire.TypeHeartbeat.String()] >= 5 {
+			follower = fst
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no leader sending HEARTBEATs after 30s")
+		}
+		time.Sleep(10 * time.Millisecond) // a poll interval: the deadline bounds the wait
+	}
+	stop := func(s *served) {
+		s.cancel()
+		<-s.done
+		if s.err != nil {
+			t.Fatal(s.err)
+		}
+	}
+	stop(nodes[0])
+	leaderBefore := status(nodes[1])
+	if leaderBefore == nil {
+		t.Fatal("the leader's control socket does not answer")
+	}
+	stop(nodes[1])
+	final := func(s *served) map[string]uint64 {
+		recs := s.log.records(t)
+		n := len(recs)
+		if n < 2 || recs[n-1].Event != "node_counters" || recs[n-2].Event != "node_stopped" {
+			t.Fatalf("log does not end with node_stopped, node_counters: %+v", recs)
+		}
+		return recs[n-1].Sent
+	}
+	want := map[string]uint64{}
+	for k, v := range follower.Counters.Sent {
+		if v > 0 {
+			want[k] = v
+		}
+	}
+	if got := final(nodes[0]); !maps.Equal(got, want) {
+		t.Errorf("follower's final counters %v, its control socket counted %v", got, want)
+	}
+	got := final(nodes[1])
+	for k, v := range leaderBefore.Counters.Sent {
+		if got[k] < v {
+			t.Errorf("leader's final counters %v, below what it counted before: %v", got, leaderBefore.Counters.Sent)
+			break
+		}
+	}
+	if got[wire.TypeHeartbeat.String()] < 5 {
+		t.Errorf("leader's final counters %v: fewer than 5 HEARTBEATs", got)
+	}
+}
