@@ -249,8 +249,8 @@ func runUp(c *cli.Context) error {
 		why = "bullylab down"
 	}
 	start := time.Now()
-	// The capture stops before the nodes do: up to then, it has every
-	// frame they sent.
+	// The capture stops while the namespaces still exist; the SIGKILLs
+	// that follow would add only connection resets to it.
 	err = errors.Join(srv.Close(), stopCapture(), lab.Close())
 	if err != nil {
 		return fmt.Errorf("down: %w (`bullylab clean` removes what is left)", err)
@@ -308,7 +308,7 @@ func writeStatusTable(w io.Writer, nodes []netem.NodeStatus) error {
 func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "status",
-		Usage:        "show the nodes of a testbed that is up: process, election status, leader, faults in force",
+		Usage:        "show the nodes of a testbed that is up: process, election status, leader, faults in force, capture",
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
 		Flags: []cli.Flag{
 			runFlag,
