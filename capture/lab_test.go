@@ -135,6 +135,14 @@ func TestLabCapture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if again, err := lc.Stop(); again != stats || err != nil {
+		t.Errorf("second Stop: %+v, %v; the first returned %+v", again, err, stats)
+	}
+	// The lab outlives the capture: this fault must not reach the file
+	// (the records subtest lists what is there).
+	if _, err := lab.Heal(); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("scenario %v; capture: %d packets written, socket accepted %d frames, %d dropped, %d freezes, %d late, %d unmatched, %d wrong source",
 		time.Since(start).Round(time.Millisecond), stats.Written, stats.Packets, stats.Drops, stats.Freezes, stats.Late, stats.Unmatched, stats.WrongSource)
 	if stats.Drops != 0 || stats.Freezes != 0 {
