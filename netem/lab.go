@@ -50,11 +50,12 @@ const (
 	FaultClear     = "clear"
 	FaultCampaign  = "campaign"
 	FaultLeave     = "leave"
+	FaultJoin      = "join"
 )
 
 // FaultKinds lists every fault kind, for messages.
 var FaultKinds = []string{FaultCrash, FaultRestart, FaultPause, FaultResume, FaultIsolate, FaultUnisolate,
-	FaultPartition, FaultHeal, FaultDelay, FaultLoss, FaultClear, FaultCampaign, FaultLeave}
+	FaultPartition, FaultHeal, FaultDelay, FaultLoss, FaultClear, FaultCampaign, FaultLeave, FaultJoin}
 
 // Fault is one fault applied to a Lab: the request (*Lab).Apply and the
 // control API's POST /fault take, and the record OnFault observers get.
@@ -64,9 +65,11 @@ var FaultKinds = []string{FaultCrash, FaultRestart, FaultPause, FaultResume, Fau
 //	partition: Groups (two or more, disjoint; an entry may name a topology
 //	        group); OneWay drops only what Groups[0] sends to Groups[1]
 //	heal:   clears every partition and isolation
-//	delay:  Nodes[0] is the sender, Nodes[1] (optional) the one peer;
-//	        Impair's Delay and Jitter are set, its other fields kept
-//	loss:   the same with Impair.Loss
+//	delay:  Nodes are the senders, Peers (optional) the destinations, each
+//	        sender's sends to each peer (or to everyone) get Impair's Delay
+//	        and Jitter, their other impairments kept; one fault for all
+//	loss:   the same with Impair.Loss, which the receivers apply
+//	join:   Nodes, down, start again and announce themselves with JOIN
 //	clear:  restores the topology's impairments of Nodes (all when empty)
 //
 // In a record, Time is when the lab began applying it (the change is in
@@ -77,6 +80,7 @@ type Fault struct {
 	Time   time.Time   `json:"time"`
 	Kind   string      `json:"kind"`
 	Nodes  []string    `json:"nodes,omitempty"`
+	Peers  []string    `json:"peers,omitempty"`
 	Groups [][]string  `json:"groups,omitempty"`
 	OneWay bool        `json:"one_way,omitempty"`
 	Impair *Impairment `json:"impair,omitempty"`
@@ -159,6 +163,8 @@ type Lab struct {
 	mu        sync.Mutex // guards the fields below and labNode's mutable fields
 	observers []func(Fault)
 	closed    bool
+	// cut is the partition in force: receiver -> sources it drops.
+	cut map[string]map[string]bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -180,6 +186,7 @@ type labNode struct {
 	// Guarded by Lab.mu.
 	proc     *Process
 	crashed  bool // ended by a crash fault, not by itself
+	join     bool // the next start announces the node with JOIN
 	paused   bool
 	isolated bool
 	imp      *Impairer // nil until an impairment is set
@@ -335,10 +342,8 @@ func (l *Lab) start(ctx context.Context, members []wire.Member) error {
 	}
 	// Impairments go in before the nodes start, so that the first election
 	// already runs on the topology's network.
-	for _, n := range l.nodes {
-		if err := l.applyImpairments(n); err != nil {
-			return err
-		}
+	if err := l.applyAll(l.nodes); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -484,12 +489,18 @@ func (l *Lab) startProc(n *labNode) error {
 	if closed {
 		return fmt.Errorf("node %s: lab %s is closed", n.name, l.tb.run)
 	}
-	p, err := l.tb.start(n.name, n.argv, l.opts.Env, n.log, false)
+	l.mu.Lock()
+	argv := n.argv
+	if n.join {
+		argv = append(slices.Clone(argv), "--join")
+	}
+	l.mu.Unlock()
+	p, err := l.tb.start(n.name, argv, l.opts.Env, n.log, false)
 	if err != nil {
 		return err
 	}
 	l.mu.Lock()
-	n.proc, n.crashed, n.paused = p, false, false
+	n.proc, n.crashed, n.paused, n.join = p, false, false, false
 	l.mu.Unlock()
 	return nil
 }

@@ -37,26 +37,21 @@ func (l *Lab) Apply(ctx context.Context, f Fault) (Fault, error) {
 	case FaultHeal:
 		return l.Heal()
 	case FaultDelay, FaultLoss:
-		if len(f.Nodes) < 1 || len(f.Nodes) > 2 {
-			return Fault{}, fmt.Errorf("%s: want a node, or a node and a peer; got %d nodes", f.Kind, len(f.Nodes))
-		}
 		if f.Impair == nil {
 			return Fault{}, fmt.Errorf("%s: no impairment given", f.Kind)
 		}
-		peer := ""
-		if len(f.Nodes) == 2 {
-			peer = f.Nodes[1]
-		}
 		if f.Kind == FaultDelay {
-			return l.Delay(f.Nodes[0], peer, f.Impair.Delay, f.Impair.Jitter)
+			return l.DelayNodes(f.Nodes, f.Peers, f.Impair.Delay, f.Impair.Jitter)
 		}
-		return l.Loss(f.Nodes[0], peer, f.Impair.Loss)
+		return l.LossNodes(f.Nodes, f.Peers, f.Impair.Loss)
 	case FaultClear:
 		return l.Clear(f.Nodes...)
 	case FaultCampaign:
 		return l.Campaign(ctx, f.Nodes...)
 	case FaultLeave:
 		return l.Leave(ctx, f.Nodes...)
+	case FaultJoin:
+		return l.Join(ctx, f.Nodes...)
 	case "":
 		return Fault{}, fmt.Errorf("fault: no kind given (want %s)", strings.Join(FaultKinds, ", "))
 	}
@@ -121,9 +116,22 @@ func (l *Lab) Crash(names ...string) (Fault, error) {
 	return l.done(f), nil
 }
 
+// Join starts nodes that are down (that left, say) as newcomers: each
+// announces itself to every member it knows with JOIN, asks for the
+// membership (MEMBERS) and then elects, as `bullylab node --join` does.
+// The others, which dropped a node that left from their membership, take
+// it back on its JOIN. It returns once the control sockets answer.
+func (l *Lab) Join(ctx context.Context, names ...string) (Fault, error) {
+	return l.startNodes(ctx, FaultJoin, names)
+}
+
 // Restart starts crashed or exited nodes again with the same ID, address
 // and data dir, and waits until their control sockets answer.
 func (l *Lab) Restart(ctx context.Context, names ...string) (Fault, error) {
+	return l.startNodes(ctx, FaultRestart, names)
+}
+
+func (l *Lab) startNodes(ctx context.Context, kind string, names []string) (Fault, error) {
 	end, err := l.begin()
 	if err != nil {
 		return Fault{}, err
@@ -131,21 +139,24 @@ func (l *Lab) Restart(ctx context.Context, names ...string) (Fault, error) {
 	defer end()
 	nodes, err := l.nodesOf(names)
 	if err != nil {
-		return Fault{}, fmt.Errorf("restart: %w", err)
+		return Fault{}, fmt.Errorf("%s: %w", kind, err)
 	}
 	l.mu.Lock()
 	for _, n := range nodes {
 		if st := l.procStateLocked(n); st != ProcCrashed && st != ProcExited {
 			l.mu.Unlock()
-			return Fault{}, fmt.Errorf("restart: node %s is %s; crash it first", n.name, st)
+			return Fault{}, fmt.Errorf("%s: node %s is %s; crash it first", kind, n.name, st)
 		}
+	}
+	for _, n := range nodes {
+		n.join = kind == FaultJoin
 	}
 	l.mu.Unlock()
 	ctx, cancel := mergeCancel(ctx, l.ctx)
 	defer cancel()
-	f := Fault{Time: time.Now(), Kind: FaultRestart, Nodes: slices.Clone(names)}
+	f := Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names)}
 	if err := l.boot(ctx, nodes, false); err != nil {
-		return Fault{}, fmt.Errorf("restart: %w", err)
+		return Fault{}, fmt.Errorf("%s: %w", kind, err)
 	}
 	var pids []string
 	l.mu.Lock()
@@ -154,6 +165,9 @@ func (l *Lab) Restart(ctx context.Context, names ...string) (Fault, error) {
 	}
 	l.mu.Unlock()
 	f.Detail = "started as process " + strings.Join(pids, ", ") + "; control sockets answering"
+	if kind == FaultJoin {
+		f.Detail = "started with --join as process " + strings.Join(pids, ", ") + "; control sockets answering"
+	}
 	return l.done(f), nil
 }
 
@@ -243,14 +257,18 @@ func (l *Lab) waitStopped(n *labNode, stopped bool) error {
 	}
 }
 
-// Isolate cuts nodes off the switch by setting the switch-side end of their
-// links down: they keep their addresses and routes, and their packets
-// vanish, as when a cable is pulled at the switch.
+// Isolate cuts nodes off everyone else: every packet between an isolated
+// node and any other is dropped on arrival, as when a cable is pulled. The
+// receivers drop them, as for a partition, so that what an isolated node
+// writes still crosses the switch: a capture there sees every frame each
+// node wrote, which is what the bench's counter cross-check compares
+// (with the switch port down, frames written into it vanished before the
+// capture, or died with the TCP connection that held them).
 func (l *Lab) Isolate(names ...string) (Fault, error) {
 	return l.setIsolated(FaultIsolate, names, true)
 }
 
-// Unisolate reconnects isolated nodes, returning once their ports forward.
+// Unisolate reconnects isolated nodes; a partition in force stays.
 func (l *Lab) Unisolate(names ...string) (Fault, error) {
 	return l.setIsolated(FaultUnisolate, names, false)
 }
@@ -266,22 +284,58 @@ func (l *Lab) setIsolated(kind string, names []string, isolate bool) (Fault, err
 		return Fault{}, fmt.Errorf("%s: %w", kind, err)
 	}
 	f := Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names)}
-	var links []string
+	l.mu.Lock()
+	was := map[*labNode]bool{}
 	for _, n := range nodes {
-		if err := l.tb.SetNodeLink(n.name, !isolate); err != nil {
-			return Fault{}, fmt.Errorf("%s: %w", kind, err)
-		}
-		l.mu.Lock()
+		was[n] = n.isolated
 		n.isolated = isolate
+	}
+	l.mu.Unlock()
+	if err := l.setBlocked(l.wantBlocked()); err != nil {
+		l.mu.Lock()
+		for n, w := range was {
+			n.isolated = w
+		}
 		l.mu.Unlock()
-		links = append(links, SwitchVeth(l.tb.run, n.index))
+		return Fault{}, fmt.Errorf("%s: %w", kind, err)
 	}
-	state := "up"
 	if isolate {
-		state = "down"
+		f.Detail = "dropping every packet to and from " + strings.Join(names, ", ")
+	} else {
+		f.Detail = strings.Join(names, ", ") + " reconnected"
 	}
-	f.Detail = "switch port " + strings.Join(links, ", ") + " " + state
 	return l.done(f), nil
+}
+
+// wantBlocked returns, per receiver, the sources its Firewall must drop:
+// the partition's cut, and every packet to or from an isolated node.
+func (l *Lab) wantBlocked() map[string]map[string]bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	want := map[string]map[string]bool{}
+	add := func(rcv, src string) {
+		if want[rcv] == nil {
+			want[rcv] = map[string]bool{}
+		}
+		want[rcv][src] = true
+	}
+	for rcv, srcs := range l.cut {
+		for src := range srcs {
+			add(rcv, src)
+		}
+	}
+	for _, a := range l.nodes {
+		if !a.isolated {
+			continue
+		}
+		for _, b := range l.nodes {
+			if a != b {
+				add(a.name, b.name)
+				add(b.name, a.name)
+			}
+		}
+	}
+	return want
 }
 
 // ResolveGroup expands a group: each entry is a node name or a topology
@@ -364,7 +418,14 @@ func (l *Lab) Partition(groups [][]string, oneWay bool) (Fault, error) {
 		}
 	}
 	f := Fault{Time: time.Now(), Kind: FaultPartition, Groups: resolved, OneWay: oneWay}
-	if err := l.setBlocked(want); err != nil {
+	l.mu.Lock()
+	old := l.cut
+	l.cut = want
+	l.mu.Unlock()
+	if err := l.setBlocked(l.wantBlocked()); err != nil {
+		l.mu.Lock()
+		l.cut = old
+		l.mu.Unlock()
 		return Fault{}, fmt.Errorf("partition: %w", err)
 	}
 	parts := make([]string, len(resolved))
@@ -466,29 +527,17 @@ func (l *Lab) Heal() (Fault, error) {
 	defer end()
 	f := Fault{Time: time.Now(), Kind: FaultHeal}
 	var healed []string
+	l.mu.Lock()
 	for _, n := range l.nodes {
-		l.mu.Lock()
-		fw, cut, isolated := n.fw, len(n.blocked) > 0, n.isolated
-		l.mu.Unlock()
-		if cut {
-			if err := fw.Clear(); err != nil {
-				return Fault{}, fmt.Errorf("heal: node %s: %w", n.name, err)
-			}
-			l.mu.Lock()
-			clear(n.blocked)
-			l.mu.Unlock()
-		}
-		if isolated {
-			if err := l.tb.SetNodeLink(n.name, true); err != nil {
-				return Fault{}, fmt.Errorf("heal: %w", err)
-			}
-			l.mu.Lock()
-			n.isolated = false
-			l.mu.Unlock()
-		}
-		if cut || isolated {
+		if len(n.blocked) > 0 || n.isolated {
 			healed = append(healed, n.name)
 		}
+		n.isolated = false
+	}
+	l.cut = nil
+	l.mu.Unlock()
+	if err := l.setBlocked(nil); err != nil {
+		return Fault{}, fmt.Errorf("heal: %w", err)
 	}
 	f.Nodes = healed
 	if len(healed) == 0 {
@@ -503,72 +552,134 @@ func (l *Lab) Heal() (Fault, error) {
 // (peer "") or to peer alone, keeping the link's other impairments. Zero
 // removes the delay.
 func (l *Lab) Delay(name, peer string, delay, jitter time.Duration) (Fault, error) {
-	return l.impair(FaultDelay, name, peer, func(imp *Impairment) {
-		imp.Delay, imp.Jitter = delay, jitter
-	})
+	return l.DelayNodes([]string{name}, peersOf(peer), delay, jitter)
 }
 
 // Loss sets the percentage of packets node's sends lose, to every
 // destination (peer "") or to peer alone. Zero removes the loss.
 func (l *Lab) Loss(name, peer string, percent float64) (Fault, error) {
-	return l.impair(FaultLoss, name, peer, func(imp *Impairment) { imp.Loss = percent })
+	return l.LossNodes([]string{name}, peersOf(peer), percent)
 }
 
-func (l *Lab) impair(kind, name, peer string, change func(*Impairment)) (Fault, error) {
+func peersOf(peer string) []string {
+	if peer == "" {
+		return nil
+	}
+	return []string{peer}
+}
+
+// DelayNodes sets the delay and jitter of what each of nodes sends, to
+// every destination (no peers) or to each of peers, as one fault.
+func (l *Lab) DelayNodes(nodes, peers []string, delay, jitter time.Duration) (Fault, error) {
+	return l.impair(FaultDelay, nodes, peers, func(imp *Impairment) {
+		imp.Delay, imp.Jitter = delay, jitter
+	})
+}
+
+// LossNodes sets the loss of what each of nodes sends, to every
+// destination (no peers) or to each of peers, as one fault.
+func (l *Lab) LossNodes(nodes, peers []string, percent float64) (Fault, error) {
+	return l.impair(FaultLoss, nodes, peers, func(imp *Impairment) { imp.Loss = percent })
+}
+
+func (l *Lab) impair(kind string, names, peerNames []string, change func(*Impairment)) (Fault, error) {
 	end, err := l.begin()
 	if err != nil {
 		return Fault{}, err
 	}
 	defer end()
-	n, err := l.node(name)
+	nodes, err := l.nodesOf(names)
 	if err != nil {
 		return Fault{}, fmt.Errorf("%s: %w", kind, err)
 	}
-	nodes := []string{name}
-	if peer != "" {
-		p, err := l.node(peer)
-		if err != nil {
-			return Fault{}, fmt.Errorf("%s: %w", kind, err)
+	if len(peerNames) > 0 {
+		if _, err := l.nodesOf(peerNames); err != nil {
+			return Fault{}, fmt.Errorf("%s: peer: %w", kind, err)
 		}
-		if p == n {
-			return Fault{}, fmt.Errorf("%s: node %s cannot be its own peer", kind, name)
-		}
-		nodes = append(nodes, peer)
 	}
+	for _, n := range nodes {
+		if slices.Contains(peerNames, n.name) {
+			return Fault{}, fmt.Errorf("%s: node %s cannot be its own peer", kind, n.name)
+		}
+	}
+	type saved struct {
+		link  Impairment
+		pairs map[string]Impairment
+	}
+	old := map[*labNode]saved{}
+	var rec Impairment // what the first node's link or first pair now gets
 	l.mu.Lock()
-	oldLink, oldPairs := n.link, cloneImpairs(n.pairs)
-	var imp Impairment
-	if peer == "" {
-		change(&n.link)
-		imp = n.link
-	} else {
-		imp = l.pairImpairmentLocked(n, peer)
-		change(&imp)
-		n.pairs[peer] = imp
+	for i, n := range nodes {
+		old[n] = saved{n.link, cloneImpairs(n.pairs)}
+		if len(peerNames) == 0 {
+			change(&n.link)
+			if i == 0 {
+				rec = n.link
+			}
+			continue
+		}
+		for j, p := range peerNames {
+			imp := l.pairImpairmentLocked(n, p)
+			change(&imp)
+			n.pairs[p] = imp
+			if i == 0 && j == 0 {
+				rec = imp
+			}
+		}
 	}
 	l.mu.Unlock()
 	restore := func() {
 		l.mu.Lock()
-		n.link, n.pairs = oldLink, oldPairs
+		for n, o := range old {
+			n.link, n.pairs = o.link, o.pairs
+		}
 		l.mu.Unlock()
 	}
-	if err := imp.Validate(); err != nil {
+	if err := l.validateImpairments(nodes); err != nil {
 		restore()
-		return Fault{}, fmt.Errorf("%s: node %s: %w", kind, name, err)
+		return Fault{}, fmt.Errorf("%s: %w", kind, err)
 	}
-	f := Fault{Time: time.Now(), Kind: kind, Nodes: nodes, Impair: &imp}
-	if err := l.applyImpairments(n); err != nil {
+	f := Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names), Peers: slices.Clone(peerNames), Impair: &rec}
+	if err := l.applyAll(nodes); err != nil {
 		// Part of the change may be in force: put back what was.
 		restore()
-		_ = l.applyImpairments(n)
+		_ = l.applyAll(nodes)
 		return Fault{}, fmt.Errorf("%s: %w", kind, err)
 	}
 	to := "everyone"
-	if peer != "" {
-		to = peer
+	if len(peerNames) > 0 {
+		to = strings.Join(peerNames, ",")
 	}
-	f.Detail = fmt.Sprintf("%s -> %s: %s", name, to, imp)
+	f.Detail = fmt.Sprintf("%s -> %s: %s", strings.Join(names, ","), to, rec)
 	return l.done(f), nil
+}
+
+// validateImpairments checks what the nodes' links and pairs now hold.
+func (l *Lab) validateImpairments(nodes []*labNode) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, n := range nodes {
+		if err := n.link.Validate(); err != nil {
+			return fmt.Errorf("node %s: %w", n.name, err)
+		}
+		for p, imp := range n.pairs {
+			if err := imp.Validate(); err != nil {
+				return fmt.Errorf("node %s to %s: %w", n.name, p, err)
+			}
+		}
+	}
+	return nil
+}
+
+// applyAll brings the nodes' Impairers, and every receiver's loss, in line
+// with their links and pairs.
+func (l *Lab) applyAll(nodes []*labNode) error {
+	for _, n := range nodes {
+		if err := l.applyImpairments(n); err != nil {
+			return err
+		}
+	}
+	return l.applyLoss()
 }
 
 func cloneImpairs(m map[string]Impairment) map[string]Impairment {
@@ -600,9 +711,9 @@ func (l *Lab) Clear(names ...string) (Fault, error) {
 		n.link = fromTopo(tn.Impair)
 		clear(n.pairs)
 		l.mu.Unlock()
-		if err := l.applyImpairments(n); err != nil {
-			return Fault{}, fmt.Errorf("clear: %w", err)
-		}
+	}
+	if err := l.applyAll(nodes); err != nil {
+		return Fault{}, fmt.Errorf("clear: %w", err)
 	}
 	f.Detail = "impairments back to the topology's"
 	return l.done(f), nil
@@ -672,11 +783,18 @@ func (l *Lab) wantedPairsLocked(n *labNode) map[netip.Addr]Impairment {
 
 // applyImpairments brings n's Impairer in line with n.link and n.pairs,
 // creating it on first need: a lab that never impairs a node costs that
-// node nothing.
+// node nothing. Loss is left out: the receivers apply it (applyLoss).
 func (l *Lab) applyImpairments(n *labNode) error {
 	l.mu.Lock()
-	link, pairs, imp := n.link, l.wantedPairsLocked(n), n.imp
+	link, pairs, imp := withoutLoss(n.link), l.wantedPairsLocked(n), n.imp
 	l.mu.Unlock()
+	for a, p := range pairs {
+		if p = withoutLoss(p); p.IsZero() {
+			delete(pairs, a) // see wantedPairsLocked
+		} else {
+			pairs[a] = p
+		}
+	}
 	if imp == nil {
 		if link.IsZero() && len(pairs) == 0 {
 			return nil
@@ -715,6 +833,64 @@ func (l *Lab) applyImpairments(n *labNode) error {
 		}
 	}
 	return nil
+}
+
+// withoutLoss is imp as the sender's Impairer applies it.
+func withoutLoss(imp Impairment) Impairment {
+	imp.Loss = 0
+	return imp
+}
+
+// applyLoss makes every receiver drop, on arrival, the share of each
+// sender's packets that the sender's link or pair impairment loses (see
+// Firewall.SetLoss for why the receiver does it). Receivers that never
+// lost anything get no Firewall.
+func (l *Lab) applyLoss() error {
+	for _, r := range l.nodes {
+		l.mu.Lock()
+		loss := map[netip.Addr]float64{}
+		for _, s := range l.nodes {
+			if s == r {
+				continue
+			}
+			if p := l.pairImpairmentLocked(s, r.name).Loss; p > 0 {
+				loss[s.addr] = p
+			}
+		}
+		fw := r.fw
+		l.mu.Unlock()
+		if fw == nil && len(loss) == 0 {
+			continue
+		}
+		if err := l.ensureFirewall(r); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		fw = r.fw
+		l.mu.Unlock()
+		if err := fw.SetLoss(loss); err != nil {
+			return fmt.Errorf("node %s: %w", r.name, err)
+		}
+	}
+	return nil
+}
+
+// MaxDelay returns the largest one-way delay, jitter included, that the
+// impairments now in force give a packet between two nodes, per direction:
+// what node/doc.go's SLE2 bound calls d before TCP's share of it.
+func (l *Lab) MaxDelay() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var d time.Duration
+	for _, s := range l.nodes {
+		for _, r := range l.nodes {
+			if s != r {
+				imp := l.pairImpairmentLocked(s, r.name)
+				d = max(d, imp.Delay+imp.Jitter)
+			}
+		}
+	}
+	return d
 }
 
 // describeImpairments renders what n's link does, e.g. "delay 50ms; to n4:

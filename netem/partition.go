@@ -1,8 +1,11 @@
 package netem
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"net/netip"
 	"slices"
 	"sync"
@@ -16,8 +19,9 @@ import (
 
 // Names of the objects a Firewall keeps in a node's NftTable(run).
 const (
-	firewallSet   = "blocked"
-	firewallChain = "partition_in"
+	firewallSet       = "blocked"
+	firewallChain     = "partition_in"
+	firewallLossChain = "loss_in"
 )
 
 // faultsTableMu serializes creating and deleting the shared per-namespace
@@ -42,7 +46,11 @@ type Firewall struct {
 	set     *nftables.Set
 	chain   *nftables.Chain
 	blocked map[netip.Addr]struct{}
-	closed  bool
+	// lossChain holds one rule per lossy source; nil until SetLoss
+	// first needs it.
+	lossChain *nftables.Chain
+	loss      map[netip.Addr]float64
+	closed    bool
 }
 
 // NewFirewall installs an empty partition set and its input rule in table
@@ -181,6 +189,66 @@ func (f *Firewall) Clear() error {
 	return nil
 }
 
+// SetLoss makes the node drop, on arrival, the given share (percent) of the
+// IPv4 packets from each source, replacing the shares set before; sources
+// not listed lose nothing. Loss is applied by the receiver rather than at
+// the sender's egress for the same reason as the cut: the packet has
+// crossed the switch before it is lost, so a capture there sees every frame
+// a node wrote once, and TCP still retransmits what was dropped.
+func (f *Firewall) SetLoss(loss map[netip.Addr]float64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return errors.New("firewall: closed")
+	}
+	want := map[netip.Addr]float64{}
+	for a, pct := range loss {
+		a = a.Unmap()
+		if !a.Is4() {
+			return fmt.Errorf("firewall: %v is not an IPv4 address", a)
+		}
+		if !(pct >= 0 && pct <= 100) {
+			return fmt.Errorf("firewall: loss %g%% from %v is not a percentage", pct, a)
+		}
+		if pct > 0 {
+			want[a] = pct
+		}
+	}
+	if maps.Equal(want, f.loss) {
+		return nil
+	}
+	if f.lossChain == nil {
+		if len(want) == 0 {
+			return nil
+		}
+		f.lossChain = &nftables.Chain{Name: firewallLossChain, Table: f.table, Type: nftables.ChainTypeFilter,
+			Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityRef(*nftables.ChainPriorityFilter + 1)}
+		f.conn.AddChain(f.lossChain)
+	}
+	f.conn.FlushChain(f.lossChain)
+	for _, a := range slices.SortedFunc(maps.Keys(want), netip.Addr.Compare) {
+		src := a.As4()
+		threshold := make([]byte, 4)
+		binary.BigEndian.PutUint32(threshold, uint32(math.Round(want[a]*lossScale/100)))
+		f.conn.AddRule(&nftables.Rule{Table: f.table, Chain: f.lossChain, Exprs: []expr.Any{
+			&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.NFPROTO_IPV4}},
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: src[:]},
+			&expr.Numgen{Register: 1, Modulus: lossScale, Type: unix.NFT_NG_RANDOM},
+			// numgen writes host order but cmp compares bytes: swap first.
+			&expr.Byteorder{SourceRegister: 1, DestRegister: 1, Op: expr.ByteorderHton, Len: 4, Size: 4},
+			&expr.Cmp{Op: expr.CmpOpLt, Register: 1, Data: threshold},
+			&expr.Verdict{Kind: expr.VerdictDrop},
+		}})
+	}
+	if err := f.conn.Flush(); err != nil {
+		return fmt.Errorf("firewall: updating chain %s: %w", firewallLossChain, err)
+	}
+	f.loss = want
+	return nil
+}
+
 // Close removes the Firewall's chain and set, and the table once nothing
 // else of ours is left in it. Deleting a base chain makes the kernel drop
 // every packet an Impairer's delayer holds in this namespace, so close the
@@ -199,6 +267,9 @@ func (f *Firewall) Close() error {
 	faultsTableMu.Lock()
 	defer faultsTableMu.Unlock()
 	f.conn.DelChain(f.chain)
+	if f.lossChain != nil {
+		f.conn.DelChain(f.lossChain)
+	}
 	f.conn.DelSet(f.set)
 	err := f.conn.Flush()
 	if err != nil && !errors.Is(err, syscall.ENOENT) {

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Builds bullylab and runs its main job on the embedded defaults: a local
-# cluster of bullylab nodes, a leader crash and restart, measured.
-# Extra arguments go to the command, e.g. scripts/run.sh --nodes 7
+# Builds bullylab and runs its main job on the embedded defaults: a bench of
+# the leader-crash scenario on the built-in star16 testbed (30 runs, each
+# on fresh network namespaces with a live capture), printing the summary
+# table and writing results.json, bench.txt, report.html and the captures
+# to bench-out/. Needs root (it creates network namespaces); run through
+# sudo when not root. Extra arguments go to `bullylab bench`, e.g.
+#   scripts/run.sh --topology star5 --runs 10 --scenario partition-minority
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,4 +20,11 @@ fi
 
 mkdir -p bin
 go build -o bin/bullylab ./cmd/bullylab
-exec bin/bullylab demo "$@"
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null 2>&1; then
+		exec sudo bin/bullylab bench --out bench-out "$@"
+	fi
+	echo "scripts/run.sh: the bench builds network namespaces and needs root; run it as root or install sudo" >&2
+	exit 1
+fi
+exec bin/bullylab bench --out bench-out "$@"

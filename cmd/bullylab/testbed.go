@@ -503,7 +503,7 @@ func faultRequest(fa faultArgs) (netem.Fault, error) {
 		}
 		f.Nodes = []string{node}
 		if hasPeer {
-			f.Nodes = append(f.Nodes, peer)
+			f.Peers = []string{peer}
 		}
 		f.Impair = &netem.Impairment{}
 		if kind == netem.FaultDelay {
@@ -567,8 +567,8 @@ func runFault(c *cli.Context) error {
 		return err
 	}
 	what := strings.Join(rec.Nodes, " ")
-	if rec.Kind == netem.FaultDelay || rec.Kind == netem.FaultLoss {
-		what = strings.Join(rec.Nodes, ":")
+	if len(rec.Peers) > 0 {
+		what = strings.Join(rec.Nodes, ",") + ":" + strings.Join(rec.Peers, ",")
 	}
 	if len(rec.Groups) > 0 {
 		var gs []string

@@ -21,6 +21,9 @@ type Checks struct {
 	// followed the highest live node for good; absent when that never
 	// happened within the run.
 	ConvergenceNS *int64 `json:"convergence_ns,omitempty"`
+	// BoundNS is the SLE2 bound the run's convergence was held to: the
+	// topology's, or larger when a fault delayed the network.
+	BoundNS int64 `json:"sle2_bound_ns,omitempty"`
 	// Violations are what failed the run; empty when it passed.
 	Violations []Violation `json:"violations,omitempty"`
 }
@@ -192,6 +195,7 @@ func Check(in CheckInput) Checks {
 		}
 	}
 
+	c.BoundNS = int64(in.Bound)
 	if in.Convergence != nil {
 		ns := int64(*in.Convergence)
 		c.ConvergenceNS = &ns

@@ -34,7 +34,8 @@
 //	  scenario            --scenario as given: a built-in name or a file
 //	  params              scenario parameters given: k, delays, loss, faults
 //	  impair_backend      netem or nfqueue
-//	  sle2_bound_ns       the convergence bound the liveness check applied
+//	  sle2_bound_ns       the SLE2 bound of the topology's own network (runs under
+//	                      a delay fault apply a larger one: checks.sle2_bound_ns)
 //	scenarios[]           one per scenario run (latency-sweep gives one per delay)
 //	  name, description
 //	  labels              variant labels such as {"delay": "50ms"}; with name, the key
@@ -56,7 +57,9 @@
 //	    messages          wire type -> frames of the measured election in the
 //	                      capture, HEARTBEATs left out
 //	    counters          ok: the nodes' frame counters match the capture;
-//	                      mismatches: one line each where they do not
+//	                      mismatches: one line each where they do not;
+//	                      at_most: nodes that wrote into a network dropping
+//	                      packets, whose counts only bound the capture's
 //	    capture           the run's pcapng, relative to results.json
 //	    schedule          the fault schedule, one resolved step a line
 //	    checks
@@ -64,8 +67,10 @@
 //	      split_brain        [{start_ns, end_ns, leaders, connected}]: windows with
 //	                         several leaders, times from the measured fault;
 //	                         connected: outside every disruption and its grace
-//	      convergence_ns     last fault to agreement on the highest live node;
-//	                         absent when that never happened
+//	      convergence_ns     last fault in force to agreement on the highest live
+//	                         node; absent when that never happened
+//	      sle2_bound_ns      the bound convergence was held to: node/doc.go's
+//	                         formula with d from the largest delay in force
 //	      violations         [{property, detail}]: safety (SLE1) or liveness (SLE2)
 //	  summary             over the runs that passed, except the counts
 //	    runs, ok, failed

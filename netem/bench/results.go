@@ -150,6 +150,11 @@ type Run struct {
 type CountersCheck struct {
 	OK         bool     `json:"ok"`
 	Mismatches []string `json:"mismatches,omitempty"`
+	// AtMost lists the nodes whose counts could only be held as an upper
+	// bound of the capture's: they wrote into a network that dropped
+	// packets, where TCP can abort a connection with frames still queued
+	// in the kernel and never transmitted.
+	AtMost []string `json:"at_most,omitempty"`
 }
 
 // Summary aggregates a scenario's runs. Distributions cover the runs that

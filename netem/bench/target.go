@@ -72,24 +72,12 @@ func (t *labTarget) Partition(_ context.Context, groups [][]string, oneWay bool)
 
 func (t *labTarget) Heal(context.Context) error { return second(t.lab.Heal()) }
 
-// Delay and Loss set each node's link in turn: the Lab records one fault
-// per node (the Target contract asks for one; see the report).
 func (t *labTarget) Delay(_ context.Context, nodes []string, delay, jitter time.Duration) error {
-	for _, n := range nodes {
-		if err := second(t.lab.Delay(n, "", delay, jitter)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return second(t.lab.DelayNodes(nodes, nil, delay, jitter))
 }
 
 func (t *labTarget) Loss(_ context.Context, nodes []string, percent float64) error {
-	for _, n := range nodes {
-		if err := second(t.lab.Loss(n, "", percent)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return second(t.lab.LossNodes(nodes, nil, percent))
 }
 
 func (t *labTarget) Clear(_ context.Context, nodes []string) error {
@@ -112,9 +100,17 @@ func (t *labTarget) Leave(ctx context.Context, nodes []string) error {
 	return nil
 }
 
-// Join starts nodes that left: a restarted node that left announces JOIN.
+// Join starts nodes that left, which announce themselves with JOIN.
 func (t *labTarget) Join(ctx context.Context, nodes []string) error {
-	return t.Restart(ctx, nodes)
+	if err := second(t.lab.Join(ctx, nodes...)); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	for _, n := range nodes {
+		delete(t.left, n)
+	}
+	t.mu.Unlock()
+	return nil
 }
 
 func (t *labTarget) Status(context.Context) (scenario.View, error) {
