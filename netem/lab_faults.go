@@ -875,6 +875,21 @@ func (l *Lab) applyLoss() error {
 	return nil
 }
 
+// Lossy reports whether the impairments now in force lose packets
+// between any two nodes.
+func (l *Lab) Lossy() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.nodes {
+		for _, r := range l.nodes {
+			if s != r && l.pairImpairmentLocked(s, r.name).Loss > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // MaxDelay returns the largest one-way delay, jitter included, that the
 // impairments now in force give a packet between two nodes, per direction:
 // what node/doc.go's SLE2 bound calls d before TCP's share of it.

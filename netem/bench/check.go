@@ -22,7 +22,8 @@ type Checks struct {
 	// happened within the run.
 	ConvergenceNS *int64 `json:"convergence_ns,omitempty"`
 	// BoundNS is the SLE2 bound the run's convergence was held to: the
-	// topology's, or larger when a fault delayed the network.
+	// topology's, or larger when a fault delayed the network; absent when
+	// loss was still in force at the end, as SLE2 then bounds nothing.
 	BoundNS int64 `json:"sle2_bound_ns,omitempty"`
 	// Violations are what failed the run; empty when it passed.
 	Violations []Violation `json:"violations,omitempty"`

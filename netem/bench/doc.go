@@ -70,7 +70,8 @@
 //	      convergence_ns     last fault in force to agreement on the highest live
 //	                         node; absent when that never happened
 //	      sle2_bound_ns      the bound convergence was held to: node/doc.go's
-//	                         formula with d from the largest delay in force
+//	                         formula with d from the largest delay in force;
+//	                         absent when loss was still in force at the end
 //	      violations         [{property, detail}]: safety (SLE1) or liveness (SLE2)
 //	  summary             over the runs that passed, except the counts
 //	    runs, ok, failed
