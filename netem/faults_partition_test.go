@@ -192,3 +192,37 @@ func TestFaultsFirewallAPI(t *testing.T) {
 		t.Error("invalid run ID accepted")
 	}
 }
+
+// TestFaultsReceiverLoss checks the Firewall's loss: a share of what one
+// source sends is dropped on arrival, other sources lose nothing, and the
+// sender sees no error.
+func TestFaultsReceiverLoss(t *testing.T) {
+	faultsNoLeak(t)
+	f := newFaultsFixture(t, 3)
+	a, b, c := f.nodes[0], f.nodes[1], f.nodes[2]
+	fb := faultsFirewall(t, f, b)
+	ua, ub, uc := faultsUDP(t, a), faultsUDP(t, b), faultsUDP(t, c)
+	if err := fb.SetLoss(map[netip.Addr]float64{a.addr: 50}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 400
+	fromA := faultsUDPCount(t, ua, ub, 1, n)
+	fromC := faultsUDPCount(t, uc, ub, 2, n)
+	t.Logf("50%% loss from a: %d/%d arrived; from c: %d/%d", fromA, n, fromC, n)
+	// Binomial(400, 0.5): 200 ± 25 is five standard deviations.
+	if fromA < 175 || fromA > 225 {
+		t.Errorf("from a: %d/%d arrived, want about half", fromA, n)
+	}
+	if fromC != n {
+		t.Errorf("from c: %d/%d arrived, want all", fromC, n)
+	}
+	if err := fb.SetLoss(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := faultsUDPCount(t, ua, ub, 3, n); got != n {
+		t.Errorf("after SetLoss(nil): %d/%d arrived", got, n)
+	}
+	if err := fb.SetLoss(map[netip.Addr]float64{a.addr: 120}); err == nil {
+		t.Error("SetLoss accepted 120%")
+	}
+}

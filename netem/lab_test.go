@@ -311,8 +311,55 @@ func TestLabIsolateLeave(t *testing.T) {
 		t.Errorf("after leave, n5 is %s", s.State)
 	}
 	left := labWait(t, lab, "leave n5", "n4", back.Epoch)
-	labDo(t)(lab.Restart(t.Context(), "n5"))
-	labWait(t, lab, "n5 rejoins", "n5", left.Epoch)
+	if f := labDo(t)(lab.Join(t.Context(), "n5")); f.Kind != netem.FaultJoin {
+		t.Errorf("join record %+v", f)
+	}
+	if err := second(lab.Join(t.Context(), "n5")); err == nil || !strings.Contains(err.Error(), "node n5 is running") {
+		t.Errorf("joining a running node: %v", err)
+	}
+	labWait(t, lab, "n5 joins", "n5", left.Epoch)
+}
+
+// TestLabImpairSeveral sets delay and loss on several nodes, and on pairs,
+// each as one fault, and checks what the lab reports as in force.
+func TestLabImpairSeveral(t *testing.T) {
+	lab := labStart(t, "star5")
+	labFirst(t, lab, "n5")
+	var records []netem.Fault
+	lab.OnFault(func(f netem.Fault) { records = append(records, f) })
+	imp := func(node string) string { return labState(t, lab, node).Impairment }
+	labDo(t)(lab.DelayNodes([]string{"n1", "n2"}, nil, 20*time.Millisecond, 5*time.Millisecond))
+	if len(records) != 1 || !slices.Equal(records[0].Nodes, []string{"n1", "n2"}) {
+		t.Fatalf("records %+v, want one delay fault on n1 and n2", records)
+	}
+	for _, n := range []string{"n1", "n2"} {
+		if got, want := imp(n), "delay 20ms±5ms"; got != want {
+			t.Errorf("%s impairment %q, want %q", n, got, want)
+		}
+	}
+	if d := lab.MaxDelay(); d != 25*time.Millisecond {
+		t.Errorf("MaxDelay %v, want 25ms", d)
+	}
+	if lab.Lossy() {
+		t.Error("Lossy with delay alone")
+	}
+	labDo(t)(lab.LossNodes([]string{"n3", "n4"}, []string{"n1", "n2"}, 10))
+	if got, want := imp("n3"), "to n1,n2: loss 10%"; got != want {
+		t.Errorf("n3 impairment %q, want %q", got, want)
+	}
+	if !lab.Lossy() {
+		t.Error("not Lossy with loss in force")
+	}
+	if err := second(lab.LossNodes([]string{"n1"}, []string{"n1"}, 10)); err == nil || !strings.Contains(err.Error(), "its own peer") {
+		t.Errorf("own peer: %v", err)
+	}
+	labDo(t)(lab.Clear())
+	if lab.Lossy() || lab.MaxDelay() != 0 {
+		t.Errorf("after clear: lossy %v, max delay %v", lab.Lossy(), lab.MaxDelay())
+	}
+	// The cluster still elects after the impairments are gone.
+	labDo(t)(lab.Crash("n5"))
+	labWait(t, lab, "crash n5", "n4", 0, "n1", "n2", "n3", "n4")
 }
 
 func second(_ netem.Fault, err error) error { return err }

@@ -369,18 +369,19 @@ const faultHelp = `Faults (NODE is a node name; GROUP a comma list of nodes or a
   restart NODE...          start crashed or exited nodes again, same ID and data dir
   pause NODE...            SIGSTOP the nodes (a hung node: a grey failure)
   resume NODE...           SIGCONT paused nodes
-  isolate NODE...          take the nodes' switch ports down
-  unisolate NODE...        bring them up again
+  isolate NODE...          drop every packet to and from the nodes (at the receivers)
+  unisolate NODE...        reconnect them
   partition [--one-way] GROUP GROUP...
                            cut the groups from each other (one-way: only what the
                            first group sends to the second), replacing any partition
   heal                     remove every partition and isolation
   delay NODE[:PEER] DURATION [--jitter DURATION]
                            delay what NODE sends (to PEER only); 0 removes it
-  loss NODE[:PEER] PERCENT drop that share of what NODE sends (to PEER only)
+  loss NODE[:PEER] PERCENT drop that share of what NODE sends (to PEER only), on arrival
   clear [NODE...]          back to the topology's impairments (all nodes by default)
   campaign NODE...         have the nodes start an election
   leave NODE...            have the nodes announce LEAVE and exit
+  join NODE...             start nodes that are down as newcomers announcing JOIN
 --run ID picks the testbed when several are up.`
 
 func faultCommand() *cli.Command {
@@ -463,7 +464,7 @@ func faultRequest(fa faultArgs) (netem.Fault, error) {
 	}
 	switch kind {
 	case netem.FaultCrash, netem.FaultRestart, netem.FaultPause, netem.FaultResume,
-		netem.FaultIsolate, netem.FaultUnisolate, netem.FaultCampaign, netem.FaultLeave:
+		netem.FaultIsolate, netem.FaultUnisolate, netem.FaultCampaign, netem.FaultLeave, netem.FaultJoin:
 		if len(args) == 0 {
 			return f, fmt.Errorf("fault %s: name the nodes (like n1 n2)", kind)
 		}

@@ -37,7 +37,7 @@
 //
 //	crash: SEL        SIGKILL                 restart: SEL   start a node that is down
 //	pause: SEL        SIGSTOP, sockets open   resume: SEL    SIGCONT
-//	isolate: SEL      link cut at the switch  unisolate: SEL reconnect
+//	isolate: SEL      cut off from everyone   unisolate: SEL reconnect
 //	leave: SEL        LEAVE, then exit        join: SEL      start with JOIN
 //	campaign: SEL     ask for an election     clear: SEL     restore the topology's impairments
 //	heal              remove the partition, reconnect isolated nodes
