@@ -197,6 +197,19 @@ func (n *Node) Run(ctx context.Context) (err error) {
 				}
 			}
 		case <-timer.C:
+			// Messages already received go first: an ANSWER waiting in
+			// the queue when the election timeout fires (a node that was
+			// not scheduled in time on a loaded host) must stop the node
+			// from declaring itself the highest.
+		drain:
+			for range maxBatch {
+				select {
+				case msg := <-in:
+					n.step(&msg)
+				default:
+					break drain
+				}
+			}
 			n.m.Tick(n.now())
 		case f := <-n.ctrl:
 			f()
