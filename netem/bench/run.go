@@ -338,11 +338,18 @@ func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, 
 	// agreed, and a frame written after this read but on the wire before
 	// the capture stops would be seen and not counted. Nodes that crashed,
 	// restarted, left or joined since the baseline lost or reset theirs.
-	select {
-	case <-ctx.Done():
-	case <-time.After(10 * messageDelay(lab.MaxDelay(), backend)):
-	}
+	// A stale frame TCP delivers late after a heal can start one more
+	// round well after the agreement, so wait for the counters to stand
+	// still (or give up after a while: the cut-off below still holds),
+	// and count on the wire only what was sent before the read.
+	endDelay := lab.MaxDelay()
+	waitStill(ctx, lab, max(200*time.Millisecond, 3*messageDelay(endDelay, backend)), 5*time.Second)
 	after := sentCounters(lab.Status())
+	// A frame written before the read reaches the switch at most the
+	// delay in force later; one written after it, no earlier than that
+	// when the delay is constant (the usual case; with jitter, or traffic
+	// during the read, the two may mix).
+	cutoff := time.Now().Add(endDelay)
 	lossyAtEnd := lab.Lossy()
 	disturbed := map[string]bool{}
 	for _, f := range faults {
@@ -412,7 +419,7 @@ func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, 
 	}
 
 	// Counters against the capture.
-	wireSent, err := wireCounts(capPath, topo, baseline)
+	wireSent, err := wireCounts(capPath, topo, baseline, cutoff)
 	if err != nil {
 		return fail(FailSetup, "counting the capture: %v", err)
 	}
@@ -529,15 +536,16 @@ func dropping(topo *topologies.Topology, faults []netem.Fault, names []string) m
 	return out
 }
 
-// wireCounter counts frames by sender and type from a time on.
+// wireCounter counts frames by sender and type between two times.
 type wireCounter struct {
 	from   time.Time
+	to     time.Time
 	byAddr map[netip.Addr]string
 	counts map[string]map[string]int
 }
 
 func (c *wireCounter) Frame(f *capture.Frame) {
-	if f.Err != nil || f.Time.Before(c.from) {
+	if f.Err != nil || f.Time.Before(c.from) || f.Time.After(c.to) {
 		return
 	}
 	n, ok := c.byAddr[f.Src.Addr()]
@@ -553,8 +561,8 @@ func (c *wireCounter) Frame(f *capture.Frame) {
 func (c *wireCounter) StreamError(*capture.StreamError) {}
 
 // wireCounts counts the frames of the capture at path by sender and type,
-// from a time on.
-func wireCounts(path string, topo *topologies.Topology, from time.Time) (map[string]map[string]int, error) {
+// seen from one time to another.
+func wireCounts(path string, topo *topologies.Topology, from, to time.Time) (map[string]map[string]int, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -564,7 +572,7 @@ func wireCounts(path string, topo *topologies.Topology, from time.Time) (map[str
 	if err != nil {
 		return nil, err
 	}
-	wc := &wireCounter{from: from, byAddr: map[netip.Addr]string{}, counts: map[string]map[string]int{}}
+	wc := &wireCounter{from: from, to: to, byAddr: map[netip.Addr]string{}, counts: map[string]map[string]int{}}
 	for _, n := range topo.Nodes {
 		wc.byAddr[n.Addr] = n.Name
 	}
@@ -601,6 +609,38 @@ func measuredElection(rep *capture.Report, fault time.Time) *capture.Election {
 		}
 	}
 	return nil
+}
+
+// waitStill waits until no running node's election counters move for
+// quiet, at most timeout.
+func waitStill(ctx context.Context, lab *netem.Lab, quiet, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	var last uint64
+	since := time.Now()
+	for first := true; ; first = false {
+		var sum uint64
+		for _, s := range lab.Status() {
+			if s.View != nil {
+				for _, t := range electionTypes {
+					sum += s.View.Counters.Sent[t.String()]
+				}
+			}
+		}
+		now := time.Now()
+		if first || sum != last {
+			last, since = sum, now
+		} else if now.Sub(since) >= quiet {
+			return
+		}
+		if now.After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(quietPoll):
+		}
+	}
 }
 
 // quietPoll is how often waitQuiet reads the nodes' counters.
