@@ -3,6 +3,9 @@ package netem_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,7 +36,7 @@ func BenchmarkLab(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var build, ready, elect, up, teardown time.Duration
+			var build, ready, elect, up, teardown, followerCPU, leaderCPU time.Duration
 			for range b.N {
 				time.Sleep(settle)
 				run := netemtest.RunID(b)
@@ -51,6 +54,9 @@ func BenchmarkLab(b *testing.B) {
 				if want := fmt.Sprintf("n%d", n); ag.Node != want {
 					b.Errorf("first leader %s, want %s", ag.Node, want)
 				}
+				f, l := nodeCPU(b, run, ag.Node)
+				followerCPU += f / time.Duration(n-1)
+				leaderCPU += l
 				t := lab.Times()
 				build += t.Built.Sub(t.Begin)
 				ready += t.Ready.Sub(t.Built)
@@ -71,6 +77,52 @@ func BenchmarkLab(b *testing.B) {
 			b.ReportMetric(per(elect), "s/elect")
 			b.ReportMetric(per(up), "s/up-to-leader")
 			b.ReportMetric(per(teardown), "s/teardown")
+			b.ReportMetric(1000*per(followerCPU), "cpu-ms/node")
+			b.ReportMetric(1000*per(leaderCPU), "cpu-ms/leader")
 		})
 	}
+}
+
+// nodeCPU returns the CPU time the run's recorded processes have used: the
+// followers' in all, and the leader's.
+func nodeCPU(b *testing.B, run, leader string) (followers, lead time.Duration) {
+	b.Helper()
+	st, err := netem.ReadState(run)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range st.Processes {
+		d := procCPU(b, p.PID)
+		if p.Node == leader {
+			lead += d
+		} else {
+			followers += d
+		}
+	}
+	return followers, lead
+}
+
+// procCPU reads utime+stime of a process from /proc/PID/stat.
+func procCPU(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The command name may hold spaces; the fields after it may not.
+	_, rest, _ := strings.Cut(string(data), ") ")
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		b.Fatalf("/proc/%d/stat: %d fields after the name", pid, len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:13] { // utime, stime: fields 14 and 15 of stat
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/%d/stat: %v", pid, err)
+		}
+		ticks += v
+	}
+	const clockTicks = 100 // USER_HZ on Linux
+	return time.Duration(ticks) * time.Second / clockTicks
 }

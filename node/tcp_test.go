@@ -227,8 +227,15 @@ func TestTCPStalledPeerQueueFullAndExpiry(t *testing.T) {
 	a.SetPeers([]wire.Member{{ID: peer, Addr: ln.Addr().String()}})
 	big := make([]byte, 60<<10)
 	const n = 400 // 24 MB: more than loopback socket buffers hold
+	// In batches twice the queue's length, each given a moment to drain:
+	// the writer then fills the socket buffers until a write stalls, and the
+	// batches sent while it stalls overflow the queue and expire in it.
+	const batch = 8
 	for i := range n {
 		a.Send(peer, &wire.Message{Type: wire.TypeMembers, Epoch: uint64(i), From: a.id, Payload: big})
+		if i%batch == batch-1 {
+			a.Flush(20 * time.Millisecond)
+		}
 	}
 	if !a.Flush(10 * time.Second) {
 		t.Fatal("flush timed out")
