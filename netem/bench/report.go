@@ -6,38 +6,45 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"sync"
 	"time"
 )
 
 //go:embed report.html.tmpl
 var reportTemplate string
 
-var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"ns":     fmtNS,
-	"anchor": anchor,
-	"mean":   fmtMean,
-	"ints":   joinInts,
-	"dur":    func(ns int64) string { return time.Duration(ns).String() },
-	"utc":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
-	"types":  func(s Summary) []string { return summaryTypes(s) },
-	"msg":    func(s Summary, t string) Count { return s.Messages[t] },
-	"runns": func(p *int64) string {
-		if p == nil {
-			return "-"
-		}
-		return fmtNS(*p)
-	},
-	"runmsgs": func(r Run) int {
-		n := 0
-		for _, c := range r.Messages {
-			n += c
-		}
-		return n
-	},
-	// A colour for a style attribute: html/template would refuse a
-	// string there.
-	"color": func(t string) template.CSS { return template.CSS(colorOf(t)) },
-}).Parse(reportTemplate))
+// reportTmpl is parsed on first use: every bullylab process, node
+// processes included, would otherwise parse it at start.
+var reportTmpl = sync.OnceValue(func() *template.Template { return reportTemplateParsed() })
+
+func reportTemplateParsed() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"ns":     fmtNS,
+		"anchor": anchor,
+		"mean":   fmtMean,
+		"ints":   joinInts,
+		"dur":    func(ns int64) string { return time.Duration(ns).String() },
+		"utc":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"types":  func(s Summary) []string { return summaryTypes(s) },
+		"msg":    func(s Summary, t string) Count { return s.Messages[t] },
+		"runns": func(p *int64) string {
+			if p == nil {
+				return "-"
+			}
+			return fmtNS(*p)
+		},
+		"runmsgs": func(r Run) int {
+			n := 0
+			for _, c := range r.Messages {
+				n += c
+			}
+			return n
+		},
+		// A colour for a style attribute: html/template would refuse a
+		// string there.
+		"color": func(t string) template.CSS { return template.CSS(colorOf(t)) },
+	}).Parse(reportTemplate))
+}
 
 type reportScenario struct {
 	*ScenarioResult
@@ -83,7 +90,7 @@ func WriteReport(w io.Writer, r *Results, seqs ...Sequence) error {
 		}
 		d.Sequences = append(d.Sequences, reportSequence{Title: s.Title, SVG: template.HTML(SequenceSVG(s)), Types: sortTypes(used)})
 	}
-	return reportTmpl.Execute(w, d)
+	return reportTmpl().Execute(w, d)
 }
 
 // anchor makes a scenario key an HTML id: keys hold spaces and '='.

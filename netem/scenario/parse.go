@@ -105,7 +105,7 @@ func (p *parser) parse(data []byte) (*Scenario, error) {
 		case "labels":
 			sc.Labels = map[string]string{}
 			err = p.Mapping(v, fp, nil, func(key string, k, v *yaml.Node, fp string) error {
-				if !labelKeyPattern.MatchString(key) {
+				if !labelKeyPattern().MatchString(key) {
 					return p.ErrAt(k, fp, "invalid label name (want [a-z][a-z0-9_-]{0,31})")
 				}
 				if slices.Contains(reservedLabels, key) {
@@ -115,7 +115,7 @@ func (p *parser) parse(data []byte) (*Scenario, error) {
 				if err != nil {
 					return err
 				}
-				if !labelValPattern.MatchString(s) {
+				if !labelValPattern().MatchString(s) {
 					return p.ErrAt(v, fp, "invalid value %q (want [A-Za-z0-9._-]{1,64})", s)
 				}
 				sc.Labels[key] = s

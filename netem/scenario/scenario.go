@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bullylab/bullylab/topologies/yamlfile"
@@ -130,9 +131,11 @@ type Fault struct {
 	Loss   float64 // percent, 0..100
 }
 
+// The patterns compile on first use: package initialisation runs in every
+// bullylab process, node processes included, which never parse a scenario.
 var (
-	labelKeyPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
-	labelValPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	labelKeyPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`) })
+	labelValPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) })
 )
 
 // reservedLabels are the keys benchmark names already use.
@@ -216,13 +219,13 @@ func (v validator) run() error {
 	}
 	for _, k := range sortedKeys(sc.Labels) {
 		f := "labels." + k
-		if !labelKeyPattern.MatchString(k) {
+		if !labelKeyPattern().MatchString(k) {
 			return v.err(0, f, "invalid label name (want [a-z][a-z0-9_-]{0,31})")
 		}
 		if slices.Contains(reservedLabels, k) {
 			return v.err(0, f, "%q is reserved for benchmark names", k)
 		}
-		if !labelValPattern.MatchString(sc.Labels[k]) {
+		if !labelValPattern().MatchString(sc.Labels[k]) {
 			return v.err(0, f, "invalid value %q (want [A-Za-z0-9._-]{1,64})", sc.Labels[k])
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -54,9 +55,11 @@ type Parser struct {
 	nodes    int
 }
 
+// The patterns compile on first use: package initialisation runs in every
+// bullylab process, node processes included, which never parse a file.
 var (
-	yamlLinePattern = regexp.MustCompile(`(?s)^yaml: line (\d+): (.*)$`)
-	namePattern     = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	yamlLinePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)^yaml: line (\d+): (.*)$`) })
+	namePattern     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) })
 )
 
 // Recover turns a panic into an *Error in *err; defer it in a Parse
@@ -78,7 +81,7 @@ func (p *Parser) ErrAt(n *yaml.Node, field, format string, args ...any) error {
 }
 
 func (p *Parser) yamlErr(err error) error {
-	if m := yamlLinePattern.FindStringSubmatch(err.Error()); m != nil {
+	if m := yamlLinePattern().FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		return &Error{File: p.File, Line: line, Msg: m[2]}
 	}
@@ -279,7 +282,7 @@ func Join(path, key string) string {
 
 // ValidName reports whether s may name what a file holds: names end up
 // in benchmark names and file names.
-func ValidName(s string) bool { return namePattern.MatchString(s) }
+func ValidName(s string) bool { return namePattern().MatchString(s) }
 
 // Name reads a file's name field, which must be a ValidName.
 func (p *Parser) Name(v *yaml.Node, path string) (string, error) {
