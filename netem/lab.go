@@ -119,8 +119,8 @@ type LabOptions struct {
 // is nil. A node is a single event loop with a transport; 250 of them share
 // the machine's cores. Measured with 100 nodes on 2 cores: GOMAXPROCS=1 cut
 // their steady CPU by a fifth (fewer threads handing work to each other),
-// and GOGC=400 moved the first collection past start-up (each node
-// allocates a frame queue per peer as it starts, which triggered GC assists
+// and GOGC=400 moved the first collection past start-up (each node then
+// allocated a frame queue per peer as it started, which triggered GC assists
 // that were a third of its boot CPU): 4.5 s instead of 6.1 s to boot, and
 // 16 instead of 24 MB resident per node. GOMEMLIMIT caps what GOGC=400
 // would let a heap grow to when a node's queues fill (in an election storm,
@@ -424,9 +424,8 @@ func nodeIDs(n int, seed int64) ([]uuid.UUID, error) {
 // boot starts the nodes' processes and waits until their control sockets
 // answer, keeping at most bootWindow of them booting at once; with pace, a
 // node counts as booting until its boot election has settled too (see
-// waitSettled). A node process spends 30-80 ms of CPU starting (runtime,
-// package initialisation, a queue and a goroutine per peer, dials to peers
-// not up yet); started 8 at a time, or 4 without pacing, 250 of them kept
+// waitSettled). A node process spends 40-80 ms of CPU starting (runtime,
+// package initialisation, page faults, dials to peers not up yet); started 8 at a time, or 4 without pacing, 250 of them kept
 // both cores saturated, the leader answered ELECTIONs later than the
 // 200 ms election timeout, booting nodes elected themselves, and their
 // elections kept the machine saturated for minutes. Pacing on the leader's
