@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,14 +87,64 @@ func TestTextbookCounts(t *testing.T) {
 			}
 		})
 	}
+	// With the default stagger the survivors' own failure detectors, not
+	// the test, decide who detects: the highest survivor first, and its
+	// HALTs reach the others before their turn.
+	t.Run("leader-crash-staggered", func(t *testing.T) {
+		for n := 2; n <= 50; n++ {
+			got := staggeredLeaderCrash(t, n)
+			if want := highestDetects(uint64(n)); got.String() != want.String() {
+				t.Errorf("N=%d: got %v, want %v", n, got, want)
+			}
+		}
+	})
+}
+
+// staggeredLeaderCrash boots n nodes with the default detection stagger,
+// crashes the stable leader and returns the messages the election its
+// failure detectors start sends, heartbeats aside.
+func staggeredLeaderCrash(t *testing.T, n int) electionCounts {
+	t.Helper()
+	cfg := simConfig()
+	if cfg.DetectionStagger == 0 {
+		t.Fatal("simConfig has no detection stagger")
+	}
+	s := newSimNetwork(t, uint64(n), n, cfg)
+	s.maxDly = s.minDly
+	for i := range n {
+		s.start(i)
+	}
+	s.runUntil(time.Second, nil)
+	if l, err := s.agreement(); err != nil || l != n-1 {
+		t.Fatalf("N=%d cold start: leader n%d, %v", n, l, err)
+	}
+	s.crash(n - 1)
+	before := s.sent
+	s.runUntil(s.now+2*time.Second, nil)
+	if l, err := s.agreement(); err != nil || l != n-2 {
+		t.Fatalf("N=%d after crash: leader n%d, %v", n, l, err)
+	}
+	return sentSince(s, before)
+}
+
+func sentSince(s *simNetwork, before [16]uint64) electionCounts {
+	got := electionCounts{}
+	for _, ty := range wire.Types {
+		if ty != wire.TypeHeartbeat && s.sent[ty] != before[ty] {
+			got[ty] = s.sent[ty] - before[ty]
+		}
+	}
+	return got
 }
 
 // textbookElection boots n nodes, waits for the cold-start election, crashes
 // the leader, makes exactly the given survivors detect it at the same instant
 // and returns the messages the resulting election sent, heartbeats aside.
+// The stagger is off: these cases are about detections the test places.
 func textbookElection(t *testing.T, n int, detectors []int) electionCounts {
 	t.Helper()
 	cfg := simConfig()
+	cfg.DetectionStagger = 0
 	cfg.FailureTimeout = time.Hour // only the chosen detectors notice the crash
 	s := newSimNetwork(t, uint64(n), n, cfg)
 	s.maxDly = s.minDly // constant delay: the counts are exact
@@ -114,20 +165,15 @@ func textbookElection(t *testing.T, n int, detectors []int) electionCounts {
 	if l, err := s.agreement(); err != nil || l != n-2 {
 		t.Fatalf("N=%d after crash: leader n%d, %v", n, l, err)
 	}
-	got := electionCounts{}
-	for _, ty := range wire.Types {
-		if ty != wire.TypeHeartbeat && s.sent[ty] != before[ty] {
-			got[ty] = s.sent[ty] - before[ty]
-		}
-	}
-	return got
+	return sentSince(s, before)
 }
 
 // sle2Bound is the time after the last fault within which every live node is
 // Normal with the same, live, highest leader (see doc.go for the derivation).
-func sle2Bound(cfg Config) time.Duration {
-	wait := WaitFactor * cfg.ElectionTimeout
-	detect := max(cfg.FailureTimeout, wait, cfg.HeartbeatInterval+simMaxDelay)
+func sle2Bound(cfg Config, n int) time.Duration {
+	stagger := MaxStaggerDelay(n, cfg.DetectionStagger, cfg.ElectionTimeout)
+	wait := WaitFactor*cfg.ElectionTimeout + stagger
+	detect := max(cfg.FailureTimeout+simMaxDelay+stagger, wait, cfg.HeartbeatInterval+simMaxDelay)
 	return detect + 3*cfg.ElectionTimeout + 10*simMaxDelay
 }
 
@@ -165,7 +211,7 @@ func TestRandomSchedules(t *testing.T) {
 		}
 	}
 	t.Logf("%d schedules in %v: %d faults, SLE1 checked after %d of %d events; SLE2 max convergence %v (bound %v)",
-		n, time.Since(start).Round(time.Millisecond), stats.faults, stats.checked, stats.events, maxConverge, sle2Bound(simConfig()))
+		n, time.Since(start).Round(time.Millisecond), stats.faults, stats.checked, stats.events, maxConverge, sle2Bound(simConfig(), 7))
 }
 
 // runSchedule builds and runs the schedule for seed. It returns how long after
@@ -183,7 +229,7 @@ func runSchedule(t testing.TB, seed uint64, trace *strings.Builder, stats *sched
 	// last one ended at least one SLE2 bound ago (rival leaders left by a
 	// healed partition need that long to meet). Crashes and restarts happen
 	// inside synchronous periods: that is where SLE1 must hold.
-	bound := sle2Bound(cfg)
+	bound := sle2Bound(cfg, n)
 	asyncUntil := time.Duration(0)
 	inAsync := false
 	var violation error
@@ -381,5 +427,94 @@ func TestMembershipChurn(t *testing.T) {
 	}
 	if !s.nodes[4].m.IsLeader() {
 		t.Fatal("rejoined highest node does not lead")
+	}
+}
+
+// TestDetectionStagger: a follower's failure deadline grows by one stagger
+// per member between it and its leader, up to ElectionTimeout; a member
+// joining or leaving in between moves it; a halted node's wait is staggered
+// below the node that halted it.
+func TestDetectionStagger(t *testing.T) {
+	ids := simIDs(rand.New(rand.NewPCG(3, 4)), 8)
+	leader := ids[7]
+	var peers []wire.Member
+	for i, id := range ids {
+		peers = append(peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
+	}
+	cfg := simConfig()
+	cfg.DetectionStagger = 30 * time.Millisecond
+	cfg.ElectionTimeout = 100 * time.Millisecond
+	follower := func(i int, peers []wire.Member) *Machine {
+		c := cfg
+		c.ID, c.Addr, c.Peers = ids[i], fmt.Sprintf("n%d", i), peers
+		m, err := NewMachine(c, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Step(time.Second, &wire.Message{Type: wire.TypeCoordinator, Epoch: 1, From: leader})
+		if l, _ := m.Leader(); m.Status() != StatusNormal || l != leader {
+			t.Fatalf("n%d did not follow the leader: %s", i, m.Status())
+		}
+		return m
+	}
+	for i, want := range []time.Duration{100, 100, 100, 90, 60, 30, 0} { // ms past FailureTimeout
+		m := follower(i, peers)
+		if got := m.NextDeadline() - time.Second - cfg.FailureTimeout; got != want*time.Millisecond {
+			t.Errorf("n%d (rank %d): stagger %v, want %v", i, 6-i, got, want*time.Millisecond)
+		}
+		m.Step(time.Second+10*time.Millisecond, &wire.Message{Type: wire.TypeHeartbeat, Epoch: 1, From: leader})
+		if got := m.NextDeadline() - time.Second - 10*time.Millisecond - cfg.FailureTimeout; got != want*time.Millisecond {
+			t.Errorf("n%d after a heartbeat: stagger %v, want %v", i, got, want*time.Millisecond)
+		}
+	}
+
+	// n4 starts without n5 and n6: rank 0 until they join, rank 2 after.
+	m := follower(4, append(slices.Clone(peers[:5]), peers[7]))
+	if got := m.NextDeadline() - time.Second; got != cfg.FailureTimeout {
+		t.Errorf("n4 with nobody in between: deadline +%v, want +%v", got, cfg.FailureTimeout)
+	}
+	for _, p := range peers[5:7] {
+		m.Step(time.Second+time.Millisecond, &wire.Message{Type: wire.TypeJoin, From: p.ID, Payload: wire.AppendAddr(nil, p.Addr)})
+	}
+	if got := m.NextDeadline() - time.Second; got != cfg.FailureTimeout+60*time.Millisecond {
+		t.Errorf("n4 after two joined above it: deadline +%v, want +%v", got, cfg.FailureTimeout+60*time.Millisecond)
+	}
+	m.Step(time.Second+2*time.Millisecond, &wire.Message{Type: wire.TypeLeave, From: ids[6]})
+	if got := m.NextDeadline() - time.Second; got != cfg.FailureTimeout+30*time.Millisecond {
+		t.Errorf("n4 after one left: deadline +%v, want +%v", got, cfg.FailureTimeout+30*time.Millisecond)
+	}
+
+	// Halted by n6, n2 (three members in between) waits three steps longer.
+	m = follower(2, peers)
+	m.Step(2*time.Second, &wire.Message{Type: wire.TypeHalt, Epoch: 2, From: ids[6]})
+	if m.Status() != StatusWaiting {
+		t.Fatalf("n2 after HALT: %s", m.Status())
+	}
+	if got, want := m.NextDeadline()-2*time.Second, WaitFactor*cfg.ElectionTimeout+90*time.Millisecond; got != want {
+		t.Errorf("n2 halted by n6: waits %v, want %v", got, want)
+	}
+
+	cfg.DetectionStagger = 0
+	if got := follower(0, peers).NextDeadline() - time.Second; got != cfg.FailureTimeout {
+		t.Errorf("stagger 0: deadline +%v, want +%v", got, cfg.FailureTimeout)
+	}
+}
+
+func TestStaggerDelayCap(t *testing.T) {
+	for _, c := range []struct {
+		rank             int
+		stagger, timeout time.Duration
+		want             time.Duration
+	}{
+		{0, time.Second, time.Second, 0},
+		{-1, time.Second, time.Second, 0},
+		{3, 0, time.Second, 0},
+		{3, 10 * time.Millisecond, time.Second, 30 * time.Millisecond},
+		{248, 50 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond},
+		{999, 1<<63 - 1, time.Second, time.Second}, // no overflow
+	} {
+		if got := StaggerDelay(c.rank, c.stagger, c.timeout); got != c.want {
+			t.Errorf("StaggerDelay(%d, %v, %v) = %v, want %v", c.rank, c.stagger, c.timeout, got, c.want)
+		}
 	}
 }

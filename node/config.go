@@ -33,6 +33,15 @@ type Config struct {
 	// after ELECTION, and for HALT_ACKs after HALT. A node that was answered or
 	// halted waits WaitFactor times as long for a COORDINATOR.
 	ElectionTimeout time.Duration
+
+	// DetectionStagger delays a follower's failure detection by this much for
+	// every member ranked between it and its leader, and a waiting node's
+	// timeout likewise for every member between it and the node it waits
+	// for; the delay is capped at ElectionTimeout (see StaggerDelay). After a
+	// leader crash the highest survivor then detects first and HALTs the
+	// others before their timers fire, instead of every survivor electing at
+	// once. 0 disables it. It changes timing only, never safety.
+	DetectionStagger time.Duration
 }
 
 // WaitFactor multiplies ElectionTimeout to give the time a node that was
@@ -48,7 +57,42 @@ func DefaultConfig() Config {
 		HeartbeatInterval: 100 * time.Millisecond,
 		FailureTimeout:    500 * time.Millisecond,
 		ElectionTimeout:   200 * time.Millisecond,
+		// One step of the stagger must cover what separates the highest
+		// survivor's detection from the next node's: the skew between the
+		// two last HEARTBEATs (the leader writes N frames in a row, a few
+		// ms), the survivor's timer wakeup, its HALT over a new TCP
+		// connection (handshake plus one delay: three one-way delays, under
+		// 1 ms on a LAN) and the next node's wakeup to read it. On a loaded
+		// 2-core host with dozens of nodes each wakeup can wait ~20 ms for a
+		// core, so 50 ms. The stagger costs nothing when the highest survivor
+		// is alive (its rank is 0), so erring long is cheap; with the cap at
+		// ElectionTimeout, four ranks get distinct deadlines.
+		DetectionStagger: 50 * time.Millisecond,
 	}
+}
+
+// StaggerDelay is the extra failure-detection delay of a node with rank
+// members between it and the node it watches: rank x stagger, capped at
+// electionTimeout. Past the cap staggering buys nothing: the highest
+// survivor, detecting at rank 0, has finished its HALT round within one
+// ElectionTimeout, and every later node would only wait longer to be
+// halted (250 nodes would otherwise wait seconds). The cap is also how
+// much the stagger adds to the SLE2 bound.
+func StaggerDelay(rank int, stagger, electionTimeout time.Duration) time.Duration {
+	if rank <= 0 || stagger <= 0 {
+		return 0
+	}
+	if time.Duration(rank) > electionTimeout/stagger {
+		return electionTimeout
+	}
+	return min(time.Duration(rank)*stagger, electionTimeout)
+}
+
+// MaxStaggerDelay is the largest StaggerDelay in a cluster of n members: the
+// term the stagger adds to node/doc.go's SLE2 bound.
+func MaxStaggerDelay(n int, stagger, electionTimeout time.Duration) time.Duration {
+	// Between a node and the one it watches lie at most n-2 others.
+	return StaggerDelay(n-2, stagger, electionTimeout)
 }
 
 // ErrInvalidConfig is wrapped by every error Validate returns.
@@ -71,6 +115,9 @@ func (c Config) Validate() error {
 	}
 	if c.ElectionTimeout <= 0 {
 		return configError("ElectionTimeout", "must be positive, got %v", c.ElectionTimeout)
+	}
+	if c.DetectionStagger < 0 {
+		return configError("DetectionStagger", "must not be negative (0 disables it), got %v", c.DetectionStagger)
 	}
 	if err := wire.CheckAddr(c.Addr); err != nil {
 		return configError("Addr", "%v", err)

@@ -213,7 +213,7 @@ func (m *Machine) Step(now time.Duration, msg *wire.Message) {
 		m.onElection(now, from)
 	case wire.TypeAnswer:
 		if m.status == StatusElecting && Less(m.id, from) {
-			m.becomeWaiting(now)
+			m.becomeWaiting(now, from)
 		}
 	case wire.TypeHalt:
 		m.onHalt(now, Ballot{Epoch: msg.Epoch, ID: from}, msg.Reason())
@@ -287,7 +287,7 @@ func (m *Machine) onHalt(now time.Duration, b Ballot, reason wire.Reason) {
 	if m.promise.Less(b) && b.Epoch > m.leaderEpoch {
 		m.promise = b
 		m.dirty = true
-		m.becomeWaiting(now)
+		m.becomeWaiting(now, b.ID)
 		m.send(b.ID, wire.TypeHaltAck, 0, b.Epoch, nil)
 		return
 	}
@@ -354,7 +354,7 @@ func (m *Machine) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
 	switch {
 	case from == m.leader && epoch == m.leaderEpoch && m.leader != m.id:
 		m.heard = now
-		m.deadline = now + m.cfg.FailureTimeout
+		m.armDetector()
 	case m.leader == m.id && Less(from, m.id):
 		// Two leaders (a healed partition): the higher one takes over under
 		// a new epoch; the lower one waits to be halted.
@@ -376,6 +376,7 @@ func (m *Machine) onLeave(now time.Duration, from uuid.UUID) {
 	delete(m.members, from)
 	m.rebuildIDs()
 	m.dirty = true
+	m.rearmOnRankChange()
 	m.emit(Event{At: now, Kind: EventMemberLeft, Peer: wire.Member{ID: from, Addr: addr}})
 	switch m.status {
 	case StatusHalting:
@@ -407,6 +408,7 @@ func (m *Machine) addMember(now time.Duration, p wire.Member) bool {
 	m.members[p.ID] = p.Addr
 	m.rebuildIDs()
 	m.dirty = true
+	m.rearmOnRankChange()
 	m.emit(Event{At: now, Kind: EventMemberJoined, Peer: p})
 	return true
 }
@@ -448,10 +450,10 @@ func (m *Machine) startHalting(now time.Duration, epoch uint64) {
 	m.dirty = true
 	m.setStatus(now, StatusHalting)
 	m.pending = make(map[uuid.UUID]bool)
-	for _, id := range m.ids {
-		if !Less(id, m.id) {
-			break
-		}
+	// Highest first: the nearer a lower node ranks, the sooner its
+	// staggered detector fires, so the sooner it needs its HALT.
+	for i := m.position(m.id) - 1; i >= 0; i-- {
+		id := m.ids[i]
 		m.pending[id] = true
 		m.send(id, wire.TypeHalt, uint8(m.reason), epoch, nil)
 	}
@@ -489,13 +491,62 @@ func (m *Machine) follow(now time.Duration, b Ballot) {
 		m.emit(Event{At: now, Kind: EventLeaderChanged, Leader: b.ID, Epoch: b.Epoch})
 	}
 	m.heard = now
-	m.deadline = now + m.cfg.FailureTimeout
+	m.armDetector()
 }
 
-func (m *Machine) becomeWaiting(now time.Duration) {
+// armDetector sets a Normal follower's failure deadline: FailureTimeout after
+// its leader last showed it is alive, plus the stagger of its rank below the
+// leader. Every follower hears the leader's HEARTBEATs at about the same
+// time, so without the stagger all of them would detect a crash at once and
+// each would elect: (N-1)(N-2)/2 ELECTIONs. Staggered, the highest survivor
+// detects first and its HALTs reach the others before their deadlines.
+func (m *Machine) armDetector() {
+	m.deadline = m.heard + m.cfg.FailureTimeout + m.staggerBelow(m.leader)
+}
+
+// rearmOnRankChange moves a Normal follower's failure deadline after the
+// membership changed, since a member joining or leaving between it and its
+// leader changes its rank.
+func (m *Machine) rearmOnRankChange() {
+	if m.status == StatusNormal && m.leader != m.id && m.leader != uuid.Nil {
+		m.armDetector()
+	}
+}
+
+// becomeWaiting waits for a COORDINATOR after awaited answered or halted this
+// node. Its timeout is staggered like the failure detector, by rank below
+// awaited: if awaited dies, the nodes it halted would otherwise all time out
+// together and elect at once.
+func (m *Machine) becomeWaiting(now time.Duration, awaited uuid.UUID) {
 	m.pending = nil
 	m.setStatus(now, StatusWaiting)
-	m.deadline = now + WaitFactor*m.cfg.ElectionTimeout
+	m.deadline = now + WaitFactor*m.cfg.ElectionTimeout + m.staggerBelow(awaited)
+}
+
+// staggerBelow is the extra detection delay for watching node above: the
+// stagger of this node's rank below it (StaggerDelay).
+func (m *Machine) staggerBelow(above uuid.UUID) time.Duration {
+	return StaggerDelay(m.rankBelow(above), m.cfg.DetectionStagger, m.cfg.ElectionTimeout)
+}
+
+// rankBelow counts the members ranked strictly between this node and above,
+// in the member list this node holds (IDs compared with Less): 0 for the
+// node just below above, such as the highest follower of a leader. Members
+// that left are not in the list; members that crashed still are, since the
+// Machine has no liveness view beyond its leader's heartbeats: a crashed
+// member in between costs one stagger step, within the cap. A node above
+// (which never follows a lower leader for long) has rank 0.
+func (m *Machine) rankBelow(above uuid.UUID) int {
+	if !Less(m.id, above) {
+		return 0
+	}
+	return max(m.position(above)-m.position(m.id)-1, 0)
+}
+
+// position is the index at which id is, or would be, in m.ids.
+func (m *Machine) position(id uuid.UUID) int {
+	i, _ := slices.BinarySearchFunc(m.ids, id, compareIDs)
+	return i
 }
 
 func (m *Machine) reject(to uuid.UUID) {
@@ -552,13 +603,16 @@ func (m *Machine) rebuildIDs() {
 	for id := range m.members {
 		m.ids = append(m.ids, id)
 	}
-	slices.SortFunc(m.ids, func(a, b uuid.UUID) int {
-		switch {
-		case Less(a, b):
-			return -1
-		case Less(b, a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(m.ids, compareIDs)
+}
+
+// compareIDs orders IDs by Less, for sorting and searching m.ids.
+func compareIDs(a, b uuid.UUID) int {
+	switch {
+	case Less(a, b):
+		return -1
+	case Less(b, a):
+		return 1
+	}
+	return 0
 }

@@ -31,6 +31,9 @@ type ServeOptions struct {
 	Join bool
 
 	HeartbeatInterval, FailureTimeout, ElectionTimeout time.Duration
+	// DetectionStagger is Config.DetectionStagger; nil takes DefaultConfig's,
+	// since zero disables the stagger.
+	DetectionStagger *time.Duration
 
 	// Log receives the event log in LogFormat; nil logs nothing.
 	Log       io.Writer
@@ -52,6 +55,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	if o.ElectionTimeout != 0 {
 		cfg.ElectionTimeout = o.ElectionTimeout
+	}
+	if o.DetectionStagger != nil {
+		cfg.DetectionStagger = *o.DetectionStagger
 	}
 	if o.Advertise == "" {
 		host, _, err := net.SplitHostPort(o.Listen)

@@ -14,7 +14,8 @@
 //	  loss: 0%              # percentages 0..100, "%" optional
 //	  duplicate: 0%
 //	  reorder: 0%
-//	settings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 200ms}
+//	settings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 200ms, detection_stagger: 50ms}
+//	                        # detection_stagger >= 0 (0 disables it); the others > 0
 //	groups:                 # named sets of nodes, for links
 //	  site-a: [n1, n2, n3]
 //	  site-b: [n4, n5]

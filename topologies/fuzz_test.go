@@ -16,6 +16,7 @@ func FuzzParse(f *testing.F) {
 		"nodes: &n [a, b]\ngroups: {g: *n}\n",
 		"nodes: 3\nport: 7000\n",
 		"nodes: 3\nsettings: {heartbeat: 1s}\n",
+		"nodes: [a, {name: b, detection_stagger: 0s}]\nsettings: {detection_stagger: 20ms}\n",
 		"\"a\\nb\": 1\n",
 		"? [a]\n: 1\n",
 	} {

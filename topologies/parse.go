@@ -28,8 +28,8 @@ const maxPairWork = 4_000_000
 
 var (
 	topFields      = []string{"name", "nodes", "subnet", "port", "impair", "settings", "groups", "links"}
-	nodeFields     = []string{"name", "heartbeat", "failure_timeout", "election_timeout", "impair"}
-	settingsFields = []string{"heartbeat", "failure_timeout", "election_timeout"}
+	nodeFields     = []string{"name", "heartbeat", "failure_timeout", "election_timeout", "detection_stagger", "impair"}
+	settingsFields = []string{"heartbeat", "failure_timeout", "election_timeout", "detection_stagger"}
 	impairFields   = []string{"delay", "jitter", "loss", "duplicate", "reorder"}
 	linkFields     = []string{"between", "impair"}
 )
@@ -94,7 +94,9 @@ type rawSetting struct {
 	path string
 }
 
-type rawSettings struct{ heartbeat, failureTimeout, electionTimeout rawSetting }
+type rawSettings struct {
+	heartbeat, failureTimeout, electionTimeout, detectionStagger rawSetting
+}
 
 type rawNode struct {
 	name     string
@@ -280,7 +282,11 @@ func (p *parser) impair(v *yaml.Node, path string) (rawImpair, error) {
 }
 
 func (p *parser) setting(s *rawSettings, key string, v *yaml.Node, fp string) error {
-	d, err := p.PositiveDuration(v, fp)
+	read := p.PositiveDuration
+	if key == "detection_stagger" {
+		read = p.Duration // 0 disables it
+	}
+	d, err := read(v, fp)
 	if err != nil {
 		return err
 	}
@@ -292,6 +298,8 @@ func (p *parser) setting(s *rawSettings, key string, v *yaml.Node, fp string) er
 		s.failureTimeout = rs
 	case "election_timeout":
 		s.electionTimeout = rs
+	case "detection_stagger":
+		s.detectionStagger = rs
 	}
 	return nil
 }
@@ -313,6 +321,9 @@ func (p *parser) resolveSettings(base Settings, r rawSettings, at settingsPathFa
 	}
 	if r.electionTimeout.val != nil {
 		s.ElectionTimeout = *r.electionTimeout.val
+	}
+	if r.detectionStagger.val != nil {
+		s.DetectionStagger = *r.detectionStagger.val
 	}
 	if s.Heartbeat >= s.FailureTimeout {
 		node, path := at.node, at.path

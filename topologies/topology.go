@@ -34,6 +34,9 @@ var DefaultSettings = Settings{
 	Heartbeat:       100 * time.Millisecond,
 	FailureTimeout:  500 * time.Millisecond,
 	ElectionTimeout: 200 * time.Millisecond,
+	// node.DefaultConfig's, so that a node started by hand and one started
+	// from a topology behave alike.
+	DetectionStagger: 50 * time.Millisecond,
 }
 
 // Topology is a parsed and validated topology file.
@@ -68,6 +71,8 @@ type Settings struct {
 	Heartbeat       time.Duration
 	FailureTimeout  time.Duration
 	ElectionTimeout time.Duration
+	// DetectionStagger is node.Config.DetectionStagger; 0 disables it.
+	DetectionStagger time.Duration
 }
 
 // Impair describes a link impairment; percentages are 0..100.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
 )
 
@@ -95,12 +96,12 @@ func TestNodeListOverrides(t *testing.T) {
 name: custom
 nodes:
   - name: a
-  - {name: b, heartbeat: 50ms, impair: {delay: 5ms}}
+  - {name: b, heartbeat: 50ms, detection_stagger: 0s, impair: {delay: 5ms}}
   - c
 subnet: 192.168.7.0/24
 port: 9000
 impair: {jitter: 1ms, loss: 2.5%}
-settings: {heartbeat: 80ms, failure_timeout: 400ms, election_timeout: 150ms}
+settings: {heartbeat: 80ms, failure_timeout: 400ms, election_timeout: 150ms, detection_stagger: 30ms}
 groups: {x: [a], y: [b, c]}
 links:
   - between: [x, y]
@@ -122,7 +123,7 @@ links:
 		t.Errorf("b = %+v\nwant %+v", *b, wantB)
 	}
 	c, _ := topo.Node("c")
-	if c.Settings.Heartbeat != 80*time.Millisecond || c.Impair.Delay != 0 {
+	if c.Settings.Heartbeat != 80*time.Millisecond || c.Settings.DetectionStagger != 30*time.Millisecond || c.Impair.Delay != 0 {
 		t.Errorf("c = %+v, want topology defaults", *c)
 	}
 	if im, _ := topo.PairImpair("c", "a"); im != (topologies.Impair{Delay: 20 * time.Millisecond, Loss: 1}) {
@@ -192,6 +193,8 @@ func TestBadFiles(t *testing.T) {
 		{"nan duplicate", "nodes: 3\nimpair: {duplicate: NaN}\n", "bad.yaml:2: impair.duplicate: \"NaN\" is not a percentage"},
 		{"node impair", "nodes:\n  - name: a\n    impair: {loss: 200}\n", "bad.yaml:3: nodes[0].impair.loss: \"200\" is not a percentage"},
 		{"zero heartbeat", "nodes: 3\nsettings: {heartbeat: 0s}\n", "bad.yaml:2: settings.heartbeat: must be positive"},
+		{"negative stagger", "nodes: 3\nsettings:\n  detection_stagger: -1ms\n", "bad.yaml:3: settings.detection_stagger: -1ms is negative"},
+		{"node stagger", "nodes:\n  - a\n  - {name: b, detection_stagger: soon}\n", "bad.yaml:3: nodes[1].detection_stagger: \"soon\" is not a duration"},
 		{"heartbeat not below failure", "nodes: 3\nsettings:\n  heartbeat: 500ms\n", "bad.yaml:3: settings.heartbeat: heartbeat 500ms must be below failure_timeout 500ms"},
 		{"failure below heartbeat", "nodes: 3\nsettings:\n  failure_timeout: 50ms\n", "bad.yaml:3: settings.failure_timeout: heartbeat 100ms must be below"},
 		{"node heartbeat", "nodes:\n  - a\n  - {name: b, heartbeat: 2s}\n", "bad.yaml:3: nodes[1].heartbeat: heartbeat 2s must be below"},
@@ -305,5 +308,18 @@ func TestStar(t *testing.T) {
 	}
 	if _, err := topologies.Star(0); err == nil {
 		t.Error("Star(0) succeeded")
+	}
+}
+
+// TestDefaultSettingsMatchNode: a topology that names no settings runs its
+// nodes as `bullylab node` without timing flags would.
+func TestDefaultSettingsMatchNode(t *testing.T) {
+	def := node.DefaultConfig()
+	want := topologies.Settings{
+		Heartbeat: def.HeartbeatInterval, FailureTimeout: def.FailureTimeout,
+		ElectionTimeout: def.ElectionTimeout, DetectionStagger: def.DetectionStagger,
+	}
+	if topologies.DefaultSettings != want {
+		t.Errorf("DefaultSettings = %+v, node.DefaultConfig has %+v", topologies.DefaultSettings, want)
 	}
 }

@@ -97,6 +97,7 @@ func TestFlagErrors(t *testing.T) {
 	wantError(t, `--heartbeat "soon": not a duration`, "node", "--listen", addr, "--data-dir", dir, "--heartbeat", "soon")
 	wantError(t, "--election-timeout -1s: must be positive", "node", "--listen", addr, "--data-dir", dir, "--election-timeout", "-1s")
 	wantError(t, "--failure-timeout 50ms: must be longer than --heartbeat 100ms", "node", "--listen", addr, "--data-dir", dir, "--failure-timeout", "50ms")
+	wantError(t, "--detection-stagger -5ms: must not be negative", "node", "--listen", addr, "--data-dir", dir, "--detection-stagger", "-5ms")
 	wantError(t, `--id "nope": not a UUID`, "node", "--listen", addr, "--data-dir", dir, "--id", "nope")
 	wantError(t, `--log: unknown log format "xml"`, "node", "--listen", addr, "--data-dir", dir, "--log", "xml")
 	wantError(t, "flag provided but not defined: -bogus", "node", "--bogus")

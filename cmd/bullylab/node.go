@@ -32,6 +32,7 @@ func nodeCommand(usageError cli.OnUsageErrorFunc) *cli.Command {
 			&cli.StringFlag{Name: "heartbeat", Value: def.HeartbeatInterval.String(), Usage: "leader heartbeat `interval`"},
 			&cli.StringFlag{Name: "failure-timeout", Value: def.FailureTimeout.String(), Usage: "silence from the leader before an election"},
 			&cli.StringFlag{Name: "election-timeout", Value: def.ElectionTimeout.String(), Usage: "wait for ANSWER and for HALT_ACKs"},
+			&cli.StringFlag{Name: "detection-stagger", Value: def.DetectionStagger.String(), Usage: "extra failure-detection delay per member ranked between this node and its leader, capped at --election-timeout; 0 disables"},
 			&cli.StringFlag{Name: "log", Value: "json", Usage: "event log format on stdout: json or text"},
 			&cli.StringFlag{Name: "control", Usage: "control socket `path` (default: <data-dir>/control.sock)"},
 			&cli.BoolFlag{Name: "join", Usage: "announce this node with JOIN: for a node the peers' lists do not name yet"},
@@ -52,6 +53,7 @@ func runNode(c *cli.Context) error {
 		Join:      c.Bool("join"),
 		Log:       c.App.Writer,
 	}
+	var stagger time.Duration
 	for _, d := range []struct {
 		flag string
 		dst  *time.Duration
@@ -59,6 +61,7 @@ func runNode(c *cli.Context) error {
 		{"heartbeat", &o.HeartbeatInterval},
 		{"failure-timeout", &o.FailureTimeout},
 		{"election-timeout", &o.ElectionTimeout},
+		{"detection-stagger", &stagger},
 	} {
 		v, err := time.ParseDuration(c.String(d.flag))
 		if err != nil {
@@ -66,6 +69,7 @@ func runNode(c *cli.Context) error {
 		}
 		*d.dst = v
 	}
+	o.DetectionStagger = &stagger
 	if s := c.String("id"); s != "" {
 		id, err := uuid.Parse(s)
 		if err != nil {
@@ -112,6 +116,9 @@ func checkTimeouts(o node.ServeOptions) error {
 	}
 	if o.FailureTimeout <= o.HeartbeatInterval {
 		return fmt.Errorf("--failure-timeout %v: must be longer than --heartbeat %v", o.FailureTimeout, o.HeartbeatInterval)
+	}
+	if o.DetectionStagger != nil && *o.DetectionStagger < 0 {
+		return fmt.Errorf("--detection-stagger %v: must not be negative (0 disables it)", *o.DetectionStagger)
 	}
 	return nil
 }
