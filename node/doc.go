@@ -24,15 +24,38 @@
 //     members and leads the epoch. A COORDINATOR is accepted when its ballot is
 //     not below the promise; one from a lower ID makes the receiver bully it.
 //   - The leader sends HEARTBEAT to every member each HeartbeatInterval; a
-//     follower that hears none from its leader for FailureTimeout elects. A
-//     leader that hears a HEARTBEAT from a lower leader (a healed partition)
-//     elects, so the higher one takes the cluster under a new epoch.
-//   - A node answered or halted waits WaitFactor x ElectionTimeout for a
-//     COORDINATOR, then starts over.
+//     follower that hears none from its leader for FailureTimeout + its
+//     stagger elects. A leader that hears a HEARTBEAT from a lower leader (a
+//     healed partition) elects, so the higher one takes the cluster under a
+//     new epoch.
+//   - A node answered or halted waits WaitFactor x ElectionTimeout + its
+//     stagger for a COORDINATOR, then starts over.
+//
+// The stagger orders detections. A node's rank below a node it watches (its
+// leader, or the node that answered or halted it) is the number of members
+// in its member list with an ID strictly between the two; members that left
+// are not in the list, crashed ones still are. Its stagger is
+// min(rank x DetectionStagger, ElectionTimeout), recomputed when members join
+// or leave. The leader's HEARTBEATs reach every follower at about the same
+// time, so without it every survivor of a leader crash elects at once; with
+// it the highest survivor (rank 0) detects first and halts the others, HALTs
+// going out highest first, before their own, later, deadlines. A halted or
+// answered node has left Normal: its failure detector is off, and its wait
+// for a COORDINATOR is staggered the same way, so that a candidate dying
+// while the others wait does not make them all elect at once either. The cap
+// keeps large clusters from waiting seconds: past one ElectionTimeout the
+// rank-0 node has finished its HALT round, so waiting longer buys nothing.
+// The stagger changes when timers fire, never what a message does, so the
+// properties below hold with any value; 0 disables it. The bullied path is
+// unchanged: a Normal follower that gets ELECTION from a lower node and has
+// missed two heartbeats leaves the leader out of its own ELECTIONs.
 //
 // Cold start: every node starts as a non-coordinator and elects (option 2 of
 // the design notes). Option 1, every node starting as coordinator, has two
-// Normal nodes disagree the moment both are up.
+// Normal nodes disagree the moment both are up. The boot election is not
+// staggered: a booting node has no leader to rank itself against, and a node
+// restarting into a running cluster should not come up later for it; nodes
+// booted together therefore still all elect at once, once.
 //
 // # Epochs
 //
@@ -63,7 +86,11 @@
 //
 // For N nodes ranked 1..N with leader N crashed in a stable cluster and
 // constant delays, one election sends exactly (TestTextbookCounts asserts it
-// for N = 2..50; HEARTBEATs are not counted):
+// for N = 2..50; HEARTBEATs are not counted). With the default stagger a
+// leader crash is the first case: node N-1 detects DetectionStagger before
+// node N-2 would, and its HALTs arrive within one message delay. The other
+// two cases are what happens without the stagger (DetectionStagger 0) when
+// detections are placed so, or with it when the survivors above fail too:
 //
 //	highest survivor detects:  HALT N-2, HALT_ACK N-2, COORDINATOR N-1
 //	only the lowest detects:   ELECTION (N-2) + (N-2)(N-1)/2,
@@ -77,9 +104,11 @@
 // never reach the wire, so a capture shows exactly one fewer COORDINATOR and
 // N-2 fewer ELECTIONs than these counts.
 //
-// On a real network detections are staggered, and a survivor whose failure
-// detector fires after the others followed the new leader (a node that was
-// not scheduled in time, on a loaded host) sends its ELECTIONs late: each
+// On a real network a node's timer or its HALT may come later than the
+// stagger allows (a node not scheduled in time, on a loaded host): it then
+// elects too, within the counts of the all-detect case. A survivor whose
+// failure detector fires after the others followed the new leader sends its
+// ELECTIONs late: each
 // Normal follower it reaches answers and elects again (reason bullied), and
 // the leader answers every such ELECTION with ANSWER and a COORDINATOR. On
 // the wire, with L the ELECTIONs of reason bullied, one election then sends
@@ -97,12 +126,17 @@
 //
 // SLE2: after the last fault, within
 //
-//	max(FailureTimeout + d, WaitFactor x ElectionTimeout, HeartbeatInterval + d) + 3 x ElectionTimeout + 10d
+//	max(FailureTimeout + d + S, WaitFactor x ElectionTimeout + S, HeartbeatInterval + d) + 3 x ElectionTimeout + 10d
 //
 // every live node is Normal with the highest live node as leader, where d is
-// the largest message delay. A stale view is found within the first term (a
-// dead leader, whose last HEARTBEAT may arrive d after it was sent; a
-// candidate that died while others waited; a rival leader);
+// the largest message delay and S the largest stagger, min((N-2) x
+// DetectionStagger, ElectionTimeout) for N members (MaxStaggerDelay). A
+// stale view is found within the first term (a dead leader, whose last
+// HEARTBEAT may arrive d after it was sent, by a follower whose detector
+// waits at most FailureTimeout + S; a candidate that died while others
+// waited, at most WaitFactor x ElectionTimeout + S; a rival leader, which
+// the stagger does not delay): the stagger grows the detection term by at
+// most its cap, S <= ElectionTimeout;
 // the highest live node then needs at most one ELECTION round to hear that
 // nobody above is alive, one HALT round that may wait for dead nodes, and one
 // more round after a REJECT, each within ElectionTimeout, plus the message

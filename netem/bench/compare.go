@@ -255,8 +255,12 @@ func notes(baseName string, base *Results, newName string, nw *Results) []string
 		if t == (Timing{}) {
 			return ""
 		}
-		return fmt.Sprintf("heartbeat %v, failure timeout %v, election timeout %v",
+		s := fmt.Sprintf("heartbeat %v, failure timeout %v, election timeout %v",
 			time.Duration(t.HeartbeatNS), time.Duration(t.FailureTimeoutNS), time.Duration(t.ElectionTimeoutNS))
+		if t.DetectionStaggerNS != 0 {
+			s += fmt.Sprintf(", detection stagger %v", time.Duration(t.DetectionStaggerNS))
+		}
+		return s
 	}
 	note("timing", tm(base.Topology.Settings), tm(nw.Topology.Settings))
 	if base.Tool.Name != "" && nw.Tool.Name != "" { // bench.txt keeps no seed

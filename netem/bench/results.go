@@ -68,6 +68,8 @@ type Timing struct {
 	HeartbeatNS       int64 `json:"heartbeat_ns"`
 	FailureTimeoutNS  int64 `json:"failure_timeout_ns"`
 	ElectionTimeoutNS int64 `json:"election_timeout_ns"`
+	// DetectionStaggerNS is absent from benches before the stagger existed.
+	DetectionStaggerNS int64 `json:"detection_stagger_ns,omitempty"`
 }
 
 // Settings is how the bench was asked to run.
@@ -331,7 +333,8 @@ func TopologyOf(topo *topologies.Topology) Topology {
 }
 
 func timingOf(s topologies.Settings) Timing {
-	return Timing{HeartbeatNS: int64(s.Heartbeat), FailureTimeoutNS: int64(s.FailureTimeout), ElectionTimeoutNS: int64(s.ElectionTimeout)}
+	return Timing{HeartbeatNS: int64(s.Heartbeat), FailureTimeoutNS: int64(s.FailureTimeout), ElectionTimeoutNS: int64(s.ElectionTimeout),
+		DetectionStaggerNS: int64(s.DetectionStagger)}
 }
 
 // Write writes r as indented JSON, setting Schema.

@@ -193,14 +193,16 @@ func messageDelay(owd time.Duration, backend string) time.Duration {
 
 // sle2Bound is node/doc.go's SLE2 bound for the topology's slowest node,
 //
-//	max(FailureTimeout + d, WaitFactor×ElectionTimeout, Heartbeat + d) + 3×ElectionTimeout + 10d,
+//	max(FailureTimeout + d + S, WaitFactor×ElectionTimeout + S, Heartbeat + d) + 3×ElectionTimeout + 10d,
 //
-// d the largest message delay (messageDelay).
+// d the largest message delay (messageDelay), S the largest detection
+// stagger a node of this many can have (node.MaxStaggerDelay).
 func sle2Bound(topo *topologies.Topology, d time.Duration) time.Duration {
 	var b time.Duration
 	for _, n := range topo.Nodes {
 		s := n.Settings
-		first := max(s.FailureTimeout+d, node.WaitFactor*s.ElectionTimeout, s.Heartbeat+d)
+		stagger := node.MaxStaggerDelay(len(topo.Nodes), s.DetectionStagger, s.ElectionTimeout)
+		first := max(s.FailureTimeout+d+stagger, node.WaitFactor*s.ElectionTimeout+stagger, s.Heartbeat+d)
 		b = max(b, first+3*s.ElectionTimeout+10*d)
 	}
 	return b
@@ -736,7 +738,9 @@ func waitQuiet(ctx context.Context, lab *netem.Lab, leader string, quiet, timeou
 func settleTime(topo *topologies.Topology) time.Duration {
 	q := capture.DefaultQuiet
 	for _, n := range topo.Nodes {
-		q = max(q, (node.WaitFactor+1)*n.Settings.ElectionTimeout)
+		s := n.Settings
+		// A waiting node's timeout is staggered too (node.MaxStaggerDelay).
+		q = max(q, (node.WaitFactor+1)*s.ElectionTimeout+node.MaxStaggerDelay(len(topo.Nodes), s.DetectionStagger, s.ElectionTimeout))
 	}
 	return q + 200*time.Millisecond
 }

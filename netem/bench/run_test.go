@@ -234,8 +234,10 @@ func checkLeaderCrashCounts(n, late int, m map[string]int) string {
 			return fmt.Sprintf("%d %s, want %d", m[typ], typ, want)
 		}
 	}
-	// Detections: from none (the highest survivor alone) to every
-	// survivor's, (N-1)(N-2)/2 on the wire; each late ELECTION on top.
+	// Detections: from none (the highest survivor alone, which the
+	// detection stagger makes the usual case) to every survivor's, when a
+	// loaded host delays the highest survivor's HALTs past the stagger,
+	// (N-1)(N-2)/2 on the wire; each late ELECTION on top.
 	if e := m["ELECTION"] - late; e < 0 || e > (n-1)*(n-2)/2 {
 		return fmt.Sprintf("%d ELECTION with %d late, want at most %d + late", m["ELECTION"], late, (n-1)*(n-2)/2)
 	}
