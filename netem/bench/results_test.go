@@ -98,8 +98,8 @@ func TestTopologyOf(t *testing.T) {
 	}
 	got := bench.TopologyOf(topo)
 	want := bench.Topology{Name: "t", Source: "t.yaml", Nodes: 3,
-		Settings:     bench.Timing{HeartbeatNS: 100e6, FailureTimeoutNS: 500e6, ElectionTimeoutNS: 200e6},
-		NodeSettings: map[string]bench.Timing{"b": {HeartbeatNS: 50e6, FailureTimeoutNS: 500e6, ElectionTimeoutNS: 200e6}}}
+		Settings:     bench.Timing{HeartbeatNS: 100e6, FailureTimeoutNS: 500e6, ElectionTimeoutNS: 200e6, DetectionStaggerNS: 50e6},
+		NodeSettings: map[string]bench.Timing{"b": {HeartbeatNS: 50e6, FailureTimeoutNS: 500e6, ElectionTimeoutNS: 200e6, DetectionStaggerNS: 50e6}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("TopologyOf = %+v\nwant %+v", got, want)
 	}
