@@ -38,8 +38,9 @@
 // min(rank x DetectionStagger, ElectionTimeout), recomputed when members join
 // or leave. The leader's HEARTBEATs reach every follower at about the same
 // time, so without it every survivor of a leader crash elects at once; with
-// it the highest survivor (rank 0) detects first and halts the others, HALTs
-// going out highest first, before their own, later, deadlines. A halted or
+// it the highest survivor (rank 0) detects first and halts the others before
+// their own, later, deadlines (the Machine emits HALTs highest first, though a
+// transport with one connection per peer need not keep that order). A halted or
 // answered node has left Normal: its failure detector is off, and its wait
 // for a COORDINATOR is staggered the same way, so that a candidate dying
 // while the others wait does not make them all elect at once either. The cap
