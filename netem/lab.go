@@ -299,6 +299,7 @@ func StartLab(ctx context.Context, topo *topologies.Topology, opts LabOptions) (
 			"--heartbeat", tn.Settings.Heartbeat.String(),
 			"--failure-timeout", tn.Settings.FailureTimeout.String(),
 			"--election-timeout", tn.Settings.ElectionTimeout.String(),
+			"--detection-stagger", tn.Settings.DetectionStagger.String(),
 			"--log", "json",
 		}
 		members[i] = wire.Member{ID: n.id, Addr: n.listen}
