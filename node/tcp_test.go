@@ -226,17 +226,29 @@ func TestTCPStalledPeerQueueFullAndExpiry(t *testing.T) {
 	peer := uuid.New()
 	a.SetPeers([]wire.Member{{ID: peer, Addr: ln.Addr().String()}})
 	big := make([]byte, 60<<10)
-	const n = 400 // 24 MB: more than loopback socket buffers hold
-	// In batches twice the queue's length, each given a moment to drain:
-	// the writer then fills the socket buffers until a write stalls, and the
-	// batches sent while it stalls overflow the queue and expire in it.
-	const batch = 8
-	for i := range n {
-		a.Send(peer, &wire.Message{Type: wire.TypeMembers, Epoch: uint64(i), From: a.id, Payload: big})
-		if i%batch == batch-1 {
-			a.Flush(20 * time.Millisecond)
-		}
+	sent := 0
+	send := func() {
+		a.Send(peer, &wire.Message{Type: wire.TypeMembers, Epoch: uint64(sent), From: a.id, Payload: big})
+		sent++
 	}
+	// The peer never reads: the writer fills the socket buffers until a
+	// write stalls, which a Flush that cannot finish shows. 400 frames are
+	// 24 MB, more than loopback socket buffers hold.
+	stalled := false
+	for !stalled && sent < 400 {
+		send()
+		stalled = !a.Flush(20 * time.Millisecond)
+	}
+	if !stalled {
+		t.Fatalf("writes of %d frames of 60 KiB to a peer that never reads did not stall", sent)
+	}
+	// With the writer stuck in a write, twice the queue's length at once
+	// overflows the queue; what it holds expires before the stalled write
+	// times out (WriteTimeout > FrameTTL).
+	for range 8 {
+		send()
+	}
+	n := uint64(sent)
 	if !a.Flush(10 * time.Second) {
 		t.Fatal("flush timed out")
 	}
