@@ -36,7 +36,9 @@ func TestMain(m *testing.M) {
 func labBinary(t testing.TB) string {
 	t.Helper()
 	netemtest.RequireRoot(t)
-	if b := os.Getenv("ZZBIN"); b != "" {
+	// BULLYLAB_TEST_BINARY runs the lab tests and benchmarks against
+	// another build of the node, to compare two builds in one session.
+	if b := os.Getenv("BULLYLAB_TEST_BINARY"); b != "" {
 		return b
 	}
 	labBinOnce.Do(func() { labBin, labBinCleanup, labBinErr = cluster.BuildTemp() })
