@@ -441,36 +441,48 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 func (a *analyzer) setup(rd *Reader, p *Packet) {
 	ifaces := rd.Interfaces()
 	a.byIface = make([]int32, len(ifaces))
-	ports := a.opts.Ports
-	seen := map[uint16]bool{}
 	if p.Record != nil && p.Record.Testbed != nil {
 		a.testbed(p.Record.Testbed)
 	}
 	for i, ifc := range ifaces {
 		a.byIface[i] = -1
-		if ifc.Node == nil {
-			continue
-		}
-		a.byIface[i] = a.addNode(*ifc.Node)
-		if len(a.opts.Ports) == 0 && ifc.Node.Port > 0 && ifc.Node.Port < 65536 && !seen[uint16(ifc.Node.Port)] {
-			seen[uint16(ifc.Node.Port)] = true
-			ports = append(ports, uint16(ifc.Node.Port))
+		if ifc.Node != nil {
+			a.byIface[i] = a.addNode(*ifc.Node)
 		}
 	}
-	if len(ports) == 0 && p.Record != nil && p.Record.Testbed != nil {
-		for _, n := range p.Record.Testbed.Nodes {
-			if n.Port > 0 && n.Port < 65536 && !seen[uint16(n.Port)] {
-				seen[uint16(n.Port)] = true
-				ports = append(ports, uint16(n.Port))
-			}
+	ports := slices.Sorted(slices.Values(a.opts.Ports))
+	if len(ports) == 0 {
+		ports = framePorts(ifaces, p)
+	}
+	a.rep.Ports = ports
+	a.diss = NewDissector(a, DissectorOptions{Ports: ports, MaxFrame: a.opts.MaxFrame})
+}
+
+// framePorts are the ports a capture's frames use: its node interfaces'
+// ports, else those its first packet's testbed record names, else the
+// default port; first is the capture's first packet.
+func framePorts(ifaces []*Interface, first *Packet) []uint16 {
+	var ports []uint16
+	add := func(port int) {
+		if port > 0 && port < 65536 && !slices.Contains(ports, uint16(port)) {
+			ports = append(ports, uint16(port))
+		}
+	}
+	for _, ifc := range ifaces {
+		if ifc.Node != nil {
+			add(ifc.Node.Port)
+		}
+	}
+	if len(ports) == 0 && first.Record != nil && first.Record.Testbed != nil {
+		for _, n := range first.Record.Testbed.Nodes {
+			add(n.Port)
 		}
 	}
 	if len(ports) == 0 {
 		ports = []uint16{topologies.DefaultPort}
 	}
 	slices.Sort(ports)
-	a.rep.Ports = ports
-	a.diss = NewDissector(a, DissectorOptions{Ports: ports, MaxFrame: a.opts.MaxFrame})
+	return ports
 }
 
 func (a *analyzer) testbed(tb *Testbed) {

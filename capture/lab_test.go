@@ -3,12 +3,8 @@
 package capture_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,7 +17,6 @@ import (
 	"github.com/bullylab/bullylab/capture/capturetest"
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/netemtest"
-	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/node/cluster"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"
@@ -177,13 +172,13 @@ func TestLabCapture(t *testing.T) {
 	t.Run("counters", func(t *testing.T) {
 		// Frames from n5 before its restart are its crashed incarnation's.
 		since := map[string]time.Time{"n5": restart.Time}
-		onWire, err := sentByNode(path, topo, since)
+		onWire, err := capture.CountSent(path, func(n string, at time.Time) bool { return !at.Before(since[n]) })
 		if err != nil {
 			t.Fatal(err)
 		}
 		var heartbeats uint64
 		for _, n := range names {
-			counted, err := finalCounters(filepath.Join(logDir, n+".log"))
+			counted, err := capturetest.FinalCounters(filepath.Join(logDir, n+".log"))
 			if err != nil {
 				t.Fatalf("node %s: %v", n, err)
 			}
@@ -235,90 +230,4 @@ func sameCounts(counted map[string]uint64, seen map[string]uint64) bool {
 		}
 	}
 	return true
-}
-
-// finalCounters returns the last node_counters record of a node's event
-// log.
-func finalCounters(path string) (map[string]uint64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var last *node.Record
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r node.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("%s: %v", path, err)
-		}
-		if r.Event == "node_counters" {
-			last = &r
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if last == nil {
-		return nil, fmt.Errorf("%s has no node_counters record", path)
-	}
-	if last.Sent == nil {
-		return map[string]uint64{}, nil
-	}
-	return last.Sent, nil
-}
-
-// frameCounter counts frames by sending node and type name.
-type frameCounter struct {
-	byAddr map[netip.Addr]string
-	since  map[string]time.Time
-	counts map[string]map[string]uint64
-}
-
-func (c *frameCounter) Frame(f *capture.Frame) {
-	n, ok := c.byAddr[f.Src.Addr()]
-	if !ok || f.Err != nil || f.Time.Before(c.since[n]) {
-		return
-	}
-	if c.counts[n] == nil {
-		c.counts[n] = map[string]uint64{}
-	}
-	c.counts[n][f.Msg.Type.String()]++
-}
-
-func (c *frameCounter) StreamError(*capture.StreamError) {}
-
-// sentByNode counts the frames of the capture at path by sender and type,
-// for a node in since only from that time on.
-func sentByNode(path string, topo *topologies.Topology, since map[string]time.Time) (map[string]map[string]uint64, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	rd, err := capture.NewReader(fh)
-	if err != nil {
-		return nil, err
-	}
-	fc := &frameCounter{byAddr: map[netip.Addr]string{}, since: since, counts: map[string]map[string]uint64{}}
-	for _, n := range topo.Nodes {
-		fc.byAddr[n.Addr] = n.Name
-	}
-	d := capture.NewDissector(fc, capture.DissectorOptions{Ports: []uint16{uint16(topo.Port)}})
-	for {
-		p, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if p.Record != nil || p.Iface == nil || p.Iface.Events {
-			continue
-		}
-		ci := p.CI
-		d.Packet(p.Num, p.Iface.LinkType, p.Data, &ci)
-	}
-	d.Flush()
-	return fc.counts, nil
 }

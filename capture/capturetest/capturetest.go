@@ -1,6 +1,7 @@
 // Package capturetest runs tshark with bullylab's Wireshark dissector for
 // tests: it installs the Debian package when tshark is missing, and counts
-// the frames tshark finds by type.
+// the frames tshark finds by type; and it reads the counters a node logs
+// when it stops, to compare with a capture.
 package capturetest
 
 import (

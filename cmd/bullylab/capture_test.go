@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,7 +13,6 @@ import (
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/capture/capturetest"
 	"github.com/bullylab/bullylab/netem"
-	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/wire"
 )
 
@@ -160,7 +156,7 @@ func TestUpCapture(t *testing.T) {
 		if nr.Name == "n5" {
 			continue
 		}
-		counted, err := finalCounters(filepath.Join(logDir, nr.Name+".log"))
+		counted, err := capturetest.FinalCounters(filepath.Join(logDir, nr.Name+".log"))
 		if err != nil {
 			t.Fatalf("node %s: %v", nr.Name, err)
 		}
@@ -204,32 +200,4 @@ func TestUpCaptureSignal(t *testing.T) {
 			requireTsharkAgrees(t, path, rep)
 		})
 	}
-}
-
-// finalCounters returns the last node_counters record of a node's event
-// log: what the node sent over its life, by type.
-func finalCounters(path string) (map[string]uint64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var last *node.Record
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r node.Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("%s: %v", path, err)
-		}
-		if r.Event == "node_counters" {
-			last = &r
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if last == nil {
-		return nil, fmt.Errorf("%s has no node_counters record", path)
-	}
-	return last.Sent, nil
 }

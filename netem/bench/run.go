@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -420,7 +419,9 @@ func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, 
 	}
 
 	// Counters against the capture.
-	wireSent, err := wireCounts(capPath, topo, baseline, cutoff)
+	wireSent, err := capture.CountSent(capPath, func(_ string, at time.Time) bool {
+		return !at.Before(baseline) && !at.After(cutoff)
+	})
 	if err != nil {
 		return fail(FailSetup, "counting the capture: %v", err)
 	}
@@ -524,7 +525,7 @@ func sentCounters(st []netem.NodeStatus) map[string]map[string]uint64 {
 // discarded unsent. So for the nodes in lossy, which sent while a
 // partition, isolation or loss was in force, the counters only bound the
 // capture from above; for every other node the two must be equal.
-func crossCheck(names []string, before, after map[string]map[string]uint64, wireSent map[string]map[string]int, disturbed, lossy map[string]bool) CountersCheck {
+func crossCheck(names []string, before, after map[string]map[string]uint64, wireSent capture.SentCounts, disturbed, lossy map[string]bool) CountersCheck {
 	cc := CountersCheck{OK: true}
 	for _, n := range names {
 		b, okb := before[n]
@@ -538,7 +539,7 @@ func crossCheck(names []string, before, after map[string]map[string]uint64, wire
 		for _, t := range electionTypes {
 			ts := t.String()
 			got := int(a[ts]) - int(b[ts])
-			w := wireSent[n][ts]
+			w := int(wireSent[n][ts])
 			switch {
 			case w == got:
 			case lossy[n] && w < got:
@@ -579,65 +580,6 @@ func dropping(topo *topologies.Topology, faults []netem.Fault, names []string) m
 		}
 	}
 	return out
-}
-
-// wireCounter counts frames by sender and type between two times.
-type wireCounter struct {
-	from   time.Time
-	to     time.Time
-	byAddr map[netip.Addr]string
-	counts map[string]map[string]int
-}
-
-func (c *wireCounter) Frame(f *capture.Frame) {
-	if f.Err != nil || f.Time.Before(c.from) || f.Time.After(c.to) {
-		return
-	}
-	n, ok := c.byAddr[f.Src.Addr()]
-	if !ok {
-		return
-	}
-	if c.counts[n] == nil {
-		c.counts[n] = map[string]int{}
-	}
-	c.counts[n][f.Msg.Type.String()]++
-}
-
-func (c *wireCounter) StreamError(*capture.StreamError) {}
-
-// wireCounts counts the frames of the capture at path by sender and type,
-// seen from one time to another.
-func wireCounts(path string, topo *topologies.Topology, from, to time.Time) (map[string]map[string]int, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	rd, err := capture.NewReader(fh)
-	if err != nil {
-		return nil, err
-	}
-	wc := &wireCounter{from: from, to: to, byAddr: map[netip.Addr]string{}, counts: map[string]map[string]int{}}
-	for _, n := range topo.Nodes {
-		wc.byAddr[n.Addr] = n.Name
-	}
-	d := capture.NewDissector(wc, capture.DissectorOptions{Ports: []uint16{uint16(topo.Port)}})
-	for {
-		p, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if p.Record != nil || p.Iface == nil || p.Iface.Events {
-			continue
-		}
-		ci := p.CI
-		d.Packet(p.Num, p.Iface.LinkType, p.Data, &ci)
-	}
-	d.Flush()
-	return wc.counts, nil
 }
 
 // measuredElection is the election the measured fault triggered: the one
