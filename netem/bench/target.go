@@ -9,6 +9,7 @@ import (
 
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/scenario"
+	"github.com/bullylab/bullylab/wire"
 )
 
 // labTarget drives a *netem.Lab for scenario.Execute. Node lists it is given
@@ -179,10 +180,23 @@ func (t *labTarget) WaitLeader(ctx context.Context, nodes []string, timeout time
 
 func (t *labTarget) WaitElection(ctx context.Context, timeout time.Duration) (scenario.View, error) {
 	deadline := time.Now().Add(timeout)
+	// A node's election status can last less than a poll (the highest
+	// survivor halts the rest within milliseconds), so an ELECTION or HALT
+	// a node sent since the first look counts as well.
+	var base map[string]map[string]uint64
 	for {
 		st := t.lab.Status()
+		sent := sentCounters(st)
+		if base == nil {
+			base = sent
+		}
 		for _, s := range st {
 			if s.State == netem.ProcRunning && (s.Status == "electing" || s.Status == "halting" || s.Status == "waiting") {
+				return t.view(st), nil
+			}
+		}
+		for n, c := range sent {
+			if b, ok := base[n]; ok && (c[wire.TypeElection.String()] > b[wire.TypeElection.String()] || c[wire.TypeHalt.String()] > b[wire.TypeHalt.String()]) {
 				return t.view(st), nil
 			}
 		}
