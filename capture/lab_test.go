@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,36 +16,14 @@ import (
 	"github.com/bullylab/bullylab/capture/capturetest"
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/netemtest"
-	"github.com/bullylab/bullylab/node/cluster"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"
 )
 
-// The lab tests run real `bullylab node` processes, compiled once, on
-// first use.
-var (
-	labBinOnce    sync.Once
-	labBin        string
-	labBinErr     error
-	labBinCleanup func()
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if labBinCleanup != nil {
-		labBinCleanup()
-	}
+	netemtest.RemoveBinary()
 	os.Exit(code)
-}
-
-func labBinary(t testing.TB) string {
-	t.Helper()
-	netemtest.RequireRoot(t)
-	labBinOnce.Do(func() { labBin, labBinCleanup, labBinErr = cluster.BuildTemp() })
-	if labBinErr != nil {
-		t.Fatalf("building bullylab: %v", labBinErr)
-	}
-	return labBin
 }
 
 // labPhase bounds one election phase; star5 elects in about a second.
@@ -93,7 +70,7 @@ func waitHeartbeats(t *testing.T, lab *netem.Lab, leader string, n uint64) {
 // it, type by type. The crashed incarnation of n5 has no final counters;
 // its second one is compared with n5's frames after the restart record.
 func TestLabCapture(t *testing.T) {
-	bin := labBinary(t)
+	bin := netemtest.Binary(t)
 	topo, err := topologies.Load("star5")
 	if err != nil {
 		t.Fatal(err)

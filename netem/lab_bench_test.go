@@ -33,7 +33,7 @@ func BenchmarkLab(b *testing.B) {
 	const settle = time.Second
 	for _, n := range []int{10, 100, 250} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			bin := labBinary(b)
+			bin := netemtest.Binary(b)
 			topo, err := topologies.Star(n)
 			if err != nil {
 				b.Fatal(err)

@@ -11,46 +11,18 @@ import (
 
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/netemtest"
-	"github.com/bullylab/bullylab/node/cluster"
 	"github.com/bullylab/bullylab/topologies"
-)
-
-// The lab tests run real `bullylab node` processes, compiled once, on first
-// use: the helper processes other tests re-exec this binary as must not pay
-// for a build.
-var (
-	labBinOnce    sync.Once
-	labBin        string
-	labBinErr     error
-	labBinCleanup func()
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if labBinCleanup != nil {
-		labBinCleanup()
-	}
+	netemtest.RemoveBinary()
 	os.Exit(code)
-}
-
-func labBinary(t testing.TB) string {
-	t.Helper()
-	netemtest.RequireRoot(t)
-	// BULLYLAB_TEST_BINARY runs the lab tests and benchmarks against
-	// another build of the node, to compare two builds in one session.
-	if b := os.Getenv("BULLYLAB_TEST_BINARY"); b != "" {
-		return b
-	}
-	labBinOnce.Do(func() { labBin, labBinCleanup, labBinErr = cluster.BuildTemp() })
-	if labBinErr != nil {
-		t.Fatalf("building bullylab: %v", labBinErr)
-	}
-	return labBin
 }
 
 func labStart(t *testing.T, topoName string) *netem.Lab {
 	t.Helper()
-	bin := labBinary(t)
+	bin := netemtest.Binary(t)
 	topo, err := topologies.Load(topoName)
 	if err != nil {
 		t.Fatal(err)

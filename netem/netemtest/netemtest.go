@@ -1,5 +1,6 @@
 // Package netemtest helps tests build netem testbeds: a fresh run ID per
-// test, a small testbed closed by t.Cleanup, and RequireRoot, which skips
+// test, a small testbed closed by t.Cleanup, a bullylab binary for labs'
+// node processes, and RequireRoot, which skips
 // only where no testbed can be built.
 package netemtest
 
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/node/cluster"
 	"github.com/bullylab/bullylab/topologies"
 )
 
@@ -133,4 +135,38 @@ func Lab(t testing.TB, topo *topologies.Topology, opts netem.LabOptions) *netem.
 	}
 	t.Fatal("starting lab: every run ID drawn was taken")
 	return nil
+}
+
+// The lab tests run real `bullylab node` processes, compiled once per test
+// binary, on first use.
+var (
+	binOnce    sync.Once
+	binPath    string
+	binErr     error
+	binCleanup func()
+)
+
+// Binary returns a bullylab binary for a lab's node processes, building it
+// on first use; it requires root as RequireRoot does. BULLYLAB_TEST_BINARY
+// names another build instead, to compare two builds in one session. A
+// test binary that calls it removes the build with RemoveBinary from its
+// TestMain.
+func Binary(t testing.TB) string {
+	t.Helper()
+	RequireRoot(t)
+	if b := os.Getenv("BULLYLAB_TEST_BINARY"); b != "" {
+		return b
+	}
+	binOnce.Do(func() { binPath, binCleanup, binErr = cluster.BuildTemp() })
+	if binErr != nil {
+		t.Fatalf("building bullylab: %v", binErr)
+	}
+	return binPath
+}
+
+// RemoveBinary removes what Binary built, if anything.
+func RemoveBinary() {
+	if binCleanup != nil {
+		binCleanup()
+	}
 }
