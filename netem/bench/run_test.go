@@ -13,7 +13,6 @@ import (
 	"github.com/bullylab/bullylab/netem/bench"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/netem/scenario"
-	"github.com/bullylab/bullylab/node/cluster"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"
 )
@@ -35,16 +34,18 @@ settings: {heartbeat: 400ms, failure_timeout: 2s, election_timeout: 800ms}
 // TestRunBenchLeaderCrash runs a small bench end to end on real namespaces
 // (five leader crashes on star5 with slow timeouts) and holds every
 // election's messages on the wire to node/doc.go's counts for N = 5.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	netemtest.RemoveBinary()
+	os.Exit(code)
+}
+
 func TestRunBenchLeaderCrash(t *testing.T) {
 	netemtest.RequireRoot(t)
 	if testing.Short() {
 		t.Skip("-short: the bench builds testbeds and runs real nodes")
 	}
-	bin, cleanup, err := cluster.BuildTemp()
-	if err != nil {
-		t.Fatalf("building bullylab: %v", err)
-	}
-	t.Cleanup(cleanup)
+	bin := netemtest.Binary(t)
 	topo, err := topologies.Parse("slow-star5", []byte(slowStar5))
 	if err != nil {
 		t.Fatal(err)
@@ -170,11 +171,7 @@ func TestRunBenchEveryBuiltin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the bench builds testbeds and runs real nodes")
 	}
-	bin, cleanup, err := cluster.BuildTemp()
-	if err != nil {
-		t.Fatalf("building bullylab: %v", err)
-	}
-	t.Cleanup(cleanup)
+	bin := netemtest.Binary(t)
 	topo, err := topologies.Parse("slow-star5", []byte(slowStar5))
 	if err != nil {
 		t.Fatal(err)

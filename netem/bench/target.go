@@ -43,11 +43,7 @@ func (t *labTarget) Restart(ctx context.Context, nodes []string) error {
 	if err := second(t.lab.Restart(ctx, nodes...)); err != nil {
 		return err
 	}
-	t.mu.Lock()
-	for _, n := range nodes {
-		delete(t.left, n)
-	}
-	t.mu.Unlock()
+	t.rejoined(nodes)
 	return nil
 }
 
@@ -106,11 +102,7 @@ func (t *labTarget) Join(ctx context.Context, nodes []string) error {
 	if err := second(t.lab.Join(ctx, nodes...)); err != nil {
 		return err
 	}
-	t.mu.Lock()
-	for _, n := range nodes {
-		delete(t.left, n)
-	}
-	t.mu.Unlock()
+	t.rejoined(nodes)
 	return nil
 }
 
@@ -222,3 +214,12 @@ func (t *labTarget) lastAgreement() (netem.Leader, bool) {
 }
 
 var errNoRuns = errors.New("bench: nothing to run")
+
+// rejoined notes that nodes which had left run again.
+func (t *labTarget) rejoined(nodes []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, n := range nodes {
+		delete(t.left, n)
+	}
+}
