@@ -103,7 +103,8 @@ func (p *parser) parse(data []byte) (*Scenario, error) {
 				}
 			}
 		case "labels":
-			sc.Labels = map[string]string{}
+			// Labels stay nil until one is set: `labels: {}` is no labels,
+			// which Format writes as nothing.
 			err = p.Mapping(v, fp, nil, func(key string, k, v *yaml.Node, fp string) error {
 				if !labelKeyPattern().MatchString(key) {
 					return p.ErrAt(k, fp, "invalid label name (want [a-z][a-z0-9_-]{0,31})")
@@ -117,6 +118,9 @@ func (p *parser) parse(data []byte) (*Scenario, error) {
 				}
 				if !labelValPattern().MatchString(s) {
 					return p.ErrAt(v, fp, "invalid value %q (want [A-Za-z0-9._-]{1,64})", s)
+				}
+				if sc.Labels == nil {
+					sc.Labels = map[string]string{}
 				}
 				sc.Labels[key] = s
 				return nil
