@@ -347,7 +347,7 @@ func (t *TCPTransport) readLoop(c net.Conn) {
 		t.mu.Unlock()
 		t.wg.Done()
 	}()
-	r := wire.NewReader(c, t.cfg.MaxFrame)
+	r := wire.NewReader(newConnReader(c), t.cfg.MaxFrame)
 	var m wire.Message
 	for {
 		err := r.Read(&m)
@@ -538,7 +538,10 @@ func (p *tcpPeer) write(f tcpFrame) {
 
 func (p *tcpPeer) dial(addr string, gen uint64) error {
 	t := p.t
-	nc, err := t.dialer.DialContext(t.ctx, "tcp", addr)
+	nc, done, err := quickDial(addr, t.cfg.UserTimeout)
+	if !done {
+		nc, err = t.dialer.DialContext(t.ctx, "tcp", addr)
+	}
 	if err != nil {
 		return err
 	}
