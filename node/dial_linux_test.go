@@ -1,0 +1,139 @@
+package node
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestQuickDialRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nobody listens there now
+	c, done, err := quickDial(addr, time.Second)
+	if !done || c != nil || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("quickDial(%s) = %v, done %v, %v; want a refusal", addr, c, done, err)
+	}
+	// The message reads as net.Dialer's does.
+	if want := "dial tcp " + addr + ": connect: connection refused"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+}
+
+func TestQuickDialConnects(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, done, err := quickDial(ln.Addr().String(), 1500*time.Millisecond)
+	if !done || err != nil {
+		t.Fatalf("quickDial = done %v, %v; want a connection", done, err)
+	}
+	defer c.Close()
+	if c.RemoteAddr().String() != ln.Addr().String() {
+		t.Errorf("RemoteAddr %v, want %v", c.RemoteAddr(), ln.Addr())
+	}
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ut int
+	rc.Control(func(fd uintptr) { ut, err = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT) })
+	if err != nil || ut != 1500 {
+		t.Errorf("TCP_USER_TIMEOUT %d ms (%v), want 1500", ut, err)
+	}
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := c.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(s, buf); err != nil || string(buf) != "ping" {
+		t.Fatalf("peer read %q, %v", buf, err)
+	}
+}
+
+// A connect the kernel cannot settle at once (here: a listener whose
+// accept queue is full drops the SYN) is left to net.Dialer.
+func TestQuickDialLeavesPendingConnects(t *testing.T) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*unix.SockaddrInet4).Port))
+	// Fill the queue: with a backlog of 0 it holds one connection; later
+	// SYNs are dropped while it is full.
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range 8 {
+		c, done, err := quickDial(addr, 0)
+		if !done {
+			return // the queue is full: the connect was pending
+		}
+		if err != nil {
+			t.Fatalf("quickDial: %v", err)
+		}
+		held = append(held, c)
+	}
+	t.Fatalf("8 connects to a listener with a full accept queue all completed at once")
+}
+
+func TestRawReader(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newConnReader(s)
+	if _, ok := r.(rawReader); !ok {
+		t.Fatalf("newConnReader(%T) = %T, want rawReader", s, r)
+	}
+	go func() {
+		c.Write([]byte("frame"))
+		c.Close()
+	}()
+	got, err := io.ReadAll(r) // ReadAll stops at io.EOF
+	if err != nil || string(got) != "frame" {
+		t.Fatalf("read %q, %v; want \"frame\" then EOF", got, err)
+	}
+	s.Close()
+	if _, err := r.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("read after Close: %v, want net.ErrClosed", err)
+	}
+}
