@@ -201,7 +201,7 @@ func (l *Lab) agreement(ctx context.Context, nodes []*labNode, views map[string]
 	)
 	ok := parallel(len(nodes), queryWorkers, func(i int) bool {
 		qctx, cancel := context.WithTimeout(ctx, queryTimeout)
-		v, err := nodes[i].client.Status(qctx)
+		v, err := nodes[i].client.StatusBrief(qctx)
 		cancel()
 		answers[i] = answer{v, err}
 		good := err == nil && v.Status == node.StatusNormal.String() && !v.Left

@@ -16,7 +16,8 @@ import (
 // The control API is HTTP/1.1 over a unix socket, by default
 // <data-dir>/control.sock:
 //
-//	GET  /status    200, a NodeStatus as JSON
+//	GET  /status    200, a NodeStatus as JSON; with ?members=0 without
+//	                its member list
 //	POST /campaign  200 {"ok":true}: an election started (Reason manual),
 //	                unless the node was already electing
 //	POST /leave     200 {"ok":true}: LEAVE was sent and the node stopped;
@@ -65,7 +66,11 @@ func ListenControl(path string, n *Node) (*ControlServer, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, n.Status())
+		st := n.Status()
+		if r.URL.Query().Get("members") == "0" {
+			st.Members = nil
+		}
+		writeJSON(w, http.StatusOK, st)
 	})
 	mux.HandleFunc("POST /campaign", func(w http.ResponseWriter, r *http.Request) {
 		controlReply(w, n.Campaign(r.Context()))
@@ -187,6 +192,17 @@ func NewControlClient(path string) *ControlClient {
 func (c *ControlClient) Status(ctx context.Context) (*NodeStatus, error) {
 	var s NodeStatus
 	if err := c.call(ctx, http.MethodGet, "/status", &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// StatusBrief fetches GET /status?members=0: the status without the member
+// list, which is most of the answer's size in a large cluster, for polls
+// that only look at who leads.
+func (c *ControlClient) StatusBrief(ctx context.Context) (*NodeStatus, error) {
+	var s NodeStatus
+	if err := c.call(ctx, http.MethodGet, "/status?members=0", &s); err != nil {
 		return nil, err
 	}
 	return &s, nil

@@ -391,6 +391,13 @@ func TestControlSocket(t *testing.T) {
 	if _, ok := s.Counters.Sent["HEARTBEAT"]; !ok {
 		t.Errorf("counters lack HEARTBEAT: %+v", s.Counters)
 	}
+	brief, err := cl.StatusBrief(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if brief.ID != s.ID || brief.Leader != s.Leader || brief.Epoch != s.Epoch || brief.Status != s.Status || brief.Members != nil {
+		t.Errorf("brief status %+v, want the status %+v without members", brief, s)
+	}
 	// The raw JSON uses the documented names.
 	var raw map[string]any
 	resp, err := cl.hc.Get("http://node/status")
