@@ -1,6 +1,7 @@
 package netem
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -97,5 +98,51 @@ func TestAgreement(t *testing.T) {
 	st[2] = NodeStatus{Node: "n3", State: ProcPaused}
 	if _, ok := Agreement(st); ok {
 		t.Error("agreement on a paused leader")
+	}
+}
+
+func TestAgreedSince(t *testing.T) {
+	const (
+		x = "b7d6f661-bbee-4712-8bf0-09df99ae4de2"
+		y = "0fe00e12-7516-4f68-8993-68a096f86584"
+	)
+	rec := func(sec int, event, rest string) string {
+		return fmt.Sprintf(`{"time":"2026-11-22T12:00:%02d.5Z","event":%q%s}`+"\n", sec, event, rest)
+	}
+	status := func(sec int, to string) string { return rec(sec, "status", fmt.Sprintf(`,"from":"x","to":%q`, to)) }
+	changed := func(sec int, leader string, epoch int) string {
+		return rec(sec, "leader_changed", fmt.Sprintf(`,"leader":%q,"epoch":%d`, leader, epoch))
+	}
+	for _, tc := range []struct {
+		name string
+		log  string
+		want int // second of the agreement, -1 for none
+	}{
+		{"follower", rec(1, "node_started", "") + status(2, "normal") + changed(2, x, 3), 2},
+		{"runtime noise between records", rec(1, "node_started", "") + "goroutine 1 [running]:\n" + status(2, "normal") + changed(2, x, 3), 2},
+		// Bullied, then the same leader re-asserted itself: no leader change
+		// is logged, and the agreement starts over when Normal again.
+		{"left and came back", status(2, "normal") + changed(2, x, 3) + status(4, "electing") + status(5, "waiting") + status(6, "normal"), 6},
+		{"follows another", status(2, "normal") + changed(2, y, 3), -1},
+		{"other epoch", status(2, "normal") + changed(2, x, 2), -1},
+		{"not normal at the end", status(2, "normal") + changed(2, x, 3) + status(7, "electing"), -1},
+		{"restarted, leader not logged", status(2, "normal") + changed(2, x, 3) + rec(8, "node_started", "") + status(9, "normal"), -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "n1.log")
+			if err := os.WriteFile(path, []byte(tc.log), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			at, ok, err := agreedSince(path, x, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.want < 0 && ok:
+				t.Errorf("agreed since %v, want no agreement", at)
+			case tc.want >= 0 && (!ok || at.Second() != tc.want):
+				t.Errorf("agreed since %v (ok %v), want second %d", at, ok, tc.want)
+			}
+		})
 	}
 }

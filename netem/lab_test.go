@@ -72,7 +72,12 @@ func labFirst(t *testing.T, lab *netem.Lab, want string) netem.Leader {
 	if ag.Node != want {
 		t.Fatalf("first leader is %s at epoch %d, want the highest node %s", ag.Node, ag.Epoch, want)
 	}
-	t.Logf("first leader %s at epoch %d, %v after the first node started", ag.Node, ag.Epoch, ag.At.Sub(lab.Started()).Round(time.Millisecond))
+	agreed, ok, err := lab.AgreedAt(ag)
+	if err != nil || !ok || agreed.Before(lab.Started()) || agreed.After(ag.At) {
+		t.Fatalf("AgreedAt = %v, %v, %v; want a time between the first start %v and the poll %v", agreed, ok, err, lab.Started(), ag.At)
+	}
+	t.Logf("first leader %s at epoch %d, agreed %v after the first node started (seen by a poll %v later)",
+		ag.Node, ag.Epoch, agreed.Sub(lab.Started()).Round(time.Millisecond), ag.At.Sub(agreed).Round(time.Millisecond))
 	return ag
 }
 
