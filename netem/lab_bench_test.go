@@ -25,12 +25,12 @@ import (
 // iterations: namespaces are freed by the kernel after teardown returns,
 // holding locks a build needs (see BenchmarkBuild).
 //
-// On 2 cores s/ready is CPU-bound by the node processes themselves, about
-// 80 ms of CPU each at 250 nodes: starting the bullylab binary (runtime and
-// package initialisation and page faults, some 40 ms: a binary of the node
-// package alone spent 25 ms less per node), dials to the peers that are not
-// up yet (their boot ELECTIONs), and the leader's heartbeats while the rest
-// boot.
+// On 2 cores s/ready is CPU-bound by the node processes themselves, some
+// 50 ms of CPU each at 250 nodes: starting the bullylab binary (runtime and
+// package initialisation, page faults: 25 ms for a node of a 3-node
+// cluster), its boot election (an ELECTION to each higher node, most of
+// them not up yet, refused within connect(2)), and the leader's heartbeats
+// while the rest boot (about 1.2 ms of CPU per follower and second).
 func BenchmarkLab(b *testing.B) {
 	const settle = time.Second
 	for _, n := range []int{10, 100, 250} {

@@ -619,7 +619,7 @@ func (tb *Testbed) changedLocked() uint64 {
 }
 
 // saveInterval is the least time between two writes of state.json.
-const saveInterval = 20 * time.Millisecond
+const saveInterval = 50 * time.Millisecond
 
 // saveLater has state.json rewritten soon, by a goroutine that runs while
 // changes keep coming, so that one write covers all the changes made while
