@@ -72,6 +72,19 @@ type Testbed struct {
 // records everything in StateDir(run)/state.json before creating it. On
 // error it removes what it created.
 func Build(ctx context.Context, topo *topologies.Topology, run string) (*Testbed, error) {
+	tb, err := newTestbed(topo, run)
+	if err != nil {
+		return nil, err
+	}
+	if err := tb.construct(ctx, nil, nil); err != nil {
+		return nil, errors.Join(err, tb.Close())
+	}
+	return tb, nil
+}
+
+// newTestbed checks topo and claims run for it, recording it before
+// anything is created; construct then builds it.
+func newTestbed(topo *topologies.Topology, run string) (*Testbed, error) {
 	if !ValidRunID(run) {
 		return nil, fmt.Errorf("build: invalid run ID %q (want %s and 4 hex digits)", run, RunPrefix)
 	}
@@ -124,24 +137,32 @@ func Build(ctx context.Context, topo *topologies.Topology, run string) (*Testbed
 		return nil, fmt.Errorf("build %s: %w", run, err)
 	}
 	tb.stored = true
-	if err := tb.build(ctx); err != nil {
-		return nil, errors.Join(fmt.Errorf("build %s: %w", run, err), tb.Close())
+	return tb, nil
+}
+
+// construct builds the switch and the nodes, in order when it is not nil,
+// calls nodeBuilt(i) once node i's namespace and links are configured (they
+// may not be up yet: see waitLinksUp), and returns once every link is up and
+// the record says the testbed is complete. On error the caller closes tb.
+func (tb *Testbed) construct(ctx context.Context, order []int, nodeBuilt func(i int)) error {
+	if err := tb.build(ctx, order, nodeBuilt); err != nil {
+		return fmt.Errorf("build %s: %w", tb.run, err)
 	}
-	all := make([]int, len(topo.Nodes))
+	all := make([]int, len(tb.topo.Nodes))
 	for i := range all {
 		all[i] = i
 	}
 	if err := tb.waitLinksUp(ctx, all); err != nil {
-		return nil, errors.Join(fmt.Errorf("build %s: %w", run, err), tb.Close())
+		return fmt.Errorf("build %s: %w", tb.run, err)
 	}
 	tb.mu.Lock()
 	tb.state.Complete = true
 	v := tb.changedLocked()
 	tb.mu.Unlock()
 	if err := tb.save(v); err != nil {
-		return nil, errors.Join(fmt.Errorf("build %s: %w", run, err), tb.Close())
+		return fmt.Errorf("build %s: %w", tb.run, err)
 	}
-	return tb, nil
+	return nil
 }
 
 // checkTopology rejects what would break the build half-way, for
@@ -176,7 +197,7 @@ func checkTopology(topo *topologies.Topology) error {
 	return nil
 }
 
-func (tb *Testbed) build(ctx context.Context) error {
+func (tb *Testbed) build(ctx context.Context, order []int, nodeBuilt func(i int)) error {
 	// The switch namespace is created on a goroutine of its own so that a
 	// thread that cannot be restored dies with it, not with the caller.
 	type result struct {
@@ -213,8 +234,14 @@ func (tb *Testbed) build(ctx context.Context) error {
 	}
 
 	jobs := make(chan int, len(tb.state.Nodes))
-	for i := range tb.state.Nodes {
-		jobs <- i
+	if order == nil {
+		for i := range tb.state.Nodes {
+			jobs <- i
+		}
+	} else {
+		for _, i := range order {
+			jobs <- i
+		}
 	}
 	close(jobs)
 	var (
@@ -264,6 +291,9 @@ func (tb *Testbed) build(ctx context.Context) error {
 				if err := tb.addNode(h, br.Index, i, ns); err != nil {
 					fail(err)
 					return
+				}
+				if nodeBuilt != nil {
+					nodeBuilt(i)
 				}
 			}
 		}()
@@ -559,8 +589,34 @@ func (tb *Testbed) waitLinksUp(ctx context.Context, nodes []int) error {
 	for _, i := range nodes {
 		pending[tb.state.Nodes[i].SwitchVeth] = i
 	}
+	if len(nodes) == 1 {
+		// One node booting while the rest is built: ask for its port
+		// alone rather than dump every link.
+		i := nodes[0]
+		for {
+			l, err := tb.sw.LinkByIndex(tb.vethIndex[i])
+			if err != nil {
+				return fmt.Errorf("node %s: finding %s: %w", tb.state.Nodes[i].Name, tb.state.Nodes[i].SwitchVeth, err)
+			}
+			if l.Attrs().OperState == netlink.OperUp {
+				clear(pending)
+				break
+			}
+			if err := wait(fmt.Sprintf("switch port %s is", tb.state.Nodes[i].SwitchVeth)); err != nil {
+				return err
+			}
+		}
+	}
 	for len(pending) > 0 {
 		links, err := tb.sw.LinkList()
+		if errors.Is(err, netlink.ErrDumpInterrupted) {
+			// Links were added while the kernel dumped them: nodes boot
+			// while the rest of the testbed is built. Ask again.
+			if err := wait("switch ports"); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("listing links in %s: %w", tb.state.SwitchNamespace, err)
 		}
@@ -710,6 +766,14 @@ func (tb *Testbed) save(v uint64) error {
 		return err
 	}
 	tb.saved = cur
+	// For waiters of a version saved here rather than by saveLater's
+	// goroutine: the build's last write can come after nodes started.
+	tb.mu.Lock()
+	if cur > tb.savedV {
+		tb.savedV = cur
+		tb.savedCond.Broadcast()
+	}
+	tb.mu.Unlock()
 	return nil
 }
 

@@ -120,6 +120,21 @@ func (t *Topology) PairImpair(a, b string) (Impair, bool) {
 	return t.PairImpairs[i].Impair, true
 }
 
+// Impaired reports whether any link of t has an impairment.
+func (t *Topology) Impaired() bool {
+	for i := range t.Nodes {
+		if !t.Nodes[i].Impair.IsZero() {
+			return true
+		}
+	}
+	for _, p := range t.PairImpairs {
+		if !p.Impair.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
 // Prefix returns the node's address with the subnet's length, as it is
 // configured on the node's interface.
 func (t *Topology) Prefix(n *Node) netip.Prefix {
