@@ -589,7 +589,7 @@ func (tb *Testbed) waitLinksUp(ctx context.Context, nodes []int) error {
 	for _, i := range nodes {
 		pending[tb.state.Nodes[i].SwitchVeth] = i
 	}
-	if len(nodes) == 1 {
+	if len(nodes) == 1 && tb.vethIndex[nodes[0]] != 0 {
 		// One node booting while the rest is built: ask for its port
 		// alone rather than dump every link.
 		i := nodes[0]
