@@ -759,10 +759,12 @@ func (l *Lab) Topology() *topologies.Topology { return l.topo }
 
 // LabTimes are the milestones of StartLab.
 type LabTimes struct {
-	Begin   time.Time // StartLab was called
-	Built   time.Time // the testbed's links were up
+	Begin time.Time // StartLab was called
+	// Built is when the testbed's links were all up: before Started, or
+	// after it where the nodes boot while the testbed is built.
+	Built   time.Time
 	Started time.Time // the first node process was started
-	Ready   time.Time // every control socket answered
+	Ready   time.Time // every node had booted
 }
 
 // Started returns when the first node process was started: the origin of
