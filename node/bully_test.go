@@ -518,3 +518,70 @@ func TestStaggerDelayCap(t *testing.T) {
 		}
 	}
 }
+
+// A HALT refused by a peer whose process is not running counts the peer as
+// failed at once; only a HALT of the current proposal does.
+func TestRefusedHalt(t *testing.T) {
+	ids := simIDs(rand.New(rand.NewPCG(5, 6)), 4)
+	var peers []wire.Member
+	for i, id := range ids {
+		peers = append(peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
+	}
+	top := func(t *testing.T) (*Machine, uint64) {
+		c := simConfig()
+		c.ID, c.Addr, c.Peers = ids[3], "n3", peers
+		m, err := NewMachine(c, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The highest node's boot election has nobody to ask: it halts
+		// the three below it at once.
+		m.Tick(0)
+		out := m.Drain()
+		var halts int
+		var epoch uint64
+		for _, e := range out.Messages {
+			if e.Msg.Type == wire.TypeHalt {
+				halts++
+				epoch = e.Msg.Epoch
+			}
+		}
+		if m.Status() != StatusHalting || halts != 3 {
+			t.Fatalf("boot: %s with %d HALTs, want halting with 3", m.Status(), halts)
+		}
+		return m, epoch
+	}
+	at := time.Millisecond
+
+	t.Run("all refused", func(t *testing.T) {
+		m, e := top(t)
+		for i := range 3 {
+			if m.IsLeader() {
+				t.Fatalf("leader after %d of 3 refusals", i)
+			}
+			m.Refused(at, ids[i], wire.TypeHalt, e)
+		}
+		if !m.IsLeader() || m.Status() != StatusNormal {
+			t.Fatalf("after every HALT was refused: %s, leader %v; want the leader", m.Status(), m.IsLeader())
+		}
+	})
+	t.Run("refused and acknowledged", func(t *testing.T) {
+		m, e := top(t)
+		m.Refused(at, ids[0], wire.TypeHalt, e)
+		m.Refused(at, ids[1], wire.TypeHalt, e)
+		m.Step(at, &wire.Message{Type: wire.TypeHaltAck, Epoch: e, From: ids[2]})
+		if !m.IsLeader() {
+			t.Fatalf("%s after two refusals and an ack, want the leader", m.Status())
+		}
+	})
+	t.Run("ignored", func(t *testing.T) {
+		m, e := top(t)
+		m.Refused(at, ids[0], wire.TypeHalt, e-1)   // an older round
+		m.Refused(at, ids[1], wire.TypeElection, e) // not a HALT
+		m.Refused(at, ids[3], wire.TypeHalt, e)     // not pending: itself
+		m.Step(at, &wire.Message{Type: wire.TypeHaltAck, Epoch: e, From: ids[2]})
+		if m.IsLeader() || m.Status() != StatusHalting {
+			t.Fatalf("%s, leader %v: a refusal that was not of this round's HALT counted", m.Status(), m.IsLeader())
+		}
+	})
+}

@@ -19,9 +19,10 @@
 //     whose ballot is above every ballot it promised and whose epoch is above
 //     its leader's: it leaves Normal, promises the ballot and replies HALT_ACK;
 //     otherwise it replies REJECT naming the ballot it holds.
-//   - When every lower member acknowledged, or ElectionTimeout passed (the
-//     silent ones count as failed), the candidate sends COORDINATOR to all
-//     members and leads the epoch. A COORDINATOR is accepted when its ballot is
+//   - When every lower member acknowledged or refused the HALT (a TCP reset
+//     to the connection: its process is not running), or ElectionTimeout
+//     passed (the silent ones count as failed), the candidate sends
+//     COORDINATOR to all members and leads the epoch. A COORDINATOR is accepted when its ballot is
 //     not below the promise; one from a lower ID makes the receiver bully it.
 //   - The leader sends HEARTBEAT to every member each HeartbeatInterval; a
 //     follower that hears none from its leader for FailureTimeout + its

@@ -115,6 +115,23 @@ func (m *Machine) Sent(t wire.Type) uint64 { return m.sentBy[t&15] }
 // NextDeadline returns the clock reading at which Tick next has work to do.
 func (m *Machine) NextDeadline() time.Duration { return m.deadline }
 
+// Refused tells the Machine that a message it sent to peer was refused:
+// nobody listened at the peer's address (TCP answered the connection with a
+// reset), so the peer's process was not running. A HALT of the current
+// proposal so refused counts the peer as failed at once, as the end of
+// ElectionTimeout would: it neither acknowledged nor rejected this ballot,
+// and when it starts again it elects on its own. Anything else is ignored;
+// silence, as in a partition, still takes the timeout.
+func (m *Machine) Refused(now time.Duration, peer uuid.UUID, t wire.Type, epoch uint64) {
+	if m.left || t != wire.TypeHalt || m.status != StatusHalting || epoch != m.proposal.Epoch || !m.pending[peer] {
+		return
+	}
+	delete(m.pending, peer)
+	if len(m.pending) == 0 {
+		m.win(now)
+	}
+}
+
 // Drain returns and clears what the Machine produced since the last Drain.
 func (m *Machine) Drain() Output {
 	out := m.out

@@ -180,6 +180,10 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	timer := time.NewTimer(n.untilDeadline())
 	defer timer.Stop()
 	in := n.tr.Recv()
+	var refused <-chan Refusal // nil, never ready, for transports that cannot tell
+	if rr, ok := n.tr.(RefusalReporter); ok {
+		refused = rr.Refusals()
+	}
 	for !n.left {
 		timer.Reset(n.untilDeadline())
 		select {
@@ -211,6 +215,8 @@ func (n *Node) Run(ctx context.Context) (err error) {
 				}
 			}
 			n.m.Tick(n.now())
+		case r := <-refused:
+			n.m.Refused(n.now(), r.Peer, r.Type, r.Epoch)
 		case f := <-n.ctrl:
 			f()
 		}

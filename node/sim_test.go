@@ -220,8 +220,17 @@ func (s *simNetwork) step(limit time.Duration) bool {
 		d := heap.Pop(&s.queue).(delivery)
 		s.now = max(s.now, d.at)
 		to := s.nodes[d.to]
-		if !to.up || s.cut[[2]int{d.from, d.to}] {
+		if s.cut[[2]int{d.from, d.to}] {
 			s.tracef("n%d -> n%d %s e%d dropped", d.from, d.to, d.msg.Type, d.msg.Epoch)
+			return true
+		}
+		if !to.up {
+			// A crashed process's host answers with a reset, as TCP does.
+			s.tracef("n%d -> n%d %s e%d refused", d.from, d.to, d.msg.Type, d.msg.Epoch)
+			if from := s.nodes[d.from]; from.up {
+				from.m.Refused(s.now, to.id, d.msg.Type, d.msg.Epoch)
+				s.flush(from)
+			}
 			return true
 		}
 		s.tracef("n%d -> n%d %s e%d", d.from, d.to, d.msg.Type, d.msg.Epoch)

@@ -110,6 +110,7 @@ type TCPTransport struct {
 	cfg      TCPConfig
 	ln       net.Listener
 	in       chan wire.Message
+	refused  chan Refusal
 	counters Counters
 	start    time.Time
 	dialer   net.Dialer
@@ -123,7 +124,10 @@ type TCPTransport struct {
 	inbound map[net.Conn]struct{}
 }
 
-var _ Transport = (*TCPTransport)(nil)
+var (
+	_ Transport       = (*TCPTransport)(nil)
+	_ RefusalReporter = (*TCPTransport)(nil)
+)
 
 // ListenTCP listens on addr and returns a transport for node id. A bind
 // failure reads "listen ADDR: address already in use".
@@ -152,11 +156,12 @@ func NewTCPTransport(ln net.Listener, id uuid.UUID, cfg TCPConfig) *TCPTransport
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &TCPTransport{
-		id:    id,
-		cfg:   cfg,
-		ln:    ln,
-		in:    make(chan wire.Message, cfg.InboundLen),
-		start: time.Now(),
+		id:      id,
+		cfg:     cfg,
+		ln:      ln,
+		in:      make(chan wire.Message, cfg.InboundLen),
+		refused: make(chan Refusal, refusalQueueLen),
+		start:   time.Now(),
 		dialer: net.Dialer{
 			Timeout: cfg.DialTimeout,
 			Control: func(_, _ string, c syscall.RawConn) error { return setUserTimeout(c, cfg.UserTimeout) },
@@ -181,6 +186,10 @@ func (t *TCPTransport) LocalAddr() string { return t.ln.Addr().String() }
 
 // Recv implements Transport.
 func (t *TCPTransport) Recv() <-chan wire.Message { return t.in }
+
+// Refusals implements RefusalReporter: frames whose connection attempt the
+// peer's host answered with a reset (ECONNREFUSED).
+func (t *TCPTransport) Refusals() <-chan Refusal { return t.refused }
 
 // Send implements Transport.
 func (t *TCPTransport) Send(to uuid.UUID, msg *wire.Message) {
@@ -208,7 +217,7 @@ func (t *TCPTransport) Send(to uuid.UUID, msg *wire.Message) {
 		t.counters.countDropped(msg.Type, DropQueueFull)
 		return
 	}
-	p.queue = append(p.queue, tcpFrame{typ: msg.Type, at: now, buf: wire.Append(nil, msg)})
+	p.queue = append(p.queue, tcpFrame{typ: msg.Type, epoch: msg.Epoch, at: now, buf: wire.Append(nil, msg)})
 	p.pending.Add(1)
 	start := !p.writing
 	p.writing = true
@@ -385,9 +394,10 @@ func isFramingError(err error) bool {
 }
 
 type tcpFrame struct {
-	typ wire.Type
-	at  int64 // transport clock when queued
-	buf []byte
+	typ   wire.Type
+	epoch uint64
+	at    int64 // transport clock when queued
+	buf   []byte
 }
 
 // tcpConn is an outbound connection. dead is set by the goroutine that
@@ -517,6 +527,12 @@ func (p *tcpPeer) write(f tcpFrame) {
 			p.failures++
 			p.retryAt.Store(t.mono() + int64(p.backoff()))
 			p.drop(f, DropUnreachable)
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				select {
+				case t.refused <- Refusal{Peer: p.id, Type: f.typ, Epoch: f.epoch}:
+				default:
+				}
+			}
 			p.dropQueued(DropUnreachable)
 			return
 		}

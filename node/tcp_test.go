@@ -329,3 +329,27 @@ func TestListenTCPAddressInUse(t *testing.T) {
 		t.Fatalf("got %v, want %q", err, want)
 	}
 }
+
+func TestTCPReportsRefusals(t *testing.T) {
+	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close() // nobody listens there now
+	peer := uuid.New()
+	a.SetPeers([]wire.Member{{ID: peer, Addr: dead}})
+	a.Send(peer, &wire.Message{Type: wire.TypeHalt, Epoch: 7, From: a.id})
+	select {
+	case r := <-a.Refusals():
+		if want := (Refusal{Peer: peer, Type: wire.TypeHalt, Epoch: 7}); r != want {
+			t.Errorf("refusal %+v, want %+v", r, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no refusal reported for a HALT to a port nobody listens on")
+	}
+	if got := a.Counters().Snapshot().Dropped["HALT"]; got != 1 {
+		t.Errorf("HALT dropped %d times, want 1", got)
+	}
+}

@@ -40,6 +40,26 @@ type Transport interface {
 	Close() error
 }
 
+// RefusalReporter is implemented by transports that learn when a peer
+// refused a frame because nobody listened at its address (a TCP reset to
+// the connection attempt): its process was not running. The Node hands
+// each Refusal to Machine.Refused. The channel may drop reports when full;
+// a refusal not reported only takes the election timeout to count.
+type RefusalReporter interface {
+	Refusals() <-chan Refusal
+}
+
+// Refusal is a frame a peer refused.
+type Refusal struct {
+	Peer  uuid.UUID
+	Type  wire.Type
+	Epoch uint64
+}
+
+// refusalQueueLen bounds the refusals waiting for the Node: a HALT round
+// of a 250-node cluster whose other nodes are all down fits.
+const refusalQueueLen = 1024
+
 // ErrTransportClosed is returned by operations on a closed transport.
 var ErrTransportClosed = errors.New("transport closed")
 
@@ -62,11 +82,12 @@ func NewInmemNetwork() *InmemNetwork {
 // replacing any earlier transport of the same ID (a restarted node).
 func (n *InmemNetwork) NewTransport(id uuid.UUID, addr string) *InmemTransport {
 	t := &InmemTransport{
-		net:   n,
-		id:    id,
-		addr:  addr,
-		in:    make(chan wire.Message, 1024),
-		peers: make(map[uuid.UUID]bool),
+		net:     n,
+		id:      id,
+		addr:    addr,
+		in:      make(chan wire.Message, 1024),
+		refused: make(chan Refusal, refusalQueueLen),
+		peers:   make(map[uuid.UUID]bool),
 	}
 	n.mu.Lock()
 	n.nodes[id] = t
@@ -94,6 +115,7 @@ type InmemTransport struct {
 	id       uuid.UUID
 	addr     string
 	in       chan wire.Message
+	refused  chan Refusal
 	counters Counters
 
 	// Guarded by net.mu, so that a send and the receiver's Close are ordered.
@@ -101,7 +123,10 @@ type InmemTransport struct {
 	closed bool
 }
 
-var _ Transport = (*InmemTransport)(nil)
+var (
+	_ Transport       = (*InmemTransport)(nil)
+	_ RefusalReporter = (*InmemTransport)(nil)
+)
 
 // Send implements Transport.
 func (t *InmemTransport) Send(to uuid.UUID, msg *wire.Message) {
@@ -119,6 +144,14 @@ func (t *InmemTransport) Send(to uuid.UUID, msg *wire.Message) {
 	dst := n.nodes[to]
 	if dst == nil || dst.closed || n.cut[[2]uuid.UUID{t.id, to}] {
 		t.counters.countDropped(msg.Type, DropUnreachable)
+		if !n.cut[[2]uuid.UUID{t.id, to}] {
+			// A stopped node, like a process that is not running, refuses;
+			// a cut link is silent.
+			select {
+			case t.refused <- Refusal{Peer: to, Type: msg.Type, Epoch: msg.Epoch}:
+			default:
+			}
+		}
 		return
 	}
 	m := *msg
@@ -134,6 +167,10 @@ func (t *InmemTransport) Send(to uuid.UUID, msg *wire.Message) {
 
 // Recv implements Transport.
 func (t *InmemTransport) Recv() <-chan wire.Message { return t.in }
+
+// Refusals implements RefusalReporter: frames to a node not on the network
+// or closed.
+func (t *InmemTransport) Refusals() <-chan Refusal { return t.refused }
 
 // SetPeers implements Transport.
 func (t *InmemTransport) SetPeers(members []wire.Member) {
