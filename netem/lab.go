@@ -379,8 +379,9 @@ func (l *Lab) startBuilding(ctx context.Context, members []wire.Member) (*Lab, e
 	return l, nil
 }
 
-// awaitBuilt waits until node n's part of the testbed is built and its
-// links are up; it returns at once when the testbed was built first.
+// awaitBuilt waits, while the testbed is being built, until node n's part
+// is built and its links are up. Once the build is over it returns at once:
+// a node restarted later may have its link down on purpose (isolate).
 func (l *Lab) awaitBuilt(ctx context.Context, n *labNode) error {
 	if l.nodeBuilt == nil {
 		return nil
@@ -390,11 +391,14 @@ func (l *Lab) awaitBuilt(ctx context.Context, n *labNode) error {
 		return err
 	}
 	select {
-	case <-l.nodeBuilt[i]:
 	case <-l.built:
-		if l.buildErr != nil {
-			return l.buildErr
-		}
+		return l.buildErr
+	default:
+	}
+	select {
+	case <-l.built:
+		return l.buildErr
+	case <-l.nodeBuilt[i]:
 	case <-ctx.Done():
 		return ctx.Err()
 	}

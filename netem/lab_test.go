@@ -282,6 +282,13 @@ func TestLabIsolateLeave(t *testing.T) {
 	if s := labState(t, lab, "n5"); !s.Isolated || s.State != netem.ProcRunning {
 		t.Errorf("isolated n5: %+v", s)
 	}
+	// A node restarts with its link down as well: a lab whose nodes booted
+	// while it was built must not wait for that link.
+	labDo(t)(lab.Crash("n5"))
+	labDo(t)(lab.Restart(t.Context(), "n5"))
+	if s := labState(t, lab, "n5"); !s.Isolated || s.State != netem.ProcRunning {
+		t.Errorf("n5 restarted while isolated: %+v", s)
+	}
 	labDo(t)(lab.Unisolate("n5"))
 	back := labWait(t, lab, "unisolate n5", "n5", isolated.Epoch)
 
