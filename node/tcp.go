@@ -528,10 +528,7 @@ func (p *tcpPeer) write(f tcpFrame) {
 			p.retryAt.Store(t.mono() + int64(p.backoff()))
 			p.drop(f, DropUnreachable)
 			if errors.Is(err, syscall.ECONNREFUSED) {
-				select {
-				case t.refused <- Refusal{Peer: p.id, Type: f.typ, Epoch: f.epoch}:
-				default:
-				}
+				offerRefusal(t.refused, Refusal{Peer: p.id, Type: f.typ, Epoch: f.epoch})
 			}
 			p.dropQueued(DropUnreachable)
 			return

@@ -56,6 +56,14 @@ type Refusal struct {
 	Epoch uint64
 }
 
+// offerRefusal queues r unless the queue is full: see RefusalReporter.
+func offerRefusal(q chan<- Refusal, r Refusal) {
+	select {
+	case q <- r:
+	default:
+	}
+}
+
 // refusalQueueLen bounds the refusals waiting for the Node: a HALT round
 // of a 250-node cluster whose other nodes are all down fits.
 const refusalQueueLen = 1024
@@ -142,15 +150,13 @@ func (t *InmemTransport) Send(to uuid.UUID, msg *wire.Message) {
 		return
 	}
 	dst := n.nodes[to]
-	if dst == nil || dst.closed || n.cut[[2]uuid.UUID{t.id, to}] {
+	cut := n.cut[[2]uuid.UUID{t.id, to}]
+	if dst == nil || dst.closed || cut {
 		t.counters.countDropped(msg.Type, DropUnreachable)
-		if !n.cut[[2]uuid.UUID{t.id, to}] {
+		if !cut {
 			// A stopped node, like a process that is not running, refuses;
 			// a cut link is silent.
-			select {
-			case t.refused <- Refusal{Peer: to, Type: msg.Type, Epoch: msg.Epoch}:
-			default:
-			}
+			offerRefusal(t.refused, Refusal{Peer: to, Type: msg.Type, Epoch: msg.Epoch})
 		}
 		return
 	}
