@@ -127,13 +127,17 @@ func TestAgreedSince(t *testing.T) {
 		{"other epoch", status(2, "normal") + changed(2, x, 2), -1},
 		{"not normal at the end", status(2, "normal") + changed(2, x, 3) + status(7, "electing"), -1},
 		{"restarted, leader not logged", status(2, "normal") + changed(2, x, 3) + rec(8, "node_started", "") + status(9, "normal"), -1},
+		// The poll (at second 30) saw the first agreement; what the node
+		// did after it does not count.
+		{"left and came back after the poll", status(2, "normal") + changed(2, x, 3) + status(31, "electing") + status(32, "normal"), 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "n1.log")
 			if err := os.WriteFile(path, []byte(tc.log), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			at, ok, err := agreedSince(path, x, 3)
+			poll := time.Date(2026, 11, 22, 12, 0, 30, 0, time.UTC)
+			at, ok, err := agreedSince(path, x, 3, poll)
 			if err != nil {
 				t.Fatal(err)
 			}

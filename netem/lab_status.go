@@ -308,9 +308,10 @@ func summarize(views map[string]string, nodes []*labNode) string {
 // leader) of ag's leader and epoch and stayed so. ag.At is when a poll saw
 // the agreement, later by the poll's own duration: the first control
 // request a node process answers is its slowest, and a first poll of 250
-// nodes took 0.3 s. ok is false when a log does not show it, as for a node
-// that restarted into the leader and epoch it had persisted (it logs no
-// leader change), or when a node's view moved on after the poll.
+// nodes took 0.3 s. Records written after ag.At do not count: a node may
+// leave the agreement and come back to it after the poll. ok is false when
+// a log does not show it, as for a node that restarted into the leader and
+// epoch it had persisted (it logs no leader change).
 func (l *Lab) AgreedAt(ag Leader) (at time.Time, ok bool, err error) {
 	leader, epoch := ag.ID.String(), ag.Epoch
 	for _, name := range ag.Nodes {
@@ -318,7 +319,7 @@ func (l *Lab) AgreedAt(ag Leader) (at time.Time, ok bool, err error) {
 		if err != nil {
 			return time.Time{}, false, err
 		}
-		since, ok, err := agreedSince(n.log, leader, epoch)
+		since, ok, err := agreedSince(n.log, leader, epoch, ag.At)
 		if err != nil || !ok {
 			return time.Time{}, false, err
 		}
@@ -329,16 +330,16 @@ func (l *Lab) AgreedAt(ag Leader) (at time.Time, ok bool, err error) {
 	return at, !at.IsZero(), nil
 }
 
-// agreedSince reads a node's JSON event log and returns since when, at its
-// end, the node has been Normal with leader at epoch.
-func agreedSince(path, leader string, epoch uint64) (time.Time, bool, error) {
+// agreedSince reads a node's JSON event log and returns since when, at
+// until, the node had been Normal with leader at epoch.
+func agreedSince(path, leader string, epoch uint64, until time.Time) (time.Time, bool, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("reading event log: %w", err)
 	}
 	var (
 		normal, follows, agreed bool
-		since                   string
+		since                   time.Time
 	)
 	for line := range bytes.Lines(data) {
 		var rec struct {
@@ -351,6 +352,13 @@ func agreedSince(path, leader string, epoch uint64) (time.Time, bool, error) {
 		if json.Unmarshal(line, &rec) != nil {
 			continue // not a record: a Go runtime message, say
 		}
+		at, err := time.Parse(time.RFC3339Nano, rec.Time)
+		if err != nil {
+			return time.Time{}, false, fmt.Errorf("event log %s: bad time %q", path, rec.Time)
+		}
+		if at.After(until) {
+			break
+		}
 		switch rec.Event {
 		case "node_started":
 			normal, follows = false, false
@@ -362,15 +370,8 @@ func agreedSince(path, leader string, epoch uint64) (time.Time, bool, error) {
 			continue
 		}
 		if now := normal && follows; now != agreed {
-			agreed, since = now, rec.Time
+			agreed, since = now, at
 		}
 	}
-	if !agreed {
-		return time.Time{}, false, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, since)
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("event log %s: bad time %q", path, since)
-	}
-	return t, true, nil
+	return since, agreed, nil
 }
