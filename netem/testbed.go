@@ -156,11 +156,15 @@ func (tb *Testbed) construct(ctx context.Context, order []int, nodeBuilt func(i 
 	if err := tb.waitLinksUp(ctx, all); err != nil {
 		return fmt.Errorf("build %s: %w", tb.run, err)
 	}
+	// Through the saver, as every other write: nodes may be starting, and
+	// flush must be able to wait for this version too.
 	tb.mu.Lock()
 	tb.state.Complete = true
 	v := tb.changedLocked()
+	tb.saveLater()
+	err := tb.waitSavedLocked(v)
 	tb.mu.Unlock()
-	if err := tb.save(v); err != nil {
+	if err != nil {
 		return fmt.Errorf("build %s: %w", tb.run, err)
 	}
 	return nil
@@ -234,15 +238,15 @@ func (tb *Testbed) build(ctx context.Context, order []int, nodeBuilt func(i int)
 		return fmt.Errorf("creating bridge %s: no interface index", br.Name)
 	}
 
-	jobs := make(chan int, len(tb.state.Nodes))
 	if order == nil {
-		for i := range tb.state.Nodes {
-			jobs <- i
+		order = make([]int, len(tb.state.Nodes))
+		for i := range order {
+			order[i] = i
 		}
-	} else {
-		for _, i := range order {
-			jobs <- i
-		}
+	}
+	jobs := make(chan int, len(order))
+	for _, i := range order {
+		jobs <- i
 	}
 	close(jobs)
 	var (
@@ -770,14 +774,6 @@ func (tb *Testbed) save(v uint64) error {
 		return err
 	}
 	tb.saved = cur
-	// For waiters of a version saved here rather than by saveLater's
-	// goroutine: the build's last write can come after nodes started.
-	tb.mu.Lock()
-	if cur > tb.savedV {
-		tb.savedV = cur
-		tb.savedCond.Broadcast()
-	}
-	tb.mu.Unlock()
 	return nil
 }
 
