@@ -20,8 +20,9 @@ fi
 
 mkdir -p bin
 # Static: every node process of a testbed starts faster without the
-# dynamic loader and glibc (see node/cluster.Build).
-CGO_ENABLED=0 go build -o bin/bullylab ./cmd/bullylab
+# dynamic loader and glibc, and without urfave/cli's docs generator
+# (see node/cluster.Build).
+CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o bin/bullylab ./cmd/bullylab
 if [ "$(id -u)" -ne 0 ]; then
 	if command -v sudo >/dev/null 2>&1; then
 		exec sudo bin/bullylab bench --out bench-out "$@"
