@@ -216,7 +216,7 @@ func (tb *Testbed) build(ctx context.Context, order []int, nodeBuilt func(i int)
 			resc <- result{netns.None(), err}
 			return
 		}
-		ns, broken, err := c.create(SwitchNamespace(tb.run))
+		ns, broken, err := c.create(SwitchNamespace(tb.run), bridgeWithoutNetfilter)
 		c.close(broken)
 		resc <- result{ns, err}
 	}()
@@ -287,7 +287,7 @@ func (tb *Testbed) build(ctx context.Context, order []int, nodeBuilt func(i int)
 					return
 				}
 				var ns netns.NsHandle
-				ns, broken, err = c.create(tb.state.Nodes[i].Namespace)
+				ns, broken, err = c.create(tb.state.Nodes[i].Namespace, nil)
 				if err != nil {
 					fail(fmt.Errorf("node %s: %w", tb.state.Nodes[i].Name, err))
 					return

@@ -295,6 +295,15 @@ func tbCheckWiring(t *testing.T, tb *netem.Testbed) {
 	if ports != len(tb.Nodes()) {
 		t.Errorf("bridge has %d ports, want %d", ports, len(tb.Nodes()))
 	}
+	if _, err := os.Stat("/proc/sys/net/bridge"); err == nil {
+		// br_netfilter is in this kernel: the switch must not send what it
+		// forwards through iptables.
+		for _, f := range []string{"iptables", "ip6tables", "arptables"} {
+			if v := tbSysctlIn(t, sw, "/proc/sys/net/bridge/bridge-nf-call-"+f); v != "0" {
+				t.Errorf("switch namespace: bridge-nf-call-%s = %s, want 0", f, v)
+			}
+		}
+	}
 	for _, nd := range tb.Nodes() {
 		ns, err := netns.GetFromName(nd.Namespace)
 		if err != nil {
@@ -340,6 +349,39 @@ func tbCheckWiring(t *testing.T, tb *netem.Testbed) {
 			t.Errorf("node %s: eth0 has %v, want %s", nd.Name, addrs, want)
 		}
 	}
+}
+
+// tbSysctlIn reads a /proc/sys file as seen from namespace ns.
+func tbSysctlIn(t *testing.T, ns netns.NsHandle, path string) string {
+	t.Helper()
+	var (
+		b   []byte
+		err error
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// The thread is left locked, so discarded, if it cannot go back.
+		runtime.LockOSThread()
+		orig, gerr := netns.Get()
+		if gerr != nil {
+			err = gerr
+			return
+		}
+		defer orig.Close()
+		if err = netns.Set(ns); err != nil {
+			return
+		}
+		b, err = os.ReadFile(path)
+		if netns.Set(orig) == nil {
+			runtime.UnlockOSThread()
+		}
+	}()
+	<-done
+	if err != nil {
+		t.Fatalf("reading %s in a namespace: %v", path, err)
+	}
+	return strings.TrimSpace(string(b))
 }
 
 func TestTCPBetweenNodes(t *testing.T) {
