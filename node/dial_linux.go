@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,45 +29,55 @@ func quickDial(addr string, userTimeout time.Duration) (c net.Conn, done bool, e
 	ip := ap.Addr().Unmap()
 	var (
 		domain = unix.AF_INET
-		sa     unix.Sockaddr
+		sa4    unix.RawSockaddrInet4
+		sa6    unix.RawSockaddrInet6
+		sa     unsafe.Pointer
+		saLen  uintptr
 	)
 	if ip.Is4() {
-		sa = &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ip.As4()}
+		sa4 = unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: ip.As4()}
+		putPort(&sa4.Port, ap.Port())
+		sa, saLen = unsafe.Pointer(&sa4), unsafe.Sizeof(sa4)
 	} else {
 		domain = unix.AF_INET6
-		sa = &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ip.As16()}
+		sa6 = unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: ip.As16()}
+		putPort(&sa6.Port, ap.Port())
+		sa, saLen = unsafe.Pointer(&sa6), unsafe.Sizeof(sa6)
 	}
-	fd, serr := unix.Socket(domain, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	fd, serr := rawSocket(domain, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
 	if serr != nil {
 		return nil, false, nil
 	}
 	keep := false
 	defer func() {
 		if !keep {
-			unix.Close(fd)
+			rawClose(fd)
 		}
 	}()
-	if userTimeout > 0 {
-		if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(userTimeout.Milliseconds())); err != nil {
-			return nil, false, nil
-		}
-	}
-	cerr := unix.Connect(fd, sa)
+	cerr := rawConnect(fd, sa, saLen)
 	if cerr == unix.EINPROGRESS {
-		soerr, gerr := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
-		if gerr != nil {
+		soerr, gerr := rawGetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+		switch {
+		case gerr != nil:
 			return nil, false, nil
-		}
-		if soerr != 0 {
+		case soerr != 0:
 			cerr = unix.Errno(soerr)
-		} else if _, perr := unix.Getpeername(fd); perr != nil {
+		case !rawConnected(fd):
 			return nil, false, nil // still connecting
-		} else {
+		default:
 			cerr = nil
 		}
 	}
 	if cerr != nil {
 		return nil, true, &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(ap), Err: os.NewSyscallError("connect", cerr)}
+	}
+	// Set once connected: a refused dial, the common case, needs no
+	// option, and the handshake is over, so the option's other use, ending
+	// unanswered SYNs, does not arise.
+	if userTimeout > 0 {
+		if err := rawSetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(userTimeout.Milliseconds())); err != nil {
+			return nil, true, os.NewSyscallError("setsockopt", err)
+		}
 	}
 	f := os.NewFile(uintptr(fd), "")
 	keep = true // f owns it now
@@ -80,4 +91,10 @@ func quickDial(addr string, userTimeout time.Duration) (c net.Conn, done bool, e
 		tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true})
 	}
 	return c, true, nil
+}
+
+// putPort stores port in network byte order.
+func putPort(dst *uint16, port uint16) {
+	b := (*[2]byte)(unsafe.Pointer(dst))
+	b[0], b[1] = byte(port>>8), byte(port)
 }

@@ -1,9 +1,11 @@
 package node
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"syscall"
 	"testing"
@@ -135,5 +137,63 @@ func TestRawReader(t *testing.T) {
 	s.Close()
 	if _, err := r.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("read after Close: %v, want net.ErrClosed", err)
+	}
+}
+
+func TestRawWriter(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w := newConnWriter(c)
+	if _, ok := w.(rawWriter); !ok {
+		t.Fatalf("newConnWriter(%T) = %T, want rawWriter", c, w)
+	}
+
+	// More than the socket buffers hold: the writer must wait for the
+	// reader, through EAGAIN, and write every byte once, in order.
+	big := make([]byte, 16<<20)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(s, int64(len(big))))
+		got <- b
+	}()
+	if n, err := w.Write(big); n != len(big) || err != nil {
+		t.Fatalf("Write = %d, %v; want %d, nil", n, err, len(big))
+	}
+	if b := <-got; !bytes.Equal(b, big) {
+		t.Fatalf("the reader got %d bytes, not what was written", len(b))
+	}
+
+	// Nobody reads now: the deadline ends the wait for buffer space.
+	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	n, err := w.Write(big)
+	if !errors.Is(err, os.ErrDeadlineExceeded) || n >= len(big) {
+		t.Fatalf("Write to a peer that does not read = %d, %v; want fewer than %d bytes and a deadline error", n, err, len(big))
+	}
+	c.SetWriteDeadline(time.Time{})
+
+	s.Close()
+	for range 100 { // the reset arrives after the first write to a closed peer
+		if _, err = w.Write([]byte("x")); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		t.Error("writes to a peer that closed the connection kept succeeding")
 	}
 }

@@ -405,7 +405,8 @@ type tcpFrame struct {
 // instead of writing into a socket the peer already closed.
 type tcpConn struct {
 	net.Conn
-	gen  uint64 // the peer's address generation it was dialled for
+	w    io.Writer // writes to Conn
+	gen  uint64    // the peer's address generation it was dialled for
 	dead atomic.Bool
 }
 
@@ -540,7 +541,7 @@ func (p *tcpPeer) write(f tcpFrame) {
 		p.closeConn()
 		return
 	}
-	n, err := c.Write(f.buf)
+	n, err := c.w.Write(f.buf)
 	if err != nil || n != len(f.buf) {
 		p.drop(f, DropWriteError)
 		p.closeConn()
@@ -563,7 +564,7 @@ func (p *tcpPeer) dial(addr string, gen uint64) error {
 		// property is what makes captures line up with the counters.
 		tc.SetNoDelay(true)
 	}
-	c := &tcpConn{Conn: nc, gen: gen}
+	c := &tcpConn{Conn: nc, w: newConnWriter(nc), gen: gen}
 	p.conn = c
 	p.cur.Store(c)
 	p.failures = 0

@@ -18,5 +18,8 @@ func setUserTimeout(syscall.RawConn, time.Duration) error { return nil }
 // optimisation for idle nodes, not a feature.
 func newConnReader(c net.Conn) io.Reader { return c }
 
+// newConnWriter returns c, for the same reason.
+func newConnWriter(c net.Conn) io.Writer { return c }
+
 // quickDial leaves every dial to net.Dialer.
 func quickDial(string, time.Duration) (net.Conn, bool, error) { return nil, false, nil }
