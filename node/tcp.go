@@ -223,6 +223,10 @@ func (t *TCPTransport) Send(to uuid.UUID, msg *wire.Message) {
 	p.writing = true
 	p.mu.Unlock()
 	if start {
+		// This Send is the peer's writer now, and owns its connection.
+		if p.conn == nil && p.dialQuick() {
+			return
+		}
 		// Under t.mu's read lock: Close cannot be waiting for t.wg yet.
 		t.wg.Add(1)
 		go p.run()
@@ -433,6 +437,9 @@ type tcpPeer struct {
 	// Owned by the running writer, or by stop when none runs.
 	conn     *tcpConn
 	failures int
+	// dialQuick found the connect in progress, so the writer
+	// dials with net.Dialer at once rather than send a second SYN.
+	slowDial bool
 }
 
 func (p *tcpPeer) setAddr(addr string) {
@@ -525,12 +532,7 @@ func (p *tcpPeer) write(f tcpFrame) {
 			return
 		}
 		if err := p.dial(addr, gen); err != nil {
-			p.failures++
-			p.retryAt.Store(t.mono() + int64(p.backoff()))
-			p.drop(f, DropUnreachable)
-			if errors.Is(err, syscall.ECONNREFUSED) {
-				offerRefusal(t.refused, Refusal{Peer: p.id, Type: f.typ, Epoch: f.epoch})
-			}
+			p.dialFailed(f, err)
 			p.dropQueued(DropUnreachable)
 			return
 		}
@@ -550,15 +552,78 @@ func (p *tcpPeer) write(f tcpFrame) {
 	t.counters.countSent(f.typ)
 }
 
+// dialFailed starts a backoff after a failed dial for frame f, which it
+// drops; the writer owns p.
+func (p *tcpPeer) dialFailed(f tcpFrame, err error) {
+	p.failures++
+	p.retryAt.Store(p.t.mono() + int64(p.backoff()))
+	p.drop(f, DropUnreachable)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		offerRefusal(p.t.refused, Refusal{Peer: p.id, Type: f.typ, Epoch: f.epoch})
+	}
+}
+
+// dialQuick connects p in the goroutine of the Send that found it without
+// a writer or a connection, when quickDial settles the dial: a booting
+// node's ELECTIONs to members not up yet are then refused without a
+// writer goroutine, whose start and stack growth cost more than the dial
+// (BenchmarkTCPSendRefused). It reports whether it also settled the queue,
+// the one frame that Send queued, by dropping it after a failed dial;
+// otherwise a writer must take the queue over, on the new connection if
+// there is one.
+func (p *tcpPeer) dialQuick() bool {
+	addr, gen := p.target()
+	nc, done, err := quickDial(addr, p.t.cfg.UserTimeout)
+	switch {
+	case !done:
+		p.slowDial = true
+		return false
+	case err == nil:
+		p.adopt(nc, gen)
+		return false
+	}
+	p.mu.Lock()
+	f := p.queue[p.head]
+	p.mu.Unlock()
+	p.dialFailed(f, err)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.queue[p.head] = tcpFrame{}
+	p.head++
+	p.pending.Add(-1)
+	if p.head < len(p.queue) {
+		return false // a concurrent Send queued more: the writer drops them
+	}
+	p.queue, p.head = p.queue[:0], 0
+	p.writing = false
+	return true
+}
+
 func (p *tcpPeer) dial(addr string, gen uint64) error {
 	t := p.t
-	nc, done, err := quickDial(addr, t.cfg.UserTimeout)
+	var (
+		nc   net.Conn
+		done bool
+		err  error
+	)
+	if !p.slowDial {
+		nc, done, err = quickDial(addr, t.cfg.UserTimeout)
+	}
+	p.slowDial = false
 	if !done {
 		nc, err = t.dialer.DialContext(t.ctx, "tcp", addr)
 	}
 	if err != nil {
 		return err
 	}
+	p.adopt(nc, gen)
+	return nil
+}
+
+// adopt makes nc the writer's connection to p, dialled for address
+// generation gen.
+func (p *tcpPeer) adopt(nc net.Conn, gen uint64) {
+	t := p.t
 	if tc, ok := nc.(*net.TCPConn); ok {
 		// Go sets it by default; set it anyway, since the frame-per-segment
 		// property is what makes captures line up with the counters.
@@ -583,7 +648,6 @@ func (p *tcpPeer) dial(addr string, gen uint64) error {
 			}
 		}
 	}()
-	return nil
 }
 
 func (p *tcpPeer) closeConn() {
