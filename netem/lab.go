@@ -647,8 +647,10 @@ func (l *Lab) waitBooted(ctx context.Context, n *labNode, log *eventWatch) error
 	tn, _ := l.topo.Node(n.name)
 	deadline := time.Now().Add(l.opts.StartTimeout)
 	var settle time.Time // set once started
-	tick := time.NewTicker(readyPoll)
-	defer tick.Stop()
+	grew, stop := notifyGrowth(n.log)
+	defer stop()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
 	for {
 		started, normal, err := log.scan()
 		if err != nil {
@@ -656,6 +658,7 @@ func (l *Lab) waitBooted(ctx context.Context, n *labNode, log *eventWatch) error
 		}
 		if started && settle.IsZero() {
 			settle = time.Now().Add(2 * (tn.Settings.ElectionTimeout + tn.Settings.FailureTimeout))
+			timer.Reset(time.Until(settle))
 		}
 		if normal || started && time.Now().After(settle) {
 			return nil
@@ -668,9 +671,63 @@ func (l *Lab) waitBooted(ctx context.Context, n *labNode, log *eventWatch) error
 			return fmt.Errorf("node %s exited at start: %s", n.name, logTail(n.log, 3))
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-tick.C:
+		case <-grew:
+		case <-timer.C:
 		}
 	}
+}
+
+// notifyGrowth returns a channel that receives when the file at path is
+// written to, and a function that stops the watch. It uses inotify, so
+// that a lab waiting for a booting node reads its log when the node
+// writes it: polling it every 2 ms, two nodes at a time, was 1,000 wakeups
+// and stat calls a second through a 250-node boot, on the same two cores
+// as the nodes. Where inotify is not available (no instances left), the
+// channel ticks every readyPoll instead.
+func notifyGrowth(path string) (<-chan struct{}, func()) {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err == nil {
+		if _, err = unix.InotifyAddWatch(fd, path, unix.IN_MODIFY); err != nil {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		tick := time.NewTicker(readyPoll)
+		c := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-tick.C:
+					select {
+					case c <- struct{}{}:
+					case <-done:
+						return
+					}
+				case <-done:
+					return
+				}
+			}
+		}()
+		return c, func() { tick.Stop(); close(done) }
+	}
+	// Non-blocking, so os.File reads through the netpoller and Close
+	// ends a pending Read.
+	f := os.NewFile(uintptr(fd), "inotify")
+	c := make(chan struct{}, 1)
+	go func() {
+		var buf [4096]byte
+		for {
+			if _, err := f.Read(buf[:]); err != nil {
+				return
+			}
+			select {
+			case c <- struct{}{}:
+			default: // one pending wakeup covers every write before it
+			}
+		}
+	}()
+	return c, func() { f.Close() }
 }
 
 // eventWatch reads the records a node appends to its JSON event log.
