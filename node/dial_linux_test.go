@@ -3,14 +3,18 @@ package node
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
 )
 
@@ -195,5 +199,124 @@ func TestRawWriter(t *testing.T) {
 	}
 	if err == nil {
 		t.Error("writes to a peer that closed the connection kept succeeding")
+	}
+}
+
+// A dial whose SYN is lost (here: dropped by a listener whose accept queue
+// is full, as a testbed drops it to a node whose namespace is not built
+// yet) hangs until DialTimeout. A frame from the peer meanwhile proves it
+// reachable: the transport abandons that dial and dials again at once,
+// instead of keeping what is queued for the peer waiting for the timeout.
+func TestTCPAbandonsHungDialWhenPeerHeard(t *testing.T) {
+	lfd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(lfd)
+	if err := unix.Bind(lfd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(lfd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(lfd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := sa.(*unix.SockaddrInet4).Port
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for full := false; !full; {
+		c, done, err := quickDial(addr, 0)
+		switch {
+		case !done:
+			full = true
+		case err != nil:
+			t.Fatal(err)
+		case len(held) == 8:
+			t.Fatal("8 connects to a listener with a backlog of 0 all completed at once")
+		default:
+			held = append(held, c)
+		}
+	}
+
+	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{DialTimeout: time.Minute, UserTimeout: time.Minute})
+	b := uuid.New()
+	a.SetPeers([]wire.Member{{ID: b, Addr: addr}})
+	a.Send(b, &wire.Message{Type: wire.TypeAnswer, Epoch: 5, From: a.id})
+	a.mu.RLock()
+	p := a.peers[b]
+	a.mu.RUnlock()
+	for deadline := time.Now().Add(10 * time.Second); p.abandonDial.Load() == nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("the transport is not dialling the peer with net.Dialer")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	hung := waitSynSent(t, port, func(ports []int) bool { return len(ports) == 1 })[0]
+
+	a.markAlive(b) // the peer's first frame
+	waitSynSent(t, port, func(ports []int) bool { return len(ports) == 1 && ports[0] != hung })
+
+	// Room in the accept queue: the new dial's SYN, retransmitted, is
+	// accepted.
+	nfd, _, err := unix.Accept(lfd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(nfd)
+	nfd, _, err = unix.Accept(lfd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(nfd), "accepted")
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var m wire.Message
+	if err := wire.NewReader(c, wire.DefaultMaxFrame).Read(&m); err != nil {
+		t.Fatalf("reading the frame: %v", err)
+	}
+	if m.Type != wire.TypeAnswer || m.Epoch != 5 {
+		t.Fatalf("got %v epoch %d, want the ANSWER of epoch 5", m.Type, m.Epoch)
+	}
+}
+
+// waitSynSent waits until the local ports of the sockets connecting to
+// 127.0.0.1:port (SYN_SENT in /proc/net/tcp) satisfy ok, and returns them.
+func waitSynSent(t *testing.T, port int, ok func([]int) bool) []int {
+	t.Helper()
+	want := fmt.Sprintf("0100007F:%04X", port)
+	var ports []int
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		b, err := os.ReadFile("/proc/net/tcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports = ports[:0]
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) > 3 && f[2] == want && f[3] == "02" { // TCP_SYN_SENT
+				_, lp, _ := strings.Cut(f[1], ":")
+				n, _ := strconv.ParseInt(lp, 16, 32)
+				ports = append(ports, int(n))
+			}
+		}
+		if ok(ports) {
+			return ports
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sockets connecting to port %d: from ports %v, not what the test waits for", port, ports)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

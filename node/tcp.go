@@ -313,8 +313,15 @@ func (t *TCPTransport) Close() error {
 // markAlive ends the backoff of the peer a frame just came from.
 func (t *TCPTransport) markAlive(id uuid.UUID) {
 	t.mu.RLock()
-	if p := t.peers[id]; p != nil && p.retryAt.Load() != 0 {
-		p.retryAt.Store(0)
+	if p := t.peers[id]; p != nil {
+		p.heard.Add(1)
+		if p.retryAt.Load() != 0 {
+			p.retryAt.Store(0)
+		}
+		if cancel := p.abandonDial.Load(); cancel != nil {
+			// The writer then dials again at once (heardSince).
+			(*cancel)()
+		}
 	}
 	t.mu.RUnlock()
 }
@@ -421,8 +428,15 @@ type tcpPeer struct {
 	// retryAt is the transport clock reading before which the peer is
 	// considered unreachable; 0 when it is not backing off.
 	retryAt atomic.Int64
+	// heard counts the frames received from the peer; a dial that fails
+	// while it grows failed against a peer that has just come up.
+	heard atomic.Uint64
 	// pending counts frames queued or being written, for Flush.
 	pending atomic.Int64
+	// abandonDial cancels the writer's dial in progress, if any: a dial
+	// whose SYN went out before the peer's host could answer it waits for
+	// DialTimeout, and once the peer is heard from it is evidently up.
+	abandonDial atomic.Pointer[context.CancelFunc]
 	// cur is the writer's connection, published for Close to interrupt.
 	cur atomic.Pointer[tcpConn]
 
@@ -531,7 +545,19 @@ func (p *tcpPeer) write(f tcpFrame) {
 			p.drop(f, DropUnreachable)
 			return
 		}
-		if err := p.dial(addr, gen); err != nil {
+		heard := p.heard.Load()
+		err := p.dial(addr, gen, true)
+		if err != nil && p.heardSince(heard) {
+			// The peer's frames arrived while this dial failed or hung:
+			// its process was not yet listening, or its host not yet
+			// reachable, when the dial began (a booting node, whose
+			// ELECTION's ANSWER is queued behind this frame). Dial again
+			// rather than drop the queue and back off; this dial is not
+			// abandoned, so that a peer heard from but not reachable (a
+			// one-way partition) costs one more SYN, not one per frame.
+			err = p.dial(addr, gen, false)
+		}
+		if err != nil {
 			p.dialFailed(f, err)
 			p.dropQueued(DropUnreachable)
 			return
@@ -550,6 +576,19 @@ func (p *tcpPeer) write(f tcpFrame) {
 		return
 	}
 	t.counters.countSent(f.typ)
+}
+
+// testHookDialFailed, when set by a test, runs after a dial failed and
+// before the transport looks at what it heard from the peer meanwhile.
+var testHookDialFailed func()
+
+// heardSince reports whether a frame from p arrived since heard was read
+// from p.heard: after a failed dial, that the peer has just come up.
+func (p *tcpPeer) heardSince(heard uint64) bool {
+	if testHookDialFailed != nil {
+		testHookDialFailed()
+	}
+	return p.heard.Load() != heard
 }
 
 // dialFailed starts a backoff after a failed dial for frame f, which it
@@ -573,6 +612,7 @@ func (p *tcpPeer) dialFailed(f tcpFrame, err error) {
 // there is one.
 func (p *tcpPeer) dialQuick() bool {
 	addr, gen := p.target()
+	heard := p.heard.Load()
 	nc, done, err := quickDial(addr, p.t.cfg.UserTimeout)
 	switch {
 	case !done:
@@ -581,6 +621,8 @@ func (p *tcpPeer) dialQuick() bool {
 	case err == nil:
 		p.adopt(nc, gen)
 		return false
+	case p.heardSince(heard):
+		return false // the peer came up meanwhile: the writer dials again
 	}
 	p.mu.Lock()
 	f := p.queue[p.head]
@@ -599,7 +641,9 @@ func (p *tcpPeer) dialQuick() bool {
 	return true
 }
 
-func (p *tcpPeer) dial(addr string, gen uint64) error {
+// dial connects the writer to p at addr, for address generation gen.
+// When abandonable, a frame from the peer cancels a dial in progress.
+func (p *tcpPeer) dial(addr string, gen uint64, abandonable bool) error {
 	t := p.t
 	var (
 		nc   net.Conn
@@ -610,7 +654,13 @@ func (p *tcpPeer) dial(addr string, gen uint64) error {
 		nc, done, err = quickDial(addr, t.cfg.UserTimeout)
 	}
 	p.slowDial = false
-	if !done {
+	if !done && abandonable {
+		ctx, cancel := context.WithCancel(t.ctx)
+		p.abandonDial.Store(&cancel)
+		nc, err = t.dialer.DialContext(ctx, "tcp", addr)
+		p.abandonDial.Store(nil)
+		cancel()
+	} else if !done {
 		nc, err = t.dialer.DialContext(t.ctx, "tcp", addr)
 	}
 	if err != nil {

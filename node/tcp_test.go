@@ -353,3 +353,41 @@ func TestTCPReportsRefusals(t *testing.T) {
 		t.Errorf("HALT dropped %d times, want 1", got)
 	}
 }
+
+// A peer that comes up while a dial to it fails (its process listens just
+// after the SYN was refused) and sends a frame meanwhile is dialled again
+// at once: the frames queued for it, such as the ANSWER to that frame,
+// must not be dropped and the peer not backed off.
+func TestTCPRedialsPeerHeardDuringFailedDial(t *testing.T) {
+	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // refused until the hook brings the peer up
+	bID := uuid.New()
+	a.SetPeers([]wire.Member{{ID: bID, Addr: addr}})
+
+	var b *TCPTransport
+	testHookDialFailed = func() {
+		testHookDialFailed = nil
+		b = listenTCPT(t, addr, TCPConfig{})
+		b.id = bID
+		a.markAlive(bID) // b's first frame reached a during the dial
+	}
+	t.Cleanup(func() { testHookDialFailed = nil })
+	a.Send(bID, &wire.Message{Type: wire.TypeAnswer, Epoch: 3, From: a.id})
+	got := recvN(t, b, 1, 5*time.Second)
+	if got[0].Type != wire.TypeAnswer || got[0].From != a.id {
+		t.Errorf("b got %v from %s, want the ANSWER from a", got[0].Type, got[0].From)
+	}
+	if d := a.Counters().Snapshot().Dropped["ANSWER"]; d != 0 {
+		t.Errorf("a dropped %d ANSWERs", d)
+	}
+	select {
+	case r := <-a.Refusals():
+		t.Errorf("a reported refusal %+v for a peer that came up", r)
+	default:
+	}
+}
