@@ -75,11 +75,23 @@ func TestQuickDialConnects(t *testing.T) {
 // A connect the kernel cannot settle at once (here: a listener whose
 // accept queue is full drops the SYN) is left to net.Dialer.
 func TestQuickDialLeavesPendingConnects(t *testing.T) {
+	_, port := fullListener(t) // it fails unless a quickDial was left pending
+	if _, done, _ := quickDial(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 0); done {
+		t.Fatal("a connect to a listener with a full accept queue completed at once")
+	}
+}
+
+// fullListener returns a listening socket on 127.0.0.1 whose accept queue
+// is full, so that the SYNs of further connects are dropped, and its port.
+// quickDial fills it: with a backlog of 0 the queue holds one connection,
+// and the first connect left pending shows that it is full.
+func fullListener(t *testing.T) (fd, port int) {
+	t.Helper()
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Close(fd)
+	t.Cleanup(func() { unix.Close(fd) })
 	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		t.Fatal(err)
 	}
@@ -90,26 +102,20 @@ func TestQuickDialLeavesPendingConnects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*unix.SockaddrInet4).Port))
-	// Fill the queue: with a backlog of 0 it holds one connection; later
-	// SYNs are dropped while it is full.
-	var held []net.Conn
-	defer func() {
-		for _, c := range held {
-			c.Close()
-		}
-	}()
+	port = sa.(*unix.SockaddrInet4).Port
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	for range 8 {
 		c, done, err := quickDial(addr, 0)
 		if !done {
-			return // the queue is full: the connect was pending
+			return fd, port
 		}
 		if err != nil {
 			t.Fatalf("quickDial: %v", err)
 		}
-		held = append(held, c)
+		t.Cleanup(func() { c.Close() })
 	}
-	t.Fatalf("8 connects to a listener with a full accept queue all completed at once")
+	t.Fatalf("8 connects to a listener with a backlog of 0 all completed at once")
+	return
 }
 
 func TestRawReader(t *testing.T) {
@@ -208,43 +214,8 @@ func TestRawWriter(t *testing.T) {
 // reachable: the transport abandons that dial and dials again at once,
 // instead of keeping what is queued for the peer waiting for the timeout.
 func TestTCPAbandonsHungDialWhenPeerHeard(t *testing.T) {
-	lfd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(lfd)
-	if err := unix.Bind(lfd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Listen(lfd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := unix.Getsockname(lfd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := sa.(*unix.SockaddrInet4).Port
+	lfd, port := fullListener(t)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	var held []net.Conn
-	defer func() {
-		for _, c := range held {
-			c.Close()
-		}
-	}()
-	for full := false; !full; {
-		c, done, err := quickDial(addr, 0)
-		switch {
-		case !done:
-			full = true
-		case err != nil:
-			t.Fatal(err)
-		case len(held) == 8:
-			t.Fatal("8 connects to a listener with a backlog of 0 all completed at once")
-		default:
-			held = append(held, c)
-		}
-	}
-
 	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{DialTimeout: time.Minute, UserTimeout: time.Minute})
 	b := uuid.New()
 	a.SetPeers([]wire.Member{{ID: b, Addr: addr}})
