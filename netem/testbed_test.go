@@ -158,6 +158,12 @@ func tbInNode(t *testing.T, tb *netem.Testbed, node string, fn func()) {
 		t.Fatal(err)
 	}
 	defer ns.Close()
+	tbInNS(t, ns, fn)
+}
+
+// tbInNS runs fn on a thread switched into ns.
+func tbInNS(t *testing.T, ns netns.NsHandle, fn func()) {
+	t.Helper()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -358,26 +364,7 @@ func tbSysctlIn(t *testing.T, ns netns.NsHandle, path string) string {
 		b   []byte
 		err error
 	)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		// The thread is left locked, so discarded, if it cannot go back.
-		runtime.LockOSThread()
-		orig, gerr := netns.Get()
-		if gerr != nil {
-			err = gerr
-			return
-		}
-		defer orig.Close()
-		if err = netns.Set(ns); err != nil {
-			return
-		}
-		b, err = os.ReadFile(path)
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-	<-done
+	tbInNS(t, ns, func() { b, err = os.ReadFile(path) })
 	if err != nil {
 		t.Fatalf("reading %s in a namespace: %v", path, err)
 	}

@@ -118,7 +118,10 @@ func fullListener(t *testing.T) (fd, port int) {
 	return
 }
 
-func TestRawReader(t *testing.T) {
+// tcpPair returns the two ends of a loopback TCP connection, closed by
+// the test's cleanup (closing one again is harmless).
+func tcpPair(t *testing.T) (dialled, accepted net.Conn) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -128,10 +131,17 @@ func TestRawReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() })
 	s, err := ln.Accept()
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
+	return c, s
+}
+
+func TestRawReader(t *testing.T) {
+	c, s := tcpPair(t)
 	r := newConnReader(s)
 	if _, ok := r.(rawReader); !ok {
 		t.Fatalf("newConnReader(%T) = %T, want rawReader", s, r)
@@ -151,21 +161,7 @@ func TestRawReader(t *testing.T) {
 }
 
 func TestRawWriter(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	c, s := tcpPair(t)
 	w := newConnWriter(c)
 	if _, ok := w.(rawWriter); !ok {
 		t.Fatalf("newConnWriter(%T) = %T, want rawWriter", c, w)

@@ -22,6 +22,19 @@ func listenTCPT(t *testing.T, addr string, cfg TCPConfig) *TCPTransport {
 	return tr
 }
 
+// deadAddr returns a loopback address nobody listens on: connects to it
+// are refused.
+func deadAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
 // recvN reads n messages from tr or fails at the deadline.
 func recvN(t *testing.T, tr Transport, n int, timeout time.Duration) []wire.Message {
 	t.Helper()
@@ -332,12 +345,7 @@ func TestListenTCPAddressInUse(t *testing.T) {
 
 func TestTCPReportsRefusals(t *testing.T) {
 	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close() // nobody listens there now
+	dead := deadAddr(t)
 	peer := uuid.New()
 	a.SetPeers([]wire.Member{{ID: peer, Addr: dead}})
 	a.Send(peer, &wire.Message{Type: wire.TypeHalt, Epoch: 7, From: a.id})
@@ -360,12 +368,7 @@ func TestTCPReportsRefusals(t *testing.T) {
 // must not be dropped and the peer not backed off.
 func TestTCPRedialsPeerHeardDuringFailedDial(t *testing.T) {
 	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // refused until the hook brings the peer up
+	addr := deadAddr(t) // refused until the hook brings the peer up
 	bID := uuid.New()
 	a.SetPeers([]wire.Member{{ID: bID, Addr: addr}})
 
