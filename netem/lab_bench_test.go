@@ -29,11 +29,11 @@ import (
 // holding locks a build needs (see BenchmarkBuild).
 //
 // On 2 cores s/boot is CPU-bound by the node processes themselves, some
-// 50 ms of CPU each at 250 nodes: starting the bullylab binary (runtime and
-// package initialisation, page faults: 25 ms for a node of a 3-node
-// cluster), its boot election (an ELECTION to each higher node, most of
-// them not up yet, refused within connect(2)), and the leader's heartbeats
-// while the rest boot (about 1.2 ms of CPU per follower and second).
+// 40-50 ms of CPU each at 250 nodes: starting the bullylab binary (runtime
+// and package initialisation, page faults: 15-20 ms), its boot election (an
+// ELECTION to each higher node, most of them not up yet, refused within
+// connect(2)), and the leader's heartbeats while the rest boot (about
+// 0.1 ms of CPU per heartbeat received).
 func BenchmarkLab(b *testing.B) {
 	const settle = time.Second
 	for _, n := range []int{10, 100, 250} {
