@@ -451,8 +451,8 @@ type tcpPeer struct {
 	// Owned by the running writer, or by stop when none runs.
 	conn     *tcpConn
 	failures int
-	// dialQuick found the connect in progress, so the writer
-	// dials with net.Dialer at once rather than send a second SYN.
+	// dialQuick found the connect in progress, so the writer dials with
+	// net.Dialer at once rather than try quickDial, and send a SYN, again.
 	slowDial bool
 }
 
@@ -580,13 +580,13 @@ func (p *tcpPeer) write(f tcpFrame) {
 
 // testHookDialFailed, when set by a test, runs after a dial failed and
 // before the transport looks at what it heard from the peer meanwhile.
-var testHookDialFailed func()
+var testHookDialFailed atomic.Pointer[func()]
 
 // heardSince reports whether a frame from p arrived since heard was read
 // from p.heard: after a failed dial, that the peer has just come up.
 func (p *tcpPeer) heardSince(heard uint64) bool {
-	if testHookDialFailed != nil {
-		testHookDialFailed()
+	if hook := testHookDialFailed.Load(); hook != nil {
+		(*hook)()
 	}
 	return p.heard.Load() != heard
 }

@@ -373,13 +373,14 @@ func TestTCPRedialsPeerHeardDuringFailedDial(t *testing.T) {
 	a.SetPeers([]wire.Member{{ID: bID, Addr: addr}})
 
 	var b *TCPTransport
-	testHookDialFailed = func() {
-		testHookDialFailed = nil
+	hook := func() {
+		testHookDialFailed.Store(nil)
 		b = listenTCPT(t, addr, TCPConfig{})
 		b.id = bID
 		a.markAlive(bID) // b's first frame reached a during the dial
 	}
-	t.Cleanup(func() { testHookDialFailed = nil })
+	testHookDialFailed.Store(&hook)
+	t.Cleanup(func() { testHookDialFailed.Store(nil) })
 	a.Send(bID, &wire.Message{Type: wire.TypeAnswer, Epoch: 3, From: a.id})
 	got := recvN(t, b, 1, 5*time.Second)
 	if got[0].Type != wire.TypeAnswer || got[0].From != a.id {
