@@ -647,7 +647,7 @@ func (l *Lab) waitBooted(ctx context.Context, n *labNode, log *eventWatch) error
 	tn, _ := l.topo.Node(n.name)
 	deadline := time.Now().Add(l.opts.StartTimeout)
 	var settle time.Time // set once started
-	grew, stop := notifyGrowth(n.log)
+	grew, poll, stop := notifyGrowth(n.log)
 	defer stop()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
@@ -672,6 +672,7 @@ func (l *Lab) waitBooted(ctx context.Context, n *labNode, log *eventWatch) error
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-grew:
+		case <-poll:
 		case <-timer.C:
 		}
 	}
@@ -682,9 +683,9 @@ func (l *Lab) waitBooted(ctx context.Context, n *labNode, log *eventWatch) error
 // that a lab waiting for a booting node reads its log when the node
 // writes it: polling it every 2 ms, two nodes at a time, was 1,000 wakeups
 // and stat calls a second through a 250-node boot, on the same two cores
-// as the nodes. Where inotify is not available (no instances left), the
-// channel ticks every readyPoll instead.
-func notifyGrowth(path string) (<-chan struct{}, func()) {
+// as the nodes. Where inotify is not available (no instances left), grew
+// is nil and poll ticks every readyPoll instead.
+func notifyGrowth(path string) (grew <-chan struct{}, poll <-chan time.Time, stop func()) {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err == nil {
 		if _, err = unix.InotifyAddWatch(fd, path, unix.IN_MODIFY); err != nil {
@@ -693,23 +694,7 @@ func notifyGrowth(path string) (<-chan struct{}, func()) {
 	}
 	if err != nil {
 		tick := time.NewTicker(readyPoll)
-		c := make(chan struct{})
-		done := make(chan struct{})
-		go func() {
-			for {
-				select {
-				case <-tick.C:
-					select {
-					case c <- struct{}{}:
-					case <-done:
-						return
-					}
-				case <-done:
-					return
-				}
-			}
-		}()
-		return c, func() { tick.Stop(); close(done) }
+		return nil, tick.C, tick.Stop
 	}
 	// Non-blocking, so os.File reads through the netpoller and Close
 	// ends a pending Read.
@@ -727,7 +712,7 @@ func notifyGrowth(path string) (<-chan struct{}, func()) {
 			}
 		}
 	}()
-	return c, func() { f.Close() }
+	return c, nil, func() { f.Close() }
 }
 
 // eventWatch reads the records a node appends to its JSON event log.

@@ -130,9 +130,9 @@ func disableIPv6() error {
 // Kernels with br_netfilter (built in here, and loaded wherever Docker
 // runs) send every frame a bridge forwards through them, in a namespace's
 // own copy of these switches, which starts on. The testbed's switch
-// filters nothing at layer 3, and the detour was 3% of all the CPU a
-// 250-node testbed spent booting. Kernels without br_netfilter lack the
-// files, which is fine.
+// filters nothing at layer 3, and the detour was 3% of the node
+// processes' CPU while 250 of them booted. Kernels without br_netfilter
+// lack the files, which is fine.
 func bridgeWithoutNetfilter() {
 	for _, f := range []string{"iptables", "ip6tables", "arptables"} {
 		_ = os.WriteFile("/proc/sys/net/bridge/bridge-nf-call-"+f, []byte("0"), 0)
