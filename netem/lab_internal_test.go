@@ -125,7 +125,9 @@ func TestAgreedSince(t *testing.T) {
 		{"left and came back", status(2, "normal") + changed(2, x, 3) + status(4, "electing") + status(5, "waiting") + status(6, "normal"), 6},
 		{"follows another", status(2, "normal") + changed(2, y, 3), -1},
 		{"other epoch", status(2, "normal") + changed(2, x, 2), -1},
-		{"not normal at the end", status(2, "normal") + changed(2, x, 3) + status(7, "electing"), -1},
+		// Bullied after the poll asked it, before the poll ended: the
+		// poll saw it agree, and the agreement began at second 2.
+		{"left after the poll asked it", status(2, "normal") + changed(2, x, 3) + status(7, "electing"), 2},
 		{"restarted, leader not logged", status(2, "normal") + changed(2, x, 3) + rec(8, "node_started", "") + status(9, "normal"), -1},
 		// The poll (at second 30) saw the first agreement; what the node
 		// did after it does not count.

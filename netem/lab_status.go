@@ -305,13 +305,15 @@ func summarize(views map[string]string, nodes []*labNode) string {
 
 // AgreedAt returns when the agreement ag came about, from the nodes' event
 // logs: the time the last of ag.Nodes became a Normal follower (or the
-// leader) of ag's leader and epoch and stayed so. ag.At is when a poll saw
-// the agreement, later by the poll's own duration: the first control
-// request a node process answers is its slowest, and a first poll of 250
-// nodes took 0.3 s. Records written after ag.At do not count: a node may
-// leave the agreement and come back to it after the poll. ok is false when
-// a log does not show it, as for a node that restarted into the leader and
-// epoch it had persisted (it logs no leader change).
+// leader) of ag's leader and epoch, for the last time before ag.At. ag.At
+// is when a poll saw the agreement, later by the poll's own duration: the
+// first control request a node process answers is its slowest, and a
+// first poll of 250 nodes took 0.3 s. A node may leave the agreement after
+// the poll asked it, before or after ag.At (bullied by a lower node that
+// booted just after it): the poll vouches for it having agreed when asked.
+// ok is false when a log does not show the node entering the agreement, as
+// for a node that restarted into the leader and epoch it had persisted (it
+// logs no leader change).
 func (l *Lab) AgreedAt(ag Leader) (at time.Time, ok bool, err error) {
 	leader, epoch := ag.ID.String(), ag.Epoch
 	for _, name := range ag.Nodes {
@@ -330,17 +332,15 @@ func (l *Lab) AgreedAt(ag Leader) (at time.Time, ok bool, err error) {
 	return at, !at.IsZero(), nil
 }
 
-// agreedSince reads a node's JSON event log and returns since when, at
-// until, the node had been Normal with leader at epoch.
-func agreedSince(path, leader string, epoch uint64, until time.Time) (time.Time, bool, error) {
+// agreedSince reads a node's JSON event log and returns when, last before
+// until, the node became Normal with leader at epoch; ok is false when it
+// did not since its process last started.
+func agreedSince(path, leader string, epoch uint64, until time.Time) (since time.Time, ok bool, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("reading event log: %w", err)
 	}
-	var (
-		normal, follows, agreed bool
-		since                   time.Time
-	)
+	var normal, follows, agreed bool
 	for line := range bytes.Lines(data) {
 		var rec struct {
 			Time   string `json:"time"`
@@ -361,7 +361,7 @@ func agreedSince(path, leader string, epoch uint64, until time.Time) (time.Time,
 		}
 		switch rec.Event {
 		case "node_started":
-			normal, follows = false, false
+			normal, follows, ok = false, false, false
 		case "status":
 			normal = rec.To == node.StatusNormal.String()
 		case "leader_changed":
@@ -370,8 +370,11 @@ func agreedSince(path, leader string, epoch uint64, until time.Time) (time.Time,
 			continue
 		}
 		if now := normal && follows; now != agreed {
-			agreed, since = now, at
+			agreed = now
+			if agreed {
+				since, ok = at, true
+			}
 		}
 	}
-	return since, agreed, nil
+	return since, ok, nil
 }
