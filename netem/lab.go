@@ -512,7 +512,7 @@ func nodeIDs(n int, seed int64) ([]uuid.UUID, error) {
 // boot starts the nodes' processes and waits until their control sockets
 // answer, keeping at most bootWindow of them booting at once; with pace, a
 // node counts as booting until its boot election has settled too (see
-// waitSettled). A node process spends 25-60 ms of CPU booting (runtime and
+// waitBooted). A node process spends 25-60 ms of CPU booting (runtime and
 // package initialisation, page faults, its boot election); started 8 at a
 // time, or 4 without pacing, 250 of them kept
 // both cores saturated, the leader answered ELECTIONs later than the
