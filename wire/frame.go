@@ -16,8 +16,11 @@ const (
 	StartByte = 0x1B
 	// HeaderLen is the fixed part before the payload; FrameLen needs this much.
 	HeaderLen = 32
-	// TrailerLen is the CRC-32C after the payload.
+	// TrailerLen is the CRC-32C after the payload (and the tag, if any).
 	TrailerLen = 4
+	// TagLen is the authentication tag of a frame with FlagAuth: HMAC-SHA256
+	// cut to 128 bits, as RFC 4868 does for IPsec.
+	TagLen = 16
 	// MinFrameLen is the size of a frame without payload.
 	MinFrameLen = HeaderLen + TrailerLen
 	// DefaultMaxFrame bounds what NewReader buffers when given no limit. It
@@ -53,24 +56,39 @@ var (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Append appends m, framed, to dst and returns the extended slice. It does
-// not allocate when dst has room for MinFrameLen+len(m.Payload) more bytes.
+// not allocate when dst has room for MinFrameLen+len(m.Payload) more bytes
+// (and TagLen more with FlagAuth).
 //
 // Append writes m.Type and m.Flags as given, without checking them, so that
-// tests can produce the frames Decode must refuse. It panics if the payload
-// is longer than MaxPayloadLen.
+// tests can produce the frames Decode must refuse; with FlagAuth it writes
+// m.Tag as the tag, which Sealer computes. It panics if the payload is
+// longer than MaxPayloadLen, or if FlagAuth is set and m.Tag is not TagLen
+// bytes.
 func Append(dst []byte, m *Message) []byte {
 	n := len(m.Payload)
 	if uint64(n) > MaxPayloadLen {
 		panic("wire: payload longer than MaxPayloadLen")
 	}
-	dst = slices.Grow(dst, MinFrameLen+n)
+	auth := m.Flags&FlagAuth != 0
+	if auth && len(m.Tag) != TagLen {
+		panic("wire: FlagAuth set without a TagLen-byte Tag")
+	}
+	dst = slices.Grow(dst, MinFrameLen+n+len(m.Tag))
 	start := len(dst)
+	dst = appendHeader(dst, m)
+	dst = append(dst, m.Payload...)
+	if auth {
+		dst = append(dst, m.Tag...)
+	}
+	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+}
+
+// appendHeader appends the HeaderLen bytes before m's payload.
+func appendHeader(dst []byte, m *Message) []byte {
 	dst = append(dst, StartByte, Version, byte(m.Type), m.Flags)
 	dst = binary.BigEndian.AppendUint64(dst, m.Epoch)
 	dst = append(dst, m.From[:]...)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(n))
-	dst = append(dst, m.Payload...)
-	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+	return binary.BigEndian.AppendUint32(dst, uint32(len(m.Payload)))
 }
 
 // FrameLen returns the total length (header, payload and trailer) of the
@@ -80,7 +98,7 @@ func Append(dst []byte, m *Message) []byte {
 // there, so that a heuristic can reject foreign traffic from its first byte.
 //
 // FrameLen does not check the type: a frame of an unknown type still has a
-// trustworthy length (see Decode).
+// trustworthy length (see Decode). A frame with FlagAuth is TagLen longer.
 func FrameLen(b []byte) (int, error) {
 	if len(b) > 0 && b[0] != StartByte {
 		return 0, ErrBadStart
@@ -92,6 +110,9 @@ func FrameLen(b []byte) (int, error) {
 		return 0, ErrTruncated
 	}
 	n := uint64(MinFrameLen) + uint64(binary.BigEndian.Uint32(b[offLength:]))
+	if b[offFlags]&FlagAuth != 0 {
+		n += TagLen
+	}
 	if n > math.MaxInt { // only reachable where int is 32 bits
 		return 0, ErrTooLarge
 	}
@@ -101,7 +122,8 @@ func FrameLen(b []byte) (int, error) {
 // Decode parses the frame at the start of b into m and returns its length.
 // It does not allocate: m.Payload aliases b (with its capacity cut at the
 // payload's end, so appending to it cannot overwrite the trailer), and is nil
-// when the payload is empty.
+// when the payload is empty; so does m.Tag, nil without FlagAuth. Decode
+// checks the CRC, not the tag: that takes the cluster key (Verifier).
 //
 // Decode returns ErrBadStart, ErrVersion, ErrTruncated (b is shorter than the
 // frame), ErrTooLarge or ErrChecksum with n == 0 and m untouched.
@@ -124,7 +146,11 @@ func Decode(b []byte, m *Message) (n int, err error) {
 	m.Flags = b[offFlags]
 	m.Epoch = binary.BigEndian.Uint64(b[offEpoch:])
 	m.From = [16]byte(b[offFrom:offLength])
-	m.Payload = nil
+	m.Payload, m.Tag = nil, nil
+	if m.Flags&FlagAuth != 0 {
+		m.Tag = b[end-TagLen : end : end]
+		end -= TagLen
+	}
 	if end > HeaderLen {
 		m.Payload = b[HeaderLen:end:end]
 	}
@@ -146,7 +172,7 @@ func (m Message) String() string {
 	b = strconv.AppendUint(b, m.Epoch, 10)
 	b = append(b, " from="...)
 	b = hex.AppendEncode(b, m.From[:4])
-	other := m.Flags
+	other := m.Flags &^ FlagAuth
 	if m.Type.HasReason() {
 		b = append(b, " reason="...)
 		b = append(b, m.Reason().String()...)
@@ -158,6 +184,9 @@ func (m Message) String() string {
 	}
 	b = append(b, " len="...)
 	b = strconv.AppendInt(b, int64(len(m.Payload)), 10)
+	if m.Flags&FlagAuth != 0 {
+		b = append(b, " auth"...)
+	}
 	return string(b)
 }
 
@@ -168,5 +197,5 @@ func Equal(a, b *Message) bool {
 		return a == b
 	}
 	return a.Type == b.Type && a.Flags == b.Flags && a.Epoch == b.Epoch &&
-		a.From == b.From && bytes.Equal(a.Payload, b.Payload)
+		a.From == b.From && bytes.Equal(a.Payload, b.Payload) && bytes.Equal(a.Tag, b.Tag)
 }

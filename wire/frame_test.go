@@ -191,7 +191,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"version 2, two bytes", []byte{wire.StartByte, 2}, wire.ErrVersion, 0},
 
 		{"type 0", edit(func(b []byte) []byte { b[2] = 0; return resum(b) }), wire.ErrUnknownType, len(good)},
-		{"type 11", edit(func(b []byte) []byte { b[2] = 11; return resum(b) }), wire.ErrUnknownType, len(good)},
+		{"type 12", edit(func(b []byte) []byte { b[2] = 12; return resum(b) }), wire.ErrUnknownType, len(good)},
 		{"type 255", edit(func(b []byte) []byte { b[2] = 255; return resum(b) }), wire.ErrUnknownType, len(good)},
 
 		{"flipped epoch bit", edit(func(b []byte) []byte { b[11] ^= 1; return b }), wire.ErrChecksum, 0},
@@ -261,8 +261,10 @@ func TestString(t *testing.T) {
 		{wire.Message{Type: wire.TypeHeartbeat, Epoch: 18446744073709551615, From: idA},
 			"HEARTBEAT epoch=18446744073709551615 from=1234abcd len=0"},
 		{sample(wire.TypeReject), "REJECT epoch=47 from=1234abcd len=16"},
-		{wire.Message{Type: wire.TypeHalt, Flags: 0x31, From: idA},
-			"HALT epoch=0 from=1234abcd reason=boot flags=0x31 len=0"},
+		{wire.Message{Type: wire.TypeHalt, Flags: 0x51, From: idA},
+			"HALT epoch=0 from=1234abcd reason=boot flags=0x51 len=0"},
+		{wire.Message{Type: wire.TypeHeartbeat, Flags: wire.FlagAuth, From: idA, Tag: make([]byte, wire.TagLen)},
+			"HEARTBEAT epoch=0 from=1234abcd len=0 auth"},
 		{wire.Message{Type: wire.TypeLeave, Flags: 0x02, From: idA},
 			"LEAVE epoch=0 from=1234abcd flags=0x02 len=0"},
 		{wire.Message{Type: 77, Payload: []byte{1}},

@@ -79,8 +79,12 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Fuzz(func(t *testing.T, typ, flags uint8, epoch uint64, from, payload []byte) {
 		in := wire.Message{Type: wire.Type(typ), Flags: flags, Epoch: epoch, Payload: payload}
 		copy(in.From[:], from)
+		if flags&wire.FlagAuth != 0 {
+			in.Tag = make([]byte, wire.TagLen)
+			copy(in.Tag, from)
+		}
 		b := wire.Append(nil, &in)
-		if len(b) != wire.MinFrameLen+len(payload) {
+		if len(b) != wire.MinFrameLen+len(payload)+len(in.Tag) {
 			t.Fatalf("frame is %d bytes for a %d-byte payload", len(b), len(payload))
 		}
 		var out wire.Message

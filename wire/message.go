@@ -38,14 +38,18 @@ const (
 	TypeLeave Type = 9
 	// TypeMembers carries the sender's full membership list (see AppendMembers).
 	TypeMembers Type = 10
+	// TypeHello opens an authenticated connection: the dialer proves it
+	// holds the cluster key and binds the connection to its ID (see Sealer).
+	// It is part of the transport, like TCP's handshake, not of the election.
+	TypeHello Type = 11
 
-	typeLimit = 11
+	typeLimit = 12
 )
 
 // Types lists every message type in wire order, for tables and counters.
 var Types = []Type{
 	TypeElection, TypeAnswer, TypeHalt, TypeHaltAck, TypeReject,
-	TypeCoordinator, TypeHeartbeat, TypeJoin, TypeLeave, TypeMembers,
+	TypeCoordinator, TypeHeartbeat, TypeJoin, TypeLeave, TypeMembers, TypeHello,
 }
 
 var typeNames = [typeLimit]string{
@@ -59,6 +63,7 @@ var typeNames = [typeLimit]string{
 	TypeJoin:        "JOIN",
 	TypeLeave:       "LEAVE",
 	TypeMembers:     "MEMBERS",
+	TypeHello:       "HELLO",
 }
 
 // Valid reports whether t is a type this version defines.
@@ -112,6 +117,11 @@ const (
 // configured with, not on those to members it learned of later.
 const FlagWantMembers uint8 = 0x10
 
+// FlagAuth says that a TagLen-byte authentication tag follows the payload
+// (see Sealer). Frames of an authenticated connection carry it, its HELLO
+// included.
+const FlagAuth uint8 = 0x20
+
 var reasonNames = [reasonLimit]string{
 	ReasonNone:         "none",
 	ReasonBoot:         "boot",
@@ -131,14 +141,17 @@ func (r Reason) String() string {
 	return fmt.Sprintf("reason(%d)", uint8(r))
 }
 
-// Message is one decoded frame. Payload aliases the buffer it was decoded
-// from; copy it to keep it past the next read.
+// Message is one decoded frame. Payload and Tag alias the buffer it was
+// decoded from; copy them to keep them past the next read.
 type Message struct {
 	Type    Type
 	Flags   uint8
 	Epoch   uint64
 	From    uuid.UUID
 	Payload []byte
+	// Tag is the authentication tag of a frame with FlagAuth, TagLen
+	// bytes; nil otherwise. Sealer computes it and Verifier checks it.
+	Tag []byte
 }
 
 // Reason returns the election reason carried in the flags byte.
