@@ -76,7 +76,7 @@ type frameMAC struct {
 	// allocate.
 	seqBuf [8]byte
 	buf    [HeaderLen]byte
-	sum [sha256.Size]byte
+	sum    [sha256.Size]byte
 }
 
 // newFrameMAC derives the connection's session key from the cluster key
