@@ -34,8 +34,19 @@ import (
 //	                  "outvoted" | "manual"
 //	election_won      leader (this node), epoch
 //	leader_changed    leader, epoch
-//	member_joined     peer, peer_addr
+//	member_joined     peer, peer_addr; by: the member whose message
+//	                  announced it (the joiner itself, or the seed whose
+//	                  MEMBERS listed it)
 //	member_left       peer, peer_addr
+//	peer_refused      reason: a PeerIssue name ("bad_frame", "auth_failed",
+//	                  "replayed_hello", "wrong_sender", "handshake_timeout",
+//	                  "frame_timeout", "too_many_connections",
+//	                  "epoch_window", "membership", "malformed_payload");
+//	                  peer_addr: the remote address (the member's address
+//	                  for the Machine's refusals); peer when known; error:
+//	                  what was wrong; suppressed: records of the same reason
+//	                  and host left out since the last (at most one a
+//	                  second each)
 //	node_started      addr, pid, restored (true when state was loaded from
 //	                  disk), epoch (the highest epoch restored; absent when 0)
 //	node_stopped      reason: "shutdown" | "left" | "error"; error when
@@ -90,6 +101,9 @@ type Record struct {
 	Error    string `json:"error,omitempty"`
 	// Sent is node_counters' counts by wire type name.
 	Sent map[string]uint64 `json:"sent,omitempty"`
+	// Suppressed is how many records like this one were not written since
+	// the last (peer_refused's rate limit).
+	Suppressed uint64 `json:"suppressed,omitempty"`
 }
 
 // EventLog writes event records to an io.Writer. It is safe for
@@ -211,6 +225,9 @@ func appendText(b []byte, r *Record) []byte {
 		kv("restored", "true")
 	}
 	kv("error", r.Error)
+	if r.Suppressed > 0 {
+		kv("suppressed", strconv.FormatUint(r.Suppressed, 10))
+	}
 	if len(r.Sent) > 0 {
 		var sent []string
 		for _, t := range wire.Types {

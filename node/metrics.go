@@ -54,6 +54,7 @@ type Counters struct {
 	byReason                [numDropReasons]atomic.Uint64
 	rxErrors                atomic.Uint64
 	rejected                atomic.Uint64
+	peerIssues              [numPeerIssues]atomic.Uint64
 }
 
 func (c *Counters) countSent(t wire.Type)     { c.sent[t].Add(1) }
@@ -96,18 +97,33 @@ type CounterSnapshot struct {
 	// Rejected counts received frames not handed to the Machine because
 	// their payload was malformed.
 	Rejected uint64 `json:"rejected"`
+	// PeerIssues counts what peers did wrong, by PeerIssue name; every
+	// name is present.
+	PeerIssues map[string]uint64 `json:"peer_issues"`
+}
+
+// Issues returns how many times peers did what issue names.
+func (c *Counters) Issues(issue PeerIssue) uint64 {
+	if issue >= numPeerIssues {
+		return 0
+	}
+	return c.peerIssues[issue].Load()
 }
 
 // Snapshot copies the counters. Each counter is read atomically, but not all
 // of them at one instant.
 func (c *Counters) Snapshot() CounterSnapshot {
 	s := CounterSnapshot{
-		Sent:      make(map[string]uint64, len(wire.Types)),
-		Received:  make(map[string]uint64, len(wire.Types)),
-		Dropped:   make(map[string]uint64, len(wire.Types)),
-		DroppedBy: make(map[string]uint64, numDropReasons),
-		RxErrors:  c.rxErrors.Load(),
-		Rejected:  c.rejected.Load(),
+		Sent:       make(map[string]uint64, len(wire.Types)),
+		Received:   make(map[string]uint64, len(wire.Types)),
+		Dropped:    make(map[string]uint64, len(wire.Types)),
+		DroppedBy:  make(map[string]uint64, numDropReasons),
+		RxErrors:   c.rxErrors.Load(),
+		Rejected:   c.rejected.Load(),
+		PeerIssues: make(map[string]uint64, numPeerIssues),
+	}
+	for i := range numPeerIssues {
+		s.PeerIssues[i.String()] = c.peerIssues[i].Load()
 	}
 	for i := range c.sent {
 		t := wire.Type(i)

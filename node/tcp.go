@@ -2,13 +2,13 @@ package node
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
+	mrand "math/rand/v2"
 	"net"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -46,6 +46,30 @@ type TCPConfig struct {
 	// BackoffMin and BackoffMax bound the pause after a failed dial, which
 	// doubles with each consecutive failure. Defaults 50ms and 1s.
 	BackoffMin, BackoffMax time.Duration
+
+	// Key is the cluster key. With it every connection the transport dials
+	// opens with a HELLO and carries authenticated frames, and every
+	// connection it accepts must (wire/doc.go, "Authentication"). nil
+	// runs without authentication: anyone who reaches the port can claim
+	// any ID.
+	Key *wire.Key
+	// MaxClockSkew is how far a HELLO's time may be from this node's clock;
+	// negative disables the check, leaving only the per-sender ordering
+	// (see helloClock). Default 5m, Kerberos's long-standing choice.
+	MaxClockSkew time.Duration
+	// MaxInbound bounds the accepted connections open at once; more are
+	// closed on arrival (IssueTooManyConnections). Default 1024: every
+	// member of the largest shipped topology (250 nodes) dialling in, four
+	// times over.
+	MaxInbound int
+	// HandshakeTimeout is how long an accepted connection may take to
+	// deliver its first frame (its HELLO, with a Key). Default 5s.
+	HandshakeTimeout time.Duration
+	// FrameTimeout is how long a frame may take to arrive whole once its
+	// first byte did. Default 5s: a 64 KiB frame at 13 KB/s.
+	FrameTimeout time.Duration
+	// Log receives peer_refused records (see PeerIssue); nil logs nothing.
+	Log *EventLog
 }
 
 func (c TCPConfig) withDefaults() TCPConfig {
@@ -70,14 +94,35 @@ func (c TCPConfig) withDefaults() TCPConfig {
 	def(&c.BackoffMin, 50*time.Millisecond)
 	def(&c.BackoffMax, time.Second)
 	c.BackoffMax = max(c.BackoffMax, c.BackoffMin)
+	if c.MaxClockSkew == 0 {
+		c.MaxClockSkew = 5 * time.Minute
+	}
+	if c.MaxInbound <= 0 {
+		c.MaxInbound = 1024
+	}
+	def(&c.HandshakeTimeout, 5*time.Second)
+	def(&c.FrameTimeout, 5*time.Second)
 	return c
 }
 
 // TCPTransport is a Transport over TCP. Connections are one-way: a node
 // dials each peer it sends to and only writes on that connection, and only
-// reads on the connections it accepts. A frame's sender is in its header, so
-// no handshake is needed, and a capture of one direction of a connection is
-// the exact sequence of frames one node wrote to another.
+// reads on the connections it accepts, so a capture of one direction of a
+// connection is the exact sequence of frames one node wrote to another.
+//
+// Authentication: with a cluster key (TCPConfig.Key) a dialled connection
+// opens with a HELLO, written with the first frame, and every frame carries
+// a tag (wire.Sealer); an accepted connection must open with a HELLO that
+// verifies, is addressed to this node and is newer than the last from its
+// sender, and every later frame must verify and name that sender. Without
+// a key the connection is bound to the sender of its first frame. Either
+// way a frame from another sender is dropped (IssueWrongSender).
+//
+// Inbound limits: at most MaxInbound accepted connections, at most
+// MaxUnauthenticatedPerHost per host before their first frame, which must
+// come within HandshakeTimeout; a frame begun must be complete within
+// FrameTimeout; connections idle between frames are fine. Whatever a peer
+// does wrong is counted and logged, rate-limited (PeerIssue).
 //
 // Sending: each peer has a bounded queue drained by a writer goroutine,
 // which holds at most one connection and writes one frame per Write with
@@ -117,11 +162,15 @@ type TCPTransport struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
+	issues   *issueReporter
+	hellos   helloClock
 
 	mu      sync.RWMutex
 	closed  bool
 	peers   map[uuid.UUID]*tcpPeer
-	inbound map[net.Conn]struct{}
+	inbound map[*inboundConn]struct{}
+	unbound map[string]int               // by remote host: connections without a first frame yet
+	byPeer  map[uuid.UUID][]*inboundConn // bound connections by sender, oldest first
 }
 
 var (
@@ -168,9 +217,13 @@ func NewTCPTransport(ln net.Listener, id uuid.UUID, cfg TCPConfig) *TCPTransport
 		},
 		ctx:     ctx,
 		cancel:  cancel,
+		hellos:  helloClock{skew: cfg.MaxClockSkew, max: 4 * cfg.MaxInbound, last: make(map[uuid.UUID]int64)},
 		peers:   make(map[uuid.UUID]*tcpPeer),
-		inbound: make(map[net.Conn]struct{}),
+		inbound: make(map[*inboundConn]struct{}),
+		unbound: make(map[string]int),
+		byPeer:  make(map[uuid.UUID][]*inboundConn),
 	}
+	t.issues = newIssueReporter(&t.counters, cfg.Log)
 	t.wg.Add(1)
 	go t.acceptLoop()
 	return t
@@ -326,84 +379,6 @@ func (t *TCPTransport) markAlive(id uuid.UUID) {
 	t.mu.RUnlock()
 }
 
-func (t *TCPTransport) acceptLoop() {
-	defer t.wg.Done()
-	var delay time.Duration
-	for {
-		c, err := t.ln.Accept()
-		if err != nil {
-			if t.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// Out of file descriptors and the like: pause rather than spin,
-			// as net/http does.
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			select {
-			case <-time.After(delay):
-			case <-t.ctx.Done():
-				return
-			}
-			continue
-		}
-		delay = 0
-		t.mu.Lock()
-		if t.closed {
-			t.mu.Unlock()
-			c.Close()
-			return
-		}
-		t.inbound[c] = struct{}{}
-		t.wg.Add(1)
-		t.mu.Unlock()
-		go t.readLoop(c)
-	}
-}
-
-func (t *TCPTransport) readLoop(c net.Conn) {
-	defer func() {
-		c.Close()
-		t.mu.Lock()
-		delete(t.inbound, c)
-		t.mu.Unlock()
-		t.wg.Done()
-	}()
-	r := wire.NewReader(newConnReader(c), t.cfg.MaxFrame)
-	var m wire.Message
-	for {
-		err := r.Read(&m)
-		if errors.Is(err, wire.ErrUnknownType) {
-			// Intact, from a newer peer: counted so the capture still
-			// matches, but there is nothing the Machine could do with it.
-			t.counters.countReceived(m.Type)
-			continue
-		}
-		if err != nil {
-			if t.ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && isFramingError(err) {
-				t.counters.rxErrors.Add(1)
-			}
-			return
-		}
-		t.counters.countReceived(m.Type)
-		t.markAlive(m.From)
-		msg := m
-		msg.Payload = slices.Clone(m.Payload)
-		select {
-		case t.in <- msg:
-		case <-t.ctx.Done():
-			return
-		}
-	}
-}
-
-func isFramingError(err error) bool {
-	for _, e := range []error{wire.ErrBadStart, wire.ErrVersion, wire.ErrTooLarge, wire.ErrTruncated, wire.ErrChecksum} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}
-
 type tcpFrame struct {
 	typ   wire.Type
 	epoch uint64
@@ -419,6 +394,11 @@ type tcpConn struct {
 	w    io.Writer // writes to Conn
 	gen  uint64    // the peer's address generation it was dialled for
 	dead atomic.Bool
+	// With a cluster key: the HELLO still to write before the first
+	// frame, the connection's Sealer, and the buffer frames are sealed in.
+	hello  []byte
+	sealer *wire.Sealer
+	sealed []byte
 }
 
 type tcpPeer struct {
@@ -451,6 +431,8 @@ type tcpPeer struct {
 	// Owned by the running writer, or by stop when none runs.
 	conn     *tcpConn
 	failures int
+	// lastHello is the time of the last HELLO to the peer (Unix ns).
+	lastHello int64
 	// dialQuick found the connect in progress, so the writer dials with
 	// net.Dialer at once rather than try quickDial, and send a SYN, again.
 	slowDial bool
@@ -569,13 +551,35 @@ func (p *tcpPeer) write(f tcpFrame) {
 		p.closeConn()
 		return
 	}
-	n, err := c.w.Write(f.buf)
-	if err != nil || n != len(f.buf) {
+	if c.hello != nil {
+		if !p.writeFrame(c, c.hello) {
+			p.drop(f, DropWriteError)
+			return
+		}
+		t.counters.countSent(wire.TypeHello)
+		c.hello = nil
+	}
+	buf := f.buf
+	if c.sealer != nil {
+		c.sealed = c.sealer.Seal(c.sealed[:0], f.buf)
+		buf = c.sealed
+	}
+	if !p.writeFrame(c, buf) {
 		p.drop(f, DropWriteError)
-		p.closeConn()
 		return
 	}
 	t.counters.countSent(f.typ)
+}
+
+// writeFrame writes one whole frame to c in one Write, and closes the
+// connection when it could not.
+func (p *tcpPeer) writeFrame(c *tcpConn, b []byte) bool {
+	n, err := c.w.Write(b)
+	if err != nil || n != len(b) {
+		p.closeConn()
+		return false
+	}
+	return true
 }
 
 // testHookDialFailed, when set by a test, runs after a dial failed and
@@ -680,6 +684,15 @@ func (p *tcpPeer) adopt(nc net.Conn, gen uint64) {
 		tc.SetNoDelay(true)
 	}
 	c := &tcpConn{Conn: nc, w: newConnWriter(nc), gen: gen}
+	if key := t.cfg.Key; key != nil {
+		// Strictly later than the last HELLO to this peer, even if the
+		// clock stepped back: the peer refuses one that is not.
+		now := max(time.Now().UnixNano(), p.lastHello+1)
+		p.lastHello = now
+		h := wire.Hello{To: p.id, Time: now}
+		rand.Read(h.Nonce[:]) // never fails: see crypto/rand.Read
+		c.sealer, c.hello = wire.NewSealer(nil, key, t.id, h)
+	}
 	p.conn = c
 	p.cur.Store(c)
 	p.failures = 0
@@ -718,5 +731,5 @@ func (p *tcpPeer) backoff() time.Duration {
 		d *= 2
 	}
 	d = min(d, cfg.BackoffMax)
-	return d/2 + rand.N(d/2+1)
+	return d/2 + mrand.N(d/2+1)
 }

@@ -11,6 +11,12 @@ import (
 // frames per system call, and for small MEMBERS lists without growing.
 const readBufLen = 4096
 
+// keepBufLen is the largest buffer a Reader keeps between frames: one
+// grown for a larger frame is given back once that frame is read, so that
+// a connection that once carried a 64 KiB MEMBERS list does not hold 64
+// KiB for the rest of its life.
+const keepBufLen = 4 * readBufLen
+
 // maxEmptyReads bounds how often a broken io.Reader may return 0, nil before
 // Read gives up with io.ErrNoProgress, as bufio does.
 const maxEmptyReads = 100
@@ -52,6 +58,12 @@ func NewReader(rd io.Reader, maxFrame int) *Reader {
 	}
 	return &Reader{rd: rd, max: maxFrame, buf: make([]byte, readBufLen)}
 }
+
+// Buffered returns how many bytes the Reader holds beyond the frames it
+// returned: while Read waits on the underlying reader, those of a frame
+// begun but not complete. A transport bounds how long a frame may stay
+// incomplete with it.
+func (r *Reader) Buffered() int { return r.w - r.r }
 
 // Read reads the next frame into m. See Reader for the errors it returns.
 func (r *Reader) Read(m *Message) error {
@@ -117,6 +129,9 @@ func (r *Reader) fill(need int) error {
 	if r.r == r.w {
 		// Nothing to keep: read into the whole buffer, not just its tail.
 		r.r, r.w = 0, 0
+		if len(r.buf) > keepBufLen {
+			r.buf = make([]byte, readBufLen)
+		}
 	}
 	if len(r.buf)-r.r < need {
 		r.w = copy(r.buf, r.buf[r.r:r.w])
