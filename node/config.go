@@ -42,7 +42,37 @@ type Config struct {
 	// others before their timers fire, instead of every survivor electing at
 	// once. 0 disables it. It changes timing only, never safety.
 	DetectionStagger time.Duration
+
+	// MaxMembers bounds the membership list, this node included: a JOIN or
+	// MEMBERS that would take it past this is refused, so that no peer can
+	// make a node remember, and dial, an unbounded number of addresses.
+	// 0 means DefaultMaxMembers.
+	MaxMembers int
+	// Insecure says that peers' IDs are not proven (TCP without a cluster
+	// key): a JOIN from an ID this node does not know is then refused, so
+	// that whoever reaches the port cannot become a member. The cluster's
+	// membership is then the peers file's.
+	Insecure bool
 }
+
+// DefaultMaxMembers is DefaultConfig's MaxMembers: every node of the
+// largest shipped topology four times over.
+const DefaultMaxMembers = 1024
+
+// EpochWindow is how far one message may move a node's epoch forward: a
+// message whose epoch is more than EpochWindow above the highest the node
+// has seen is ignored and reported (IssueEpochWindow). A healthy cluster
+// moves its epoch by one or two per election, so only a node that slept
+// through some 65,536 elections falls this far behind; it catches up by
+// joining again (JOIN's MEMBERS reply sets its epoch), and a node that has
+// followed no leader since its first start takes any epoch up to MaxEpoch.
+// A member with a bug still needs 2^47 messages to drive epochs to
+// MaxEpoch.
+const EpochWindow = 1 << 16
+
+// MaxEpoch is the highest epoch a node accepts or reaches. Messages above
+// it are ignored, so that epoch+1 never overflows, whatever a peer sends.
+const MaxEpoch = 1 << 63
 
 // WaitFactor multiplies ElectionTimeout to give the time a node that was
 // answered or halted waits for a COORDINATOR before it starts over. The node
@@ -68,6 +98,7 @@ func DefaultConfig() Config {
 		// is alive (its rank is 0), so erring long is cheap; with the cap at
 		// ElectionTimeout, four ranks get distinct deadlines.
 		DetectionStagger: 50 * time.Millisecond,
+		MaxMembers:       DefaultMaxMembers,
 	}
 }
 
@@ -93,6 +124,14 @@ func StaggerDelay(rank int, stagger, electionTimeout time.Duration) time.Duratio
 func MaxStaggerDelay(n int, stagger, electionTimeout time.Duration) time.Duration {
 	// Between a node and the one it watches lie at most n-2 others.
 	return StaggerDelay(n-2, stagger, electionTimeout)
+}
+
+// maxMembers is MaxMembers with 0 taking the default.
+func (c Config) maxMembers() int {
+	if c.MaxMembers == 0 {
+		return DefaultMaxMembers
+	}
+	return c.MaxMembers
 }
 
 // ErrInvalidConfig is wrapped by every error Validate returns.
@@ -122,8 +161,11 @@ func (c Config) Validate() error {
 	if err := wire.CheckAddr(c.Addr); err != nil {
 		return configError("Addr", "%v", err)
 	}
-	if len(c.Peers) >= wire.MaxMembers {
-		return configError("Peers", "%d peers, at most %d fit a membership list", len(c.Peers), wire.MaxMembers-1)
+	if c.MaxMembers != 0 && (c.MaxMembers < 2 || c.MaxMembers > wire.MaxMembers) {
+		return configError("MaxMembers", "must be between 2 and %d (0 for %d), got %d", wire.MaxMembers, DefaultMaxMembers, c.MaxMembers)
+	}
+	if max := c.maxMembers(); len(c.Peers) >= max {
+		return configError("Peers", "%d peers, at most %d (MaxMembers %d, this node included)", len(c.Peers), max-1, max)
 	}
 	seen := make(map[uuid.UUID]string, len(c.Peers))
 	for i, p := range c.Peers {

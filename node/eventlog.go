@@ -95,6 +95,7 @@ type Record struct {
 	Epoch    uint64 `json:"epoch,omitempty"`
 	Peer     string `json:"peer,omitempty"`
 	PeerAddr string `json:"peer_addr,omitempty"`
+	By       string `json:"by,omitempty"`
 	Addr     string `json:"addr,omitempty"`
 	PID      int    `json:"pid,omitempty"`
 	Restored bool   `json:"restored,omitempty"`
@@ -141,6 +142,15 @@ func RecordOf(e Event) Record {
 	case EventMemberJoined, EventMemberLeft:
 		r.Peer = e.Peer.ID.String()
 		r.PeerAddr = e.Peer.Addr
+		if e.By != uuid.Nil {
+			r.By = e.By.String()
+		}
+	case EventRefused:
+		r.Event = "peer_refused"
+		r.Reason = e.Issue.String()
+		r.Peer = e.Peer.ID.String()
+		r.PeerAddr = e.Peer.Addr
+		r.Error = e.Detail
 	}
 	return r
 }
@@ -217,6 +227,7 @@ func appendText(b []byte, r *Record) []byte {
 	}
 	kv("peer", short(r.Peer))
 	kv("peer_addr", r.PeerAddr)
+	kv("by", short(r.By))
 	kv("addr", r.Addr)
 	if r.PID != 0 {
 		kv("pid", strconv.Itoa(r.PID))

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -33,10 +34,20 @@ type Machine struct {
 	deadline time.Duration      // when the current status times out, or the next heartbeat is due
 	heard    time.Duration      // StatusNormal follower: when the leader last showed it is alive
 	left     bool               // Leave was called: the machine is inert
-	sentBy   [16]uint64         // messages emitted, by wire.Type
-	out      Output             // accumulated since the last Drain
-	dirty    bool               // persisted fields changed since the last Drain
-	scratch  []uuid.UUID        // reused by broadcasts
+	// bootstrapping: a first start that has not yet followed or won a
+	// leader; it takes any epoch up to MaxEpoch (see EpochWindow).
+	bootstrapping bool
+	// departed: members that sent LEAVE, with their addresses. One heard
+	// from again, other than with LEAVE, did not leave (a LEAVE forged
+	// without authentication) and is a member again.
+	departed map[uuid.UUID]string
+	// askedMembers: peers sent a JOIN asking for MEMBERS; only their
+	// replies are taken.
+	askedMembers map[uuid.UUID]bool
+	sentBy       [16]uint64  // messages emitted, by wire.Type
+	out          Output      // accumulated since the last Drain
+	dirty        bool        // persisted fields changed since the last Drain
+	scratch      []uuid.UUID // reused by broadcasts
 }
 
 // NewMachine returns a Machine that starts an election at once (Reason boot).
@@ -51,10 +62,17 @@ func NewMachine(cfg Config, restored *State, now time.Duration) (*Machine, error
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if restored != nil && max(restored.Epoch, restored.Promise.Epoch, restored.LeaderEpoch) > MaxEpoch {
+		return nil, fmt.Errorf("restored state: epoch %d is beyond the maximum %d (written by a build without epoch bounds?); start the node afresh",
+			max(restored.Epoch, restored.Promise.Epoch, restored.LeaderEpoch), uint64(MaxEpoch))
+	}
 	m := &Machine{
-		cfg:     cfg,
-		id:      cfg.ID,
-		members: map[uuid.UUID]string{cfg.ID: cfg.Addr},
+		cfg:           cfg,
+		id:            cfg.ID,
+		members:       map[uuid.UUID]string{cfg.ID: cfg.Addr},
+		bootstrapping: restored == nil,
+		departed:      make(map[uuid.UUID]string),
+		askedMembers:  make(map[uuid.UUID]bool),
 	}
 	for _, p := range cfg.Peers {
 		if p.ID != cfg.ID {
@@ -77,6 +95,7 @@ func NewMachine(cfg Config, restored *State, now time.Duration) (*Machine, error
 	if cfg.Join || (restored != nil && restored.Left) {
 		payload := wire.AppendAddr(nil, cfg.Addr)
 		for _, id := range m.others() {
+			m.askedMembers[id] = true
 			m.send(id, wire.TypeJoin, wire.FlagWantMembers, m.epoch, payload)
 		}
 	}
@@ -212,9 +231,18 @@ func (m *Machine) Step(now time.Duration, msg *wire.Message) {
 		return
 	}
 	from := msg.From
+	if why := m.epochProblem(msg); why != "" {
+		m.refuse(now, from, IssueEpochWindow, why)
+		return
+	}
 	if _, member := m.members[from]; !member {
-		switch msg.Type {
-		case wire.TypeJoin, wire.TypeMembers:
+		_, left := m.departed[from]
+		switch {
+		case msg.Type == wire.TypeJoin || msg.Type == wire.TypeMembers:
+		case left && msg.Type != wire.TypeLeave:
+			// It did not leave: its LEAVE was not its own (no cluster key)
+			// or it restarted without its state. Either way it is here.
+			m.addMember(now, wire.Member{ID: from, Addr: m.departed[from]}, from)
 		default:
 			// A node we do not know cannot be ordered against the others we
 			// elect among; it becomes one with JOIN.
@@ -260,16 +288,52 @@ func (m *Machine) Step(now time.Duration, msg *wire.Message) {
 	case wire.TypeLeave:
 		m.onLeave(now, from)
 	case wire.TypeMembers:
-		ms, err := wire.DecodeMembers(msg.Payload)
-		if err != nil {
-			return
-		}
-		for _, p := range ms {
-			if p.ID != from && m.addMember(now, p) {
-				// The joiner introduces itself to every member its seed
-				// knows: that is how a JOIN reaches all participants.
-				m.send(p.ID, wire.TypeJoin, 0, m.epoch, wire.AppendAddr(nil, m.cfg.Addr))
-			}
+		m.onMembers(now, from, msg.Payload)
+	}
+}
+
+// epochProblem says why msg's epoch is refused, or "" when it is not: it
+// may move this node's epoch by at most EpochWindow (but while
+// bootstrapping, or in the MEMBERS reply that a JOIN asked for), and never
+// past MaxEpoch.
+func (m *Machine) epochProblem(msg *wire.Message) string {
+	switch {
+	case msg.Epoch > MaxEpoch:
+		return fmt.Sprintf("%s epoch %d is beyond the maximum %d", msg.Type, msg.Epoch, uint64(MaxEpoch))
+	case msg.Epoch <= m.epoch+EpochWindow, m.bootstrapping:
+		return ""
+	case msg.Type == wire.TypeMembers && m.askedMembers[msg.From]:
+		return ""
+	}
+	return fmt.Sprintf("%s epoch %d is %d ahead of this node's %d, more than the window of %d",
+		msg.Type, msg.Epoch, msg.Epoch-m.epoch, m.epoch, EpochWindow)
+}
+
+// refuse reports a message from peer that the Machine ignored.
+func (m *Machine) refuse(now time.Duration, peer uuid.UUID, issue PeerIssue, why string) {
+	m.emit(Event{At: now, Kind: EventRefused, Peer: wire.Member{ID: peer, Addr: m.members[peer]}, Issue: issue, Detail: why})
+}
+
+// onMembers takes the member list a peer sent in reply to this node's JOIN;
+// the list must fit MaxMembers whole. Each member new to this node is
+// introduced to with a JOIN: that is how a JOIN reaches all participants.
+func (m *Machine) onMembers(now time.Duration, from uuid.UUID, payload []byte) {
+	if !m.askedMembers[from] {
+		m.refuse(now, from, IssueMembership, "MEMBERS this node did not ask for")
+		return
+	}
+	ms, err := wire.DecodeMembers(payload)
+	if err != nil {
+		return
+	}
+	delete(m.askedMembers, from)
+	if len(ms) > m.cfg.maxMembers() {
+		m.refuse(now, from, IssueMembership, fmt.Sprintf("MEMBERS lists %d members, more than MaxMembers %d", len(ms), m.cfg.maxMembers()))
+		return
+	}
+	for _, p := range ms {
+		if p.ID != from && m.addMember(now, p, from) {
+			m.send(p.ID, wire.TypeJoin, 0, m.epoch, wire.AppendAddr(nil, m.cfg.Addr))
 		}
 	}
 }
@@ -380,7 +444,13 @@ func (m *Machine) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
 }
 
 func (m *Machine) onJoin(now time.Duration, p wire.Member, wantMembers bool) {
-	if m.addMember(now, p) && wantMembers {
+	_, member := m.members[p.ID]
+	_, left := m.departed[p.ID]
+	if m.cfg.Insecure && !member && !left {
+		m.refuse(now, p.ID, IssueMembership, fmt.Sprintf("JOIN from %s at %q, which this node does not know: without a cluster key it accepts no new members", p.ID, p.Addr))
+		return
+	}
+	if m.addMember(now, p, p.ID) && wantMembers {
 		m.send(p.ID, wire.TypeMembers, 0, m.epoch, wire.AppendMembers(nil, m.Members()))
 	}
 	if m.IsLeader() {
@@ -391,10 +461,14 @@ func (m *Machine) onJoin(now time.Duration, p wire.Member, wantMembers bool) {
 func (m *Machine) onLeave(now time.Duration, from uuid.UUID) {
 	addr := m.members[from]
 	delete(m.members, from)
+	if len(m.departed) >= m.cfg.maxMembers() {
+		clear(m.departed) // what is forgotten only costs a JOIN
+	}
+	m.departed[from] = addr
 	m.rebuildIDs()
 	m.dirty = true
 	m.rearmOnRankChange()
-	m.emit(Event{At: now, Kind: EventMemberLeft, Peer: wire.Member{ID: from, Addr: addr}})
+	m.emit(Event{At: now, Kind: EventMemberLeft, Peer: wire.Member{ID: from, Addr: addr}, By: from})
 	switch m.status {
 	case StatusHalting:
 		if m.pending[from] {
@@ -410,8 +484,9 @@ func (m *Machine) onLeave(now time.Duration, from uuid.UUID) {
 	}
 }
 
-// addMember adds or updates p and reports whether anything changed.
-func (m *Machine) addMember(now time.Duration, p wire.Member) bool {
+// addMember adds or updates p, announced by member by, and reports whether
+// anything changed.
+func (m *Machine) addMember(now time.Duration, p wire.Member, by uuid.UUID) bool {
 	if p.ID == m.id || p.ID == uuid.Nil {
 		return false
 	}
@@ -419,14 +494,16 @@ func (m *Machine) addMember(now time.Duration, p wire.Member) bool {
 	if known && (addr == p.Addr || p.Addr == "") {
 		return false
 	}
-	if !known && len(m.members) >= wire.MaxMembers {
-		return false // a MEMBERS frame could not carry the list any more
+	if !known && len(m.members) >= m.cfg.maxMembers() {
+		m.refuse(now, by, IssueMembership, fmt.Sprintf("member %s would make %d, more than MaxMembers %d", p.ID, len(m.members)+1, m.cfg.maxMembers()))
+		return false
 	}
 	m.members[p.ID] = p.Addr
+	delete(m.departed, p.ID)
 	m.rebuildIDs()
 	m.dirty = true
 	m.rearmOnRankChange()
-	m.emit(Event{At: now, Kind: EventMemberJoined, Peer: p})
+	m.emit(Event{At: now, Kind: EventMemberJoined, Peer: p, By: by})
 	return true
 }
 
@@ -482,6 +559,7 @@ func (m *Machine) startHalting(now time.Duration, epoch uint64) {
 
 // win makes this node leader of its proposed epoch and tells everyone.
 func (m *Machine) win(now time.Duration) {
+	m.bootstrapping = false
 	m.pending = nil
 	m.leader = m.id
 	m.leaderEpoch = m.proposal.Epoch
@@ -495,6 +573,7 @@ func (m *Machine) win(now time.Duration) {
 
 // follow accepts b's node as leader of b's epoch.
 func (m *Machine) follow(now time.Duration, b Ballot) {
+	m.bootstrapping = false
 	changed := m.leader != b.ID || m.leaderEpoch != b.Epoch
 	m.promise = b
 	m.leader = b.ID

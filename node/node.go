@@ -51,6 +51,7 @@ type Node struct {
 	tr       Transport
 	store    Store
 	log      *EventLog
+	issues   *issueReporter
 	created  time.Time // for uptime
 	start    time.Time // origin of the Machine's clock; set by Run
 	m        *Machine
@@ -126,6 +127,7 @@ func New(opts Options) (*Node, error) {
 		tr:       opts.Transport,
 		store:    opts.Store,
 		log:      opts.Log,
+		issues:   newIssueReporter(opts.Transport.Counters(), opts.Log),
 		created:  start,
 		start:    start,
 		m:        m,
@@ -246,6 +248,7 @@ func (n *Node) step(msg *wire.Message) {
 	}
 	if err != nil {
 		n.tr.Counters().rejected.Add(1)
+		n.issues.report(IssueMalformed, n.memberAddr(msg.From), msg.From, fmt.Sprintf("%s: %v", msg.Type, err))
 		return
 	}
 	n.m.Step(n.now(), msg)
@@ -263,6 +266,10 @@ func (n *Node) flush() error {
 	}
 	members := false
 	for _, e := range out.Events {
+		if e.Kind == EventRefused {
+			n.issues.report(e.Issue, e.Peer.Addr, e.Peer.ID, e.Detail)
+			continue
+		}
 		n.log.Event(e)
 		switch e.Kind {
 		case EventElectionStarted:
@@ -287,6 +294,16 @@ func (n *Node) flush() error {
 		n.publish()
 	}
 	return nil
+}
+
+// memberAddr returns the address id is known by, for logs.
+func (n *Node) memberAddr(id uuid.UUID) string {
+	for _, m := range n.m.Members() {
+		if m.ID == id {
+			return m.Addr
+		}
+	}
+	return ""
 }
 
 // publish makes the Machine's view available to Status without a lock.

@@ -93,6 +93,9 @@ const (
 	EventLeaderChanged   EventKind = "leader_changed"   // Leader at Epoch accepted
 	EventMemberJoined    EventKind = "member_joined"    // Peer joined
 	EventMemberLeft      EventKind = "member_left"      // Peer left
+	// EventRefused: a message from Peer was ignored for Issue (Detail says
+	// how); the Node counts and logs it as peer_refused.
+	EventRefused EventKind = "refused"
 )
 
 // Event is one observable change, stamped with the Machine's clock.
@@ -104,7 +107,12 @@ type Event struct {
 	Reason wire.Reason // EventElectionStarted
 	Leader uuid.UUID   // EventElectionWon, EventLeaderChanged
 	Epoch  uint64      // EventElectionWon, EventLeaderChanged
-	Peer   wire.Member // EventMemberJoined, EventMemberLeft
+	Peer   wire.Member // EventMemberJoined, EventMemberLeft, EventRefused
+	// By is the member whose message caused a membership change: the
+	// joiner or leaver itself, or the seed whose MEMBERS listed the joiner.
+	By     uuid.UUID // EventMemberJoined, EventMemberLeft
+	Issue  PeerIssue // EventRefused
+	Detail string    // EventRefused
 }
 
 // Output is what a Machine produced since the last Drain. Persist State (when
