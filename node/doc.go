@@ -150,4 +150,31 @@
 // costs. When 2d exceeds ElectionTimeout the ANSWERs come too late, a
 // lower node leads until the highest hears its HEARTBEAT, and SLE1 does
 // not hold; the bound above still does.
+//
+// # Hostile and broken peers
+//
+// A node runs on networks it does not control, so nothing a peer sends may
+// crash it or wedge its cluster:
+//
+//   - Identity. With a cluster key (TCPConfig.Key, `--cluster-key`) every
+//     connection proves the key and the sender's ID in its HELLO, and every
+//     frame carries a tag (wire/doc.go); a frame naming another sender is
+//     dropped, so LEAVE, HALT or COORDINATOR in a member's name come only
+//     from that member. A node without a key runs only when told to
+//     (`--insecure`): anyone who reaches its port can then claim a member's
+//     ID, but not become a new member (Config.Insecure refuses JOINs from
+//     unknown IDs), and a forged LEAVE heals when the member is heard from.
+//   - Epochs. A message may move a node's epoch forward by at most
+//     EpochWindow; one beyond it, or beyond MaxEpoch, is ignored and
+//     reported, so epochs never overflow and a member with a bug cannot
+//     take the cluster's epochs far in one step.
+//   - Membership. JOIN and MEMBERS can grow the list to Config.MaxMembers at
+//     most; MEMBERS counts only as the reply to this node's own JOIN.
+//   - Connections. The transport bounds accepted connections, the time to
+//     the first frame and the time a frame may take, and gives buffers back
+//     when connections close (TCPTransport).
+//
+// Everything refused is counted by PeerIssue (the control socket's
+// counters.peer_issues) and logged as peer_refused with the peer and its
+// address, at most once a second per issue and host.
 package node
