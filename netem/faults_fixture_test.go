@@ -244,15 +244,23 @@ func faultsUDP(t *testing.T, nd *faultsNode) *net.UDPConn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Force a big receive buffer (root may exceed rmem_max) so bursts are
-	// not dropped by the socket, which would blur measured loss.
-	raw, err := c.SyscallConn()
-	if err == nil {
-		_ = raw.Control(func(fd uintptr) {
-			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20)
-		})
-	}
 	t.Cleanup(func() { c.Close() })
+	// Force a big receive buffer (root may exceed rmem_max) so bursts are
+	// not dropped by the socket, which would blur measured loss: with the
+	// default, how many are depends on the host's rmem_default.
+	raw, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if serr != nil {
+		t.Fatalf("SO_RCVBUFFORCE: %v", serr)
+	}
 	return c
 }
 
