@@ -2,6 +2,7 @@ package netem
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -38,17 +39,45 @@ type faultsFixture struct {
 	nodes []*faultsNode
 }
 
-// faultsRequireRoot skips unless the test can create network namespaces.
-func faultsRequireRoot(t *testing.T) {
+// faultsRequireRoot skips the test when this process may not create
+// network namespaces or the kernel has none, and fails it when creating
+// one fails otherwise.
+func faultsRequireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("fault tests need root (CAP_SYS_ADMIN and CAP_NET_ADMIN) to create network namespaces")
-	}
 	ns, err := faultsNewScratchNS()
 	if err != nil {
-		t.Skipf("fault tests need network namespaces, and creating one failed: %v", err)
+		requireAvailable(t, fmt.Errorf("creating a network namespace: %w", classify(err)))
+		return
 	}
 	ns.Close()
+}
+
+// requireAvailable ends the test if err is not nil. It skips it, with a
+// sentence naming what is missing, when err wraps ErrNotPermitted (the
+// process is not root) or ErrNotSupported (the kernel lacks a feature),
+// and fails it otherwise: a probe or helper that could not run is a
+// failure, not a reason to skip. It is netemtest.RequireRoot's rule for
+// this package's own tests, which cannot import netemtest.
+func requireAvailable(t testing.TB, err error) {
+	t.Helper()
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrNotPermitted):
+		t.Skipf("fault tests need root, or CAP_NET_ADMIN and CAP_SYS_ADMIN (euid %d): %v", os.Geteuid(), err)
+	case errors.Is(err, ErrNotSupported):
+		t.Skipf("the kernel lacks a feature this test needs: %v", err)
+	default:
+		t.Fatal(err)
+	}
+}
+
+// faultsCaps returns Probe's capabilities, or ends the test as
+// requireAvailable does when the probe cannot run.
+func faultsCaps(t testing.TB) Capabilities {
+	t.Helper()
+	caps, err := Probe()
+	requireAvailable(t, err)
+	return caps
 }
 
 func newFaultsFixture(t *testing.T, n int) *faultsFixture {
@@ -215,15 +244,23 @@ func faultsUDP(t *testing.T, nd *faultsNode) *net.UDPConn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Force a big receive buffer (root may exceed rmem_max) so bursts are
-	// not dropped by the socket, which would blur measured loss.
-	raw, err := c.SyscallConn()
-	if err == nil {
-		_ = raw.Control(func(fd uintptr) {
-			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20)
-		})
-	}
 	t.Cleanup(func() { c.Close() })
+	// Force a big receive buffer (root may exceed rmem_max) so bursts are
+	// not dropped by the socket, which would blur measured loss: with the
+	// default, how many are depends on the host's rmem_default.
+	raw, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if serr != nil {
+		t.Fatalf("SO_RCVBUFFORCE: %v", serr)
+	}
 	return c
 }
 

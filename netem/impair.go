@@ -121,7 +121,10 @@ func NewImpairer(ns netns.NsHandle, run, link string, opts ImpairerOptions) (*Im
 	if !ValidRunID(run) {
 		return nil, fmt.Errorf("impairer: invalid run ID %q", run)
 	}
-	caps := Probe()
+	caps, err := Probe()
+	if err != nil {
+		return nil, fmt.Errorf("impairer: %w", err)
+	}
 	name, why := opts.Backend, ""
 	switch name {
 	case "":

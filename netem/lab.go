@@ -855,7 +855,10 @@ func (l *Lab) Client(name string) (*node.ControlClient, error) {
 	return n.client, nil
 }
 
-// Backend returns the impairment backend faults use, and why.
+// Backend returns the impairment backend faults use, and why. Before any
+// node has an impairer it asks Probe; if the probe cannot run, name is
+// "unknown" and why is the probe's error, which the first impairment will
+// return too.
 func (l *Lab) Backend() (name, why string) {
 	l.mu.Lock()
 	for _, n := range l.nodes {
@@ -868,7 +871,10 @@ func (l *Lab) Backend() (name, why string) {
 	if l.opts.Backend != "" {
 		return l.opts.Backend, "forced by the caller"
 	}
-	caps := Probe()
+	caps, err := Probe()
+	if err != nil {
+		return "unknown", err.Error()
+	}
 	name = caps.Backend()
 	if name == "" {
 		name = "none"

@@ -215,6 +215,7 @@ func TestLabOneWayPartition(t *testing.T) {
 }
 
 func TestLabFaultErrors(t *testing.T) {
+	netemtest.RequireImpairment(t) // two-site's link is impaired
 	lab := labStart(t, "two-site")
 	labFirst(t, lab, "n5")
 	for _, c := range []struct {
@@ -242,6 +243,7 @@ func TestLabFaultErrors(t *testing.T) {
 // TestLabImpairments checks the topology's links reach the Impairers and
 // that delay, loss and clear compose with them.
 func TestLabImpairments(t *testing.T) {
+	netemtest.RequireImpairment(t)
 	lab := labStart(t, "two-site")
 	labFirst(t, lab, "n5")
 	imp := func(node string) string { return labState(t, lab, node).Impairment }
@@ -309,6 +311,7 @@ func TestLabIsolateLeave(t *testing.T) {
 // TestLabImpairSeveral sets delay and loss on several nodes, and on pairs,
 // each as one fault, and checks what the lab reports as in force.
 func TestLabImpairSeveral(t *testing.T) {
+	netemtest.RequireImpairment(t)
 	lab := labStart(t, "star5")
 	labFirst(t, lab, "n5")
 	var records []netem.Fault

@@ -21,17 +21,27 @@ const NetnsDir = "/run/netns"
 // network namespaces. Tests skip on exactly this error and ErrNotSupported.
 var ErrNotPermitted = errors.New("not permitted (needs root, or CAP_NET_ADMIN and CAP_SYS_ADMIN)")
 
-// classify wraps err with ErrNotPermitted or ErrNotSupported when its errno
-// says so, so callers can tell a missing privilege from a real failure.
+// classify wraps err, from creating or entering a network namespace, with
+// ErrNotPermitted or ErrNotSupported when its errno says so, so callers can
+// tell a missing privilege or kernel feature from a real failure. EINVAL
+// and ENOSYS say that the kernel has no network namespaces only where it
+// has none, and so no /proc/self/ns/net: elsewhere they come from another
+// call that failed (mounting the namespace, setns) and are failures.
 func classify(err error) error {
 	switch {
 	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
 		return fmt.Errorf("%w: %w", ErrNotPermitted, err)
 	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
-		return fmt.Errorf("%w: %w", ErrNotSupported, err)
+		if _, serr := os.Stat(procSelfNetNS); errors.Is(serr, os.ErrNotExist) {
+			return fmt.Errorf("%w: %w (and there is no %s)", ErrNotSupported, err, procSelfNetNS)
+		}
 	}
 	return err
 }
+
+// procSelfNetNS is this process's network namespace; a kernel built
+// without network namespaces lacks it. A variable for tests.
+var procSelfNetNS = "/proc/self/ns/net"
 
 // ProbeNamespaces creates and deletes a scratch named namespace. It returns
 // nil, or an error wrapping ErrNotPermitted or ErrNotSupported when this

@@ -119,19 +119,24 @@ func fullListener(t *testing.T) (fd, port int) {
 }
 
 // tcpPair returns the two ends of a loopback TCP connection, closed by
-// the test's cleanup (closing one again is harmless).
+// the test's cleanup (closing one again is harmless). The dialled end's
+// send buffer and the accepted end's receive buffer are set to 64 KiB
+// (the kernel doubles it), so that how much a write to a peer that does
+// not read takes in does not depend on the host's tcp_wmem and tcp_rmem:
+// with maxima of 16 MiB, 16 MiB were taken in at once.
 func tcpPair(t *testing.T) (dialled, accepted net.Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	const bufSize = 64 << 10
+	ln := listenRecvBuf(t, bufSize)
 	defer ln.Close()
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	if err := c.(*net.TCPConn).SetWriteBuffer(bufSize); err != nil {
+		t.Fatal(err)
+	}
 	s, err := ln.Accept()
 	if err != nil {
 		t.Fatal(err)

@@ -43,6 +43,13 @@ type TCPConfig struct {
 	// the kernel aborts the connection (TCP_USER_TIMEOUT, Linux only).
 	// Default 2s.
 	UserTimeout time.Duration
+	// SendBuffer, when positive, sets SO_SNDBUF on each outbound
+	// connection (Linux doubles it, up to net.core.wmem_max), which also
+	// stops the kernel growing the buffer. It bounds how much a peer that
+	// stopped reading takes before a write blocks; by default the kernel
+	// grows the buffer up to net.ipv4.tcp_wmem's maximum, 4 MiB unless the
+	// host raised it. Default 0: the kernel's buffer.
+	SendBuffer int
 	// BackoffMin and BackoffMax bound the pause after a failed dial, which
 	// doubles with each consecutive failure. Defaults 50ms and 1s.
 	BackoffMin, BackoffMax time.Duration
@@ -682,6 +689,10 @@ func (p *tcpPeer) adopt(nc net.Conn, gen uint64) {
 		// Go sets it by default; set it anyway, since the frame-per-segment
 		// property is what makes captures line up with the counters.
 		tc.SetNoDelay(true)
+		if t.cfg.SendBuffer > 0 {
+			// Cannot fail on a TCP socket: the kernel clamps the size.
+			tc.SetWriteBuffer(t.cfg.SendBuffer)
+		}
 	}
 	c := &tcpConn{Conn: nc, w: newConnWriter(nc), gen: gen}
 	if key := t.cfg.Key; key != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -223,11 +224,12 @@ func TestTCPReconnectsAfterPeerRestart(t *testing.T) {
 // queue fills, the write times out, and queued frames expire. Every frame
 // must still be counted exactly once.
 func TestTCPStalledPeerQueueFullAndExpiry(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	// Both ends' buffers are set, so that a write blocks until its deadline
+	// whatever the host's tcp_wmem and tcp_rmem: left to grow up to a
+	// tcp_wmem maximum of 16 MiB, the send buffer took the stalled write
+	// in after 110-180 ms, within WriteTimeout.
+	const sendBuf, recvBuf = 64 << 10, 64 << 10
+	ln := listenRecvBuf(t, recvBuf)
 	accepted := make(chan net.Conn, 1)
 	go func() {
 		c, err := ln.Accept()
@@ -235,7 +237,8 @@ func TestTCPStalledPeerQueueFullAndExpiry(t *testing.T) {
 			accepted <- c
 		}
 	}()
-	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{QueueLen: 4, WriteTimeout: 300 * time.Millisecond, FrameTTL: 50 * time.Millisecond})
+	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{QueueLen: 4, WriteTimeout: 300 * time.Millisecond,
+		FrameTTL: 50 * time.Millisecond, SendBuffer: sendBuf})
 	peer := uuid.New()
 	a.SetPeers([]wire.Member{{ID: peer, Addr: ln.Addr().String()}})
 	big := make([]byte, 60<<10)
@@ -246,7 +249,7 @@ func TestTCPStalledPeerQueueFullAndExpiry(t *testing.T) {
 	}
 	// The peer never reads: the writer fills the socket buffers until a
 	// write stalls, which a Flush that cannot finish shows. 400 frames are
-	// 24 MB, more than loopback socket buffers hold.
+	// 24 MB, far more than the buffers set above hold.
 	stalled := false
 	for !stalled && sent < 400 {
 		send()
@@ -254,6 +257,15 @@ func TestTCPStalledPeerQueueFullAndExpiry(t *testing.T) {
 	}
 	if !stalled {
 		t.Fatalf("writes of %d frames of 60 KiB to a peer that never reads did not stall", sent)
+	}
+	a.mu.RLock()
+	c := a.peers[peer].cur.Load()
+	a.mu.RUnlock()
+	if c == nil {
+		t.Fatal("no connection to the stalled peer")
+	}
+	if got := sockoptInt(t, c.Conn, syscall.SO_SNDBUF); got > 2*sendBuf {
+		t.Fatalf("SO_SNDBUF of the transport's connection is %d, want at most %d: SendBuffer was not applied", got, 2*sendBuf)
 	}
 	// With the writer stuck in a write, twice the queue's length at once
 	// overflows the queue; what it holds expires before the stalled write
@@ -265,24 +277,73 @@ func TestTCPStalledPeerQueueFullAndExpiry(t *testing.T) {
 	if !a.Flush(10 * time.Second) {
 		t.Fatal("flush timed out")
 	}
-	c := &a.counters
-	if s, d := c.Sent(wire.TypeMembers), c.Dropped(wire.TypeMembers); s+d != n {
+	cs := &a.counters
+	if s, d := cs.Sent(wire.TypeMembers), cs.Dropped(wire.TypeMembers); s+d != n {
 		t.Errorf("sent %d + dropped %d != %d", s, d, n)
 	}
-	if c.DroppedFor(DropQueueFull) == 0 {
+	if cs.DroppedFor(DropQueueFull) == 0 {
 		t.Error("no queue_full drops")
 	}
-	if c.DroppedFor(DropWriteError) == 0 {
+	if cs.DroppedFor(DropWriteError) == 0 {
 		t.Error("no write_error drop from the stalled write")
 	}
-	if c.DroppedFor(DropExpired) == 0 {
+	if cs.DroppedFor(DropExpired) == 0 {
 		t.Error("no expired drops after the stalled write")
 	}
 	select {
 	case conn := <-accepted:
+		if got := sockoptInt(t, conn, syscall.SO_RCVBUF); got > 2*recvBuf {
+			t.Errorf("SO_RCVBUF of the accepted connection is %d, want at most %d", got, 2*recvBuf)
+		}
 		conn.Close()
-	default:
+	case <-time.After(5 * time.Second):
+		t.Error("the stalled peer accepted no connection")
 	}
+}
+
+// listenRecvBuf listens on 127.0.0.1 with SO_RCVBUF set to size before
+// listen(2), so that the connections it accepts inherit it: set on an
+// accepted socket, it would come after the handshake had offered a window
+// sized from net.ipv4.tcp_rmem.
+func listenRecvBuf(t *testing.T, size int) net.Listener {
+	t.Helper()
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, size)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// sockoptInt reads the SOL_SOCKET option opt of c.
+func sockoptInt(t *testing.T, c net.Conn, opt int) int {
+	t.Helper()
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		t.Fatalf("%T has no descriptor", c)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	var gerr error
+	if err := rc.Control(func(fd uintptr) { v, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, opt) }); err != nil {
+		t.Fatal(err)
+	}
+	if gerr != nil {
+		t.Fatalf("getsockopt: %v", gerr)
+	}
+	return v
 }
 
 func TestTCPRejectsOversizedFrame(t *testing.T) {

@@ -66,7 +66,11 @@ func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
 	topo := opts.Topology
 	backend := opts.Backend
 	if backend == "" {
-		backend = netem.Probe().Backend()
+		caps, err := netem.Probe()
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		backend = caps.Backend()
 	}
 	bound := sle2Bound(topo, messageDelay(topologyDelay(topo), backend))
 	res := &Results{

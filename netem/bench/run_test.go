@@ -167,7 +167,7 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 // live capture, analysis, the counter cross-check and the safety and
 // liveness checks: every run must pass them all.
 func TestRunBenchEveryBuiltin(t *testing.T) {
-	netemtest.RequireRoot(t)
+	netemtest.RequireImpairment(t) // the latency sweep delays links
 	if testing.Short() {
 		t.Skip("-short: the bench builds testbeds and runs real nodes")
 	}

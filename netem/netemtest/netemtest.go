@@ -1,7 +1,7 @@
 // Package netemtest helps tests build netem testbeds: a fresh run ID per
 // test, a small testbed closed by t.Cleanup, a bullylab binary for labs'
-// node processes, and RequireRoot, which skips
-// only where no testbed can be built.
+// node processes, and RequireRoot and RequireImpairment, which skip only
+// where no testbed can be built or the kernel cannot impair links.
 package netemtest
 
 import (
@@ -28,14 +28,38 @@ var (
 func RequireRoot(t testing.TB) {
 	t.Helper()
 	probeOnce.Do(func() { probeErr = netem.ProbeNamespaces() })
+	skipOrFail(t, "creating network namespaces", probeErr)
+}
+
+// RequireImpairment skips the test, naming what the kernel lacks, unless
+// it offers an impairment backend (netem qdiscs or NFQUEUE), and returns
+// what netem.Probe found. A probe that cannot run fails the test. It calls
+// RequireRoot first.
+func RequireImpairment(t testing.TB) netem.Capabilities {
+	t.Helper()
+	RequireRoot(t)
+	caps, err := netem.Probe()
+	skipOrFail(t, "probing the kernel's fault injection", err)
+	if caps.Backend() == "" {
+		t.Skipf("the kernel offers no impairment backend: %s", caps.Reason)
+	}
+	return caps
+}
+
+// skipOrFail ends the test when err is not nil. It skips it, with a
+// sentence naming what is missing, when err wraps netem.ErrNotPermitted or
+// netem.ErrNotSupported, and fails it otherwise. what names what needed
+// the privilege or feature.
+func skipOrFail(t testing.TB, what string, err error) {
+	t.Helper()
 	switch {
-	case probeErr == nil:
-	case errors.Is(probeErr, netem.ErrNotPermitted):
-		t.Skipf("netem tests need root or CAP_NET_ADMIN and CAP_SYS_ADMIN to create network namespaces (euid %d): %v", os.Geteuid(), probeErr)
-	case errors.Is(probeErr, netem.ErrNotSupported):
-		t.Skipf("netem tests need a kernel with network namespaces: %v", probeErr)
+	case err == nil:
+	case errors.Is(err, netem.ErrNotPermitted):
+		t.Skipf("%s needs root, or CAP_NET_ADMIN and CAP_SYS_ADMIN (euid %d): %v", what, os.Geteuid(), err)
+	case errors.Is(err, netem.ErrNotSupported):
+		t.Skipf("%s needs a kernel feature this one lacks: %v", what, err)
 	default:
-		t.Fatalf("probing network namespaces: %v", probeErr)
+		t.Fatalf("%s: %v", what, err)
 	}
 }
 

@@ -1,0 +1,123 @@
+package netem
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// outcomeTB stands in for a test given to a helper, recording whether the
+// helper skipped or failed it.
+type outcomeTB struct {
+	testing.TB
+	skipped, failed bool
+	msg             string
+}
+
+func (o *outcomeTB) Helper()                   {}
+func (o *outcomeTB) Skip(args ...any)          { o.end(&o.skipped, fmt.Sprint(args...)) }
+func (o *outcomeTB) Skipf(f string, a ...any)  { o.end(&o.skipped, fmt.Sprintf(f, a...)) }
+func (o *outcomeTB) SkipNow()                  { o.end(&o.skipped, "") }
+func (o *outcomeTB) Fatal(args ...any)         { o.end(&o.failed, fmt.Sprint(args...)) }
+func (o *outcomeTB) Fatalf(f string, a ...any) { o.end(&o.failed, fmt.Sprintf(f, a...)) }
+func (o *outcomeTB) FailNow()                  { o.end(&o.failed, "") }
+func (o *outcomeTB) Error(args ...any)         { o.failed, o.msg = true, fmt.Sprint(args...) }
+func (o *outcomeTB) Errorf(f string, a ...any) { o.failed, o.msg = true, fmt.Sprintf(f, a...) }
+func (o *outcomeTB) Fail()                     { o.failed = true }
+
+// end ends the helper's goroutine, as Skip and Fatal do.
+func (o *outcomeTB) end(flag *bool, msg string) {
+	*flag, o.msg = true, msg
+	runtime.Goexit()
+}
+
+// runHelper runs helper on a goroutine of its own, which Skip and Fatal
+// end, and returns how it treated the test.
+func runHelper(t *testing.T, helper func(testing.TB)) *outcomeTB {
+	o := &outcomeTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		helper(o)
+	}()
+	<-done
+	return o
+}
+
+// A probe that cannot run returns an error, which fails the tests that
+// need its answer; only a missing privilege or kernel feature makes them
+// skip. The failures are injected where the probe creates its scratch
+// namespace, so this test needs no root.
+func TestProbeFailureIsAnError(t *testing.T) {
+	// Forget what an earlier test's probe found, and restore it after.
+	probed.Lock()
+	savedDone, savedCaps := probed.done, probed.caps
+	probed.done = false
+	probed.Unlock()
+	savedNS, savedProc := probeScratchNS, procSelfNetNS
+	t.Cleanup(func() {
+		probeScratchNS, procSelfNetNS = savedNS, savedProc
+		probed.Lock()
+		probed.done, probed.caps = savedDone, savedCaps
+		probed.Unlock()
+	})
+	present := filepath.Join(t.TempDir(), "net")
+	if err := os.WriteFile(present, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	absent := filepath.Join(t.TempDir(), "none")
+
+	for _, tc := range []struct {
+		name    string
+		errno   unix.Errno
+		nsFile  string // procSelfNetNS: whether the kernel has network namespaces
+		skipFor error  // what the error must wrap for tests to skip; nil: they fail
+	}{
+		{"out of file descriptors", unix.EMFILE, present, nil},
+		{"EINVAL on a kernel with network namespaces", unix.EINVAL, present, nil},
+		{"EINVAL on a kernel without network namespaces", unix.EINVAL, absent, ErrNotSupported},
+		{"not permitted", unix.EPERM, present, ErrNotPermitted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			procSelfNetNS = tc.nsFile
+			calls := 0
+			probeScratchNS = func() (netns.NsHandle, error) {
+				calls++
+				return netns.None(), fmt.Errorf("injected: %w", tc.errno)
+			}
+			caps, err := Probe()
+			if err == nil {
+				t.Fatalf("Probe = %+v, nil; want an error", caps)
+			}
+			t.Logf("Probe: %v", err)
+			if caps != (Capabilities{}) {
+				t.Errorf("Probe returned %+v with its error", caps)
+			}
+			if !errors.Is(err, tc.errno) {
+				t.Errorf("Probe's error %v does not wrap %v", err, tc.errno)
+			}
+			for _, e := range []error{ErrNotSupported, ErrNotPermitted} {
+				if got := errors.Is(err, e); got != (e == tc.skipFor) {
+					t.Errorf("errors.Is(%v, %v) = %v", err, e, got)
+				}
+			}
+			o := runHelper(t, func(tb testing.TB) { faultsCaps(tb) })
+			switch {
+			case tc.skipFor == nil && (!o.failed || o.skipped):
+				t.Errorf("faultsCaps did not fail the test (skipped %v): %s", o.skipped, o.msg)
+			case tc.skipFor != nil && (!o.skipped || o.failed):
+				t.Errorf("faultsCaps did not skip the test (failed %v): %s", o.failed, o.msg)
+			}
+			// An error is not kept: every call probes again.
+			if calls != 2 {
+				t.Errorf("2 calls of Probe probed %d times", calls)
+			}
+		})
+	}
+}
