@@ -20,6 +20,15 @@ import (
 // rest of TCPConfig.MaxInbound stays for the other members.
 const MaxUnauthenticatedPerHost = 16
 
+// unboundShare is the share of TCPConfig.MaxInbound that connections
+// without their first frame may take together. Past it the oldest of them
+// is closed to make room, so that a flood of connections from many hosts
+// that never authenticate can neither fill the inbound limit, which
+// members' connections need, nor keep a member's new connection out: it
+// would have to open connections faster than a member completes its HELLO,
+// one round trip after connecting.
+const unboundShare = 4
+
 // maxConnsPerPeer bounds the inbound connections one authenticated ID may
 // hold: a peer dials one at a time, but a connection it gave up on (a
 // write timeout, a restart) may linger until its FIN or keepalive arrives.
@@ -68,12 +77,35 @@ func (t *TCPTransport) acceptLoop() {
 			t.issues.report(IssueTooManyConnections, c.RemoteAddr().String(), uuid.Nil, why)
 			continue
 		}
+		evicted := t.makeUnboundRoom()
 		t.inbound[ic] = struct{}{}
 		t.unbound[ic.host]++
+		t.unboundConns[ic] = struct{}{}
 		t.wg.Add(1)
 		t.mu.Unlock()
 		go t.readLoop(ic)
+		if evicted != nil {
+			t.issues.report(IssueTooManyConnections, evicted.RemoteAddr().String(), uuid.Nil,
+				fmt.Sprintf("closed: the oldest of %d connections without a first frame, to make room", t.cfg.MaxInbound/unboundShare))
+		}
 	}
+}
+
+// makeUnboundRoom closes the oldest connection without a first frame when
+// they hold their whole share of MaxInbound, and returns it; t.mu is held.
+func (t *TCPTransport) makeUnboundRoom() *inboundConn {
+	if len(t.unboundConns) < max(t.cfg.MaxInbound/unboundShare, 1) {
+		return nil
+	}
+	var oldest *inboundConn
+	for ic := range t.unboundConns {
+		if oldest == nil || ic.accepted.Before(oldest.accepted) {
+			oldest = ic
+		}
+	}
+	oldest.Close() // its readLoop forgets it
+	t.unboundDone(oldest)
+	return oldest
 }
 
 // admit says why ic may not stay open, or "" when it may; t.mu is held.
@@ -88,10 +120,14 @@ func (t *TCPTransport) admit(ic *inboundConn) string {
 }
 
 // bind records that ic authenticated as from, and closes the oldest of
-// from's connections past maxConnsPerPeer.
-func (t *TCPTransport) bind(ic *inboundConn, from uuid.UUID) {
+// from's connections past maxConnsPerPeer. It reports false when ic was
+// closed to make room meanwhile.
+func (t *TCPTransport) bind(ic *inboundConn, from uuid.UUID) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if _, ok := t.unboundConns[ic]; !ok {
+		return false // evicted meanwhile
+	}
 	ic.bound, ic.from = true, from
 	t.unboundDone(ic)
 	conns := append(t.byPeer[from], ic)
@@ -100,11 +136,16 @@ func (t *TCPTransport) bind(ic *inboundConn, from uuid.UUID) {
 		conns = slices.Delete(conns, 0, 1)
 	}
 	t.byPeer[from] = conns
+	return true
 }
 
-// unboundDone takes ic out of its host's count of connections without a
-// first frame; t.mu is held.
+// unboundDone takes ic out of the connections without a first frame, if it
+// is there; t.mu is held.
 func (t *TCPTransport) unboundDone(ic *inboundConn) {
+	if _, ok := t.unboundConns[ic]; !ok {
+		return
+	}
+	delete(t.unboundConns, ic)
 	if t.unbound[ic.host]--; t.unbound[ic.host] <= 0 {
 		delete(t.unbound, ic.host)
 	}
@@ -213,8 +254,7 @@ func (t *TCPTransport) openConn(ic *inboundConn, remote string, m *wire.Message)
 				fmt.Sprintf("peer %s authenticates with a cluster key, and this node has none (--insecure)", m.From))
 			return nil, false
 		}
-		t.bind(ic, m.From)
-		return nil, true
+		return nil, t.bind(ic, m.From)
 	}
 	v, h, err := wire.OpenHello(t.cfg.Key, t.id, m)
 	if err != nil {
@@ -226,8 +266,7 @@ func (t *TCPTransport) openConn(ic *inboundConn, remote string, m *wire.Message)
 		return nil, false
 	}
 	t.counters.countReceived(wire.TypeHello)
-	t.bind(ic, m.From)
-	return v, true
+	return v, t.bind(ic, m.From)
 }
 
 // readFailed reports why reading ic stopped, unless it just ended.

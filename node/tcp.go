@@ -127,7 +127,8 @@ func (c TCPConfig) withDefaults() TCPConfig {
 //
 // Inbound limits: at most MaxInbound accepted connections, at most
 // MaxUnauthenticatedPerHost per host before their first frame, which must
-// come within HandshakeTimeout; a frame begun must be complete within
+// come within HandshakeTimeout, and a quarter of MaxInbound before their
+// first frame in all, the oldest closed to make room; a frame begun must be complete within
 // FrameTimeout; connections idle between frames are fine. Whatever a peer
 // does wrong is counted and logged, rate-limited (PeerIssue).
 //
@@ -176,8 +177,10 @@ type TCPTransport struct {
 	closed  bool
 	peers   map[uuid.UUID]*tcpPeer
 	inbound map[*inboundConn]struct{}
-	unbound map[string]int               // by remote host: connections without a first frame yet
-	byPeer  map[uuid.UUID][]*inboundConn // bound connections by sender, oldest first
+	unbound map[string]int // by remote host: connections without a first frame yet
+	// unboundConns are those connections; at most MaxInbound/unboundShare.
+	unboundConns map[*inboundConn]struct{}
+	byPeer       map[uuid.UUID][]*inboundConn // bound connections by sender, oldest first
 }
 
 var (
@@ -222,13 +225,14 @@ func NewTCPTransport(ln net.Listener, id uuid.UUID, cfg TCPConfig) *TCPTransport
 			Timeout: cfg.DialTimeout,
 			Control: func(_, _ string, c syscall.RawConn) error { return setUserTimeout(c, cfg.UserTimeout) },
 		},
-		ctx:     ctx,
-		cancel:  cancel,
-		hellos:  helloClock{skew: cfg.MaxClockSkew, max: 4 * cfg.MaxInbound, last: make(map[uuid.UUID]int64)},
-		peers:   make(map[uuid.UUID]*tcpPeer),
-		inbound: make(map[*inboundConn]struct{}),
-		unbound: make(map[string]int),
-		byPeer:  make(map[uuid.UUID][]*inboundConn),
+		ctx:          ctx,
+		cancel:       cancel,
+		hellos:       helloClock{skew: cfg.MaxClockSkew, max: 4 * cfg.MaxInbound, last: make(map[uuid.UUID]int64)},
+		peers:        make(map[uuid.UUID]*tcpPeer),
+		inbound:      make(map[*inboundConn]struct{}),
+		unbound:      make(map[string]int),
+		unboundConns: make(map[*inboundConn]struct{}),
+		byPeer:       make(map[uuid.UUID][]*inboundConn),
 	}
 	t.issues = newIssueReporter(&t.counters, cfg.Log)
 	t.wg.Add(1)

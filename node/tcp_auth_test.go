@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -239,19 +240,61 @@ func TestTCPHandshakeAndFrameTimeouts(t *testing.T) {
 }
 
 func TestTCPInboundLimits(t *testing.T) {
-	b := listenTCPT(t, "127.0.0.1:0", TCPConfig{Key: testClusterKey(t), MaxInbound: 20, HandshakeTimeout: time.Minute})
-	for range MaxUnauthenticatedPerHost {
-		dialT(t, b.LocalAddr())
-	}
-	waitFor(t, 5*time.Second, "connections accepted", func() bool {
-		b.mu.RLock()
-		defer b.mu.RUnlock()
-		return len(b.inbound) == MaxUnauthenticatedPerHost
+	t.Run("per host", func(t *testing.T) {
+		b := listenTCPT(t, "127.0.0.1:0", TCPConfig{Key: testClusterKey(t), MaxInbound: 200, HandshakeTimeout: time.Minute})
+		for range MaxUnauthenticatedPerHost {
+			dialT(t, b.LocalAddr())
+		}
+		waitFor(t, 5*time.Second, "connections accepted", func() bool {
+			b.mu.RLock()
+			defer b.mu.RUnlock()
+			return len(b.inbound) == MaxUnauthenticatedPerHost
+		})
+		// One more from the same host, without a HELLO: refused at once.
+		extra := dialT(t, b.LocalAddr())
+		waitClosed(t, extra, 5*time.Second)
+		waitIssue(t, b, IssueTooManyConnections, 1, time.Second)
+		// Another host is not affected.
+		dialFromT(t, "127.0.0.9", b.LocalAddr())
+		waitFor(t, 5*time.Second, "the other host's connection accepted", func() bool {
+			b.mu.RLock()
+			defer b.mu.RUnlock()
+			return b.unbound["127.0.0.9"] == 1
+		})
 	})
-	// One more from the same host, without a HELLO: refused at once.
-	extra := dialT(t, b.LocalAddr())
-	waitClosed(t, extra, 5*time.Second)
-	waitIssue(t, b, IssueTooManyConnections, 1, time.Second)
+	t.Run("oldest unauthenticated makes room", func(t *testing.T) {
+		const maxInbound = 20
+		b := listenTCPT(t, "127.0.0.1:0", TCPConfig{Key: testClusterKey(t), MaxInbound: maxInbound, HandshakeTimeout: time.Minute})
+		var conns []net.Conn
+		for i := range maxInbound / unboundShare {
+			conns = append(conns, dialFromT(t, fmt.Sprintf("127.0.0.%d", 10+i), b.LocalAddr()))
+			waitFor(t, 5*time.Second, "accepted", func() bool {
+				b.mu.RLock()
+				defer b.mu.RUnlock()
+				return len(b.inbound) == i+1
+			})
+		}
+		// A member dialling now gets in, and the oldest stall is closed.
+		from := uuid.New()
+		member := dialT(t, b.LocalAddr())
+		member.Write(sealedConn(b.cfg.Key, from, b.id, time.Now(), wire.Message{Type: wire.TypeHeartbeat, From: from}))
+		recvN(t, b, 1, 5*time.Second)
+		waitClosed(t, conns[0], 5*time.Second)
+		waitIssue(t, b, IssueTooManyConnections, 1, time.Second)
+	})
+}
+
+// dialFromT connects to addr from the loopback address local, as from
+// another host.
+func dialFromT(t *testing.T, local, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // waitFor polls cond until it holds, or fails naming what.
