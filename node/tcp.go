@@ -105,12 +105,15 @@ func (c TCPConfig) withDefaults() TCPConfig {
 		c.MaxClockSkew = 5 * time.Minute
 	}
 	if c.MaxInbound <= 0 {
-		c.MaxInbound = 1024
+		c.MaxInbound = DefaultMaxInbound
 	}
 	def(&c.HandshakeTimeout, 5*time.Second)
 	def(&c.FrameTimeout, 5*time.Second)
 	return c
 }
+
+// DefaultMaxInbound is TCPConfig.MaxInbound's default.
+const DefaultMaxInbound = 1024
 
 // TCPTransport is a Transport over TCP. Connections are one-way: a node
 // dials each peer it sends to and only writes on that connection, and only
