@@ -29,6 +29,12 @@ type ServeOptions struct {
 	Control string
 	// Join announces the node with JOIN, for a node the peers do not list.
 	Join bool
+	// ClusterKey authenticates the node's connections: it is TCP.Key. A
+	// node needs either a key or Insecure, never both.
+	ClusterKey *wire.Key
+	// Insecure runs the node without a cluster key: it accepts frames from
+	// anyone who can reach Listen. Serve refuses to start with neither.
+	Insecure bool
 
 	HeartbeatInterval, FailureTimeout, ElectionTimeout time.Duration
 	// DetectionStagger is Config.DetectionStagger; nil takes DefaultConfig's,
@@ -40,6 +46,10 @@ type ServeOptions struct {
 	LogFormat LogFormat
 	TCP       TCPConfig
 }
+
+// ErrNoClusterKey is what Serve returns for options with neither a
+// ClusterKey nor Insecure: nodes are secure by default.
+var ErrNoClusterKey = errors.New("no cluster key: give --cluster-key FILE (make one with `bullylab keygen --out FILE`), or --insecure to accept unauthenticated peers")
 
 // Serve runs one node process until ctx is done or the node leaves: it locks
 // the data dir, loads the ID and State, listens for peers and on the control
@@ -59,6 +69,13 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if o.DetectionStagger != nil {
 		cfg.DetectionStagger = *o.DetectionStagger
 	}
+	switch {
+	case o.ClusterKey == nil && !o.Insecure:
+		return ErrNoClusterKey
+	case o.ClusterKey != nil && o.Insecure:
+		return errors.New("a cluster key and insecure mode exclude each other: give one")
+	}
+	o.TCP.Key = o.ClusterKey
 	if o.Advertise == "" {
 		host, _, err := net.SplitHostPort(o.Listen)
 		if err != nil {

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"maps"
 	"net"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -71,6 +73,10 @@ func TestServeLogsFinalCounters(t *testing.T) {
 		err    error
 		ctl    *ControlClient
 	}
+	key, err := wire.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
 	nodes := make([]*served, 2)
 	for i, m := range members {
 		dir := t.TempDir()
@@ -79,7 +85,7 @@ func TestServeLogsFinalCounters(t *testing.T) {
 		nodes[i] = s
 		go func() {
 			defer close(s.done)
-			s.err = Serve(ctx, ServeOptions{ID: m.ID, Listen: m.Addr, Peers: members, DataDir: dir, Log: &s.log, LogFormat: LogJSON})
+			s.err = Serve(ctx, ServeOptions{ID: m.ID, Listen: m.Addr, Peers: members, DataDir: dir, ClusterKey: &key, Log: &s.log, LogFormat: LogJSON})
 		}()
 		t.Cleanup(func() {
 			cancel()
@@ -149,5 +155,34 @@ func TestServeLogsFinalCounters(t *testing.T) {
 	}
 	if got[wire.TypeHeartbeat.String()] < 5 {
 		t.Errorf("leader's final counters %v: fewer than 5 HEARTBEATs", got)
+	}
+}
+
+// A node needs a cluster key or insecure mode, and not both.
+func TestServeKeyOrInsecure(t *testing.T) {
+	key, err := wire.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		o    ServeOptions
+		want string
+	}{
+		{"neither", ServeOptions{}, "no cluster key: give --cluster-key FILE"},
+		{"both", ServeOptions{ClusterKey: &key, Insecure: true}, "exclude each other"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tc.o.Listen, tc.o.DataDir = "127.0.0.1:0", dir
+			err := Serve(t.Context(), tc.o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("Serve = %v; want one line containing %q", err, tc.want)
+			}
+			// Refused before the data dir was touched.
+			if names, _ := os.ReadDir(dir); len(names) != 0 {
+				t.Errorf("data dir holds %v after a refused start", names)
+			}
+		})
 	}
 }

@@ -46,6 +46,10 @@ type TCPConfig struct {
 	// BackoffMin and BackoffMax bound the pause after a failed dial, which
 	// doubles with each consecutive failure. Defaults 50ms and 1s.
 	BackoffMin, BackoffMax time.Duration
+	// Key is the cluster key that authenticates every connection (a HELLO,
+	// then a tag on each frame; see package wire); nil means connections
+	// are not authenticated.
+	Key *wire.Key
 }
 
 func (c TCPConfig) withDefaults() TCPConfig {

@@ -36,6 +36,8 @@ func nodeCommand(usageError cli.OnUsageErrorFunc) *cli.Command {
 			&cli.StringFlag{Name: "log", Value: "json", Usage: "event log format on stdout: json or text"},
 			&cli.StringFlag{Name: "control", Usage: "control socket `path` (default: <data-dir>/control.sock)"},
 			&cli.BoolFlag{Name: "join", Usage: "announce this node with JOIN: for a node the peers' lists do not name yet"},
+			&cli.StringFlag{Name: "cluster-key", Usage: "cluster key `FILE`, mode 0600, the same on every node (make one with `bullylab keygen --out FILE`); required unless --insecure"},
+			&cli.BoolFlag{Name: "insecure", Usage: "run without a cluster key: accept unauthenticated frames from anyone who can reach --listen"},
 		},
 		Action: runNode,
 	}
@@ -94,9 +96,38 @@ func runNode(c *cli.Context) error {
 	if o.Peers, err = loadPeers(c.String("peers")); err != nil {
 		return err
 	}
+	if err := clusterKey(c, &o); err != nil {
+		return err
+	}
+	if o.Insecure {
+		fmt.Fprintf(c.App.ErrWriter, "bullylab: warning: --insecure: peers are not authenticated; anyone who can reach %s can send this node frames as any member\n", o.Listen)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return node.Serve(ctx, o)
+}
+
+// clusterKey sets o's ClusterKey from --cluster-key, or Insecure from
+// --insecure: exactly one of them.
+func clusterKey(c *cli.Context, o *node.ServeOptions) error {
+	path, insecure := c.String("cluster-key"), c.Bool("insecure")
+	switch {
+	case path != "" && insecure:
+		return errors.New("--cluster-key and --insecure exclude each other: give one")
+	case insecure:
+		o.Insecure = true
+	case path != "":
+		k, err := wire.ReadKeyFile(path)
+		if err != nil {
+			return fmt.Errorf("--cluster-key: %v", err)
+		}
+		o.ClusterKey = &k
+	case c.IsSet("cluster-key"):
+		return errors.New("--cluster-key: empty path")
+	default:
+		return node.ErrNoClusterKey
+	}
+	return nil
 }
 
 // checkTimeouts names the flags, where Config.Validate would name fields.

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bullylab/bullylab/wire"
+)
+
+// writeNewKey writes a new cluster key file at path.
+func writeNewKey(path string) error {
+	k, err := wire.NewKey()
+	if err != nil {
+		return err
+	}
+	return wire.WriteKeyFile(path, k)
+}
+
+func TestKeygen(t *testing.T) {
+	stdout, stderr, code := runBin(t, "keygen")
+	if code != 0 || stderr != "" {
+		t.Fatalf("keygen: exit %d, stderr %q", code, stderr)
+	}
+	if _, err := wire.ParseKey(stdout); err != nil || strings.Count(stdout, "\n") != 1 {
+		t.Fatalf("keygen printed %q: %v", stdout, err)
+	}
+	again, _, _ := runBin(t, "keygen")
+	if again == stdout {
+		t.Error("two keygens printed the same key")
+	}
+
+	out := filepath.Join(t.TempDir(), "cluster.key")
+	stdout, stderr, code = runBin(t, "keygen", "--out", out)
+	if code != 0 || stdout != "" || stderr != "" {
+		t.Fatalf("keygen --out: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	fi, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := fi.Mode().Perm(); perm != 0o600 {
+		t.Errorf("key file mode %04o, want 0600", perm)
+	}
+	if _, err := wire.ReadKeyFile(out); err != nil {
+		t.Errorf("keygen --out wrote a file ReadKeyFile refuses: %v", err)
+	}
+	before, _ := os.ReadFile(out)
+	wantError(t, "cluster key "+out+": file exists", "keygen", "--out", out)
+	if after, _ := os.ReadFile(out); string(after) != string(before) {
+		t.Error("keygen --out overwrote an existing key")
+	}
+	wantError(t, `keygen: unexpected argument "x"`, "keygen", "x")
+}
+
+func TestNodeClusterKeyFlags(t *testing.T) {
+	dir := t.TempDir()
+	addr := "127.0.0.1:0"
+	wantError(t, "no cluster key: give --cluster-key FILE (make one with `bullylab keygen --out FILE`), or --insecure", "node", "--listen", addr, "--data-dir", dir)
+	wantError(t, "--cluster-key and --insecure exclude each other", "node", "--listen", addr, "--data-dir", dir, "--cluster-key", keyFile, "--insecure")
+	wantError(t, "--cluster-key: cluster key /nonexistent/key: no such file or directory", "node", "--listen", addr, "--data-dir", dir, "--cluster-key", "/nonexistent/key")
+
+	readable := filepath.Join(t.TempDir(), "key")
+	if err := writeNewKey(readable); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(readable, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, "mode 0644 lets other users read or change it; run chmod 600 "+readable, "node", "--listen", addr, "--data-dir", dir, "--cluster-key", readable)
+
+	garbage := writeFile(t, "key", "not a key\n")
+	wantError(t, "not a cluster key", "node", "--listen", addr, "--data-dir", dir, "--cluster-key", garbage)
+	// None of the refusals touched the data dir.
+	if names, _ := os.ReadDir(dir); len(names) != 0 {
+		t.Errorf("data dir holds %v after refused starts", names)
+	}
+}
+
+func TestNodeInsecureWarns(t *testing.T) {
+	cmd, exited, out := startNode(t, t.TempDir(), "--insecure", "--log", "text")
+	cmd.Process.Kill() // by PID; out is the test's to read once it exited
+	<-exited
+	if n := strings.Count(out.String(), "warning: --insecure"); n != 1 {
+		t.Errorf("%d --insecure warnings in %q, want 1", n, out)
+	}
+}
