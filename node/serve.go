@@ -35,6 +35,10 @@ type ServeOptions struct {
 	// Insecure runs the node without a cluster key: it accepts frames from
 	// anyone who can reach Listen. Serve refuses to start with neither.
 	Insecure bool
+	// ResetState starts a node whose data dir has its ID but lost its state
+	// file afresh, at epoch 0 (FileStore.ResetState); without it such a
+	// data dir is an error wrapping ErrStateMissing.
+	ResetState bool
 
 	HeartbeatInterval, FailureTimeout, ElectionTimeout time.Duration
 	// DetectionStagger is Config.DetectionStagger; nil takes DefaultConfig's,
@@ -96,6 +100,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	defer store.Close()
+	if o.ResetState {
+		if err := store.ResetState(); err != nil {
+			return err
+		}
+	}
 	id, err := store.LoadOrCreateID(o.ID)
 	if err != nil {
 		return err

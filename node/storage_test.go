@@ -524,3 +524,103 @@ func checkStateReencodes(t *testing.T, st *State) {
 		t.Fatalf("state changed across re-encoding: %+v became %+v", st, again)
 	}
 }
+
+func TestFileStoreStateMissing(t *testing.T) {
+	t.Run("new ID saves a first state", func(t *testing.T) {
+		dir := t.TempDir()
+		s := openTestStore(t, dir)
+		if _, err := s.LoadOrCreateID(uuid.Nil); err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.Load()
+		if err != nil || st == nil || !reflect.DeepEqual(*st, State{}) {
+			t.Fatalf("Load after a new ID = %+v, %v; want a State at epoch 0", st, err)
+		}
+		if names := dirNames(t, dir); !slices.Equal(names, []string{"id", "lock", "state.json"}) {
+			t.Errorf("data dir holds %q", names)
+		}
+	})
+
+	t.Run("given ID keeps an existing state", func(t *testing.T) {
+		dir := t.TempDir()
+		s := openTestStore(t, dir)
+		if err := s.Save(sampleState(7)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.LoadOrCreateID(idA); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := s.Load(); err != nil || st.Epoch != 7 {
+			t.Fatalf("Load = %+v, %v; want the state saved before the ID", st, err)
+		}
+	})
+
+	// A node at epoch 4 whose state.json is lost must not come back at
+	// epoch 0 as if it never promised anything.
+	lost := func(t *testing.T) string {
+		dir := t.TempDir()
+		s := openTestStore(t, dir)
+		if _, err := s.LoadOrCreateID(idA); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Save(sampleState(4)); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if err := os.Remove(filepath.Join(dir, stateFileName)); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	t.Run("lost", func(t *testing.T) {
+		dir := lost(t)
+		s := openTestStore(t, dir)
+		st, err := s.Load()
+		if !errors.Is(err, ErrStateMissing) || st != nil || !strings.Contains(err.Error(), dir) {
+			t.Fatalf("Load = %+v, %v; want ErrStateMissing naming %s", st, err, dir)
+		}
+		checkOneLine(t, err)
+		// Nor may a Save without a Load write a state over the loss.
+		if err := s.Save(sampleState(1)); !errors.Is(err, ErrStateMissing) {
+			t.Fatalf("Save = %v; want ErrStateMissing", err)
+		}
+		if id, err := s.LoadOrCreateID(uuid.Nil); err != nil || id != idA {
+			t.Fatalf("LoadOrCreateID = %v, %v; want the stored %v", id, err, idA)
+		}
+		if _, err := s.Load(); !errors.Is(err, ErrStateMissing) {
+			t.Fatalf("LoadOrCreateID mended a lost state: Load = %v", err)
+		}
+	})
+
+	t.Run("reset", func(t *testing.T) {
+		dir := lost(t)
+		s := openTestStore(t, dir)
+		if err := s.ResetState(); err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.Load()
+		if err != nil || st == nil || st.Epoch != 0 {
+			t.Fatalf("Load after ResetState = %+v, %v; want epoch 0", st, err)
+		}
+		if id, err := s.LoadOrCreateID(uuid.Nil); err != nil || id != idA {
+			t.Fatalf("ResetState changed the ID: %v, %v", id, err)
+		}
+		// With the state there again, a second reset is refused.
+		err = s.ResetState()
+		if err == nil || !strings.Contains(err.Error(), "nothing to reset") {
+			t.Fatalf("ResetState over a state file = %v", err)
+		}
+		checkOneLine(t, err)
+	})
+
+	t.Run("reset fresh", func(t *testing.T) {
+		dir := t.TempDir()
+		s := openTestStore(t, dir)
+		if err := s.ResetState(); err != nil {
+			t.Fatal(err)
+		}
+		if names := dirNames(t, dir); !slices.Equal(names, []string{"lock"}) {
+			t.Errorf("ResetState of a fresh dir wrote %q", names)
+		}
+	})
+}

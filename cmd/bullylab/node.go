@@ -36,6 +36,7 @@ func nodeCommand(usageError cli.OnUsageErrorFunc) *cli.Command {
 			&cli.StringFlag{Name: "log", Value: "json", Usage: "event log format on stdout: json or text"},
 			&cli.StringFlag{Name: "control", Usage: "control socket `path` (default: <data-dir>/control.sock)"},
 			&cli.BoolFlag{Name: "join", Usage: "announce this node with JOIN: for a node the peers' lists do not name yet"},
+			&cli.BoolFlag{Name: "reset-state", Usage: "start over at epoch 0, keeping the ID, when --data-dir has an id file but its state.json was lost; the node forgets its promises, so use it only knowing the state is gone"},
 			&cli.StringFlag{Name: "cluster-key", Usage: "cluster key `FILE`, mode 0600, the same on every node (make one with `bullylab keygen --out FILE`); required unless --insecure"},
 			&cli.BoolFlag{Name: "insecure", Usage: "run without a cluster key: accept unauthenticated frames from anyone who can reach --listen"},
 		},
@@ -48,12 +49,13 @@ func runNode(c *cli.Context) error {
 		return fmt.Errorf("node: unexpected argument %q", c.Args().First())
 	}
 	o := node.ServeOptions{
-		Listen:    c.String("listen"),
-		Advertise: c.String("advertise"),
-		DataDir:   c.String("data-dir"),
-		Control:   c.String("control"),
-		Join:      c.Bool("join"),
-		Log:       c.App.Writer,
+		Listen:     c.String("listen"),
+		Advertise:  c.String("advertise"),
+		DataDir:    c.String("data-dir"),
+		Control:    c.String("control"),
+		Join:       c.Bool("join"),
+		ResetState: c.Bool("reset-state"),
+		Log:        c.App.Writer,
 	}
 	var stagger time.Duration
 	for _, d := range []struct {
@@ -104,7 +106,11 @@ func runNode(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return node.Serve(ctx, o)
+	err = node.Serve(ctx, o)
+	if errors.Is(err, node.ErrStateMissing) {
+		return fmt.Errorf("%v; to start it over at epoch 0 with its ID, add --reset-state", err)
+	}
+	return err
 }
 
 // clusterKey sets o's ClusterKey from --cluster-key, or Insecure from

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/wire"
 )
 
@@ -85,4 +90,51 @@ func TestNodeInsecureWarns(t *testing.T) {
 	if n := strings.Count(out.String(), "warning: --insecure"); n != 1 {
 		t.Errorf("%d --insecure warnings in %q, want 1", n, out)
 	}
+}
+
+// stopNode SIGTERMs a node started by startNode and waits for it to exit.
+func stopNode(t *testing.T, cmd *exec.Cmd, exited <-chan struct{}) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("node did not exit on SIGTERM")
+	}
+}
+
+// A data dir whose state.json was lost is refused, instead of the node
+// starting over at epoch 0 unnoticed, until --reset-state asks for it.
+func TestNodeStateMissing(t *testing.T) {
+	dir := t.TempDir()
+	cmd, exited, _ := startNode(t, dir)
+	stopNode(t, cmd, exited)
+	state := filepath.Join(dir, "state.json")
+	if err := os.Remove(state); err != nil {
+		t.Fatalf("the node left no state.json: %v", err)
+	}
+	args := []string{"node", "--listen", "127.0.0.1:0", "--data-dir", dir, "--cluster-key", keyFile}
+	wantError(t, "state missing: data dir "+dir+" has an id file but no state.json: the node's saved epoch and promises are lost; to start it over at epoch 0 with its ID, add --reset-state", args...)
+	if _, err := os.Lstat(state); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused start wrote %s: %v", state, err)
+	}
+
+	cmd, exited, _ = startNode(t, dir, "--reset-state")
+	s, err := node.NewControlClient(filepath.Join(dir, node.ControlSocketName)).Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopNode(t, cmd, exited)
+	if _, err := os.Stat(state); err != nil {
+		t.Fatalf("no state.json after --reset-state: %v", err)
+	}
+	id, _ := os.ReadFile(filepath.Join(dir, "id"))
+	if strings.TrimSpace(string(id)) != s.ID.String() {
+		t.Errorf("--reset-state changed the ID: id file %q, node %s", id, s.ID)
+	}
+	// With a state.json there is nothing to reset: the flag is refused
+	// rather than left to discard a state some later day.
+	wantError(t, "nothing to reset", append(args, "--reset-state")...)
 }
