@@ -172,6 +172,22 @@ func (ps *peerSet) add(id uuid.UUID, addrText, where string) error {
 	return nil
 }
 
+// ParseID parses a node ID as flags and files give it: a version-4 UUID in
+// its 36-character form. The nil UUID is refused like any other
+// non-version-4 one: it is no node's ID. Errors quote s and say why.
+func ParseID(s string) (uuid.UUID, error) {
+	// Only the 36-character form: uuid.Parse also takes the URN, braced and
+	// bare-hex forms, which the peers file does not.
+	id, err := uuid.Parse(s)
+	if len(s) != 36 || err != nil {
+		return uuid.Nil, fmt.Errorf("%s: not a UUID (want a version-4 UUID like 6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f)", peerQuote(s))
+	}
+	if why := uuidV4Problem(id); why != "" {
+		return uuid.Nil, fmt.Errorf("%s is not a version-4 UUID: %s", id, why)
+	}
+	return id, nil
+}
+
 // uuidV4Problem says why id is not a version-4 UUID of the RFC 9562 variant,
 // or returns "". The variant matters too: with another variant the version
 // nibble means nothing.

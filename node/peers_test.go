@@ -295,3 +295,47 @@ func FuzzParsePeerList(f *testing.F) {
 		checkAcceptedPeers(t, ms)
 	})
 }
+
+func TestParseID(t *testing.T) {
+	if id, err := ParseID(idA.String()); err != nil || id != idA {
+		t.Fatalf("ParseID(%s) = %v, %v", idA, id, err)
+	}
+	if id, err := ParseID(strings.ToUpper(idA.String())); err != nil || id != idA {
+		t.Fatalf("ParseID(upper case) = %v, %v", id, err)
+	}
+	for in, want := range map[string]string{
+		"":                                      `"": not a UUID`,
+		"nope":                                  `"nope": not a UUID`,
+		"urn:uuid:" + idA.String():              "not a UUID",
+		"{" + idA.String() + "}":                "not a UUID",
+		uuid.Nil.String():                       "00000000-0000-0000-0000-000000000000 is not a version-4 UUID: it is the nil UUID",
+		"c3a1f0de-7b62-1e35-a9d4-1e2f3a4b5c6d":  "is not a version-4 UUID: it is version 1",
+		"c3a1f0de-7b62-4e35-c9d4-1e2f3a4b5c6d":  "is not a version-4 UUID: its variant is",
+		"ffffffff-ffff-ffff-ffff-ffffffffffff":  "is not a version-4 UUID",
+		"6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5\n": "not a UUID",
+	} {
+		id, err := ParseID(in)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ParseID(%q) = %v, %v; want one line containing %q", in, id, err, want)
+		}
+	}
+}
+
+func FuzzParseID(f *testing.F) {
+	f.Add(idA.String())
+	f.Add(uuid.Nil.String())
+	f.Add("c3a1f0de-7b62-1e35-a9d4-1e2f3a4b5c6d")
+	f.Add("urn:uuid:" + idB.String())
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := ParseID(s)
+		if err != nil {
+			if id != uuid.Nil || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("ParseID(%q) = %v, %q", s, id, err)
+			}
+			return
+		}
+		if uuidV4Problem(id) != "" || !strings.EqualFold(id.String(), s) {
+			t.Fatalf("ParseID(%q) accepted %v", s, id)
+		}
+	})
+}

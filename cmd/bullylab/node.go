@@ -12,7 +12,6 @@ import (
 
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/wire"
-	"github.com/google/uuid"
 	"github.com/urfave/cli/v2"
 )
 
@@ -74,10 +73,11 @@ func runNode(c *cli.Context) error {
 		*d.dst = v
 	}
 	o.DetectionStagger = &stagger
-	if s := c.String("id"); s != "" {
-		id, err := uuid.Parse(s)
+	if c.IsSet("id") {
+		// An explicit nil ID is refused, not taken to mean "none given".
+		id, err := node.ParseID(c.String("id"))
 		if err != nil {
-			return fmt.Errorf("--id %q: not a UUID", s)
+			return fmt.Errorf("--id %v", err)
 		}
 		o.ID = id
 	}

@@ -138,3 +138,15 @@ func TestNodeStateMissing(t *testing.T) {
 	// rather than left to discard a state some later day.
 	wantError(t, "nothing to reset", append(args, "--reset-state")...)
 }
+
+// --id takes version-4 UUIDs only; the nil UUID is not "no ID".
+func TestNodeIDFlag(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"node", "--listen", "127.0.0.1:0", "--data-dir", dir, "--cluster-key", keyFile, "--id"}
+	wantError(t, "--id 00000000-0000-0000-0000-000000000000 is not a version-4 UUID: it is the nil UUID", append(base, "00000000-0000-0000-0000-000000000000")...)
+	wantError(t, "--id c3a1f0de-7b62-1e35-a9d4-1e2f3a4b5c6d is not a version-4 UUID: it is version 1", append(base, "c3a1f0de-7b62-1e35-a9d4-1e2f3a4b5c6d")...)
+	wantError(t, `--id "": not a UUID`, append(base, "")...)
+	if names, _ := os.ReadDir(dir); len(names) != 0 {
+		t.Errorf("data dir holds %v after refused IDs", names)
+	}
+}
