@@ -267,7 +267,7 @@ func FuzzParsePeers(f *testing.F) {
 	f.Add("x y z\n")
 	f.Add("")
 	f.Fuzz(func(t *testing.T, text string) {
-		ms, err := ParsePeers("fuzz", strings.NewReader(text))
+		ms, from, err := parsePeers("fuzz", strings.NewReader(text))
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz:") || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error %q does not name the file or spans lines", err)
@@ -275,6 +275,7 @@ func FuzzParsePeers(f *testing.F) {
 			return
 		}
 		checkAcceptedPeers(t, ms)
+		checkFrom(t, ms, from, "fuzz:")
 	})
 }
 
@@ -285,7 +286,7 @@ func FuzzParsePeerList(f *testing.F) {
 	f.Add("a@b:1,,")
 	f.Add("")
 	f.Fuzz(func(t *testing.T, s string) {
-		ms, err := ParsePeerList(s)
+		ms, from, err := ParsePeerListFrom(s)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "peer list entry ") || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error %q does not name the entry or spans lines", err)
@@ -293,6 +294,7 @@ func FuzzParsePeerList(f *testing.F) {
 			return
 		}
 		checkAcceptedPeers(t, ms)
+		checkFrom(t, ms, from, "peer list entry ")
 	})
 }
 
@@ -338,4 +340,36 @@ func FuzzParseID(f *testing.F) {
 			t.Fatalf("ParseID(%q) accepted %v", s, id)
 		}
 	})
+}
+
+// checkFrom checks that from names a distinct place, with prefix, for each
+// member.
+func checkFrom(t *testing.T, ms []wire.Member, from []string, prefix string) {
+	t.Helper()
+	if len(from) != len(ms) {
+		t.Fatalf("%d members, %d places", len(ms), len(from))
+	}
+	seen := map[string]bool{}
+	for _, f := range from {
+		if !strings.HasPrefix(f, prefix) || seen[f] {
+			t.Fatalf("places %q: want distinct ones starting %q", from, prefix)
+		}
+		seen[f] = true
+	}
+}
+
+func TestPeersFrom(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "peers.txt")
+	text := "# cluster\n" + idA.String() + " 10.0.0.1:1\n\n" + idB.String() + " 10.0.0.2:1 # b\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, from, err := ParsePeersFileFrom(path)
+	if err != nil || !slices.Equal(from, []string{path + ":2", path + ":4"}) {
+		t.Errorf("ParsePeersFileFrom = %q, %v", from, err)
+	}
+	_, from, err = ParsePeerListFrom(idA.String() + "@10.0.0.1:1, " + idB.String() + "@10.0.0.2:1")
+	if err != nil || !slices.Equal(from, []string{"peer list entry 1", "peer list entry 2"}) {
+		t.Errorf("ParsePeerListFrom = %q, %v", from, err)
+	}
 }

@@ -231,12 +231,14 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-// Every node can share one peers file: its own entry is ignored.
+// Every node can share one peers file, which lists each node, itself
+// included, at its address.
 func TestPeersFileListingOwnID(t *testing.T) {
 	own, other := uuid.New(), uuid.New()
-	peers := writeFile(t, "peers", fmt.Sprintf("%s 127.0.0.1:1\n%s 127.0.0.1:2\n", own, other))
+	addr := freeAddr(t)
+	peers := writeFile(t, "peers", fmt.Sprintf("%s %s\n%s 127.0.0.1:2\n", own, addr, other))
 	dir := t.TempDir()
-	startNode(t, dir, "--id", own.String(), "--peers", peers)
+	startNode(t, dir, "--id", own.String(), "--listen", addr, "--peers", peers)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s, err := node.NewControlClient(filepath.Join(dir, node.ControlSocketName)).Status(ctx)

@@ -95,7 +95,12 @@ func runNode(c *cli.Context) error {
 		return fmt.Errorf("--log: %v", err)
 	}
 	o.LogFormat = format
-	if o.Peers, err = loadPeers(c.String("peers")); err != nil {
+	if o.Advertise != "" {
+		if _, err := node.CanonicalAddr(o.Advertise); err != nil {
+			return fmt.Errorf("--advertise: %v", err)
+		}
+	}
+	if o.Peers, o.PeersFrom, o.PeersSource, err = loadPeers(c.String("peers")); err != nil {
 		return err
 	}
 	if err := clusterKey(c, &o); err != nil {
@@ -161,23 +166,28 @@ func checkTimeouts(o node.ServeOptions) error {
 }
 
 // loadPeers reads --peers: a path if a file is there, else a list when it
-// looks like one.
-func loadPeers(v string) ([]wire.Member, error) {
+// looks like one. from says where each member is, and source names the
+// file or the flag, for Serve's errors.
+func loadPeers(v string) (ms []wire.Member, from []string, source string, err error) {
 	if strings.TrimSpace(v) == "" {
-		return nil, nil
+		return nil, nil, "", nil
 	}
 	if fi, err := os.Stat(v); err == nil {
 		if fi.IsDir() {
-			return nil, fmt.Errorf("--peers %s: is a directory", v)
+			return nil, nil, "", fmt.Errorf("--peers %s: is a directory", v)
 		}
-		return node.ParsePeersFile(v)
+		ms, from, err := node.ParsePeersFileFrom(v)
+		return ms, from, v, err
 	}
 	if strings.Contains(v, "@") {
-		ms, err := node.ParsePeerList(v)
+		ms, from, err := node.ParsePeerListFrom(v)
 		if err != nil {
-			return nil, fmt.Errorf("--peers: %v", err)
+			return nil, nil, "", fmt.Errorf("--peers: %v", err)
 		}
-		return ms, nil
+		for i := range from {
+			from[i] = "--peers " + strings.TrimPrefix(from[i], "peer list ")
+		}
+		return ms, from, "--peers", nil
 	}
-	return nil, fmt.Errorf("--peers %s: no such file (a list takes the form ID@host:port,...)", v)
+	return nil, nil, "", fmt.Errorf("--peers %s: no such file (a list takes the form ID@host:port,...)", v)
 }

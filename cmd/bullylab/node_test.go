@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
 )
 
 // writeNewKey writes a new cluster key file at path.
@@ -148,5 +150,35 @@ func TestNodeIDFlag(t *testing.T) {
 	wantError(t, `--id "": not a UUID`, append(base, "")...)
 	if names, _ := os.ReadDir(dir); len(names) != 0 {
 		t.Errorf("data dir holds %v after refused IDs", names)
+	}
+}
+
+// The node's own entry in --peers must be there, unless it joins, and at
+// its address; --advertise must be an address peers can dial.
+func TestNodeOwnEntry(t *testing.T) {
+	own, other := uuid.New(), uuid.New()
+	addr := freeAddr(t)
+	base := func(dir string) []string {
+		return []string{"node", "--id", own.String(), "--listen", addr, "--data-dir", dir, "--cluster-key", keyFile}
+	}
+
+	elsewhere := writeFile(t, "peers", fmt.Sprintf("# cluster\n%s 127.0.0.1:2\n%s 127.0.0.1:1\n", other, own))
+	wantError(t, elsewhere+":3: this node's ID "+own.String()+" is listed at 127.0.0.1:1, but its listen address (--listen) is "+addr,
+		append(base(t.TempDir()), "--peers", elsewhere)...)
+	wantError(t, "--peers entry 1: this node's ID "+own.String()+" is listed at 127.0.0.1:1, but its advertise address (--advertise) is 10.9.9.9:7000",
+		append(base(t.TempDir()), "--peers", own.String()+"@127.0.0.1:1", "--advertise", "10.9.9.9:7000")...)
+
+	absent := writeFile(t, "peers", fmt.Sprintf("%s 127.0.0.1:2\n", other))
+	wantError(t, absent+": no entry for this node's ID "+own.String(), append(base(t.TempDir()), "--peers", absent)...)
+
+	wantError(t, `--advertise: bad address "not an addr"`, append(base(t.TempDir()), "--advertise", "not an addr")...)
+	wantError(t, `--advertise: bad address "0.0.0.0:7000": 0.0.0.0 is a listen address`, append(base(t.TempDir()), "--advertise", "0.0.0.0:7000")...)
+
+	// A joining node is not listed yet.
+	dir := t.TempDir()
+	startNode(t, dir, "--id", own.String(), "--listen", addr, "--peers", absent, "--join")
+	s, err := node.NewControlClient(filepath.Join(dir, node.ControlSocketName)).Status(t.Context())
+	if err != nil || s.ID != own {
+		t.Fatalf("joining node: %+v, %v", s, err)
 	}
 }
