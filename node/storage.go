@@ -86,7 +86,8 @@ type FileStore struct {
 }
 
 // OpenFileStore opens the data dir, creating it with mode 0700 if needed, and
-// locks it until Close.
+// locks it until Close. A data dir that other users could write to, or that
+// another user owns, is refused (see checkDataDir).
 func OpenFileStore(dir string) (*FileStore, error) {
 	if dir == "" {
 		return nil, errors.New("open data dir: empty path")
@@ -94,6 +95,9 @@ func OpenFileStore(dir string) (*FileStore, error) {
 	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open data dir: %w", err)
+	}
+	if err := checkDataDir(dir); err != nil {
+		return nil, err
 	}
 	if errors.Is(statErr, fs.ErrNotExist) {
 		// Without this a crash could lose the new dir's entry, and with it
@@ -113,6 +117,28 @@ func OpenFileStore(dir string) (*FileStore, error) {
 		return nil, err
 	}
 	return &FileStore{dir: dir, lock: lock}, nil
+}
+
+// checkDataDir refuses a data dir that another user could change: one
+// with group or other write permission, or owned by another user. Whoever
+// can write there can replace the id or state file, and with them the
+// node's identity and promises, or put their own socket at the control
+// socket's path.
+func checkDataDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("open data dir: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("data dir %s: not a directory", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("data dir %s: owned by uid %d, not by this user (uid %d); use a data dir of your own, or run chown %d %s && chmod 700 %s", dir, st.Uid, os.Geteuid(), os.Geteuid(), dir, dir)
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("data dir %s: mode %04o lets other users write to it; run chmod 700 %s", dir, perm, dir)
+	}
+	return nil
 }
 
 // Dir returns the data dir as given to OpenFileStore.

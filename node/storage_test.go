@@ -624,3 +624,53 @@ func TestFileStoreStateMissing(t *testing.T) {
 		}
 	})
 }
+
+// A data dir others can write to, or another user's, is refused with the
+// fix in the message.
+func TestFileStoreDataDirPermissions(t *testing.T) {
+	for _, mode := range []os.FileMode{0o777, 0o770, 0o720, 0o702, 0o1777} {
+		t.Run(fmt.Sprintf("%04o", mode), func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.Chmod(dir, mode); err != nil {
+				t.Fatal(err)
+			}
+			_, err := OpenFileStore(dir)
+			want := fmt.Sprintf("data dir %s: mode %04o lets other users write to it; run chmod 700 %s", dir, mode.Perm(), dir)
+			if err == nil || err.Error() != want {
+				t.Fatalf("OpenFileStore = %v; want %q", err, want)
+			}
+			if names := dirNames(t, dir); len(names) != 0 {
+				t.Errorf("a refused open wrote %q", names)
+			}
+		})
+	}
+	for _, mode := range []os.FileMode{0o700, 0o750, 0o755, 0o500} {
+		dir := t.TempDir()
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		if mode == 0o500 && os.Geteuid() != 0 {
+			continue // not writable, so no lock file: another error
+		}
+		s, err := OpenFileStore(dir)
+		if err != nil {
+			t.Errorf("mode %04o: %v", mode, err)
+			continue
+		}
+		s.Close()
+	}
+	t.Run("another user's", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root to give a dir away")
+		}
+		dir := t.TempDir()
+		if err := os.Chown(dir, 4321, 4321); err != nil {
+			t.Fatal(err)
+		}
+		_, err := OpenFileStore(dir)
+		if err == nil || !strings.Contains(err.Error(), "data dir "+dir+": owned by uid 4321, not by this user (uid 0)") {
+			t.Fatalf("OpenFileStore = %v", err)
+		}
+		checkOneLine(t, err)
+	})
+}
