@@ -165,7 +165,11 @@ func startNode(t *testing.T, dataDir string, args ...string) (*exec.Cmd, <-chan 
 		cmd.Process.Kill() // by PID; a no-op once it exited
 		<-exited
 	})
-	cl := node.NewControlClient(filepath.Join(dataDir, node.ControlSocketName))
+	ctl := filepath.Join(dataDir, node.ControlSocketName)
+	if i := slices.Index(args, "--control"); i >= 0 && i+1 < len(args) {
+		ctl = args[i+1]
+	}
+	cl := node.NewControlClient(ctl)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

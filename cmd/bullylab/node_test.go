@@ -182,3 +182,37 @@ func TestNodeOwnEntry(t *testing.T) {
 		t.Fatalf("joining node: %+v, %v", s, err)
 	}
 }
+
+// The control socket is owner-only even for a node started under umask 0
+// with --control in a directory every user can write to; a data dir every
+// user can write to is refused.
+func TestNodeControlSocketPrivate(t *testing.T) {
+	shared := t.TempDir()
+	if err := os.Chmod(shared, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, "data dir "+shared+": mode 0777 lets other users write to it; run chmod 700 "+shared,
+		"node", "--listen", "127.0.0.1:0", "--data-dir", shared, "--cluster-key", keyFile)
+
+	dir := t.TempDir()
+	ctl := filepath.Join(shared, "node.sock")
+	old := syscall.Umask(0) // the child inherits it
+	cmd, exited, _ := startNode(t, dir, "--control", ctl)
+	syscall.Umask(old)
+	for _, path := range []string{ctl, filepath.Join(dir, "id"), filepath.Join(dir, "state.json")} {
+		fi, err := os.Lstat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("%s: mode %v under umask 0, want owner-only", path, fi.Mode())
+		}
+	}
+	if names, _ := os.ReadDir(shared); len(names) != 1 {
+		t.Errorf("shared dir holds %v, want the socket alone", names)
+	}
+	stopNode(t, cmd, exited)
+	if names, _ := os.ReadDir(shared); len(names) != 0 {
+		t.Errorf("shared dir holds %v after the node stopped", names)
+	}
+}
