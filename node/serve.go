@@ -211,17 +211,20 @@ func checkOwnEntry(o ServeOptions, id uuid.UUID, bound string) error {
 		return fmt.Errorf("%s: this node's entry: %v", at, err)
 	}
 	var mine []string
-	what := "advertise address (--advertise)"
+	what := "advertise address (--advertise) is " + o.Advertise
 	if o.Advertise != "" {
 		mine = append(mine, o.Advertise)
 	} else {
-		what = "listen address (--listen)"
 		mine = append(mine, o.Listen, bound)
+		what = "listen address (--listen) is " + o.Listen
+		if bound != o.Listen {
+			what += ", bound at " + bound
+		}
 	}
 	for _, a := range mine {
 		if c, err := CanonicalAddr(a); err == nil && c == listed {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s: this node's ID %s is listed at %s, but its %s is %s; list the node where peers dial it, and give that address as --advertise if it is not the listen address", at, id, o.Peers[i].Addr, what, mine[0])
+	return fmt.Errorf("%s: this node's ID %s is listed at %s, but its %s; list the node where peers dial it, and give that address as --advertise if it is not the listen address", at, id, o.Peers[i].Addr, what)
 }

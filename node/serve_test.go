@@ -242,7 +242,7 @@ func TestServeOwnEntry(t *testing.T) {
 		want string
 	}{
 		{"absent", ServeOptions{Peers: []wire.Member{{ID: other, Addr: "127.0.0.1:1"}}}, "no entry for this node's ID " + self.String()},
-		{"elsewhere", ServeOptions{Peers: []wire.Member{{ID: self, Addr: "127.0.0.1:2"}}}, "is listed at 127.0.0.1:2, but its listen address (--listen) is 127.0.0.1:0"},
+		{"elsewhere", ServeOptions{Peers: []wire.Member{{ID: self, Addr: "127.0.0.1:2"}}}, "is listed at 127.0.0.1:2, but its listen address (--listen) is 127.0.0.1:0, bound at 127.0.0.1:"},
 		{"bad advertise", ServeOptions{Advertise: "not an addr"}, `advertise address: bad address "not an addr"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
