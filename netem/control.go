@@ -52,6 +52,9 @@ type LabStatus struct {
 	// Capture is the capture of the lab's switch the serving process
 	// runs, if any (`bullylab up --capture`).
 	Capture *CaptureStatus `json:"capture,omitempty"`
+	// KeyFile is the nodes' cluster key file, which verifies the frames of
+	// a capture; it is removed when the lab is.
+	KeyFile string `json:"key_file,omitempty"`
 }
 
 // CaptureStatus is a running capture of a lab's switch.
@@ -102,7 +105,7 @@ func (l *Lab) LabStatus() LabStatus {
 	backend, why := l.Backend()
 	ls := LabStatus{
 		Run: l.Run(), Topology: l.topo.Name, PID: os.Getpid(), Started: l.times.Begin,
-		Backend: backend, BackendWhy: why, Nodes: st,
+		Backend: backend, BackendWhy: why, Nodes: st, KeyFile: l.keyFile,
 	}
 	if ag, ok := Agreement(st); ok {
 		ag.At = time.Now()

@@ -108,6 +108,10 @@ type LabOptions struct {
 	// Env is the nodes' environment; nil passes this process's, with
 	// NodeRuntimeEnv for the variables it does not set.
 	Env []string
+	// Key is the cluster key the nodes share; nil draws a new one for the
+	// run. Either way the lab writes it to KeyPath(run) (mode 0600), passes
+	// that file to every node with --cluster-key, and removes it on Close.
+	Key *wire.Key
 	// OnBuilt, when not nil, is called once the testbed is built and
 	// before any node starts: where a capture of the whole run begins, so
 	// that it sees every frame the nodes' counters count. An error stops
@@ -149,15 +153,17 @@ func nodeEnv() []string {
 // plus fault injection. Its methods are safe for concurrent use; faults are
 // applied one at a time, in the order observers see them.
 type Lab struct {
-	tb     *Testbed
-	topo   *topologies.Topology
-	opts   LabOptions
-	peers  string // the peers file every node reads
-	nodes  []*labNode
-	byName map[string]*labNode
-	byID   map[uuid.UUID]*labNode
-	times  LabTimes
-	tmpfs  bool // mounted a tmpfs on DataRoot(run)
+	tb      *Testbed
+	topo    *topologies.Topology
+	opts    LabOptions
+	peers   string // the peers file every node reads
+	key     wire.Key
+	keyFile string // where key is, for the nodes' --cluster-key
+	nodes   []*labNode
+	byName  map[string]*labNode
+	byID    map[uuid.UUID]*labNode
+	times   LabTimes
+	tmpfs   bool // mounted a tmpfs on DataRoot(run)
 
 	// ctx ends when Close begins, aborting waits in faults in progress.
 	ctx    context.Context
@@ -252,6 +258,12 @@ func StartLab(ctx context.Context, topo *topologies.Topology, opts LabOptions) (
 	if err != nil {
 		return nil, fmt.Errorf("lab: node IDs: %w", err)
 	}
+	var key wire.Key
+	if opts.Key != nil {
+		key = *opts.Key
+	} else if key, err = wire.NewKey(); err != nil {
+		return nil, fmt.Errorf("lab: %w", err)
+	}
 
 	begin := time.Now()
 	// Without a hook to run on the whole testbed or impairments to install
@@ -281,15 +293,17 @@ func StartLab(ctx context.Context, topo *topologies.Topology, opts LabOptions) (
 
 	lctx, cancel := context.WithCancel(context.Background())
 	l := &Lab{
-		tb:     tb,
-		topo:   topo,
-		opts:   opts,
-		peers:  filepath.Join(StateDir(tb.run), "peers"),
-		byName: make(map[string]*labNode, len(topo.Nodes)),
-		byID:   make(map[uuid.UUID]*labNode, len(topo.Nodes)),
-		ctx:    lctx,
-		cancel: cancel,
-		times:  LabTimes{Begin: begin, Built: time.Now()},
+		tb:      tb,
+		topo:    topo,
+		opts:    opts,
+		peers:   filepath.Join(StateDir(tb.run), "peers"),
+		key:     key,
+		keyFile: KeyPath(tb.run),
+		byName:  make(map[string]*labNode, len(topo.Nodes)),
+		byID:    make(map[uuid.UUID]*labNode, len(topo.Nodes)),
+		ctx:     lctx,
+		cancel:  cancel,
+		times:   LabTimes{Begin: begin, Built: time.Now()},
 	}
 	members := make([]wire.Member, len(topo.Nodes))
 	for i := range topo.Nodes {
@@ -317,6 +331,7 @@ func StartLab(ctx context.Context, topo *topologies.Topology, opts LabOptions) (
 			"--listen", n.listen,
 			"--peers", l.peers,
 			"--data-dir", n.dataDir,
+			"--cluster-key", l.keyFile,
 			"--heartbeat", tn.Settings.Heartbeat.String(),
 			"--failure-timeout", tn.Settings.FailureTimeout.String(),
 			"--election-timeout", tn.Settings.ElectionTimeout.String(),
@@ -328,6 +343,12 @@ func StartLab(ctx context.Context, topo *topologies.Topology, opts LabOptions) (
 		l.byName[n.name] = n
 		l.byID[n.id] = n
 	}
+	// Written before any node starts, in the state directory that the
+	// testbed claimed (mode 0700), so that Close and Clean remove it.
+	if err := wire.WriteKeyFile(l.keyFile, l.key); err != nil {
+		return nil, errors.Join(fmt.Errorf("lab: %w", err), l.Close())
+	}
+	tb.recordKeyFile(l.keyFile)
 	if overlap {
 		return l.startBuilding(ctx, members)
 	}
@@ -796,6 +817,14 @@ func logTail(path string, lines int) string {
 
 // Run returns the run ID.
 func (l *Lab) Run() string { return l.tb.run }
+
+// Key returns the cluster key the nodes share, which verifies the frames
+// of a capture of the run.
+func (l *Lab) Key() wire.Key { return l.key }
+
+// KeyFile returns the path of the nodes' cluster key file (KeyPath), which
+// Close removes with the rest of the run's state.
+func (l *Lab) KeyFile() string { return l.keyFile }
 
 // Testbed returns the testbed the nodes run in.
 func (l *Lab) Testbed() *Testbed { return l.tb }

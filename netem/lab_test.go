@@ -12,6 +12,7 @@ import (
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -129,6 +130,7 @@ func TestLabFailover(t *testing.T) {
 
 	labDo(t)(lab.Restart(t.Context(), "n5"))
 	restarted := labWait(t, lab, "restart n5", "n5", crashed.Epoch)
+	labRequireKey(t, lab)
 
 	labDo(t)(lab.Pause("n5"))
 	if s := labState(t, lab, "n5"); s.State != netem.ProcPaused || s.PID == 0 {
@@ -352,3 +354,35 @@ func TestLabImpairSeveral(t *testing.T) {
 }
 
 func second(_ netem.Fault, err error) error { return err }
+
+// labRequireKey checks that the lab's nodes, restarted ones included, run
+// with the run's cluster key file, which state.json records.
+func labRequireKey(t *testing.T, lab *netem.Lab) {
+	t.Helper()
+	path := lab.KeyFile()
+	if path != netem.KeyPath(lab.Run()) || lab.Testbed().KeyFile() != path {
+		t.Fatalf("key file %q (testbed: %q), want %s", path, lab.Testbed().KeyFile(), netem.KeyPath(lab.Run()))
+	}
+	k, err := wire.ReadKeyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k != lab.Key() {
+		t.Error("the key file does not hold Lab.Key")
+	}
+	st, err := netem.ReadState(lab.Run())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.KeyFile != path || len(st.Processes) != len(lab.Nodes()) {
+		t.Fatalf("state.json: key file %q, %d processes", st.KeyFile, len(st.Processes))
+	}
+	for _, p := range st.Processes {
+		if i := slices.Index(p.Argv, "--cluster-key"); i < 0 || i+1 >= len(p.Argv) || p.Argv[i+1] != path {
+			t.Errorf("node %s runs %v, without --cluster-key %s", p.Node, p.Argv, path)
+		}
+	}
+	if ls := lab.LabStatus(); ls.KeyFile != path {
+		t.Errorf("LabStatus.KeyFile %q, want %s", ls.KeyFile, path)
+	}
+}

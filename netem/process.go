@@ -39,6 +39,31 @@ func LogPath(run, node string) string {
 	return filepath.Join(StateDir(run), "logs", node+".log")
 }
 
+// KeyFileName is the name of a lab's cluster key file in its state
+// directory.
+const KeyFileName = "cluster.key"
+
+// KeyPath is where a lab keeps its nodes' cluster key: in the run's state
+// directory, removed with it by Close and by Clean.
+func KeyPath(run string) string { return filepath.Join(StateDir(run), KeyFileName) }
+
+// recordKeyFile puts path in state.json as the run's cluster key file.
+func (tb *Testbed) recordKeyFile(path string) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	tb.state.KeyFile = path
+	tb.changedLocked()
+	tb.saveLater()
+}
+
+// KeyFile returns the cluster key file the run's nodes use, as state.json
+// records it: "" for a testbed without a lab.
+func (tb *Testbed) KeyFile() string {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return tb.state.KeyFile
+}
+
 // Start starts argv inside node's namespace, with stdout and stderr appended
 // to logPath (LogPath(run, node) when empty) and env as the environment
 // (this process's when nil). The process gets its own process group, so a

@@ -36,6 +36,10 @@ type State struct {
 	// Complete is set once every namespace and link exists.
 	Complete  bool           `json:"complete"`
 	Processes []StateProcess `json:"processes,omitempty"`
+	// KeyFile is the cluster key file of a lab's nodes (KeyPath), mode
+	// 0600, which verifies the tags of frames captured during the run. It
+	// lives in the state directory and goes with it.
+	KeyFile string `json:"key_file,omitempty"`
 }
 
 // StateNode records one node's kernel objects.

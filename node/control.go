@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -41,9 +43,10 @@ type ControlServer struct {
 	done chan error
 }
 
-// ListenControl serves n's control API on the unix socket at path. A socket
-// file left there by a process that died is removed; one that a live
-// process still listens on is an error.
+// ListenControl serves n's control API on the unix socket at path, mode
+// 0600 whatever the umask (see listenPrivate). A socket file left there by
+// a process that died is removed; one that a live process still listens
+// on is an error.
 func ListenControl(path string, n *Node) (*ControlServer, error) {
 	if len(path) > maxUnixPath {
 		return nil, fmt.Errorf("control socket %s: path too long (%d bytes, max %d)", path, len(path), maxUnixPath)
@@ -51,14 +54,10 @@ func ListenControl(path string, n *Node) (*ControlServer, error) {
 	if err := removeStaleSocket(path); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("unix", path)
+	ln, err := listenPrivate(path)
 	if err != nil {
 		return nil, fmt.Errorf("control socket %s: %w", path, unwrapSyscall(err))
 	}
-	// The listener must not unlink on Close: a successor may already have
-	// replaced the file with its own socket. Shutdown removes it instead,
-	// after checking.
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	fi, err := os.Lstat(path)
 	if err != nil {
 		ln.Close()
@@ -87,6 +86,78 @@ func ListenControl(path string, n *Node) (*ControlServer, error) {
 	}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil
+}
+
+// listenPrivate listens on a unix socket at path that only its owner can
+// connect to: the control API stops the node on request, so it is
+// owner-only like the data dir. bind(2) creates the socket file with mode
+// 0777 less the umask, and the umask belongs to the whole process (a
+// library caller's other goroutines included), so it cannot be narrowed
+// just for this. Instead the socket is bound inside a new directory of
+// mode 0700 beside path, which no other user can traverse to connect,
+// chmodded to 0600 there, and only then linked to path. It never exists at
+// path with a wider mode. link(2), unlike rename, fails if path exists:
+// a socket another process bound there meanwhile is not replaced.
+func listenPrivate(path string) (net.Listener, error) {
+	tmp, err := mkdirPrivate(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp)
+	bound := filepath.Join(tmp, "s")
+	if len(bound) > maxUnixPath {
+		return nil, fmt.Errorf("path too long: creating it takes the %d-byte path %s, max %d; use a shorter one", len(bound), bound, maxUnixPath)
+	}
+	ln, err := net.Listen("unix", bound)
+	if err != nil {
+		return nil, err
+	}
+	// The listener must not unlink on Close: a successor may already have
+	// replaced the file with its own socket. Shutdown removes it instead,
+	// after checking.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	defer os.Remove(bound)
+	if err := os.Chmod(bound, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := os.Link(bound, path); err != nil {
+		ln.Close()
+		if errors.Is(err, os.ErrExist) {
+			return nil, errors.New("in use by another process (it appeared while this one started)")
+		}
+		return nil, err
+	}
+	return ln, nil
+}
+
+// mkdirPrivate creates a new directory of mode 0700 in dir, with a short
+// name so that a socket path inside it fits where the final one does.
+func mkdirPrivate(dir string) (string, error) {
+	const letters = "abcdefghijklmnopqrstuvwxyz234567"
+	for range 100 {
+		var b [7]byte
+		b[0] = '.'
+		for i := 1; i < len(b); i++ {
+			b[i] = letters[rand.IntN(len(letters))]
+		}
+		path := filepath.Join(dir, string(b[:]))
+		err := os.Mkdir(path, 0o700)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		// A umask can only take bits away; this makes sure it did not
+		// take the owner's.
+		if err := os.Chmod(path, 0o700); err != nil {
+			os.Remove(path)
+			return "", err
+		}
+		return path, nil
+	}
+	return "", fmt.Errorf("no free name for a temporary directory in %s", dir)
 }
 
 // Path returns the socket's path.

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -433,5 +434,50 @@ func TestControlSocket(t *testing.T) {
 	}
 	if _, err := ListenControl(path, first.Node); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Errorf("regular file at socket path: %v", err)
+	}
+}
+
+// The control socket ends up 0600 whatever the umask, in the data dir or
+// in a directory every user can write to, and nothing else is left there.
+func TestControlSocketMode(t *testing.T) {
+	c := newTestCluster(t, 1)
+	n := c.nodes[0].Node
+	old := syscall.Umask(0)
+	t.Cleanup(func() { syscall.Umask(old) })
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			dir := t.TempDir()
+			if shared {
+				if err := os.Chmod(dir, 0o1777); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path := filepath.Join(dir, "ctl.sock")
+			srv, err := ListenControl(path, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Lstat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o600 {
+				t.Errorf("control socket mode %v, want a socket of mode 0600", fi.Mode())
+			}
+			if names := dirNames(t, dir); !slices.Equal(names, []string{"ctl.sock"}) {
+				t.Errorf("dir holds %q, want the socket alone", names)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			if _, err := NewControlClient(path).Status(ctx); err != nil {
+				t.Errorf("status over the linked socket: %v", err)
+			}
+			if err := srv.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if names := dirNames(t, dir); len(names) != 0 {
+				t.Errorf("dir holds %q after Shutdown", names)
+			}
+		})
 	}
 }

@@ -34,17 +34,30 @@ import (
 
 // ParsePeersFile reads the peers file at path; its errors start with path.
 func ParsePeersFile(path string) ([]wire.Member, error) {
+	ms, _, err := ParsePeersFileFrom(path)
+	return ms, err
+}
+
+// ParsePeersFileFrom is ParsePeersFile, and says where each member is in
+// the file: from[i] is "path:line" for ms[i], for errors about a member
+// (see ServeOptions.PeersFrom).
+func ParsePeersFileFrom(path string) (ms []wire.Member, from []string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("read peers: %w", err)
+		return nil, nil, fmt.Errorf("read peers: %w", err)
 	}
 	defer f.Close()
-	return ParsePeers(path, f)
+	return parsePeers(path, f)
 }
 
 // ParsePeers reads a peers file from r. name is the file name to report in
 // errors, which look like "peers.txt:3: duplicate ID ... (first on line 1)".
 func ParsePeers(name string, r io.Reader) ([]wire.Member, error) {
+	ms, _, err := parsePeers(name, r)
+	return ms, err
+}
+
+func parsePeers(name string, r io.Reader) ([]wire.Member, []string, error) {
 	var set peerSet
 	sc := bufio.NewScanner(r)
 	line := 0
@@ -63,29 +76,36 @@ func ParsePeers(name string, r io.Reader) ([]wire.Member, error) {
 		case len(fields) == 0:
 			continue
 		case len(fields) == 1 && strings.Contains(fields[0], "@"):
-			return nil, fmt.Errorf("%s:%d: want `ID host:port`, got %s (ID@host:port is the form for lists in flags)", name, line, peerQuote(fields[0]))
+			return nil, nil, fmt.Errorf("%s:%d: want `ID host:port`, got %s (ID@host:port is the form for lists in flags)", name, line, peerQuote(fields[0]))
 		case len(fields) != 2:
-			return nil, fmt.Errorf("%s:%d: want `ID host:port`, got %d %s", name, line, len(fields), peerPlural(len(fields), "field"))
+			return nil, nil, fmt.Errorf("%s:%d: want `ID host:port`, got %d %s", name, line, len(fields), peerPlural(len(fields), "field"))
 		}
-		if err := set.addText(fields[0], fields[1], fmt.Sprintf("on line %d", line)); err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", name, line, err)
+		if err := set.addText(fields[0], fields[1], fmt.Sprintf("on line %d", line), fmt.Sprintf("%s:%d", name, line)); err != nil {
+			return nil, nil, fmt.Errorf("%s:%d: %v", name, line, err)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("%s:%d: line too long", name, line+1)
+			return nil, nil, fmt.Errorf("%s:%d: line too long", name, line+1)
 		}
-		return nil, fmt.Errorf("%s:%d: %v", name, line+1, err)
+		return nil, nil, fmt.Errorf("%s:%d: %v", name, line+1, err)
 	}
-	return set.members, nil
+	return set.members, set.from, nil
 }
 
 // ParsePeerList parses the flag form: comma-separated ID@host:port entries,
 // with optional spaces around each. An empty or all-blank s is no peers.
 // Errors name the entry by its 1-based index and quote it.
 func ParsePeerList(s string) ([]wire.Member, error) {
+	ms, _, err := ParsePeerListFrom(s)
+	return ms, err
+}
+
+// ParsePeerListFrom is ParsePeerList, and says where each member is in the
+// list: from[i] is "peer list entry N" for ms[i].
+func ParsePeerListFrom(s string) (ms []wire.Member, from []string, err error) {
 	if strings.TrimSpace(s) == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var set peerSet
 	for i, entry := range strings.Split(s, ",") {
@@ -94,17 +114,17 @@ func ParsePeerList(s string) ([]wire.Member, error) {
 		// An empty entry is more often an unset variable in "$A,$B" than a
 		// stray comma, so it is not skipped.
 		if entry == "" {
-			return nil, fmt.Errorf("peer list entry %d is empty", n)
+			return nil, nil, fmt.Errorf("peer list entry %d is empty", n)
 		}
 		idText, addrText, ok := strings.Cut(entry, "@")
 		if !ok {
-			return nil, fmt.Errorf("peer list entry %d %s: want ID@host:port", n, peerQuote(entry))
+			return nil, nil, fmt.Errorf("peer list entry %d %s: want ID@host:port", n, peerQuote(entry))
 		}
-		if err := set.addText(idText, addrText, fmt.Sprintf("in entry %d", n)); err != nil {
-			return nil, fmt.Errorf("peer list entry %d %s: %v", n, peerQuote(entry), err)
+		if err := set.addText(idText, addrText, fmt.Sprintf("in entry %d", n), fmt.Sprintf("peer list entry %d", n)); err != nil {
+			return nil, nil, fmt.Errorf("peer list entry %d %s: %v", n, peerQuote(entry), err)
 		}
 	}
-	return set.members, nil
+	return set.members, set.from, nil
 }
 
 // FormatPeers writes ms in the peers file format. It checks ms as
@@ -113,7 +133,7 @@ func ParsePeerList(s string) ([]wire.Member, error) {
 func FormatPeers(w io.Writer, ms []wire.Member) error {
 	var set peerSet
 	for i, m := range ms {
-		if err := set.add(m.ID, m.Addr, fmt.Sprintf("as member %d", i+1)); err != nil {
+		if err := set.add(m.ID, m.Addr, fmt.Sprintf("as member %d", i+1), ""); err != nil {
 			return fmt.Errorf("format peers: member %d: %v", i+1, err)
 		}
 	}
@@ -131,11 +151,12 @@ func FormatPeers(w io.Writer, ms []wire.Member) error {
 // first seen, for duplicate errors.
 type peerSet struct {
 	members []wire.Member
+	from    []string // from[i] says where members[i] was given
 	ids     map[uuid.UUID]string
 	addrs   map[string]string
 }
 
-func (ps *peerSet) addText(idText, addrText, where string) error {
+func (ps *peerSet) addText(idText, addrText, where, from string) error {
 	// Only the 36-character form: uuid.Parse also takes the URN, braced and
 	// bare-hex forms, which would make one ID look like several in a file.
 	if len(idText) != 36 {
@@ -145,10 +166,13 @@ func (ps *peerSet) addText(idText, addrText, where string) error {
 	if err != nil {
 		return fmt.Errorf("bad ID %s: want a UUID like 6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f", peerQuote(idText))
 	}
-	return ps.add(id, addrText, where)
+	return ps.add(id, addrText, where, from)
 }
 
-func (ps *peerSet) add(id uuid.UUID, addrText, where string) error {
+// add adds a member; where says where it was given in the words of a
+// duplicate's error ("on line 3"), from in those of a reference to it
+// ("peers.txt:3").
+func (ps *peerSet) add(id uuid.UUID, addrText, where, from string) error {
 	if why := uuidV4Problem(id); why != "" {
 		return fmt.Errorf("ID %s is not a version-4 UUID (%s)", id, why)
 	}
@@ -169,7 +193,30 @@ func (ps *peerSet) add(id uuid.UUID, addrText, where string) error {
 	ps.ids[id] = where
 	ps.addrs[addr] = where
 	ps.members = append(ps.members, wire.Member{ID: id, Addr: addr})
+	ps.from = append(ps.from, from)
 	return nil
+}
+
+// CanonicalAddr checks that s is a host:port a peer can dial (an IP
+// address or a host name, and a port 1-65535; not an unspecified address
+// like 0.0.0.0) and returns it in the canonical form the peers file
+// parsers return, so that two spellings of one address compare equal.
+func CanonicalAddr(s string) (string, error) { return canonicalPeerAddr(s) }
+
+// ParseID parses a node ID as flags and files give it: a version-4 UUID in
+// its 36-character form. The nil UUID is refused like any other
+// non-version-4 one: it is no node's ID. Errors quote s and say why.
+func ParseID(s string) (uuid.UUID, error) {
+	// Only the 36-character form: uuid.Parse also takes the URN, braced and
+	// bare-hex forms, which the peers file does not.
+	id, err := uuid.Parse(s)
+	if len(s) != 36 || err != nil {
+		return uuid.Nil, fmt.Errorf("%s: not a UUID (want a version-4 UUID like 6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f)", peerQuote(s))
+	}
+	if why := uuidV4Problem(id); why != "" {
+		return uuid.Nil, fmt.Errorf("%s is not a version-4 UUID: %s", id, why)
+	}
+	return id, nil
 }
 
 // uuidV4Problem says why id is not a version-4 UUID of the RFC 9562 variant,

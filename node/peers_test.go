@@ -267,7 +267,7 @@ func FuzzParsePeers(f *testing.F) {
 	f.Add("x y z\n")
 	f.Add("")
 	f.Fuzz(func(t *testing.T, text string) {
-		ms, err := ParsePeers("fuzz", strings.NewReader(text))
+		ms, from, err := parsePeers("fuzz", strings.NewReader(text))
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz:") || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error %q does not name the file or spans lines", err)
@@ -275,6 +275,7 @@ func FuzzParsePeers(f *testing.F) {
 			return
 		}
 		checkAcceptedPeers(t, ms)
+		checkFrom(t, ms, from, "fuzz:")
 	})
 }
 
@@ -285,7 +286,7 @@ func FuzzParsePeerList(f *testing.F) {
 	f.Add("a@b:1,,")
 	f.Add("")
 	f.Fuzz(func(t *testing.T, s string) {
-		ms, err := ParsePeerList(s)
+		ms, from, err := ParsePeerListFrom(s)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "peer list entry ") || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error %q does not name the entry or spans lines", err)
@@ -293,5 +294,82 @@ func FuzzParsePeerList(f *testing.F) {
 			return
 		}
 		checkAcceptedPeers(t, ms)
+		checkFrom(t, ms, from, "peer list entry ")
 	})
+}
+
+func TestParseID(t *testing.T) {
+	if id, err := ParseID(idA.String()); err != nil || id != idA {
+		t.Fatalf("ParseID(%s) = %v, %v", idA, id, err)
+	}
+	if id, err := ParseID(strings.ToUpper(idA.String())); err != nil || id != idA {
+		t.Fatalf("ParseID(upper case) = %v, %v", id, err)
+	}
+	for in, want := range map[string]string{
+		"":                                      `"": not a UUID`,
+		"nope":                                  `"nope": not a UUID`,
+		"urn:uuid:" + idA.String():              "not a UUID",
+		"{" + idA.String() + "}":                "not a UUID",
+		uuid.Nil.String():                       "00000000-0000-0000-0000-000000000000 is not a version-4 UUID: it is the nil UUID",
+		"c3a1f0de-7b62-1e35-a9d4-1e2f3a4b5c6d":  "is not a version-4 UUID: it is version 1",
+		"c3a1f0de-7b62-4e35-c9d4-1e2f3a4b5c6d":  "is not a version-4 UUID: its variant is",
+		"ffffffff-ffff-ffff-ffff-ffffffffffff":  "is not a version-4 UUID",
+		"6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5\n": "not a UUID",
+	} {
+		id, err := ParseID(in)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ParseID(%q) = %v, %v; want one line containing %q", in, id, err, want)
+		}
+	}
+}
+
+func FuzzParseID(f *testing.F) {
+	f.Add(idA.String())
+	f.Add(uuid.Nil.String())
+	f.Add("c3a1f0de-7b62-1e35-a9d4-1e2f3a4b5c6d")
+	f.Add("urn:uuid:" + idB.String())
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := ParseID(s)
+		if err != nil {
+			if id != uuid.Nil || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("ParseID(%q) = %v, %q", s, id, err)
+			}
+			return
+		}
+		if uuidV4Problem(id) != "" || !strings.EqualFold(id.String(), s) {
+			t.Fatalf("ParseID(%q) accepted %v", s, id)
+		}
+	})
+}
+
+// checkFrom checks that from names a distinct place, with prefix, for each
+// member.
+func checkFrom(t *testing.T, ms []wire.Member, from []string, prefix string) {
+	t.Helper()
+	if len(from) != len(ms) {
+		t.Fatalf("%d members, %d places", len(ms), len(from))
+	}
+	seen := map[string]bool{}
+	for _, f := range from {
+		if !strings.HasPrefix(f, prefix) || seen[f] {
+			t.Fatalf("places %q: want distinct ones starting %q", from, prefix)
+		}
+		seen[f] = true
+	}
+}
+
+func TestPeersFrom(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "peers.txt")
+	text := "# cluster\n" + idA.String() + " 10.0.0.1:1\n\n" + idB.String() + " 10.0.0.2:1 # b\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, from, err := ParsePeersFileFrom(path)
+	if err != nil || !slices.Equal(from, []string{path + ":2", path + ":4"}) {
+		t.Errorf("ParsePeersFileFrom = %q, %v", from, err)
+	}
+	_, from, err = ParsePeerListFrom(idA.String() + "@10.0.0.1:1, " + idB.String() + "@10.0.0.2:1")
+	if err != nil || !slices.Equal(from, []string{"peer list entry 1", "peer list entry 2"}) {
+		t.Errorf("ParsePeerListFrom = %q, %v", from, err)
+	}
 }

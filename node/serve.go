@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/bullylab/bullylab/wire"
@@ -23,12 +24,31 @@ type ServeOptions struct {
 	// Advertise is the address peers dial; "" means the address bound for
 	// Listen, which must then name a host.
 	Advertise string
-	Peers     []wire.Member
-	DataDir   string
+	// Peers are the members at start. When there are any, the node's own
+	// entry must be among them at its address (Advertise, or else Listen or
+	// the address bound for it), unless it joins: a joining node's ID is
+	// not listed yet.
+	Peers []wire.Member
+	// PeersFrom, if not nil, says where each of Peers was given, for
+	// errors: PeersFrom[i] is "peers.txt:3" for Peers[i] (see
+	// ParsePeersFileFrom); PeersSource names the file or list as a whole.
+	PeersFrom   []string
+	PeersSource string
+	DataDir     string
 	// Control is the control socket's path; "" means DataDir/control.sock.
 	Control string
 	// Join announces the node with JOIN, for a node the peers do not list.
 	Join bool
+	// ClusterKey authenticates the node's connections: it is TCP.Key. A
+	// node needs either a key or Insecure, never both.
+	ClusterKey *wire.Key
+	// Insecure runs the node without a cluster key: it accepts frames from
+	// anyone who can reach Listen. Serve refuses to start with neither.
+	Insecure bool
+	// ResetState starts a node whose data dir has its ID but lost its state
+	// file afresh, at epoch 0 (FileStore.ResetState); without it such a
+	// data dir is an error wrapping ErrStateMissing.
+	ResetState bool
 
 	HeartbeatInterval, FailureTimeout, ElectionTimeout time.Duration
 	// DetectionStagger is Config.DetectionStagger; nil takes DefaultConfig's,
@@ -40,6 +60,10 @@ type ServeOptions struct {
 	LogFormat LogFormat
 	TCP       TCPConfig
 }
+
+// ErrNoClusterKey is what Serve returns for options with neither a
+// ClusterKey nor Insecure: nodes are secure by default.
+var ErrNoClusterKey = errors.New("no cluster key: give --cluster-key FILE (make one with `bullylab keygen --out FILE`), or --insecure to accept unauthenticated peers")
 
 // Serve runs one node process until ctx is done or the node leaves: it locks
 // the data dir, loads the ID and State, listens for peers and on the control
@@ -59,6 +83,13 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if o.DetectionStagger != nil {
 		cfg.DetectionStagger = *o.DetectionStagger
 	}
+	switch {
+	case o.ClusterKey == nil && !o.Insecure:
+		return ErrNoClusterKey
+	case o.ClusterKey != nil && o.Insecure:
+		return errors.New("a cluster key and insecure mode exclude each other: give one")
+	}
+	o.TCP.Key = o.ClusterKey
 	if o.Advertise == "" {
 		host, _, err := net.SplitHostPort(o.Listen)
 		if err != nil {
@@ -67,6 +98,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 			return fmt.Errorf("listen address %s has no specific host: give an advertise address peers can dial", o.Listen)
 		}
+	} else if _, err := CanonicalAddr(o.Advertise); err != nil {
+		return fmt.Errorf("advertise address: %v", err)
 	} else if err := wire.CheckAddr(o.Advertise); err != nil {
 		return fmt.Errorf("advertise address: %v", err)
 	}
@@ -79,6 +112,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	defer store.Close()
+	if o.ResetState {
+		if err := store.ResetState(); err != nil {
+			return err
+		}
+	}
 	id, err := store.LoadOrCreateID(o.ID)
 	if err != nil {
 		return err
@@ -98,6 +136,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	cfg.Addr = o.Advertise
 	if cfg.Addr == "" {
 		cfg.Addr = tr.LocalAddr()
+	}
+	if err := checkOwnEntry(o, id, tr.LocalAddr()); err != nil {
+		return err
 	}
 
 	var log *EventLog
@@ -139,4 +180,51 @@ func sentCounts(c *Counters) map[string]uint64 {
 		}
 	}
 	return out
+}
+
+// checkOwnEntry checks the node's own entry in o.Peers: present unless the
+// node joins, and at the address peers dial it at. A node listed at
+// another address would tell joiners and followers one address while
+// others dial the listed one. Addresses compare in canonical form
+// (CanonicalAddr); names are not resolved.
+func checkOwnEntry(o ServeOptions, id uuid.UUID, bound string) error {
+	if len(o.Peers) == 0 {
+		return nil
+	}
+	source := o.PeersSource
+	if source == "" {
+		source = "peers"
+	}
+	i := slices.IndexFunc(o.Peers, func(m wire.Member) bool { return m.ID == id })
+	if i < 0 {
+		if o.Join {
+			return nil
+		}
+		return fmt.Errorf("%s: no entry for this node's ID %s: list every node, itself included, at the address peers dial, or start a node the list does not name yet with --join", source, id)
+	}
+	at := fmt.Sprintf("%s entry %d", source, i+1)
+	if i < len(o.PeersFrom) && o.PeersFrom[i] != "" {
+		at = o.PeersFrom[i]
+	}
+	listed, err := CanonicalAddr(o.Peers[i].Addr)
+	if err != nil {
+		return fmt.Errorf("%s: this node's entry: %v", at, err)
+	}
+	var mine []string
+	what := "advertise address (--advertise) is " + o.Advertise
+	if o.Advertise != "" {
+		mine = append(mine, o.Advertise)
+	} else {
+		mine = append(mine, o.Listen, bound)
+		what = "listen address (--listen) is " + o.Listen
+		if bound != o.Listen {
+			what += ", bound at " + bound
+		}
+	}
+	for _, a := range mine {
+		if c, err := CanonicalAddr(a); err == nil && c == listed {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: this node's ID %s is listed at %s, but its %s; list the node where peers dial it, and give that address as --advertise if it is not the listen address", at, id, o.Peers[i].Addr, what)
 }

@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -71,6 +74,10 @@ func TestServeLogsFinalCounters(t *testing.T) {
 		err    error
 		ctl    *ControlClient
 	}
+	key, err := wire.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
 	nodes := make([]*served, 2)
 	for i, m := range members {
 		dir := t.TempDir()
@@ -79,7 +86,7 @@ func TestServeLogsFinalCounters(t *testing.T) {
 		nodes[i] = s
 		go func() {
 			defer close(s.done)
-			s.err = Serve(ctx, ServeOptions{ID: m.ID, Listen: m.Addr, Peers: members, DataDir: dir, Log: &s.log, LogFormat: LogJSON})
+			s.err = Serve(ctx, ServeOptions{ID: m.ID, Listen: m.Addr, Peers: members, DataDir: dir, ClusterKey: &key, Log: &s.log, LogFormat: LogJSON})
 		}()
 		t.Cleanup(func() {
 			cancel()
@@ -149,5 +156,105 @@ func TestServeLogsFinalCounters(t *testing.T) {
 	}
 	if got[wire.TypeHeartbeat.String()] < 5 {
 		t.Errorf("leader's final counters %v: fewer than 5 HEARTBEATs", got)
+	}
+}
+
+// A node needs a cluster key or insecure mode, and not both.
+func TestServeKeyOrInsecure(t *testing.T) {
+	key, err := wire.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		o    ServeOptions
+		want string
+	}{
+		{"neither", ServeOptions{}, "no cluster key: give --cluster-key FILE"},
+		{"both", ServeOptions{ClusterKey: &key, Insecure: true}, "exclude each other"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tc.o.Listen, tc.o.DataDir = "127.0.0.1:0", dir
+			err := Serve(t.Context(), tc.o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("Serve = %v; want one line containing %q", err, tc.want)
+			}
+			// Refused before the data dir was touched.
+			if names, _ := os.ReadDir(dir); len(names) != 0 {
+				t.Errorf("data dir holds %v after a refused start", names)
+			}
+		})
+	}
+}
+
+func TestCheckOwnEntry(t *testing.T) {
+	self, other := uuid.New(), uuid.New()
+	peers := func(addr string) []wire.Member {
+		return []wire.Member{{ID: other, Addr: "10.0.0.1:7000"}, {ID: self, Addr: addr}}
+	}
+	from := []string{"peers.txt:1", "peers.txt:2"}
+	for _, tc := range []struct {
+		name  string
+		o     ServeOptions
+		bound string
+		want  string // "" for no error
+	}{
+		{"no peers", ServeOptions{Listen: "127.0.0.1:7000"}, "127.0.0.1:7000", ""},
+		{"at listen", ServeOptions{Listen: "127.0.0.1:7000", Peers: peers("127.0.0.1:7000")}, "127.0.0.1:7000", ""},
+		{"at bound", ServeOptions{Listen: "127.0.0.1:0", Peers: peers("127.0.0.1:41000")}, "127.0.0.1:41000", ""},
+		{"at advertise", ServeOptions{Listen: "0.0.0.0:7000", Advertise: "Node2.Example:7000", Peers: peers("node2.example:7000")}, "0.0.0.0:7000", ""},
+		{"absent", ServeOptions{Listen: "127.0.0.1:7000", Peers: peers("x")[:1], PeersSource: "peers.txt"}, "127.0.0.1:7000",
+			"peers.txt: no entry for this node's ID " + self.String() + ": list every node, itself included"},
+		{"absent, joining", ServeOptions{Listen: "127.0.0.1:7000", Peers: peers("x")[:1], Join: true}, "127.0.0.1:7000", ""},
+		{"elsewhere", ServeOptions{Listen: "127.0.0.1:7000", Peers: peers("127.0.0.1:7001"), PeersFrom: from}, "127.0.0.1:7000",
+			"peers.txt:2: this node's ID " + self.String() + " is listed at 127.0.0.1:7001, but its listen address (--listen) is 127.0.0.1:7000"},
+		{"elsewhere, joining", ServeOptions{Listen: "127.0.0.1:7000", Peers: peers("127.0.0.1:7001"), PeersFrom: from, Join: true}, "127.0.0.1:7000",
+			"peers.txt:2: this node's ID"},
+		{"at listen, advertising another", ServeOptions{Listen: "127.0.0.1:7000", Advertise: "10.0.0.2:7000", Peers: peers("127.0.0.1:7000")}, "127.0.0.1:7000",
+			"peers entry 2: this node's ID " + self.String() + " is listed at 127.0.0.1:7000, but its advertise address (--advertise) is 10.0.0.2:7000"},
+		{"no name resolution", ServeOptions{Listen: "localhost:7000", Peers: peers("127.0.0.1:7000")}, "127.0.0.1:7000", ""},
+		{"no name resolution either way", ServeOptions{Listen: "127.0.0.1:7000", Peers: peers("localhost:7000")}, "127.0.0.1:7000", "is listed at localhost:7000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkOwnEntry(tc.o, self, tc.bound)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("checkOwnEntry = %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n")):
+				t.Fatalf("checkOwnEntry = %v; want one line containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Serve refuses a peers list without the node, or with the node elsewhere,
+// and a malformed advertise address, before it answers anyone.
+func TestServeOwnEntry(t *testing.T) {
+	key, err := wire.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, other := uuid.New(), uuid.New()
+	for _, tc := range []struct {
+		name string
+		o    ServeOptions
+		want string
+	}{
+		{"absent", ServeOptions{Peers: []wire.Member{{ID: other, Addr: "127.0.0.1:1"}}}, "no entry for this node's ID " + self.String()},
+		{"elsewhere", ServeOptions{Peers: []wire.Member{{ID: self, Addr: "127.0.0.1:2"}}}, "is listed at 127.0.0.1:2, but its listen address (--listen) is 127.0.0.1:0, bound at 127.0.0.1:"},
+		{"bad advertise", ServeOptions{Advertise: "not an addr"}, `advertise address: bad address "not an addr"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tc.o.ID, tc.o.Listen, tc.o.DataDir, tc.o.ClusterKey = self, "127.0.0.1:0", dir, &key
+			err := Serve(t.Context(), tc.o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("Serve = %v; want one line containing %q", err, tc.want)
+			}
+			if _, err := os.Lstat(filepath.Join(dir, ControlSocketName)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("control socket exists after a refused start: %v", err)
+			}
+		})
 	}
 }

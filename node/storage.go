@@ -22,7 +22,9 @@ import (
 //	lock        flock'ed by the process that uses the dir; holds its pid, for
 //	            the error another process gets
 //	id          the node ID: a version-4 UUID in text form and a newline
-//	state.json  the last saved State (format below)
+//	state.json  the last saved State (format below); written, at epoch 0,
+//	            right after a new id, so that an id without it means a
+//	            state that was lost (ErrStateMissing), never a fresh node
 //	*.tmp-*     a save in progress; one found at open time is left over from
 //	            a save that crashed, and is removed
 //
@@ -63,6 +65,11 @@ var (
 	ErrDataDirLocked = errors.New("data dir in use")
 	// ErrStoreClosed is returned by every method of a closed FileStore.
 	ErrStoreClosed = errors.New("file store closed")
+	// ErrStateMissing is wrapped by the error Load and Save return for a
+	// data dir that has an id file but no state file: the node's epoch and
+	// promises are lost, and starting it afresh could elect two leaders in
+	// one epoch. ResetState starts it over on purpose.
+	ErrStateMissing = errors.New("state missing")
 )
 
 // FileStore keeps a node's ID and State in a data dir that only one process
@@ -79,7 +86,8 @@ type FileStore struct {
 }
 
 // OpenFileStore opens the data dir, creating it with mode 0700 if needed, and
-// locks it until Close.
+// locks it until Close. A data dir that other users could write to, or that
+// another user owns, is refused (see checkDataDir).
 func OpenFileStore(dir string) (*FileStore, error) {
 	if dir == "" {
 		return nil, errors.New("open data dir: empty path")
@@ -87,6 +95,9 @@ func OpenFileStore(dir string) (*FileStore, error) {
 	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open data dir: %w", err)
+	}
+	if err := checkDataDir(dir); err != nil {
+		return nil, err
 	}
 	if errors.Is(statErr, fs.ErrNotExist) {
 		// Without this a crash could lose the new dir's entry, and with it
@@ -106,6 +117,28 @@ func OpenFileStore(dir string) (*FileStore, error) {
 		return nil, err
 	}
 	return &FileStore{dir: dir, lock: lock}, nil
+}
+
+// checkDataDir refuses a data dir that another user could change: one
+// with group or other write permission, or owned by another user. Whoever
+// can write there can replace the id or state file, and with them the
+// node's identity and promises, or put their own socket at the control
+// socket's path.
+func checkDataDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("open data dir: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("data dir %s: not a directory", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("data dir %s: owned by uid %d, not by this user (uid %d); use a data dir of your own, or run chown %d %s && chmod 700 %s", dir, st.Uid, os.Geteuid(), os.Geteuid(), dir, dir)
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("data dir %s: mode %04o lets other users write to it; run chmod 700 %s", dir, perm, dir)
+	}
+	return nil
 }
 
 // Dir returns the data dir as given to OpenFileStore.
@@ -131,7 +164,9 @@ func (s *FileStore) Close() error {
 }
 
 // Load returns the saved State, or (nil, nil) if none was ever saved: a
-// fresh node. A state file that exists but cannot be decoded is an error
+// fresh node, whose data dir has no id file either (LoadOrCreateID saves a
+// first State along with a new ID). An id file without a state file is an
+// error wrapping ErrStateMissing. A state file that exists but cannot be decoded is an error
 // wrapping ErrCorruptState; one that cannot be read is an error wrapping the
 // I/O error, so that a permission problem is not mistaken for corruption.
 func (s *FileStore) Load() (*State, error) {
@@ -152,12 +187,65 @@ func (s *FileStore) load() (*State, error) {
 	path := filepath.Join(s.dir, stateFileName)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, s.checkFresh()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load state: %w", err)
 	}
 	return decodeStateFile(path, data)
+}
+
+// checkFresh returns nil for a data dir without an id file, one whose
+// missing state file means a fresh node, and an error wrapping
+// ErrStateMissing for one with an id file, whose state was lost.
+func (s *FileStore) checkFresh() error {
+	_, err := os.Lstat(filepath.Join(s.dir, idFileName))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("load state: %w", err)
+	}
+	return fmt.Errorf("%w: data dir %s has an %s file but no %s: the node's saved epoch and promises are lost", ErrStateMissing, s.dir, idFileName, stateFileName)
+}
+
+// ResetState starts a data dir whose state file is missing over: it saves
+// a fresh State at epoch 0, keeping the ID. The node then forgets every
+// promise it made, so an operator asks for this only knowing that the state
+// is gone. A data dir that has a state file is refused, so that a reset
+// cannot discard a state that exists; a fresh one (no id file) needs no
+// reset and is left as it is.
+func (s *FileStore) ResetState() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lock == nil {
+		return ErrStoreClosed
+	}
+	path := filepath.Join(s.dir, stateFileName)
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("reset state: data dir %s has a %s; nothing to reset (a reset only starts a node whose state file is lost)", s.dir, stateFileName)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("reset state: %w", err)
+	}
+	if err := s.checkFresh(); err == nil {
+		return nil
+	} else if !errors.Is(err, ErrStateMissing) {
+		return err
+	}
+	return s.saveFirst()
+}
+
+// saveFirst saves a fresh State at epoch 0; s.mu must be held.
+func (s *FileStore) saveFirst() error {
+	data, err := encodeState(&State{})
+	if err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	if _, err := storeWriteAtomic(s.dir, stateFileName, data); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	s.epoch, s.epochKnown = 0, true
+	return nil
 }
 
 func decodeStateFile(path string, data []byte) (*State, error) {
@@ -217,9 +305,11 @@ func (s *FileStore) Save(st *State) error {
 }
 
 // LoadOrCreateID returns the node ID kept in the data dir. If there is none
-// yet it stores want, or a new random version-4 UUID if want is uuid.Nil. A
-// stored ID that differs from a non-nil want is an error: the operator
-// pointed a node at another node's data dir.
+// yet it stores want, or a new random version-4 UUID if want is uuid.Nil,
+// and then, unless the dir has one, a first State at epoch 0: from then on
+// a missing state file means a lost one (see Load). A stored ID that
+// differs from a non-nil want is an error: the operator pointed a node at
+// another node's data dir.
 func (s *FileStore) LoadOrCreateID(want uuid.UUID) (uuid.UUID, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -243,11 +333,16 @@ func (s *FileStore) LoadOrCreateID(want uuid.UUID) (uuid.UUID, error) {
 	}
 
 	id := want
+	_, statErr := os.Lstat(filepath.Join(s.dir, stateFileName))
+	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
+		return uuid.Nil, fmt.Errorf("load state: %w", statErr)
+	}
+	hasState := statErr == nil
 	if id == uuid.Nil {
 		// A dir with state but no id lost its identity; a fresh random one
 		// would silently turn it into a different node with another node's
 		// promises and epoch. Only the operator knows the right ID.
-		if _, err := os.Lstat(filepath.Join(s.dir, stateFileName)); err == nil {
+		if hasState {
 			return uuid.Nil, fmt.Errorf("data dir %s has a %s but no %s file; give the node's ID explicitly", s.dir, stateFileName, idFileName)
 		}
 		if id, err = uuid.NewRandom(); err != nil {
@@ -258,6 +353,14 @@ func (s *FileStore) LoadOrCreateID(want uuid.UUID) (uuid.UUID, error) {
 	}
 	if _, err := storeWriteAtomic(s.dir, idFileName, []byte(id.String()+"\n")); err != nil {
 		return uuid.Nil, fmt.Errorf("save node ID: %w", err)
+	}
+	// The ID goes first: a crash between the two writes leaves an id
+	// without state, which Load refuses and ResetState mends, rather than
+	// a state without an id, which needs the operator to know the ID.
+	if !hasState {
+		if err := s.saveFirst(); err != nil {
+			return uuid.Nil, err
+		}
 	}
 	return id, nil
 }

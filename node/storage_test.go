@@ -524,3 +524,153 @@ func checkStateReencodes(t *testing.T, st *State) {
 		t.Fatalf("state changed across re-encoding: %+v became %+v", st, again)
 	}
 }
+
+func TestFileStoreStateMissing(t *testing.T) {
+	t.Run("new ID saves a first state", func(t *testing.T) {
+		dir := t.TempDir()
+		s := openTestStore(t, dir)
+		if _, err := s.LoadOrCreateID(uuid.Nil); err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.Load()
+		if err != nil || st == nil || !reflect.DeepEqual(*st, State{}) {
+			t.Fatalf("Load after a new ID = %+v, %v; want a State at epoch 0", st, err)
+		}
+		if names := dirNames(t, dir); !slices.Equal(names, []string{"id", "lock", "state.json"}) {
+			t.Errorf("data dir holds %q", names)
+		}
+	})
+
+	t.Run("given ID keeps an existing state", func(t *testing.T) {
+		dir := t.TempDir()
+		s := openTestStore(t, dir)
+		if err := s.Save(sampleState(7)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.LoadOrCreateID(idA); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := s.Load(); err != nil || st.Epoch != 7 {
+			t.Fatalf("Load = %+v, %v; want the state saved before the ID", st, err)
+		}
+	})
+
+	// A node at epoch 4 whose state.json is lost must not come back at
+	// epoch 0 as if it never promised anything.
+	lost := func(t *testing.T) string {
+		dir := t.TempDir()
+		s := openTestStore(t, dir)
+		if _, err := s.LoadOrCreateID(idA); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Save(sampleState(4)); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if err := os.Remove(filepath.Join(dir, stateFileName)); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	t.Run("lost", func(t *testing.T) {
+		dir := lost(t)
+		s := openTestStore(t, dir)
+		st, err := s.Load()
+		if !errors.Is(err, ErrStateMissing) || st != nil || !strings.Contains(err.Error(), dir) {
+			t.Fatalf("Load = %+v, %v; want ErrStateMissing naming %s", st, err, dir)
+		}
+		checkOneLine(t, err)
+		// Nor may a Save without a Load write a state over the loss.
+		if err := s.Save(sampleState(1)); !errors.Is(err, ErrStateMissing) {
+			t.Fatalf("Save = %v; want ErrStateMissing", err)
+		}
+		if id, err := s.LoadOrCreateID(uuid.Nil); err != nil || id != idA {
+			t.Fatalf("LoadOrCreateID = %v, %v; want the stored %v", id, err, idA)
+		}
+		if _, err := s.Load(); !errors.Is(err, ErrStateMissing) {
+			t.Fatalf("LoadOrCreateID mended a lost state: Load = %v", err)
+		}
+	})
+
+	t.Run("reset", func(t *testing.T) {
+		dir := lost(t)
+		s := openTestStore(t, dir)
+		if err := s.ResetState(); err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.Load()
+		if err != nil || st == nil || st.Epoch != 0 {
+			t.Fatalf("Load after ResetState = %+v, %v; want epoch 0", st, err)
+		}
+		if id, err := s.LoadOrCreateID(uuid.Nil); err != nil || id != idA {
+			t.Fatalf("ResetState changed the ID: %v, %v", id, err)
+		}
+		// With the state there again, a second reset is refused.
+		err = s.ResetState()
+		if err == nil || !strings.Contains(err.Error(), "nothing to reset") {
+			t.Fatalf("ResetState over a state file = %v", err)
+		}
+		checkOneLine(t, err)
+	})
+
+	t.Run("reset fresh", func(t *testing.T) {
+		dir := t.TempDir()
+		s := openTestStore(t, dir)
+		if err := s.ResetState(); err != nil {
+			t.Fatal(err)
+		}
+		if names := dirNames(t, dir); !slices.Equal(names, []string{"lock"}) {
+			t.Errorf("ResetState of a fresh dir wrote %q", names)
+		}
+	})
+}
+
+// A data dir others can write to, or another user's, is refused with the
+// fix in the message.
+func TestFileStoreDataDirPermissions(t *testing.T) {
+	for _, mode := range []os.FileMode{0o777, 0o770, 0o720, 0o702, 0o1777} {
+		t.Run(fmt.Sprintf("%04o", mode), func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.Chmod(dir, mode); err != nil {
+				t.Fatal(err)
+			}
+			_, err := OpenFileStore(dir)
+			want := fmt.Sprintf("data dir %s: mode %04o lets other users write to it; run chmod 700 %s", dir, mode.Perm(), dir)
+			if err == nil || err.Error() != want {
+				t.Fatalf("OpenFileStore = %v; want %q", err, want)
+			}
+			if names := dirNames(t, dir); len(names) != 0 {
+				t.Errorf("a refused open wrote %q", names)
+			}
+		})
+	}
+	for _, mode := range []os.FileMode{0o700, 0o750, 0o755, 0o500} {
+		dir := t.TempDir()
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		if mode == 0o500 && os.Geteuid() != 0 {
+			continue // not writable, so no lock file: another error
+		}
+		s, err := OpenFileStore(dir)
+		if err != nil {
+			t.Errorf("mode %04o: %v", mode, err)
+			continue
+		}
+		s.Close()
+	}
+	t.Run("another user's", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root to give a dir away")
+		}
+		dir := t.TempDir()
+		if err := os.Chown(dir, 4321, 4321); err != nil {
+			t.Fatal(err)
+		}
+		_, err := OpenFileStore(dir)
+		if err == nil || !strings.Contains(err.Error(), "data dir "+dir+": owned by uid 4321, not by this user (uid 0)") {
+			t.Fatalf("OpenFileStore = %v", err)
+		}
+		checkOneLine(t, err)
+	})
+}

@@ -59,6 +59,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		},
 		Commands: []*cli.Command{
 			nodeCommand(usageError),
+			keygenCommand(usageError),
 			demoCommand(usageError),
 			analyzeCommand(),
 			benchCommand(),

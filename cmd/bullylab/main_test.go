@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,7 +20,11 @@ import (
 	"github.com/google/uuid"
 )
 
-var binary string
+var (
+	binary string
+	// keyFile is a cluster key file the tests' nodes share.
+	keyFile string
+)
 
 func TestMain(m *testing.M) {
 	bin, cleanup, err := cluster.BuildTemp()
@@ -28,6 +33,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = bin
+	keyFile = filepath.Join(filepath.Dir(bin), "cluster.key")
+	if err := writeNewKey(keyFile); err != nil {
+		cleanup()
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	cleanup()
 	os.Exit(code)
@@ -102,7 +113,7 @@ func TestFlagErrors(t *testing.T) {
 	wantError(t, `--log: unknown log format "xml"`, "node", "--listen", addr, "--data-dir", dir, "--log", "xml")
 	wantError(t, "flag provided but not defined: -bogus", "node", "--bogus")
 	wantError(t, "--peers nowhere: no such file", "node", "--listen", addr, "--data-dir", dir, "--peers", "nowhere")
-	wantError(t, "no specific host", "node", "--listen", ":0", "--data-dir", dir)
+	wantError(t, "no specific host", "node", "--listen", ":0", "--data-dir", dir, "--cluster-key", keyFile)
 	wantError(t, "--nodes 1: need at least 2", "demo", "--nodes", "1")
 	wantError(t, `unknown command "bogus"`, "bogus")
 }
@@ -130,13 +141,19 @@ func TestPortInUse(t *testing.T) {
 	}
 	defer ln.Close()
 	addr := ln.Addr().String()
-	wantError(t, "listen "+addr+": address already in use", "node", "--listen", addr, "--data-dir", t.TempDir())
+	wantError(t, "listen "+addr+": address already in use", "node", "--listen", addr, "--data-dir", t.TempDir(), "--cluster-key", keyFile)
 }
 
 // startNode runs a node process and waits until its control socket answers.
 func startNode(t *testing.T, dataDir string, args ...string) (*exec.Cmd, <-chan struct{}, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"node", "--listen", freeAddr(t), "--data-dir", dataDir}, args...)...)
+	if !slices.Contains(args, "--insecure") {
+		args = append([]string{"--cluster-key", keyFile}, args...)
+	}
+	if !slices.Contains(args, "--listen") {
+		args = append([]string{"--listen", freeAddr(t)}, args...)
+	}
+	cmd := exec.Command(binary, append([]string{"node", "--data-dir", dataDir}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -148,7 +165,11 @@ func startNode(t *testing.T, dataDir string, args ...string) (*exec.Cmd, <-chan 
 		cmd.Process.Kill() // by PID; a no-op once it exited
 		<-exited
 	})
-	cl := node.NewControlClient(filepath.Join(dataDir, node.ControlSocketName))
+	ctl := filepath.Join(dataDir, node.ControlSocketName)
+	if i := slices.Index(args, "--control"); i >= 0 && i+1 < len(args) {
+		ctl = args[i+1]
+	}
+	cl := node.NewControlClient(ctl)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -172,7 +193,7 @@ func startNode(t *testing.T, dataDir string, args ...string) (*exec.Cmd, <-chan 
 func TestDataDirLockedAndCleanExit(t *testing.T) {
 	dir := t.TempDir()
 	cmd, exited, out := startNode(t, dir, "--log", "text")
-	wantError(t, "is locked by another process", "node", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	wantError(t, "is locked by another process", "node", "--listen", "127.0.0.1:0", "--data-dir", dir, "--cluster-key", keyFile)
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -192,7 +213,7 @@ func TestDataDirLockedAndCleanExit(t *testing.T) {
 		t.Errorf("control socket left behind: %v", err)
 	}
 	// The dir now holds that node's ID; another ID may not take it over.
-	wantError(t, "belongs to node", "node", "--listen", "127.0.0.1:0", "--data-dir", dir, "--id", uuid.NewString())
+	wantError(t, "belongs to node", "node", "--listen", "127.0.0.1:0", "--data-dir", dir, "--id", uuid.NewString(), "--cluster-key", keyFile)
 }
 
 func TestVersion(t *testing.T) {
@@ -214,12 +235,14 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-// Every node can share one peers file: its own entry is ignored.
+// Every node can share one peers file, which lists each node, itself
+// included, at its address.
 func TestPeersFileListingOwnID(t *testing.T) {
 	own, other := uuid.New(), uuid.New()
-	peers := writeFile(t, "peers", fmt.Sprintf("%s 127.0.0.1:1\n%s 127.0.0.1:2\n", own, other))
+	addr := freeAddr(t)
+	peers := writeFile(t, "peers", fmt.Sprintf("%s %s\n%s 127.0.0.1:2\n", own, addr, other))
 	dir := t.TempDir()
-	startNode(t, dir, "--id", own.String(), "--peers", peers)
+	startNode(t, dir, "--id", own.String(), "--listen", addr, "--peers", peers)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s, err := node.NewControlClient(filepath.Join(dir, node.ControlSocketName)).Status(ctx)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/wire"
-	"github.com/google/uuid"
 	"github.com/urfave/cli/v2"
 )
 
@@ -26,16 +25,19 @@ func nodeCommand(usageError cli.OnUsageErrorFunc) *cli.Command {
 			&cli.StringFlag{Name: "id", Usage: "node ID, a version-4 UUID (default: the one in --data-dir, or a new one stored there)"},
 			&cli.StringFlag{Name: "listen", Usage: "TCP `host:port` to accept peers on"},
 			&cli.StringFlag{Name: "advertise", Usage: "`host:port` peers dial (default: --listen)"},
-			&cli.StringFlag{Name: "peers", Usage: "peers file (`ID host:port` per line), or a comma list of ID@host:port"},
-			&cli.StringFlag{Name: "data-dir", Usage: "`dir` for the node's ID, state and control socket"},
+			&cli.StringFlag{Name: "peers", Usage: "peers file (`ID host:port` per line), or a comma list of ID@host:port; lists every node, this one included at its --advertise or --listen address"},
+			&cli.StringFlag{Name: "data-dir", Usage: "`dir` for the node's ID, state and control socket; yours, and writable by you only (chmod 700)"},
+			&cli.StringFlag{Name: "cluster-key", Usage: "cluster key `FILE`, mode 0600, the same on every node (make one with `bullylab keygen --out FILE`); required unless --insecure"},
+			&cli.BoolFlag{Name: "insecure", Usage: "run without a cluster key: accept unauthenticated frames from anyone who can reach --listen"},
 			// Strings, not DurationFlags, whose errors say only "parse error".
 			&cli.StringFlag{Name: "heartbeat", Value: def.HeartbeatInterval.String(), Usage: "leader heartbeat `interval`"},
 			&cli.StringFlag{Name: "failure-timeout", Value: def.FailureTimeout.String(), Usage: "silence from the leader before an election"},
 			&cli.StringFlag{Name: "election-timeout", Value: def.ElectionTimeout.String(), Usage: "wait for ANSWER and for HALT_ACKs"},
 			&cli.StringFlag{Name: "detection-stagger", Value: def.DetectionStagger.String(), Usage: "extra failure-detection delay per member ranked between this node and its leader, capped at --election-timeout; 0 disables"},
 			&cli.StringFlag{Name: "log", Value: "json", Usage: "event log format on stdout: json or text"},
-			&cli.StringFlag{Name: "control", Usage: "control socket `path` (default: <data-dir>/control.sock)"},
-			&cli.BoolFlag{Name: "join", Usage: "announce this node with JOIN: for a node the peers' lists do not name yet"},
+			&cli.StringFlag{Name: "control", Usage: "control socket `path`, mode 0600 (default: <data-dir>/control.sock)"},
+			&cli.BoolFlag{Name: "join", Usage: "announce this node with JOIN: for a node the peers' lists do not name yet (--peers may then leave it out)"},
+			&cli.BoolFlag{Name: "reset-state", Usage: "start over at epoch 0, keeping the ID, when --data-dir has an id file but its state.json was lost; the node forgets its promises, so use it only knowing the state is gone"},
 		},
 		Action: runNode,
 	}
@@ -46,12 +48,13 @@ func runNode(c *cli.Context) error {
 		return fmt.Errorf("node: unexpected argument %q", c.Args().First())
 	}
 	o := node.ServeOptions{
-		Listen:    c.String("listen"),
-		Advertise: c.String("advertise"),
-		DataDir:   c.String("data-dir"),
-		Control:   c.String("control"),
-		Join:      c.Bool("join"),
-		Log:       c.App.Writer,
+		Listen:     c.String("listen"),
+		Advertise:  c.String("advertise"),
+		DataDir:    c.String("data-dir"),
+		Control:    c.String("control"),
+		Join:       c.Bool("join"),
+		ResetState: c.Bool("reset-state"),
+		Log:        c.App.Writer,
 	}
 	var stagger time.Duration
 	for _, d := range []struct {
@@ -70,10 +73,11 @@ func runNode(c *cli.Context) error {
 		*d.dst = v
 	}
 	o.DetectionStagger = &stagger
-	if s := c.String("id"); s != "" {
-		id, err := uuid.Parse(s)
+	if c.IsSet("id") {
+		// An explicit nil ID is refused, not taken to mean "none given".
+		id, err := node.ParseID(c.String("id"))
 		if err != nil {
-			return fmt.Errorf("--id %q: not a UUID", s)
+			return fmt.Errorf("--id %v", err)
 		}
 		o.ID = id
 	}
@@ -91,12 +95,50 @@ func runNode(c *cli.Context) error {
 		return fmt.Errorf("--log: %v", err)
 	}
 	o.LogFormat = format
-	if o.Peers, err = loadPeers(c.String("peers")); err != nil {
+	if o.Advertise != "" {
+		if _, err := node.CanonicalAddr(o.Advertise); err != nil {
+			return fmt.Errorf("--advertise: %v", err)
+		}
+	}
+	if o.Peers, o.PeersFrom, o.PeersSource, err = loadPeers(c.String("peers")); err != nil {
 		return err
+	}
+	if err := clusterKey(c, &o); err != nil {
+		return err
+	}
+	if o.Insecure {
+		fmt.Fprintf(c.App.ErrWriter, "bullylab: warning: --insecure: peers are not authenticated; anyone who can reach %s can send this node frames as any member\n", o.Listen)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return node.Serve(ctx, o)
+	err = node.Serve(ctx, o)
+	if errors.Is(err, node.ErrStateMissing) {
+		return fmt.Errorf("%v; to start it over at epoch 0 with its ID, add --reset-state", err)
+	}
+	return err
+}
+
+// clusterKey sets o's ClusterKey from --cluster-key, or Insecure from
+// --insecure: exactly one of them.
+func clusterKey(c *cli.Context, o *node.ServeOptions) error {
+	path, insecure := c.String("cluster-key"), c.Bool("insecure")
+	switch {
+	case path != "" && insecure:
+		return errors.New("--cluster-key and --insecure exclude each other: give one")
+	case insecure:
+		o.Insecure = true
+	case path != "":
+		k, err := wire.ReadKeyFile(path)
+		if err != nil {
+			return fmt.Errorf("--cluster-key: %v", err)
+		}
+		o.ClusterKey = &k
+	case c.IsSet("cluster-key"):
+		return errors.New("--cluster-key: empty path")
+	default:
+		return node.ErrNoClusterKey
+	}
+	return nil
 }
 
 // checkTimeouts names the flags, where Config.Validate would name fields.
@@ -124,23 +166,28 @@ func checkTimeouts(o node.ServeOptions) error {
 }
 
 // loadPeers reads --peers: a path if a file is there, else a list when it
-// looks like one.
-func loadPeers(v string) ([]wire.Member, error) {
+// looks like one. from says where each member is, and source names the
+// file or the flag, for Serve's errors.
+func loadPeers(v string) (ms []wire.Member, from []string, source string, err error) {
 	if strings.TrimSpace(v) == "" {
-		return nil, nil
+		return nil, nil, "", nil
 	}
 	if fi, err := os.Stat(v); err == nil {
 		if fi.IsDir() {
-			return nil, fmt.Errorf("--peers %s: is a directory", v)
+			return nil, nil, "", fmt.Errorf("--peers %s: is a directory", v)
 		}
-		return node.ParsePeersFile(v)
+		ms, from, err := node.ParsePeersFileFrom(v)
+		return ms, from, v, err
 	}
 	if strings.Contains(v, "@") {
-		ms, err := node.ParsePeerList(v)
+		ms, from, err := node.ParsePeerListFrom(v)
 		if err != nil {
-			return nil, fmt.Errorf("--peers: %v", err)
+			return nil, nil, "", fmt.Errorf("--peers: %v", err)
 		}
-		return ms, nil
+		for i := range from {
+			from[i] = "--peers " + strings.TrimPrefix(from[i], "peer list ")
+		}
+		return ms, from, "--peers", nil
 	}
-	return nil, fmt.Errorf("--peers %s: no such file (a list takes the form ID@host:port,...)", v)
+	return nil, nil, "", fmt.Errorf("--peers %s: no such file (a list takes the form ID@host:port,...)", v)
 }

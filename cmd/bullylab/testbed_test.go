@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/netemtest"
+	"github.com/bullylab/bullylab/wire"
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -267,6 +269,7 @@ func TestUpTeardown(t *testing.T) {
 			if c := countLeftovers(t, u.run, st.Processes); c.namespaces != 6 || c.liveRecorded != 5 || !c.mounts {
 				t.Fatalf("while up: %+v", c)
 			}
+			requireRunKey(t, st)
 			stop[how](t, u)
 			if code := u.wait(t); code != 0 {
 				t.Errorf("up exited %d after %s; output:\n%s", code, how, u.output())
@@ -275,6 +278,9 @@ func TestUpTeardown(t *testing.T) {
 				t.Errorf("up did not say it was down:\n%s", u.output())
 			}
 			requireNoLeftovers(t, u.run, st.Processes)
+			if _, err := os.Lstat(st.KeyFile); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("cluster key %s left after %s: %v", st.KeyFile, how, err)
+			}
 		})
 	}
 	for _, how := range []string{"SIGINT", "SIGTERM"} {
@@ -341,6 +347,7 @@ func TestCleanAfterUpKilled(t *testing.T) {
 	if c := countLeftovers(t, u.run, st.Processes); c.namespaces != 6 || c.liveRecorded != 5 || !c.stateDir || !c.mounts {
 		t.Fatalf("killed up left %+v, want its 6 namespaces, 5 nodes, tmpfs and state dir", c)
 	}
+	requireRunKey(t, st)
 	out := mustCLI(t, "clean")
 	t.Log(strings.TrimSpace(out))
 	if !strings.Contains(out, u.run) || !strings.Contains(out, "6 namespaces") {
@@ -353,6 +360,34 @@ func TestCleanAfterUpKilled(t *testing.T) {
 		}
 	}
 	requireNoLeftovers(t, u.run, st.Processes)
+	if _, err := os.Lstat(st.KeyFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("cluster key %s left after clean: %v", st.KeyFile, err)
+	}
+}
+
+// requireRunKey checks that a lab's run records its cluster key file, in
+// its state directory, mode 0600, and that every recorded node process
+// reads it.
+func requireRunKey(t *testing.T, st *netem.State) {
+	t.Helper()
+	if st.KeyFile != netem.KeyPath(st.Run) {
+		t.Fatalf("state.json records key file %q, want %s", st.KeyFile, netem.KeyPath(st.Run))
+	}
+	fi, err := os.Lstat(st.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := fi.Mode().Perm(); !fi.Mode().IsRegular() || perm != 0o600 {
+		t.Errorf("key file %s: mode %v, want a regular file of mode 0600", st.KeyFile, fi.Mode())
+	}
+	if _, err := wire.ReadKeyFile(st.KeyFile); err != nil {
+		t.Error(err)
+	}
+	for _, p := range st.Processes {
+		if i := slices.Index(p.Argv, "--cluster-key"); i < 0 || i+1 >= len(p.Argv) || p.Argv[i+1] != st.KeyFile {
+			t.Errorf("node %s runs %v, without --cluster-key %s", p.Node, p.Argv, st.KeyFile)
+		}
+	}
 }
 
 func TestTestbedCLIErrors(t *testing.T) {

@@ -35,8 +35,13 @@ type Options struct {
 	// Dir holds the peers file, each node's data dir and log. If empty, a
 	// new temporary dir is used and removed by Close.
 	Dir string
-	// NodeArgs are extra flags for every node, such as timeouts.
+	// NodeArgs are extra flags for every node, such as timeouts. With
+	// --insecure among them the nodes get no cluster key.
 	NodeArgs []string
+	// Key is the cluster key the nodes share; nil draws a new one. Start
+	// writes it to Dir/cluster.key (mode 0600) for the nodes'
+	// --cluster-key.
+	Key *wire.Key
 	// StartTimeout bounds the wait for a node's control socket after it is
 	// started. Default 10s.
 	StartTimeout time.Duration
@@ -90,7 +95,10 @@ type proc struct {
 type Cluster struct {
 	Dir       string
 	PeersFile string
-	Nodes     []*Node
+	// KeyFile is the nodes' cluster key file, in Dir; "" when the nodes
+	// run with --insecure.
+	KeyFile string
+	Nodes   []*Node
 	// StartedAt is when the first node process of the final attempt was
 	// started: the origin of the boot convergence time.
 	StartedAt time.Time
@@ -127,6 +135,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		c.Dir, c.ownDir = dir, true
 	}
 	c.PeersFile = filepath.Join(c.Dir, "peers")
+	if !slices.Contains(opts.NodeArgs, "--insecure") {
+		if err := c.writeKey(); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	for i := range opts.Nodes {
 		dataDir := filepath.Join(c.Dir, fmt.Sprintf("n%d", i+1))
 		ctl := filepath.Join(dataDir, node.ControlSocketName)
@@ -154,6 +168,28 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 }
 
 var errPortTaken = errors.New("port taken")
+
+// KeyFileName is the name of the cluster key file in a cluster's Dir.
+const KeyFileName = "cluster.key"
+
+// writeKey writes the nodes' cluster key file.
+func (c *Cluster) writeKey() error {
+	var k wire.Key
+	if c.opts.Key != nil {
+		k = *c.opts.Key
+	} else {
+		var err error
+		if k, err = wire.NewKey(); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+	}
+	path := filepath.Join(c.Dir, KeyFileName)
+	if err := wire.WriteKeyFile(path, k); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	c.KeyFile = path
+	return nil
+}
 
 func (c *Cluster) startAll(ctx context.Context) error {
 	ports, err := freePorts(len(c.Nodes))
@@ -236,6 +272,9 @@ func (c *Cluster) spawn(n *Node) error {
 		"--data-dir", n.DataDir,
 		"--control", n.Control,
 		"--log", "json",
+	}
+	if c.KeyFile != "" {
+		args = append(args, "--cluster-key", c.KeyFile)
 	}
 	args = append(args, c.opts.NodeArgs...)
 	cmd := exec.Command(c.opts.Binary, args...)

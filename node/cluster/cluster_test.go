@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bullylab/bullylab/wire"
 )
 
 // binary is the bullylab executable TestMain builds once for all tests.
@@ -173,4 +177,49 @@ func TestStartReportsNodeFailure(t *testing.T) {
 	if want := `--heartbeat "nonsense"`; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not quote the node's own error %q", err, want)
 	}
+}
+
+// The nodes run with a cluster key Start writes in Dir, or with none when
+// NodeArgs ask for --insecure.
+func TestClusterKey(t *testing.T) {
+	cmdline := func(t *testing.T, pid int) []string {
+		t.Helper()
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			t.Skipf("no /proc: %v", err)
+		}
+		return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	}
+	t.Run("key", func(t *testing.T) {
+		c := startCluster(t, 1)
+		if c.KeyFile != filepath.Join(c.Dir, KeyFileName) {
+			t.Fatalf("KeyFile %q", c.KeyFile)
+		}
+		if _, err := wire.ReadKeyFile(c.KeyFile); err != nil {
+			t.Fatal(err)
+		}
+		argv := cmdline(t, c.Nodes[0].PID())
+		if i := slices.Index(argv, "--cluster-key"); i < 0 || i+1 >= len(argv) || argv[i+1] != c.KeyFile {
+			t.Errorf("node runs %q, without --cluster-key %s", argv, c.KeyFile)
+		}
+	})
+	t.Run("insecure", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		dir := t.TempDir()
+		c, err := Start(ctx, Options{Binary: binary, Nodes: 1, Dir: dir, NodeArgs: []string{"--insecure"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if c.KeyFile != "" {
+			t.Errorf("KeyFile %q with --insecure", c.KeyFile)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, KeyFileName)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a key file was written for --insecure nodes: %v", err)
+		}
+		if argv := cmdline(t, c.Nodes[0].PID()); slices.Contains(argv, "--cluster-key") {
+			t.Errorf("insecure node runs %q", argv)
+		}
+	})
 }
