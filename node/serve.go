@@ -124,10 +124,16 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	cfg.ID = id
 	cfg.Peers = o.Peers
 	cfg.Join = o.Join
+	cfg.Insecure = o.Insecure
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 
+	var log *EventLog
+	if o.Log != nil {
+		log = NewEventLog(o.Log, o.LogFormat, id)
+	}
+	o.TCP.Log = log
 	tr, err := ListenTCP(o.Listen, id, o.TCP)
 	if err != nil {
 		return err
@@ -141,10 +147,6 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 
-	var log *EventLog
-	if o.Log != nil {
-		log = NewEventLog(o.Log, o.LogFormat, id)
-	}
 	n, err := New(Options{Config: cfg, Transport: tr, Store: store, Log: log})
 	if err != nil {
 		return err
