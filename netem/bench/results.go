@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -348,23 +349,42 @@ func (r *Results) Write(w io.Writer) error {
 }
 
 // WriteFile writes r to path through a temporary file, so that a bench
-// killed half-way never leaves a truncated results.json for compare.
+// killed half-way never leaves a truncated results.json for compare. The
+// file is OutputMode, as every bench output.
 func (r *Results) WriteFile(path string) error {
-	var buf bytes.Buffer
-	if err := r.Write(&buf); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if err := writeAtomic(path, r.Write); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".results-*.json")
+	return nil
+}
+
+// OutputMode is the mode of results.json, bench.txt and report.html:
+// readable by all, so that an unprivileged `bullylab compare` reads what
+// `sudo bullylab bench` wrote.
+const OutputMode = 0o644
+
+// writeAtomic writes path through a temporary file in its folder, renamed
+// over it once complete, with mode OutputMode whatever the umask.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %w", path, err)
+	defer os.Remove(tmp.Name()) // after the rename, a no-op
+	bw := bufio.NewWriter(tmp)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if err == nil {
+		// CreateTemp makes files 0600.
+		err = tmp.Chmod(OutputMode)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
 	}
 	return os.Rename(tmp.Name(), path)
 }

@@ -69,6 +69,9 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 	}
 	t.Logf("progress:\n%s\nsummary:\n%s", progress.String(), summary.String())
 
+	// Every output, captures included, is readable by all.
+	requireOutputModes(t, out, "results.json", "bench.txt", "report.html")
+
 	// results.json parses with the schema and agrees with what RunBench returned.
 	got, err := bench.ReadResults(filepath.Join(out, "results.json"))
 	if err != nil {
