@@ -37,5 +37,9 @@
 //
 //	two-site.yaml:7: groups.site-a[2]: unknown node "n9"
 //
+// A file holds at most MaxFileSize bytes (8 MiB); Load refuses a larger
+// one, or a device such as /dev/zero, without reading further, and reads
+// a FIFO without blocking when nobody writes to it. /dev/stdin works.
+//
 // example.yaml in this folder is a commented file using every field.
 package topologies

@@ -9,16 +9,13 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/bullylab/bullylab/topologies/yamlfile"
 )
 
 // Error is a problem in a topology file. Its message is one line:
 // "file:line: field: what is wrong".
 type Error = yamlfile.Error
-
-// maxFileSize bounds what Parse reads; a 1000-node list with per-node
-// overrides is ~100 KiB.
-const maxFileSize = 8 << 20
 
 // maxPairWork bounds the node pairs all links together may cover. A link
 // between two groups costs the product of their sizes, and YAML aliases
@@ -107,8 +104,8 @@ type rawNode struct {
 }
 
 func (p *parser) parse(data []byte) (*Topology, error) {
-	if len(data) > maxFileSize {
-		return nil, p.ErrAt(nil, "", "file is larger than %d MiB", maxFileSize>>20)
+	if len(data) > MaxFileSize {
+		return nil, p.ErrAt(nil, "", "file is larger than %s", bounded.Size(MaxFileSize))
 	}
 	top, err := p.Document(data, yamlfile.DocErrors{
 		Kind:  "topology",

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/bullylab/bullylab/internal/bounded"
 )
 
 //go:embed *.yaml
@@ -24,6 +26,9 @@ const (
 	// ReservedPort is refused: Wireshark's built-in Gryphon dissector claims
 	// it, which garbles every capture of the election.
 	ReservedPort = 7000
+	// MaxFileSize bounds a topology file; a 1000-node list with per-node
+	// overrides is ~100 KiB.
+	MaxFileSize = 8 << 20
 )
 
 // DefaultSubnet is used when a topology names none.
@@ -176,13 +181,13 @@ func Load(nameOrPath string) (*Topology, error) {
 			}
 		}
 	}
-	data, err := os.ReadFile(nameOrPath)
+	data, err := bounded.ReadFile("topology", nameOrPath, MaxFileSize)
 	if errors.Is(err, fs.ErrNotExist) && !strings.ContainsRune(nameOrPath, '/') {
-		return nil, fmt.Errorf("topology %q: no such file or built-in topology (built in: %s)",
-			nameOrPath, strings.Join(Names(), ", "))
+		return nil, fmt.Errorf("topology %s: no such file or built-in topology (built in: %s)",
+			bounded.Quote(nameOrPath), strings.Join(Names(), ", "))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
+		return nil, err
 	}
 	return Parse(nameOrPath, data)
 }

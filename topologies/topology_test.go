@@ -3,11 +3,14 @@ package topologies_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -321,5 +324,56 @@ func TestDefaultSettingsMatchNode(t *testing.T) {
 	}
 	if topologies.DefaultSettings != want {
 		t.Errorf("DefaultSettings = %+v, node.DefaultConfig has %+v", topologies.DefaultSettings, want)
+	}
+}
+
+// Files that never end or never open are refused in one line: /dev/zero
+// by the size bound, a FIFO nobody writes to as empty, without blocking.
+func TestLoadSpecialFiles(t *testing.T) {
+	_, err := topologies.Load("/dev/zero")
+	if want := "topology /dev/zero: larger than 8 MiB"; err == nil || err.Error() != want {
+		t.Errorf("Load(/dev/zero) error = %v, want %s", err, want)
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = topologies.Load(fifo)
+	if want := fifo + ": empty topology"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Load(FIFO) error = %v, want prefix %s", err, want)
+	}
+}
+
+// TestLoadStdin: /dev/stdin reads what the process was given, a pipe or a
+// file. The test runs itself with TOPOLOGIES_LOAD_STDIN set, which makes
+// it load /dev/stdin and print what it got.
+func TestLoadStdin(t *testing.T) {
+	if os.Getenv("TOPOLOGIES_LOAD_STDIN") == "1" {
+		topo, err := topologies.Load("/dev/stdin")
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%s: %d nodes\n", topo.Name, len(topo.Nodes))
+		return
+	}
+	const src = "name: piped\nnodes: 4\n"
+	file := filepath.Join(t.TempDir(), "t.yaml")
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for what, stdin := range map[string]io.Reader{"pipe": strings.NewReader(src), "file": f} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLoadStdin$")
+		cmd.Env = append(os.Environ(), "TOPOLOGIES_LOAD_STDIN=1")
+		cmd.Stdin = stdin
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "piped: 4 nodes") {
+			t.Errorf("/dev/stdin from a %s: %v\n%s", what, err, out)
+		}
 	}
 }

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bullylab/bullylab/internal/bounded"
 )
 
 // Verdict is the outcome of a comparison, as `bullylab compare` exits.
@@ -140,7 +141,7 @@ func (c *Comparison) Regressions() []Change {
 // LoadComparable reads results.json or bench.txt, told apart by their
 // first non-blank byte: '{' starts JSON.
 func LoadComparable(path string) (*Results, error) {
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile("results", path, MaxResultsSize)
 	if err != nil {
 		return nil, &UnusableError{Err: err}
 	}

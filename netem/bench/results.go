@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"
@@ -391,23 +392,24 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 
 // ReadResults reads and checks a results.json.
 func ReadResults(path string) (*Results, error) {
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile("results", path, MaxResultsSize)
 	if err != nil {
 		return nil, err
 	}
 	return DecodeResults(path, data)
 }
 
-// maxResultsSize bounds what DecodeResults accepts: 30 runs of a
-// 250-node chaos scenario take a few MiB.
-const maxResultsSize = 256 << 20
+// MaxResultsSize bounds a results.json or bench.txt that DecodeResults,
+// ReadResults and LoadComparable accept: 30 runs of a 250-node chaos
+// scenario take a few MiB, a 60-run star16 bench 100 KiB.
+const MaxResultsSize = 64 << 20
 
 // DecodeResults parses and checks results.json data; name is used in
 // errors, which are one line: "name:line: field: what is wrong". Unknown
 // fields are ignored: v1 only ever gains fields.
 func DecodeResults(name string, data []byte) (*Results, error) {
-	if len(data) > maxResultsSize {
-		return nil, &FileError{File: name, Msg: fmt.Sprintf("larger than %d MiB", maxResultsSize>>20)}
+	if len(data) > MaxResultsSize {
+		return nil, &FileError{File: name, Msg: "larger than " + bounded.Size(MaxResultsSize)}
 	}
 	var head struct {
 		Schema *string `json:"schema"`

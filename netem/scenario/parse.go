@@ -2,17 +2,17 @@ package scenario
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/bullylab/bullylab/topologies/yamlfile"
 )
 
-// maxFileSize bounds what Parse reads; a scenario is a page of steps.
-const maxFileSize = 1 << 20
+// MaxFileSize bounds a scenario file; a scenario is a page of steps.
+const MaxFileSize = 1 << 20
 
 // maxNodes bounds the YAML nodes Parse visits. Aliases let a few bytes
 // name a large list many times; without a bound a small file could cost
@@ -40,11 +40,12 @@ func faultKindNames() []string {
 	return names
 }
 
-// Load parses the scenario file at path.
+// Load parses the scenario file at path, which may hold at most
+// MaxFileSize bytes.
 func Load(file string) (*Scenario, error) {
-	data, err := os.ReadFile(file)
+	data, err := bounded.ReadFile("scenario", file, MaxFileSize)
 	if err != nil {
-		return nil, fmt.Errorf("scenario: %w", err)
+		return nil, err
 	}
 	return Parse(file, data)
 }
@@ -65,8 +66,8 @@ func Parse(name string, data []byte) (sc *Scenario, err error) {
 type parser struct{ yamlfile.Parser }
 
 func (p *parser) parse(data []byte) (*Scenario, error) {
-	if len(data) > maxFileSize {
-		return nil, p.ErrAt(nil, "", "file is larger than %d KiB", maxFileSize>>10)
+	if len(data) > MaxFileSize {
+		return nil, p.ErrAt(nil, "", "file is larger than %s", bounded.Size(MaxFileSize))
 	}
 	top, err := p.Document(data, yamlfile.DocErrors{
 		Kind:  "scenario",

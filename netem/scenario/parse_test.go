@@ -1,8 +1,10 @@
 package scenario_test
 
 import (
+	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -214,5 +216,22 @@ func TestLookup(t *testing.T) {
 	}
 	if _, err := scenario.Lookup("cascade", scenario.Params{Nodes: 3, K: 3}); err == nil {
 		t.Error("cascade of every node accepted")
+	}
+}
+
+// /dev/zero is refused by the size bound, a FIFO nobody writes to reads as
+// empty instead of blocking: one line each, naming the file.
+func TestLoadSpecialFiles(t *testing.T) {
+	_, err := scenario.Lookup("/dev/zero", scenario.Params{})
+	if want := "scenario /dev/zero: larger than 1 MiB"; err == nil || err.Error() != want {
+		t.Errorf("/dev/zero: %v, want %s", err, want)
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = scenario.Lookup(fifo, scenario.Params{})
+	if want := fifo + ": empty scenario"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("FIFO: %v, want prefix %s", err, want)
 	}
 }
