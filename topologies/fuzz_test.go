@@ -29,6 +29,9 @@ func FuzzParse(f *testing.F) {
 			if strings.ContainsAny(msg, "\r\n") {
 				t.Fatalf("error is not one line: %q", msg)
 			}
+			if len(msg) > 1024 {
+				t.Fatalf("error of %d bytes: %.2000q", len(msg), msg)
+			}
 			if !strings.HasPrefix(msg, "fuzz.yaml") {
 				t.Fatalf("error does not name the file: %q", msg)
 			}

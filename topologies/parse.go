@@ -234,7 +234,7 @@ func (p *parser) subnet(v *yaml.Node, path string) (netip.Prefix, error) {
 	}
 	pfx, err := netip.ParsePrefix(strings.TrimSpace(s))
 	if err != nil {
-		return netip.Prefix{}, p.ErrAt(v, path, "%q is not a subnet (want e.g. 10.77.0.0/16)", s)
+		return netip.Prefix{}, p.ErrAt(v, path, "%s is not a subnet (want e.g. 10.77.0.0/16)", bounded.Quote(s))
 	}
 	if !pfx.Addr().Is4() {
 		return netip.Prefix{}, p.ErrAt(v, path, "%s is not IPv4 (only IPv4 is supported)", pfx)
@@ -424,7 +424,7 @@ func (p *parser) groups(t *Topology, v *yaml.Node, path string) error {
 				return err
 			}
 			if _, ok := t.byName[name]; !ok {
-				return p.ErrAt(m, mp, "unknown node %q", name)
+				return p.ErrAt(m, mp, "unknown node %s", bounded.Quote(name))
 			}
 			if slices.Contains(names, name) {
 				return p.ErrAt(m, mp, "node %q is listed twice", name)
@@ -475,7 +475,7 @@ func (p *parser) links(t *Topology, v *yaml.Node, path string) error {
 					}
 					members, ok := t.members(name)
 					if !ok {
-						return p.ErrAt(it, ip, "unknown node or group %q", name)
+						return p.ErrAt(it, ip, "unknown node or group %s", bounded.Quote(name))
 					}
 					ends[j], endNames[j] = members, name
 				}
@@ -554,7 +554,7 @@ func checkName(name, what string) string {
 		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-'
 	}
 	if !ok {
-		return fmt.Sprintf("invalid %s name %q (want [a-z0-9-]{1,16}, not starting with '-')", what, name)
+		return fmt.Sprintf("invalid %s name %s (want [a-z0-9-]{1,16}, not starting with '-')", what, bounded.Quote(name))
 	}
 	if name == "sw" {
 		return fmt.Sprintf("%s name \"sw\" is reserved for the switch", what)

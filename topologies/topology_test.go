@@ -377,3 +377,41 @@ func TestLoadStdin(t *testing.T) {
 		}
 	}
 }
+
+// TestLongValuesInErrors: an error quoting a value or key of the file
+// shows its start and its length, not all of it.
+func TestLongValuesInErrors(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	key := strings.Repeat("x", 1000) // YAML keys end at 1024 bytes
+	for _, src := range []string{
+		"nodes: 3\nsubnet: " + long + "\n",
+		"nodes: [" + long + "]\n",
+		"nodes: 3\n" + key + ": 1\n",
+		"nodes: 3\nsettings: {" + long + ": 1}\n",
+		"nodes: 3\ngroups: {g: [" + long + "]}\n",
+		"nodes: 3\ngroups: {" + key + ": [n1]}\n",
+		"nodes: 3\nlinks: [{between: [n1, " + long + "], impair: {delay: 1ms}}]\n",
+		"nodes: 3\nimpair: {delay: " + long + "}\n",
+		"nodes: 3\nimpair: {delay: -" + strings.Repeat("0", 1<<20) + "1ms}\n",
+		"nodes: 3\nimpair: {loss: " + long + "}\n",
+		"nodes: 3\nport: " + long + "\n",
+		"nodes: 3\nport: 1" + strings.Repeat("0", 1<<20) + "\n",
+		"nodes: " + long + "\n",
+		"name: " + long + "\nnodes: 3\n",
+		"nodes: *" + long + "\n",
+		"nodes: 3\n\"" + long + "\n",
+	} {
+		_, err := topologies.Parse("long.yaml", []byte(src))
+		if err == nil {
+			t.Errorf("%.40q... parsed", src)
+			continue
+		}
+		msg := err.Error()
+		if len(msg) > 400 || strings.ContainsAny(msg, "\r\n") || !strings.HasPrefix(msg, "long.yaml:") {
+			t.Errorf("%.40q...: error of %d bytes: %.500s", src, len(msg), msg)
+		}
+		if strings.Contains(msg, "xxxxx") && !strings.Contains(msg, "bytes)") {
+			t.Errorf("%.40q...: a value is cut without saying so: %s", src, msg)
+		}
+	}
+}

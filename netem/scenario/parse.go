@@ -100,7 +100,7 @@ func (p *parser) parse(data []byte) (*Scenario, error) {
 				case StartStable, StartCold:
 					sc.Start = Start(s)
 				default:
-					return p.ErrAt(v, fp, "unknown start %q (want stable or cold)", s)
+					return p.ErrAt(v, fp, "unknown start %s (want stable or cold)", bounded.Quote(s))
 				}
 			}
 		case "labels":
@@ -118,7 +118,7 @@ func (p *parser) parse(data []byte) (*Scenario, error) {
 					return err
 				}
 				if !labelValPattern().MatchString(s) {
-					return p.ErrAt(v, fp, "invalid value %q (want [A-Za-z0-9._-]{1,64})", s)
+					return p.ErrAt(v, fp, "invalid value %s (want [A-Za-z0-9._-]{1,64})", bounded.Quote(s))
 				}
 				if sc.Labels == nil {
 					sc.Labels = map[string]string{}
@@ -177,7 +177,7 @@ func (p *parser) step(v *yaml.Node, f string) (Step, error) {
 			if slices.Contains(stepKinds, s) {
 				return st, p.ErrAt(v, f, "%s needs arguments, as in {%s: ...}", s, s)
 			}
-			return st, p.ErrAt(v, f, "unknown step %q (want %s)", s, strings.Join(stepKinds, ", "))
+			return st, p.ErrAt(v, f, "unknown step %s (want %s)", bounded.Quote(s), strings.Join(stepKinds, ", "))
 		}
 		kind = s
 	case yaml.MappingNode:
@@ -218,7 +218,7 @@ func (p *parser) step(v *yaml.Node, f string) (Step, error) {
 				if s, err = p.Scalar(v, fp); err == nil {
 					st.Expect = Expect(s)
 					if st.Expect != ExpectHighestLive && st.Expect != ExpectAny {
-						err = p.ErrAt(v, fp, "unknown expectation %q (want highest-live or any)", s)
+						err = p.ErrAt(v, fp, "unknown expectation %s (want highest-live or any)", bounded.Quote(s))
 					}
 				}
 			case "among":

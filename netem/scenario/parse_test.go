@@ -235,3 +235,34 @@ func TestLoadSpecialFiles(t *testing.T) {
 		t.Errorf("FIFO: %v, want prefix %s", err, want)
 	}
 }
+
+// TestLongValuesInErrors: an error quoting a value of the file shows its
+// start and its length, not all of it.
+func TestLongValuesInErrors(t *testing.T) {
+	long := strings.Repeat("x", scenario.MaxFileSize-100)
+	for _, src := range []string{
+		"start: " + long + "\nsteps: [heal]\n",
+		"labels: {a: " + long + "}\nsteps: [heal]\n",
+		"steps: [" + long + "]\n",
+		"steps: [{inject: {crash: " + long + "}}]\n",
+		"steps: [{inject: {crash: node:" + long + "}}]\n",
+		"steps: [{inject: {crash: top:" + long + "}}]\n",
+		"steps: [{inject: {crash: minority:" + long + "}}]\n",
+		"steps: [{inject: {crash: " + long + ":1}}]\n",
+		"steps: [{inject: " + long + "}]\n",
+		"steps: [{wait_leader: {expect: " + long + "}}]\n",
+		"steps: [{wait: " + long + "}]\n",
+		"steps: [{inject: {loss: {percent: " + long + "}}}]\n",
+		"name: " + long + "\nsteps: [heal]\n",
+	} {
+		_, err := scenario.Parse("long.yaml", []byte(src))
+		if err == nil {
+			t.Errorf("%.40q... parsed", src)
+			continue
+		}
+		msg := err.Error()
+		if len(msg) > 400 || strings.ContainsAny(msg, "\r\n") || !strings.HasPrefix(msg, "long.yaml:") || !strings.Contains(msg, "bytes)") {
+			t.Errorf("%.40q...: error of %d bytes: %.500s", src, len(msg), msg)
+		}
+	}
+}
