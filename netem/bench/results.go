@@ -421,7 +421,7 @@ func DecodeResults(name string, data []byte) (*Results, error) {
 	case head.Schema == nil:
 		return nil, &FileError{File: name, Field: "schema", Msg: "missing (not a bullylab results.json?)"}
 	case *head.Schema != Schema:
-		msg := fmt.Sprintf("%q is not %s", *head.Schema, Schema)
+		msg := fmt.Sprintf("%s is not %s", bounded.Quote(*head.Schema), Schema)
 		if strings.HasPrefix(*head.Schema, "bullylab.bench/") {
 			msg += " (written by another bullylab version)"
 		}
@@ -459,6 +459,10 @@ func (e *FileError) Error() string {
 	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(b.String())
 }
 
+// maxLibraryMessage bounds what an error shows of a message of
+// encoding/json, which may quote the input (a number's digits).
+const maxLibraryMessage = 200
+
 // jsonError turns encoding/json's errors, which count bytes, into one
 // that names a line and, for type errors, the field.
 func jsonError(name string, data []byte, err error) error {
@@ -466,12 +470,13 @@ func jsonError(name string, data []byte, err error) error {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		return &FileError{File: name, Line: lineAt(data, syn.Offset), Msg: syn.Error()}
+		return &FileError{File: name, Line: lineAt(data, syn.Offset), Msg: bounded.Clip(syn.Error(), maxLibraryMessage)}
 	case errors.As(err, &typ):
-		return &FileError{File: name, Line: lineAt(data, typ.Offset), Field: typ.Field,
-			Msg: fmt.Sprintf("want %s, got JSON %s", typ.Type, typ.Value)}
+		// Field names the map keys on the way: the file's.
+		return &FileError{File: name, Line: lineAt(data, typ.Offset), Field: bounded.Clip(typ.Field, maxLibraryMessage),
+			Msg: fmt.Sprintf("want %s, got JSON %s", typ.Type, bounded.Clip(typ.Value, bounded.MaxQuoted))}
 	}
-	return &FileError{File: name, Msg: err.Error()}
+	return &FileError{File: name, Msg: bounded.Clip(err.Error(), maxLibraryMessage)}
 }
 
 func lineAt(data []byte, off int64) int {
@@ -500,7 +505,7 @@ func (r *Results) validate(name string) error {
 			return bad(f+".name", "missing")
 		}
 		if j, ok := keys[sc.Key()]; ok {
-			return bad(f, "scenario %q is also scenarios[%d]", sc.Key(), j)
+			return bad(f, "scenario %s is also scenarios[%d]", bounded.Quote(sc.Key()), j)
 		}
 		keys[sc.Key()] = i
 		indexes := map[int]bool{}
@@ -520,7 +525,7 @@ func (r *Results) validate(name string) error {
 			}
 			for t, n := range run.Messages {
 				if n < 0 {
-					return bad(rf+".messages."+t, "negative")
+					return bad(rf+".messages."+bounded.Clip(t, bounded.MaxQuoted), "negative")
 				}
 			}
 			indexes[run.Index] = true
