@@ -236,6 +236,17 @@ func (p *parser) subnet(v *yaml.Node, path string) (netip.Prefix, error) {
 	if err != nil {
 		return netip.Prefix{}, p.ErrAt(v, path, "%s is not a subnet (want e.g. 10.77.0.0/16)", bounded.Quote(s))
 	}
+	for _, r := range unusableRanges {
+		if pfx.Masked().Overlaps(r.prefix) {
+			what := pfx.String()
+			if pfx.Masked() != r.prefix {
+				what += " overlaps " + r.prefix.String() + ","
+			} else {
+				what += " is"
+			}
+			return netip.Prefix{}, p.ErrAt(v, path, "%s %s; pick a private range such as %s", what, r.what, DefaultSubnet)
+		}
+	}
 	if !pfx.Addr().Is4() {
 		return netip.Prefix{}, p.ErrAt(v, path, "%s is not IPv4 (only IPv4 is supported)", pfx)
 	}
@@ -243,6 +254,21 @@ func (p *parser) subnet(v *yaml.Node, path string) (netip.Prefix, error) {
 		return netip.Prefix{}, p.ErrAt(v, path, "%s has host bits set (did you mean %s?)", pfx, pfx.Masked())
 	}
 	return pfx, nil
+}
+
+// unusableRanges are address ranges a testbed subnet must not touch: the
+// nodes could not use them, or would reach the host instead of each other.
+var unusableRanges = []struct {
+	prefix netip.Prefix
+	what   string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), `"this network" (0.0.0.0 is the unspecified address)`},
+	{netip.MustParsePrefix("127.0.0.0/8"), "loopback"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved (255.255.255.255 is the broadcast address)"},
+	{netip.MustParsePrefix("::/128"), "the unspecified address"},
+	{netip.MustParsePrefix("::1/128"), "loopback"},
+	{netip.MustParsePrefix("ff00::/8"), "multicast"},
 }
 
 func (p *parser) impair(v *yaml.Node, path string) (rawImpair, error) {
@@ -278,6 +304,14 @@ func (p *parser) impair(v *yaml.Node, path string) (rawImpair, error) {
 	return r, err
 }
 
+// settingFloors are the Min constants by field.
+var settingFloors = map[string]time.Duration{
+	"heartbeat":         MinHeartbeat,
+	"failure_timeout":   MinFailureTimeout,
+	"election_timeout":  MinElectionTimeout,
+	"detection_stagger": MinDetectionStagger,
+}
+
 func (p *parser) setting(s *rawSettings, key string, v *yaml.Node, fp string) error {
 	read := p.PositiveDuration
 	if key == "detection_stagger" {
@@ -286,6 +320,9 @@ func (p *parser) setting(s *rawSettings, key string, v *yaml.Node, fp string) er
 	d, err := read(v, fp)
 	if err != nil {
 		return err
+	}
+	if floor := settingFloors[key]; d < floor && !(key == "detection_stagger" && d == 0) {
+		return p.ErrAt(v, fp, "%s is below the floor of %s", d, floor)
 	}
 	rs := rawSetting{val: &d, node: v, path: fp}
 	switch key {

@@ -31,6 +31,19 @@ const (
 	MaxFileSize = 8 << 20
 )
 
+// Floors of the election timings a topology may set. Below them a
+// testbed measures the host rather than the election: a node process on a
+// loaded 2-core host can wait tens of milliseconds for a core, a heartbeat
+// goes to every member, and an election round opens TCP connections.
+const (
+	MinHeartbeat       = 10 * time.Millisecond
+	MinFailureTimeout  = 50 * time.Millisecond // five heartbeats at the floor
+	MinElectionTimeout = 20 * time.Millisecond
+	// MinDetectionStagger is the floor of a stagger that is not 0 (off):
+	// a shorter step is lost in timer slack.
+	MinDetectionStagger = time.Millisecond
+)
+
 // DefaultSubnet is used when a topology names none.
 var DefaultSubnet = netip.MustParsePrefix("10.77.0.0/16")
 
