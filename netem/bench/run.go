@@ -48,14 +48,33 @@ type RunOptions struct {
 	StableTimeout time.Duration
 }
 
+// CheckScenarios returns the first error of a scenario that names a node
+// or group topo lacks (Scenario.CheckNames): found before any testbed is
+// built, not in the middle of a run.
+func CheckScenarios(topo *topologies.Topology, scs []*scenario.Scenario) error {
+	names := make([]string, len(topo.Nodes))
+	for i, n := range topo.Nodes {
+		names[i] = n.Name
+	}
+	for _, sc := range scs {
+		if err := sc.CheckNames(topo.Name, names, topo.Groups); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // RunBench runs every scenario opts.Runs times, each run on a fresh lab with a
 // live capture, and writes results.json, bench.txt and report.html into
 // opts.OutDir. A run that fails is recorded as failed, not returned as an
-// error; errors are for what stops the whole bench (an unwritable OutDir,
-// ctx ending).
+// error; errors are for what stops the whole bench (a scenario that does
+// not fit the topology, an unwritable OutDir, ctx ending).
 func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
 	if opts.Topology == nil || len(opts.Scenarios) == 0 || opts.Runs <= 0 {
 		return nil, errNoRuns
+	}
+	if err := CheckScenarios(opts.Topology, opts.Scenarios); err != nil {
+		return nil, err
 	}
 	if opts.StableTimeout <= 0 {
 		opts.StableTimeout = scenario.DefaultTimeout
