@@ -41,6 +41,11 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
+		if err := sc.CheckNames("t", []string{"n1", "n2", "leader"}, map[string][]string{"g": {"n1"}}); err != nil {
+			if msg := err.Error(); strings.ContainsAny(msg, "\r\n") || !strings.HasPrefix(msg, "fuzz.yaml") || len(msg) > 1024 {
+				t.Fatalf("CheckNames error is not one short line naming the file: %.2000q", msg)
+			}
+		}
 		out, err := scenario.Format(sc)
 		if err != nil {
 			t.Fatalf("parsed scenario does not format: %v", err)
