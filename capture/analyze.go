@@ -188,11 +188,33 @@ type Report struct {
 	// StreamErrors lists corrupt frames, gaps and streams cut inside a frame.
 	StreamErrors []StreamErrorReport `json:"stream_errors"`
 	// Capture holds the live capture's counters from the end record.
-	Capture  *CaptureStats `json:"capture,omitempty"`
-	Timeline *Timeline     `json:"timeline,omitempty"`
+	Capture *CaptureStats `json:"capture,omitempty"`
+	// Truncated is set when the file ends inside a block, as the capture
+	// of a `bullylab up` killed with SIGKILL does: the report covers the
+	// packets before it.
+	Truncated *Truncation `json:"truncated,omitempty"`
+	Timeline  *Timeline   `json:"timeline,omitempty"`
 
 	msgs  []msg
 	names []string
+}
+
+// Truncation says where a truncated capture ends (TruncatedError).
+type Truncation struct {
+	Packets    int64 `json:"packets"`     // packets read whole, all analyzed
+	WholeBytes int64 `json:"whole_bytes"` // where the last of them ends in the file
+	SizeBytes  int64 `json:"size_bytes"`  // the file's size, the cut block included
+}
+
+// Warnings are what a reader of the report should know before trusting
+// it, one line each naming the file: a truncated capture.
+func (r *Report) Warnings() []string {
+	var out []string
+	if t := r.Truncated; t != nil {
+		out = append(out, fmt.Sprintf("%s: truncated capture: the file ends inside a block at byte %d; analyzed the %d packets before it (bytes 0..%d)",
+			r.File, t.SizeBytes, t.Packets, t.WholeBytes))
+	}
+	return out
 }
 
 // Settings are the parameters the analysis used.
@@ -385,7 +407,9 @@ func AnalyzeFile(path string, opts AnalyzeOptions) (*Report, error) {
 }
 
 // Analyze reads a capture and derives its report. Errors are one line
-// naming opts.Name and, for corrupt input, the packet number.
+// naming opts.Name and, for corrupt input, the packet number. A capture
+// that ends inside a block is no error unless no packet precedes the cut:
+// the report covers the packets before it and says so in Truncated.
 func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 	name := opts.Name
 	if name == "" {
@@ -407,6 +431,11 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 	for {
 		p, err := rd.Next()
 		if err == io.EOF {
+			break
+		}
+		var te *TruncatedError
+		if errors.As(err, &te) && te.Packets > 0 {
+			a.rep.Truncated = &Truncation{Packets: te.Packets, WholeBytes: te.Whole, SizeBytes: te.Size}
 			break
 		}
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/google/uuid"
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -571,28 +572,72 @@ type Packet struct {
 // records. It reads any pcapng file; what is bullylab-specific is optional.
 type Reader struct {
 	ng     *pcapgo.NgReader
+	in     *countingReader
+	buf    *bufio.Reader
 	ifaces []*Interface
 	num    int64
 	pkt    Packet
+	// whole is how many bytes of the input were read as whole blocks:
+	// up to the end of the last packet Next returned.
+	whole int64
 }
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// TruncatedError is Next's error for input that ends inside a block, as
+// the capture of a writer killed before it flushed does. Every packet
+// before it was read whole. Offsets are in the input as given (of a
+// gzip-compressed capture, the compressed bytes, and Whole only roughly).
+type TruncatedError struct {
+	Packets int64 // the packets read whole
+	Whole   int64 // bytes read as whole blocks: where the last of those packets ends
+	Size    int64 // bytes of input, the cut block's included
+}
+
+func (e *TruncatedError) Error() string {
+	return fmt.Sprintf("file ends inside a block at byte %d (truncated capture); the %d packets before it end at byte %d",
+		e.Size, e.Packets, e.Whole)
+}
+
+// Is makes a TruncatedError an io.ErrUnexpectedEOF.
+func (e *TruncatedError) Is(target error) bool { return target == io.ErrUnexpectedEOF }
 
 // NewReader reads the section header of a pcapng file.
 func NewReader(r io.Reader) (*Reader, error) {
 	// NgReader wraps r in a 4 KiB bufio.Reader unless it is one already of
 	// at least that size; a larger buffer halves the read system calls'
-	// share of a file's analysis.
-	if _, ok := r.(*bufio.Reader); !ok {
-		r = bufio.NewReaderSize(r, 1<<20)
+	// share of a file's analysis. Counting below it tells how much of the
+	// input the packets read took.
+	size := 1 << 20
+	if l, ok := r.(interface{ Len() int }); ok { // bytes.Reader and the like: no larger than needed
+		size = min(size, max(l.Len(), 4096))
 	}
-	ng, err := pcapgo.NewNgReader(r, pcapgo.NgReaderOptions{WantMixedLinkType: true})
+	in := &countingReader{r: r}
+	buf := bufio.NewReaderSize(in, size)
+	ng, err := pcapgo.NewNgReader(buf, pcapgo.NgReaderOptions{WantMixedLinkType: true})
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("empty file, not pcapng")
 		}
 		return nil, fmt.Errorf("not a pcapng file: %w", err)
 	}
-	return &Reader{ng: ng}, nil
+	rd := &Reader{ng: ng, in: in, buf: buf}
+	rd.whole = rd.offset()
+	return rd, nil
 }
+
+// offset is how many bytes of the input the pcapng reader has consumed.
+func (r *Reader) offset() int64 { return r.in.n - int64(r.buf.Buffered()) }
 
 // Interface returns interface i, once a packet on it or after it was read.
 func (r *Reader) Interface(i int) *Interface {
@@ -629,11 +674,12 @@ func (r *Reader) Next() (*Packet, error) {
 			return nil, io.EOF
 		}
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("packet %d: file ends inside a block (truncated capture)", r.num+1)
+			return nil, fmt.Errorf("packet %d: %w", r.num+1, &TruncatedError{Packets: r.num, Whole: r.whole, Size: r.in.n})
 		}
 		return nil, fmt.Errorf("packet %d: %w", r.num+1, err)
 	}
 	r.num++
+	r.whole = r.offset()
 	p := &r.pkt
 	*p = Packet{Num: r.num, CI: ci, Data: data, Comments: opts.Comments}
 	p.Iface = r.Interface(ci.InterfaceIndex)
@@ -655,7 +701,8 @@ func DecodeRecord(data []byte) (*Record, error) {
 	var rec Record
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&rec); err != nil {
-		return nil, fmt.Errorf("events record: %w", err)
+		// encoding/json may quote the record: a number's digits.
+		return nil, fmt.Errorf("events record: %s", bounded.Clip(err.Error(), 200))
 	}
 	if rec.Version < 1 {
 		return nil, fmt.Errorf("events record: version %d", rec.Version)

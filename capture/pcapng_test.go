@@ -2,8 +2,10 @@ package capture
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
@@ -123,16 +125,39 @@ func FuzzReader(f *testing.F) {
 	s.close(f)
 	f.Add(buf.Bytes())
 	f.Add(buf.Bytes()[:200])
+	f.Add(buf.Bytes()[:len(buf.Bytes())-50])
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if rd, err := NewReader(bytes.NewReader(data)); err == nil {
+		oneLine := func(err error) {
+			if err != nil && err != io.EOF && (strings.ContainsAny(err.Error(), "\r\n") || len(err.Error()) > 1024) {
+				t.Fatalf("error is not one short line: %.2000q", err)
+			}
+		}
+		rd, err := NewReader(bytes.NewReader(data))
+		oneLine(err)
+		if err == nil {
 			for range 10000 {
-				if _, err := rd.Next(); err != nil {
+				_, err := rd.Next()
+				oneLine(err)
+				if err != nil {
 					break
 				}
 			}
 		}
-		_, _ = Analyze(bytes.NewReader(data), AnalyzeOptions{})
-		_, _ = DecodeRecord(data)
+		rep, err := Analyze(bytes.NewReader(data), AnalyzeOptions{Name: "fuzz.pcapng"})
+		oneLine(err)
+		if err != nil && !strings.HasPrefix(err.Error(), "fuzz.pcapng: ") {
+			t.Fatalf("error does not name the file: %q", err)
+		}
+		if err == nil {
+			for _, w := range rep.Warnings() {
+				oneLine(errors.New(w))
+			}
+			if tr := rep.Truncated; tr != nil && (tr.Packets != rep.Packets || tr.Packets < 1 || tr.WholeBytes > tr.SizeBytes || tr.SizeBytes != int64(len(data))) {
+				t.Fatalf("truncation %+v of %d bytes, %d packets analyzed", *tr, len(data), rep.Packets)
+			}
+		}
+		_, err = DecodeRecord(data)
+		oneLine(err)
 		_, _ = parseNodeDescription(string(data))
 	})
 }

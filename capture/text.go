@@ -73,6 +73,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Capture != nil {
 		summary = append(summary, []string{"capture", fmt.Sprintf("%d packets, %d dropped, %d late", r.Capture.Packets, r.Capture.Drops, r.Capture.Late)})
 	}
+	if t := r.Truncated; t != nil {
+		summary = append(summary, []string{"truncated", fmt.Sprintf("the file ends inside a block at byte %d; these are its first %d packets (bytes 0..%d)",
+			t.SizeBytes, t.Packets, t.WholeBytes)})
+	}
 	s := r.Stream
 	if s.Corrupt+s.Gaps+s.Incomplete+s.Retransmitted+s.OutOfOrder > 0 {
 		summary = append(summary, []string{"tcp", fmt.Sprintf("%d retransmitted, %d out of order, %d corrupt frames, %d gaps, %d cut streams",

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -76,7 +77,7 @@ func parsePeers(name string, r io.Reader) ([]wire.Member, []string, error) {
 		case len(fields) == 0:
 			continue
 		case len(fields) == 1 && strings.Contains(fields[0], "@"):
-			return nil, nil, fmt.Errorf("%s:%d: want `ID host:port`, got %s (ID@host:port is the form for lists in flags)", name, line, peerQuote(fields[0]))
+			return nil, nil, fmt.Errorf("%s:%d: want `ID host:port`, got %s (ID@host:port is the form for lists in flags)", name, line, bounded.Quote(fields[0]))
 		case len(fields) != 2:
 			return nil, nil, fmt.Errorf("%s:%d: want `ID host:port`, got %d %s", name, line, len(fields), peerPlural(len(fields), "field"))
 		}
@@ -118,10 +119,10 @@ func ParsePeerListFrom(s string) (ms []wire.Member, from []string, err error) {
 		}
 		idText, addrText, ok := strings.Cut(entry, "@")
 		if !ok {
-			return nil, nil, fmt.Errorf("peer list entry %d %s: want ID@host:port", n, peerQuote(entry))
+			return nil, nil, fmt.Errorf("peer list entry %d %s: want ID@host:port", n, bounded.Quote(entry))
 		}
 		if err := set.addText(idText, addrText, fmt.Sprintf("in entry %d", n), fmt.Sprintf("peer list entry %d", n)); err != nil {
-			return nil, nil, fmt.Errorf("peer list entry %d %s: %v", n, peerQuote(entry), err)
+			return nil, nil, fmt.Errorf("peer list entry %d %s: %v", n, bounded.Quote(entry), err)
 		}
 	}
 	return set.members, set.from, nil
@@ -160,11 +161,11 @@ func (ps *peerSet) addText(idText, addrText, where, from string) error {
 	// Only the 36-character form: uuid.Parse also takes the URN, braced and
 	// bare-hex forms, which would make one ID look like several in a file.
 	if len(idText) != 36 {
-		return fmt.Errorf("bad ID %s: want a UUID like 6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f", peerQuote(idText))
+		return fmt.Errorf("bad ID %s: want a UUID like 6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f", bounded.Quote(idText))
 	}
 	id, err := uuid.Parse(idText)
 	if err != nil {
-		return fmt.Errorf("bad ID %s: want a UUID like 6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f", peerQuote(idText))
+		return fmt.Errorf("bad ID %s: want a UUID like 6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f", bounded.Quote(idText))
 	}
 	return ps.add(id, addrText, where, from)
 }
@@ -211,7 +212,7 @@ func ParseID(s string) (uuid.UUID, error) {
 	// bare-hex forms, which the peers file does not.
 	id, err := uuid.Parse(s)
 	if len(s) != 36 || err != nil {
-		return uuid.Nil, fmt.Errorf("%s: not a UUID (want a version-4 UUID like 6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f)", peerQuote(s))
+		return uuid.Nil, fmt.Errorf("%s: not a UUID (want a version-4 UUID like 6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f)", bounded.Quote(s))
 	}
 	if why := uuidV4Problem(id); why != "" {
 		return uuid.Nil, fmt.Errorf("%s is not a version-4 UUID: %s", id, why)
@@ -237,7 +238,7 @@ func uuidV4Problem(id uuid.UUID) string {
 // canonicalPeerAddr checks that s is an address a peer can dial and returns
 // its canonical form.
 func canonicalPeerAddr(s string) (string, error) {
-	bad := func(why string) error { return fmt.Errorf("bad address %s: %s", peerQuote(s), why) }
+	bad := func(why string) error { return fmt.Errorf("bad address %s: %s", bounded.Quote(s), why) }
 	host, portText, err := net.SplitHostPort(s)
 	if err != nil {
 		var ae *net.AddrError
@@ -262,7 +263,7 @@ func canonicalPeerAddr(s string) (string, error) {
 		case ip.IsUnspecified():
 			return "", bad(ip.String() + " is a listen address, not one a peer can dial")
 		case !peerValidZone(ip.Zone()):
-			return "", bad(fmt.Sprintf("bad zone %s", peerQuote(ip.Zone())))
+			return "", bad(fmt.Sprintf("bad zone %s", bounded.Quote(ip.Zone())))
 		}
 		return net.JoinHostPort(ip.String(), strconv.Itoa(port)), nil
 	}
@@ -282,7 +283,7 @@ func peerPort(s string) (int, string) {
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return 0, fmt.Sprintf("port %s is not a number", peerQuote(s))
+			return 0, fmt.Sprintf("port %s is not a number", bounded.Quote(s))
 		}
 	}
 	n, err := strconv.Atoi(s)
@@ -303,22 +304,22 @@ func peerHostName(host string) (string, string) {
 	labels := strings.Split(name, ".")
 	for _, l := range labels {
 		if l == "" || len(l) > 63 {
-			return "", fmt.Sprintf("host name %s has an empty or over-long label", peerQuote(host))
+			return "", fmt.Sprintf("host name %s has an empty or over-long label", bounded.Quote(host))
 		}
 		if l[0] == '-' || l[len(l)-1] == '-' {
-			return "", fmt.Sprintf("host name %s has a label that starts or ends with '-'", peerQuote(host))
+			return "", fmt.Sprintf("host name %s has a label that starts or ends with '-'", bounded.Quote(host))
 		}
 		for i := 0; i < len(l); i++ {
 			c := l[i]
 			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-				return "", fmt.Sprintf("host name %s contains %s", peerQuote(host), peerQuote(string([]byte{c})))
+				return "", fmt.Sprintf("host name %s contains %s", bounded.Quote(host), bounded.Quote(string([]byte{c})))
 			}
 		}
 	}
 	// A resolver would look up "10.0.0.256" or "010.0.0.1" as a name and
 	// fail late and confusingly; a top-level label is never all digits.
 	if last := labels[len(labels)-1]; strings.Trim(last, "0123456789") == "" {
-		return "", fmt.Sprintf("%s is not a valid IPv4 address", peerQuote(host))
+		return "", fmt.Sprintf("%s is not a valid IPv4 address", bounded.Quote(host))
 	}
 	return strings.ToLower(host), ""
 }
@@ -333,16 +334,6 @@ func peerValidZone(z string) bool {
 		}
 	}
 	return true
-}
-
-// peerQuote quotes user text for a one-line error, cut short so that a
-// garbage line does not swamp the message.
-func peerQuote(s string) string {
-	const maxLen = 64
-	if len(s) > maxLen {
-		return strconv.Quote(s[:maxLen]) + "..."
-	}
-	return strconv.Quote(s)
 }
 
 func peerPlural(n int, word string) string {

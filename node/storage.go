@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/google/uuid"
+
+	"github.com/bullylab/bullylab/internal/bounded"
 )
 
 // A data dir holds:
@@ -373,11 +375,11 @@ func decodeID(data []byte) (uuid.UUID, error) {
 		return uuid.Nil, errors.New("empty file")
 	}
 	if len(text) != 36 {
-		return uuid.Nil, fmt.Errorf("%s is not a UUID", peerQuote(text))
+		return uuid.Nil, fmt.Errorf("%s is not a UUID", bounded.Quote(text))
 	}
 	id, err := uuid.Parse(text)
 	if err != nil {
-		return uuid.Nil, fmt.Errorf("%s is not a UUID", peerQuote(text))
+		return uuid.Nil, fmt.Errorf("%s is not a UUID", bounded.Quote(text))
 	}
 	if why := uuidV4Problem(id); why != "" {
 		return uuid.Nil, fmt.Errorf("%s is not a version-4 UUID (%s)", id, why)
@@ -423,7 +425,7 @@ func decodeState(data []byte) (*State, error) {
 		return nil, fmt.Errorf("format version %d, this build reads only version %d", env.Format, storeFormat)
 	}
 	if !storeIsCRC(env.CRC) {
-		return nil, fmt.Errorf("bad checksum field %s", peerQuote(env.CRC))
+		return nil, fmt.Errorf("bad checksum field %s", bounded.Quote(env.CRC))
 	}
 	if !bytes.Equal(data, storeEnvelope(env.Format, env.CRC, env.State)) {
 		return nil, errors.New("not in the exact form this program writes (truncated, or edited by hand?)")

@@ -19,6 +19,10 @@ func FuzzParse(f *testing.F) {
 		"nodes: [a, {name: b, detection_stagger: 0s}]\nsettings: {detection_stagger: 20ms}\n",
 		"\"a\\nb\": 1\n",
 		"? [a]\n: 1\n",
+		"nodes: 3\nsubnet: 127.0.0.0/8\n",
+		"nodes: 3\nsubnet: ::/0\n",
+		"nodes: 3\nsettings: {heartbeat: 10ms, failure_timeout: 50ms, election_timeout: 20ms, detection_stagger: 1ms}\n",
+		"nodes: 3\nsubnet: " + strings.Repeat("x", 300) + "\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -29,6 +33,9 @@ func FuzzParse(f *testing.F) {
 			if strings.ContainsAny(msg, "\r\n") {
 				t.Fatalf("error is not one line: %q", msg)
 			}
+			if len(msg) > 1024 {
+				t.Fatalf("error of %d bytes: %.2000q", len(msg), msg)
+			}
 			if !strings.HasPrefix(msg, "fuzz.yaml") {
 				t.Fatalf("error does not name the file: %q", msg)
 			}
@@ -37,9 +44,18 @@ func FuzzParse(f *testing.F) {
 		if len(topo.Nodes) < 1 || len(topo.Nodes) > topologies.MaxNodes {
 			t.Fatalf("parsed %d nodes", len(topo.Nodes))
 		}
+		if !topo.Subnet.Addr().Is4() || topo.Subnet.Addr().IsLoopback() || topo.Subnet.Addr().IsMulticast() || topo.Subnet.Addr().IsUnspecified() {
+			t.Fatalf("subnet %s accepted", topo.Subnet)
+		}
 		for i, n := range topo.Nodes {
-			if n.Index != i+1 || !topo.Subnet.Contains(n.Addr) || n.Settings.Heartbeat >= n.Settings.FailureTimeout {
+			s := n.Settings
+			if n.Index != i+1 || !topo.Subnet.Contains(n.Addr) || s.Heartbeat >= s.FailureTimeout ||
+				n.Addr.IsLoopback() || n.Addr.IsMulticast() || !n.Addr.IsGlobalUnicast() && !n.Addr.IsLinkLocalUnicast() {
 				t.Fatalf("invalid node %+v in %s", n, topo.Subnet)
+			}
+			if s.Heartbeat < topologies.MinHeartbeat || s.FailureTimeout < topologies.MinFailureTimeout ||
+				s.ElectionTimeout < topologies.MinElectionTimeout || s.DetectionStagger != 0 && s.DetectionStagger < topologies.MinDetectionStagger {
+				t.Fatalf("node %s has timings below the floors: %+v", n.Name, s)
 			}
 		}
 	})

@@ -9,16 +9,13 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/bullylab/bullylab/topologies/yamlfile"
 )
 
 // Error is a problem in a topology file. Its message is one line:
 // "file:line: field: what is wrong".
 type Error = yamlfile.Error
-
-// maxFileSize bounds what Parse reads; a 1000-node list with per-node
-// overrides is ~100 KiB.
-const maxFileSize = 8 << 20
 
 // maxPairWork bounds the node pairs all links together may cover. A link
 // between two groups costs the product of their sizes, and YAML aliases
@@ -107,8 +104,8 @@ type rawNode struct {
 }
 
 func (p *parser) parse(data []byte) (*Topology, error) {
-	if len(data) > maxFileSize {
-		return nil, p.ErrAt(nil, "", "file is larger than %d MiB", maxFileSize>>20)
+	if len(data) > MaxFileSize {
+		return nil, p.ErrAt(nil, "", "file is larger than %s", bounded.Size(MaxFileSize))
 	}
 	top, err := p.Document(data, yamlfile.DocErrors{
 		Kind:  "topology",
@@ -237,7 +234,18 @@ func (p *parser) subnet(v *yaml.Node, path string) (netip.Prefix, error) {
 	}
 	pfx, err := netip.ParsePrefix(strings.TrimSpace(s))
 	if err != nil {
-		return netip.Prefix{}, p.ErrAt(v, path, "%q is not a subnet (want e.g. 10.77.0.0/16)", s)
+		return netip.Prefix{}, p.ErrAt(v, path, "%s is not a subnet (want e.g. 10.77.0.0/16)", bounded.Quote(s))
+	}
+	for _, r := range unusableRanges {
+		if pfx.Masked().Overlaps(r.prefix) {
+			what := pfx.String()
+			if pfx.Masked() != r.prefix {
+				what += " overlaps " + r.prefix.String() + ","
+			} else {
+				what += " is"
+			}
+			return netip.Prefix{}, p.ErrAt(v, path, "%s %s; pick a private range such as %s", what, r.what, DefaultSubnet)
+		}
 	}
 	if !pfx.Addr().Is4() {
 		return netip.Prefix{}, p.ErrAt(v, path, "%s is not IPv4 (only IPv4 is supported)", pfx)
@@ -246,6 +254,21 @@ func (p *parser) subnet(v *yaml.Node, path string) (netip.Prefix, error) {
 		return netip.Prefix{}, p.ErrAt(v, path, "%s has host bits set (did you mean %s?)", pfx, pfx.Masked())
 	}
 	return pfx, nil
+}
+
+// unusableRanges are address ranges a testbed subnet must not touch: the
+// nodes could not use them, or would reach the host instead of each other.
+var unusableRanges = []struct {
+	prefix netip.Prefix
+	what   string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), `"this network" (0.0.0.0 is the unspecified address)`},
+	{netip.MustParsePrefix("127.0.0.0/8"), "loopback"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved (255.255.255.255 is the broadcast address)"},
+	{netip.MustParsePrefix("::/128"), "the unspecified address"},
+	{netip.MustParsePrefix("::1/128"), "loopback"},
+	{netip.MustParsePrefix("ff00::/8"), "multicast"},
 }
 
 func (p *parser) impair(v *yaml.Node, path string) (rawImpair, error) {
@@ -281,6 +304,14 @@ func (p *parser) impair(v *yaml.Node, path string) (rawImpair, error) {
 	return r, err
 }
 
+// settingFloors are the Min constants by field.
+var settingFloors = map[string]time.Duration{
+	"heartbeat":         MinHeartbeat,
+	"failure_timeout":   MinFailureTimeout,
+	"election_timeout":  MinElectionTimeout,
+	"detection_stagger": MinDetectionStagger,
+}
+
 func (p *parser) setting(s *rawSettings, key string, v *yaml.Node, fp string) error {
 	read := p.PositiveDuration
 	if key == "detection_stagger" {
@@ -289,6 +320,9 @@ func (p *parser) setting(s *rawSettings, key string, v *yaml.Node, fp string) er
 	d, err := read(v, fp)
 	if err != nil {
 		return err
+	}
+	if floor := settingFloors[key]; d < floor && !(key == "detection_stagger" && d == 0) {
+		return p.ErrAt(v, fp, "%s is below the floor of %s", d, floor)
 	}
 	rs := rawSetting{val: &d, node: v, path: fp}
 	switch key {
@@ -427,7 +461,7 @@ func (p *parser) groups(t *Topology, v *yaml.Node, path string) error {
 				return err
 			}
 			if _, ok := t.byName[name]; !ok {
-				return p.ErrAt(m, mp, "unknown node %q", name)
+				return p.ErrAt(m, mp, "unknown node %s", bounded.Quote(name))
 			}
 			if slices.Contains(names, name) {
 				return p.ErrAt(m, mp, "node %q is listed twice", name)
@@ -478,7 +512,7 @@ func (p *parser) links(t *Topology, v *yaml.Node, path string) error {
 					}
 					members, ok := t.members(name)
 					if !ok {
-						return p.ErrAt(it, ip, "unknown node or group %q", name)
+						return p.ErrAt(it, ip, "unknown node or group %s", bounded.Quote(name))
 					}
 					ends[j], endNames[j] = members, name
 				}
@@ -557,7 +591,7 @@ func checkName(name, what string) string {
 		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-'
 	}
 	if !ok {
-		return fmt.Sprintf("invalid %s name %q (want [a-z0-9-]{1,16}, not starting with '-')", what, name)
+		return fmt.Sprintf("invalid %s name %s (want [a-z0-9-]{1,16}, not starting with '-')", what, bounded.Quote(name))
 	}
 	if name == "sw" {
 		return fmt.Sprintf("%s name \"sw\" is reserved for the switch", what)

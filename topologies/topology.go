@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/bullylab/bullylab/internal/bounded"
 )
 
 //go:embed *.yaml
@@ -24,6 +26,22 @@ const (
 	// ReservedPort is refused: Wireshark's built-in Gryphon dissector claims
 	// it, which garbles every capture of the election.
 	ReservedPort = 7000
+	// MaxFileSize bounds a topology file; a 1000-node list with per-node
+	// overrides is ~100 KiB.
+	MaxFileSize = 8 << 20
+)
+
+// Floors of the election timings a topology may set. Below them a
+// testbed measures the host rather than the election: a node process on a
+// loaded 2-core host can wait tens of milliseconds for a core, a heartbeat
+// goes to every member, and an election round opens TCP connections.
+const (
+	MinHeartbeat       = 10 * time.Millisecond
+	MinFailureTimeout  = 50 * time.Millisecond // five heartbeats at the floor
+	MinElectionTimeout = 20 * time.Millisecond
+	// MinDetectionStagger is the floor of a stagger that is not 0 (off):
+	// a shorter step is lost in timer slack.
+	MinDetectionStagger = time.Millisecond
 )
 
 // DefaultSubnet is used when a topology names none.
@@ -176,13 +194,13 @@ func Load(nameOrPath string) (*Topology, error) {
 			}
 		}
 	}
-	data, err := os.ReadFile(nameOrPath)
+	data, err := bounded.ReadFile("topology", nameOrPath, MaxFileSize)
 	if errors.Is(err, fs.ErrNotExist) && !strings.ContainsRune(nameOrPath, '/') {
-		return nil, fmt.Errorf("topology %q: no such file or built-in topology (built in: %s)",
-			nameOrPath, strings.Join(Names(), ", "))
+		return nil, fmt.Errorf("topology %s: no such file or built-in topology (built in: %s)",
+			bounded.Quote(nameOrPath), strings.Join(Names(), ", "))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
+		return nil, err
 	}
 	return Parse(nameOrPath, data)
 }

@@ -3,11 +3,14 @@ package topologies_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,6 +137,24 @@ links:
 	}
 }
 
+// TestTimingFloors: the floors themselves are accepted, and 0 still turns
+// the stagger off.
+func TestTimingFloors(t *testing.T) {
+	topo, err := topologies.Parse("x.yaml", []byte("nodes: [a, {name: b, detection_stagger: 0s}]\n"+
+		"settings: {heartbeat: 10ms, failure_timeout: 50ms, election_timeout: 20ms, detection_stagger: 1ms}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := topologies.Settings{Heartbeat: topologies.MinHeartbeat, FailureTimeout: topologies.MinFailureTimeout,
+		ElectionTimeout: topologies.MinElectionTimeout, DetectionStagger: topologies.MinDetectionStagger}
+	if got := topo.Nodes[0].Settings; got != want {
+		t.Errorf("a: %+v, want %+v", got, want)
+	}
+	if got := topo.Nodes[1].Settings.DetectionStagger; got != 0 {
+		t.Errorf("b: stagger %v, want 0 (off)", got)
+	}
+}
+
 func TestSubnetEdges(t *testing.T) {
 	// /24 holds hosts .2 .. .254.
 	if _, err := topologies.Parse("x.yaml", []byte("nodes: 253\nsubnet: 10.1.2.0/24\n")); err != nil {
@@ -179,6 +200,17 @@ func TestBadFiles(t *testing.T) {
 		{"node without name", "nodes:\n  - heartbeat: 10ms\n", "bad.yaml:2: nodes[0].name: missing"},
 		{"node unknown field", "nodes:\n  - {name: a, delay: 5ms}\n", "bad.yaml:2: nodes[0].delay: unknown field"},
 		{"subnet ipv6", "nodes: 3\nsubnet: fd00::/64\n", "bad.yaml:2: subnet: fd00::/64 is not IPv4"},
+		{"subnet loopback", "nodes: 3\nsubnet: 127.0.0.0/8\n", "bad.yaml:2: subnet: 127.0.0.0/8 is loopback; pick a private range such as 10.77.0.0/16"},
+		{"subnet in loopback", "nodes: 3\nsubnet: 127.1.0.0/16\n", "bad.yaml:2: subnet: 127.1.0.0/16 overlaps 127.0.0.0/8, loopback"},
+		{"subnet over loopback", "nodes: 3\nsubnet: 96.0.0.0/3\n", "bad.yaml:2: subnet: 96.0.0.0/3 overlaps 127.0.0.0/8, loopback"},
+		{"subnet loopback host bits", "nodes: 3\nsubnet: 127.0.0.1/8\n", "bad.yaml:2: subnet: 127.0.0.1/8 is loopback"},
+		{"subnet multicast", "nodes: 3\nsubnet: 239.1.0.0/16\n", "bad.yaml:2: subnet: 239.1.0.0/16 overlaps 224.0.0.0/4, multicast"},
+		{"subnet everything", "nodes: 3\nsubnet: 0.0.0.0/0\n", "bad.yaml:2: subnet: 0.0.0.0/0 overlaps 0.0.0.0/8, \"this network\" (0.0.0.0 is the unspecified address)"},
+		{"subnet this network", "nodes: 3\nsubnet: 0.0.0.0/16\n", "bad.yaml:2: subnet: 0.0.0.0/16 overlaps 0.0.0.0/8"},
+		{"subnet broadcast", "nodes: 3\nsubnet: 255.255.255.0/24\n", "bad.yaml:2: subnet: 255.255.255.0/24 overlaps 240.0.0.0/4, reserved"},
+		{"subnet ipv6 loopback", "nodes: 3\nsubnet: ::1/128\n", "bad.yaml:2: subnet: ::1/128 is loopback"},
+		{"subnet ipv6 everything", "nodes: 3\nsubnet: ::/0\n", "bad.yaml:2: subnet: ::/0 overlaps ::/128, the unspecified address"},
+		{"subnet ipv6 multicast", "nodes: 3\nsubnet: ff02::/16\n", "bad.yaml:2: subnet: ff02::/16 overlaps ff00::/8, multicast"},
 		{"subnet host bits", "nodes: 3\nsubnet: 10.0.0.1/24\n", "bad.yaml:2: subnet: 10.0.0.1/24 has host bits set"},
 		{"subnet garbage", "nodes: 3\nsubnet: ten\n", "bad.yaml:2: subnet: \"ten\" is not a subnet"},
 		{"subnet too small", "nodes: 254\nsubnet: 10.0.0.0/24\n", "bad.yaml:2: subnet: 10.0.0.0/24 holds 253 nodes, the topology has 254"},
@@ -193,6 +225,11 @@ func TestBadFiles(t *testing.T) {
 		{"nan duplicate", "nodes: 3\nimpair: {duplicate: NaN}\n", "bad.yaml:2: impair.duplicate: \"NaN\" is not a percentage"},
 		{"node impair", "nodes:\n  - name: a\n    impair: {loss: 200}\n", "bad.yaml:3: nodes[0].impair.loss: \"200\" is not a percentage"},
 		{"zero heartbeat", "nodes: 3\nsettings: {heartbeat: 0s}\n", "bad.yaml:2: settings.heartbeat: must be positive"},
+		{"heartbeat below floor", "nodes: 3\nsettings: {heartbeat: 5ms}\n", "bad.yaml:2: settings.heartbeat: 5ms is below the floor of 10ms"},
+		{"failure timeout below floor", "nodes: 3\nsettings: {heartbeat: 10ms, failure_timeout: 40ms}\n", "bad.yaml:2: settings.failure_timeout: 40ms is below the floor of 50ms"},
+		{"election timeout below floor", "nodes: 3\nsettings:\n  election_timeout: 19ms\n", "bad.yaml:3: settings.election_timeout: 19ms is below the floor of 20ms"},
+		{"stagger below floor", "nodes: 3\nsettings: {detection_stagger: 500us}\n", "bad.yaml:2: settings.detection_stagger: 500µs is below the floor of 1ms"},
+		{"node heartbeat below floor", "nodes:\n  - a\n  - {name: b, heartbeat: 1ms}\n", "bad.yaml:3: nodes[1].heartbeat: 1ms is below the floor of 10ms"},
 		{"negative stagger", "nodes: 3\nsettings:\n  detection_stagger: -1ms\n", "bad.yaml:3: settings.detection_stagger: -1ms is negative"},
 		{"node stagger", "nodes:\n  - a\n  - {name: b, detection_stagger: soon}\n", "bad.yaml:3: nodes[1].detection_stagger: \"soon\" is not a duration"},
 		{"heartbeat not below failure", "nodes: 3\nsettings:\n  heartbeat: 500ms\n", "bad.yaml:3: settings.heartbeat: heartbeat 500ms must be below failure_timeout 500ms"},
@@ -321,5 +358,94 @@ func TestDefaultSettingsMatchNode(t *testing.T) {
 	}
 	if topologies.DefaultSettings != want {
 		t.Errorf("DefaultSettings = %+v, node.DefaultConfig has %+v", topologies.DefaultSettings, want)
+	}
+}
+
+// Files that never end or never open are refused in one line: /dev/zero
+// by the size bound, a FIFO nobody writes to as empty, without blocking.
+func TestLoadSpecialFiles(t *testing.T) {
+	_, err := topologies.Load("/dev/zero")
+	if want := "topology /dev/zero: larger than 8 MiB"; err == nil || err.Error() != want {
+		t.Errorf("Load(/dev/zero) error = %v, want %s", err, want)
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = topologies.Load(fifo)
+	if want := fifo + ": empty topology"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Load(FIFO) error = %v, want prefix %s", err, want)
+	}
+}
+
+// TestLoadStdin: /dev/stdin reads what the process was given, a pipe or a
+// file. The test runs itself with TOPOLOGIES_LOAD_STDIN set, which makes
+// it load /dev/stdin and print what it got.
+func TestLoadStdin(t *testing.T) {
+	if os.Getenv("TOPOLOGIES_LOAD_STDIN") == "1" {
+		topo, err := topologies.Load("/dev/stdin")
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%s: %d nodes\n", topo.Name, len(topo.Nodes))
+		return
+	}
+	const src = "name: piped\nnodes: 4\n"
+	file := filepath.Join(t.TempDir(), "t.yaml")
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for what, stdin := range map[string]io.Reader{"pipe": strings.NewReader(src), "file": f} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLoadStdin$")
+		cmd.Env = append(os.Environ(), "TOPOLOGIES_LOAD_STDIN=1")
+		cmd.Stdin = stdin
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "piped: 4 nodes") {
+			t.Errorf("/dev/stdin from a %s: %v\n%s", what, err, out)
+		}
+	}
+}
+
+// TestLongValuesInErrors: an error quoting a value or key of the file
+// shows its start and its length, not all of it.
+func TestLongValuesInErrors(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	key := strings.Repeat("x", 1000) // YAML keys end at 1024 bytes
+	for _, src := range []string{
+		"nodes: 3\nsubnet: " + long + "\n",
+		"nodes: [" + long + "]\n",
+		"nodes: 3\n" + key + ": 1\n",
+		"nodes: 3\nsettings: {" + long + ": 1}\n",
+		"nodes: 3\ngroups: {g: [" + long + "]}\n",
+		"nodes: 3\ngroups: {" + key + ": [n1]}\n",
+		"nodes: 3\nlinks: [{between: [n1, " + long + "], impair: {delay: 1ms}}]\n",
+		"nodes: 3\nimpair: {delay: " + long + "}\n",
+		"nodes: 3\nimpair: {delay: -" + strings.Repeat("0", 1<<20) + "1ms}\n",
+		"nodes: 3\nimpair: {loss: " + long + "}\n",
+		"nodes: 3\nport: " + long + "\n",
+		"nodes: 3\nport: 1" + strings.Repeat("0", 1<<20) + "\n",
+		"nodes: " + long + "\n",
+		"name: " + long + "\nnodes: 3\n",
+		"nodes: *" + long + "\n",
+		"nodes: 3\n\"" + long + "\n",
+	} {
+		_, err := topologies.Parse("long.yaml", []byte(src))
+		if err == nil {
+			t.Errorf("%.40q... parsed", src)
+			continue
+		}
+		msg := err.Error()
+		if len(msg) > 400 || strings.ContainsAny(msg, "\r\n") || !strings.HasPrefix(msg, "long.yaml:") {
+			t.Errorf("%.40q...: error of %d bytes: %.500s", src, len(msg), msg)
+		}
+		if strings.Contains(msg, "xxxxx") && !strings.Contains(msg, "bytes)") {
+			t.Errorf("%.40q...: a value is cut without saying so: %s", src, msg)
+		}
 	}
 }

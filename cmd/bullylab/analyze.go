@@ -19,7 +19,8 @@ func analyzeCommand() *cli.Command {
 		ArgsUsage: "FILE",
 		Description: "Reads a bullylab capture and prints its summary, its elections (trigger, detection\n" +
 			"time, time to leader, leader, epoch, messages by type), per node counts and anomalies.\n" +
-			"--json writes the same as a document of schema " + capture.Schema + ".",
+			"--json writes the same as a document of schema " + capture.Schema + ".\n" +
+			"A capture cut short (its writer killed) is analyzed up to the cut, with a warning on stderr.",
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "write the report as JSON (schema " + capture.Schema + ")"},
@@ -47,6 +48,9 @@ func analyzeCommand() *cli.Command {
 			rep, err := capture.AnalyzeFile(file, opts)
 			if err != nil {
 				return fmt.Errorf("analyze %v", err) // err names the file
+			}
+			for _, w := range rep.Warnings() {
+				fmt.Fprintf(c.App.ErrWriter, "bullylab: warning: %s\n", w)
 			}
 			if c.IsSet("timeline") {
 				if rep.Timeline, err = rep.ElectionTimeline(c.Int("timeline")); err != nil {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/bullylab/bullylab/netem/bench"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
@@ -36,8 +37,9 @@ func benchCommand() *cli.Command {
 		Description: "Each run builds the topology's testbed, captures it live, waits for a stable leader,\n" +
 			"runs the scenario and measures the election it marks: time to leader, detection time and\n" +
 			"messages by type, checked against the nodes' counters and the SLE1/SLE2 properties.\n" +
-			"Writes results.json, bench.txt (benchstat input), report.html and one pcapng per run to --out.\n" +
-			"Needs root: it creates network namespaces.",
+			"Writes results.json, bench.txt (benchstat input), report.html and one pcapng per run to --out,\n" +
+			"all mode 0644. Needs root: it creates network namespaces. The inputs are checked first, the\n" +
+			"scenario against the topology included, so that a mistake costs no testbed.",
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "topology", Value: "star16", Usage: "built-in topology `NAME` or a topology file"},
@@ -53,14 +55,14 @@ func benchCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return &benchExit{fmt.Sprintf("bench: unexpected argument %q (options only)", c.Args().First()), 2}
-			}
-			if os.Geteuid() != 0 {
-				return &benchExit{"bench needs root to build network namespaces: run it with sudo", 2}
+				return &benchExit{fmt.Sprintf("bench: unexpected argument %s (options only)", bounded.Quote(c.Args().First())), 2}
 			}
 			runs := c.Int("runs")
 			if runs < 1 {
 				return &benchExit{fmt.Sprintf("bench: --runs %d: want at least 1", runs), 2}
+			}
+			if err := checkBackend(c.String("backend")); err != nil {
+				return &benchExit{err.Error(), 2}
 			}
 			topo, err := topologies.Load(c.String("topology"))
 			if err != nil {
@@ -85,6 +87,14 @@ func benchCommand() *cli.Command {
 			scs, err := scenario.Lookup(c.String("scenario"), params)
 			if err != nil {
 				return &benchExit{fmt.Sprintf("bench: --scenario: %v", err), 2}
+			}
+			if err := bench.CheckScenarios(topo, scs); err != nil {
+				return &benchExit{fmt.Sprintf("bench: --scenario: %v", err), 2}
+			}
+			// Last of the checks: what is wrong with the input is worth
+			// knowing before sudo.
+			if os.Geteuid() != 0 {
+				return &benchExit{"bench needs root to build network namespaces: run it with sudo", 2}
 			}
 			bin, err := os.Executable()
 			if err != nil {

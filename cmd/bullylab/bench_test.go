@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/urfave/cli/v2"
@@ -40,10 +43,51 @@ func TestCompareUnusable(t *testing.T) {
 	}
 }
 
+// TestBenchBadInput: what is wrong with bench's input is said in one
+// line and exit status 2, before the check for root and before any
+// testbed is built.
 func TestBenchBadInput(t *testing.T) {
-	for _, args := range [][]string{{"--topology", "no-such-topology"}, {"--scenario", "no-such-scenario"}, {"--runs", "0"}, {"extra"}} {
-		if code, out := runCmd(t, benchCommand(), args...); code != 2 {
-			t.Errorf("%v: exit %d, want 2: %s", args, code, out)
+	dir := t.TempDir()
+	unknownNode := filepath.Join(dir, "n9.yaml")
+	if err := os.WriteFile(unknownNode, []byte("steps:\n  - inject: {crash: n9}\n  - wait_leader\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--topology", "no-such-topology"}, `bench: --topology: topology "no-such-topology": no such file or built-in topology`},
+		{[]string{"--topology", "/dev/zero"}, "bench: --topology: topology /dev/zero: larger than 8 MiB"},
+		{[]string{"--scenario", "no-such-scenario"}, `bench: --scenario: scenario "no-such-scenario": no such built-in scenario`},
+		{[]string{"--scenario", fifo}, "bench: --scenario: " + fifo + ": empty scenario"},
+		{[]string{"--topology", "star5", "--scenario", unknownNode},
+			"bench: --scenario: " + unknownNode + `:2: steps[0].inject.crash: topology star5 has no node or group "n9" (its 5 nodes are n1 to n5; it has no groups)`},
+		{[]string{"--runs", "0"}, "bench: --runs 0: want at least 1"},
+		{[]string{"--backend", "tc"}, `--backend "tc": want netem or nfqueue`},
+		{[]string{"extra"}, `bench: unexpected argument "extra"`},
+	} {
+		code, out := runCmd(t, benchCommand(), tc.args...)
+		if code != 2 || !strings.HasPrefix(out, tc.want) || strings.Contains(out, "\n") {
+			t.Errorf("%v: exit %d, want 2 and one line starting %s:\n%s", tc.args, code, tc.want, out)
+		}
+	}
+}
+
+// TestBackendFlag: bench takes the --backend values up takes, and refuses
+// the others with up's error.
+func TestBackendFlag(t *testing.T) {
+	_, upOut := runCmd(t, upCommand(), "star3", "--backend", "tc")
+	_, benchOut := runCmd(t, benchCommand(), "--backend", "tc")
+	if upOut != benchOut || upOut != `--backend "tc": want netem or nfqueue` {
+		t.Errorf("up says %q, bench says %q", upOut, benchOut)
+	}
+	for _, b := range []string{"", "netem", "nfqueue"} {
+		if err := checkBackend(b); err != nil {
+			t.Errorf("--backend %q: %v", b, err)
 		}
 	}
 }

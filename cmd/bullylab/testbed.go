@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/olekukonko/tablewriter"
@@ -96,6 +97,16 @@ func positional(c *cli.Context) ([]string, error) {
 	return pos, nil
 }
 
+// checkBackend checks --backend, which up and bench share: empty (probe),
+// netem or nfqueue.
+func checkBackend(b string) error {
+	switch b {
+	case "", netem.BackendNetem, netem.BackendNFQueue:
+		return nil
+	}
+	return fmt.Errorf("--backend %s: want %s or %s", bounded.Quote(b), netem.BackendNetem, netem.BackendNFQueue)
+}
+
 var runFlag = &cli.StringFlag{Name: "run", Usage: "run `ID` of the testbed (default: the only one up)"}
 
 func upCommand() *cli.Command {
@@ -137,10 +148,8 @@ func runUp(c *cli.Context) error {
 	if run != "" && !netem.ValidRunID(run) {
 		return fmt.Errorf("--run %q: not a run ID (%s and 4 hex digits, like bl1a2b)", run, netem.RunPrefix)
 	}
-	switch b := c.String("backend"); b {
-	case "", netem.BackendNetem, netem.BackendNFQueue:
-	default:
-		return fmt.Errorf("--backend %q: want %s or %s", b, netem.BackendNetem, netem.BackendNFQueue)
+	if err := checkBackend(c.String("backend")); err != nil {
+		return err
 	}
 	if err := requirePrivilege("up"); err != nil {
 		return err

@@ -470,3 +470,25 @@ func TestTestbedCLINotRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestUpTopologyFiles: the topology is read before anything needs root,
+// within its size limit and without blocking on a FIFO, and /dev/stdin
+// works, here with a topology whose error shows it was read.
+func TestUpTopologyFiles(t *testing.T) {
+	wantError(t, "topology /dev/zero: larger than 8 MiB", "up", "/dev/zero")
+	fifo := filepath.Join(t.TempDir(), "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, fifo+": empty topology", "up", fifo)
+
+	cmd := exec.Command(binary, "up", "/dev/stdin")
+	cmd.Stdin = strings.NewReader("nodes: 3\nsubnet: 127.0.0.0/8\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	want := "bullylab: /dev/stdin:2: subnet: 127.0.0.0/8 is loopback; pick a private range such as 10.77.0.0/16\n"
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || stderr.String() != want {
+		t.Errorf("up /dev/stdin: %v, stderr %q, want exit 1 and %q", err, stderr.String(), want)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/bullylab/bullylab/internal/bounded"
 )
 
 // The Go benchmark format (golang.org/design/14313-benchmark-format, as
@@ -228,7 +230,7 @@ func ParseBenchText(name string, data []byte) (*BenchText, error) {
 			}
 			iters, err := strconv.Atoi(f[1])
 			if err != nil || iters < 0 {
-				return nil, fail("iteration count %q is not a count", f[1])
+				return nil, fail("iteration count %s is not a count", bounded.Quote(f[1]))
 			}
 			res := BenchResult{Line: lineNo, Name: f[0], Iters: iters, Config: map[string]string{}}
 			for k, v := range config {
@@ -237,7 +239,7 @@ func ParseBenchText(name string, data []byte) (*BenchText, error) {
 			for i := 2; i < len(f); i += 2 {
 				v, err := strconv.ParseFloat(f[i], 64)
 				if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-					return nil, fail("value %q of unit %s is not a number", f[i], f[i+1])
+					return nil, fail("value %s of unit %s is not a number", bounded.Quote(f[i]), bounded.Clip(f[i+1], bounded.MaxQuoted))
 				}
 				res.Values = append(res.Values, BenchValue{Value: v, Unit: f[i+1]})
 			}
@@ -250,7 +252,7 @@ func ParseBenchText(name string, data []byte) (*BenchText, error) {
 			for _, kv := range f[2:] {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok || k == "" {
-					return nil, fail("unit metadata %q is not key=value", kv)
+					return nil, fail("unit metadata %s is not key=value", bounded.Quote(kv))
 				}
 				if bt.Units[f[1]] == nil {
 					bt.Units[f[1]] = map[string]string{}
@@ -357,12 +359,13 @@ func ResultsFromBenchText(name string, bt *BenchText) (*Results, error) {
 		}
 		topo, scName := values["topology"], values["scenario"]
 		if topo == "" || scName == "" {
-			return nil, &FileError{File: name, Line: line, Msg: fmt.Sprintf("%s names no topology= or scenario=", full)}
+			return nil, &FileError{File: name, Line: line, Msg: fmt.Sprintf("%s names no topology= or scenario=", bounded.Clip(full, bounded.MaxQuoted))}
 		}
 		if r.Topology.Name == "" {
 			r.Topology.Name = topo
 		} else if topo != r.Topology.Name {
-			return nil, &FileError{File: name, Line: line, Msg: fmt.Sprintf("topology %s, but earlier lines are %s", topo, r.Topology.Name)}
+			return nil, &FileError{File: name, Line: line, Msg: fmt.Sprintf("topology %s, but earlier lines are %s",
+				bounded.Clip(topo, bounded.MaxQuoted), bounded.Clip(r.Topology.Name, bounded.MaxQuoted))}
 		}
 		labels := map[string]string{}
 		for _, k := range keys {

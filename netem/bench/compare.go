@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bullylab/bullylab/internal/bounded"
 )
 
 // Verdict is the outcome of a comparison, as `bullylab compare` exits.
@@ -74,7 +75,7 @@ func ParseThreshold(s string) (float64, error) {
 	num := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "%"))
 	f, err := strconv.ParseFloat(num, 64)
 	if err != nil || !(f >= 0 && f <= 1000) {
-		return 0, fmt.Errorf("--max-regress %q: want a percentage such as 10%%", s)
+		return 0, fmt.Errorf("--max-regress %s: want a percentage such as 10%%", bounded.Quote(s))
 	}
 	return f / 100, nil
 }
@@ -140,7 +141,7 @@ func (c *Comparison) Regressions() []Change {
 // LoadComparable reads results.json or bench.txt, told apart by their
 // first non-blank byte: '{' starts JSON.
 func LoadComparable(path string) (*Results, error) {
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile("results", path, MaxResultsSize)
 	if err != nil {
 		return nil, &UnusableError{Err: err}
 	}
@@ -190,10 +191,10 @@ func Compare(baseName string, base *Results, newName string, nw *Results, opts C
 		return nil, errors.New("compare: negative threshold")
 	}
 	if base.Topology.Name != nw.Topology.Name {
-		return nil, unusable("different topologies: %s is %s, %s is %s", baseName, base.Topology.Name, newName, nw.Topology.Name)
+		return nil, unusable("different topologies: %s is %s, %s is %s", baseName, clip(base.Topology.Name), newName, clip(nw.Topology.Name))
 	}
 	if b, n := base.Topology.Nodes, nw.Topology.Nodes; b > 0 && n > 0 && b != n {
-		return nil, unusable("topology %s has %d nodes in %s and %d in %s", base.Topology.Name, b, baseName, n, newName)
+		return nil, unusable("topology %s has %d nodes in %s and %d in %s", clip(base.Topology.Name), b, baseName, n, newName)
 	}
 	c := &Comparison{Base: baseName, New: newName, Topology: base.Topology.Name, MaxRegress: opts.MaxRegress}
 	baseByKey := map[string]*ScenarioResult{}
@@ -220,10 +221,10 @@ func Compare(baseName string, base *Results, newName string, nw *Results, opts C
 		slices.Sort(onlyNew)
 		var parts []string
 		if len(onlyBase) > 0 {
-			parts = append(parts, fmt.Sprintf("only in %s: %s", baseName, strings.Join(onlyBase, ", ")))
+			parts = append(parts, fmt.Sprintf("only in %s: %s", baseName, clipList(onlyBase)))
 		}
 		if len(onlyNew) > 0 {
-			parts = append(parts, fmt.Sprintf("only in %s: %s", newName, strings.Join(onlyNew, ", ")))
+			parts = append(parts, fmt.Sprintf("only in %s: %s", newName, clipList(onlyNew)))
 		}
 		return nil, unusable("different scenarios: %s", strings.Join(parts, "; "))
 	}
@@ -233,15 +234,34 @@ func Compare(baseName string, base *Results, newName string, nw *Results, opts C
 		key := sb.Key()
 		sn := newByKey[key]
 		if len(sb.Runs) == 0 {
-			return nil, unusable("scenario %s has no runs in %s", key, baseName)
+			return nil, unusable("scenario %s has no runs in %s", clip(key), baseName)
 		}
 		if len(sn.Runs) == 0 {
-			return nil, unusable("scenario %s has no runs in %s", key, newName)
+			return nil, unusable("scenario %s has no runs in %s", clip(key), newName)
 		}
 		b, n := Summarize(sb.Runs), Summarize(sn.Runs)
 		c.Changes = append(c.Changes, scenarioChanges(key, b, n, opts)...)
 	}
 	return c, nil
+}
+
+// clip cuts a name from an input short for an error.
+func clip(s string) string { return bounded.Clip(s, bounded.MaxQuoted) }
+
+// maxListed is how many names an error lists.
+const maxListed = 10
+
+// clipList lists names for an error: at most maxListed, each cut short.
+func clipList(names []string) string {
+	var parts []string
+	for i, n := range names {
+		if i == maxListed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(names)-maxListed))
+			break
+		}
+		parts = append(parts, clip(n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func notes(baseName string, base *Results, newName string, nw *Results) []string {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -140,8 +141,14 @@ func TestCompareUnusable(t *testing.T) {
 	moreNodes.Topology.Nodes = 17
 	fewer := sampleResults(1)
 	fewer.Scenarios = fewer.Scenarios[:1]
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct{ path, want string }{
 		{filepath.Join(dir, "missing.json"), "no such file"},
+		{"/dev/zero", "results /dev/zero: larger than 64 MiB"},
+		{fifo, fifo + ": no BenchmarkElection results"},
 		{write("v2.json", `{"schema": "bullylab.bench/v2"}`), `schema: "bullylab.bench/v2" is not bullylab.bench/v1`},
 		{write("garbage.json", `{"schema": `), "unexpected end of JSON input"},
 		{write("empty.txt", "goos: linux\n"), "no BenchmarkElection results"},

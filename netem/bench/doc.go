@@ -115,5 +115,12 @@
 // than a noise floor (1 ms, half a message); any larger share of failed
 // runs regresses. Verdict maps to the exit status: 0 pass, 1 regressed,
 // 2 unusable input (an unreadable file, another schema, another topology
-// or other scenarios, named in the error).
+// or other scenarios, named in the error). An input larger than
+// MaxResultsSize (64 MiB) is unusable too: compare reads no further.
+//
+// # Files
+//
+// results.json, bench.txt, report.html and the run captures are written
+// mode 0644 (OutputMode) whatever the umask, so that an unprivileged
+// compare or browser reads what `sudo bullylab bench` wrote.
 package bench

@@ -27,6 +27,9 @@ func oneLineNamingFile(t *testing.T, err error, file string) {
 	if !strings.HasPrefix(msg, file) {
 		t.Fatalf("error does not name the file: %q", msg)
 	}
+	if len(msg) > 1024 {
+		t.Fatalf("error of %d bytes: %.2000q", len(msg), msg)
+	}
 }
 
 // FuzzDecodeResults: any input decodes into results that summarise,
@@ -115,8 +118,8 @@ func FuzzParseThreshold(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		v, err := bench.ParseThreshold(s)
 		if err != nil {
-			if strings.ContainsAny(err.Error(), "\r\n") {
-				t.Fatalf("error is not one line: %q", err)
+			if strings.ContainsAny(err.Error(), "\r\n") || len(err.Error()) > 1024 {
+				t.Fatalf("error is not one short line: %.2000q", err)
 			}
 			return
 		}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"
@@ -348,46 +350,66 @@ func (r *Results) Write(w io.Writer) error {
 }
 
 // WriteFile writes r to path through a temporary file, so that a bench
-// killed half-way never leaves a truncated results.json for compare.
+// killed half-way never leaves a truncated results.json for compare. The
+// file is OutputMode, as every bench output.
 func (r *Results) WriteFile(path string) error {
-	var buf bytes.Buffer
-	if err := r.Write(&buf); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if err := writeAtomic(path, r.Write); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".results-*.json")
+	return nil
+}
+
+// OutputMode is the mode of results.json, bench.txt and report.html:
+// readable by all, so that an unprivileged `bullylab compare` reads what
+// `sudo bullylab bench` wrote.
+const OutputMode = 0o644
+
+// writeAtomic writes path through a temporary file in its folder, renamed
+// over it once complete, with mode OutputMode whatever the umask.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %w", path, err)
+	defer os.Remove(tmp.Name()) // after the rename, a no-op
+	bw := bufio.NewWriter(tmp)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if err == nil {
+		// CreateTemp makes files 0600.
+		err = tmp.Chmod(OutputMode)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
 	}
 	return os.Rename(tmp.Name(), path)
 }
 
 // ReadResults reads and checks a results.json.
 func ReadResults(path string) (*Results, error) {
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile("results", path, MaxResultsSize)
 	if err != nil {
 		return nil, err
 	}
 	return DecodeResults(path, data)
 }
 
-// maxResultsSize bounds what DecodeResults accepts: 30 runs of a
-// 250-node chaos scenario take a few MiB.
-const maxResultsSize = 256 << 20
+// MaxResultsSize bounds a results.json or bench.txt that DecodeResults,
+// ReadResults and LoadComparable accept: 30 runs of a 250-node chaos
+// scenario take a few MiB, a 60-run star16 bench 100 KiB.
+const MaxResultsSize = 64 << 20
 
 // DecodeResults parses and checks results.json data; name is used in
 // errors, which are one line: "name:line: field: what is wrong". Unknown
 // fields are ignored: v1 only ever gains fields.
 func DecodeResults(name string, data []byte) (*Results, error) {
-	if len(data) > maxResultsSize {
-		return nil, &FileError{File: name, Msg: fmt.Sprintf("larger than %d MiB", maxResultsSize>>20)}
+	if len(data) > MaxResultsSize {
+		return nil, &FileError{File: name, Msg: "larger than " + bounded.Size(MaxResultsSize)}
 	}
 	var head struct {
 		Schema *string `json:"schema"`
@@ -399,7 +421,7 @@ func DecodeResults(name string, data []byte) (*Results, error) {
 	case head.Schema == nil:
 		return nil, &FileError{File: name, Field: "schema", Msg: "missing (not a bullylab results.json?)"}
 	case *head.Schema != Schema:
-		msg := fmt.Sprintf("%q is not %s", *head.Schema, Schema)
+		msg := fmt.Sprintf("%s is not %s", bounded.Quote(*head.Schema), Schema)
 		if strings.HasPrefix(*head.Schema, "bullylab.bench/") {
 			msg += " (written by another bullylab version)"
 		}
@@ -437,6 +459,10 @@ func (e *FileError) Error() string {
 	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(b.String())
 }
 
+// maxLibraryMessage bounds what an error shows of a message of
+// encoding/json, which may quote the input (a number's digits).
+const maxLibraryMessage = 200
+
 // jsonError turns encoding/json's errors, which count bytes, into one
 // that names a line and, for type errors, the field.
 func jsonError(name string, data []byte, err error) error {
@@ -444,12 +470,13 @@ func jsonError(name string, data []byte, err error) error {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		return &FileError{File: name, Line: lineAt(data, syn.Offset), Msg: syn.Error()}
+		return &FileError{File: name, Line: lineAt(data, syn.Offset), Msg: bounded.Clip(syn.Error(), maxLibraryMessage)}
 	case errors.As(err, &typ):
-		return &FileError{File: name, Line: lineAt(data, typ.Offset), Field: typ.Field,
-			Msg: fmt.Sprintf("want %s, got JSON %s", typ.Type, typ.Value)}
+		// Field names the map keys on the way: the file's.
+		return &FileError{File: name, Line: lineAt(data, typ.Offset), Field: bounded.Clip(typ.Field, maxLibraryMessage),
+			Msg: fmt.Sprintf("want %s, got JSON %s", typ.Type, bounded.Clip(typ.Value, bounded.MaxQuoted))}
 	}
-	return &FileError{File: name, Msg: err.Error()}
+	return &FileError{File: name, Msg: bounded.Clip(err.Error(), maxLibraryMessage)}
 }
 
 func lineAt(data []byte, off int64) int {
@@ -478,7 +505,7 @@ func (r *Results) validate(name string) error {
 			return bad(f+".name", "missing")
 		}
 		if j, ok := keys[sc.Key()]; ok {
-			return bad(f, "scenario %q is also scenarios[%d]", sc.Key(), j)
+			return bad(f, "scenario %s is also scenarios[%d]", bounded.Quote(sc.Key()), j)
 		}
 		keys[sc.Key()] = i
 		indexes := map[int]bool{}
@@ -498,7 +525,7 @@ func (r *Results) validate(name string) error {
 			}
 			for t, n := range run.Messages {
 				if n < 0 {
-					return bad(rf+".messages."+t, "negative")
+					return bad(rf+".messages."+bounded.Clip(t, bounded.MaxQuoted), "negative")
 				}
 			}
 			indexes[run.Index] = true

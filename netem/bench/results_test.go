@@ -3,6 +3,7 @@ package bench_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -124,5 +125,72 @@ func TestResultOf(t *testing.T) {
 	}
 	if back.Key() != "cascade k=2" || len(back.Steps) != len(scs[0].Steps) {
 		t.Errorf("definition is another scenario:\n%s", res.Definition)
+	}
+}
+
+// TestLongValuesInErrors: an error quoting a value of results.json or
+// bench.txt shows its start and its length, not all of it.
+func TestLongValuesInErrors(t *testing.T) {
+	long := strings.Repeat("x", 1<<19) // bench.txt lines end at 1 MiB
+	digits := strings.Repeat("9", 1<<20)
+	encode := func(r *bench.Results) string {
+		var buf bytes.Buffer
+		r.Write(&buf)
+		return buf.String()
+	}
+	good := encode(sampleResults(1))
+	check := func(what string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Errorf("%s: no error", what)
+			return
+		}
+		if msg := err.Error(); len(msg) > 400 || strings.ContainsAny(msg, "\r\n") || !strings.Contains(msg, "bytes)") {
+			t.Errorf("%s: error of %d bytes: %.500s", what, len(msg), msg)
+		}
+	}
+	twice := sampleResults(1)
+	twice.Scenarios[0].Name = long
+	twice.Scenarios[1] = twice.Scenarios[0]
+	for what, in := range map[string]string{
+		"schema":       `{"schema": "` + long + `"}`,
+		"number":       strings.Replace(good, `"seed": 1,`, `"seed": 1`+digits+`,`, 1),
+		"message type": strings.Replace(good, `"HALT": 14`, `"`+long+`": -1`, 1),
+		"scenario key": encode(twice),
+	} {
+		_, err := bench.DecodeResults("r.json", []byte(in))
+		check(what, err)
+	}
+	for what, in := range map[string]string{
+		"iterations":    "BenchmarkElection/topology=t/scenario=s " + long + " 5 ns/op\n",
+		"value":         "BenchmarkElection/topology=t/scenario=s 1 " + long + " ns/op\n",
+		"unit metadata": "Unit ns/op " + long + "\n",
+		"no topology":   "BenchmarkElection/" + long + " 1 5 ns/op\n",
+		"topology":      "BenchmarkElection/topology=t/scenario=s 1 5 ns/op\nBenchmarkElection/topology=" + long + "/scenario=s 1 5 ns/op\n",
+	} {
+		bt, err := bench.ParseBenchText("b.txt", []byte(in))
+		if err == nil {
+			_, err = bench.ResultsFromBenchText("b.txt", bt)
+		}
+		check(what, err)
+	}
+	_, err := bench.ParseThreshold(long)
+	check("--max-regress", err)
+
+	// compare names topologies and scenarios from the files.
+	base, other := sampleResults(1), sampleResults(1)
+	other.Topology.Name = long
+	_, err = bench.Compare("a", base, "b", other, bench.CompareOptions{MaxRegress: 0.1})
+	check("topology", err)
+	other = sampleResults(1)
+	sc := other.Scenarios[0]
+	other.Scenarios = nil
+	for i := range 1000 {
+		sc.Name = fmt.Sprintf("s%d-%s", i, long[:1000])
+		other.Scenarios = append(other.Scenarios, sc)
+	}
+	_, err = bench.Compare("a", base, "b", other, bench.CompareOptions{MaxRegress: 0.1})
+	if err == nil || len(err.Error()) > 2000 || !strings.Contains(err.Error(), "and 990 more") {
+		t.Errorf("1000 scenarios only in one input: %.3000v", err)
 	}
 }

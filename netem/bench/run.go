@@ -31,7 +31,7 @@ type RunOptions struct {
 	Runs        int
 	Seed        int64
 	// OutDir receives results.json, bench.txt, report.html and one
-	// pcapng per run; it is created if needed.
+	// pcapng per run, all OutputMode; it is created if needed.
 	OutDir string
 	// Binary is the bullylab executable the nodes run.
 	Binary string
@@ -48,14 +48,33 @@ type RunOptions struct {
 	StableTimeout time.Duration
 }
 
+// CheckScenarios returns the first error of a scenario that names a node
+// or group topo lacks (Scenario.CheckNames): found before any testbed is
+// built, not in the middle of a run.
+func CheckScenarios(topo *topologies.Topology, scs []*scenario.Scenario) error {
+	names := make([]string, len(topo.Nodes))
+	for i, n := range topo.Nodes {
+		names[i] = n.Name
+	}
+	for _, sc := range scs {
+		if err := sc.CheckNames(topo.Name, names, topo.Groups); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // RunBench runs every scenario opts.Runs times, each run on a fresh lab with a
 // live capture, and writes results.json, bench.txt and report.html into
 // opts.OutDir. A run that fails is recorded as failed, not returned as an
-// error; errors are for what stops the whole bench (an unwritable OutDir,
-// ctx ending).
+// error; errors are for what stops the whole bench (a scenario that does
+// not fit the topology, an unwritable OutDir, ctx ending).
 func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
 	if opts.Topology == nil || len(opts.Scenarios) == 0 || opts.Runs <= 0 {
 		return nil, errNoRuns
+	}
+	if err := CheckScenarios(opts.Topology, opts.Scenarios); err != nil {
+		return nil, err
 	}
 	if opts.StableTimeout <= 0 {
 		opts.StableTimeout = scenario.DefaultTimeout
@@ -138,30 +157,19 @@ func writeOutputs(dir string, res *Results, seqs []Sequence) error {
 	if err := res.WriteFile(filepath.Join(dir, "results.json")); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	write := func(name string, f func(io.Writer) error) error {
-		path := filepath.Join(dir, name)
-		tmp := path + ".tmp"
-		fh, err := os.Create(tmp)
-		if err != nil {
-			return fmt.Errorf("bench: %w", err)
-		}
-		err = f(fh)
-		if cerr := fh.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp, path)
-		}
-		if err != nil {
-			os.Remove(tmp)
+	for _, out := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{
+		{"bench.txt", func(w io.Writer) error { return WriteBenchText(w, res) }},
+		{"report.html", func(w io.Writer) error { return WriteReport(w, res, seqs...) }},
+	} {
+		path := filepath.Join(dir, out.name)
+		if err := writeAtomic(path, out.write); err != nil {
 			return fmt.Errorf("bench: writing %s: %w", path, err)
 		}
-		return nil
 	}
-	if err := write("bench.txt", func(w io.Writer) error { return WriteBenchText(w, res) }); err != nil {
-		return err
-	}
-	return write("report.html", func(w io.Writer) error { return WriteReport(w, res, seqs...) })
+	return nil
 }
 
 // Parts of node/doc.go's d that no impairment configures.
@@ -273,6 +281,10 @@ func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, 
 	r.Capture = capName
 	lc, err := capture.StartLabCapture(ctx, lab, capPath)
 	if err != nil {
+		return fail(FailSetup, "starting the capture: %v", err)
+	}
+	// Readable by all whatever the umask, as the other outputs.
+	if err := os.Chmod(capPath, OutputMode); err != nil {
 		return fail(FailSetup, "starting the capture: %v", err)
 	}
 	stopCapture := func() error {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +69,9 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 		t.Fatalf("RunBench: %v", err)
 	}
 	t.Logf("progress:\n%s\nsummary:\n%s", progress.String(), summary.String())
+
+	// Every output, captures included, is readable by all.
+	requireOutputModes(t, out, "results.json", "bench.txt", "report.html")
 
 	// results.json parses with the schema and agrees with what RunBench returned.
 	got, err := bench.ReadResults(filepath.Join(out, "results.json"))
@@ -247,4 +251,28 @@ func checkLeaderCrashCounts(n, late int, m map[string]int) string {
 		return fmt.Sprintf("%d COORDINATOR, want %d..%d", c, n-2, n-2+late)
 	}
 	return ""
+}
+
+// TestRunBenchUnknownNode: a scenario naming a node the topology lacks
+// fails before any testbed is built (no root needed to see it), naming
+// the file, the step and the node.
+func TestRunBenchUnknownNode(t *testing.T) {
+	topo, err := topologies.Star(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenario.Parse("mine.yaml", []byte("steps:\n  - inject: {crash: leader}\n  - wait_leader\n  - inject: {restart: n5}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	_, err = bench.RunBench(t.Context(), bench.RunOptions{Topology: topo, Scenarios: []*scenario.Scenario{sc},
+		Runs: 1, OutDir: out, Binary: "/nonexistent/bullylab"})
+	want := `mine.yaml:4: steps[2].inject.restart: topology star3 has no node or group "n5"`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("RunBench: %v, want %s", err, want)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("RunBench created %s before refusing the scenario", out)
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bullylab/bullylab/internal/bounded"
 )
 
 // Params tune the built-in scenarios.
@@ -89,7 +91,7 @@ func Builtin(name string, p Params) ([]*Scenario, error) {
 		}
 		return scs, nil
 	}
-	return nil, fmt.Errorf("scenario %q: no such built-in scenario (built in: %s)", name, strings.Join(BuiltinNames(), ", "))
+	return nil, fmt.Errorf("scenario %s: no such built-in scenario (built in: %s)", bounded.Quote(name), strings.Join(BuiltinNames(), ", "))
 }
 
 // Lookup returns the built-in scenario called nameOrPath, or parses the
@@ -102,7 +104,7 @@ func Lookup(nameOrPath string, p Params) ([]*Scenario, error) {
 	}
 	sc, err := Load(nameOrPath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("scenario %q: no such file", nameOrPath)
+		return nil, fmt.Errorf("scenario %s: no such file", bounded.Quote(nameOrPath))
 	}
 	if err != nil {
 		return nil, err

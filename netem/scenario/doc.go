@@ -54,7 +54,7 @@
 //	my.yaml:7: steps[2].inject.crash: unknown selector "top:x" (want ...)
 //
 // example.yaml in this folder (Example) is a commented file using every
-// kind of step.
+// kind of step. A file holds at most MaxFileSize bytes (1 MiB).
 //
 // # Selectors
 //

@@ -22,6 +22,7 @@ func FuzzParse(f *testing.F) {
 		"steps: &s [{inject: {crash: *s}}]\n",
 		"? [a]\n: 1\n",
 		"\"a\\nb\": 1\n",
+		"steps:\n  - inject: {crash: " + strings.Repeat("x", 300) + "}\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -35,7 +36,15 @@ func FuzzParse(f *testing.F) {
 			if !strings.HasPrefix(msg, "fuzz.yaml") {
 				t.Fatalf("error does not name the file: %q", msg)
 			}
+			if len(msg) > 1024 {
+				t.Fatalf("error of %d bytes: %.2000q", len(msg), msg)
+			}
 			return
+		}
+		if err := sc.CheckNames("t", []string{"n1", "n2", "leader"}, map[string][]string{"g": {"n1"}}); err != nil {
+			if msg := err.Error(); strings.ContainsAny(msg, "\r\n") || !strings.HasPrefix(msg, "fuzz.yaml") || len(msg) > 1024 {
+				t.Fatalf("CheckNames error is not one short line naming the file: %.2000q", msg)
+			}
 		}
 		out, err := scenario.Format(sc)
 		if err != nil {
@@ -58,6 +67,9 @@ func FuzzParseSelector(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		sel, err := scenario.ParseSelector(s)
 		if err != nil {
+			if msg := err.Error(); strings.ContainsAny(msg, "\r\n") || len(msg) > 1024 {
+				t.Fatalf("error is not one short line: %.2000q", msg)
+			}
 			return
 		}
 		back, err := scenario.ParseSelector(sel.String())

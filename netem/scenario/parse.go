@@ -2,17 +2,17 @@ package scenario
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/bullylab/bullylab/topologies/yamlfile"
 )
 
-// maxFileSize bounds what Parse reads; a scenario is a page of steps.
-const maxFileSize = 1 << 20
+// MaxFileSize bounds a scenario file; a scenario is a page of steps.
+const MaxFileSize = 1 << 20
 
 // maxNodes bounds the YAML nodes Parse visits. Aliases let a few bytes
 // name a large list many times; without a bound a small file could cost
@@ -40,11 +40,12 @@ func faultKindNames() []string {
 	return names
 }
 
-// Load parses the scenario file at path.
+// Load parses the scenario file at path, which may hold at most
+// MaxFileSize bytes.
 func Load(file string) (*Scenario, error) {
-	data, err := os.ReadFile(file)
+	data, err := bounded.ReadFile("scenario", file, MaxFileSize)
 	if err != nil {
-		return nil, fmt.Errorf("scenario: %w", err)
+		return nil, err
 	}
 	return Parse(file, data)
 }
@@ -65,8 +66,8 @@ func Parse(name string, data []byte) (sc *Scenario, err error) {
 type parser struct{ yamlfile.Parser }
 
 func (p *parser) parse(data []byte) (*Scenario, error) {
-	if len(data) > maxFileSize {
-		return nil, p.ErrAt(nil, "", "file is larger than %d KiB", maxFileSize>>10)
+	if len(data) > MaxFileSize {
+		return nil, p.ErrAt(nil, "", "file is larger than %s", bounded.Size(MaxFileSize))
 	}
 	top, err := p.Document(data, yamlfile.DocErrors{
 		Kind:  "scenario",
@@ -99,7 +100,7 @@ func (p *parser) parse(data []byte) (*Scenario, error) {
 				case StartStable, StartCold:
 					sc.Start = Start(s)
 				default:
-					return p.ErrAt(v, fp, "unknown start %q (want stable or cold)", s)
+					return p.ErrAt(v, fp, "unknown start %s (want stable or cold)", bounded.Quote(s))
 				}
 			}
 		case "labels":
@@ -117,7 +118,7 @@ func (p *parser) parse(data []byte) (*Scenario, error) {
 					return err
 				}
 				if !labelValPattern().MatchString(s) {
-					return p.ErrAt(v, fp, "invalid value %q (want [A-Za-z0-9._-]{1,64})", s)
+					return p.ErrAt(v, fp, "invalid value %s (want [A-Za-z0-9._-]{1,64})", bounded.Quote(s))
 				}
 				if sc.Labels == nil {
 					sc.Labels = map[string]string{}
@@ -176,7 +177,7 @@ func (p *parser) step(v *yaml.Node, f string) (Step, error) {
 			if slices.Contains(stepKinds, s) {
 				return st, p.ErrAt(v, f, "%s needs arguments, as in {%s: ...}", s, s)
 			}
-			return st, p.ErrAt(v, f, "unknown step %q (want %s)", s, strings.Join(stepKinds, ", "))
+			return st, p.ErrAt(v, f, "unknown step %s (want %s)", bounded.Quote(s), strings.Join(stepKinds, ", "))
 		}
 		kind = s
 	case yaml.MappingNode:
@@ -217,7 +218,7 @@ func (p *parser) step(v *yaml.Node, f string) (Step, error) {
 				if s, err = p.Scalar(v, fp); err == nil {
 					st.Expect = Expect(s)
 					if st.Expect != ExpectHighestLive && st.Expect != ExpectAny {
-						err = p.ErrAt(v, fp, "unknown expectation %q (want highest-live or any)", s)
+						err = p.ErrAt(v, fp, "unknown expectation %s (want highest-live or any)", bounded.Quote(s))
 					}
 				}
 			case "among":

@@ -1,8 +1,10 @@
 package scenario_test
 
 import (
+	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -214,5 +216,53 @@ func TestLookup(t *testing.T) {
 	}
 	if _, err := scenario.Lookup("cascade", scenario.Params{Nodes: 3, K: 3}); err == nil {
 		t.Error("cascade of every node accepted")
+	}
+}
+
+// /dev/zero is refused by the size bound, a FIFO nobody writes to reads as
+// empty instead of blocking: one line each, naming the file.
+func TestLoadSpecialFiles(t *testing.T) {
+	_, err := scenario.Lookup("/dev/zero", scenario.Params{})
+	if want := "scenario /dev/zero: larger than 1 MiB"; err == nil || err.Error() != want {
+		t.Errorf("/dev/zero: %v, want %s", err, want)
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = scenario.Lookup(fifo, scenario.Params{})
+	if want := fifo + ": empty scenario"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("FIFO: %v, want prefix %s", err, want)
+	}
+}
+
+// TestLongValuesInErrors: an error quoting a value of the file shows its
+// start and its length, not all of it.
+func TestLongValuesInErrors(t *testing.T) {
+	long := strings.Repeat("x", scenario.MaxFileSize-100)
+	for _, src := range []string{
+		"start: " + long + "\nsteps: [heal]\n",
+		"labels: {a: " + long + "}\nsteps: [heal]\n",
+		"steps: [" + long + "]\n",
+		"steps: [{inject: {crash: " + long + "}}]\n",
+		"steps: [{inject: {crash: node:" + long + "}}]\n",
+		"steps: [{inject: {crash: top:" + long + "}}]\n",
+		"steps: [{inject: {crash: minority:" + long + "}}]\n",
+		"steps: [{inject: {crash: " + long + ":1}}]\n",
+		"steps: [{inject: " + long + "}]\n",
+		"steps: [{wait_leader: {expect: " + long + "}}]\n",
+		"steps: [{wait: " + long + "}]\n",
+		"steps: [{inject: {loss: {percent: " + long + "}}}]\n",
+		"name: " + long + "\nsteps: [heal]\n",
+	} {
+		_, err := scenario.Parse("long.yaml", []byte(src))
+		if err == nil {
+			t.Errorf("%.40q... parsed", src)
+			continue
+		}
+		msg := err.Error()
+		if len(msg) > 400 || strings.ContainsAny(msg, "\r\n") || !strings.HasPrefix(msg, "long.yaml:") || !strings.Contains(msg, "bytes)") {
+			t.Errorf("%.40q...: error of %d bytes: %.500s", src, len(msg), msg)
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bullylab/bullylab/internal/bounded"
 )
 
 // NodeStatus is what a node's process is doing, as the testbed sees it.
@@ -712,4 +714,87 @@ func (p *picker) connected() ([]string, error) {
 		return nil, fmt.Errorf("no live connected node to wait for")
 	}
 	return cands, nil
+}
+
+// CheckNames reports the first selector of sc that names a node or group
+// the testbed lacks, before anything runs: such a step could only fail,
+// and a bench would find out only once it had built a testbed and run the
+// steps before it. nodes are the testbed's node names and groups its
+// groups, those of the topology called topology. The error is an *Error
+// naming the scenario's file, the step's line and field, and the name.
+func (sc *Scenario) CheckNames(topology string, nodes []string, groups map[string][]string) error {
+	isNode := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		isNode[n] = true
+	}
+	check := func(st Step, field string, ss Selectors) error {
+		for _, s := range ss {
+			var msg string
+			switch {
+			case s.Kind == SelNode && !isNode[s.Name]:
+				msg = fmt.Sprintf("topology %s has no node %s (%s)", topology, bounded.Quote(s.Name), describeNodes(nodes))
+			case s.Kind == SelGroup && groups[s.Name] == nil:
+				msg = fmt.Sprintf("topology %s has no group %s (%s)", topology, bounded.Quote(s.Name), describeGroups(groups))
+			case s.Kind == SelName && !isNode[s.Name] && groups[s.Name] == nil:
+				msg = fmt.Sprintf("topology %s has no node or group %s (%s; %s)", topology, bounded.Quote(s.Name),
+					describeNodes(nodes), describeGroups(groups))
+			default:
+				continue
+			}
+			return &Error{File: sc.Source, Line: st.Line, Field: field, Msg: msg}
+		}
+		return nil
+	}
+	for i, st := range sc.Steps {
+		f := fmt.Sprintf("steps[%d]", i)
+		var err error
+		switch {
+		case st.Kind == StepWaitLeader:
+			err = check(st, f+".wait_leader.among", st.Among)
+		case st.Kind == StepInject && st.Fault != nil:
+			ft := st.Fault
+			f += ".inject." + string(ft.Kind)
+			for j, g := range ft.Groups {
+				if err = check(st, fmt.Sprintf("%s.groups[%d]", f, j), g); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				if ft.Kind == Delay || ft.Kind == Loss {
+					f += ".nodes"
+				}
+				err = check(st, f, ft.Nodes)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// describeNodes says which nodes there are, in a few words whatever their
+// number.
+func describeNodes(nodes []string) string {
+	switch len(nodes) {
+	case 0:
+		return "it has no nodes"
+	case 1:
+		return "its node is " + nodes[0]
+	case 2:
+		return "its nodes are " + nodes[0] + " and " + nodes[1]
+	}
+	return fmt.Sprintf("its %d nodes are %s to %s", len(nodes), nodes[0], nodes[len(nodes)-1])
+}
+
+// describeGroups lists the groups there are, at most a few.
+func describeGroups(groups map[string][]string) string {
+	names := slices.Sorted(maps.Keys(groups))
+	switch {
+	case len(names) == 0:
+		return "it has no groups"
+	case len(names) > 5:
+		return fmt.Sprintf("its groups are %s and %d more", strings.Join(names[:5], ", "), len(names)-5)
+	}
+	return "its groups are " + strings.Join(names, ", ")
 }

@@ -214,3 +214,48 @@ steps:
 		t.Errorf("step 2 picked %q after a random, %q after a random:12", a, b)
 	}
 }
+
+// TestCheckNames: a step naming a node or group the topology lacks is
+// found before anything runs, with the file, the step's line and field,
+// and the name.
+func TestCheckNames(t *testing.T) {
+	nodes := []string{"n1", "n2", "n3", "n4", "n5"}
+	groups := map[string][]string{"site-a": {"n1", "n2"}, "site-b": {"n3", "n4", "n5"}}
+	for _, tc := range []struct{ src, want string }{
+		{"steps:\n  - inject: {crash: n9}\n  - wait_leader\n",
+			`s.yaml:2: steps[0].inject.crash: topology two-site has no node or group "n9" (its 5 nodes are n1 to n5; its groups are site-a, site-b)`},
+		{"steps:\n  - inject: {crash: [leader, 'node:site-a']}\n  - wait_leader\n",
+			`s.yaml:2: steps[0].inject.crash: topology two-site has no node "site-a" (its 5 nodes are n1 to n5)`},
+		{"steps:\n  - inject: {crash: leader}\n  - wait_leader: {among: ['group:n1']}\n",
+			`s.yaml:3: steps[1].wait_leader.among: topology two-site has no group "n1" (its groups are site-a, site-b)`},
+		{"steps:\n  - wait: 1s\n  - inject: {partition: {groups: [site-a, [n3, x]]}}\n  - wait_leader\n",
+			`s.yaml:3: steps[1].inject.partition.groups[1]: topology two-site has no node or group "x"`},
+		{"steps:\n  - inject: {delay: {nodes: n6, delay: 5ms}}\n  - wait_leader\n",
+			`s.yaml:2: steps[0].inject.delay.nodes: topology two-site has no node or group "n6"`},
+		{"steps:\n  - inject: {crash: [site-b, n1]}\n  - inject: {restart: 'node:n1'}\n  - wait_leader: {among: [group:site-a]}\n", ""},
+	} {
+		sc, err := scenario.Parse("s.yaml", []byte(tc.src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = sc.CheckNames("two-site", nodes, groups)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: %v", tc.src, err)
+		case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+			t.Errorf("%q:\n got %v\nwant %s", tc.src, err, tc.want)
+		}
+	}
+	// Built-ins name no node: they fit every topology.
+	for _, name := range scenario.BuiltinNames() {
+		scs, err := scenario.Builtin(name, scenario.Params{Nodes: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sc := range scs {
+			if err := sc.CheckNames("star5", nodes, nil); err != nil {
+				t.Errorf("built-in %s: %v", name, err)
+			}
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/bullylab/bullylab/topologies/yamlfile"
 )
 
@@ -206,7 +207,7 @@ func (v validator) err(line int, field, format string, args ...any) error {
 func (v validator) run() error {
 	sc := v.sc
 	if !yamlfile.ValidName(sc.Name) {
-		return v.err(0, "name", "invalid name %q (want [A-Za-z0-9._-]{1,64})", sc.Name)
+		return v.err(0, "name", "invalid name %s (want [A-Za-z0-9._-]{1,64})", bounded.Quote(sc.Name))
 	}
 	if strings.ContainsAny(sc.Description, "\r\n") {
 		// Descriptions end up in one-line progress output and tables.
@@ -215,7 +216,7 @@ func (v validator) run() error {
 	switch sc.Start {
 	case StartStable, StartCold:
 	default:
-		return v.err(0, "start", "unknown start %q (want stable or cold)", sc.Start)
+		return v.err(0, "start", "unknown start %s (want stable or cold)", bounded.Quote(string(sc.Start)))
 	}
 	for _, k := range sortedKeys(sc.Labels) {
 		f := "labels." + k
@@ -226,7 +227,7 @@ func (v validator) run() error {
 			return v.err(0, f, "%q is reserved for benchmark names", k)
 		}
 		if !labelValPattern().MatchString(sc.Labels[k]) {
-			return v.err(0, f, "invalid value %q (want [A-Za-z0-9._-]{1,64})", sc.Labels[k])
+			return v.err(0, f, "invalid value %s (want [A-Za-z0-9._-]{1,64})", bounded.Quote(sc.Labels[k]))
 		}
 	}
 	if len(sc.Steps) == 0 {
@@ -275,7 +276,7 @@ func (v validator) step(st Step, f string) error {
 			return v.err(st.Line, f+".timeout", "must be positive")
 		}
 		if st.Expect != ExpectHighestLive && st.Expect != ExpectAny {
-			return v.err(st.Line, f+".expect", "unknown expectation %q (want highest-live or any)", st.Expect)
+			return v.err(st.Line, f+".expect", "unknown expectation %s (want highest-live or any)", bounded.Quote(string(st.Expect)))
 		}
 		return v.selectors(st.Among, st.Line, f+".among", false)
 	case StepWaitElection:
@@ -288,7 +289,7 @@ func (v validator) step(st Step, f string) error {
 		}
 	case StepHeal:
 	default:
-		return v.err(st.Line, f, "unknown step kind %q", st.Kind)
+		return v.err(st.Line, f, "unknown step kind %s", bounded.Quote(string(st.Kind)))
 	}
 	return nil
 }
@@ -323,7 +324,7 @@ func (v validator) fault(ft *Fault, line int, f string) error {
 		return nil
 	case Crash, Restart, Pause, Resume, Isolate, Unisolate, Clear, Campaign, Leave, Join, Delay, Loss:
 	default:
-		return v.err(line, f, "unknown fault %q", ft.Kind)
+		return v.err(line, f, "unknown fault %s", bounded.Quote(string(ft.Kind)))
 	}
 	nf := f
 	if ft.Kind == Delay || ft.Kind == Loss {

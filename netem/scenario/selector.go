@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/bullylab/bullylab/internal/bounded"
 )
 
 // SelectorKind says how a Selector picks nodes.
@@ -72,14 +74,14 @@ func ParseSelector(s string) (Selector, error) {
 			return Selector{}, fmt.Errorf("%q needs an argument after a colon (a node called %s is written node:%s)", s, s, s)
 		}
 		if msg := checkNodeName(s); msg != "" {
-			return Selector{}, fmt.Errorf("unknown selector %q (want leader, highest, lowest, top:K, bottom:K, random[:K], all, minority, majority, side:N, rest, or a node or group name)", s)
+			return Selector{}, fmt.Errorf("unknown selector %s (want leader, highest, lowest, top:K, bottom:K, random[:K], all, minority, majority, side:N, rest, or a node or group name)", bounded.Quote(s))
 		}
 		return Selector{Kind: SelName, Name: s}, nil
 	}
 	switch head {
 	case "node", "group":
 		if msg := checkNodeName(arg); msg != "" {
-			return Selector{}, fmt.Errorf("%s: %s", s, msg)
+			return Selector{}, fmt.Errorf("%s: %s", head, msg)
 		}
 		if head == "node" {
 			return Selector{Kind: SelNode, Name: arg}, nil
@@ -87,7 +89,7 @@ func ParseSelector(s string) (Selector, error) {
 		return Selector{Kind: SelGroup, Name: arg}, nil
 	case "minority", "majority":
 		if arg != "random" {
-			return Selector{}, fmt.Errorf("%q: want %s or %s:random", s, head, head)
+			return Selector{}, fmt.Errorf("%s: want %s or %s:random", bounded.Quote(s), head, head)
 		}
 		if head == "minority" {
 			return Selector{Kind: SelRandomMinority}, nil
@@ -96,12 +98,12 @@ func ParseSelector(s string) (Selector, error) {
 	case "top", "bottom", "random", "side":
 		n, err := strconv.Atoi(arg)
 		if err != nil || n < 1 || n > MaxCount {
-			return Selector{}, fmt.Errorf("%q: want %s:N with N in 1..%d", s, head, MaxCount)
+			return Selector{}, fmt.Errorf("%s: want %s:N with N in 1..%d", bounded.Quote(s), head, MaxCount)
 		}
 		kind := map[string]SelectorKind{"top": SelTop, "bottom": SelBottom, "random": SelRandom, "side": SelSide}[head]
 		return Selector{Kind: kind, N: n}, nil
 	}
-	return Selector{}, fmt.Errorf("unknown selector %q", s)
+	return Selector{}, fmt.Errorf("unknown selector %s", bounded.Quote(s))
 }
 
 // String returns the selector as ParseSelector reads it.
@@ -182,7 +184,7 @@ func checkNodeName(name string) string {
 		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-'
 	}
 	if !ok {
-		return fmt.Sprintf("invalid node or group name %q (want [a-z0-9-]{1,16}, not starting with '-')", name)
+		return fmt.Sprintf("invalid node or group name %s (want [a-z0-9-]{1,16}, not starting with '-')", bounded.Quote(name))
 	}
 	return ""
 }

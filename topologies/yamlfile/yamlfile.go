@@ -1,6 +1,7 @@
 // Package yamlfile reads hand-written YAML files (topologies, scenarios)
 // node by node, so that every error is one line naming the file, line and
-// field.
+// field. Values and keys from the file appear in errors cut short
+// (bounded.Quote), so that a 1 MB value makes no 1 MB error.
 package yamlfile
 
 import (
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/bullylab/bullylab/internal/bounded"
 )
 
 // Error is a problem in a file. Its message is one line:
@@ -62,12 +65,16 @@ var (
 	namePattern     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) })
 )
 
+// maxLibraryMessage bounds what an error shows of a message of the YAML
+// parser, which may quote the file (an unknown anchor's name).
+const maxLibraryMessage = 200
+
 // Recover turns a panic into an *Error in *err; defer it in a Parse
 // function. The YAML parser is third-party code fed untrusted files; a
 // panic there must not take the whole run down.
 func (p *Parser) Recover(err *error) {
 	if r := recover(); r != nil {
-		*err = &Error{File: p.File, Msg: fmt.Sprintf("cannot parse: %v", r)}
+		*err = &Error{File: p.File, Msg: "cannot parse: " + bounded.Clip(fmt.Sprint(r), maxLibraryMessage)}
 	}
 }
 
@@ -83,9 +90,9 @@ func (p *Parser) ErrAt(n *yaml.Node, field, format string, args ...any) error {
 func (p *Parser) yamlErr(err error) error {
 	if m := yamlLinePattern().FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return &Error{File: p.File, Line: line, Msg: m[2]}
+		return &Error{File: p.File, Line: line, Msg: bounded.Clip(m[2], maxLibraryMessage)}
 	}
-	return &Error{File: p.File, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+	return &Error{File: p.File, Msg: bounded.Clip(strings.TrimPrefix(err.Error(), "yaml: "), maxLibraryMessage)}
 }
 
 // DocErrors are the messages Document gives for a file that is not one
@@ -201,7 +208,7 @@ func (p *Parser) Integer(v *yaml.Node, path, want string) (int64, error) {
 	}
 	var x int64
 	if err := d.Decode(&x); err != nil {
-		return 0, p.ErrAt(v, path, "want %s, got %q", want, d.Value)
+		return 0, p.ErrAt(v, path, "want %s, got %s", want, bounded.Quote(d.Value))
 	}
 	return x, nil
 }
@@ -214,7 +221,7 @@ func (p *Parser) Boolean(v *yaml.Node, path string) (bool, error) {
 	}
 	var b bool
 	if err := d.Decode(&b); err != nil {
-		return false, p.ErrAt(v, path, "want true or false, got %q", d.Value)
+		return false, p.ErrAt(v, path, "want true or false, got %s", bounded.Quote(d.Value))
 	}
 	return b, nil
 }
@@ -227,10 +234,10 @@ func (p *Parser) Duration(v *yaml.Node, path string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(s))
 	if err != nil {
-		return 0, p.ErrAt(v, path, "%q is not a duration (want e.g. 30ms or 1.5s)", s)
+		return 0, p.ErrAt(v, path, "%s is not a duration (want e.g. 30ms or 1.5s)", bounded.Quote(s))
 	}
 	if d < 0 {
-		return 0, p.ErrAt(v, path, "%s is negative", s)
+		return 0, p.ErrAt(v, path, "%s is negative", bounded.Clip(s, bounded.MaxQuoted))
 	}
 	return d, nil
 }
@@ -248,17 +255,17 @@ func (p *Parser) PositiveDuration(v *yaml.Node, path string) (time.Duration, err
 // optional.
 func (p *Parser) Percent(v *yaml.Node, path string) (float64, error) {
 	return p.percent(v, path, func(f float64) bool { return f >= 0 && f <= 100 },
-		"%q is not a percentage 0..100 (want e.g. 5%%)")
+		"%s is not a percentage 0..100 (want e.g. 5%%)")
 }
 
 // PositivePercent reads a Percent above zero.
 func (p *Parser) PositivePercent(v *yaml.Node, path string) (float64, error) {
 	return p.percent(v, path, func(f float64) bool { return f > 0 && f <= 100 },
-		"%q is not a percentage in (0, 100] (want e.g. 5%%)")
+		"%s is not a percentage in (0, 100] (want e.g. 5%%)")
 }
 
 // percent reads a percentage that inRange accepts; format takes the value
-// as written.
+// as written, quoted.
 func (p *Parser) percent(v *yaml.Node, path string, inRange func(float64) bool, format string) (float64, error) {
 	s, err := p.Scalar(v, path)
 	if err != nil {
@@ -267,13 +274,15 @@ func (p *Parser) percent(v *yaml.Node, path string, inRange func(float64) bool, 
 	num := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "%"))
 	f, err := strconv.ParseFloat(num, 64)
 	if err != nil || !inRange(f) {
-		return 0, p.ErrAt(v, path, format, s)
+		return 0, p.ErrAt(v, path, format, bounded.Quote(s))
 	}
 	return f, nil
 }
 
-// Join appends key to a field path.
+// Join appends key to a field path, which is for errors: a long key is
+// cut short.
 func Join(path, key string) string {
+	key = bounded.Clip(key, bounded.MaxQuoted)
 	if path == "" {
 		return key
 	}
@@ -288,7 +297,7 @@ func ValidName(s string) bool { return namePattern().MatchString(s) }
 func (p *Parser) Name(v *yaml.Node, path string) (string, error) {
 	s, err := p.Scalar(v, path)
 	if err == nil && !ValidName(s) {
-		return "", p.ErrAt(v, path, "invalid name %q (want [A-Za-z0-9._-]{1,64})", s)
+		return "", p.ErrAt(v, path, "invalid name %s (want [A-Za-z0-9._-]{1,64})", bounded.Quote(s))
 	}
 	return s, err
 }
@@ -339,10 +348,10 @@ func KindName(n *yaml.Node) string {
 	return "nothing"
 }
 
-// Describe is a single value quoted, or else KindName.
+// Describe is a single value quoted (bounded.Quote), or else KindName.
 func Describe(n *yaml.Node) string {
 	if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!null" {
-		return strconv.Quote(n.Value)
+		return bounded.Quote(n.Value)
 	}
 	return KindName(n)
 }

@@ -99,6 +99,37 @@ func walk(p *Parser, v *yaml.Node, path string, depth int) error {
 	return nil
 }
 
+// maxErrorLen bounds an error's length whatever the file holds.
+const maxErrorLen = 1024
+
+// TestLongValuesAreCut: every reader quotes at most the start of a 1 MB
+// value, and says how long it was.
+func TestLongValuesAreCut(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	for _, v := range []string{long, "-" + strings.Repeat("0", 1<<20) + "1s", "1" + strings.Repeat("0", 1<<20)} {
+		p := &Parser{File: "f.yaml"}
+		top, err := p.Document([]byte("a: "+v+"\n"), testDoc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range scalarErrors(p, top.Content[1]) {
+			if err == nil {
+				continue
+			}
+			if msg := err.Error(); len(msg) > 200 || !strings.Contains(msg, "bytes)") {
+				t.Errorf("error of %d bytes: %.300s", len(msg), msg)
+			}
+		}
+	}
+	if got := Join("a", strings.Repeat("k", 1000)); len(got) > 100 || !strings.HasSuffix(got, "... (1000 bytes)") {
+		t.Errorf("Join with a long key: %s", got)
+	}
+	p := &Parser{File: "f.yaml"}
+	if _, err := p.Document([]byte("a: *"+long+"\n"), testDoc); err == nil || len(err.Error()) > 300 {
+		t.Errorf("an unknown anchor's name: %.300v", err)
+	}
+}
+
 func scalarErrors(p *Parser, v *yaml.Node) []error {
 	_, e1 := p.Scalar(v, "s")
 	_, e2 := p.Integer(v, "s", "a number")
@@ -125,8 +156,8 @@ func FuzzDocument(f *testing.F) {
 			if !errors.As(err, &fe) || fe.File != "fuzz.yaml" {
 				t.Fatalf("error %v is not an *Error naming fuzz.yaml", err)
 			}
-			if msg := err.Error(); !strings.HasPrefix(msg, "fuzz.yaml") || strings.ContainsAny(msg, "\r\n") {
-				t.Fatalf("error is not one line naming the file: %q", msg)
+			if msg := err.Error(); !strings.HasPrefix(msg, "fuzz.yaml") || strings.ContainsAny(msg, "\r\n") || len(msg) > maxErrorLen {
+				t.Fatalf("error is not one short line naming the file: %q", msg)
 			}
 		}
 		p := &Parser{File: "fuzz.yaml", MaxNodes: 10_000}

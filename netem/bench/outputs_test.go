@@ -1,0 +1,55 @@
+package bench_test
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/bullylab/bullylab/netem/bench"
+)
+
+// requireOutputModes fails unless every file in dir is bench.OutputMode.
+func requireOutputModes(t *testing.T, dir string, want ...string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[e.Name()] = true
+		if got := info.Mode(); got != bench.OutputMode {
+			t.Errorf("%s is %v, want %v", e.Name(), got, os.FileMode(bench.OutputMode))
+		}
+	}
+	for _, name := range want {
+		if !seen[name] {
+			t.Errorf("%s is missing from %s", name, dir)
+		}
+	}
+}
+
+// The outputs are readable by all whatever the umask: `sudo bullylab
+// bench` followed by an unprivileged `bullylab compare` must work.
+func TestOutputModes(t *testing.T) {
+	old := syscall.Umask(0o077) // as strict as root's umask gets
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	if err := bench.WriteOutputs(dir, sampleResults(1), nil); err != nil {
+		t.Fatal(err)
+	}
+	requireOutputModes(t, dir, "results.json", "bench.txt", "report.html")
+	// Written again over the first ones, still.
+	if err := bench.WriteOutputs(dir, sampleResults(2), nil); err != nil {
+		t.Fatal(err)
+	}
+	requireOutputModes(t, dir, "results.json", "bench.txt", "report.html")
+	if _, err := bench.ReadResults(filepath.Join(dir, "results.json")); err != nil {
+		t.Fatal(err)
+	}
+}
