@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/bullylab/bullylab/wire"
+	"github.com/bullylab/bullylab/wire/bounded"
 	"github.com/google/uuid"
 )
 

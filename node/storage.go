@@ -16,7 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/bullylab/bullylab/internal/bounded"
+	"github.com/bullylab/bullylab/wire/bounded"
 )
 
 // A data dir holds:

@@ -9,8 +9,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/bullylab/bullylab/topologies/yamlfile"
+	"github.com/bullylab/bullylab/wire/bounded"
 )
 
 // Error is a problem in a topology file. Its message is one line:

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bullylab/bullylab/internal/bounded"
+	"github.com/bullylab/bullylab/wire/bounded"
 )
 
 //go:embed *.yaml

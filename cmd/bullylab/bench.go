@@ -10,10 +10,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/bullylab/bullylab/netem/bench"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/wire/bounded"
 	"github.com/urfave/cli/v2"
 )
 

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/capture"
-	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/wire/bounded"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"

@@ -13,7 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/bullylab/bullylab/internal/bounded"
+	"github.com/bullylab/bullylab/wire/bounded"
 )
 
 // The Go benchmark format (golang.org/design/14313-benchmark-format, as

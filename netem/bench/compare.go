@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bullylab/bullylab/internal/bounded"
+	"github.com/bullylab/bullylab/wire/bounded"
 )
 
 // Verdict is the outcome of a comparison, as `bullylab compare` exits.

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"
+	"github.com/bullylab/bullylab/wire/bounded"
 )
 
 // Schema names the version of results.json this package writes and reads.

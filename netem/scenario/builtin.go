@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bullylab/bullylab/internal/bounded"
+	"github.com/bullylab/bullylab/wire/bounded"
 )
 
 // Params tune the built-in scenarios.

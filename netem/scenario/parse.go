@@ -7,8 +7,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/bullylab/bullylab/topologies/yamlfile"
+	"github.com/bullylab/bullylab/wire/bounded"
 )
 
 // MaxFileSize bounds a scenario file; a scenario is a page of steps.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bullylab/bullylab/internal/bounded"
+	"github.com/bullylab/bullylab/wire/bounded"
 )
 
 // NodeStatus is what a node's process is doing, as the testbed sees it.

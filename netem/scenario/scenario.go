@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bullylab/bullylab/internal/bounded"
 	"github.com/bullylab/bullylab/topologies/yamlfile"
+	"github.com/bullylab/bullylab/wire/bounded"
 )
 
 // Scenario is a named list of timed steps run against a testbed.

@@ -19,7 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/bullylab/bullylab/internal/bounded"
+	"github.com/bullylab/bullylab/wire/bounded"
 )
 
 // Error is a problem in a file. Its message is one line:

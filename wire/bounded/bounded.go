@@ -3,8 +3,8 @@
 // within limits: a FIFO, /dev/zero or a 1 MB line costs a one-line error,
 // not memory, a hang or a screenful of output.
 //
-// It imports nothing of bullylab, so that every package, the node and the
-// wire format included, can use it.
+// It lives under wire, the package every other imports, and imports
+// nothing of bullylab, so that all of them can use it.
 package bounded
 
 import (
