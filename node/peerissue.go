@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bullylab/bullylab/wire/bounded"
 	"github.com/google/uuid"
 )
 
@@ -135,18 +136,9 @@ func (r *issueReporter) report(issue PeerIssue, remote string, peer uuid.UUID, d
 	suppressed := st.suppressed
 	st.last, st.suppressed = now, 0
 	r.mu.Unlock()
-	rec := Record{Event: "peer_refused", Reason: issue.String(), PeerAddr: remote, Error: capText(detail, 200), Suppressed: suppressed}
+	rec := Record{Event: "peer_refused", Reason: issue.String(), PeerAddr: remote, Error: bounded.Clip(detail, 200), Suppressed: suppressed}
 	if peer != uuid.Nil {
 		rec.Peer = peer.String()
 	}
 	r.log.Write(rec)
-}
-
-// capText cuts s to at most n bytes, so that what a peer sent cannot make a
-// log line long.
-func capText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
