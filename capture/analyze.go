@@ -26,7 +26,10 @@ import (
 // Message classes: ELECTION, ANSWER, HALT, HALT_ACK, REJECT and COORDINATOR
 // are election messages; HEARTBEAT, JOIN, LEAVE and MEMBERS are counted
 // (overall and per node, sent and received, exactly: one count per frame
-// decoded) but belong to no election.
+// decoded) but belong to no election. HELLO, which opens an authenticated
+// connection, is transport: counted the same way (nodes count the HELLOs
+// they send and receive too), but no message of the election, no claim to
+// lead, and it neither starts nor times one.
 //
 // Liveness: a node is live from its first frame on the wire or a restart
 // or resume record, until a crash, pause or leave record. Reachability: a
@@ -115,7 +118,10 @@ type TypeCounts struct {
 	Join        int64 `json:"JOIN"`
 	Leave       int64 `json:"LEAVE"`
 	Members     int64 `json:"MEMBERS"`
-	Unknown     int64 `json:"unknown"` // intact frames of a type this version does not define
+	// Hello counts HELLOs, which open authenticated connections: transport,
+	// not election.
+	Hello   int64 `json:"HELLO"`
+	Unknown int64 `json:"unknown"` // intact frames of a type this version does not define
 }
 
 type counts [16]int64 // by wire.Type; 0 holds unknown types
@@ -131,13 +137,13 @@ func (c *counts) add(t wire.Type) {
 func (c *counts) typeCounts() TypeCounts {
 	return TypeCounts{c[wire.TypeElection], c[wire.TypeAnswer], c[wire.TypeHalt], c[wire.TypeHaltAck],
 		c[wire.TypeReject], c[wire.TypeCoordinator], c[wire.TypeHeartbeat], c[wire.TypeJoin],
-		c[wire.TypeLeave], c[wire.TypeMembers], c[0]}
+		c[wire.TypeLeave], c[wire.TypeMembers], c[wire.TypeHello], c[0]}
 }
 
 // Get returns the count of type t (unknown types for an undefined t).
 func (tc TypeCounts) Get(t wire.Type) int64 {
 	a := [...]int64{tc.Unknown, tc.Election, tc.Answer, tc.Halt, tc.HaltAck, tc.Reject,
-		tc.Coordinator, tc.Heartbeat, tc.Join, tc.Leave, tc.Members}
+		tc.Coordinator, tc.Heartbeat, tc.Join, tc.Leave, tc.Members, tc.Hello}
 	if t.Valid() {
 		return a[t]
 	}
@@ -147,7 +153,7 @@ func (tc TypeCounts) Get(t wire.Type) int64 {
 // Total returns the sum of all counts.
 func (tc TypeCounts) Total() int64 {
 	return tc.Election + tc.Answer + tc.Halt + tc.HaltAck + tc.Reject + tc.Coordinator +
-		tc.Heartbeat + tc.Join + tc.Leave + tc.Members + tc.Unknown
+		tc.Heartbeat + tc.Join + tc.Leave + tc.Members + tc.Hello + tc.Unknown
 }
 
 // ElectionTotal returns the count of election messages.

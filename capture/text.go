@@ -47,6 +47,14 @@ func typeNames(types []wire.Type) []string {
 	return s
 }
 
+func framesSummary(r *Report) string {
+	s := fmt.Sprintf("%d (%d election messages, %d heartbeats", r.Frames, r.ElectionMessages, r.Messages.Heartbeat)
+	if r.Messages.Hello > 0 {
+		s += fmt.Sprintf(", %d HELLOs", r.Messages.Hello)
+	}
+	return s + ")"
+}
+
 // WriteText prints the report as tables: summary, elections, per node
 // counts, anomalies, stream errors (if any) and the timeline (if set).
 func (r *Report) WriteText(w io.Writer) error {
@@ -63,7 +71,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		{"topology", strings.TrimSpace(r.Topology + " " + r.Run)},
 		{"span", fmt.Sprintf("%s .. %s (%v)", r.Start.Format(time.RFC3339Nano), r.End.Format("15:04:05.000000"), time.Duration(r.DurationNS).Round(time.Millisecond))},
 		{"packets", fmt.Sprint(r.Packets)},
-		{"frames", fmt.Sprintf("%d (%d election messages, %d heartbeats)", r.Frames, r.ElectionMessages, r.Messages.Heartbeat)},
+		{"frames", framesSummary(r)},
 		{"nodes", fmt.Sprint(len(r.Nodes))},
 		{"elections", fmt.Sprint(len(r.Elections))},
 		{"final leader", leader},
