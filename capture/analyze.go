@@ -73,6 +73,10 @@ import (
 // convergence by the end of the capture (the last election did not
 // converge, or its leader is not live at the end, or a higher live node
 // that is not cut from it exists).
+//
+// Authentication: with the cluster key, every stream's tags are verified
+// (see AuthReport); a failure is no anomaly of the election, and the frame
+// is still counted and analyzed like any other, as it was on the wire.
 
 // Schema names the JSON format of Report. Within a version fields are only
 // added; renaming, removing or changing the meaning of one bumps it.
@@ -104,6 +108,10 @@ type AnalyzeOptions struct {
 	TriggerWindow time.Duration
 	// MaxFrame is passed to the Dissector.
 	MaxFrame int
+	// Key, when set, is the cluster key: the tags of authenticated
+	// connections are verified with it (see AuthReport).
+	// Without it they are only counted.
+	Key *wire.Key
 }
 
 // TypeCounts counts frames by type, in wire order.
@@ -194,8 +202,12 @@ type Report struct {
 	// StreamErrors lists corrupt frames, gaps and streams cut inside a frame.
 	StreamErrors []StreamErrorReport `json:"stream_errors"`
 	// Capture holds the live capture's counters from the end record.
-	Capture  *CaptureStats `json:"capture,omitempty"`
-	Timeline *Timeline     `json:"timeline,omitempty"`
+	Capture *CaptureStats `json:"capture,omitempty"`
+	// Auth is the authentication of the capture's connections: the
+	// verification's results with AnalyzeOptions.Key, else the count of
+	// authenticated frames; nil without a key and authenticated frames.
+	Auth     *AuthReport `json:"auth,omitempty"`
+	Timeline *Timeline   `json:"timeline,omitempty"`
 
 	msgs  []msg
 	names []string
@@ -369,6 +381,7 @@ type analyzer struct {
 	twice   map[[3]uint64]bool // reported (epoch, node, node) two-leader pairs
 	anoms   []Anomaly
 	errs    []StreamErrorReport
+	auth    *authChecker
 	first   int64
 	last    int64
 	quiet   time.Duration
@@ -409,6 +422,7 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 		byName: map[string]int32{},
 		claims: map[uint64]claim{},
 		twice:  map[[3]uint64]bool{},
+		auth:   newAuthChecker(opts.Key),
 	}
 	for {
 		p, err := rd.Next()
@@ -596,6 +610,9 @@ func (a *analyzer) Frame(f *Frame) {
 	t := f.Time.UnixNano()
 	if sender.firstSeen == 0 {
 		sender.firstSeen = t
+	}
+	if a.auth.key != nil || m.Flags&wire.FlagAuth != 0 {
+		a.auth.frame(f, sender.Name, a.nodes[to].Name, a.nodes[to].ID)
 	}
 	typ := m.Type
 	if f.Err != nil {
@@ -821,6 +838,7 @@ func (a *analyzer) finish() {
 	if rep.StreamErrors == nil {
 		rep.StreamErrors = []StreamErrorReport{}
 	}
+	rep.Auth = a.auth.report()
 
 	// Segment the election messages into elections.
 	var outside counts
