@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/crc32"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -377,4 +379,31 @@ func FuzzAuth(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCountSentHello checks that CountSent counts HELLOs by sending node,
+// under their type name, as the nodes' counters do.
+func TestCountSentHello(t *testing.T) {
+	var buf bytes.Buffer
+	s := authSynth(t, &buf, 17)
+	authScenario(s)
+	s.close(t)
+	path := filepath.Join(t.TempDir(), "auth.pcapng")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := CountSent(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range s.nodes {
+		for _, ty := range wire.Types {
+			if c := got[n.Name][ty.String()]; c != uint64(s.sent[i][ty]) {
+				t.Errorf("%s %s: CountSent %d, sent %d", n.Name, ty, c, s.sent[i][ty])
+			}
+		}
+	}
+	if got["n4"]["HELLO"] == 0 {
+		t.Errorf("no HELLO counted: %v", got)
+	}
 }
