@@ -109,7 +109,10 @@ bullylab.prefs.cluster_key = Pref.string("Cluster key", "",
 	"The cluster key in base64, as `bullylab keygen` writes it: authentication tags are verified with it")
 
 local f_tcp_stream = Field.new("tcp.stream")
-local f_tcp_completeness = Field.new("tcp.completeness")
+-- Whether a stream's SYN was seen (bit 0x01); Wireshark before 3.6 lacks
+-- the field, and a stream without a HELLO then counts as begun
+-- mid-connection.
+local have_completeness, f_tcp_completeness = pcall(Field.new, "tcp.completeness")
 
 -- Bit operations: Wireshark's Lua may be 5.2 (bit32), have only its
 -- bundled BitOp (bit, whose results are signed), or be 5.3 or later with
@@ -432,7 +435,7 @@ local function verify(tvb, pinfo, t, auth, length)
 				r = { status = "failed", frame = 0, reason = "HELLO tag mismatch (another cluster key?)" }
 			end
 		else
-			local syn = band(last_value(f_tcp_completeness) or 0, 1) ~= 0
+			local syn = have_completeness and band(last_value(f_tcp_completeness) or 0, 1) ~= 0
 			if syn then
 				st.state = "refused"
 				st.refused = "the connection did not begin with a HELLO"
