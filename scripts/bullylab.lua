@@ -35,9 +35,12 @@
 -- bullylab.auth.reason) or "unverified" (no key; or a stream whose HELLO
 -- the capture does not have because it started later), and
 -- bullylab.auth.frame is the frame's number in its connection. A stream
--- whose SYN is in the capture must begin with a HELLO. A frame whose tag
--- does not verify at its position is tried at the next few, in case the
--- capture lost frames before it. Verifying costs some 0.2 ms of CPU per
+-- whose SYN is in the capture must begin with a HELLO; but Wireshark can
+-- tell whether it is only when its first pass builds a protocol tree, as
+-- tshark's single pass does, and not Wireshark without a display filter or
+-- tshark -2, where such a stream shows as unverified instead of failed. A
+-- frame whose tag does not verify at its position is tried at the next
+-- few, in case the capture lost frames before it. Verifying costs some 0.2 ms of CPU per
 -- frame (Lua 5.2, two SHA-256 blocks), three times what dissecting it
 -- does. `bullylab analyze --cluster-key FILE` checks the same, and more
 -- strictly: it bounds the missing frames by the bytes missing, and
@@ -108,10 +111,11 @@ bullylab.prefs.check_crc = Pref.bool("Check CRC", true, "Verify each frame's CRC
 bullylab.prefs.cluster_key = Pref.string("Cluster key", "",
 	"The cluster key in base64, as `bullylab keygen` writes it: authentication tags are verified with it")
 
-local f_tcp_stream = Field.new("tcp.stream")
--- Whether a stream's SYN was seen (bit 0x01); Wireshark before 3.6 lacks
--- the field, and a stream without a HELLO then counts as begun
--- mid-connection.
+-- Whether a stream's SYN was seen (bit 0x01). Wireshark before 3.6 lacks
+-- the field, and field extractors are empty in a first pass without a
+-- protocol tree (Wireshark's without a display filter, tshark -2): a
+-- stream without a HELLO then counts as begun mid-connection, unverified
+-- instead of failed.
 local have_completeness, f_tcp_completeness = pcall(Field.new, "tcp.completeness")
 
 -- Bit operations: Wireshark's Lua may be 5.2 (bit32), have only its
@@ -407,7 +411,11 @@ local function verify(tvb, pinfo, t, auth, length)
 		results[pinfo.number] = per_packet
 	end
 
-	local sk = tostring(last_value(f_tcp_stream)) .. "/" .. tostring(pinfo.src_port)
+	-- One direction of a connection: addresses and ports, from pinfo, as
+	-- field extractors such as tcp.stream are empty in a first pass
+	-- without a protocol tree. A connection reusing the ports starts with
+	-- a HELLO, which starts the stream's state anew.
+	local sk = tostring(pinfo.src) .. ":" .. pinfo.src_port .. ">" .. tostring(pinfo.dst) .. ":" .. pinfo.dst_port
 	local st = streams[sk]
 	if st == nil then
 		st = { state = "new" }
@@ -415,40 +423,48 @@ local function verify(tvb, pinfo, t, auth, length)
 	end
 	local from = tostring(tvb(12, 16):bytes())
 	local r
-	if st.state == "new" then
-		if t == TYPE_HELLO and not (auth and length == HELLO_LEN) then
+	if t == TYPE_HELLO and auth and length == HELLO_LEN then
+		local m = {}
+		for i = 1, 11 do
+			m[i] = string.byte("bullylab-v1", i)
+		end
+		append_range(m, tvb(12, 16))
+		append_range(m, tvb(HEADER_LEN, HELLO_LEN))
+		local sks = hmac_key(hmac(ks, m, #m))
+		if same_bytes(tag_at(sks, tvb, length, 0), tvb(HEADER_LEN + length, TAG_LEN)) then
+			st.state, st.ks, st.from, st.next = "open", sks, from, 1
+			r = { status = "verified", frame = 0 }
+		elseif st.state ~= "open" then
+			st.state, st.refused = "refused", "the connection's HELLO failed"
+			r = { status = "failed", frame = 0, reason = "HELLO tag mismatch (another cluster key?)" }
+		end
+		-- else: checked below as the open connection's next frame
+	end
+	if r ~= nil then
+		-- done
+	elseif st.state == "new" then
+		if t == TYPE_HELLO then
 			st.state, st.refused = "refused", "the connection's HELLO failed"
 			r = { status = "failed", frame = 0, reason = "HELLO without a tag, or with a payload not 40 bytes" }
-		elseif t == TYPE_HELLO then
-			local m = {}
-			for i = 1, 11 do
-				m[i] = string.byte("bullylab-v1", i)
-			end
-			append_range(m, tvb(12, 16))
-			append_range(m, tvb(HEADER_LEN, HELLO_LEN))
-			st.ks = hmac_key(hmac(ks, m, #m))
-			if same_bytes(tag_at(st.ks, tvb, length, 0), tvb(HEADER_LEN + length, TAG_LEN)) then
-				st.state, st.from, st.next = "open", from, 1
-				r = { status = "verified", frame = 0 }
-			else
-				st.state, st.refused = "refused", "the connection's HELLO failed"
-				r = { status = "failed", frame = 0, reason = "HELLO tag mismatch (another cluster key?)" }
-			end
 		else
-			local syn = have_completeness and band(last_value(f_tcp_completeness) or 0, 1) ~= 0
-			if syn then
+			-- Whether the capture has the connection's SYN; unknown (nil)
+			-- in a first pass without a protocol tree.
+			local completeness = have_completeness and last_value(f_tcp_completeness)
+			if completeness and band(completeness, 1) ~= 0 then
 				st.state = "refused"
 				st.refused = "the connection did not begin with a HELLO"
 				r = { status = "failed", frame = 0, reason = "the connection begins with " .. (types[t] or ("TYPE(" .. t .. ")")) .. ", not a HELLO" }
 			else
 				st.state = "nohello"
-				r = { status = "unverified", reason = "stream began mid-connection: its HELLO is not in the capture" }
+				st.nohello = completeness and "stream began mid-connection: its HELLO is not in the capture"
+					or "no HELLO at the start of the stream in the capture (its SYN is unknown in this pass)"
+				r = { status = "unverified", reason = st.nohello }
 			end
 		end
 	elseif st.state == "refused" then
 		r = { status = "failed", reason = st.refused }
 	elseif st.state == "nohello" then
-		r = { status = "unverified", reason = "stream began mid-connection: its HELLO is not in the capture" }
+		r = { status = "unverified", reason = st.nohello }
 	elseif not auth then
 		r = { status = "failed", frame = st.next, reason = "no tag on an authenticated connection" }
 		st.next = st.next + 1
