@@ -26,7 +26,10 @@ import (
 // Message classes: ELECTION, ANSWER, HALT, HALT_ACK, REJECT and COORDINATOR
 // are election messages; HEARTBEAT, JOIN, LEAVE and MEMBERS are counted
 // (overall and per node, sent and received, exactly: one count per frame
-// decoded) but belong to no election.
+// decoded) but belong to no election. HELLO, which opens an authenticated
+// connection, is transport: counted the same way (nodes count the HELLOs
+// they send and receive too), but no message of the election, no claim to
+// lead, and it neither starts nor times one.
 //
 // Liveness: a node is live from its first frame on the wire or a restart
 // or resume record, until a crash, pause or leave record. Reachability: a
@@ -70,6 +73,10 @@ import (
 // convergence by the end of the capture (the last election did not
 // converge, or its leader is not live at the end, or a higher live node
 // that is not cut from it exists).
+//
+// Authentication: with the cluster key, every stream's tags are verified
+// (see AuthReport); a failure is no anomaly of the election, and the frame
+// is still counted and analyzed like any other, as it was on the wire.
 
 // Schema names the JSON format of Report. Within a version fields are only
 // added; renaming, removing or changing the meaning of one bumps it.
@@ -101,6 +108,10 @@ type AnalyzeOptions struct {
 	TriggerWindow time.Duration
 	// MaxFrame is passed to the Dissector.
 	MaxFrame int
+	// Key, when set, is the cluster key: the tags of authenticated
+	// connections are verified with it (see AuthReport).
+	// Without it they are only counted.
+	Key *wire.Key
 }
 
 // TypeCounts counts frames by type, in wire order.
@@ -115,7 +126,10 @@ type TypeCounts struct {
 	Join        int64 `json:"JOIN"`
 	Leave       int64 `json:"LEAVE"`
 	Members     int64 `json:"MEMBERS"`
-	Unknown     int64 `json:"unknown"` // intact frames of a type this version does not define
+	// Hello counts HELLOs, which open authenticated connections: transport,
+	// not election.
+	Hello   int64 `json:"HELLO"`
+	Unknown int64 `json:"unknown"` // intact frames of a type this version does not define
 }
 
 type counts [16]int64 // by wire.Type; 0 holds unknown types
@@ -131,13 +145,13 @@ func (c *counts) add(t wire.Type) {
 func (c *counts) typeCounts() TypeCounts {
 	return TypeCounts{c[wire.TypeElection], c[wire.TypeAnswer], c[wire.TypeHalt], c[wire.TypeHaltAck],
 		c[wire.TypeReject], c[wire.TypeCoordinator], c[wire.TypeHeartbeat], c[wire.TypeJoin],
-		c[wire.TypeLeave], c[wire.TypeMembers], c[0]}
+		c[wire.TypeLeave], c[wire.TypeMembers], c[wire.TypeHello], c[0]}
 }
 
 // Get returns the count of type t (unknown types for an undefined t).
 func (tc TypeCounts) Get(t wire.Type) int64 {
 	a := [...]int64{tc.Unknown, tc.Election, tc.Answer, tc.Halt, tc.HaltAck, tc.Reject,
-		tc.Coordinator, tc.Heartbeat, tc.Join, tc.Leave, tc.Members}
+		tc.Coordinator, tc.Heartbeat, tc.Join, tc.Leave, tc.Members, tc.Hello}
 	if t.Valid() {
 		return a[t]
 	}
@@ -147,7 +161,7 @@ func (tc TypeCounts) Get(t wire.Type) int64 {
 // Total returns the sum of all counts.
 func (tc TypeCounts) Total() int64 {
 	return tc.Election + tc.Answer + tc.Halt + tc.HaltAck + tc.Reject + tc.Coordinator +
-		tc.Heartbeat + tc.Join + tc.Leave + tc.Members + tc.Unknown
+		tc.Heartbeat + tc.Join + tc.Leave + tc.Members + tc.Hello + tc.Unknown
 }
 
 // ElectionTotal returns the count of election messages.
@@ -193,7 +207,11 @@ type Report struct {
 	// of a `bullylab up` killed with SIGKILL does: the report covers the
 	// packets before it.
 	Truncated *Truncation `json:"truncated,omitempty"`
-	Timeline  *Timeline   `json:"timeline,omitempty"`
+	// Auth is the authentication of the capture's connections: the
+	// verification's results with AnalyzeOptions.Key, else the count of
+	// authenticated frames; nil without a key and authenticated frames.
+	Auth     *AuthReport `json:"auth,omitempty"`
+	Timeline *Timeline   `json:"timeline,omitempty"`
 
 	msgs  []msg
 	names []string
@@ -385,6 +403,7 @@ type analyzer struct {
 	twice   map[[3]uint64]bool // reported (epoch, node, node) two-leader pairs
 	anoms   []Anomaly
 	errs    []StreamErrorReport
+	auth    *authChecker
 	first   int64
 	last    int64
 	quiet   time.Duration
@@ -427,6 +446,7 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 		byName: map[string]int32{},
 		claims: map[uint64]claim{},
 		twice:  map[[3]uint64]bool{},
+		auth:   newAuthChecker(opts.Key),
 	}
 	for {
 		p, err := rd.Next()
@@ -619,6 +639,9 @@ func (a *analyzer) Frame(f *Frame) {
 	t := f.Time.UnixNano()
 	if sender.firstSeen == 0 {
 		sender.firstSeen = t
+	}
+	if a.auth.key != nil || m.Flags&wire.FlagAuth != 0 {
+		a.auth.frame(f, sender.Name, a.nodes[to].Name, a.nodes[to].ID)
 	}
 	typ := m.Type
 	if f.Err != nil {
@@ -844,6 +867,7 @@ func (a *analyzer) finish() {
 	if rep.StreamErrors == nil {
 		rep.StreamErrors = []StreamErrorReport{}
 	}
+	rep.Auth = a.auth.report()
 
 	// Segment the election messages into elections.
 	var outside counts

@@ -209,3 +209,70 @@ func TestAnalyzeErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestTypeCountsEveryType checks that every wire type has its own count.
+func TestTypeCountsEveryType(t *testing.T) {
+	for _, ty := range wire.Types {
+		var c counts
+		c.add(ty)
+		tc := c.typeCounts()
+		if tc.Get(ty) != 1 || tc.Total() != 1 || tc.Get(0) != 0 {
+			t.Errorf("%s: counted %+v", ty, tc)
+		}
+		if (tc.ElectionTotal() == 1) != IsElectionType(ty) {
+			t.Errorf("%s: election total %d", ty, tc.ElectionTotal())
+		}
+	}
+}
+
+// TestAnalyzeHello analyzes the same run with and without authentication:
+// the HELLOs opening the connections are counted, per node too, and
+// change nothing else. The two runs have the same packets at the same
+// times, a HELLO sharing the segment of its connection's first frame.
+func TestAnalyzeHello(t *testing.T) {
+	run := func(key *wire.Key) (*synth, *Report) {
+		var buf bytes.Buffer
+		s := newSynth(t, &buf, 4, 11)
+		s.key = key
+		for i := range s.live {
+			s.live[i] = true
+		}
+		leader := s.elect(0, 0, wire.ReasonBoot)
+		s.heartbeats(leader, 1, 5)
+		s.crash(leader)
+		s.advance(500 * time.Millisecond)
+		leader = s.elect(0, 1, wire.ReasonLeaderFailed)
+		s.heartbeats(leader, 2, 5)
+		s.close(t)
+		rep := analyzeBytes(t, buf.Bytes())
+		checkCounts(t, s, rep)
+		return s, rep
+	}
+	_, plain := run(nil)
+	s, rep := run(&testKey)
+	if rep.Messages.Hello == 0 || rep.Messages.Hello != s.total[wire.TypeHello] || plain.Messages.Hello != 0 {
+		t.Errorf("%d HELLOs, sent %d", rep.Messages.Hello, s.total[wire.TypeHello])
+	}
+	if rep.Frames != plain.Frames+rep.Messages.Hello || rep.ElectionMessages != plain.ElectionMessages || len(rep.Elections) != 2 {
+		t.Errorf("%d frames, %d election messages, with HELLOs; %d and %d without", rep.Frames, rep.ElectionMessages, plain.Frames, plain.ElectionMessages)
+	}
+	for name, pair := range map[string][2]any{
+		"elections": {rep.Elections, plain.Elections},
+		"anomalies": {rep.Anomalies, plain.Anomalies},
+		"final":     {rep.Final, plain.Final},
+		"outside":   {rep.OutsideElections, plain.OutsideElections},
+	} {
+		x, _ := json.Marshal(pair[0])
+		y, _ := json.Marshal(pair[1])
+		if !bytes.Equal(x, y) {
+			t.Errorf("%s with HELLOs:\n%s\nwithout:\n%s", name, x, y)
+		}
+	}
+	var b strings.Builder
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "HELLOs)") || !strings.Contains(b.String(), "HELLO") {
+		t.Errorf("text report:\n%s", b.String())
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/bullylab/bullylab/wire"
 )
 
 // benchFrames is the size of the benchmark capture.
@@ -15,6 +17,12 @@ const benchFrames = 1_000_000
 // heartbeats and elections, with a few split, reordered and retransmitted
 // segments, and returns its path and generator.
 func writeBenchCapture(tb testing.TB, dir string, frames int64) (string, *synth) {
+	return writeBenchCaptureKey(tb, dir, frames, nil)
+}
+
+// writeBenchCaptureKey is writeBenchCapture with the connections
+// authenticated under key, when not nil.
+func writeBenchCaptureKey(tb testing.TB, dir string, frames int64, key *wire.Key) (string, *synth) {
 	tb.Helper()
 	path := filepath.Join(dir, "bench.pcapng")
 	f, err := os.Create(path)
@@ -24,6 +32,7 @@ func writeBenchCapture(tb testing.TB, dir string, frames int64) (string, *synth)
 	bw := bufio.NewWriterSize(f, 1<<20)
 	start := time.Now()
 	s := newSynth(tb, bw, 16, 42)
+	s.key = key
 	s.split, s.reorder, s.retransmit = 0.002, 0.001, 0.001
 	s.benchScenario(frames)
 	s.close(tb)
@@ -62,4 +71,30 @@ func BenchmarkAnalyze(b *testing.B) {
 	b.ReportMetric(float64(rep.Frames)/sec, "frames/s")
 	b.ReportMetric(float64(rep.Packets)/sec, "packets/s")
 	b.ReportMetric(float64(st.Size())/sec/1e6, "MB/s")
+}
+
+// BenchmarkAnalyzeAuth measures Analyze on the benchmark capture with
+// every connection authenticated: without the key (tags counted) and with
+// it (every tag verified).
+func BenchmarkAnalyzeAuth(b *testing.B) {
+	path, s := writeBenchCaptureKey(b, b.TempDir(), benchFrames, &testKey)
+	for _, c := range []struct {
+		name string
+		key  *wire.Key
+	}{{"nokey", nil}, {"key", &testKey}} {
+		b.Run(c.name, func(b *testing.B) {
+			var rep *Report
+			var err error
+			for b.Loop() {
+				rep, err = AnalyzeFile(path, AnalyzeOptions{Key: c.key})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			if rep.Frames != s.frames || (c.key != nil && rep.Auth.Verified != rep.Frames) {
+				b.Fatalf("analyzed %d frames, generated %d; auth %+v", rep.Frames, s.frames, rep.Auth)
+			}
+			b.ReportMetric(float64(rep.Frames)/(b.Elapsed().Seconds()/float64(b.N)), "frames/s")
+		})
+	}
 }

@@ -29,8 +29,22 @@ package capture
 //	|                     CRC-32C (uint32)                          |  32+Length
 //	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 //
-// All integers are big-endian; the CRC covers bytes 0 .. 32+Length-1. The
-// package wire is the reference for the format: this layer must decode
+// All integers are big-endian; the CRC covers bytes 0 .. 32+Length-1. With
+// FlagAuth (0x20 in the flags byte) a 16-byte authentication tag sits
+// between the payload and the CRC, which covers it too; Length still
+// counts the payload alone:
+//
+//	+-----------------+-------------------+--------------+-------------+
+//	| Header (32)     | Payload (Length)  | Tag (16)     | CRC-32C (4) |
+//	+-----------------+-------------------+--------------+-------------+
+//
+// A HELLO (type 11, always with FlagAuth) opens an authenticated
+// connection; its 40-byte payload is To (16), Time (int64, Unix ns) and
+// Nonce (16). Checking a tag takes the cluster key (wire.OpenHello and
+// wire.Verifier; Analyze does it with AnalyzeOptions.Key): the layer
+// decodes the tag, it does not verify it.
+//
+// The package wire is the reference for the format: this layer must decode
 // exactly what wire.Decode decodes (layer_test.go checks it both ways).
 
 import (
@@ -83,7 +97,7 @@ func RegisterPort(port uint16) {
 // Bullylab is one decoded frame. Contents is the whole frame, header to
 // CRC; Payload (gopacket's name for what follows this layer) is whatever
 // the segment carries after the frame; Data is the frame's own payload
-// (REJECT's node ID, JOIN's address, MEMBERS' list).
+// (REJECT's node ID, JOIN's address, MEMBERS' list, HELLO's fields).
 type Bullylab struct {
 	layers.BaseLayer
 	Version uint8
@@ -93,7 +107,13 @@ type Bullylab struct {
 	From    uuid.UUID
 	Length  uint32
 	Data    []byte
-	CRC     uint32
+	// Tag is the authentication tag of a frame with FlagAuth, wire.TagLen
+	// bytes (aliasing Contents); nil without FlagAuth.
+	Tag []byte
+	// Hello is Data decoded, for a HELLO whose payload is wire.HelloLen
+	// bytes; zero otherwise.
+	Hello wire.Hello
+	CRC   uint32
 }
 
 var (
@@ -123,9 +143,13 @@ func (b *Bullylab) NextLayerType() gopacket.LayerType {
 // Reason returns the election reason carried in the flags byte.
 func (b *Bullylab) Reason() wire.Reason { return wire.Reason(b.Flags & 0x0f) }
 
-// Message returns the frame as a wire.Message; its Payload aliases Data.
+// Authenticated reports whether the frame carries FlagAuth and a tag.
+func (b *Bullylab) Authenticated() bool { return b.Flags&wire.FlagAuth != 0 }
+
+// Message returns the frame as a wire.Message; its Payload aliases Data
+// and its Tag aliases Tag.
 func (b *Bullylab) Message() wire.Message {
-	return wire.Message{Type: b.Type, Flags: b.Flags, Epoch: b.Epoch, From: b.From, Payload: b.Data}
+	return wire.Message{Type: b.Type, Flags: b.Flags, Epoch: b.Epoch, From: b.From, Payload: b.Data, Tag: b.Tag}
 }
 
 // Errors of DecodeFromBytes beyond wire's sentinels.
@@ -161,9 +185,16 @@ func (b *Bullylab) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) erro
 	b.Epoch = binary.BigEndian.Uint64(data[4:12])
 	b.From = uuid.UUID(data[12:28])
 	b.Length = binary.BigEndian.Uint32(data[28:32])
-	b.Data = nil
+	b.Data, b.Tag, b.Hello = nil, nil, wire.Hello{}
+	if b.Flags&wire.FlagAuth != 0 {
+		b.Tag = data[end-wire.TagLen : end : end]
+		end -= wire.TagLen
+	}
 	if end > wire.HeaderLen {
 		b.Data = data[wire.HeaderLen:end:end]
+	}
+	if b.Type == wire.TypeHello && len(b.Data) == wire.HelloLen {
+		b.Hello, _ = wire.DecodeHello(b.Data) // cannot fail: the length is right
 	}
 	b.CRC = crc
 	b.Contents = data[:n:n]
@@ -174,21 +205,36 @@ func (b *Bullylab) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) erro
 	return nil
 }
 
-// SerializeTo writes the frame. With FixLengths, Length is set from Data;
-// with ComputeChecksums, CRC is computed; otherwise both are written as
-// they are, so that tests can build the frames a decoder must refuse.
-// Version 0 is written as wire.Version.
+// SerializeTo writes the frame. The payload is Data, except for a HELLO
+// with no Data, whose payload is Hello. With FlagAuth, Tag follows the
+// payload and must be wire.TagLen bytes (wire.Sealer computes it). With
+// FixLengths, Length is set from the payload; with ComputeChecksums, CRC
+// is computed; otherwise both are written as they are, so that tests can
+// build the frames a decoder must refuse. Version 0 is written as
+// wire.Version.
 func (b *Bullylab) SerializeTo(buf gopacket.SerializeBuffer, opts gopacket.SerializeOptions) error {
-	n := wire.HeaderLen + len(b.Data) + wire.TrailerLen
+	plen := len(b.Data)
+	hello := b.Type == wire.TypeHello && b.Data == nil
+	if hello {
+		plen = wire.HelloLen
+	}
+	tagLen := 0
+	if b.Flags&wire.FlagAuth != 0 {
+		if len(b.Tag) != wire.TagLen {
+			return fmt.Errorf("bullylab: FlagAuth set with a tag of %d bytes, want %d", len(b.Tag), wire.TagLen)
+		}
+		tagLen = wire.TagLen
+	}
+	if opts.FixLengths {
+		if uint64(plen) > wire.MaxPayloadLen {
+			return fmt.Errorf("bullylab: payload of %d bytes does not fit the length field", plen)
+		}
+		b.Length = uint32(plen)
+	}
+	n := wire.HeaderLen + plen + tagLen + wire.TrailerLen
 	bytes, err := buf.PrependBytes(n)
 	if err != nil {
 		return err
-	}
-	if opts.FixLengths {
-		if uint64(len(b.Data)) > wire.MaxPayloadLen {
-			return fmt.Errorf("bullylab: payload of %d bytes does not fit the length field", len(b.Data))
-		}
-		b.Length = uint32(len(b.Data))
 	}
 	v := b.Version
 	if v == 0 {
@@ -198,7 +244,12 @@ func (b *Bullylab) SerializeTo(buf gopacket.SerializeBuffer, opts gopacket.Seria
 	binary.BigEndian.PutUint64(bytes[4:], b.Epoch)
 	copy(bytes[12:28], b.From[:])
 	binary.BigEndian.PutUint32(bytes[28:], b.Length)
-	copy(bytes[wire.HeaderLen:], b.Data)
+	if hello {
+		wire.AppendHello(bytes[wire.HeaderLen:wire.HeaderLen], b.Hello)
+	} else {
+		copy(bytes[wire.HeaderLen:], b.Data)
+	}
+	copy(bytes[wire.HeaderLen+plen:], b.Tag[:tagLen])
 	end := n - wire.TrailerLen
 	if opts.ComputeChecksums {
 		b.CRC = crc32.Checksum(bytes[:end], castagnoli)

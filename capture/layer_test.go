@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
@@ -20,7 +21,7 @@ func sampleMessages() []wire.Message {
 		{Type: wire.TypeHalt, Flags: uint8(wire.ReasonLeaderFailed), Epoch: 8, From: id},
 		{Type: wire.TypeHaltAck, Epoch: 8, From: other},
 		{Type: wire.TypeReject, Epoch: 9, From: other, Payload: wire.AppendID(nil, id)},
-		{Type: wire.TypeCoordinator, Flags: uint8(wire.ReasonBullied) | 0x30, Epoch: 1<<63 + 5, From: id},
+		{Type: wire.TypeCoordinator, Flags: uint8(wire.ReasonBullied) | 0x50, Epoch: 1<<63 + 5, From: id},
 		{Type: wire.TypeHeartbeat, Epoch: 3, From: id},
 		{Type: wire.TypeJoin, From: id, Payload: wire.AppendAddr(nil, "10.77.0.9:7946")},
 		{Type: wire.TypeLeave, From: id},
@@ -29,9 +30,35 @@ func sampleMessages() []wire.Message {
 	}
 }
 
-// TestLayerIsomorphic checks the layer against the wire codec both ways.
+// testKey is the cluster key of the tests' authenticated connections.
+var testKey = wire.Key{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32}
+
+// authMessages is an authenticated connection from the first sample's
+// node: its HELLO, then sealed frames (an unknown type among them), then a
+// HELLO-typed frame whose payload is not a HELLO's.
+func authMessages() []wire.Message {
+	ms := sampleMessages()
+	from, to := ms[0].From, ms[3].From
+	h := wire.Hello{To: to, Time: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC).UnixNano(), Nonce: [16]byte{0xde, 0xad, 15: 0xef}}
+	s, hello := wire.NewSealer(nil, &testKey, from, h)
+	frames := [][]byte{hello}
+	for _, i := range []int{6, 5, 4, 9, 10} {
+		frames = append(frames, s.Seal(nil, wire.Append(nil, &ms[i])))
+	}
+	out := make([]wire.Message, len(frames))
+	for i, f := range frames {
+		if _, err := wire.Decode(f, &out[i]); err != nil && err != wire.ErrUnknownType {
+			panic(err)
+		}
+	}
+	odd := wire.Message{Type: wire.TypeHello, Flags: wire.FlagAuth, From: from, Payload: []byte("short"), Tag: bytes.Repeat([]byte{7}, wire.TagLen)}
+	return append(out, odd)
+}
+
+// TestLayerIsomorphic checks the layer against the wire codec both ways,
+// authenticated frames and HELLOs included.
 func TestLayerIsomorphic(t *testing.T) {
-	for _, m := range sampleMessages() {
+	for _, m := range append(sampleMessages(), authMessages()...) {
 		frame := wire.Append(nil, &m)
 		var want wire.Message
 		_, wantErr := wire.Decode(frame, &want)
@@ -46,10 +73,20 @@ func TestLayerIsomorphic(t *testing.T) {
 		if !wire.Equal(&got, &want) || !bytes.Equal(l.Contents, frame) || len(l.Payload) != 0 || l.Length != uint32(len(m.Payload)) {
 			t.Errorf("layer decoded %v, wire %v", got, want)
 		}
+		if l.Authenticated() != (m.Flags&wire.FlagAuth != 0) || !bytes.Equal(l.Tag, m.Tag) {
+			t.Errorf("%v: layer tag %x (authenticated %v), wire %x", m, l.Tag, l.Authenticated(), m.Tag)
+		}
+		wantHello, herr := wire.DecodeHello(m.Payload)
+		if m.Type != wire.TypeHello || herr != nil {
+			wantHello = wire.Hello{}
+		}
+		if l.Hello != wantHello {
+			t.Errorf("%v: layer HELLO %+v, want %+v", m, l.Hello, wantHello)
+		}
 
 		// layer -> wire
 		buf := gopacket.NewSerializeBuffer()
-		src := Bullylab{Type: m.Type, Flags: m.Flags, Epoch: m.Epoch, From: m.From, Data: m.Payload}
+		src := Bullylab{Type: m.Type, Flags: m.Flags, Epoch: m.Epoch, From: m.From, Data: m.Payload, Tag: m.Tag}
 		if err := src.SerializeTo(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -61,6 +98,27 @@ func TestLayerIsomorphic(t *testing.T) {
 			t.Errorf("wire decoded the layer's %v as %v, %v", m, back, err)
 		}
 	}
+
+	// A HELLO serialized from its fields, without Data, is the HELLO wire
+	// seals.
+	hello := authMessages()[0]
+	src := Bullylab{Type: wire.TypeHello, Flags: hello.Flags, From: hello.From, Tag: hello.Tag}
+	var l Bullylab
+	if err := l.DecodeFromBytes(wire.Append(nil, &hello), gopacket.NilDecodeFeedback); err != nil {
+		t.Fatal(err)
+	}
+	src.Hello = l.Hello
+	buf := gopacket.NewSerializeBuffer()
+	if err := src.SerializeTo(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}); err != nil {
+		t.Fatal(err)
+	}
+	if want := wire.Append(nil, &hello); !bytes.Equal(buf.Bytes(), want) {
+		t.Errorf("HELLO from its fields:\n%x\nwire:\n%x", buf.Bytes(), want)
+	}
+	src.Tag = src.Tag[:5]
+	if err := src.SerializeTo(gopacket.NewSerializeBuffer(), gopacket.SerializeOptions{}); err == nil {
+		t.Error("serialized FlagAuth with a 5-byte tag")
+	}
 }
 
 // TestLayerRefuses checks that the layer refuses what wire refuses, with
@@ -68,6 +126,8 @@ func TestLayerIsomorphic(t *testing.T) {
 func TestLayerRefuses(t *testing.T) {
 	m := sampleMessages()[4]
 	good := wire.Append(nil, &m)
+	sealed := authMessages()[3] // the REJECT, sealed
+	auth := wire.Append(nil, &sealed)
 	for name, mutate := range map[string]func([]byte) []byte{
 		"start":     func(b []byte) []byte { b[0] = 0x1c; return b },
 		"version":   func(b []byte) []byte { b[1] = 2; return b },
@@ -75,6 +135,11 @@ func TestLayerRefuses(t *testing.T) {
 		"payload":   func(b []byte) []byte { b[40] ^= 0x80; return b },
 		"truncated": func(b []byte) []byte { return b[:len(b)-1] },
 		"short":     func(b []byte) []byte { return b[:20] },
+		// FlagAuth makes the frame 16 bytes longer than the bytes there.
+		"auth flag set": func(b []byte) []byte { b[3] |= wire.FlagAuth; return b },
+		"auth tag":      func([]byte) []byte { b := bytes.Clone(auth); b[len(b)-6] ^= 1; return b },
+		"auth cleared":  func([]byte) []byte { b := bytes.Clone(auth); b[3] &^= wire.FlagAuth; return b },
+		"auth cut":      func([]byte) []byte { return auth[:len(auth)-wire.TagLen] },
 	} {
 		b := mutate(bytes.Clone(good))
 		var w wire.Message
@@ -96,6 +161,11 @@ func TestLayerInPacket(t *testing.T) {
 	for i := range 3 {
 		payload = wire.Append(payload, &ms[i])
 	}
+	// An authenticated connection's HELLO and first frame, as the dialer
+	// writes them, in one segment.
+	am := authMessages()
+	payload = wire.Append(payload, &am[0])
+	payload = wire.Append(payload, &am[1])
 	partial := wire.Append(nil, &ms[4])
 	payload = append(payload, partial[:10]...)
 	eth := &layers.Ethernet{SrcMAC: []byte{2, 0, 0, 0, 0, 1}, DstMAC: []byte{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv4}
@@ -111,9 +181,12 @@ func TestLayerInPacket(t *testing.T) {
 	for _, l := range p.Layers() {
 		if b, ok := l.(*Bullylab); ok {
 			got = append(got, b.Type)
+			if b.Authenticated() != (len(got) > 3) || b.Type == wire.TypeHello && b.Hello.Time != 1767323045000000006 {
+				t.Errorf("frame %d: %s authenticated %v, tag %x, HELLO %+v", len(got), b.Type, b.Authenticated(), b.Tag, b.Hello)
+			}
 		}
 	}
-	if len(got) != 3 || got[0] != ms[0].Type || got[2] != ms[2].Type {
+	if len(got) != 5 || got[0] != ms[0].Type || got[2] != ms[2].Type || got[3] != wire.TypeHello || got[4] != am[1].Type {
 		t.Errorf("frames decoded: %v (layers %v)", got, p.Layers())
 	}
 	if p.Layer(gopacket.LayerTypeFragment) == nil {
@@ -135,23 +208,36 @@ func TestLayerInPacket(t *testing.T) {
 	}
 }
 
+// BenchmarkLayerDecode decodes a COORDINATOR, the same sealed, and a
+// HELLO.
 func BenchmarkLayerDecode(b *testing.B) {
-	ms := sampleMessages()
-	frame := wire.Append(nil, &ms[5])
-	var l Bullylab
-	b.SetBytes(int64(len(frame)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := l.DecodeFromBytes(frame, gopacket.NilDecodeFeedback); err != nil {
-			b.Fatal(err)
-		}
+	ms, am := sampleMessages(), authMessages()
+	for _, c := range []struct {
+		name string
+		m    *wire.Message
+	}{
+		{"control", &ms[5]},
+		{"authenticated", &am[2]},
+		{"hello", &am[0]},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			frame := wire.Append(nil, c.m)
+			var l Bullylab
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := l.DecodeFromBytes(frame, gopacket.NilDecodeFeedback); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
 // FuzzLayer checks on arbitrary bytes that the layer and wire.Decode agree
 // and that what decodes serializes back to the same bytes.
 func FuzzLayer(f *testing.F) {
-	for _, m := range sampleMessages() {
+	for _, m := range append(sampleMessages(), authMessages()...) {
 		f.Add(wire.Append(nil, &m))
 	}
 	f.Add([]byte{wire.StartByte, wire.Version})
@@ -168,6 +254,9 @@ func FuzzLayer(f *testing.F) {
 			m := l.Message()
 			if !wire.Equal(&m, &w) || len(l.Contents) != n {
 				t.Fatalf("wire %v, layer %v", w, m)
+			}
+			if h, err := wire.DecodeHello(w.Payload); w.Type == wire.TypeHello && err == nil && l.Hello != h {
+				t.Fatalf("layer HELLO %+v, wire %+v", l.Hello, h)
 			}
 			buf := gopacket.NewSerializeBuffer()
 			if err := l.SerializeTo(buf, gopacket.SerializeOptions{}); err != nil {

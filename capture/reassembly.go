@@ -89,6 +89,15 @@ type Frame struct {
 // Stream is one direction of a TCP connection.
 type Stream struct {
 	Src, Dst netip.AddrPort
+	// Conn numbers the connection: the Dissector's count of streams when
+	// it started, so from 1 in the order their first segment came. It
+	// changes when a SYN starts a new connection on the same addresses and
+	// ports, which also starts Frame.Offset from 0 again.
+	Conn int64
+	// MidStream says that the capture lacks the connection's SYN: it
+	// started, or lost packets, after the connection opened, so bytes
+	// before offset 0 may be missing.
+	MidStream bool
 	// User is the Handler's, zero until it sets it.
 	User [2]int32
 	// HasUser says User was set.
@@ -345,6 +354,7 @@ func (d *Dissector) segment(key flowKey, t *layers.TCP, missing int) {
 		}
 		d.resetHalf(h)
 		d.stats.Streams++
+		h.stream.Conn, h.stream.MidStream = d.stats.Streams, false
 		h.hasISN, h.isn, h.synced, h.nextSeq = true, seq, true, seq+1
 		if len(payload) > 0 {
 			d.stats.IgnoredSYNData++
@@ -357,6 +367,7 @@ func (d *Dissector) segment(key flowKey, t *layers.TCP, missing int) {
 		}
 		d.stats.Streams++
 		d.stats.MidStream++
+		h.stream.Conn, h.stream.MidStream = d.stats.Streams, true
 		h.synced, h.nextSeq, h.hunting = true, seq, true
 	}
 	if h.closed {

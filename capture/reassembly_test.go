@@ -16,6 +16,8 @@ import (
 type collector struct {
 	frames []wire.Message
 	pkts   []int64
+	conns  []int64 // Stream.Conn of each frame
+	mid    []bool  // Stream.MidStream of each frame
 	errs   []StreamError
 }
 
@@ -24,6 +26,8 @@ func (c *collector) Frame(f *Frame) {
 	m.Payload = append([]byte(nil), m.Payload...)
 	c.frames = append(c.frames, m)
 	c.pkts = append(c.pkts, f.Packet)
+	c.conns = append(c.conns, f.Stream.Conn)
+	c.mid = append(c.mid, f.Stream.MidStream)
 }
 
 func (c *collector) StreamError(e *StreamError) { c.errs = append(c.errs, *e) }
@@ -248,6 +252,11 @@ func TestReassemblyGapAndEnds(t *testing.T) {
 	if len(c.errs) != 1 || !errors.Is(c.errs[0].Err, ErrIncomplete) {
 		t.Fatalf("errors: %+v", c.errs)
 	}
+	// The connections are numbered by their first segment, the reverse
+	// direction's SYN included.
+	if c.conns[0] != 1 || c.conns[1] != 1 || c.conns[2] != 3 || c.conns[len(c.conns)-1] != 3 || c.mid[0] || c.mid[2] {
+		t.Errorf("connections %v, mid-stream %v", c.conns, c.mid)
+	}
 
 	// A capture that starts mid-stream, inside frame 0.
 	segs = cut(stream, isn, 7, f1+1)[3:]
@@ -255,6 +264,9 @@ func TestReassemblyGapAndEnds(t *testing.T) {
 	checkFrames(t, c, ms[1:])
 	if len(c.errs) != 0 {
 		t.Fatalf("errors: %+v", c.errs)
+	}
+	if !c.mid[0] || c.conns[0] != 1 {
+		t.Errorf("a stream without its SYN: connection %d, mid-stream %v", c.conns[0], c.mid[0])
 	}
 }
 

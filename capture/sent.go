@@ -12,7 +12,9 @@ import (
 type SentCounts map[string]map[string]uint64
 
 // CountSent counts the frames of the capture at path by sending node and
-// type, as the nodes' own counters of frames put on the wire count them.
+// type, as the nodes' own counters of frames put on the wire count them:
+// HELLOs, which open authenticated connections, under their own type, as
+// the nodes count them.
 // keep, when not nil, says which frames count: a node's frames from one
 // time on, or in a window. Frames from addresses that are no node of the
 // capture's testbed, and corrupt frames, are not counted.

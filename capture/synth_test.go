@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -31,6 +32,19 @@ type synth struct {
 	// Impairments, as probabilities per data segment.
 	retransmit, reorder, split float64
 
+	// Authentication: with key set, every connection opens with a HELLO,
+	// in the segment of its first frames as the dialer writes them, and
+	// every frame is sealed. alter, when set, sees each sealed frame of
+	// the connection a -> b (i numbers them from 0, the HELLO) and returns
+	// the bytes to send instead; it must keep the frame's type.
+	key    *wire.Key
+	alter  func(a, b, i int, frame []byte) []byte
+	hellos uint64
+	plain  []byte
+	// mute, while set, keeps packets out of the capture (and frames out of
+	// the counts), as if the capture had not started or lost them.
+	mute bool
+
 	frames  int64
 	total   counts
 	sent    []counts
@@ -43,6 +57,8 @@ type sconn struct {
 	cport      uint16
 	cseq, sseq uint32 // next sequence number of the client (sender) and server
 	unacked    int
+	sealer     *wire.Sealer // with synth.key
+	sealed     int          // frames sealed, the HELLO included
 }
 
 func synthNodes(n int, port int) []Node {
@@ -125,6 +141,9 @@ func (s *synth) packet(a, b int, sport, dport uint16, seq, ack uint32, flags byt
 
 func (s *synth) write(iface int, p []byte) {
 	s.t += int64(2*time.Microsecond + time.Duration(s.rng.IntN(3000)))
+	if s.mute {
+		return
+	}
 	if err := s.w.WriteFrame(iface, time.Unix(0, s.t), p, 0); err != nil {
 		panic(err)
 	}
@@ -175,6 +194,19 @@ func (s *synth) conn(a, b int) *sconn {
 	return c
 }
 
+// closeConn closes the connection a -> b, if open, as its dialer does.
+func (s *synth) closeConn(a, b int) {
+	c := s.conns[[2]int{a, b}]
+	if c == nil {
+		return
+	}
+	port := uint16(s.nodes[b].Port)
+	s.packet(a, b, c.cport, port, c.cseq, c.sseq, tcpFIN|tcpACK, nil)
+	s.packet(b, a, port, c.cport, c.sseq, c.cseq+1, tcpFIN|tcpACK, nil)
+	s.packet(a, b, c.cport, port, c.cseq+1, c.sseq+1, tcpACK, nil)
+	delete(s.conns, [2]int{a, b})
+}
+
 // closeConns sends FINs on every connection of node i and forgets them.
 func (s *synth) closeConns(i int) {
 	for k, c := range s.conns {
@@ -204,14 +236,66 @@ func (s *synth) send(a, b int, m *wire.Message) {
 func (s *synth) sendFrames(a, b int, ms ...*wire.Message) {
 	c := s.conn(a, b)
 	s.frame = s.frame[:0]
-	for _, m := range ms {
-		s.frame = wire.Append(s.frame, m)
-		s.frames++
-		s.total.add(m.Type)
-		s.sent[a].add(m.Type)
-		s.recv[b].add(m.Type)
+	if s.key != nil && c.sealer == nil {
+		s.hellos++
+		h := wire.Hello{To: s.nodes[b].ID, Time: s.t}
+		binary.BigEndian.PutUint64(h.Nonce[:], s.hellos)
+		binary.BigEndian.PutUint64(h.Nonce[8:], 0x5eed)
+		c.sealer, s.frame = wire.NewSealer(s.frame, s.key, s.nodes[a].ID, h)
+		s.altered(a, b, c, 0)
+		s.count(a, b, wire.TypeHello)
 	}
-	data := s.frame
+	for _, m := range ms {
+		if c.sealer != nil {
+			start := len(s.frame)
+			s.plain = wire.Append(s.plain[:0], m)
+			s.frame = c.sealer.Seal(s.frame, s.plain)
+			s.altered(a, b, c, start)
+		} else {
+			s.frame = wire.Append(s.frame, m)
+		}
+		s.count(a, b, m.Type)
+	}
+	s.segment(a, b, s.frame)
+}
+
+// altered applies alter to the frame at s.frame[start:], just sealed on c.
+func (s *synth) altered(a, b int, c *sconn, start int) {
+	i := c.sealed
+	c.sealed++
+	if s.alter == nil {
+		return
+	}
+	f := s.alter(a, b, i, bytes.Clone(s.frame[start:]))
+	s.frame = append(s.frame[:start], f...)
+}
+
+// count counts a frame of type typ from a to b, unless muted.
+func (s *synth) count(a, b int, typ wire.Type) {
+	if s.mute {
+		return
+	}
+	s.frames++
+	s.total.add(typ)
+	s.sent[a].add(typ)
+	s.recv[b].add(typ)
+}
+
+// sendRaw writes data, whole frames of the given types, from a to b, over
+// the connection a -> b (opened if need be) as it is: not sealed, not
+// altered.
+func (s *synth) sendRaw(a, b int, data []byte, types ...wire.Type) {
+	s.conn(a, b)
+	for _, t := range types {
+		s.count(a, b, t)
+	}
+	s.segment(a, b, data)
+}
+
+// segment writes data from a to b on their connection, with the
+// impairments configured, and an ACK back now and then.
+func (s *synth) segment(a, b int, data []byte) {
+	c := s.conn(a, b)
 	port := uint16(s.nodes[b].Port)
 	seq := c.cseq
 	c.cseq += uint32(len(data))

@@ -47,8 +47,34 @@ func typeNames(types []wire.Type) []string {
 	return s
 }
 
+func framesSummary(r *Report) string {
+	s := fmt.Sprintf("%d (%d election messages, %d heartbeats", r.Frames, r.ElectionMessages, r.Messages.Heartbeat)
+	if r.Messages.Hello > 0 {
+		s += fmt.Sprintf(", %d HELLOs", r.Messages.Hello)
+	}
+	return s + ")"
+}
+
+func authSummary(a *AuthReport) string {
+	if !a.Key {
+		return fmt.Sprintf("%d frames authenticated (not verified: no key)", a.Frames)
+	}
+	s := fmt.Sprintf("%d frames verified, %d failed, %d not verified; %d streams opened by a HELLO", a.Verified, a.Failed, a.Unverified, a.Streams)
+	if a.WithoutHello > 0 {
+		s += fmt.Sprintf(", %d began mid-connection (not verified)", a.WithoutHello)
+	}
+	if a.Lost > 0 {
+		s += fmt.Sprintf(", %d lost their place after missing bytes", a.Lost)
+	}
+	if a.ReplayCount > 0 {
+		s += fmt.Sprintf("; %d HELLOs replayed", a.ReplayCount)
+	}
+	return s
+}
+
 // WriteText prints the report as tables: summary, elections, per node
-// counts, anomalies, stream errors (if any) and the timeline (if set).
+// counts, anomalies, authentication failures and replays (if any), stream
+// errors (if any) and the timeline (if set).
 func (r *Report) WriteText(w io.Writer) error {
 	leader := "-"
 	if r.Final.Leader != "" {
@@ -63,12 +89,15 @@ func (r *Report) WriteText(w io.Writer) error {
 		{"topology", strings.TrimSpace(r.Topology + " " + r.Run)},
 		{"span", fmt.Sprintf("%s .. %s (%v)", r.Start.Format(time.RFC3339Nano), r.End.Format("15:04:05.000000"), time.Duration(r.DurationNS).Round(time.Millisecond))},
 		{"packets", fmt.Sprint(r.Packets)},
-		{"frames", fmt.Sprintf("%d (%d election messages, %d heartbeats)", r.Frames, r.ElectionMessages, r.Messages.Heartbeat)},
+		{"frames", framesSummary(r)},
 		{"nodes", fmt.Sprint(len(r.Nodes))},
 		{"elections", fmt.Sprint(len(r.Elections))},
 		{"final leader", leader},
 		{"converged", conv},
 		{"anomalies", fmt.Sprint(len(r.Anomalies))},
+	}
+	if a := r.Auth; a != nil {
+		summary = append(summary, []string{"authentication", authSummary(a)})
 	}
 	if r.Capture != nil {
 		summary = append(summary, []string{"capture", fmt.Sprintf("%d packets, %d dropped, %d late", r.Capture.Packets, r.Capture.Drops, r.Capture.Late)})
@@ -138,6 +167,29 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if err := table(w, "Anomalies", []string{"kind", "election", "time", "packet", "detail"}, rows); err != nil {
 		return err
+	}
+
+	if a := r.Auth; a != nil && len(a.Failures) > 0 {
+		rows = rows[:0]
+		for _, f := range a.Failures {
+			rows = append(rows, []string{fmt.Sprint(f.Packet), f.Stream, fmt.Sprint(f.Frame), f.Type, f.From, f.Reason})
+		}
+		title := "Authentication failures"
+		if n := int64(len(a.Failures)); n < a.Failed {
+			title = fmt.Sprintf("Authentication failures (%d listed of %d frames that failed)", n, a.Failed)
+		}
+		if err := table(w, title, []string{"packet", "stream", "frame", "type", "from", "reason"}, rows); err != nil {
+			return err
+		}
+	}
+	if a := r.Auth; a != nil && len(a.Replays) > 0 {
+		rows = rows[:0]
+		for _, p := range a.Replays {
+			rows = append(rows, []string{fmt.Sprint(p.Packet), p.Stream, p.From, fmt.Sprintf("packet %d, %s", p.FirstPacket, p.FirstStream)})
+		}
+		if err := table(w, "Replayed HELLOs (nonce seen before)", []string{"packet", "stream", "from", "first seen"}, rows); err != nil {
+			return err
+		}
 	}
 
 	if len(r.StreamErrors) > 0 {

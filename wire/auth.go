@@ -169,6 +169,13 @@ func OpenHello(key *Key, self uuid.UUID, m *Message) (*Verifier, Hello, error) {
 // From returns the node the connection authenticated as.
 func (v *Verifier) From() uuid.UUID { return v.from }
 
+// Seek makes frame number i (0 is the HELLO) the next one Verify checks.
+// A node never needs it; a reader that knows frames are missing from its
+// copy of a connection, such as a capture analysis after bytes the capture
+// lost, uses it to try the positions the next frame it has can hold: a tag
+// that verifies at some position proves the frame was sealed there.
+func (v *Verifier) Seek(i uint64) { v.f.seq = i }
+
 // Verify checks m's tag as the connection's next frame. Every frame must
 // be verified, in order, a failed one included: the tags chain by position.
 // It does not check m.From; the caller compares it with From.

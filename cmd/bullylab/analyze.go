@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/wire"
 	"github.com/urfave/cli/v2"
 )
 
@@ -20,7 +21,9 @@ func analyzeCommand() *cli.Command {
 		Description: "Reads a bullylab capture and prints its summary, its elections (trigger, detection\n" +
 			"time, time to leader, leader, epoch, messages by type), per node counts and anomalies.\n" +
 			"--json writes the same as a document of schema " + capture.Schema + ".\n" +
-			"A capture cut short (its writer killed) is analyzed up to the cut, with a warning on stderr.",
+			"A capture cut short (its writer killed) is analyzed up to the cut, with a warning on stderr.\n" +
+			"With --cluster-key, the tags of authenticated connections are verified too, and the\n" +
+			"command exits 1 after the report when a frame fails or a HELLO was replayed.",
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "write the report as JSON (schema " + capture.Schema + ")"},
@@ -28,10 +31,11 @@ func analyzeCommand() *cli.Command {
 			&cli.UintFlag{Name: "port", Usage: "election TCP `PORT` (default: from the capture, else 7946)"},
 			&cli.DurationFlag{Name: "quiet", Usage: "silence that ends an election (default: from the capture's settings, at least 1s)"},
 			&cli.DurationFlag{Name: "trigger-window", Usage: "how long before an election a fault may have triggered it (default 10s)"},
+			&cli.StringFlag{Name: "cluster-key", Usage: "verify authenticated connections with the cluster key in `FILE` (base64, mode 0600)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 && strings.HasPrefix(c.Args().Get(1), "-") {
-				return fmt.Errorf("analyze: options go before the file: bullylab analyze [--json] [--timeline N] [--port PORT] FILE")
+				return fmt.Errorf("analyze: options go before the file: bullylab analyze [--json] [--timeline N] [--port PORT] [--cluster-key FILE] FILE")
 			}
 			if c.NArg() != 1 {
 				return fmt.Errorf("analyze: want one capture file, got %d arguments", c.NArg())
@@ -44,6 +48,13 @@ func analyzeCommand() *cli.Command {
 					return fmt.Errorf("analyze %s: --port %d: want 1..65535", file, p)
 				}
 				opts.Ports = []uint16{uint16(p)}
+			}
+			if c.IsSet("cluster-key") {
+				key, err := wire.ReadKeyFile(c.String("cluster-key"))
+				if err != nil {
+					return fmt.Errorf("analyze %s: --cluster-key: %v", file, err)
+				}
+				opts.Key = &key
 			}
 			rep, err := capture.AnalyzeFile(file, opts)
 			if err != nil {
@@ -60,9 +71,17 @@ func analyzeCommand() *cli.Command {
 			if c.Bool("json") {
 				enc := json.NewEncoder(c.App.Writer)
 				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				err = enc.Encode(rep)
+			} else {
+				err = rep.WriteText(c.App.Writer)
 			}
-			return rep.WriteText(c.App.Writer)
+			if err != nil {
+				return err
+			}
+			if a := rep.Auth; !a.OK() {
+				return fmt.Errorf("analyze %s: authentication: %d frames failed, %d HELLOs replayed", file, a.Failed, a.ReplayCount)
+			}
+			return nil
 		},
 	}
 }

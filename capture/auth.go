@@ -1,0 +1,314 @@
+package capture
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// MaxAuthFailures bounds AuthReport.Failures and AuthReport.Replays.
+const MaxAuthFailures = 20
+
+// minAuthFrame is the shortest authenticated frame: a control frame and
+// its tag.
+const minAuthFrame = wire.MinFrameLen + wire.TagLen
+
+// maxAuthProbe bounds the positions tried for a frame after missing bytes;
+// beyond it the stream's later frames are not verified.
+const maxAuthProbe = 4096
+
+// AuthReport says which frames are authenticated and, given the cluster
+// key (AnalyzeOptions.Key), whether they verify (wire/doc.go,
+// Authentication).
+//
+// Each stream (one direction of one TCP connection, Stream.Conn) is
+// checked on its own, frame by frame in stream order:
+//
+//   - Its first frame must be a HELLO whose tag verifies under the key
+//     (wire.OpenHello), addressed to the node the stream goes to when that
+//     node's ID is known. A stream whose first frame in the capture is not
+//     a HELLO began mid-connection if the capture lacks the connection's
+//     start (no SYN, or bytes missing before that frame): its frames are
+//     not verified. If the capture has the start, the connection did not
+//     begin with a HELLO, and every frame of it fails, as a node would
+//     refuse the connection.
+//   - Every later frame must carry a tag that verifies as the connection's
+//     next frame, and the HELLO's From. A frame that fails still takes its
+//     position, so the frames after a tampered one verify.
+//   - Bytes missing from the capture (a gap, or a corrupt frame skipped)
+//     may have held frames: an authenticated frame is at least 52 bytes, so
+//     n missing bytes held at most n/52 frames, and the next frame's tag is
+//     tried at each position it can hold. One that verifies proves the
+//     position; one that verifies at none fails, and since its position is
+//     then unknown, the stream's later frames are not verified.
+//
+// Freshness (the HELLO's Time) is the receiver's to check against its own
+// clock and cannot be checked from a capture; but a HELLO whose nonce an
+// earlier HELLO carried is a replay, and is reported as one.
+type AuthReport struct {
+	// Key says a cluster key was given; without one nothing is verified
+	// and only Frames is counted.
+	Key bool `json:"key"`
+	// Frames counts frames with FlagAuth, HELLOs included.
+	Frames int64 `json:"frames"`
+	// With the key, every frame of the capture, authenticated or not, is
+	// counted in exactly one of Verified, Failed and Unverified.
+	Verified int64 `json:"verified"`
+	Failed   int64 `json:"failed"`
+	// Unverified counts the frames that could not be checked: those of
+	// streams without a HELLO in the capture, and those after a frame whose
+	// position was lost.
+	Unverified int64 `json:"unverified"`
+	// Streams counts the streams whose HELLO verified.
+	Streams int64 `json:"streams"`
+	// WithoutHello counts the streams that began mid-connection, whose
+	// HELLO is not in the capture.
+	WithoutHello int64 `json:"streams_without_hello"`
+	// Lost counts the streams whose position was lost after missing bytes.
+	Lost int64 `json:"streams_lost"`
+	// Replays lists the first MaxAuthFailures HELLOs (that verified) whose
+	// nonce an earlier HELLO carried; ReplayCount counts them all.
+	Replays     []HelloReplay `json:"replays"`
+	ReplayCount int64         `json:"replay_count"`
+	// Failures lists the first MaxAuthFailures failures. The frames after
+	// the failed HELLO of a stream, or in a stream that began without one,
+	// fail too but are counted, not listed.
+	Failures []AuthFailure `json:"failures"`
+}
+
+// OK reports whether nothing failed and no HELLO was replayed; without the
+// key, trivially.
+func (r *AuthReport) OK() bool { return r == nil || r.Failed == 0 && r.ReplayCount == 0 }
+
+// AuthFailure is a frame that failed verification.
+type AuthFailure struct {
+	Packet int64     `json:"packet"`
+	Time   time.Time `json:"time"`
+	Stream string    `json:"stream"` // "src > dst"
+	// Frame is the frame's number in its connection, 0 for the HELLO; after
+	// missing bytes, the first position it was tried at.
+	Frame  uint64 `json:"frame"`
+	Type   string `json:"type"`
+	From   string `json:"from"` // the sending node
+	Reason string `json:"reason"`
+}
+
+// HelloReplay is a HELLO whose nonce an earlier HELLO carried.
+type HelloReplay struct {
+	Packet      int64     `json:"packet"`
+	Time        time.Time `json:"time"`
+	Stream      string    `json:"stream"`
+	From        string    `json:"from"`
+	FirstPacket int64     `json:"first_packet"`
+	FirstStream string    `json:"first_stream"`
+}
+
+// Outcome of one frame's verification.
+type authOutcome uint8
+
+const (
+	authNone       authOutcome = iota // no key
+	authVerified                      // the tag verified at position authResult.Frame
+	authFailed                        // see authResult.Reason
+	authUnverified                    // could not be checked
+)
+
+// authResult is what authChecker.frame found about one frame.
+type authResult struct {
+	Outcome authOutcome
+	Frame   uint64 // position in the connection, when verified or failed
+}
+
+// The state of one stream.
+const (
+	streamNew     = iota // no frame yet
+	streamOpen           // HELLO verified: frames are checked
+	streamRefused        // failed HELLO, or no HELLO at the start: every frame fails
+	streamNoHello        // began mid-connection: frames not verified
+	streamLost           // position lost: frames not verified
+)
+
+type authStream struct {
+	conn   int64
+	state  uint8
+	v      *wire.Verifier
+	from   uuid.UUID
+	lo, hi uint64 // positions the next frame can hold
+	next   uint64 // stream offset after the last frame
+}
+
+type helloSeen struct {
+	pkt    int64
+	stream string
+}
+
+// authChecker verifies the frames of a capture's streams (see above); the
+// analyzer feeds it every frame.
+type authChecker struct {
+	key     *wire.Key
+	rep     AuthReport
+	streams map[*Stream]*authStream
+	nonces  map[[16]byte]helloSeen
+}
+
+func newAuthChecker(key *wire.Key) *authChecker {
+	c := &authChecker{key: key}
+	if key != nil {
+		c.rep.Key = true
+		c.streams = map[*Stream]*authStream{}
+		c.nonces = map[[16]byte]helloSeen{}
+	}
+	return c
+}
+
+// report returns the report, nil when there is nothing to say: no key and
+// no authenticated frame.
+func (c *authChecker) report() *AuthReport {
+	if !c.rep.Key && c.rep.Frames == 0 {
+		return nil
+	}
+	r := c.rep
+	if r.Key {
+		if r.Failures == nil {
+			r.Failures = []AuthFailure{}
+		}
+		if r.Replays == nil {
+			r.Replays = []HelloReplay{}
+		}
+	}
+	return &r
+}
+
+func streamName(f *Frame) string { return f.Src.String() + " > " + f.Dst.String() }
+
+// frame checks f, sent by the node named from to the node named to, whose
+// ID is toID (zero when unknown).
+func (c *authChecker) frame(f *Frame, from, to string, toID uuid.UUID) authResult {
+	m := &f.Msg
+	if m.Flags&wire.FlagAuth != 0 {
+		c.rep.Frames++
+	}
+	if c.key == nil {
+		return authResult{}
+	}
+	as := c.streams[f.Stream]
+	if as == nil || as.conn != f.Stream.Conn {
+		as = &authStream{conn: f.Stream.Conn}
+		c.streams[f.Stream] = as
+	}
+	var lost uint64 // bytes missing before f
+	if f.Offset > as.next {
+		lost = f.Offset - as.next
+	}
+	as.next = f.Offset + uint64(f.Len)
+
+	switch as.state {
+	case streamNew:
+		if m.Type == wire.TypeHello {
+			return c.hello(f, as, from, to, toID)
+		}
+		if f.Stream.MidStream || f.Offset > 0 {
+			as.state = streamNoHello
+			c.rep.WithoutHello++
+			c.rep.Unverified++
+			return authResult{Outcome: authUnverified}
+		}
+		as.state = streamRefused
+		return c.fail(f, from, 0, true, fmt.Sprintf("the connection begins with %s, not a HELLO", m.Type))
+	case streamRefused:
+		return c.fail(f, from, 0, false, "")
+	case streamNoHello, streamLost:
+		c.rep.Unverified++
+		return authResult{Outcome: authUnverified}
+	}
+
+	// streamOpen
+	as.hi += lost / minAuthFrame
+	if as.hi-as.lo >= maxAuthProbe {
+		as.state = streamLost
+		c.rep.Lost++
+		c.rep.Unverified++
+		return authResult{Outcome: authUnverified}
+	}
+	lo, hi := as.lo, as.hi
+	for i := lo; i <= hi; i++ {
+		as.v.Seek(i)
+		if as.v.Verify(m) != nil {
+			continue
+		}
+		as.lo, as.hi = i+1, i+1
+		if m.From != as.from {
+			return c.fail(f, from, i, true, fmt.Sprintf("From %s is not the connection's, %s (its HELLO's)", shortID(m.From), shortID(as.from)))
+		}
+		c.rep.Verified++
+		return authResult{Outcome: authVerified, Frame: i}
+	}
+	var reason string
+	switch {
+	case m.Flags&wire.FlagAuth == 0:
+		reason = "no tag on an authenticated connection"
+	case lo == hi:
+		reason = "tag mismatch"
+	default:
+		reason = fmt.Sprintf("tag matches no position from %d to %d (%d bytes missing before it); later frames not verified", lo, hi, lost)
+	}
+	if lo == hi {
+		// The frame took its position: the next one is checked at the next.
+		as.lo, as.hi = lo+1, hi+1
+	} else {
+		as.state = streamLost
+		c.rep.Lost++
+	}
+	return c.fail(f, from, lo, true, reason)
+}
+
+// hello opens stream as with its first frame f, a HELLO.
+func (c *authChecker) hello(f *Frame, as *authStream, from, to string, toID uuid.UUID) authResult {
+	m := &f.Msg
+	h, _ := wire.DecodeHello(m.Payload) // on error, OpenHello fails below
+	v, _, err := wire.OpenHello(c.key, h.To, m)
+	if err != nil {
+		as.state = streamRefused
+		reason := "HELLO tag mismatch (another cluster key?)"
+		switch {
+		case m.Flags&wire.FlagAuth == 0:
+			reason = "HELLO without a tag"
+		case len(m.Payload) != wire.HelloLen:
+			reason = fmt.Sprintf("HELLO payload is %d bytes, not %d", len(m.Payload), wire.HelloLen)
+		}
+		return c.fail(f, from, 0, true, reason)
+	}
+	if toID != (uuid.UUID{}) && h.To != toID {
+		as.state = streamRefused
+		return c.fail(f, from, 0, true, fmt.Sprintf("HELLO is for node %s, sent to %s (%s)", shortID(h.To), to, shortID(toID)))
+	}
+	as.state, as.v, as.from, as.lo, as.hi = streamOpen, v, m.From, 1, 1
+	c.rep.Streams++
+	c.rep.Verified++
+	stream := streamName(f)
+	if first, ok := c.nonces[h.Nonce]; ok {
+		c.rep.ReplayCount++
+		if len(c.rep.Replays) < MaxAuthFailures {
+			c.rep.Replays = append(c.rep.Replays, HelloReplay{Packet: f.Packet, Time: f.Time.UTC(), Stream: stream, From: from,
+				FirstPacket: first.pkt, FirstStream: first.stream})
+		}
+	} else {
+		c.nonces[h.Nonce] = helloSeen{f.Packet, stream}
+	}
+	return authResult{Outcome: authVerified}
+}
+
+// fail counts f as failed, and lists it when list is set and the list has
+// room.
+func (c *authChecker) fail(f *Frame, from string, pos uint64, list bool, reason string) authResult {
+	c.rep.Failed++
+	if list && len(c.rep.Failures) < MaxAuthFailures {
+		c.rep.Failures = append(c.rep.Failures, AuthFailure{Packet: f.Packet, Time: f.Time.UTC(), Stream: streamName(f),
+			Frame: pos, Type: f.Msg.Type.String(), From: from, Reason: reason})
+	}
+	return authResult{Outcome: authFailed, Frame: pos}
+}
+
+func shortID(id uuid.UUID) string { return id.String()[:8] }
