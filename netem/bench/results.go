@@ -117,6 +117,7 @@ const (
 	FailSafety   = "safety"   // two leaders while the network was connected (SLE1)
 	FailLiveness = "liveness" // no leader, or not the highest live node, within the bound (SLE2)
 	FailCounters = "counters" // the nodes' counters disagree with the capture
+	FailAuth     = "auth"     // a frame in the capture failed the cluster key's check, or a HELLO was replayed
 	FailStep     = "step"     // a scenario step could not run (a fault failed, a selector found nobody)
 	FailSetup    = "setup"    // the testbed, the nodes or the capture did not come up
 )
@@ -145,6 +146,11 @@ type Run struct {
 	Counters CountersCheck  `json:"counters"`
 	// Capture is the run's pcapng file, relative to results.json.
 	Capture string `json:"capture,omitempty"`
+	// FramesVerified and FramesUnverified count the capture's frames whose
+	// tags the run's cluster key verified, and those it could not check
+	// (a connection that began before the capture); none may fail.
+	FramesVerified   int64 `json:"frames_verified,omitempty"`
+	FramesUnverified int64 `json:"frames_unverified,omitempty"`
 	// Schedule is the run's fault schedule, one resolved step a line.
 	Schedule []string `json:"schedule,omitempty"`
 	Checks   Checks   `json:"checks"`

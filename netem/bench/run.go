@@ -245,6 +245,21 @@ type runDetail struct {
 	seq *Sequence
 }
 
+// authProblem says what is wrong with a run's capture's authentication.
+func authProblem(a *capture.AuthReport) string {
+	switch {
+	case a == nil:
+		return "the capture holds no authenticated frame, though the nodes had a cluster key"
+	case a.Failed > 0 && len(a.Failures) > 0:
+		f := a.Failures[0]
+		return fmt.Sprintf("%d frames failed the cluster key's check; the first, packet %d (%s, frame %d of its connection, %s from %s): %s",
+			a.Failed, f.Packet, f.Stream, f.Frame, f.Type, f.From, f.Reason)
+	case a.Failed > 0:
+		return fmt.Sprintf("%d frames failed the cluster key's check", a.Failed)
+	}
+	return fmt.Sprintf("%d HELLOs replayed an earlier one's nonce", a.ReplayCount)
+}
+
 // electionTypes are the types cross-checked against the nodes' counters:
 // HEARTBEATs race the counter reads at both ends. HELLO, which opens each
 // connection a node dials when the cluster has a key, is transport, but
@@ -269,6 +284,7 @@ func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, 
 	if err != nil {
 		return fail(FailSetup, "starting the lab: %v", err)
 	}
+	key := lab.Key()
 	labClosed := false
 	closeLab := func() error {
 		if labClosed {
@@ -400,10 +416,15 @@ func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, 
 		return fail(FailSetup, "tearing down the lab: %v", closeErr)
 	}
 
-	rep, err := capture.AnalyzeFile(capPath, capture.AnalyzeOptions{Name: capName})
+	// The run's key is gone with the lab's state: verify with the copy.
+	rep, err := capture.AnalyzeFile(capPath, capture.AnalyzeOptions{Name: capName, Key: &key})
 	if err != nil {
 		return fail(FailSetup, "analyzing the capture: %v", err)
 	}
+	if a := rep.Auth; a == nil || a.Failed > 0 || a.ReplayCount > 0 {
+		return fail(FailAuth, "%s", authProblem(a))
+	}
+	r.FramesVerified, r.FramesUnverified = rep.Auth.Verified, rep.Auth.Unverified
 
 	// The measured fault: the last one applied before the measured wait.
 	var mfault *netem.Fault

@@ -112,8 +112,8 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 		if r.DetectionNS != nil {
 			det = time.Duration(*r.DetectionNS)
 		}
-		t.Logf("run %d seed %d: ok=%v leader %s epoch %d time to leader %s detection %s messages %v counters %+v",
-			r.Index, r.Seed, r.OK, r.Leader, r.Epoch, time.Duration(r.TimeToLeaderNS), det, r.Messages, r.Counters)
+		t.Logf("run %d seed %d: ok=%v leader %s epoch %d time to leader %s detection %s messages %v counters %+v frames verified %d unverified %d",
+			r.Index, r.Seed, r.OK, r.Leader, r.Epoch, time.Duration(r.TimeToLeaderNS), det, r.Messages, r.Counters, r.FramesVerified, r.FramesUnverified)
 		if !r.OK {
 			t.Errorf("run %d failed (%s): %s", r.Index, r.FailureKind, r.Failure)
 			continue
@@ -123,6 +123,12 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 		}
 		if r.DetectionNS == nil || *r.DetectionNS <= 0 || *r.DetectionNS > r.TimeToLeaderNS {
 			t.Errorf("run %d: detection %v, time to leader %d", r.Index, r.DetectionNS, r.TimeToLeaderNS)
+		}
+		// The new leader dials the others for its HALTs and COORDINATORs,
+		// so their HELLOs are in the capture and those frames verify with
+		// the run's key.
+		if r.FramesVerified < int64(2*(n-2)) {
+			t.Errorf("run %d: %d frames verified, %d not verifiable; want at least the new leader's %d", r.Index, r.FramesVerified, r.FramesUnverified, 2*(n-2))
 		}
 		rep, err := capture.AnalyzeFile(filepath.Join(out, r.Capture), capture.AnalyzeOptions{})
 		if err != nil {
