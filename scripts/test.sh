@@ -30,11 +30,13 @@ packages=()
 need_pkg() { dpkg -s "$1" >/dev/null 2>&1 || packages+=("$1"); }
 need_pkg ca-certificates
 need_pkg git
+# The capture tests check the Lua dissector and bullylab analyze against it.
+need_pkg tshark
 if [ ${#packages[@]} -gt 0 ]; then
 	step "apt-get install ${packages[*]}"
 	if [ "$(id -u)" -eq 0 ]; then
 		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 	else
 		echo "scripts/test.sh: missing Debian packages ${packages[*]} and not root to install them" >&2
 	fi

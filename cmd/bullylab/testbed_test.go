@@ -255,6 +255,7 @@ func TestUpTeardown(t *testing.T) {
 	}
 	for _, how := range []string{"SIGINT", "SIGTERM", "down"} {
 		t.Run(how+"/up", func(t *testing.T) {
+			netemtest.RequireImpairment(t) // for the delay below
 			u := startUp(t, "star5")
 			u.waitUp(t)
 			mustCLI(t, "fault", "partition", "n1,n2", "n3,n4,n5", "--run", u.run)
