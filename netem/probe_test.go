@@ -5,50 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
+	"github.com/bullylab/bullylab/netem/netemtest/outcome"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
-
-// outcomeTB stands in for a test given to a helper, recording whether the
-// helper skipped or failed it.
-type outcomeTB struct {
-	testing.TB
-	skipped, failed bool
-	msg             string
-}
-
-func (o *outcomeTB) Helper()                   {}
-func (o *outcomeTB) Skip(args ...any)          { o.end(&o.skipped, fmt.Sprint(args...)) }
-func (o *outcomeTB) Skipf(f string, a ...any)  { o.end(&o.skipped, fmt.Sprintf(f, a...)) }
-func (o *outcomeTB) SkipNow()                  { o.end(&o.skipped, "") }
-func (o *outcomeTB) Fatal(args ...any)         { o.end(&o.failed, fmt.Sprint(args...)) }
-func (o *outcomeTB) Fatalf(f string, a ...any) { o.end(&o.failed, fmt.Sprintf(f, a...)) }
-func (o *outcomeTB) FailNow()                  { o.end(&o.failed, "") }
-func (o *outcomeTB) Error(args ...any)         { o.failed, o.msg = true, fmt.Sprint(args...) }
-func (o *outcomeTB) Errorf(f string, a ...any) { o.failed, o.msg = true, fmt.Sprintf(f, a...) }
-func (o *outcomeTB) Fail()                     { o.failed = true }
-
-// end ends the helper's goroutine, as Skip and Fatal do.
-func (o *outcomeTB) end(flag *bool, msg string) {
-	*flag, o.msg = true, msg
-	runtime.Goexit()
-}
-
-// runHelper runs helper on a goroutine of its own, which Skip and Fatal
-// end, and returns how it treated the test.
-func runHelper(t *testing.T, helper func(testing.TB)) *outcomeTB {
-	o := &outcomeTB{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		helper(o)
-	}()
-	<-done
-	return o
-}
 
 // A probe that cannot run returns an error, which fails the tests that
 // need its answer; only a missing privilege or kernel feature makes them
@@ -107,12 +69,12 @@ func TestProbeFailureIsAnError(t *testing.T) {
 					t.Errorf("errors.Is(%v, %v) = %v", err, e, got)
 				}
 			}
-			o := runHelper(t, func(tb testing.TB) { faultsCaps(tb) })
+			o := outcome.Of(t, func(tb testing.TB) { faultsCaps(tb) })
 			switch {
-			case tc.skipFor == nil && (!o.failed || o.skipped):
-				t.Errorf("faultsCaps did not fail the test (skipped %v): %s", o.skipped, o.msg)
-			case tc.skipFor != nil && (!o.skipped || o.failed):
-				t.Errorf("faultsCaps did not skip the test (failed %v): %s", o.failed, o.msg)
+			case tc.skipFor == nil && (!o.Failed || o.Skipped):
+				t.Errorf("faultsCaps did not fail the test (skipped %v): %s", o.Skipped, o.Msg)
+			case tc.skipFor != nil && (!o.Skipped || o.Failed):
+				t.Errorf("faultsCaps did not skip the test (failed %v): %s", o.Failed, o.Msg)
 			}
 			// An error is not kept: every call probes again.
 			if calls != 2 {
