@@ -258,13 +258,16 @@ var hostileAttacks = []attack{
 				t.Errorf("a slow connection is still open after 15s: %v", err)
 			}
 		}
+		during, rssDuring := openFDs(t, target), rssKB(t, target)
 		for _, conn := range held {
 			conn.Close()
 		}
-		if rss := rssKB(t, target); rss > rssBefore+32<<10 {
-			t.Errorf("%s RSS %d KiB after the flood, %d before", target, rss, rssBefore)
+		if rssDuring > rssBefore+32<<10 {
+			t.Errorf("%s RSS %d KiB under the flood, %d before", target, rssDuring, rssBefore)
 		}
 		waitFor(t, 10*time.Second, "descriptors back after the flood", func() bool { return openFDs(t, target) <= before+2 })
+		t.Logf("%s: %d connections opened; descriptors %d before, %d under the flood, %d after; RSS %d KiB before, %d under the flood, %d after",
+			target, len(held), before, during, openFDs(t, target), rssBefore, rssDuring, rssKB(t, target))
 	}, false, false},
 }
 
