@@ -232,6 +232,7 @@ var hostileAttacks = []attack{
 			}
 			held = append(held, conn)
 		}
+		peak := openFDs(t, target)
 		// A frame dripped byte by byte, and a 60 KB frame sent by half.
 		drip := a.dial(target)
 		big := a.stream(target, wire.Message{Type: wire.TypeMembers, Epoch: 1, From: uuid.New(), Payload: make([]byte, 60_000)})
@@ -258,7 +259,7 @@ var hostileAttacks = []attack{
 				t.Errorf("a slow connection is still open after 15s: %v", err)
 			}
 		}
-		during, rssDuring := openFDs(t, target), rssKB(t, target)
+		rssDuring := rssKB(t, target)
 		for _, conn := range held {
 			conn.Close()
 		}
@@ -266,8 +267,8 @@ var hostileAttacks = []attack{
 			t.Errorf("%s RSS %d KiB under the flood, %d before", target, rssDuring, rssBefore)
 		}
 		waitFor(t, 10*time.Second, "descriptors back after the flood", func() bool { return openFDs(t, target) <= before+2 })
-		t.Logf("%s: %d connections opened; descriptors %d before, %d under the flood, %d after; RSS %d KiB before, %d under the flood, %d after",
-			target, len(held), before, during, openFDs(t, target), rssBefore, rssDuring, rssKB(t, target))
+		t.Logf("%s: %d connections opened; descriptors %d before, %d right after they were, %d after; RSS %d KiB before, %d under the flood, %d after",
+			target, len(held), before, peak, openFDs(t, target), rssBefore, rssDuring, rssKB(t, target))
 	}, false, false},
 }
 
