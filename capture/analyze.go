@@ -11,7 +11,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -97,7 +96,7 @@ type AnalyzeOptions struct {
 	// Name is the file name errors and the report carry.
 	Name string
 	// Ports carry frames. Default: the ports in the interface
-	// descriptions, else topologies.DefaultPort.
+	// descriptions, else wire.DefaultPort.
 	Ports []uint16
 	// Quiet is the silence that ends an election. Default: the larger of
 	// DefaultQuiet and (waitFactor+1) election timeouts of the testbed
@@ -528,7 +527,7 @@ func framePorts(ifaces []*Interface, first *Packet) []uint16 {
 		}
 	}
 	if len(ports) == 0 {
-		ports = []uint16{topologies.DefaultPort}
+		ports = []uint16{wire.DefaultPort}
 	}
 	slices.Sort(ports)
 	return ports

@@ -54,7 +54,6 @@ import (
 	"hash/crc32"
 	"sync"
 
-	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 	"github.com/gopacket/gopacket"
@@ -77,7 +76,7 @@ func init() {
 		Name:    "Bullylab",
 		Decoder: gopacket.DecodeFunc(decodeBullylab),
 	})
-	RegisterPort(topologies.DefaultPort)
+	RegisterPort(wire.DefaultPort)
 }
 
 var portsMu sync.Mutex

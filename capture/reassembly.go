@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -130,7 +129,7 @@ type Handler interface {
 // DissectorOptions tune a Dissector; zero fields take the defaults.
 type DissectorOptions struct {
 	// Ports are the TCP ports carrying frames (either end of a connection).
-	// Default: topologies.DefaultPort.
+	// Default: wire.DefaultPort.
 	Ports []uint16
 	// MaxFrame is the longest frame accepted; a header announcing a longer
 	// one is corrupt. Default wire.DefaultMaxFrame, what nodes accept.
@@ -240,7 +239,7 @@ func NewDissector(h Handler, opts DissectorOptions) *Dissector {
 	}
 	ports := opts.Ports
 	if len(ports) == 0 {
-		ports = []uint16{topologies.DefaultPort}
+		ports = []uint16{wire.DefaultPort}
 	}
 	for _, p := range ports {
 		d.ports[p>>6] |= 1 << (p & 63)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bullylab/bullylab/wire"
 	"github.com/bullylab/bullylab/wire/bounded"
 )
 
@@ -22,7 +23,7 @@ var builtin embed.FS
 const (
 	MaxNodes = 1000
 	// DefaultPort is the election port when a topology names none.
-	DefaultPort = 7946
+	DefaultPort = wire.DefaultPort
 	// ReservedPort is refused: Wireshark's built-in Gryphon dissector claims
 	// it, which garbles every capture of the election.
 	ReservedPort = 7000

@@ -29,6 +29,10 @@ const (
 	DefaultMaxFrame = 64 << 10
 	// MaxPayloadLen is the largest payload the 32-bit length field can carry.
 	MaxPayloadLen = math.MaxUint32
+	// DefaultPort is the TCP port elections run on unless configured
+	// otherwise: what testbeds use and what dissectors look for first.
+	// Wireshark's Gryphon dissector claims 7000, so not that.
+	DefaultPort = 7946
 )
 
 // Header offsets.
