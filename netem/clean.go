@@ -201,7 +201,7 @@ func cleanRun(ctx context.Context, run string, lo *leftovers, rep *Report) error
 			errs = append(errs, err)
 		}
 		for _, m := range mounts {
-			if err := unmount(m); err != nil {
+			if err := Unmount(m); err != nil {
 				errs = append(errs, err)
 				continue
 			}

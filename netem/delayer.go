@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/bullylab/bullylab/netem/fault"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -135,8 +136,8 @@ type nfqDelayer struct {
 	pending heldHeap
 	seq     uint64
 	rng     *rand.Rand
-	link    Impairment
-	pairs   map[netip.Addr]Impairment
+	link    fault.Impairment
+	pairs   map[netip.Addr]fault.Impairment
 	busy    int  // packets popped for release whose verdicts are not sent yet
 	closing bool // release everything now and delay nothing new
 	stop    bool // exit once nothing is pending
@@ -207,7 +208,7 @@ func startDelayer(ns netns.NsHandle) (*nfqDelayer, error) {
 		cancel: cancel,
 		rawFD:  rawFD,
 		rng:    rand.New(rand.NewPCG(seed, seed^0x626c6c62)),
-		pairs:  map[netip.Addr]Impairment{},
+		pairs:  map[netip.Addr]fault.Impairment{},
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
 	}
@@ -223,7 +224,7 @@ func startDelayer(ns netns.NsHandle) (*nfqDelayer, error) {
 
 // setPolicy replaces the impairments applied to packets queued from now on;
 // packets already held keep their release time.
-func (d *nfqDelayer) setPolicy(link Impairment, pairs map[netip.Addr]Impairment) {
+func (d *nfqDelayer) setPolicy(link fault.Impairment, pairs map[netip.Addr]fault.Impairment) {
 	d.mu.Lock()
 	d.link = link
 	d.pairs = maps.Clone(pairs)
@@ -295,7 +296,7 @@ func (d *nfqDelayer) onPacket(a nfqueue.Attribute) int {
 // sampleDelay follows netem: uniform jitter around the delay, clamped at
 // zero, and a Reorder share of packets sent at once so they overtake the
 // delayed ones. Callers hold d.mu (the generator is not safe for concurrency).
-func (d *nfqDelayer) sampleDelay(imp Impairment) time.Duration {
+func (d *nfqDelayer) sampleDelay(imp fault.Impairment) time.Duration {
 	if imp.Reorder > 0 && d.rng.Float64()*100 < imp.Reorder {
 		return 0
 	}

@@ -1,6 +1,7 @@
 package netem
 
 import (
+	"github.com/bullylab/bullylab/netem/fault"
 	"net"
 	"slices"
 	"testing"
@@ -65,10 +66,10 @@ func TestFaultsCleanup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := im.Set(Impairment{Delay: 5 * time.Millisecond, Loss: 1}); err != nil {
+	if err := im.Set(fault.Impairment{Delay: 5 * time.Millisecond, Loss: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := im.SetPair(b.addr, Impairment{Delay: 7 * time.Millisecond}); err != nil {
+	if err := im.SetPair(b.addr, fault.Impairment{Delay: 7 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	if err := fw.Block(b.addr); err != nil {
@@ -98,7 +99,7 @@ func TestFaultsCleanup(t *testing.T) {
 	}
 
 	// Held packets are released, not dropped, when the Impairer closes.
-	if err := im.Set(Impairment{Delay: 3 * time.Second}); err != nil {
+	if err := im.Set(fault.Impairment{Delay: 3 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	ua, ub := faultsUDP(t, a), faultsUDP(t, b)
@@ -133,7 +134,7 @@ func TestFaultsCleanup(t *testing.T) {
 	if got := faultsTables(t, a, f.run); len(got) != 0 {
 		t.Errorf("tables left after Close: %v", got)
 	}
-	if err := im.Set(Impairment{Loss: 1}); err == nil {
+	if err := im.Set(fault.Impairment{Loss: 1}); err == nil {
 		t.Error("Set after Close succeeded")
 	}
 	if err := im.Close(); err != nil {
@@ -146,7 +147,7 @@ func TestFaultsCleanup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := imb.Set(Impairment{Delay: time.Millisecond}); err != nil {
+	if err := imb.Set(fault.Impairment{Delay: time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	if err := fwb.Close(); err != nil {
@@ -175,7 +176,7 @@ func TestFaultsDelayerSurvivesHookDrop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := im.Set(Impairment{Delay: 200 * time.Millisecond}); err != nil {
+	if err := im.Set(fault.Impairment{Delay: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	ua, ub := faultsUDP(t, a), faultsUDP(t, b)
@@ -190,7 +191,7 @@ func TestFaultsDelayerSurvivesHookDrop(t *testing.T) {
 	_, rerr := ub.Read(make([]byte, 4))
 	t.Logf("datagram held while a base chain was deleted: read error %v; stats %+v", rerr, im.Stats())
 
-	if err := im.Set(Impairment{Delay: 20 * time.Millisecond}); err != nil {
+	if err := im.Set(fault.Impairment{Delay: 20 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	rtt := faultsRTT(t, a, b, 20)

@@ -2,6 +2,7 @@ package netem
 
 import (
 	"errors"
+	"github.com/bullylab/bullylab/netem/fault"
 	"net/netip"
 	"strings"
 	"testing"
@@ -31,7 +32,7 @@ func TestFaultsProbe(t *testing.T) {
 }
 
 func TestFaultsImpairmentValidate(t *testing.T) {
-	bad := []Impairment{
+	bad := []fault.Impairment{
 		{Delay: -time.Millisecond},
 		{Loss: 101},
 		{Duplicate: -1},
@@ -42,7 +43,7 @@ func TestFaultsImpairmentValidate(t *testing.T) {
 			t.Errorf("%+v accepted", imp)
 		}
 	}
-	good := Impairment{Delay: 10 * time.Millisecond, Jitter: 20 * time.Millisecond, Loss: 100, Reorder: 5}
+	good := fault.Impairment{Delay: 10 * time.Millisecond, Jitter: 20 * time.Millisecond, Loss: 100, Reorder: 5}
 	if err := good.Validate(); err != nil {
 		t.Errorf("%+v rejected: %v", good, err)
 	}
@@ -100,7 +101,7 @@ func TestFaultsLatency(t *testing.T) {
 
 			im := faultsImpairer(t, f, a, backend)
 			t.Logf("why: %s", im.Why())
-			faultsApply(t, func() error { return im.Set(Impairment{Delay: 50 * time.Millisecond}) })
+			faultsApply(t, func() error { return im.Set(fault.Impairment{Delay: 50 * time.Millisecond}) })
 			rtt := faultsRTT(t, a, b, 100)
 			p50, p99 := faultsPct(rtt, 50), faultsPct(rtt, 99)
 			t.Logf("50 ms on %s egress: RTT p50 %s p99 %s min %s; stats %+v",
@@ -131,8 +132,8 @@ func TestFaultsBothEnds(t *testing.T) {
 			a, b := f.nodes[0], f.nodes[1]
 			ia := faultsImpairer(t, f, a, backend)
 			ib := faultsImpairer(t, f, b, backend)
-			faultsApply(t, func() error { return ia.Set(Impairment{Delay: 30 * time.Millisecond}) })
-			faultsApply(t, func() error { return ib.Set(Impairment{Delay: 20 * time.Millisecond}) })
+			faultsApply(t, func() error { return ia.Set(fault.Impairment{Delay: 30 * time.Millisecond}) })
+			faultsApply(t, func() error { return ib.Set(fault.Impairment{Delay: 20 * time.Millisecond}) })
 			rtt := faultsRTT(t, a, b, 50)
 			p50 := faultsPct(rtt, 50)
 			t.Logf("30 ms + 20 ms: RTT p50 %s p99 %s; a %+v; b %+v", faultsMs(p50), faultsMs(faultsPct(rtt, 99)), ia.Stats(), ib.Stats())
@@ -150,8 +151,8 @@ func TestFaultsPairs(t *testing.T) {
 			f := newFaultsFixture(t, 3)
 			a, b, c := f.nodes[0], f.nodes[1], f.nodes[2]
 			im := faultsImpairer(t, f, a, backend)
-			faultsApply(t, func() error { return im.Set(Impairment{Delay: 10 * time.Millisecond}) })
-			faultsApply(t, func() error { return im.SetPair(b.addr, Impairment{Delay: 30 * time.Millisecond}) })
+			faultsApply(t, func() error { return im.Set(fault.Impairment{Delay: 10 * time.Millisecond}) })
+			faultsApply(t, func() error { return im.SetPair(b.addr, fault.Impairment{Delay: 30 * time.Millisecond}) })
 
 			ab, ac := faultsRTT(t, a, b, 50), faultsRTT(t, a, c, 50)
 			t.Logf("link 10 ms, pair a→b 30 ms: RTT a-b p50 %s, a-c p50 %s", faultsMs(faultsPct(ab, 50)), faultsMs(faultsPct(ac, 50)))
@@ -159,7 +160,7 @@ func TestFaultsPairs(t *testing.T) {
 			faultsWithin(t, "a-c", faultsPct(ac, 50), 10, 16)
 
 			// Loss on one pair only; the link-wide delay still applies to c.
-			faultsApply(t, func() error { return im.SetPair(b.addr, Impairment{Loss: 50}) })
+			faultsApply(t, func() error { return im.SetPair(b.addr, fault.Impairment{Loss: 50}) })
 			copiesB, _ := faultsUDPBurst(t, a, b, 1000)
 			copiesC, _ := faultsUDPBurst(t, a, c, 1000)
 			t.Logf("pair a→b loss 50%%: a→b delivered %d/1000, a→c %d/1000", len(copiesB), len(copiesC))
@@ -170,7 +171,7 @@ func TestFaultsPairs(t *testing.T) {
 				t.Errorf("a→c delivered %d/1000, want all", n)
 			}
 
-			faultsApply(t, func() error { return im.SetPair(b.addr, Impairment{}) })
+			faultsApply(t, func() error { return im.SetPair(b.addr, fault.Impairment{}) })
 			ab = faultsRTT(t, a, b, 20)
 			faultsWithin(t, "a-b after removing the pair", faultsPct(ab, 50), 10, 16)
 		})
@@ -198,7 +199,7 @@ func TestFaultsLoss(t *testing.T) {
 				t.Fatalf("baseline delivered %d/%d: the fixture itself loses datagrams", len(base), n)
 			}
 			im := faultsImpairer(t, f, a, backend)
-			faultsApply(t, func() error { return im.Set(Impairment{Loss: 20}) })
+			faultsApply(t, func() error { return im.Set(fault.Impairment{Loss: 20}) })
 			got, _ := faultsUDPBurst(t, a, b, n)
 			pct := 100 * float64(len(got)) / n
 			t.Logf("20%% loss: %d/%d delivered (%.1f%%); stats %+v", len(got), n, pct, im.Stats())
@@ -216,7 +217,7 @@ func TestFaultsDuplicate(t *testing.T) {
 			f := newFaultsFixture(t, 2)
 			a, b := f.nodes[0], f.nodes[1]
 			im := faultsImpairer(t, f, a, backend)
-			faultsApply(t, func() error { return im.Set(Impairment{Duplicate: 50}) })
+			faultsApply(t, func() error { return im.Set(fault.Impairment{Duplicate: 50}) })
 			const n = 1000
 			copies, oneWay := faultsUDPBurst(t, a, b, n)
 			maxCopies := 0
@@ -249,7 +250,9 @@ func TestFaultsJitterReorder(t *testing.T) {
 			a, b := f.nodes[0], f.nodes[1]
 			im := faultsImpairer(t, f, a, backend)
 
-			faultsApply(t, func() error { return im.Set(Impairment{Delay: 20 * time.Millisecond, Jitter: 10 * time.Millisecond}) })
+			faultsApply(t, func() error {
+				return im.Set(fault.Impairment{Delay: 20 * time.Millisecond, Jitter: 10 * time.Millisecond})
+			})
 			rtt := faultsRTT(t, a, b, 100)
 			t.Logf("20±10 ms: RTT min %s p50 %s p99 %s", faultsMs(rtt[0]), faultsMs(faultsPct(rtt, 50)), faultsMs(faultsPct(rtt, 99)))
 			faultsWithin(t, "min RTT", rtt[0], 9.9, 15)
@@ -258,7 +261,7 @@ func TestFaultsJitterReorder(t *testing.T) {
 			// only the shared host's scheduling latency (33.6 ms seen in CI).
 			faultsWithin(t, "p99 RTT", faultsPct(rtt, 99), 25, 40)
 
-			faultsApply(t, func() error { return im.Set(Impairment{Delay: 30 * time.Millisecond, Reorder: 25}) })
+			faultsApply(t, func() error { return im.Set(fault.Impairment{Delay: 30 * time.Millisecond, Reorder: 25}) })
 			copies, oneWay := faultsUDPBurst(t, a, b, 1000)
 			early := 0
 			for _, d := range oneWay {
@@ -289,13 +292,13 @@ func TestFaultsNetemClassify(t *testing.T) {
 		t.Skipf("the kernel lacks the sch_htb qdisc the netem backend uses for pairs (%s)", caps.Reason)
 	}
 	im := faultsImpairer(t, f, a, BackendNetem)
-	im.backend.(*netemBackend).leaf = func(attrs netlink.QdiscAttrs, _ Impairment) netlink.Qdisc {
+	im.backend.(*netemBackend).leaf = func(attrs netlink.QdiscAttrs, _ fault.Impairment) netlink.Qdisc {
 		return &netlink.GenericQdisc{QdiscAttrs: attrs, QdiscType: "pfifo"}
 	}
-	if err := im.SetPair(b.addr, Impairment{Delay: time.Millisecond}); err != nil {
+	if err := im.SetPair(b.addr, fault.Impairment{Delay: time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	if err := im.Set(Impairment{Delay: time.Millisecond}); err != nil {
+	if err := im.Set(fault.Impairment{Delay: time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	faultsUDPBurst(t, a, b, 100)
@@ -356,7 +359,7 @@ func TestFaultsAutoBackend(t *testing.T) {
 	if _, err := NewImpairer(f.nodes[0].ns, f.run, NodeVeth, ImpairerOptions{Backend: "tc"}); err == nil {
 		t.Error("unknown backend accepted")
 	}
-	if err := im.SetPair(netip.MustParseAddr("::1"), Impairment{Loss: 1}); err == nil {
+	if err := im.SetPair(netip.MustParseAddr("::1"), fault.Impairment{Loss: 1}); err == nil {
 		t.Error("IPv6 pair accepted")
 	}
 }

@@ -4,11 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/bullylab/bullylab/netem/fault"
 	"maps"
 	"math"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -20,64 +20,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Impairment degrades the traffic a node sends. Percentages are 0-100.
-// In JSON (the control API, fault records) durations are nanoseconds.
-type Impairment struct {
-	Delay  time.Duration `json:"delay_ns,omitempty"`  // added to every packet
-	Jitter time.Duration `json:"jitter_ns,omitempty"` // uniform ± around Delay; packets may overtake each other, as with netem
-
-	Loss      float64 `json:"loss,omitempty"`      // percent of packets dropped
-	Duplicate float64 `json:"duplicate,omitempty"` // percent of packets sent twice
-	Reorder   float64 `json:"reorder,omitempty"`   // percent of packets sent at once, overtaking delayed ones (needs Delay)
-}
-
-// IsZero reports whether imp leaves traffic untouched.
-func (imp Impairment) IsZero() bool { return imp == Impairment{} }
-
-// Validate rejects impairments no backend can apply.
-func (imp Impairment) Validate() error {
-	switch {
-	case imp.Delay < 0 || imp.Jitter < 0:
-		return fmt.Errorf("impairment %v: negative delay or jitter", imp)
-	case !pct(imp.Loss) || !pct(imp.Duplicate) || !pct(imp.Reorder):
-		return fmt.Errorf("impairment %v: percentages must be within 0-100", imp)
-	case imp.Reorder > 0 && imp.Delay == 0:
-		return fmt.Errorf("impairment %v: reordering needs a delay to overtake", imp)
-	case imp.Delay+imp.Jitter > time.Duration(math.MaxUint32)*time.Microsecond:
-		return fmt.Errorf("impairment %v: delay too long", imp)
-	}
-	return nil
-}
-
-func pct(p float64) bool { return p >= 0 && p <= 100 }
-
-func (imp Impairment) String() string {
-	if imp.IsZero() {
-		return "none"
-	}
-	var parts []string
-	if imp.Delay > 0 || imp.Jitter > 0 {
-		s := "delay " + imp.Delay.String()
-		if imp.Jitter > 0 {
-			s += "±" + imp.Jitter.String()
-		}
-		parts = append(parts, s)
-	}
-	for _, p := range []struct {
-		name string
-		v    float64
-	}{{"loss", imp.Loss}, {"duplicate", imp.Duplicate}, {"reorder", imp.Reorder}} {
-		if p.v > 0 {
-			parts = append(parts, fmt.Sprintf("%s %g%%", p.name, p.v))
-		}
-	}
-	return strings.Join(parts, " ")
-}
-
 // needsQueue reports whether the NFQUEUE backend must hand packets to the
 // delayer; loss alone is done in the kernel (see lossQueue) at no userspace
 // cost.
-func (imp Impairment) needsQueue() bool {
+func needsQueue(imp fault.Impairment) bool {
 	return imp.Delay > 0 || imp.Jitter > 0 || imp.Duplicate > 0 || imp.Reorder > 0
 }
 
@@ -101,15 +47,15 @@ type Impairer struct {
 	backend impairBackend
 	name    string
 	why     string
-	link    Impairment
-	pairs   map[netip.Addr]Impairment
+	link    fault.Impairment
+	pairs   map[netip.Addr]fault.Impairment
 	closed  bool
 }
 
 // impairBackend turns the desired state into kernel objects. apply receives
 // the whole state each time, so a backend can rebuild instead of patching.
 type impairBackend interface {
-	apply(link Impairment, pairs map[netip.Addr]Impairment) error
+	apply(link fault.Impairment, pairs map[netip.Addr]fault.Impairment) error
 	stats() DelayerStats
 	close() error
 }
@@ -158,7 +104,7 @@ func NewImpairer(ns netns.NsHandle, run, link string, opts ImpairerOptions) (*Im
 		own.Close()
 		return nil, fmt.Errorf("impairer (%s): %w", name, err)
 	}
-	return &Impairer{backend: b, name: name, why: why, pairs: map[netip.Addr]Impairment{}}, nil
+	return &Impairer{backend: b, name: name, why: why, pairs: map[netip.Addr]fault.Impairment{}}, nil
 }
 
 // Backend returns BackendNetem or BackendNFQueue.
@@ -175,7 +121,7 @@ func (im *Impairer) Stats() DelayerStats {
 }
 
 // Current returns the impairments in force.
-func (im *Impairer) Current() (link Impairment, pairs map[netip.Addr]Impairment) {
+func (im *Impairer) Current() (link fault.Impairment, pairs map[netip.Addr]fault.Impairment) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	return im.link, maps.Clone(im.pairs)
@@ -183,17 +129,17 @@ func (im *Impairer) Current() (link Impairment, pairs map[netip.Addr]Impairment)
 
 // Set impairs everything the node sends through its link, except to peers
 // with their own SetPair impairment. A zero Impairment removes it.
-func (im *Impairer) Set(imp Impairment) error {
+func (im *Impairer) Set(imp fault.Impairment) error {
 	if err := imp.Validate(); err != nil {
 		return err
 	}
-	return im.update(func(link *Impairment, _ map[netip.Addr]Impairment) { *link = imp })
+	return im.update(func(link *fault.Impairment, _ map[netip.Addr]fault.Impairment) { *link = imp })
 }
 
 // SetPair impairs what the node sends to dst, replacing any link-wide
 // impairment for that peer. A zero Impairment removes the pair entry, so
 // the link-wide impairment applies to dst again.
-func (im *Impairer) SetPair(dst netip.Addr, imp Impairment) error {
+func (im *Impairer) SetPair(dst netip.Addr, imp fault.Impairment) error {
 	if err := imp.Validate(); err != nil {
 		return err
 	}
@@ -201,7 +147,7 @@ func (im *Impairer) SetPair(dst netip.Addr, imp Impairment) error {
 	if !dst.Is4() {
 		return fmt.Errorf("impairer: %v is not an IPv4 address", dst)
 	}
-	return im.update(func(_ *Impairment, pairs map[netip.Addr]Impairment) {
+	return im.update(func(_ *fault.Impairment, pairs map[netip.Addr]fault.Impairment) {
 		if imp.IsZero() {
 			delete(pairs, dst)
 		} else {
@@ -213,13 +159,13 @@ func (im *Impairer) SetPair(dst netip.Addr, imp Impairment) error {
 // Clear removes every impairment. Packets the delayer holds are released at
 // once.
 func (im *Impairer) Clear() error {
-	return im.update(func(link *Impairment, pairs map[netip.Addr]Impairment) {
-		*link = Impairment{}
+	return im.update(func(link *fault.Impairment, pairs map[netip.Addr]fault.Impairment) {
+		*link = fault.Impairment{}
 		clear(pairs)
 	})
 }
 
-func (im *Impairer) update(change func(*Impairment, map[netip.Addr]Impairment)) error {
+func (im *Impairer) update(change func(*fault.Impairment, map[netip.Addr]fault.Impairment)) error {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	if im.closed {
@@ -279,7 +225,7 @@ type netemBackend struct {
 
 	// leaf builds the qdisc under each class; tests swap in another kind to
 	// check classification on kernels without sch_netem.
-	leaf func(netlink.QdiscAttrs, Impairment) netlink.Qdisc
+	leaf func(netlink.QdiscAttrs, fault.Impairment) netlink.Qdisc
 }
 
 func newNetemBackend(ns netns.NsHandle, link string) (*netemBackend, error) {
@@ -294,7 +240,7 @@ func newNetemBackend(ns netns.NsHandle, link string) (*netemBackend, error) {
 	return &netemBackend{ns: ns, h: h, link: link, leaf: netemQdisc}, nil
 }
 
-func netemQdisc(attrs netlink.QdiscAttrs, imp Impairment) netlink.Qdisc {
+func netemQdisc(attrs netlink.QdiscAttrs, imp fault.Impairment) netlink.Qdisc {
 	return netlink.NewNetem(attrs, netlink.NetemQdiscAttrs{
 		Latency:     uint32(imp.Delay / time.Microsecond),
 		Jitter:      uint32(imp.Jitter / time.Microsecond),
@@ -307,7 +253,7 @@ func netemQdisc(attrs netlink.QdiscAttrs, imp Impairment) netlink.Qdisc {
 
 func (b *netemBackend) stats() DelayerStats { return DelayerStats{} }
 
-func (b *netemBackend) apply(link Impairment, pairs map[netip.Addr]Impairment) error {
+func (b *netemBackend) apply(link fault.Impairment, pairs map[netip.Addr]fault.Impairment) error {
 	l, err := b.h.LinkByName(b.link)
 	if err != nil {
 		return fmt.Errorf("link %s: %w", b.link, err)
@@ -352,14 +298,14 @@ func (b *netemBackend) apply(link Impairment, pairs map[netip.Addr]Impairment) e
 	return nil
 }
 
-func (b *netemBackend) buildHTB(idx int, link Impairment, pairs map[netip.Addr]Impairment) error {
+func (b *netemBackend) buildHTB(idx int, link fault.Impairment, pairs map[netip.Addr]fault.Impairment) error {
 	rootHandle := netlink.MakeHandle(netemRootMajor, 0)
 	htb := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_ROOT, Handle: rootHandle})
 	htb.Defcls = 1
 	if err := b.h.QdiscAdd(htb); err != nil {
 		return qdiscErr("adding", "htb", b.link, err)
 	}
-	addClass := func(minor uint16, leafMajor uint16, imp Impairment) error {
+	addClass := func(minor uint16, leafMajor uint16, imp fault.Impairment) error {
 		classID := netlink.MakeHandle(netemRootMajor, minor)
 		class := netlink.NewHtbClass(
 			netlink.ClassAttrs{LinkIndex: idx, Parent: rootHandle, Handle: classID},
@@ -508,10 +454,10 @@ func (b *nfqBackend) stats() DelayerStats {
 	return b.delayer.stats()
 }
 
-func (b *nfqBackend) apply(link Impairment, pairs map[netip.Addr]Impairment) error {
-	queue := link.needsQueue()
+func (b *nfqBackend) apply(link fault.Impairment, pairs map[netip.Addr]fault.Impairment) error {
+	queue := needsQueue(link)
 	for _, imp := range pairs {
-		queue = queue || imp.needsQueue()
+		queue = queue || needsQueue(imp)
 	}
 	// The delayer starts before the rules so that no packet meets the
 	// bypass path while the queue is still unbound.
@@ -547,7 +493,7 @@ func (b *nfqBackend) apply(link Impairment, pairs map[netip.Addr]Impairment) err
 // rules lists the chain's rules: duplicates pass first, then each peer's
 // loss (a random share sent to the unbound lossQueue) and queueing (or an accept that exempts the peer from the link-wide
 // rules), then the link-wide ones.
-func (b *nfqBackend) rules(link Impairment, pairs map[netip.Addr]Impairment) [][]expr.Any {
+func (b *nfqBackend) rules(link fault.Impairment, pairs map[netip.Addr]fault.Impairment) [][]expr.Any {
 	var out [][]expr.Any
 	mark := make([]byte, 4)
 	binary.NativeEndian.PutUint32(mark, dupMark)
@@ -576,7 +522,7 @@ func (b *nfqBackend) rules(link Impairment, pairs map[netip.Addr]Impairment) [][
 		}
 		return m
 	}
-	add := func(dst *netip.Addr, imp Impairment, exempt bool) {
+	add := func(dst *netip.Addr, imp fault.Impairment, exempt bool) {
 		if imp.Loss > 0 {
 			threshold := make([]byte, 4)
 			binary.BigEndian.PutUint32(threshold, uint32(math.Round(imp.Loss*lossScale/100)))
@@ -588,7 +534,7 @@ func (b *nfqBackend) rules(link Impairment, pairs map[netip.Addr]Impairment) [][
 				nfqueueTarget(lossQueue, false)))
 		}
 		switch {
-		case imp.needsQueue():
+		case needsQueue(imp):
 			out = append(out, append(match(dst), nfqueueTarget(delayerQueue, true)))
 		case exempt:
 			out = append(out, append(match(dst), &expr.Verdict{Kind: expr.VerdictAccept}))

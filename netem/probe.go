@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Impairment backends.
+// fault.Impairment backends.
 const (
 	// BackendNetem impairs with netem qdiscs on the node's egress interface.
 	BackendNetem = "netem"

@@ -1,6 +1,7 @@
 package netem
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -47,8 +49,8 @@ const KeyFileName = "cluster.key"
 // directory, removed with it by Close and by Clean.
 func KeyPath(run string) string { return filepath.Join(StateDir(run), KeyFileName) }
 
-// recordKeyFile puts path in state.json as the run's cluster key file.
-func (tb *Testbed) recordKeyFile(path string) {
+// RecordKeyFile puts path in state.json as the run's cluster key file.
+func (tb *Testbed) RecordKeyFile(path string) {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	tb.state.KeyFile = path
@@ -75,8 +77,13 @@ func (tb *Testbed) Start(node string, argv []string, env []string, logPath strin
 	return tb.start(node, argv, env, logPath, true)
 }
 
-// start is Start; with wait false it returns before the process is in
-// state.json, for callers starting many at once that flush afterwards.
+// StartUnflushed is Start, but returns before the process is in
+// state.json: for callers starting many at once, which call Flush
+// afterwards.
+func (tb *Testbed) StartUnflushed(node string, argv []string, env []string, logPath string) (*Process, error) {
+	return tb.start(node, argv, env, logPath, false)
+}
+
 func (tb *Testbed) start(node string, argv []string, env []string, logPath string, wait bool) (*Process, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("node %s: start: empty command", node)
@@ -89,7 +96,7 @@ func (tb *Testbed) start(node string, argv []string, env []string, logPath strin
 	if tb.closed {
 		return nil, fmt.Errorf("node %s: start: testbed %s is closed", node, tb.run)
 	}
-	ns, err := tb.nodeNS(node)
+	ns, err := tb.NamespaceHandle(node)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +164,7 @@ func (tb *Testbed) StartCmd(node string, cmd *exec.Cmd) error {
 	if tb.closed {
 		return fmt.Errorf("node %s: testbed %s is closed", node, tb.run)
 	}
-	ns, err := tb.nodeNS(node)
+	ns, err := tb.NamespaceHandle(node)
 	if err != nil {
 		return err
 	}
@@ -237,6 +244,31 @@ func (p *Process) Pause() error { return p.Signal(syscall.SIGSTOP) }
 
 // Resume continues a paused process group (SIGCONT).
 func (p *Process) Resume() error { return p.Signal(syscall.SIGCONT) }
+
+// WaitStopped polls /proc until the process is stopped (stopped true) or
+// runs again (false), or is gone: signals are delivered asynchronously,
+// and a caller timing a failover must not start its clock while the node
+// still runs. It gives up after 5 s or when ctx ends.
+func (p *Process) WaitStopped(ctx context.Context, stopped bool) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := readProcStat(p.PID())
+		if err != nil {
+			return nil // gone: neither running nor stopped matters any more
+		}
+		if (st.state == 'T' || st.state == 't') == stopped {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s: process %d in state %c 5s after the signal", p.Node, p.PID(), st.state)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
 
 func (p *Process) reap() {
 	var info unix.Siginfo

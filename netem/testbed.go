@@ -73,19 +73,21 @@ type Testbed struct {
 // records everything in StateDir(run)/state.json before creating it. On
 // error it removes what it created.
 func Build(ctx context.Context, topo *topologies.Topology, run string) (*Testbed, error) {
-	tb, err := newTestbed(topo, run)
+	tb, err := NewTestbed(topo, run)
 	if err != nil {
 		return nil, err
 	}
-	if err := tb.construct(ctx, nil, nil); err != nil {
+	if err := tb.Construct(ctx, nil, nil); err != nil {
 		return nil, errors.Join(err, tb.Close())
 	}
 	return tb, nil
 }
 
-// newTestbed checks topo and claims run for it, recording it before
-// anything is created; construct then builds it.
-func newTestbed(topo *topologies.Topology, run string) (*Testbed, error) {
+// NewTestbed checks topo and claims run for it, recording it in state.json
+// before anything is created; Construct then builds it. Build does both;
+// a caller that starts work on each node as soon as it is built (the lab
+// boots nodes while the rest of the testbed is built) calls them itself.
+func NewTestbed(topo *topologies.Topology, run string) (*Testbed, error) {
 	if !ValidRunID(run) {
 		return nil, fmt.Errorf("build: invalid run ID %q (want %s and 4 hex digits)", run, RunPrefix)
 	}
@@ -141,11 +143,11 @@ func newTestbed(topo *topologies.Topology, run string) (*Testbed, error) {
 	return tb, nil
 }
 
-// construct builds the switch and the nodes, in order when it is not nil,
+// Construct builds the switch and the nodes, in order when it is not nil,
 // calls nodeBuilt(i) once node i's namespace and links are configured (they
-// may not be up yet: see waitLinksUp), and returns once every link is up and
+// may not be up yet: see WaitLinksUp), and returns once every link is up and
 // the record says the testbed is complete. On error the caller closes tb.
-func (tb *Testbed) construct(ctx context.Context, order []int, nodeBuilt func(i int)) error {
+func (tb *Testbed) Construct(ctx context.Context, order []int, nodeBuilt func(i int)) error {
 	if err := tb.build(ctx, order, nodeBuilt); err != nil {
 		return fmt.Errorf("build %s: %w", tb.run, err)
 	}
@@ -153,11 +155,11 @@ func (tb *Testbed) construct(ctx context.Context, order []int, nodeBuilt func(i 
 	for i := range all {
 		all[i] = i
 	}
-	if err := tb.waitLinksUp(ctx, all); err != nil {
+	if err := tb.WaitLinksUp(ctx, all); err != nil {
 		return fmt.Errorf("build %s: %w", tb.run, err)
 	}
 	// Through the saver, as every other write: nodes may be starting, and
-	// flush must be able to wait for this version too.
+	// Flush must be able to wait for this version too.
 	tb.mu.Lock()
 	tb.state.Complete = true
 	v := tb.changedLocked()
@@ -489,14 +491,15 @@ func (tb *Testbed) Nodes() []StateNode {
 
 // Namespace returns the name of node's namespace (under /run/netns).
 func (tb *Testbed) Namespace(node string) (string, error) {
-	i, err := tb.nodeIndex(node)
+	i, err := tb.NodeIndex(node)
 	if err != nil {
 		return "", err
 	}
 	return tb.state.Nodes[i].Namespace, nil
 }
 
-func (tb *Testbed) nodeIndex(node string) (int, error) {
+// NodeIndex returns node's position in the topology and state.Nodes.
+func (tb *Testbed) NodeIndex(node string) (int, error) {
 	i, ok := tb.byName[node]
 	if !ok {
 		return 0, fmt.Errorf("run %s has no node %q", tb.run, node)
@@ -504,9 +507,9 @@ func (tb *Testbed) nodeIndex(node string) (int, error) {
 	return i, nil
 }
 
-// nodeNS returns an open handle to node's namespace, owned by tb.
-func (tb *Testbed) nodeNS(node string) (netns.NsHandle, error) {
-	i, err := tb.nodeIndex(node)
+// NamespaceHandle returns an open handle to node's namespace, owned by tb.
+func (tb *Testbed) NamespaceHandle(node string) (netns.NsHandle, error) {
+	i, err := tb.NodeIndex(node)
 	if err != nil {
 		return netns.None(), err
 	}
@@ -527,7 +530,7 @@ func (tb *Testbed) nodeNS(node string) (netns.NsHandle, error) {
 // routes, so its sockets see silence, as on a real network; taking eth0
 // itself down would delete the node's routes and fail its sends at once.
 func (tb *Testbed) SetNodeLink(node string, up bool) error {
-	i, err := tb.nodeIndex(node)
+	i, err := tb.NodeIndex(node)
 	if err != nil {
 		return err
 	}
@@ -555,7 +558,7 @@ func (tb *Testbed) SetNodeLink(node string, up bool) error {
 		// Reconnected only once the carrier is through: until then the
 		// port drops everything, and a caller timing recovery from here
 		// would count the kernel's delay as the election's.
-		return tb.waitLinksUp(context.Background(), []int{i})
+		return tb.WaitLinksUp(context.Background(), []int{i})
 	}
 	return nil
 }
@@ -570,11 +573,11 @@ const (
 	linkUpPoll    = 2 * time.Millisecond
 )
 
-// waitLinksUp waits until both ends of the veths of nodes (positions in
+// WaitLinksUp waits until both ends of the veths of nodes (positions in
 // state.Nodes) are operationally up. The switch ends are read with one
 // dump per poll; the node ends, which come up in the same linkwatch pass,
 // are then checked one namespace at a time.
-func (tb *Testbed) waitLinksUp(ctx context.Context, nodes []int) error {
+func (tb *Testbed) WaitLinksUp(ctx context.Context, nodes []int) error {
 	deadline := time.Now().Add(linkUpTimeout)
 	wait := func(what string) error {
 		if time.Now().After(deadline) {
@@ -645,7 +648,7 @@ func (tb *Testbed) waitLinksUp(ctx context.Context, nodes []int) error {
 
 	for _, i := range nodes {
 		sn := tb.state.Nodes[i]
-		ns, err := tb.nodeNS(sn.Name)
+		ns, err := tb.NamespaceHandle(sn.Name)
 		if err != nil {
 			return err
 		}
@@ -745,8 +748,8 @@ func (tb *Testbed) waitSavedLocked(v uint64) error {
 	return errors.New("state not written")
 }
 
-// flush waits until state.json records every change made so far.
-func (tb *Testbed) flush() error {
+// Flush waits until state.json records every change made so far.
+func (tb *Testbed) Flush() error {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	return tb.waitSavedLocked(tb.version)
@@ -802,7 +805,7 @@ func (tb *Testbed) Close() error {
 			procs = append(procs, p)
 		}
 		tb.mu.Unlock()
-		errs = append(errs, killAll(procs))
+		errs = append(errs, KillAll(procs))
 		_, err := killInNamespaces(context.Background(), tb.run)
 		errs = append(errs, err)
 	}
@@ -841,8 +844,8 @@ func (tb *Testbed) Close() error {
 	return nil
 }
 
-// killAll SIGKILLs the processes' groups and reaps them.
-func killAll(procs []*Process) error {
+// KillAll SIGKILLs the processes' groups and reaps them.
+func KillAll(procs []*Process) error {
 	for _, p := range procs {
 		_ = p.Signal(syscall.SIGKILL)
 	}

@@ -86,48 +86,6 @@ func tbSleepArgv(run string) []string {
 	return []string{os.Args[0], "-test.run=^TestNetemHelperProcess$", "--", run}
 }
 
-// tbLeftovers counts what a run has on this machine.
-type tbLeftovers struct {
-	namespaces, rootLinks, processes int
-	stateDir                         bool
-}
-
-func tbCount(t testing.TB, run string) tbLeftovers {
-	t.Helper()
-	var c tbLeftovers
-	entries, _ := os.ReadDir(netem.NetnsDir)
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), run) {
-			c.namespaces++
-		}
-	}
-	links, err := netlink.LinkList()
-	if err != nil {
-		t.Fatalf("listing links: %v", err)
-	}
-	for _, l := range links {
-		if strings.HasPrefix(l.Attrs().Name, run) {
-			c.rootLinks++
-		}
-	}
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		if _, err := strconv.Atoi(p.Name()); err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile("/proc/" + p.Name() + "/cmdline")
-		if err != nil || len(cmdline) == 0 {
-			continue // gone, or a zombie
-		}
-		if bytes.Contains(cmdline, []byte(run)) {
-			c.processes++
-		}
-	}
-	_, err = os.Stat(netem.StateDir(run))
-	c.stateDir = err == nil
-	return c
-}
-
 func tbRootLinks(t *testing.T) int {
 	t.Helper()
 	links, err := netlink.LinkList()
@@ -135,14 +93,6 @@ func tbRootLinks(t *testing.T) int {
 		t.Fatalf("listing links: %v", err)
 	}
 	return len(links)
-}
-
-func tbRequireClean(t *testing.T, run string) {
-	t.Helper()
-	if c := tbCount(t, run); c != (tbLeftovers{}) {
-		t.Errorf("run %s left %d namespaces, %d links in the root namespace, %d processes, state dir %v",
-			run, c.namespaces, c.rootLinks, c.processes, c.stateDir)
-	}
 }
 
 // tbInNode runs fn on a thread switched into node's namespace, as the
@@ -206,7 +156,7 @@ func TestBuildTeardown(t *testing.T) {
 				t.Fatal(err)
 			}
 			run := netemtest.RunID(t)
-			tbRequireClean(t, run)
+			netemtest.RequireClean(t, run)
 			linksBefore := tbRootLinks(t)
 			start := time.Now()
 			tb, err := netem.Build(t.Context(), topo, run)
@@ -221,10 +171,10 @@ func TestBuildTeardown(t *testing.T) {
 				}
 			})
 
-			c := tbCount(t, run)
-			if c.namespaces != n+1 || c.rootLinks != 0 || !c.stateDir {
+			c := netemtest.CountLeftovers(t, run)
+			if c.Namespaces != n+1 || c.RootLinks != 0 || !c.StateDir {
 				t.Fatalf("after build: %d namespaces (want %d), %d root links (want 0), state dir %v",
-					c.namespaces, n+1, c.rootLinks, c.stateDir)
+					c.Namespaces, n+1, c.RootLinks, c.StateDir)
 			}
 			tbCheckWiring(t, tb)
 			st, err := netem.ReadState(run)
@@ -237,8 +187,8 @@ func TestBuildTeardown(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if c := tbCount(t, run); c.processes != n {
-				t.Errorf("%d processes carry the run ID, want %d", c.processes, n)
+			if c := netemtest.CountLeftovers(t, run); c.Processes != n {
+				t.Errorf("%d processes carry the run ID, want %d", c.Processes, n)
 			}
 			// A process nobody recorded: Close must find it by namespace.
 			stray := exec.Command(os.Args[0], tbSleepArgv(run)[1:]...)
@@ -257,7 +207,7 @@ func TestBuildTeardown(t *testing.T) {
 			if err := tb.Close(); err != nil {
 				t.Errorf("second Close: %v", err)
 			}
-			tbRequireClean(t, run)
+			netemtest.RequireClean(t, run)
 			if after := tbRootLinks(t); after != linksBefore {
 				t.Errorf("root namespace had %d links before, %d after", linksBefore, after)
 			}
@@ -476,8 +426,8 @@ func TestSideBySide(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	tbRequireClean(t, a.Run())
-	if c := tbCount(t, b.Run()); c.namespaces != 4 || !c.stateDir {
+	netemtest.RequireClean(t, a.Run())
+	if c := netemtest.CountLeftovers(t, b.Run()); c.Namespaces != 4 || !c.StateDir {
 		t.Errorf("closing %s disturbed %s: %+v", a.Run(), b.Run(), c)
 	}
 }
@@ -600,7 +550,7 @@ func TestAttach(t *testing.T) {
 	if err := at.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if c := tbCount(t, tb.Run()); c.namespaces != 3 || !c.stateDir {
+	if c := netemtest.CountLeftovers(t, tb.Run()); c.Namespaces != 3 || !c.StateDir {
 		t.Errorf("closing an attached testbed tore the run down: %+v", c)
 	}
 	if _, err := netem.Attach(netemtest.RunID(t)); err == nil {
@@ -615,7 +565,7 @@ func TestBuildRefusesTakenRun(t *testing.T) {
 	if !errors.Is(err, netem.ErrRunExists) {
 		t.Fatalf("second build of %s: %v, want ErrRunExists", tb.Run(), err)
 	}
-	if c := tbCount(t, tb.Run()); c.namespaces != 2 {
+	if c := netemtest.CountLeftovers(t, tb.Run()); c.Namespaces != 2 {
 		t.Errorf("failed build disturbed the first: %+v", c)
 	}
 	if _, err := netem.Build(t.Context(), topo, "nope"); err == nil {
@@ -633,7 +583,7 @@ func TestBuildRefusesTakenRun(t *testing.T) {
 		if _, err := netem.Build(t.Context(), tp, run); err == nil || !strings.Contains(err.Error(), "topology star1: ") {
 			t.Errorf("Build of a broken topology: %v", err)
 		}
-		tbRequireClean(t, run)
+		netemtest.RequireClean(t, run)
 	}
 }
 
@@ -646,7 +596,7 @@ func TestBuildCancelled(t *testing.T) {
 	if _, err := netem.Build(ctx, topo, run); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Build with a cancelled context: %v", err)
 	}
-	tbRequireClean(t, run)
+	netemtest.RequireClean(t, run)
 }
 
 // tbHelperBuild starts the test binary building n nodes as run; it returns
@@ -691,8 +641,8 @@ func TestCleanAfterKill(t *testing.T) {
 		}
 		cmd.Process.Kill()
 		cmd.Wait()
-		c := tbCount(t, run)
-		if c.namespaces != 9 || c.processes != 8 || !c.stateDir {
+		c := netemtest.CountLeftovers(t, run)
+		if c.Namespaces != 9 || c.Processes != 8 || !c.StateDir {
 			t.Fatalf("killed builder left %+v, want 9 namespaces, 8 processes and the state dir", c)
 		}
 		st, err := netem.ReadState(run)
@@ -714,7 +664,7 @@ func TestCleanAfterKill(t *testing.T) {
 		run := netemtest.RunID(t)
 		cmd, _ := tbHelperBuild(t, run, 250, false)
 		deadline := time.Now().Add(30 * time.Second)
-		for tbCount(t, run).namespaces < 20 {
+		for netemtest.CountLeftovers(t, run).Namespaces < 20 {
 			if time.Now().After(deadline) {
 				t.Fatal("builder created no namespaces in 30s")
 			}
@@ -722,9 +672,9 @@ func TestCleanAfterKill(t *testing.T) {
 		}
 		cmd.Process.Kill()
 		cmd.Wait()
-		c := tbCount(t, run)
-		t.Logf("killed builder left %d namespaces", c.namespaces)
-		if c.namespaces == 0 || !c.stateDir {
+		c := netemtest.CountLeftovers(t, run)
+		t.Logf("killed builder left %d namespaces", c.Namespaces)
+		if c.Namespaces == 0 || !c.StateDir {
 			t.Fatalf("killed builder left %+v", c)
 		}
 		tbCleanRun(t, run)
@@ -740,8 +690,8 @@ func TestCleanRootVeth(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { netlink.LinkDel(veth) })
-	if c := tbCount(t, run); c.rootLinks != 2 {
-		t.Fatalf("%d links named %s* in the root namespace, want 2", c.rootLinks, run)
+	if c := netemtest.CountLeftovers(t, run); c.RootLinks != 2 {
+		t.Fatalf("%d links named %s* in the root namespace, want 2", c.RootLinks, run)
 	}
 	tbCleanRun(t, run)
 }
@@ -760,7 +710,7 @@ func tbCleanRun(t *testing.T, run string) {
 	if !found {
 		t.Errorf("Clean did not clean %s: %+v", run, rep)
 	}
-	tbRequireClean(t, run)
+	netemtest.RequireClean(t, run)
 }
 
 func TestCleanLeavesLiveRuns(t *testing.T) {
@@ -777,7 +727,7 @@ func TestCleanLeavesLiveRuns(t *testing.T) {
 			t.Fatalf("Clean cleaned live run %s: %+v", r, rep)
 		}
 	}
-	if c := tbCount(t, tb.Run()); c.namespaces != 3 || c.processes != 1 || !c.stateDir {
+	if c := netemtest.CountLeftovers(t, tb.Run()); c.Namespaces != 3 || c.Processes != 1 || !c.StateDir {
 		t.Errorf("Clean disturbed a live run: %+v", c)
 	}
 }

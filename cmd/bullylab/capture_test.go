@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/bullylab/bullylab/netem/lab"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,14 +13,13 @@ import (
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/capture/capturetest"
-	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/wire"
 )
 
 // labStatus fetches the status of u's testbed over its control socket.
-func labStatus(t *testing.T, u *upProc) *netem.LabStatus {
+func labStatus(t *testing.T, u *upProc) *lab.Status {
 	t.Helper()
-	cl, err := netem.Dial(u.run)
+	cl, err := lab.Dial(u.run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func labStatus(t *testing.T, u *upProc) *netem.LabStatus {
 }
 
 // waitStatus polls u's status until cond holds, for at most 30 s.
-func waitStatus(t *testing.T, u *upProc, what string, cond func(*netem.LabStatus) bool) *netem.LabStatus {
+func waitStatus(t *testing.T, u *upProc, what string, cond func(*lab.Status) bool) *lab.Status {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -48,12 +48,12 @@ func waitStatus(t *testing.T, u *upProc, what string, cond func(*netem.LabStatus
 	}
 }
 
-func leads(node string) func(*netem.LabStatus) bool {
-	return func(st *netem.LabStatus) bool { return st.Leader != nil && st.Leader.Node == node }
+func leads(node string) func(*lab.Status) bool {
+	return func(st *lab.Status) bool { return st.Leader != nil && st.Leader.Node == node }
 }
 
 // sentHeartbeats returns how many HEARTBEATs node counted sent.
-func sentHeartbeats(st *netem.LabStatus, node string) uint64 {
+func sentHeartbeats(st *lab.Status, node string) uint64 {
 	for _, s := range st.Nodes {
 		if s.Node == node && s.View != nil {
 			return s.View.Counters.Sent[wire.TypeHeartbeat.String()]
@@ -126,7 +126,7 @@ func TestUpCapture(t *testing.T) {
 	mustCLI(t, "fault", "crash", "n5", "--run", u.run)
 	waitStatus(t, u, "leader n4", leads("n4"))
 	// Let n4 lead for a while, so that HEARTBEATs count for something.
-	waitStatus(t, u, "40 HEARTBEATs from n4", func(st *netem.LabStatus) bool { return sentHeartbeats(st, "n4") >= 40 })
+	waitStatus(t, u, "40 HEARTBEATs from n4", func(st *lab.Status) bool { return sentHeartbeats(st, "n4") >= 40 })
 	mustCLI(t, "fault", "leave", "n1", "n2", "n3", "n4", "--run", u.run)
 	st := labStatus(t, u)
 	if st.Capture == nil || st.Capture.File != path || st.Capture.Written == 0 {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/netem/lab"
 	"io"
 	"os"
 	"os/exec"
@@ -16,7 +18,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire/bounded"
@@ -133,125 +134,35 @@ func upCommand() *cli.Command {
 }
 
 func runUp(c *cli.Context) error {
-	args, err := positional(c)
+	topo, opts, err := upOptions(c)
 	if err != nil {
 		return err
 	}
-	if len(args) != 1 {
-		return fmt.Errorf("up: want one topology (a built-in such as star5, or a file), got %d arguments", len(args))
-	}
-	topo, err := topologies.Load(args[0])
-	if err != nil {
-		return err
-	}
-	run := c.String("run")
-	if run != "" && !netem.ValidRunID(run) {
-		return fmt.Errorf("--run %q: not a run ID (%s and 4 hex digits, like bl1a2b)", run, netem.RunPrefix)
-	}
-	if err := checkBackend(c.String("backend")); err != nil {
-		return err
-	}
-	if err := requirePrivilege("up"); err != nil {
-		return err
-	}
-	if err := netem.ProbeNamespaces(); errors.Is(err, netem.ErrNotPermitted) {
-		return cli.Exit("up needs root, or CAP_NET_ADMIN and CAP_SYS_ADMIN, to create network namespaces: run it with sudo", exitPrivilege)
-	} else if err != nil {
-		return fmt.Errorf("up: %w", err)
-	}
-	binary := c.String("binary")
-	if binary == "" {
-		if binary, err = os.Executable(); err != nil {
-			return fmt.Errorf("up: finding this executable for the nodes: %w (give --binary)", err)
-		}
-	}
-
-	capPath := c.String("capture")
-	if capPath != "" {
-		if capPath, err = filepath.Abs(capPath); err != nil {
-			return fmt.Errorf("up: --capture: %w", err)
-		}
-	}
-
 	// Signals stay caught until teardown is over: a second Ctrl-C must not
 	// kill this process half-way through removing the testbed.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	out := c.App.Writer
 	fmt.Fprintf(out, "starting %s: %d nodes\n", topo.Name, len(topo.Nodes))
-	opts := netem.LabOptions{
-		Binary: binary, Run: run, Seed: c.Int64("seed"), LogDir: c.String("log-dir"), Backend: c.String("backend"),
-	}
-	var lc *capture.LabCapture
-	if capPath != "" {
-		// The capture outlives ctx: it stops after the last signal, in
-		// stopCapture, so that the file ends with the end record.
-		opts.OnBuilt = func(lab *netem.Lab) (err error) {
-			lc, err = capture.StartLabCapture(context.Background(), lab, capPath)
-			return err
-		}
-	}
-	stopCapture := func() error {
-		if lc == nil {
-			return nil
-		}
-		st, err := lc.Stop()
-		fmt.Fprintf(out, "capture %s: %d packets written; the switch socket accepted %d frames, dropped %d, froze %d times; %d written late\n",
-			lc.Path(), st.Written, st.Packets, st.Drops, st.Freezes, st.Late)
-		if err != nil {
-			return fmt.Errorf("up: %w", err)
-		}
-		return nil
-	}
-	lab, err := netem.StartLab(ctx, topo, opts)
+	lb, err := lab.Start(ctx, topo, opts)
 	if err != nil {
-		cerr := stopCapture()
 		if ctx.Err() != nil {
-			return errors.Join(errors.New("up: interrupted while starting; everything it created is removed"), cerr)
+			return errors.New("up: interrupted while starting; everything it created is removed")
 		}
-		return errors.Join(fmt.Errorf("up: %w", err), cerr)
+		return fmt.Errorf("up: %w", err)
 	}
-	if lc != nil {
+	if lc := lb.Capture(); lc != nil {
 		fmt.Fprintf(out, "capturing the switch into %s\n", lc.Path())
 	}
-	srv, err := netem.ServeControl(lab)
+	srv, err := lab.Serve(lb)
 	if err != nil {
-		return errors.Join(fmt.Errorf("up: %w", err), stopCapture(), lab.Close())
+		return errors.Join(fmt.Errorf("up: %w", err), stopCapture(out, lb), lb.Close())
 	}
-	if lc != nil {
-		srv.ReportCapture(func() netem.CaptureStatus {
-			return netem.CaptureStatus{File: lc.Path(), Started: lc.Started(), Written: lc.Written()}
-		})
+	if err := reportUp(ctx, out, lb); err != nil {
+		return errors.Join(err, srv.Close(), stopCapture(out, lb), lb.Close())
 	}
 
-	st := lab.LabStatus()
-	if len(st.Nodes) <= 32 {
-		if err := writeStatusTable(out, st.Nodes); err != nil {
-			return errors.Join(err, srv.Close(), stopCapture(), lab.Close())
-		}
-	}
-	const leaderWait = 30 * time.Second
-	wctx, cancel := context.WithTimeout(ctx, leaderWait)
-	ag, werr := lab.WaitLeader(wctx, nil)
-	cancel()
-	backend, why := lab.Backend()
-	// The first clause says why; the rest, what the backend cannot do, is
-	// in `bullylab status --json`.
-	why, _, _ = strings.Cut(why, "; ")
-	switch {
-	case werr == nil:
-		fmt.Fprintf(out, "testbed %s up: %d nodes, leader %s (epoch %d) %.2fs after start; impairment backend: %s (%s)\n",
-			lab.Run(), len(st.Nodes), ag.Node, ag.Epoch, ag.At.Sub(lab.Times().Begin).Seconds(), backend, why)
-	case ctx.Err() == nil:
-		fmt.Fprintf(out, "testbed %s up: %d nodes, no agreed leader after %v (%v); impairment backend: %s (%s)\n",
-			lab.Run(), len(st.Nodes), leaderWait, werr, backend, why)
-	}
-	if ctx.Err() == nil {
-		fmt.Fprintf(out, "state in %s; `bullylab status`, `bullylab fault`, `bullylab exec NODE -- CMD`; Ctrl-C or `bullylab down` to stop\n",
-			netem.StateDir(lab.Run()))
-	}
-
-	why = "interrupted"
+	why := "interrupted"
 	select {
 	case <-ctx.Done():
 	case <-srv.Down():
@@ -260,16 +171,120 @@ func runUp(c *cli.Context) error {
 	start := time.Now()
 	// The capture stops while the namespaces still exist; the SIGKILLs
 	// that follow would add only connection resets to it.
-	err = errors.Join(srv.Close(), stopCapture(), lab.Close())
+	err = errors.Join(srv.Close(), stopCapture(out, lb), lb.Close())
 	if err != nil {
 		return fmt.Errorf("down: %w (`bullylab clean` removes what is left)", err)
 	}
-	fmt.Fprintf(out, "testbed %s down (%s): removed in %.2fs\n", lab.Run(), why, time.Since(start).Seconds())
+	fmt.Fprintf(out, "testbed %s down (%s): removed in %.2fs\n", lb.Run(), why, time.Since(start).Seconds())
+	return nil
+}
+
+// upOptions checks up's arguments and the host, and returns the topology
+// and the lab's options.
+func upOptions(c *cli.Context) (*topologies.Topology, lab.Options, error) {
+	var opts lab.Options
+	args, err := positional(c)
+	if err != nil {
+		return nil, opts, err
+	}
+	if len(args) != 1 {
+		return nil, opts, fmt.Errorf("up: want one topology (a built-in such as star5, or a file), got %d arguments", len(args))
+	}
+	topo, err := topologies.Load(args[0])
+	if err != nil {
+		return nil, opts, err
+	}
+	run := c.String("run")
+	if run != "" && !netem.ValidRunID(run) {
+		return nil, opts, fmt.Errorf("--run %q: not a run ID (%s and 4 hex digits, like bl1a2b)", run, netem.RunPrefix)
+	}
+	if err := checkBackend(c.String("backend")); err != nil {
+		return nil, opts, err
+	}
+	if err := requireNamespaces("up"); err != nil {
+		return nil, opts, err
+	}
+	binary := c.String("binary")
+	if binary == "" {
+		if binary, err = os.Executable(); err != nil {
+			return nil, opts, fmt.Errorf("up: finding this executable for the nodes: %w (give --binary)", err)
+		}
+	}
+	opts = lab.Options{
+		Binary: binary, Run: run, Seed: c.Int64("seed"), LogDir: c.String("log-dir"), Backend: c.String("backend"),
+	}
+	if capPath := c.String("capture"); capPath != "" {
+		if capPath, err = filepath.Abs(capPath); err != nil {
+			return nil, opts, fmt.Errorf("up: --capture: %w", err)
+		}
+		opts.Capture = &lab.CaptureOptions{Path: capPath, FromBoot: true}
+	}
+	return topo, opts, nil
+}
+
+// requireNamespaces fails unless this process may create network
+// namespaces, with the exit code and advice for a missing privilege.
+func requireNamespaces(cmd string) error {
+	if err := requirePrivilege(cmd); err != nil {
+		return err
+	}
+	if err := netem.ProbeNamespaces(); errors.Is(err, netem.ErrNotPermitted) {
+		return cli.Exit(cmd+" needs root, or CAP_NET_ADMIN and CAP_SYS_ADMIN, to create network namespaces: run it with sudo", exitPrivilege)
+	} else if err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	return nil
+}
+
+// reportUp prints the nodes (up to 32) and the leader they agree on, or
+// that they did not within 30 s.
+func reportUp(ctx context.Context, out io.Writer, lb *lab.Lab) error {
+	st := lb.Status()
+	if len(st.Nodes) <= 32 {
+		if err := writeStatusTable(out, st.Nodes); err != nil {
+			return err
+		}
+	}
+	const leaderWait = 30 * time.Second
+	wctx, cancel := context.WithTimeout(ctx, leaderWait)
+	ag, werr := lb.WaitLeader(wctx, nil)
+	cancel()
+	backend, why := lb.Backend()
+	// The first clause says why; the rest, what the backend cannot do, is
+	// in `bullylab status --json`.
+	why, _, _ = strings.Cut(why, "; ")
+	switch {
+	case werr == nil:
+		fmt.Fprintf(out, "testbed %s up: %d nodes, leader %s (epoch %d) %.2fs after start; impairment backend: %s (%s)\n",
+			lb.Run(), len(st.Nodes), ag.Node, ag.Epoch, ag.At.Sub(lb.Times().Begin).Seconds(), backend, why)
+	case ctx.Err() == nil:
+		fmt.Fprintf(out, "testbed %s up: %d nodes, no agreed leader after %v (%v); impairment backend: %s (%s)\n",
+			lb.Run(), len(st.Nodes), leaderWait, werr, backend, why)
+	}
+	if ctx.Err() == nil {
+		fmt.Fprintf(out, "state in %s; `bullylab status`, `bullylab fault`, `bullylab exec NODE -- CMD`; Ctrl-C or `bullylab down` to stop\n",
+			netem.StateDir(lb.Run()))
+	}
+	return nil
+}
+
+// stopCapture stops lb's capture, if it has one, and prints its counters.
+func stopCapture(out io.Writer, lb *lab.Lab) error {
+	lc := lb.Capture()
+	if lc == nil {
+		return nil
+	}
+	st, err := lc.Stop()
+	fmt.Fprintf(out, "capture %s: %d packets written; the switch socket accepted %d frames, dropped %d, froze %d times; %d written late\n",
+		lc.Path(), st.Written, st.Packets, st.Drops, st.Freezes, st.Late)
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
 	return nil
 }
 
 // writeStatusTable prints one row per node.
-func writeStatusTable(w io.Writer, nodes []netem.NodeStatus) error {
+func writeStatusTable(w io.Writer, nodes []lab.NodeState) error {
 	L, R := tw.AlignLeft, tw.AlignRight
 	t := tablewriter.NewTable(w,
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleLight)})),
@@ -332,7 +347,7 @@ func statusCommand() *cli.Command {
 			if err := requirePrivilege("status"); err != nil {
 				return err
 			}
-			cl, err := netem.Dial(c.String("run"))
+			cl, err := lab.Dial(c.String("run"))
 			if err != nil {
 				return err
 			}
@@ -353,7 +368,7 @@ func statusCommand() *cli.Command {
 			}
 			running := 0
 			for _, s := range st.Nodes {
-				if s.State == netem.ProcRunning {
+				if s.State == lab.ProcRunning {
 					running++
 				}
 			}
@@ -459,32 +474,32 @@ func parseFaultArgs(args []string) (faultArgs, error) {
 var errFaultHelp = errors.New("help")
 
 // faultRequest turns the arguments into the fault to apply.
-func faultRequest(fa faultArgs) (netem.Fault, error) {
+func faultRequest(fa faultArgs) (fault.Fault, error) {
 	if len(fa.pos) == 0 {
-		return netem.Fault{}, fmt.Errorf("fault: which fault? (%s; see bullylab fault --help)", strings.Join(netem.FaultKinds, ", "))
+		return fault.Fault{}, fmt.Errorf("fault: which fault? (%s; see bullylab fault --help)", fault.KindList())
 	}
-	kind, args := fa.pos[0], fa.pos[1:]
-	f := netem.Fault{Kind: kind}
-	if fa.oneWay && kind != netem.FaultPartition {
+	kind, args := fault.Kind(fa.pos[0]), fa.pos[1:]
+	f := fault.Fault{Kind: kind}
+	if fa.oneWay && kind != fault.Partition {
 		return f, fmt.Errorf("fault %s: --one-way is for partition", kind)
 	}
-	if fa.jitter != "" && kind != netem.FaultDelay {
+	if fa.jitter != "" && kind != fault.Delay {
 		return f, fmt.Errorf("fault %s: --jitter is for delay", kind)
 	}
 	switch kind {
-	case netem.FaultCrash, netem.FaultRestart, netem.FaultPause, netem.FaultResume,
-		netem.FaultIsolate, netem.FaultUnisolate, netem.FaultCampaign, netem.FaultLeave, netem.FaultJoin:
+	case fault.Crash, fault.Restart, fault.Pause, fault.Resume,
+		fault.Isolate, fault.Unisolate, fault.Campaign, fault.Leave, fault.Join:
 		if len(args) == 0 {
 			return f, fmt.Errorf("fault %s: name the nodes (like n1 n2)", kind)
 		}
 		f.Nodes = args
-	case netem.FaultClear:
+	case fault.Clear:
 		f.Nodes = args
-	case netem.FaultHeal:
+	case fault.Heal:
 		if len(args) > 0 {
 			return f, fmt.Errorf("fault heal: takes no arguments, got %q", args[0])
 		}
-	case netem.FaultPartition:
+	case fault.Partition:
 		if len(args) < 2 {
 			return f, fmt.Errorf("fault partition: want two or more groups (like n1,n2 n3,n4 or site-a site-b), got %d", len(args))
 		}
@@ -499,10 +514,10 @@ func faultRequest(fa faultArgs) (netem.Fault, error) {
 			f.Groups = append(f.Groups, group)
 		}
 		f.OneWay = fa.oneWay
-	case netem.FaultDelay, netem.FaultLoss:
+	case fault.Delay, fault.Loss:
 		if len(args) != 2 {
 			what := "DURATION"
-			if kind == netem.FaultLoss {
+			if kind == fault.Loss {
 				what = "PERCENT"
 			}
 			return f, fmt.Errorf("fault %s: want NODE[:PEER] %s, got %d arguments", kind, what, len(args))
@@ -515,8 +530,8 @@ func faultRequest(fa faultArgs) (netem.Fault, error) {
 		if hasPeer {
 			f.Peers = []string{peer}
 		}
-		f.Impair = &netem.Impairment{}
-		if kind == netem.FaultDelay {
+		f.Impair = &fault.Impairment{}
+		if kind == fault.Delay {
 			d, err := parseDelay("delay", args[1])
 			if err != nil {
 				return f, err
@@ -535,7 +550,7 @@ func faultRequest(fa faultArgs) (netem.Fault, error) {
 			f.Impair.Loss = p
 		}
 	default:
-		return f, fmt.Errorf("fault: unknown fault %q (want %s)", kind, strings.Join(netem.FaultKinds, ", "))
+		return f, fmt.Errorf("fault: unknown fault %q (want %s)", kind, fault.KindList())
 	}
 	return f, nil
 }
@@ -565,7 +580,7 @@ func runFault(c *cli.Context) error {
 	if err := requirePrivilege("fault"); err != nil {
 		return err
 	}
-	cl, err := netem.Dial(fa.run)
+	cl, err := lab.Dial(fa.run)
 	if err != nil {
 		return err
 	}
@@ -615,7 +630,7 @@ func execCommand() *cli.Command {
 			if err := requirePrivilege("exec"); err != nil {
 				return err
 			}
-			run, err := netem.FindRun(c.String("run"))
+			run, err := lab.FindRun(c.String("run"))
 			if err != nil {
 				return err
 			}
@@ -653,7 +668,7 @@ func downCommand() *cli.Command {
 			if err := requirePrivilege("down"); err != nil {
 				return err
 			}
-			cl, err := netem.Dial(c.String("run"))
+			cl, err := lab.Dial(c.String("run"))
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/netem/lab"
 	"io"
 	"os"
 	"path/filepath"
@@ -280,44 +282,37 @@ func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, 
 		return r, nil
 	}
 	topo := opts.Topology
-	lab, err := netem.StartLab(ctx, topo, netem.LabOptions{Binary: opts.Binary, Seed: seed, Backend: opts.Backend})
+	// The capture starts once the nodes answer: the boot elections are
+	// not measured, and the nodes boot while the testbed is built.
+	capName := fmt.Sprintf("run-%s-%d.pcapng", fileSafe(sc.Key()), i+1)
+	capPath := filepath.Join(opts.OutDir, capName)
+	r.Capture = capName
+	lb, err := lab.Start(ctx, topo, lab.Options{Binary: opts.Binary, Seed: seed, Backend: opts.Backend,
+		// Readable by all whatever the umask, as the other outputs.
+		Capture: &lab.CaptureOptions{Path: capPath, Mode: OutputMode}})
 	if err != nil {
 		return fail(FailSetup, "starting the lab: %v", err)
 	}
-	key := lab.Key()
+	key := lb.Key()
 	labClosed := false
 	closeLab := func() error {
 		if labClosed {
 			return nil
 		}
 		labClosed = true
-		return lab.Close()
+		return lb.Close()
 	}
 	defer closeLab()
-
-	// The capture.
-	capName := fmt.Sprintf("run-%s-%d.pcapng", fileSafe(sc.Key()), i+1)
-	capPath := filepath.Join(opts.OutDir, capName)
-	r.Capture = capName
-	lc, err := capture.StartLabCapture(ctx, lab, capPath)
-	if err != nil {
-		return fail(FailSetup, "starting the capture: %v", err)
-	}
-	// Readable by all whatever the umask, as the other outputs.
-	if err := os.Chmod(capPath, OutputMode); err != nil {
-		return fail(FailSetup, "starting the capture: %v", err)
-	}
 	stopCapture := func() error {
-		_, err := lc.Stop()
+		_, err := lb.Capture().Stop()
 		return err
 	}
-	defer stopCapture()
 
 	// A stable leader (or, for a cold start, nobody running).
-	names := lab.Nodes()
+	names := lb.Nodes()
 	highest := names[len(names)-1]
 	wctx, cancel := context.WithTimeout(ctx, opts.StableTimeout)
-	_, err = lab.WaitLeader(wctx, func(l netem.Leader) bool { return l.Node == highest })
+	_, err = lb.WaitLeader(wctx, func(l lab.Leader) bool { return l.Node == highest })
 	cancel()
 	if err != nil {
 		return fail(FailSetup, "no stable leader before the scenario: %v", err)
@@ -327,29 +322,29 @@ func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, 
 	// is the one the scenario expects. Agreeing once is not enough: a
 	// large cluster on a loaded host can agree on its highest node while
 	// nodes that boot late still elect.
-	if err := waitQuiet(ctx, lab, highest, settleTime(topo), opts.StableTimeout); err != nil {
+	if err := waitQuiet(ctx, lb, highest, settleTime(topo), opts.StableTimeout); err != nil {
 		return fail(FailSetup, "no stable leader before the scenario: %v", err)
 	}
 	if sc.Start == scenario.StartCold {
-		if _, err := lab.Crash(names...); err != nil {
+		if _, err := lb.Crash(names...); err != nil {
 			return fail(FailSetup, "stopping the nodes for a cold start: %v", err)
 		}
 	}
-	before, baseline := stillCounters(ctx, lab)
+	before, baseline := stillCounters(ctx, lb)
 
 	// The scenario.
-	tgt := newLabTarget(lab)
+	tgt := newLabTarget(lb)
 	measured := sc.Measured()
-	var measuredAg *netem.Leader
-	var faultsBefore []netem.Fault // faults in order, to find the measured one
-	var faults []netem.Fault
+	var measuredAg *lab.Leader
+	var faultsBefore []fault.Fault // faults in order, to find the measured one
+	var faults []fault.Fault
 	// The SLE2 bound takes the largest delay in force at any time of the
 	// run: a fault's delay stays in force until cleared.
-	owd := lab.MaxDelay()
+	owd := lb.MaxDelay()
 	var lastInForce time.Time // when the last fault was in force: observers hear of it then
-	lab.OnFault(func(f netem.Fault) {
+	lb.OnFault(func(f fault.Fault) {
 		faults = append(faults, f)
-		owd = max(owd, lab.MaxDelay())
+		owd = max(owd, lb.MaxDelay())
 		lastInForce = time.Now()
 	})
 	var stepErr error
@@ -378,19 +373,19 @@ func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, 
 	// round well after the agreement, so wait for the counters to stand
 	// still (or give up after a while: the cut-off below still holds),
 	// and count on the wire only what was sent before the read.
-	endDelay := lab.MaxDelay()
-	waitStill(ctx, lab, max(200*time.Millisecond, 3*messageDelay(endDelay, backend)), 5*time.Second)
-	after, read := stillCounters(ctx, lab)
+	endDelay := lb.MaxDelay()
+	waitStill(ctx, lb, max(200*time.Millisecond, 3*messageDelay(endDelay, backend)), 5*time.Second)
+	after, read := stillCounters(ctx, lb)
 	// A frame written before the read reaches the switch at most the
 	// delay in force later; one written after it, no earlier than that
 	// when the delay is constant (the usual case; with jitter the two may
 	// mix).
 	cutoff := read.Add(endDelay)
-	lossyAtEnd := lab.Lossy()
+	lossyAtEnd := lb.Lossy()
 	disturbed := map[string]bool{}
 	for _, f := range faults {
 		switch f.Kind {
-		case netem.FaultCrash, netem.FaultRestart, netem.FaultLeave, netem.FaultJoin:
+		case fault.Crash, fault.Restart, fault.Leave, fault.Join:
 			for _, n := range f.Nodes {
 				disturbed[n] = true
 			}
@@ -398,7 +393,7 @@ func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, 
 	}
 	// Let frames in flight reach the capture before stopping it: a
 	// delayer may hold what a node wrote last for the delay in force.
-	time.Sleep(lab.MaxDelay() + 50*time.Millisecond)
+	time.Sleep(lb.MaxDelay() + 50*time.Millisecond)
 	capErr := stopCapture()
 	closeErr := closeLab()
 
@@ -427,7 +422,7 @@ func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, 
 	r.FramesVerified, r.FramesUnverified = rep.Auth.Verified, rep.Auth.Unverified
 
 	// The measured fault: the last one applied before the measured wait.
-	var mfault *netem.Fault
+	var mfault *fault.Fault
 	if len(faultsBefore) > 0 {
 		mfault = &faultsBefore[len(faultsBefore)-1]
 	}
@@ -509,11 +504,11 @@ func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, 
 // frame on the wire before that time was counted and one after it was
 // not (with no delay in force). It gives up after a few tries, returning
 // the last read, when the nodes keep sending.
-func stillCounters(ctx context.Context, lab *netem.Lab) (map[string]map[string]uint64, time.Time) {
-	prev := sentCounters(lab.Status())
+func stillCounters(ctx context.Context, lb *lab.Lab) (map[string]map[string]uint64, time.Time) {
+	prev := sentCounters(lb.NodeStates())
 	for range 20 {
 		at := time.Now()
-		cur := sentCounters(lab.Status())
+		cur := sentCounters(lb.NodeStates())
 		if sameCounters(prev, cur) || ctx.Err() != nil {
 			return cur, at
 		}
@@ -541,10 +536,10 @@ func sameCounters(a, b map[string]map[string]uint64) bool {
 }
 
 // sentCounters reads the running nodes' sent counters by node and type.
-func sentCounters(st []netem.NodeStatus) map[string]map[string]uint64 {
+func sentCounters(st []lab.NodeState) map[string]map[string]uint64 {
 	out := map[string]map[string]uint64{}
 	for _, s := range st {
-		if s.State == netem.ProcRunning && s.View != nil {
+		if s.State == lab.ProcRunning && s.View != nil {
 			out[s.Node] = s.View.Counters.Sent
 		}
 	}
@@ -602,7 +597,7 @@ func crossCheck(names []string, before, after map[string]map[string]uint64, wire
 // node cut off), and with loss every node whose sends or whose peers'
 // sends were lossy, which for simplicity is every node too; the same when
 // the topology itself loses packets.
-func dropping(topo *topologies.Topology, faults []netem.Fault, names []string) map[string]bool {
+func dropping(topo *topologies.Topology, faults []fault.Fault, names []string) map[string]bool {
 	out := map[string]bool{}
 	lossy := slices.ContainsFunc(topo.Nodes, func(n topologies.Node) bool { return n.Impair.Loss > 0 }) ||
 		slices.ContainsFunc(topo.PairImpairs, func(p topologies.PairImpair) bool { return p.Impair.Loss > 0 })
@@ -611,7 +606,7 @@ func dropping(topo *topologies.Topology, faults []netem.Fault, names []string) m
 			break
 		}
 		switch f.Kind {
-		case netem.FaultPartition, netem.FaultIsolate, netem.FaultLoss:
+		case fault.Partition, fault.Isolate, fault.Loss:
 			lossy = true
 		}
 	}
@@ -641,13 +636,13 @@ func measuredElection(rep *capture.Report, fault time.Time) *capture.Election {
 
 // waitStill waits until no running node's election counters move for
 // quiet, at most timeout.
-func waitStill(ctx context.Context, lab *netem.Lab, quiet, timeout time.Duration) {
+func waitStill(ctx context.Context, lb *lab.Lab, quiet, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	var last uint64
 	since := time.Now()
 	for first := true; ; first = false {
 		var sum uint64
-		for _, s := range lab.Status() {
+		for _, s := range lb.NodeStates() {
 			if s.View != nil {
 				for _, t := range electionTypes {
 					sum += s.View.Counters.Sent[t.String()]
@@ -677,15 +672,15 @@ const quietPoll = 50 * time.Millisecond
 // waitQuiet waits until every running node has followed leader, and no
 // node has sent an election message, for quiet: the counters of every
 // node, read through the control sockets, do not move.
-func waitQuiet(ctx context.Context, lab *netem.Lab, leader string, quiet, timeout time.Duration) error {
+func waitQuiet(ctx context.Context, lb *lab.Lab, leader string, quiet, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last uint64
 	var since time.Time
 	for {
 		var sum uint64
 		agree := true
-		for _, s := range lab.Status() {
-			if s.State != netem.ProcRunning {
+		for _, s := range lb.NodeStates() {
+			if s.State != lab.ProcRunning {
 				continue
 			}
 			if s.View == nil || s.Status != node.StatusNormal.String() || s.Leader != leader {
@@ -730,7 +725,7 @@ func settleTime(topo *topologies.Topology) time.Duration {
 
 // checkInput derives tenures and disruptions from the capture and the
 // faults, times relative to the measured fault.
-func checkInput(rep *capture.Report, topo *topologies.Topology, faults []netem.Fault, lastInForce time.Time, tgt *labTarget, origin, end time.Time, bound time.Duration) CheckInput {
+func checkInput(rep *capture.Report, topo *topologies.Topology, faults []fault.Fault, lastInForce time.Time, tgt *labTarget, origin, end time.Time, bound time.Duration) CheckInput {
 	rel := func(t time.Time) time.Duration { return t.Sub(origin) }
 	in := CheckInput{Grace: bound, Bound: bound}
 	// Tenures: the stable leader from the start, then every election's
@@ -805,7 +800,7 @@ func checkInput(rep *capture.Report, topo *topologies.Topology, faults []netem.F
 	}
 	for _, f := range faults {
 		switch f.Kind {
-		case netem.FaultCrash, netem.FaultPause, netem.FaultLeave, netem.FaultIsolate:
+		case fault.Crash, fault.Pause, fault.Leave, fault.Isolate:
 			for _, n := range f.Nodes {
 				for j := range tenures {
 					if tenures[j].Node == n && tenures[j].Start <= rel(f.Time) && tenures[j].End > rel(f.Time) {
@@ -827,20 +822,20 @@ func checkInput(rep *capture.Report, topo *topologies.Topology, faults []netem.F
 	}
 	for _, f := range faults {
 		switch f.Kind {
-		case netem.FaultPartition, netem.FaultIsolate:
-			if _, ok := open[f.Kind]; !ok {
-				open[f.Kind] = f.Time
+		case fault.Partition, fault.Isolate:
+			if _, ok := open[string(f.Kind)]; !ok {
+				open[string(f.Kind)] = f.Time
 			}
-		case netem.FaultDelay, netem.FaultLoss:
+		case fault.Delay, fault.Loss:
 			if _, ok := open["impair"]; !ok {
 				open["impair"] = f.Time
 			}
-		case netem.FaultHeal:
-			close(netem.FaultPartition, f.Time)
-			close(netem.FaultIsolate, f.Time)
-		case netem.FaultUnisolate:
-			close(netem.FaultIsolate, f.Time)
-		case netem.FaultClear:
+		case fault.Heal:
+			close(string(fault.Partition), f.Time)
+			close(string(fault.Isolate), f.Time)
+		case fault.Unisolate:
+			close(string(fault.Isolate), f.Time)
+		case fault.Clear:
 			close("impair", f.Time)
 		}
 	}
@@ -889,7 +884,7 @@ func checkInput(rep *capture.Report, topo *topologies.Topology, faults []netem.F
 }
 
 // sequenceOf draws election el of rep.
-func sequenceOf(rep *capture.Report, el *capture.Election, names []string, faults []netem.Fault, origin time.Time) *Sequence {
+func sequenceOf(rep *capture.Report, el *capture.Election, names []string, faults []fault.Fault, origin time.Time) *Sequence {
 	tl, err := rep.ElectionTimeline(el.N)
 	if err != nil {
 		return nil
@@ -902,7 +897,7 @@ func sequenceOf(rep *capture.Report, el *capture.Election, names []string, fault
 		if f.Time.Before(origin.Add(-time.Second)) || f.Time.After(el.End) {
 			continue
 		}
-		seq.Faults = append(seq.Faults, FaultMark{Time: f.Time, Text: f.Kind, Nodes: f.Nodes})
+		seq.Faults = append(seq.Faults, FaultMark{Time: f.Time, Text: string(f.Kind), Nodes: f.Nodes})
 	}
 	return seq
 }

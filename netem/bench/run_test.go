@@ -3,6 +3,7 @@ package bench_test
 import (
 	"bytes"
 	"fmt"
+	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -37,7 +38,7 @@ settings: {heartbeat: 400ms, failure_timeout: 2s, election_timeout: 800ms}
 // election's messages on the wire to node/doc.go's counts for N = 5.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	netemtest.RemoveBinary()
+	labtest.RemoveBinary()
 	os.Exit(code)
 }
 
@@ -46,7 +47,7 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the bench builds testbeds and runs real nodes")
 	}
-	bin := netemtest.Binary(t)
+	bin := labtest.Binary(t)
 	topo, err := topologies.Parse("slow-star5", []byte(slowStar5))
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +182,7 @@ func TestRunBenchEveryBuiltin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the bench builds testbeds and runs real nodes")
 	}
-	bin := netemtest.Binary(t)
+	bin := labtest.Binary(t)
 	topo, err := topologies.Parse("slow-star5", []byte(slowStar5))
 	if err != nil {
 		t.Fatal(err)

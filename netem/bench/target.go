@@ -4,36 +4,37 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/netem/lab"
 	"sync"
 	"time"
 
-	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/wire"
 )
 
-// labTarget drives a *netem.Lab for scenario.Execute. Node lists it is given
+// labTarget drives a *lab.Lab for scenario.Execute. Node lists it is given
 // are lowest ID first, which is topology order on a Lab.
 type labTarget struct {
-	lab   *netem.Lab
+	lab   *lab.Lab
 	names []string // topology order = ID order
 
 	mu   sync.Mutex
 	left map[string]bool
 	// agreements are what WaitLeader steps observed, in order.
-	agreements []netem.Leader
+	agreements []lab.Leader
 }
 
 // targetPoll is how often WaitElection looks at the nodes.
 const targetPoll = 5 * time.Millisecond
 
-func newLabTarget(lab *netem.Lab) *labTarget {
-	return &labTarget{lab: lab, names: lab.Nodes(), left: map[string]bool{}}
+func newLabTarget(lb *lab.Lab) *labTarget {
+	return &labTarget{lab: lb, names: lb.Nodes(), left: map[string]bool{}}
 }
 
 var _ scenario.Target = (*labTarget)(nil)
 
-func second(_ netem.Fault, err error) error { return err }
+func second(_ fault.Fault, err error) error { return err }
 
 func (t *labTarget) Crash(_ context.Context, nodes []string) error {
 	return second(t.lab.Crash(nodes...))
@@ -107,12 +108,12 @@ func (t *labTarget) Join(ctx context.Context, nodes []string) error {
 }
 
 func (t *labTarget) Status(context.Context) (scenario.View, error) {
-	return t.view(t.lab.Status()), nil
+	return t.view(t.lab.NodeStates()), nil
 }
 
 // view turns the Lab's status into a scenario view: the leader is the one
 // most live Normal nodes follow, ties to the higher ID.
-func (t *labTarget) view(st []netem.NodeStatus) scenario.View {
+func (t *labTarget) view(st []lab.NodeState) scenario.View {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	v := scenario.View{Groups: t.lab.Topology().Groups}
@@ -128,11 +129,11 @@ func (t *labTarget) view(st []netem.NodeStatus) scenario.View {
 	for _, s := range st {
 		nv := scenario.NodeView{Name: s.Node}
 		switch {
-		case t.left[s.Node] && s.State != netem.ProcRunning && s.State != netem.ProcPaused:
+		case t.left[s.Node] && s.State != lab.ProcRunning && s.State != lab.ProcPaused:
 			nv.Status = scenario.StatusLeft
-		case s.State == netem.ProcRunning:
+		case s.State == lab.ProcRunning:
 			nv.Status = scenario.StatusLive
-		case s.State == netem.ProcPaused:
+		case s.State == lab.ProcPaused:
 			nv.Status = scenario.StatusPaused
 		default:
 			nv.Status = scenario.StatusCrashed
@@ -165,7 +166,7 @@ func (t *labTarget) WaitLeader(ctx context.Context, nodes []string, timeout time
 	t.mu.Lock()
 	t.agreements = append(t.agreements, ag)
 	t.mu.Unlock()
-	v := t.view(t.lab.Status())
+	v := t.view(t.lab.NodeStates())
 	v.Leader, v.Epoch = ag.Node, ag.Epoch
 	return v, nil
 }
@@ -177,13 +178,13 @@ func (t *labTarget) WaitElection(ctx context.Context, timeout time.Duration) (sc
 	// a node sent since the first look counts as well.
 	var base map[string]map[string]uint64
 	for {
-		st := t.lab.Status()
+		st := t.lab.NodeStates()
 		sent := sentCounters(st)
 		if base == nil {
 			base = sent
 		}
 		for _, s := range st {
-			if s.State == netem.ProcRunning && (s.Status == "electing" || s.Status == "halting" || s.Status == "waiting") {
+			if s.State == lab.ProcRunning && (s.Status == "electing" || s.Status == "halting" || s.Status == "waiting") {
 				return t.view(st), nil
 			}
 		}
@@ -204,11 +205,11 @@ func (t *labTarget) WaitElection(ctx context.Context, timeout time.Duration) (sc
 }
 
 // lastAgreement returns the latest agreement a WaitLeader step saw.
-func (t *labTarget) lastAgreement() (netem.Leader, bool) {
+func (t *labTarget) lastAgreement() (lab.Leader, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.agreements) == 0 {
-		return netem.Leader{}, false
+		return lab.Leader{}, false
 	}
 	return t.agreements[len(t.agreements)-1], true
 }

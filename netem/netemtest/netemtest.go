@@ -5,13 +5,16 @@
 package netemtest
 
 import (
+	"bytes"
 	"errors"
+	"github.com/vishvananda/netlink"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/bullylab/bullylab/netem"
-	"github.com/bullylab/bullylab/node/cluster"
 	"github.com/bullylab/bullylab/topologies"
 )
 
@@ -135,62 +138,57 @@ func MustStart(t testing.TB, tb *netem.Testbed, node string, argv ...string) *ne
 	return p
 }
 
-// Lab starts a lab of topo under a fresh run ID and closes it when the test
-// ends, failing the test if teardown fails. It calls RequireRoot first.
-// opts.Binary must be set (see cluster.BuildTemp); opts.Run is ignored.
-func Lab(t testing.TB, topo *topologies.Topology, opts netem.LabOptions) *netem.Lab {
-	t.Helper()
-	RequireRoot(t)
-	for range 10 {
-		opts.Run = RunID(t)
-		lab, err := netem.StartLab(t.Context(), topo, opts)
-		if errors.Is(err, netem.ErrRunExists) {
-			continue // another test drew the same ID in between
-		}
-		if err != nil {
-			t.Fatalf("starting lab %s: %v", topo.Name, err)
-		}
-		t.Cleanup(func() {
-			if err := lab.Close(); err != nil {
-				t.Errorf("tearing down %s: %v", lab.Run(), err)
-			}
-		})
-		return lab
-	}
-	t.Fatal("starting lab: every run ID drawn was taken")
-	return nil
+// Leftovers counts what a run has on this machine: namespaces and links
+// named with its ID, processes whose command line holds it, and its state
+// directory.
+type Leftovers struct {
+	Namespaces, RootLinks, Processes int
+	StateDir                         bool
 }
 
-// The lab tests run real `bullylab node` processes, compiled once per test
-// binary, on first use.
-var (
-	binOnce    sync.Once
-	binPath    string
-	binErr     error
-	binCleanup func()
-)
-
-// Binary returns a bullylab binary for a lab's node processes, building it
-// on first use; it requires root as RequireRoot does. BULLYLAB_TEST_BINARY
-// names another build instead, to compare two builds in one session. A
-// test binary that calls it removes the build with RemoveBinary from its
-// TestMain.
-func Binary(t testing.TB) string {
+// CountLeftovers counts what run has on this machine; a test that tore it
+// down wants the zero Leftovers.
+func CountLeftovers(t testing.TB, run string) Leftovers {
 	t.Helper()
-	RequireRoot(t)
-	if b := os.Getenv("BULLYLAB_TEST_BINARY"); b != "" {
-		return b
+	var c Leftovers
+	entries, _ := os.ReadDir(netem.NetnsDir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), run) {
+			c.Namespaces++
+		}
 	}
-	binOnce.Do(func() { binPath, binCleanup, binErr = cluster.BuildTemp() })
-	if binErr != nil {
-		t.Fatalf("building bullylab: %v", binErr)
+	links, err := netlink.LinkList()
+	if err != nil {
+		t.Fatalf("listing links: %v", err)
 	}
-	return binPath
+	for _, l := range links {
+		if strings.HasPrefix(l.Attrs().Name, run) {
+			c.RootLinks++
+		}
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if _, err := strconv.Atoi(p.Name()); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + p.Name() + "/cmdline")
+		if err != nil || len(cmdline) == 0 {
+			continue // gone, or a zombie
+		}
+		if bytes.Contains(cmdline, []byte(run)) {
+			c.Processes++
+		}
+	}
+	_, err = os.Stat(netem.StateDir(run))
+	c.StateDir = err == nil
+	return c
 }
 
-// RemoveBinary removes what Binary built, if anything.
-func RemoveBinary() {
-	if binCleanup != nil {
-		binCleanup()
+// RequireClean fails the test unless run left nothing on this machine.
+func RequireClean(t testing.TB, run string) {
+	t.Helper()
+	if c := CountLeftovers(t, run); c != (Leftovers{}) {
+		t.Errorf("run %s left %d namespaces, %d links in the root namespace, %d processes, state dir %v",
+			run, c.Namespaces, c.RootLinks, c.Processes, c.StateDir)
 	}
 }

@@ -1,8 +1,10 @@
-package netem_test
+package lab_test
 
 import (
 	"context"
 	"fmt"
+	"github.com/bullylab/bullylab/netem/lab"
+	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"os"
 	"strconv"
 	"strings"
@@ -38,7 +40,7 @@ func BenchmarkLab(b *testing.B) {
 	const settle = time.Second
 	for _, n := range []int{10, 100, 250} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			bin := netemtest.Binary(b)
+			bin := labtest.Binary(b)
 			topo, err := topologies.Star(n)
 			if err != nil {
 				b.Fatal(err)
@@ -48,15 +50,15 @@ func BenchmarkLab(b *testing.B) {
 				time.Sleep(settle)
 				run := netemtest.RunID(b)
 				cpu0 := selfCPU(b)
-				lab, err := netem.StartLab(b.Context(), topo, netem.LabOptions{Binary: bin, Run: run})
+				lb, err := lab.Start(b.Context(), topo, lab.Options{Binary: bin, Run: run})
 				if err != nil {
 					b.Fatal(err)
 				}
 				ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
-				ag, err := lab.WaitLeader(ctx, nil)
+				ag, err := lb.WaitLeader(ctx, nil)
 				cancel()
 				if err != nil {
-					lab.Close()
+					lb.Close()
 					b.Fatal(err)
 				}
 				labCPU += selfCPU(b) - cpu0
@@ -66,22 +68,22 @@ func BenchmarkLab(b *testing.B) {
 				f, l := nodeCPU(b, run, ag.Node)
 				followerCPU += f / time.Duration(n-1)
 				leaderCPU += l
-				agreed, ok, err := lab.AgreedAt(ag)
+				agreed, ok, err := lb.AgreedAt(ag)
 				if err != nil || !ok {
-					lab.Close()
+					lb.Close()
 					b.Fatalf("the nodes' logs do not show the agreement the poll saw (%v)", err)
 				}
-				t := lab.Times()
+				t := lb.Times()
 				build += t.Built.Sub(t.Begin)
 				boot += t.Ready.Sub(t.Started)
 				poll += ag.At.Sub(agreed)
 				up += agreed.Sub(t.Begin)
 				start := time.Now()
-				if err := lab.Close(); err != nil {
+				if err := lb.Close(); err != nil {
 					b.Fatal(err)
 				}
 				teardown += time.Since(start)
-				if c := tbCount(b, run); c != (tbLeftovers{}) {
+				if c := netemtest.CountLeftovers(b, run); c != (netemtest.Leftovers{}) {
 					b.Fatalf("run %s left %+v", run, c)
 				}
 			}

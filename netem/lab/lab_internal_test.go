@@ -1,7 +1,8 @@
-package netem
+package lab
 
 import (
 	"fmt"
+	"github.com/bullylab/bullylab/netem/fault"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,13 +40,13 @@ func TestNodeIDs(t *testing.T) {
 }
 
 func TestCombine(t *testing.T) {
-	got := combine(Impairment{Delay: 5 * time.Millisecond, Loss: 10, Reorder: 5},
-		Impairment{Delay: 30 * time.Millisecond, Jitter: 2 * time.Millisecond, Loss: 10, Reorder: 1})
-	want := Impairment{Delay: 35 * time.Millisecond, Jitter: 2 * time.Millisecond, Loss: 19, Reorder: 5}
+	got := combine(fault.Impairment{Delay: 5 * time.Millisecond, Loss: 10, Reorder: 5},
+		fault.Impairment{Delay: 30 * time.Millisecond, Jitter: 2 * time.Millisecond, Loss: 10, Reorder: 1})
+	want := fault.Impairment{Delay: 35 * time.Millisecond, Jitter: 2 * time.Millisecond, Loss: 19, Reorder: 5}
 	if got != want {
 		t.Errorf("combine = %+v, want %+v", got, want)
 	}
-	if got := combine(Impairment{Loss: 10}, Impairment{}); got.Loss != 10 {
+	if got := combine(fault.Impairment{Loss: 10}, fault.Impairment{}); got.Loss != 10 {
 		t.Errorf("10%% on top of nothing is %v%%", got.Loss)
 	}
 }
@@ -82,10 +83,10 @@ func TestEventWatch(t *testing.T) {
 }
 
 func TestAgreement(t *testing.T) {
-	run := func(node, status, leader string, epoch uint64) NodeStatus {
-		return NodeStatus{Node: node, State: ProcRunning, Status: status, Leader: leader, Epoch: epoch}
+	run := func(node, status, leader string, epoch uint64) NodeState {
+		return NodeState{Node: node, State: ProcRunning, Status: status, Leader: leader, Epoch: epoch}
 	}
-	st := []NodeStatus{run("n1", "normal", "n3", 2), run("n2", "normal", "n3", 2), run("n3", "normal", "n3", 2),
+	st := []NodeState{run("n1", "normal", "n3", 2), run("n2", "normal", "n3", 2), run("n3", "normal", "n3", 2),
 		{Node: "n4", State: ProcCrashed}}
 	if ag, ok := Agreement(st); !ok || ag.Node != "n3" || ag.Epoch != 2 || len(ag.Nodes) != 3 {
 		t.Errorf("Agreement = %+v, %v", ag, ok)
@@ -95,7 +96,7 @@ func TestAgreement(t *testing.T) {
 		t.Error("agreement across epochs")
 	}
 	st[1].Epoch = 2
-	st[2] = NodeStatus{Node: "n3", State: ProcPaused}
+	st[2] = NodeState{Node: "n3", State: ProcPaused}
 	if _, ok := Agreement(st); ok {
 		t.Error("agreement on a paused leader")
 	}

@@ -1,9 +1,11 @@
-package netem
+package lab
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/fault"
 	"math"
 	"net/netip"
 	"slices"
@@ -16,46 +18,46 @@ import (
 	"github.com/bullylab/bullylab/topologies"
 )
 
-// Apply applies f (see Fault for what each kind takes) and returns the
+// Apply applies f (see fault.Fault for what each kind takes) and returns the
 // record observers got.
-func (l *Lab) Apply(ctx context.Context, f Fault) (Fault, error) {
+func (l *Lab) Apply(ctx context.Context, f fault.Fault) (fault.Fault, error) {
 	switch f.Kind {
-	case FaultCrash:
+	case fault.Crash:
 		return l.Crash(f.Nodes...)
-	case FaultRestart:
+	case fault.Restart:
 		return l.Restart(ctx, f.Nodes...)
-	case FaultPause:
+	case fault.Pause:
 		return l.Pause(f.Nodes...)
-	case FaultResume:
+	case fault.Resume:
 		return l.Resume(f.Nodes...)
-	case FaultIsolate:
+	case fault.Isolate:
 		return l.Isolate(f.Nodes...)
-	case FaultUnisolate:
+	case fault.Unisolate:
 		return l.Unisolate(f.Nodes...)
-	case FaultPartition:
+	case fault.Partition:
 		return l.Partition(f.Groups, f.OneWay)
-	case FaultHeal:
+	case fault.Heal:
 		return l.Heal()
-	case FaultDelay, FaultLoss:
+	case fault.Delay, fault.Loss:
 		if f.Impair == nil {
-			return Fault{}, fmt.Errorf("%s: no impairment given", f.Kind)
+			return fault.Fault{}, fmt.Errorf("%s: no impairment given", f.Kind)
 		}
-		if f.Kind == FaultDelay {
+		if f.Kind == fault.Delay {
 			return l.DelayNodes(f.Nodes, f.Peers, f.Impair.Delay, f.Impair.Jitter)
 		}
 		return l.LossNodes(f.Nodes, f.Peers, f.Impair.Loss)
-	case FaultClear:
+	case fault.Clear:
 		return l.Clear(f.Nodes...)
-	case FaultCampaign:
+	case fault.Campaign:
 		return l.Campaign(ctx, f.Nodes...)
-	case FaultLeave:
+	case fault.Leave:
 		return l.Leave(ctx, f.Nodes...)
-	case FaultJoin:
+	case fault.Join:
 		return l.Join(ctx, f.Nodes...)
 	case "":
-		return Fault{}, fmt.Errorf("fault: no kind given (want %s)", strings.Join(FaultKinds, ", "))
+		return fault.Fault{}, fmt.Errorf("fault: no kind given (want %s)", fault.KindList())
 	}
-	return Fault{}, fmt.Errorf("unknown fault %q (want %s)", f.Kind, strings.Join(FaultKinds, ", "))
+	return fault.Fault{}, fmt.Errorf("unknown fault %q (want %s)", f.Kind, fault.KindList())
 }
 
 // begin takes the fault lock and checks the lab is open. The caller calls
@@ -67,46 +69,46 @@ func (l *Lab) begin() (func(), error) {
 	l.mu.Unlock()
 	if closed {
 		l.faultMu.Unlock()
-		return nil, fmt.Errorf("lab %s is closed", l.tb.run)
+		return nil, fmt.Errorf("lab %s is closed", l.tb.Run())
 	}
 	return l.faultMu.Unlock, nil
 }
 
 // done hands f, whose Time the caller set before acting, to the observers.
-func (l *Lab) done(f Fault) Fault {
+func (l *Lab) done(f fault.Fault) fault.Fault {
 	l.emit(f)
 	return f
 }
 
 // Crash SIGKILLs the nodes' processes and waits until they are gone.
-func (l *Lab) Crash(names ...string) (Fault, error) {
+func (l *Lab) Crash(names ...string) (fault.Fault, error) {
 	end, err := l.begin()
 	if err != nil {
-		return Fault{}, err
+		return fault.Fault{}, err
 	}
 	defer end()
 	nodes, err := l.nodesOf(names)
 	if err != nil {
-		return Fault{}, fmt.Errorf("crash: %w", err)
+		return fault.Fault{}, fmt.Errorf("crash: %w", err)
 	}
-	var procs []*Process
+	var procs []*netem.Process
 	l.mu.Lock()
 	for _, n := range nodes {
 		if st := l.procStateLocked(n); st != ProcRunning && st != ProcPaused {
 			l.mu.Unlock()
-			return Fault{}, fmt.Errorf("crash: node %s is not running (%s)", n.name, st)
+			return fault.Fault{}, fmt.Errorf("crash: node %s is not running (%s)", n.name, st)
 		}
 		procs = append(procs, n.proc)
 	}
 	l.mu.Unlock()
-	f := Fault{Time: time.Now(), Kind: FaultCrash, Nodes: slices.Clone(names)}
+	f := fault.Fault{Time: time.Now(), Kind: fault.Crash, Nodes: slices.Clone(names)}
 	for _, n := range nodes {
 		l.mu.Lock()
 		n.crashed = true
 		l.mu.Unlock()
 	}
-	if err := killAll(procs); err != nil {
-		return Fault{}, fmt.Errorf("crash: %w", err)
+	if err := netem.KillAll(procs); err != nil {
+		return fault.Fault{}, fmt.Errorf("crash: %w", err)
 	}
 	pids := make([]string, len(procs))
 	for i, p := range procs {
@@ -121,42 +123,42 @@ func (l *Lab) Crash(names ...string) (Fault, error) {
 // membership (MEMBERS) and then elects, as `bullylab node --join` does.
 // The others, which dropped a node that left from their membership, take
 // it back on its JOIN. It returns once the control sockets answer.
-func (l *Lab) Join(ctx context.Context, names ...string) (Fault, error) {
-	return l.startNodes(ctx, FaultJoin, names)
+func (l *Lab) Join(ctx context.Context, names ...string) (fault.Fault, error) {
+	return l.startNodes(ctx, fault.Join, names)
 }
 
 // Restart starts crashed or exited nodes again with the same ID, address
 // and data dir, and waits until their control sockets answer.
-func (l *Lab) Restart(ctx context.Context, names ...string) (Fault, error) {
-	return l.startNodes(ctx, FaultRestart, names)
+func (l *Lab) Restart(ctx context.Context, names ...string) (fault.Fault, error) {
+	return l.startNodes(ctx, fault.Restart, names)
 }
 
-func (l *Lab) startNodes(ctx context.Context, kind string, names []string) (Fault, error) {
+func (l *Lab) startNodes(ctx context.Context, kind fault.Kind, names []string) (fault.Fault, error) {
 	end, err := l.begin()
 	if err != nil {
-		return Fault{}, err
+		return fault.Fault{}, err
 	}
 	defer end()
 	nodes, err := l.nodesOf(names)
 	if err != nil {
-		return Fault{}, fmt.Errorf("%s: %w", kind, err)
+		return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
 	}
 	l.mu.Lock()
 	for _, n := range nodes {
 		if st := l.procStateLocked(n); st != ProcCrashed && st != ProcExited {
 			l.mu.Unlock()
-			return Fault{}, fmt.Errorf("%s: node %s is %s; crash it first", kind, n.name, st)
+			return fault.Fault{}, fmt.Errorf("%s: node %s is %s; crash it first", kind, n.name, st)
 		}
 	}
 	for _, n := range nodes {
-		n.join = kind == FaultJoin
+		n.join = kind == fault.Join
 	}
 	l.mu.Unlock()
 	ctx, cancel := mergeCancel(ctx, l.ctx)
 	defer cancel()
-	f := Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names)}
+	f := fault.Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names)}
 	if err := l.boot(ctx, nodes, false); err != nil {
-		return Fault{}, fmt.Errorf("%s: %w", kind, err)
+		return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
 	}
 	var pids []string
 	l.mu.Lock()
@@ -165,7 +167,7 @@ func (l *Lab) startNodes(ctx context.Context, kind string, names []string) (Faul
 	}
 	l.mu.Unlock()
 	f.Detail = "started as process " + strings.Join(pids, ", ") + "; control sockets answering"
-	if kind == FaultJoin {
+	if kind == fault.Join {
 		f.Detail = "started with --join as process " + strings.Join(pids, ", ") + "; control sockets answering"
 	}
 	return l.done(f), nil
@@ -181,24 +183,24 @@ func mergeCancel(ctx, other context.Context) (context.Context, context.CancelFun
 // Pause SIGSTOPs the nodes' process groups, like hung machines that still
 // hold their connections (a grey failure), and returns once the kernel
 // reports them stopped.
-func (l *Lab) Pause(names ...string) (Fault, error) {
-	return l.signal(FaultPause, names, syscall.SIGSTOP)
+func (l *Lab) Pause(names ...string) (fault.Fault, error) {
+	return l.signal(fault.Pause, names, syscall.SIGSTOP)
 }
 
 // Resume SIGCONTs paused nodes and returns once they run again.
-func (l *Lab) Resume(names ...string) (Fault, error) {
-	return l.signal(FaultResume, names, syscall.SIGCONT)
+func (l *Lab) Resume(names ...string) (fault.Fault, error) {
+	return l.signal(fault.Resume, names, syscall.SIGCONT)
 }
 
-func (l *Lab) signal(kind string, names []string, sig syscall.Signal) (Fault, error) {
+func (l *Lab) signal(kind fault.Kind, names []string, sig syscall.Signal) (fault.Fault, error) {
 	end, err := l.begin()
 	if err != nil {
-		return Fault{}, err
+		return fault.Fault{}, err
 	}
 	defer end()
 	nodes, err := l.nodesOf(names)
 	if err != nil {
-		return Fault{}, fmt.Errorf("%s: %w", kind, err)
+		return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
 	}
 	pause := sig == syscall.SIGSTOP
 	want := ProcRunning
@@ -209,15 +211,15 @@ func (l *Lab) signal(kind string, names []string, sig syscall.Signal) (Fault, er
 	for _, n := range nodes {
 		if st := l.procStateLocked(n); st != want {
 			l.mu.Unlock()
-			return Fault{}, fmt.Errorf("%s: node %s is %s, not %s", kind, n.name, st, want)
+			return fault.Fault{}, fmt.Errorf("%s: node %s is %s, not %s", kind, n.name, st, want)
 		}
 	}
 	l.mu.Unlock()
-	f := Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names)}
+	f := fault.Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names)}
 	var pids []string
 	for _, n := range nodes {
 		if err := n.proc.Signal(sig); err != nil {
-			return Fault{}, fmt.Errorf("%s: %w", kind, err)
+			return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
 		}
 		l.mu.Lock()
 		n.paused = pause
@@ -225,36 +227,12 @@ func (l *Lab) signal(kind string, names []string, sig syscall.Signal) (Fault, er
 		pids = append(pids, strconv.Itoa(n.proc.PID()))
 	}
 	for _, n := range nodes {
-		if err := l.waitStopped(n, pause); err != nil {
-			return Fault{}, fmt.Errorf("%s: %w", kind, err)
+		if err := n.proc.WaitStopped(l.ctx, pause); err != nil {
+			return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
 		}
 	}
 	f.Detail = fmt.Sprintf("%v to process group %s", sig, strings.Join(pids, ", "))
 	return l.done(f), nil
-}
-
-// waitStopped polls /proc until n's process is stopped (or no longer is):
-// signals are delivered asynchronously, and a caller timing a failover
-// must not start its clock while the node still runs.
-func (l *Lab) waitStopped(n *labNode, stopped bool) error {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		st, err := readProcStat(n.proc.PID())
-		if err != nil {
-			return nil // gone: neither running nor stopped matters any more
-		}
-		if (st.state == 'T' || st.state == 't') == stopped {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("node %s: process %d in state %c 5s after the signal", n.name, n.proc.PID(), st.state)
-		}
-		select {
-		case <-l.ctx.Done():
-			return l.ctx.Err()
-		case <-time.After(time.Millisecond):
-		}
-	}
 }
 
 // Isolate cuts nodes off everyone else: every packet between an isolated
@@ -264,26 +242,26 @@ func (l *Lab) waitStopped(n *labNode, stopped bool) error {
 // node wrote, which is what the bench's counter cross-check compares
 // (with the switch port down, frames written into it vanished before the
 // capture, or died with the TCP connection that held them).
-func (l *Lab) Isolate(names ...string) (Fault, error) {
-	return l.setIsolated(FaultIsolate, names, true)
+func (l *Lab) Isolate(names ...string) (fault.Fault, error) {
+	return l.setIsolated(fault.Isolate, names, true)
 }
 
 // Unisolate reconnects isolated nodes; a partition in force stays.
-func (l *Lab) Unisolate(names ...string) (Fault, error) {
-	return l.setIsolated(FaultUnisolate, names, false)
+func (l *Lab) Unisolate(names ...string) (fault.Fault, error) {
+	return l.setIsolated(fault.Unisolate, names, false)
 }
 
-func (l *Lab) setIsolated(kind string, names []string, isolate bool) (Fault, error) {
+func (l *Lab) setIsolated(kind fault.Kind, names []string, isolate bool) (fault.Fault, error) {
 	end, err := l.begin()
 	if err != nil {
-		return Fault{}, err
+		return fault.Fault{}, err
 	}
 	defer end()
 	nodes, err := l.nodesOf(names)
 	if err != nil {
-		return Fault{}, fmt.Errorf("%s: %w", kind, err)
+		return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
 	}
-	f := Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names)}
+	f := fault.Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names)}
 	l.mu.Lock()
 	was := map[*labNode]bool{}
 	for _, n := range nodes {
@@ -297,7 +275,7 @@ func (l *Lab) setIsolated(kind string, names []string, isolate bool) (Fault, err
 			n.isolated = w
 		}
 		l.mu.Unlock()
-		return Fault{}, fmt.Errorf("%s: %w", kind, err)
+		return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
 	}
 	if isolate {
 		f.Detail = "dropping every packet to and from " + strings.Join(names, ", ")
@@ -351,7 +329,7 @@ func (l *Lab) ResolveGroup(entries []string) ([]string, error) {
 			out = append(out, members...)
 			continue
 		}
-		return nil, fmt.Errorf("run %s has no node or group %q", l.tb.run, e)
+		return nil, fmt.Errorf("run %s has no node or group %q", l.tb.Run(), e)
 	}
 	if len(out) == 0 {
 		return nil, errors.New("empty group")
@@ -365,31 +343,31 @@ func (l *Lab) ResolveGroup(entries []string) ([]string, error) {
 // dropped, the reverse passes. Nodes in no group keep reaching everyone.
 // The cut is made by the receivers, whose Firewalls drop packets from the
 // blocked sources, so senders see no error, as on a real network.
-func (l *Lab) Partition(groups [][]string, oneWay bool) (Fault, error) {
+func (l *Lab) Partition(groups [][]string, oneWay bool) (fault.Fault, error) {
 	end, err := l.begin()
 	if err != nil {
-		return Fault{}, err
+		return fault.Fault{}, err
 	}
 	defer end()
 	if len(groups) < 2 {
-		return Fault{}, fmt.Errorf("partition: want at least 2 groups, got %d", len(groups))
+		return fault.Fault{}, fmt.Errorf("partition: want at least 2 groups, got %d", len(groups))
 	}
 	if oneWay && len(groups) != 2 {
-		return Fault{}, fmt.Errorf("partition: one-way takes exactly 2 groups, got %d", len(groups))
+		return fault.Fault{}, fmt.Errorf("partition: one-way takes exactly 2 groups, got %d", len(groups))
 	}
 	resolved := make([][]string, len(groups))
 	in := map[string]int{}
 	for i, g := range groups {
 		r, err := l.ResolveGroup(g)
 		if err != nil {
-			return Fault{}, fmt.Errorf("partition: group %d: %w", i+1, err)
+			return fault.Fault{}, fmt.Errorf("partition: group %d: %w", i+1, err)
 		}
 		for _, name := range r {
 			if j, ok := in[name]; ok {
 				if j == i {
-					return Fault{}, fmt.Errorf("partition: node %s is named twice in group %d", name, i+1)
+					return fault.Fault{}, fmt.Errorf("partition: node %s is named twice in group %d", name, i+1)
 				}
-				return Fault{}, fmt.Errorf("partition: node %s is in groups %d and %d", name, j+1, i+1)
+				return fault.Fault{}, fmt.Errorf("partition: node %s is in groups %d and %d", name, j+1, i+1)
 			}
 			in[name] = i
 		}
@@ -417,7 +395,7 @@ func (l *Lab) Partition(groups [][]string, oneWay bool) (Fault, error) {
 			}
 		}
 	}
-	f := Fault{Time: time.Now(), Kind: FaultPartition, Groups: resolved, OneWay: oneWay}
+	f := fault.Fault{Time: time.Now(), Kind: fault.Partition, Groups: resolved, OneWay: oneWay}
 	l.mu.Lock()
 	old := l.cut
 	l.cut = want
@@ -426,7 +404,7 @@ func (l *Lab) Partition(groups [][]string, oneWay bool) (Fault, error) {
 		l.mu.Lock()
 		l.cut = old
 		l.mu.Unlock()
-		return Fault{}, fmt.Errorf("partition: %w", err)
+		return fault.Fault{}, fmt.Errorf("partition: %w", err)
 	}
 	parts := make([]string, len(resolved))
 	for i, g := range resolved {
@@ -504,11 +482,11 @@ func (l *Lab) ensureFirewall(n *labNode) error {
 	if have {
 		return nil
 	}
-	ns, err := l.tb.nodeNS(n.name)
+	ns, err := l.tb.NamespaceHandle(n.name)
 	if err != nil {
 		return err
 	}
-	fw, err := NewFirewall(ns, l.tb.run)
+	fw, err := netem.NewFirewall(ns, l.tb.Run())
 	if err != nil {
 		return fmt.Errorf("node %s: %w", n.name, err)
 	}
@@ -519,13 +497,13 @@ func (l *Lab) ensureFirewall(n *labNode) error {
 }
 
 // Heal removes every partition and reconnects every isolated node.
-func (l *Lab) Heal() (Fault, error) {
+func (l *Lab) Heal() (fault.Fault, error) {
 	end, err := l.begin()
 	if err != nil {
-		return Fault{}, err
+		return fault.Fault{}, err
 	}
 	defer end()
-	f := Fault{Time: time.Now(), Kind: FaultHeal}
+	f := fault.Fault{Time: time.Now(), Kind: fault.Heal}
 	var healed []string
 	l.mu.Lock()
 	for _, n := range l.nodes {
@@ -537,7 +515,7 @@ func (l *Lab) Heal() (Fault, error) {
 	l.cut = nil
 	l.mu.Unlock()
 	if err := l.setBlocked(nil); err != nil {
-		return Fault{}, fmt.Errorf("heal: %w", err)
+		return fault.Fault{}, fmt.Errorf("heal: %w", err)
 	}
 	f.Nodes = healed
 	if len(healed) == 0 {
@@ -551,13 +529,13 @@ func (l *Lab) Heal() (Fault, error) {
 // Delay sets the delay and jitter of what node sends, to every destination
 // (peer "") or to peer alone, keeping the link's other impairments. Zero
 // removes the delay.
-func (l *Lab) Delay(name, peer string, delay, jitter time.Duration) (Fault, error) {
+func (l *Lab) Delay(name, peer string, delay, jitter time.Duration) (fault.Fault, error) {
 	return l.DelayNodes([]string{name}, peersOf(peer), delay, jitter)
 }
 
 // Loss sets the percentage of packets node's sends lose, to every
 // destination (peer "") or to peer alone. Zero removes the loss.
-func (l *Lab) Loss(name, peer string, percent float64) (Fault, error) {
+func (l *Lab) Loss(name, peer string, percent float64) (fault.Fault, error) {
 	return l.LossNodes([]string{name}, peersOf(peer), percent)
 }
 
@@ -570,44 +548,44 @@ func peersOf(peer string) []string {
 
 // DelayNodes sets the delay and jitter of what each of nodes sends, to
 // every destination (no peers) or to each of peers, as one fault.
-func (l *Lab) DelayNodes(nodes, peers []string, delay, jitter time.Duration) (Fault, error) {
-	return l.impair(FaultDelay, nodes, peers, func(imp *Impairment) {
+func (l *Lab) DelayNodes(nodes, peers []string, delay, jitter time.Duration) (fault.Fault, error) {
+	return l.impair(fault.Delay, nodes, peers, func(imp *fault.Impairment) {
 		imp.Delay, imp.Jitter = delay, jitter
 	})
 }
 
 // LossNodes sets the loss of what each of nodes sends, to every
 // destination (no peers) or to each of peers, as one fault.
-func (l *Lab) LossNodes(nodes, peers []string, percent float64) (Fault, error) {
-	return l.impair(FaultLoss, nodes, peers, func(imp *Impairment) { imp.Loss = percent })
+func (l *Lab) LossNodes(nodes, peers []string, percent float64) (fault.Fault, error) {
+	return l.impair(fault.Loss, nodes, peers, func(imp *fault.Impairment) { imp.Loss = percent })
 }
 
-func (l *Lab) impair(kind string, names, peerNames []string, change func(*Impairment)) (Fault, error) {
+func (l *Lab) impair(kind fault.Kind, names, peerNames []string, change func(*fault.Impairment)) (fault.Fault, error) {
 	end, err := l.begin()
 	if err != nil {
-		return Fault{}, err
+		return fault.Fault{}, err
 	}
 	defer end()
 	nodes, err := l.nodesOf(names)
 	if err != nil {
-		return Fault{}, fmt.Errorf("%s: %w", kind, err)
+		return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
 	}
 	if len(peerNames) > 0 {
 		if _, err := l.nodesOf(peerNames); err != nil {
-			return Fault{}, fmt.Errorf("%s: peer: %w", kind, err)
+			return fault.Fault{}, fmt.Errorf("%s: peer: %w", kind, err)
 		}
 	}
 	for _, n := range nodes {
 		if slices.Contains(peerNames, n.name) {
-			return Fault{}, fmt.Errorf("%s: node %s cannot be its own peer", kind, n.name)
+			return fault.Fault{}, fmt.Errorf("%s: node %s cannot be its own peer", kind, n.name)
 		}
 	}
 	type saved struct {
-		link  Impairment
-		pairs map[string]Impairment
+		link  fault.Impairment
+		pairs map[string]fault.Impairment
 	}
 	old := map[*labNode]saved{}
-	var rec Impairment // what the first node's link or first pair now gets
+	var rec fault.Impairment // what the first node's link or first pair now gets
 	l.mu.Lock()
 	for i, n := range nodes {
 		old[n] = saved{n.link, cloneImpairs(n.pairs)}
@@ -637,14 +615,14 @@ func (l *Lab) impair(kind string, names, peerNames []string, change func(*Impair
 	}
 	if err := l.validateImpairments(nodes); err != nil {
 		restore()
-		return Fault{}, fmt.Errorf("%s: %w", kind, err)
+		return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
 	}
-	f := Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names), Peers: slices.Clone(peerNames), Impair: &rec}
+	f := fault.Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names), Peers: slices.Clone(peerNames), Impair: &rec}
 	if err := l.applyAll(nodes); err != nil {
 		// Part of the change may be in force: put back what was.
 		restore()
 		_ = l.applyAll(nodes)
-		return Fault{}, fmt.Errorf("%s: %w", kind, err)
+		return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
 	}
 	to := "everyone"
 	if len(peerNames) > 0 {
@@ -682,8 +660,8 @@ func (l *Lab) applyAll(nodes []*labNode) error {
 	return l.applyLoss()
 }
 
-func cloneImpairs(m map[string]Impairment) map[string]Impairment {
-	out := make(map[string]Impairment, len(m))
+func cloneImpairs(m map[string]fault.Impairment) map[string]fault.Impairment {
+	out := make(map[string]fault.Impairment, len(m))
 	for k, v := range m {
 		out[k] = v
 	}
@@ -692,19 +670,19 @@ func cloneImpairs(m map[string]Impairment) map[string]Impairment {
 
 // Clear restores the topology's impairments on the nodes' links (every
 // node's when names is empty), undoing delay and loss faults.
-func (l *Lab) Clear(names ...string) (Fault, error) {
+func (l *Lab) Clear(names ...string) (fault.Fault, error) {
 	end, err := l.begin()
 	if err != nil {
-		return Fault{}, err
+		return fault.Fault{}, err
 	}
 	defer end()
 	nodes := l.nodes
 	if len(names) > 0 {
 		if nodes, err = l.nodesOf(names); err != nil {
-			return Fault{}, fmt.Errorf("clear: %w", err)
+			return fault.Fault{}, fmt.Errorf("clear: %w", err)
 		}
 	}
-	f := Fault{Time: time.Now(), Kind: FaultClear, Nodes: slices.Clone(names)}
+	f := fault.Fault{Time: time.Now(), Kind: fault.Clear, Nodes: slices.Clone(names)}
 	for _, n := range nodes {
 		tn, _ := l.topo.Node(n.name)
 		l.mu.Lock()
@@ -713,27 +691,27 @@ func (l *Lab) Clear(names ...string) (Fault, error) {
 		l.mu.Unlock()
 	}
 	if err := l.applyAll(nodes); err != nil {
-		return Fault{}, fmt.Errorf("clear: %w", err)
+		return fault.Fault{}, fmt.Errorf("clear: %w", err)
 	}
 	f.Detail = "impairments back to the topology's"
 	return l.done(f), nil
 }
 
 // fromTopo converts a topology impairment.
-func fromTopo(im topologies.Impair) Impairment {
-	return Impairment{Delay: im.Delay, Jitter: im.Jitter, Loss: im.Loss, Duplicate: im.Duplicate, Reorder: im.Reorder}
+func fromTopo(im topologies.Impair) fault.Impairment {
+	return fault.Impairment{Delay: im.Delay, Jitter: im.Jitter, Loss: im.Loss, Duplicate: im.Duplicate, Reorder: im.Reorder}
 }
 
 // combine puts b on top of a, as a topology link does on a node's own
 // link: delays and jitters add up, independent losses and duplications
 // compound, reordering takes the larger share.
-func combine(a, b Impairment) Impairment {
+func combine(a, b fault.Impairment) fault.Impairment {
 	compound := func(p, q float64) float64 {
 		// Rounded to a millionth of a percent, so that 10% on top of
 		// nothing stays 10%, not 9.999999999999998%.
 		return math.Round(1e8*(1-(1-p/100)*(1-q/100))) / 1e6
 	}
-	return Impairment{
+	return fault.Impairment{
 		Delay:     a.Delay + b.Delay,
 		Jitter:    a.Jitter + b.Jitter,
 		Loss:      compound(a.Loss, b.Loss),
@@ -745,7 +723,7 @@ func combine(a, b Impairment) Impairment {
 // pairImpairmentLocked returns what n's sends to peer get: a fault's
 // per-peer setting, else the topology's link between them on top of n's
 // own link, else n's own link. l.mu must be held.
-func (l *Lab) pairImpairmentLocked(n *labNode, peer string) Impairment {
+func (l *Lab) pairImpairmentLocked(n *labNode, peer string) fault.Impairment {
 	if imp, ok := n.pairs[peer]; ok {
 		return imp
 	}
@@ -757,8 +735,8 @@ func (l *Lab) pairImpairmentLocked(n *labNode, peer string) Impairment {
 
 // wantedPairsLocked returns the per-peer impairments n's Impairer must hold.
 // l.mu must be held.
-func (l *Lab) wantedPairsLocked(n *labNode) map[netip.Addr]Impairment {
-	out := map[netip.Addr]Impairment{}
+func (l *Lab) wantedPairsLocked(n *labNode) map[netip.Addr]fault.Impairment {
+	out := map[netip.Addr]fault.Impairment{}
 	for _, pi := range l.topo.PairImpairs {
 		peer := pi.B
 		if pi.B == n.name {
@@ -799,11 +777,11 @@ func (l *Lab) applyImpairments(n *labNode) error {
 		if link.IsZero() && len(pairs) == 0 {
 			return nil
 		}
-		ns, err := l.tb.nodeNS(n.name)
+		ns, err := l.tb.NamespaceHandle(n.name)
 		if err != nil {
 			return err
 		}
-		if imp, err = NewImpairer(ns, l.tb.run, NodeVeth, ImpairerOptions{Backend: l.opts.Backend}); err != nil {
+		if imp, err = netem.NewImpairer(ns, l.tb.Run(), netem.NodeVeth, netem.ImpairerOptions{Backend: l.opts.Backend}); err != nil {
 			return fmt.Errorf("node %s: %w", n.name, err)
 		}
 		l.mu.Lock()
@@ -822,7 +800,7 @@ func (l *Lab) applyImpairments(n *labNode) error {
 	}
 	for a := range curPairs {
 		if _, ok := pairs[a]; !ok {
-			if err := imp.SetPair(a, Impairment{}); err != nil {
+			if err := imp.SetPair(a, fault.Impairment{}); err != nil {
 				return fmt.Errorf("node %s: %w", n.name, err)
 			}
 		}
@@ -836,7 +814,7 @@ func (l *Lab) applyImpairments(n *labNode) error {
 }
 
 // withoutLoss is imp as the sender's Impairer applies it.
-func withoutLoss(imp Impairment) Impairment {
+func withoutLoss(imp fault.Impairment) fault.Impairment {
 	imp.Loss = 0
 	return imp
 }
@@ -920,8 +898,8 @@ func (l *Lab) describeImpairments(n *labNode) string {
 		parts = append(parts, n.link.String())
 	}
 	// Peers with the same impairment share one entry.
-	byImp := map[Impairment][]string{}
-	var order []Impairment
+	byImp := map[fault.Impairment][]string{}
+	var order []fault.Impairment
 	for _, p := range l.nodes {
 		imp, ok := pairs[p.addr]
 		if !ok {
@@ -940,52 +918,52 @@ func (l *Lab) describeImpairments(n *labNode) string {
 
 // Campaign asks the nodes to start an election now, through their control
 // sockets.
-func (l *Lab) Campaign(ctx context.Context, names ...string) (Fault, error) {
-	return l.control(ctx, FaultCampaign, names, (*node.ControlClient).Campaign)
+func (l *Lab) Campaign(ctx context.Context, names ...string) (fault.Fault, error) {
+	return l.control(ctx, fault.Campaign, names, (*node.ControlClient).Campaign)
 }
 
 // Leave asks the nodes to announce LEAVE and stop; their processes exit.
-func (l *Lab) Leave(ctx context.Context, names ...string) (Fault, error) {
-	return l.control(ctx, FaultLeave, names, (*node.ControlClient).Leave)
+func (l *Lab) Leave(ctx context.Context, names ...string) (fault.Fault, error) {
+	return l.control(ctx, fault.Leave, names, (*node.ControlClient).Leave)
 }
 
-func (l *Lab) control(ctx context.Context, kind string, names []string, call func(*node.ControlClient, context.Context) error) (Fault, error) {
+func (l *Lab) control(ctx context.Context, kind fault.Kind, names []string, call func(*node.ControlClient, context.Context) error) (fault.Fault, error) {
 	end, err := l.begin()
 	if err != nil {
-		return Fault{}, err
+		return fault.Fault{}, err
 	}
 	defer end()
 	nodes, err := l.nodesOf(names)
 	if err != nil {
-		return Fault{}, fmt.Errorf("%s: %w", kind, err)
+		return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
 	}
 	l.mu.Lock()
 	for _, n := range nodes {
 		if st := l.procStateLocked(n); st != ProcRunning {
 			l.mu.Unlock()
-			return Fault{}, fmt.Errorf("%s: node %s is %s", kind, n.name, st)
+			return fault.Fault{}, fmt.Errorf("%s: node %s is %s", kind, n.name, st)
 		}
 	}
 	l.mu.Unlock()
 	ctx, cancel := mergeCancel(ctx, l.ctx)
 	defer cancel()
-	f := Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names), Detail: "POST /" + kind + " on the control socket"}
+	f := fault.Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names), Detail: "POST /" + string(kind) + " on the control socket"}
 	for _, n := range nodes {
 		qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
 		err := call(n.client, qctx)
 		qcancel()
 		if err != nil {
-			return Fault{}, fmt.Errorf("%s: node %s: %w", kind, n.name, err)
+			return fault.Fault{}, fmt.Errorf("%s: node %s: %w", kind, n.name, err)
 		}
 	}
-	if kind == FaultLeave {
+	if kind == fault.Leave {
 		// The node answers, then exits: wait for that, so the lab's view
 		// (exited) is right when this returns.
 		for _, n := range nodes {
 			select {
 			case <-n.proc.Done():
 			case <-time.After(5 * time.Second):
-				return Fault{}, fmt.Errorf("leave: node %s did not exit 5s after leaving", n.name)
+				return fault.Fault{}, fmt.Errorf("leave: node %s did not exit 5s after leaving", n.name)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package netem
+package lab
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/fault"
 	"io"
 	"math/rand/v2"
 	"net/netip"
@@ -27,7 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Process states of a lab node, as NodeStatus.State reports them.
+// Process states of a lab node, as NodeState.State reports them.
 const (
 	ProcRunning = "running"
 	ProcPaused  = "paused"  // SIGSTOPped by a pause fault
@@ -35,60 +37,8 @@ const (
 	ProcExited  = "exited"  // ended by itself: after a leave fault, or failing
 )
 
-// Fault kinds, as Fault.Kind names them.
-const (
-	FaultCrash     = "crash"
-	FaultRestart   = "restart"
-	FaultPause     = "pause"
-	FaultResume    = "resume"
-	FaultIsolate   = "isolate"
-	FaultUnisolate = "unisolate"
-	FaultPartition = "partition"
-	FaultHeal      = "heal"
-	FaultDelay     = "delay"
-	FaultLoss      = "loss"
-	FaultClear     = "clear"
-	FaultCampaign  = "campaign"
-	FaultLeave     = "leave"
-	FaultJoin      = "join"
-)
-
-// FaultKinds lists every fault kind, for messages.
-var FaultKinds = []string{FaultCrash, FaultRestart, FaultPause, FaultResume, FaultIsolate, FaultUnisolate,
-	FaultPartition, FaultHeal, FaultDelay, FaultLoss, FaultClear, FaultCampaign, FaultLeave, FaultJoin}
-
-// Fault is one fault applied to a Lab: the request (*Lab).Apply and the
-// control API's POST /fault take, and the record OnFault observers get.
-//
-//	crash, restart, pause, resume, isolate, unisolate, campaign, leave:
-//	        Nodes are the targets
-//	partition: Groups (two or more, disjoint; an entry may name a topology
-//	        group); OneWay drops only what Groups[0] sends to Groups[1]
-//	heal:   clears every partition and isolation
-//	delay:  Nodes are the senders, Peers (optional) the destinations, each
-//	        sender's sends to each peer (or to everyone) get Impair's Delay
-//	        and Jitter, their other impairments kept; one fault for all
-//	loss:   the same with Impair.Loss, which the receivers apply
-//	join:   Nodes, down, start again and announce themselves with JOIN
-//	clear:  restores the topology's impairments of Nodes (all when empty)
-//
-// In a record, Time is when the lab began applying it (the change is in
-// force within about a millisecond of it), Groups are resolved to node
-// names, Impair is the impairment then in force on the affected link or
-// pair, and Detail says in words what changed.
-type Fault struct {
-	Time   time.Time   `json:"time"`
-	Kind   string      `json:"kind"`
-	Nodes  []string    `json:"nodes,omitempty"`
-	Peers  []string    `json:"peers,omitempty"`
-	Groups [][]string  `json:"groups,omitempty"`
-	OneWay bool        `json:"one_way,omitempty"`
-	Impair *Impairment `json:"impair,omitempty"`
-	Detail string      `json:"detail,omitempty"`
-}
-
-// LabOptions configure StartLab.
-type LabOptions struct {
+// Options configure Start.
+type Options struct {
 	// Binary is the bullylab executable the nodes run as `Binary node ...`.
 	Binary string
 	// Run is the run ID; "" draws a fresh one with NewRunID.
@@ -112,14 +62,13 @@ type LabOptions struct {
 	// run. Either way the lab writes it to KeyPath(run) (mode 0600), passes
 	// that file to every node with --cluster-key, and removes it on Close.
 	Key *wire.Key
-	// OnBuilt, when not nil, is called once the testbed is built and
-	// before any node starts: where a capture of the whole run begins, so
-	// that it sees every frame the nodes' counters count. An error stops
-	// StartLab, which then removes the lab.
-	OnBuilt func(*Lab) error
+	// Capture, when not nil, has the lab capture its switch into a pcapng
+	// file (see CaptureOptions), stopped by Close before anything is torn
+	// down.
+	Capture *CaptureOptions
 }
 
-// NodeRuntimeEnv tunes the Go runtime of node processes when LabOptions.Env
+// NodeRuntimeEnv tunes the Go runtime of node processes when Options.Env
 // is nil. A node is a single event loop with a transport; 250 of them share
 // the machine's cores. Measured with 100 nodes on 2 cores: GOMAXPROCS=1 cut
 // their steady CPU by a fifth (fewer threads handing work to each other),
@@ -153,17 +102,18 @@ func nodeEnv() []string {
 // plus fault injection. Its methods are safe for concurrent use; faults are
 // applied one at a time, in the order observers see them.
 type Lab struct {
-	tb      *Testbed
+	tb      *netem.Testbed
 	topo    *topologies.Topology
-	opts    LabOptions
+	opts    Options
 	peers   string // the peers file every node reads
 	key     wire.Key
 	keyFile string // where key is, for the nodes' --cluster-key
 	nodes   []*labNode
 	byName  map[string]*labNode
 	byID    map[uuid.UUID]*labNode
-	times   LabTimes
+	times   Times
 	tmpfs   bool // mounted a tmpfs on DataRoot(run)
+	capture *Capture
 
 	// ctx ends when Close begins, aborting waits in faults in progress.
 	ctx    context.Context
@@ -179,7 +129,7 @@ type Lab struct {
 	faultMu sync.Mutex // held while a fault is applied, and by Close
 
 	mu        sync.Mutex // guards the fields below and labNode's mutable fields
-	observers []func(Fault)
+	observers []func(fault.Fault)
 	closed    bool
 	// cut is the partition in force: receiver -> sources it drops.
 	cut map[string]map[string]bool
@@ -202,19 +152,19 @@ type labNode struct {
 	client  *node.ControlClient
 
 	// Guarded by Lab.mu.
-	proc     *Process
+	proc     *netem.Process
 	crashed  bool // ended by a crash fault, not by itself
 	join     bool // the next start announces the node with JOIN
 	paused   bool
 	isolated bool
-	imp      *Impairer // nil until an impairment is set
-	fw       *Firewall // nil until a partition cuts this node
+	imp      *netem.Impairer // nil until an impairment is set
+	fw       *netem.Firewall // nil until a partition cuts this node
 	blocked  map[string]bool
 	// link is the link-wide impairment in force: the topology's until a
 	// fault changes it. pairs are per-peer impairments faults set, which
 	// replace what the topology puts between the two.
-	link  Impairment
-	pairs map[string]Impairment
+	link  fault.Impairment
+	pairs map[string]fault.Impairment
 }
 
 const (
@@ -231,14 +181,14 @@ const (
 	queryWorkers = 4
 )
 
-// StartLab builds topo's testbed, applies the topology's impairments,
+// Start builds topo's testbed, applies the topology's impairments,
 // starts one node per topology node and returns once every node's control
 // socket answers. It does not wait for a leader: see WaitLeader. On error,
 // or when ctx ends first, it removes everything it created.
 //
 // Node IDs are random version-4 UUIDs assigned in ascending order, so a
 // node's index is its Bully priority: in star5, n5 is the highest and wins.
-func StartLab(ctx context.Context, topo *topologies.Topology, opts LabOptions) (*Lab, error) {
+func Start(ctx context.Context, topo *topologies.Topology, opts Options) (*Lab, error) {
 	if opts.Binary == "" {
 		return nil, errors.New("lab: no bullylab binary given")
 	}
@@ -266,23 +216,23 @@ func StartLab(ctx context.Context, topo *topologies.Topology, opts LabOptions) (
 	}
 
 	begin := time.Now()
-	// Without a hook to run on the whole testbed or impairments to install
-	// before the first election, the nodes boot while the testbed is still
-	// being built, in the order they boot in: the kernel serialises the
-	// build, which left a core idle for the 0.6 s 250 nodes take.
-	overlap := opts.OnBuilt == nil && !topo.Impaired()
-	var tb *Testbed
+	// Without a capture of the boot or impairments to install before the
+	// first election, the nodes boot while the testbed is still being
+	// built, in the order they boot in: the kernel serialises the build,
+	// which left a core idle for the 0.6 s 250 nodes take.
+	overlap := (opts.Capture == nil || !opts.Capture.FromBoot) && !topo.Impaired()
+	var tb *netem.Testbed
 	for attempt := 0; ; attempt++ {
 		run := opts.Run
 		if run == "" {
-			run = NewRunID()
+			run = netem.NewRunID()
 		}
 		if overlap {
-			tb, err = newTestbed(topo, run)
+			tb, err = netem.NewTestbed(topo, run)
 		} else {
-			tb, err = Build(ctx, topo, run)
+			tb, err = netem.Build(ctx, topo, run)
 		}
-		if errors.Is(err, ErrRunExists) && opts.Run == "" && attempt < 10 {
+		if errors.Is(err, netem.ErrRunExists) && opts.Run == "" && attempt < 10 {
 			continue // drew a run ID another run holds
 		}
 		if err != nil {
@@ -296,14 +246,14 @@ func StartLab(ctx context.Context, topo *topologies.Topology, opts LabOptions) (
 		tb:      tb,
 		topo:    topo,
 		opts:    opts,
-		peers:   filepath.Join(StateDir(tb.run), "peers"),
+		peers:   filepath.Join(netem.StateDir(tb.Run()), "peers"),
 		key:     key,
-		keyFile: KeyPath(tb.run),
+		keyFile: netem.KeyPath(tb.Run()),
 		byName:  make(map[string]*labNode, len(topo.Nodes)),
 		byID:    make(map[uuid.UUID]*labNode, len(topo.Nodes)),
 		ctx:     lctx,
 		cancel:  cancel,
-		times:   LabTimes{Begin: begin, Built: time.Now()},
+		times:   Times{Begin: begin, Built: time.Now()},
 	}
 	members := make([]wire.Member, len(topo.Nodes))
 	for i := range topo.Nodes {
@@ -311,14 +261,14 @@ func StartLab(ctx context.Context, topo *topologies.Topology, opts LabOptions) (
 		n := &labNode{
 			name:    tn.Name,
 			index:   tn.Index,
-			ns:      NodeNamespace(tb.run, tn.Name),
+			ns:      netem.NodeNamespace(tb.Run(), tn.Name),
 			addr:    tn.Addr,
 			listen:  netip.AddrPortFrom(tn.Addr, uint16(topo.Port)).String(),
 			id:      ids[i],
-			dataDir: filepath.Join(DataRoot(tb.run), tn.Name),
-			log:     LogPath(tb.run, tn.Name),
+			dataDir: filepath.Join(DataRoot(tb.Run()), tn.Name),
+			log:     netem.LogPath(tb.Run(), tn.Name),
 			blocked: map[string]bool{},
-			pairs:   map[string]Impairment{},
+			pairs:   map[string]fault.Impairment{},
 			link:    fromTopo(tn.Impair),
 		}
 		if opts.LogDir != "" {
@@ -348,25 +298,37 @@ func StartLab(ctx context.Context, topo *topologies.Topology, opts LabOptions) (
 	if err := wire.WriteKeyFile(l.keyFile, l.key); err != nil {
 		return nil, errors.Join(fmt.Errorf("lab: %w", err), l.Close())
 	}
-	tb.recordKeyFile(l.keyFile)
+	tb.RecordKeyFile(l.keyFile)
 	if overlap {
-		return l.startBuilding(ctx, members)
+		err = l.startBuilding(ctx, members)
+	} else {
+		err = l.startBuilt(ctx, members)
 	}
-	if opts.OnBuilt != nil {
-		if err := opts.OnBuilt(l); err != nil {
-			return nil, errors.Join(err, l.Close())
-		}
+	if err == nil && opts.Capture != nil && !opts.Capture.FromBoot {
+		l.capture, err = l.startCapture(*opts.Capture)
 	}
-	if err := l.start(ctx, members); err != nil {
+	if err != nil {
 		return nil, errors.Join(err, l.Close())
 	}
 	return l, nil
 }
 
+// startBuilt boots the nodes on the testbed built in full, after starting
+// a capture of the boot if one is asked for.
+func (l *Lab) startBuilt(ctx context.Context, members []wire.Member) error {
+	if c := l.opts.Capture; c != nil && c.FromBoot {
+		var err error
+		if l.capture, err = l.startCapture(*c); err != nil {
+			return err
+		}
+	}
+	return l.start(ctx, members)
+}
+
 // startBuilding builds the testbed and boots the nodes at once: each node
 // boots once its namespace and links are up. The testbed builds the top
 // node first and the rest in ascending order, the order they boot in.
-func (l *Lab) startBuilding(ctx context.Context, members []wire.Member) (*Lab, error) {
+func (l *Lab) startBuilding(ctx context.Context, members []wire.Member) error {
 	n := len(l.nodes)
 	order := make([]int, 0, n)
 	order = append(order, n-1)
@@ -381,7 +343,7 @@ func (l *Lab) startBuilding(ctx context.Context, members []wire.Member) (*Lab, e
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
-		err := l.tb.construct(bctx, order, func(i int) { close(l.nodeBuilt[i]) })
+		err := l.tb.Construct(bctx, order, func(i int) { close(l.nodeBuilt[i]) })
 		l.times.Built = time.Now()
 		l.buildErr = err
 		close(l.built)
@@ -394,10 +356,7 @@ func (l *Lab) startBuilding(ctx context.Context, members []wire.Member) (*Lab, e
 	if err == nil {
 		err = l.buildErr
 	}
-	if err != nil {
-		return nil, errors.Join(err, l.Close())
-	}
-	return l, nil
+	return err
 }
 
 // awaitBuilt waits, while the testbed is being built, until node n's part
@@ -407,7 +366,7 @@ func (l *Lab) awaitBuilt(ctx context.Context, n *labNode) error {
 	if l.nodeBuilt == nil {
 		return nil
 	}
-	i, err := l.tb.nodeIndex(n.name)
+	i, err := l.tb.NodeIndex(n.name)
 	if err != nil {
 		return err
 	}
@@ -423,7 +382,7 @@ func (l *Lab) awaitBuilt(ctx context.Context, n *labNode) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return l.tb.waitLinksUp(ctx, []int{i})
+	return l.tb.WaitLinksUp(ctx, []int{i})
 }
 
 func (l *Lab) start(ctx context.Context, members []wire.Member) error {
@@ -434,7 +393,7 @@ func (l *Lab) start(ctx context.Context, members []wire.Member) error {
 	if err := os.WriteFile(l.peers, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("lab: %w", err)
 	}
-	mounted, err := mountTmpfs(DataRoot(l.tb.run))
+	mounted, err := netem.MountTmpfs(DataRoot(l.tb.Run()))
 	if err != nil {
 		return fmt.Errorf("lab: %w", err)
 	}
@@ -476,34 +435,7 @@ func (l *Lab) start(ctx context.Context, members []wire.Member) error {
 }
 
 // DataRoot holds a lab's node data dirs, one per node, on a tmpfs.
-func DataRoot(run string) string { return filepath.Join(StateDir(run), "nodes") }
-
-// mountTmpfs mounts a tmpfs on dir unless dir already is on one, and
-// reports whether it did. Nodes fsync their state before every message that
-// depends on it; on a disk, 100 nodes electing queued their fsyncs behind
-// each other until HALT_ACKs missed the 200 ms election timeout, and the
-// elections never ended. The lab kills processes, not machines, so memory
-// keeps what a node persisted across its crash just as a disk would.
-func mountTmpfs(dir string) (bool, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return false, err
-	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err == nil && st.Type == unix.TMPFS_MAGIC {
-		return false, nil
-	}
-	if err := unix.Mount("bullylab", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0700"); err != nil {
-		return false, fmt.Errorf("mounting a tmpfs on %s: %w", dir, classify(err))
-	}
-	return true, nil
-}
-
-func unmount(dir string) error {
-	if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("unmounting %s: %w", dir, err)
-	}
-	return nil
-}
+func DataRoot(run string) string { return filepath.Join(netem.StateDir(run), "nodes") }
 
 // nodeIDs draws n version-4 UUIDs and sorts them, Bully priority ascending.
 func nodeIDs(n int, seed int64) ([]uuid.UUID, error) {
@@ -587,7 +519,7 @@ func (l *Lab) boot(ctx context.Context, nodes []*labNode, pace bool) error {
 		return first
 	}
 	// One wait for the record of all, instead of one write per process.
-	return l.tb.flush()
+	return l.tb.Flush()
 }
 
 // bootWindow is how many node processes boot at once: one per core, at
@@ -602,7 +534,7 @@ func (l *Lab) startProc(n *labNode) error {
 	closed := l.closed
 	l.mu.Unlock()
 	if closed {
-		return fmt.Errorf("node %s: lab %s is closed", n.name, l.tb.run)
+		return fmt.Errorf("node %s: lab %s is closed", n.name, l.tb.Run())
 	}
 	l.mu.Lock()
 	argv := n.argv
@@ -610,7 +542,7 @@ func (l *Lab) startProc(n *labNode) error {
 		argv = append(slices.Clone(argv), "--join")
 	}
 	l.mu.Unlock()
-	p, err := l.tb.start(n.name, argv, l.opts.Env, n.log, false)
+	p, err := l.tb.StartUnflushed(n.name, argv, l.opts.Env, n.log)
 	if err != nil {
 		return err
 	}
@@ -816,7 +748,7 @@ func logTail(path string, lines int) string {
 }
 
 // Run returns the run ID.
-func (l *Lab) Run() string { return l.tb.run }
+func (l *Lab) Run() string { return l.tb.Run() }
 
 // Key returns the cluster key the nodes share, which verifies the frames
 // of a capture of the run.
@@ -827,14 +759,14 @@ func (l *Lab) Key() wire.Key { return l.key }
 func (l *Lab) KeyFile() string { return l.keyFile }
 
 // Testbed returns the testbed the nodes run in.
-func (l *Lab) Testbed() *Testbed { return l.tb }
+func (l *Lab) Testbed() *netem.Testbed { return l.tb }
 
 // Topology returns the topology the lab was started from.
 func (l *Lab) Topology() *topologies.Topology { return l.topo }
 
-// LabTimes are the milestones of StartLab.
-type LabTimes struct {
-	Begin time.Time // StartLab was called
+// Times are the milestones of Start.
+type Times struct {
+	Begin time.Time // Start was called
 	// Built is when the testbed's links were all up: before Started, or
 	// after it where the nodes boot while the testbed is built.
 	Built   time.Time
@@ -846,8 +778,8 @@ type LabTimes struct {
 // the time to the first leader.
 func (l *Lab) Started() time.Time { return l.times.Started }
 
-// Times returns the milestones of StartLab.
-func (l *Lab) Times() LabTimes { return l.times }
+// Times returns the milestones of Start.
+func (l *Lab) Times() Times { return l.times }
 
 // Nodes returns the node names in topology order.
 func (l *Lab) Nodes() []string {
@@ -900,7 +832,7 @@ func (l *Lab) Backend() (name, why string) {
 	if l.opts.Backend != "" {
 		return l.opts.Backend, "forced by the caller"
 	}
-	caps, err := Probe()
+	caps, err := netem.Probe()
 	if err != nil {
 		return "unknown", err.Error()
 	}
@@ -913,13 +845,13 @@ func (l *Lab) Backend() (name, why string) {
 
 // OnFault registers f to be called with every fault once it is applied, in
 // order, on the goroutine that applied it. f must not apply faults itself.
-func (l *Lab) OnFault(f func(Fault)) {
+func (l *Lab) OnFault(f func(fault.Fault)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.observers = append(l.observers, f)
 }
 
-func (l *Lab) emit(f Fault) {
+func (l *Lab) emit(f fault.Fault) {
 	l.mu.Lock()
 	obs := slices.Clone(l.observers)
 	l.mu.Unlock()
@@ -931,7 +863,7 @@ func (l *Lab) emit(f Fault) {
 func (l *Lab) node(name string) (*labNode, error) {
 	n := l.byName[name]
 	if n == nil {
-		return nil, fmt.Errorf("run %s has no node %q", l.tb.run, name)
+		return nil, fmt.Errorf("run %s has no node %q", l.tb.Run(), name)
 	}
 	return n, nil
 }
@@ -988,9 +920,9 @@ func (l *Lab) Close() error {
 		defer l.faultMu.Unlock()
 		l.mu.Lock()
 		l.closed = true
-		var procs []*Process
-		var imps []*Impairer
-		var fws []*Firewall
+		var procs []*netem.Process
+		var imps []*netem.Impairer
+		var fws []*netem.Firewall
 		for _, n := range l.nodes {
 			if n.proc != nil {
 				procs = append(procs, n.proc)
@@ -1005,7 +937,10 @@ func (l *Lab) Close() error {
 		l.mu.Unlock()
 
 		var errs []error
-		errs = append(errs, killAll(procs))
+		if l.capture != nil {
+			errs = append(errs, l.capture.stopOnClose())
+		}
+		errs = append(errs, netem.KillAll(procs))
 		for _, im := range imps {
 			errs = append(errs, im.Close())
 		}
@@ -1013,11 +948,11 @@ func (l *Lab) Close() error {
 			errs = append(errs, fw.Close())
 		}
 		if l.tmpfs {
-			errs = append(errs, unmount(DataRoot(l.tb.run)))
+			errs = append(errs, netem.Unmount(DataRoot(l.tb.Run())))
 		}
 		errs = append(errs, l.tb.Close())
 		if err := errors.Join(errs...); err != nil {
-			l.closeErr = fmt.Errorf("lab %s: %s", l.tb.run, strings.ReplaceAll(err.Error(), "\n", "; "))
+			l.closeErr = fmt.Errorf("lab %s: %s", l.tb.Run(), strings.ReplaceAll(err.Error(), "\n", "; "))
 		}
 	})
 	return l.closeErr

@@ -1,10 +1,12 @@
-package netem
+package lab
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/fault"
 	"io"
 	"net"
 	"net/http"
@@ -20,8 +22,8 @@ import (
 // The control API of a lab served by `bullylab up` is HTTP/1.1 with JSON
 // bodies over the unix socket ControlSocket(run):
 //
-//	GET  /status  200, a LabStatus
-//	POST /fault   body a Fault request (see Fault); 200, the Fault record
+//	GET  /status  200, a Status
+//	POST /fault   body a fault.Fault request; 200, the fault.Fault record
 //	POST /down    200 {"ok":true}; the lab is then torn down and the
 //	              serving process exits
 //
@@ -33,10 +35,10 @@ import (
 const ControlSocketName = "control.sock"
 
 // ControlSocket is where a lab's control API is served.
-func ControlSocket(run string) string { return filepath.Join(StateDir(run), ControlSocketName) }
+func ControlSocket(run string) string { return filepath.Join(netem.StateDir(run), ControlSocketName) }
 
-// LabStatus is what GET /status answers.
-type LabStatus struct {
+// Status is what GET /status answers.
+type Status struct {
 	Run      string `json:"run"`
 	Topology string `json:"topology"`
 	// PID is the process serving the lab (`bullylab up`).
@@ -47,10 +49,10 @@ type LabStatus struct {
 	BackendWhy string `json:"backend_why"`
 	// Leader is the leader every running node follows right now, if they
 	// agree (see Agreement).
-	Leader *Leader      `json:"leader,omitempty"`
-	Nodes  []NodeStatus `json:"nodes"`
-	// Capture is the capture of the lab's switch the serving process
-	// runs, if any (`bullylab up --capture`).
+	Leader *Leader     `json:"leader,omitempty"`
+	Nodes  []NodeState `json:"nodes"`
+	// Capture is the lab's capture of its switch, if any (`bullylab up
+	// --capture`).
 	Capture *CaptureStatus `json:"capture,omitempty"`
 	// KeyFile is the nodes' cluster key file, which verifies the frames of
 	// a capture; it is removed when the lab is.
@@ -67,7 +69,7 @@ type CaptureStatus struct {
 
 // Agreement returns the leader every running node follows in st at one
 // epoch, the leader among them, as WaitLeader defines agreement, or false.
-func Agreement(st []NodeStatus) (Leader, bool) {
+func Agreement(st []NodeState) (Leader, bool) {
 	var ag Leader
 	for _, s := range st {
 		if s.State != ProcRunning {
@@ -92,20 +94,24 @@ func Agreement(st []NodeStatus) (Leader, bool) {
 	return ag, true
 }
 
-// LabStatus returns the lab's status as GET /status serves it. The nodes'
+// Status returns the lab's status as GET /status serves it. The nodes'
 // member lists are left out of their views: each lists every node, which
 // made the answer 7.5 MB at 250 nodes.
-func (l *Lab) LabStatus() LabStatus {
-	st := l.Status()
+func (l *Lab) Status() Status {
+	st := l.NodeStates()
 	for i := range st {
 		if st[i].View != nil {
 			st[i].View.Members = nil
 		}
 	}
 	backend, why := l.Backend()
-	ls := LabStatus{
+	ls := Status{
 		Run: l.Run(), Topology: l.topo.Name, PID: os.Getpid(), Started: l.times.Begin,
 		Backend: backend, BackendWhy: why, Nodes: st, KeyFile: l.keyFile,
+	}
+	if l.capture != nil {
+		cs := l.capture.Status()
+		ls.Capture = &cs
 	}
 	if ag, ok := Agreement(st); ok {
 		ag.At = time.Now()
@@ -114,22 +120,19 @@ func (l *Lab) LabStatus() LabStatus {
 	return ls
 }
 
-// ControlServer serves a Lab's control API.
-type ControlServer struct {
+// Server serves a Lab's control API.
+type Server struct {
 	lab      *Lab
 	path     string
 	srv      *http.Server
 	done     chan struct{}
 	down     chan struct{}
 	downOnce sync.Once
-
-	mu      sync.Mutex
-	capture func() CaptureStatus
 }
 
-// ServeControl serves lab's control API at ControlSocket(lab.Run()) until
+// Serve serves lab's control API at ControlSocket(lab.Run()) until
 // Close. The socket goes with the state directory when the lab closes.
-func ServeControl(lab *Lab) (*ControlServer, error) {
+func Serve(lab *Lab) (*Server, error) {
 	path := ControlSocket(lab.Run())
 	ln, err := net.Listen("unix", path)
 	if err != nil {
@@ -140,21 +143,13 @@ func ServeControl(lab *Lab) (*ControlServer, error) {
 		ln.Close()
 		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
-	s := &ControlServer{lab: lab, path: path, done: make(chan struct{}), down: make(chan struct{})}
+	s := &Server{lab: lab, path: path, done: make(chan struct{}), down: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
-		st := lab.LabStatus()
-		s.mu.Lock()
-		capture := s.capture
-		s.mu.Unlock()
-		if capture != nil {
-			cs := capture()
-			st.Capture = &cs
-		}
-		writeJSON(w, http.StatusOK, st)
+		writeJSON(w, http.StatusOK, lab.Status())
 	})
 	mux.HandleFunc("POST /fault", func(w http.ResponseWriter, r *http.Request) {
-		var f Fault
+		var f fault.Fault
 		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&f); err != nil {
@@ -180,19 +175,11 @@ func ServeControl(lab *Lab) (*ControlServer, error) {
 	return s, nil
 }
 
-// ReportCapture has GET /status report the capture f describes; nil stops
-// reporting one.
-func (s *ControlServer) ReportCapture(f func() CaptureStatus) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.capture = f
-}
-
 // Down is closed when a client asks for the lab to go down.
-func (s *ControlServer) Down() <-chan struct{} { return s.down }
+func (s *Server) Down() <-chan struct{} { return s.down }
 
 // Close stops serving, giving requests in progress a moment to finish.
-func (s *ControlServer) Close() error {
+func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
@@ -220,7 +207,7 @@ var ErrNoRun = errors.New("no testbed is up")
 // LiveRuns returns the runs a live `bullylab up` serves: a control socket
 // in the state directory, and the run's owner still running. Sorted.
 func LiveRuns() ([]string, error) {
-	entries, err := os.ReadDir(StateRoot)
+	entries, err := os.ReadDir(netem.StateRoot)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -230,13 +217,13 @@ func LiveRuns() ([]string, error) {
 	var runs []string
 	for _, e := range entries {
 		run := e.Name()
-		if !e.IsDir() || !ValidRunID(run) {
+		if !e.IsDir() || !netem.ValidRunID(run) {
 			continue
 		}
 		if _, err := os.Stat(ControlSocket(run)); err != nil {
 			continue
 		}
-		if st, err := ReadState(run); err != nil || !st.Owner.Alive() {
+		if st, err := netem.ReadState(run); err != nil || !st.Owner.Alive() {
 			continue
 		}
 		runs = append(runs, run)
@@ -248,10 +235,10 @@ func LiveRuns() ([]string, error) {
 // else the only live one. Its errors are meant for the command line.
 func FindRun(run string) (string, error) {
 	if run != "" {
-		if !ValidRunID(run) {
-			return "", fmt.Errorf("--run %q: not a run ID (%s and 4 hex digits, like bl1a2b)", run, RunPrefix)
+		if !netem.ValidRunID(run) {
+			return "", fmt.Errorf("--run %q: not a run ID (%s and 4 hex digits, like bl1a2b)", run, netem.RunPrefix)
 		}
-		if _, err := os.Stat(StateDir(run)); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(netem.StateDir(run)); errors.Is(err, os.ErrNotExist) {
 			return "", fmt.Errorf("%w with run ID %s", ErrNoRun, run)
 		}
 		if _, err := os.Stat(ControlSocket(run)); err != nil {
@@ -299,8 +286,8 @@ func Dial(run string) (*Client, error) {
 func (c *Client) Run() string { return c.run }
 
 // Status fetches GET /status.
-func (c *Client) Status(ctx context.Context) (*LabStatus, error) {
-	var s LabStatus
+func (c *Client) Status(ctx context.Context) (*Status, error) {
+	var s Status
 	if err := c.call(ctx, http.MethodGet, "/status", nil, &s); err != nil {
 		return nil, err
 	}
@@ -308,8 +295,8 @@ func (c *Client) Status(ctx context.Context) (*LabStatus, error) {
 }
 
 // Fault applies f and returns its record.
-func (c *Client) Fault(ctx context.Context, f Fault) (Fault, error) {
-	var rec Fault
+func (c *Client) Fault(ctx context.Context, f fault.Fault) (fault.Fault, error) {
+	var rec fault.Fault
 	err := c.call(ctx, http.MethodPost, "/fault", f, &rec)
 	return rec, err
 }
@@ -323,7 +310,7 @@ func (c *Client) Down(ctx context.Context) error {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if _, err := os.Stat(StateDir(c.run)); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(netem.StateDir(c.run)); errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
 		select {

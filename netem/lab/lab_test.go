@@ -1,7 +1,10 @@
-package netem_test
+package lab_test
 
 import (
 	"context"
+	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/netem/lab"
+	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"os"
 	"slices"
 	"strings"
@@ -17,27 +20,27 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	netemtest.RemoveBinary()
+	labtest.RemoveBinary()
 	os.Exit(code)
 }
 
-func labStart(t *testing.T, topoName string) *netem.Lab {
+func labStart(t *testing.T, topoName string) *lab.Lab {
 	t.Helper()
-	bin := netemtest.Binary(t)
+	bin := labtest.Binary(t)
 	topo, err := topologies.Load(topoName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lab := netemtest.Lab(t, topo, netem.LabOptions{Binary: bin})
+	lb := labtest.Start(t, topo, lab.Options{Binary: bin})
 	t.Cleanup(func() {
 		// Close is idempotent; the cleanup netemtest.Lab registered runs
 		// after this one and finds it done.
-		if err := lab.Close(); err != nil {
-			t.Errorf("tearing down %s: %v", lab.Run(), err)
+		if err := lb.Close(); err != nil {
+			t.Errorf("tearing down %s: %v", lb.Run(), err)
 		}
-		tbRequireClean(t, lab.Run())
+		netemtest.RequireClean(t, lb.Run())
 	})
-	return lab
+	return lb
 }
 
 // labPhase is how long one election phase may take before the test fails;
@@ -46,12 +49,12 @@ const labPhase = 20 * time.Second
 
 // labWait waits for every live node to agree on leader under an epoch
 // above after, and returns the agreement.
-func labWait(t *testing.T, lab *netem.Lab, what, leader string, after uint64, among ...string) netem.Leader {
+func labWait(t *testing.T, lb *lab.Lab, what, leader string, after uint64, among ...string) lab.Leader {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), labPhase)
 	defer cancel()
 	start := time.Now()
-	ag, err := lab.WaitLeaderAmong(ctx, among, func(l netem.Leader) bool {
+	ag, err := lb.WaitLeaderAmong(ctx, among, func(l lab.Leader) bool {
 		return l.Node == leader && l.Epoch > after
 	})
 	if err != nil {
@@ -62,29 +65,29 @@ func labWait(t *testing.T, lab *netem.Lab, what, leader string, after uint64, am
 }
 
 // labFirst waits for the first agreement, whatever it is, and checks it.
-func labFirst(t *testing.T, lab *netem.Lab, want string) netem.Leader {
+func labFirst(t *testing.T, lb *lab.Lab, want string) lab.Leader {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), labPhase)
 	defer cancel()
-	ag, err := lab.WaitLeader(ctx, nil)
+	ag, err := lb.WaitLeader(ctx, nil)
 	if err != nil {
 		t.Fatalf("first leader: %v", err)
 	}
 	if ag.Node != want {
 		t.Fatalf("first leader is %s at epoch %d, want the highest node %s", ag.Node, ag.Epoch, want)
 	}
-	agreed, ok, err := lab.AgreedAt(ag)
-	if err != nil || !ok || agreed.Before(lab.Started()) || agreed.After(ag.At) {
-		t.Fatalf("AgreedAt = %v, %v, %v; want a time between the first start %v and the poll %v", agreed, ok, err, lab.Started(), ag.At)
+	agreed, ok, err := lb.AgreedAt(ag)
+	if err != nil || !ok || agreed.Before(lb.Started()) || agreed.After(ag.At) {
+		t.Fatalf("AgreedAt = %v, %v, %v; want a time between the first start %v and the poll %v", agreed, ok, err, lb.Started(), ag.At)
 	}
 	t.Logf("first leader %s at epoch %d, agreed %v after the first node started (seen by a poll %v later)",
-		ag.Node, ag.Epoch, agreed.Sub(lab.Started()).Round(time.Millisecond), ag.At.Sub(agreed).Round(time.Millisecond))
+		ag.Node, ag.Epoch, agreed.Sub(lb.Started()).Round(time.Millisecond), ag.At.Sub(agreed).Round(time.Millisecond))
 	return ag
 }
 
 // labDo fails the test if a fault fails: labDo(t)(lab.Crash("n5")).
-func labDo(t *testing.T) func(netem.Fault, error) netem.Fault {
-	return func(f netem.Fault, err error) netem.Fault {
+func labDo(t *testing.T) func(fault.Fault, error) fault.Fault {
+	return func(f fault.Fault, err error) fault.Fault {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
@@ -93,59 +96,59 @@ func labDo(t *testing.T) func(netem.Fault, error) netem.Fault {
 	}
 }
 
-func labState(t *testing.T, lab *netem.Lab, node string) netem.NodeStatus {
+func labState(t *testing.T, lb *lab.Lab, node string) lab.NodeState {
 	t.Helper()
-	for _, s := range lab.Status() {
+	for _, s := range lb.NodeStates() {
 		if s.Node == node {
 			return s
 		}
 	}
 	t.Fatalf("no status of %s", node)
-	return netem.NodeStatus{}
+	return lab.NodeState{}
 }
 
 func TestLabFailover(t *testing.T) {
-	lab := labStart(t, "star5")
-	var faults []netem.Fault
+	lb := labStart(t, "star5")
+	var faults []fault.Fault
 	var mu sync.Mutex
-	lab.OnFault(func(f netem.Fault) {
+	lb.OnFault(func(f fault.Fault) {
 		mu.Lock()
 		faults = append(faults, f)
 		mu.Unlock()
 	})
 
-	first := labFirst(t, lab, "n5")
+	first := labFirst(t, lb, "n5")
 	if len(first.Nodes) != 5 {
 		t.Fatalf("first agreement among %v, want all 5", first.Nodes)
 	}
 
-	labDo(t)(lab.Crash("n5"))
-	if s := labState(t, lab, "n5"); s.State != netem.ProcCrashed || s.PID != 0 {
+	labDo(t)(lb.Crash("n5"))
+	if s := labState(t, lb, "n5"); s.State != lab.ProcCrashed || s.PID != 0 {
 		t.Fatalf("after crash, n5 is %s with pid %d", s.State, s.PID)
 	}
-	crashed := labWait(t, lab, "crash n5", "n4", first.Epoch)
+	crashed := labWait(t, lb, "crash n5", "n4", first.Epoch)
 	if slices.Contains(crashed.Nodes, "n5") || len(crashed.Nodes) != 4 {
 		t.Fatalf("after crash, agreement among %v, want n1-n4", crashed.Nodes)
 	}
 
-	labDo(t)(lab.Restart(t.Context(), "n5"))
-	restarted := labWait(t, lab, "restart n5", "n5", crashed.Epoch)
-	labRequireKey(t, lab)
+	labDo(t)(lb.Restart(t.Context(), "n5"))
+	restarted := labWait(t, lb, "restart n5", "n5", crashed.Epoch)
+	labRequireKey(t, lb)
 
-	labDo(t)(lab.Pause("n5"))
-	if s := labState(t, lab, "n5"); s.State != netem.ProcPaused || s.PID == 0 {
+	labDo(t)(lb.Pause("n5"))
+	if s := labState(t, lb, "n5"); s.State != lab.ProcPaused || s.PID == 0 {
 		t.Fatalf("after pause, n5 is %s with pid %d", s.State, s.PID)
 	}
-	paused := labWait(t, lab, "pause n5 (grey failure)", "n4", restarted.Epoch)
+	paused := labWait(t, lb, "pause n5 (grey failure)", "n4", restarted.Epoch)
 
-	labDo(t)(lab.Resume("n5"))
-	labWait(t, lab, "resume n5", "n5", paused.Epoch)
+	labDo(t)(lb.Resume("n5"))
+	labWait(t, lb, "resume n5", "n5", paused.Epoch)
 
 	mu.Lock()
 	defer mu.Unlock()
 	var kinds []string
 	for _, f := range faults {
-		kinds = append(kinds, f.Kind)
+		kinds = append(kinds, string(f.Kind))
 		if f.Time.IsZero() || f.Detail == "" || !slices.Equal(f.Nodes, []string{"n5"}) {
 			t.Errorf("fault record %+v lacks a time, detail or its node", f)
 		}
@@ -156,18 +159,18 @@ func TestLabFailover(t *testing.T) {
 }
 
 func TestLabPartition(t *testing.T) {
-	lab := labStart(t, "star5")
-	first := labFirst(t, lab, "n5")
+	lb := labStart(t, "star5")
+	first := labFirst(t, lb, "n5")
 
-	f := labDo(t)(lab.Partition([][]string{{"n1", "n2", "n3"}, {"n4", "n5"}}, false))
+	f := labDo(t)(lb.Partition([][]string{{"n1", "n2", "n3"}, {"n4", "n5"}}, false))
 	t.Logf("%s: %s", f.Kind, f.Detail)
-	left := labWait(t, lab, "minority side", "n3", first.Epoch, "n1", "n2", "n3")
-	right := labWait(t, lab, "majority side", "n5", first.Epoch-1, "n4", "n5")
-	if s := labState(t, lab, "n1"); !slices.Equal(s.Blocked, []string{"n4", "n5"}) {
+	left := labWait(t, lb, "minority side", "n3", first.Epoch, "n1", "n2", "n3")
+	right := labWait(t, lb, "majority side", "n5", first.Epoch-1, "n4", "n5")
+	if s := labState(t, lb, "n1"); !slices.Equal(s.Blocked, []string{"n4", "n5"}) {
 		t.Errorf("n1 blocks %v, want n4 and n5", s.Blocked)
 	}
-	labDo(t)(lab.Heal())
-	labWait(t, lab, "heal", "n5", max(left.Epoch, right.Epoch))
+	labDo(t)(lb.Heal())
+	labWait(t, lb, "heal", "n5", max(left.Epoch, right.Epoch))
 }
 
 // TestLabOneWayPartition cuts one direction between the leader n5 and the
@@ -191,50 +194,50 @@ func TestLabPartition(t *testing.T) {
 func TestLabOneWayPartition(t *testing.T) {
 	for _, dir := range []string{"from-leader", "to-leader"} {
 		t.Run(dir, func(t *testing.T) {
-			lab := labStart(t, "star5")
-			first := labFirst(t, lab, "n5")
+			lb := labStart(t, "star5")
+			first := labFirst(t, lb, "n5")
 			rest := []string{"n1", "n2", "n3", "n4"}
 			groups := [][]string{{"n5"}, rest}
 			if dir == "to-leader" {
 				groups[0], groups[1] = groups[1], groups[0]
 			}
-			f := labDo(t)(lab.Partition(groups, true))
+			f := labDo(t)(lb.Partition(groups, true))
 			t.Logf("%s: %s", f.Kind, f.Detail)
 			blocker, blocked := "n4", []string{"n5"}
 			if dir == "to-leader" {
 				blocker, blocked = "n5", rest
 			}
-			if s := labState(t, lab, blocker); !slices.Equal(s.Blocked, blocked) {
+			if s := labState(t, lb, blocker); !slices.Equal(s.Blocked, blocked) {
 				t.Errorf("%s blocks %v, want %v: only receivers block", blocker, s.Blocked, blocked)
 			}
-			cut := labWait(t, lab, "followers", "n4", first.Epoch, rest...)
-			labWait(t, lab, "n5 meanwhile", "n5", first.Epoch-1, "n5")
-			labDo(t)(lab.Heal())
+			cut := labWait(t, lb, "followers", "n4", first.Epoch, rest...)
+			labWait(t, lb, "n5 meanwhile", "n5", first.Epoch-1, "n5")
+			labDo(t)(lb.Heal())
 			// n5 may keep the epoch it took alone: above n4's is enough.
-			labWait(t, lab, "heal", "n5", cut.Epoch)
+			labWait(t, lb, "heal", "n5", cut.Epoch)
 		})
 	}
 }
 
 func TestLabFaultErrors(t *testing.T) {
 	netemtest.RequireImpairment(t) // two-site's link is impaired
-	lab := labStart(t, "two-site")
-	labFirst(t, lab, "n5")
+	lb := labStart(t, "two-site")
+	labFirst(t, lb, "n5")
 	for _, c := range []struct {
 		name string
 		err  error
 		want string
 	}{
-		{"unknown node", second(lab.Crash("n9")), `has no node "n9"`},
-		{"resume running", second(lab.Resume("n1")), "node n1 is running, not paused"},
-		{"restart running", second(lab.Restart(t.Context(), "n1")), "node n1 is running; crash it first"},
-		{"one group", second(lab.Partition([][]string{{"n1"}}, false)), "want at least 2 groups"},
-		{"overlap", second(lab.Partition([][]string{{"site-a"}, {"n3", "n4"}}, false)), "node n3 is in groups 1 and 2"},
-		{"unknown group", second(lab.Partition([][]string{{"site-x"}, {"n4"}}, false)), `no node or group "site-x"`},
-		{"one-way of three", second(lab.Partition([][]string{{"n1"}, {"n2"}, {"n3"}}, true)), "exactly 2 groups"},
-		{"own peer", second(lab.Delay("n1", "n1", time.Millisecond, 0)), "its own peer"},
-		{"bad loss", second(lab.Loss("n1", "", 120)), "percentages"},
-		{"unknown kind", second(lab.Apply(t.Context(), netem.Fault{Kind: "explode"})), `unknown fault "explode"`},
+		{"unknown node", second(lb.Crash("n9")), `has no node "n9"`},
+		{"resume running", second(lb.Resume("n1")), "node n1 is running, not paused"},
+		{"restart running", second(lb.Restart(t.Context(), "n1")), "node n1 is running; crash it first"},
+		{"one group", second(lb.Partition([][]string{{"n1"}}, false)), "want at least 2 groups"},
+		{"overlap", second(lb.Partition([][]string{{"site-a"}, {"n3", "n4"}}, false)), "node n3 is in groups 1 and 2"},
+		{"unknown group", second(lb.Partition([][]string{{"site-x"}, {"n4"}}, false)), `no node or group "site-x"`},
+		{"one-way of three", second(lb.Partition([][]string{{"n1"}, {"n2"}, {"n3"}}, true)), "exactly 2 groups"},
+		{"own peer", second(lb.Delay("n1", "n1", time.Millisecond, 0)), "its own peer"},
+		{"bad loss", second(lb.Loss("n1", "", 120)), "percentages"},
+		{"unknown kind", second(lb.Apply(t.Context(), fault.Fault{Kind: "explode"})), `unknown fault "explode"`},
 	} {
 		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, c.err, c.want)
@@ -246,80 +249,80 @@ func TestLabFaultErrors(t *testing.T) {
 // that delay, loss and clear compose with them.
 func TestLabImpairments(t *testing.T) {
 	netemtest.RequireImpairment(t)
-	lab := labStart(t, "two-site")
-	labFirst(t, lab, "n5")
-	imp := func(node string) string { return labState(t, lab, node).Impairment }
+	lb := labStart(t, "two-site")
+	labFirst(t, lb, "n5")
+	imp := func(node string) string { return labState(t, lb, node).Impairment }
 	if got, want := imp("n1"), "to n4,n5: delay 30ms"; got != want {
 		t.Errorf("n1 impairment %q, want %q", got, want)
 	}
-	f := labDo(t)(lab.Delay("n1", "", 10*time.Millisecond, 2*time.Millisecond))
+	f := labDo(t)(lb.Delay("n1", "", 10*time.Millisecond, 2*time.Millisecond))
 	if f.Impair == nil || f.Impair.Delay != 10*time.Millisecond {
 		t.Errorf("delay fault record %+v", f)
 	}
 	if got, want := imp("n1"), "delay 10ms±2ms; to n4,n5: delay 40ms±2ms"; got != want {
 		t.Errorf("after delay, n1 impairment %q, want %q", got, want)
 	}
-	labDo(t)(lab.Loss("n1", "n4", 10))
+	labDo(t)(lb.Loss("n1", "n4", 10))
 	if got, want := imp("n1"), "delay 10ms±2ms; to n4: delay 40ms±2ms loss 10%; to n5: delay 40ms±2ms"; got != want {
 		t.Errorf("after loss, n1 impairment %q, want %q", got, want)
 	}
-	if b := labState(t, lab, "n1").Backend; b == "" {
+	if b := labState(t, lb, "n1").Backend; b == "" {
 		t.Error("n1 has impairments but no backend")
 	}
-	if b := labState(t, lab, "n2").Backend; b == "" {
+	if b := labState(t, lb, "n2").Backend; b == "" {
 		t.Error("n2 has the topology's 30ms but no backend")
 	}
-	labDo(t)(lab.Clear("n1"))
+	labDo(t)(lb.Clear("n1"))
 	if got, want := imp("n1"), "to n4,n5: delay 30ms"; got != want {
 		t.Errorf("after clear, n1 impairment %q, want %q", got, want)
 	}
 	// The elections still work across the 30 ms link.
-	labDo(t)(lab.Campaign(t.Context(), "n2"))
-	labWait(t, lab, "campaign n2", "n5", 0)
+	labDo(t)(lb.Campaign(t.Context(), "n2"))
+	labWait(t, lb, "campaign n2", "n5", 0)
 }
 
 func TestLabIsolateLeave(t *testing.T) {
-	lab := labStart(t, "star5")
-	first := labFirst(t, lab, "n5")
-	labDo(t)(lab.Isolate("n5"))
-	isolated := labWait(t, lab, "isolate n5", "n4", first.Epoch, "n1", "n2", "n3", "n4")
-	if s := labState(t, lab, "n5"); !s.Isolated || s.State != netem.ProcRunning {
+	lb := labStart(t, "star5")
+	first := labFirst(t, lb, "n5")
+	labDo(t)(lb.Isolate("n5"))
+	isolated := labWait(t, lb, "isolate n5", "n4", first.Epoch, "n1", "n2", "n3", "n4")
+	if s := labState(t, lb, "n5"); !s.Isolated || s.State != lab.ProcRunning {
 		t.Errorf("isolated n5: %+v", s)
 	}
 	// A node restarts with its link down as well: a lab whose nodes booted
 	// while it was built must not wait for that link.
-	labDo(t)(lab.Crash("n5"))
-	labDo(t)(lab.Restart(t.Context(), "n5"))
-	if s := labState(t, lab, "n5"); !s.Isolated || s.State != netem.ProcRunning {
+	labDo(t)(lb.Crash("n5"))
+	labDo(t)(lb.Restart(t.Context(), "n5"))
+	if s := labState(t, lb, "n5"); !s.Isolated || s.State != lab.ProcRunning {
 		t.Errorf("n5 restarted while isolated: %+v", s)
 	}
-	labDo(t)(lab.Unisolate("n5"))
-	back := labWait(t, lab, "unisolate n5", "n5", isolated.Epoch)
+	labDo(t)(lb.Unisolate("n5"))
+	back := labWait(t, lb, "unisolate n5", "n5", isolated.Epoch)
 
-	labDo(t)(lab.Leave(t.Context(), "n5"))
-	if s := labState(t, lab, "n5"); s.State != netem.ProcExited {
+	labDo(t)(lb.Leave(t.Context(), "n5"))
+	if s := labState(t, lb, "n5"); s.State != lab.ProcExited {
 		t.Errorf("after leave, n5 is %s", s.State)
 	}
-	left := labWait(t, lab, "leave n5", "n4", back.Epoch)
-	if f := labDo(t)(lab.Join(t.Context(), "n5")); f.Kind != netem.FaultJoin {
+	left := labWait(t, lb, "leave n5", "n4", back.Epoch)
+	if f := labDo(t)(lb.Join(t.Context(), "n5")); f.Kind != fault.Join {
 		t.Errorf("join record %+v", f)
 	}
-	if err := second(lab.Join(t.Context(), "n5")); err == nil || !strings.Contains(err.Error(), "node n5 is running") {
+	if err := second(lb.Join(t.Context(), "n5")); err == nil || !strings.Contains(err.Error(), "node n5 is running") {
 		t.Errorf("joining a running node: %v", err)
 	}
-	labWait(t, lab, "n5 joins", "n5", left.Epoch)
+	labWait(t, lb, "n5 joins", "n5", left.Epoch)
 }
 
 // TestLabImpairSeveral sets delay and loss on several nodes, and on pairs,
 // each as one fault, and checks what the lab reports as in force.
 func TestLabImpairSeveral(t *testing.T) {
 	netemtest.RequireImpairment(t)
-	lab := labStart(t, "star5")
-	labFirst(t, lab, "n5")
-	var records []netem.Fault
-	lab.OnFault(func(f netem.Fault) { records = append(records, f) })
-	imp := func(node string) string { return labState(t, lab, node).Impairment }
-	labDo(t)(lab.DelayNodes([]string{"n1", "n2"}, nil, 20*time.Millisecond, 5*time.Millisecond))
+	lb := labStart(t, "star5")
+	labFirst(t, lb, "n5")
+	var records []fault.Fault
+	lb.OnFault(func(f fault.Fault) { records = append(records, f) })
+	imp := func(node string) string { return labState(t, lb, node).Impairment }
+	labDo(t)(lb.DelayNodes([]string{"n1", "n2"}, nil, 20*time.Millisecond, 5*time.Millisecond))
 	if len(records) != 1 || !slices.Equal(records[0].Nodes, []string{"n1", "n2"}) {
 		t.Fatalf("records %+v, want one delay fault on n1 and n2", records)
 	}
@@ -328,53 +331,53 @@ func TestLabImpairSeveral(t *testing.T) {
 			t.Errorf("%s impairment %q, want %q", n, got, want)
 		}
 	}
-	if d := lab.MaxDelay(); d != 25*time.Millisecond {
+	if d := lb.MaxDelay(); d != 25*time.Millisecond {
 		t.Errorf("MaxDelay %v, want 25ms", d)
 	}
-	if lab.Lossy() {
+	if lb.Lossy() {
 		t.Error("Lossy with delay alone")
 	}
-	labDo(t)(lab.LossNodes([]string{"n3", "n4"}, []string{"n1", "n2"}, 10))
+	labDo(t)(lb.LossNodes([]string{"n3", "n4"}, []string{"n1", "n2"}, 10))
 	if got, want := imp("n3"), "to n1,n2: loss 10%"; got != want {
 		t.Errorf("n3 impairment %q, want %q", got, want)
 	}
-	if !lab.Lossy() {
+	if !lb.Lossy() {
 		t.Error("not Lossy with loss in force")
 	}
-	if err := second(lab.LossNodes([]string{"n1"}, []string{"n1"}, 10)); err == nil || !strings.Contains(err.Error(), "its own peer") {
+	if err := second(lb.LossNodes([]string{"n1"}, []string{"n1"}, 10)); err == nil || !strings.Contains(err.Error(), "its own peer") {
 		t.Errorf("own peer: %v", err)
 	}
-	labDo(t)(lab.Clear())
-	if lab.Lossy() || lab.MaxDelay() != 0 {
-		t.Errorf("after clear: lossy %v, max delay %v", lab.Lossy(), lab.MaxDelay())
+	labDo(t)(lb.Clear())
+	if lb.Lossy() || lb.MaxDelay() != 0 {
+		t.Errorf("after clear: lossy %v, max delay %v", lb.Lossy(), lb.MaxDelay())
 	}
 	// The cluster still elects after the impairments are gone.
-	labDo(t)(lab.Crash("n5"))
-	labWait(t, lab, "crash n5", "n4", 0, "n1", "n2", "n3", "n4")
+	labDo(t)(lb.Crash("n5"))
+	labWait(t, lb, "crash n5", "n4", 0, "n1", "n2", "n3", "n4")
 }
 
-func second(_ netem.Fault, err error) error { return err }
+func second(_ fault.Fault, err error) error { return err }
 
 // labRequireKey checks that the lab's nodes, restarted ones included, run
 // with the run's cluster key file, which state.json records.
-func labRequireKey(t *testing.T, lab *netem.Lab) {
+func labRequireKey(t *testing.T, lb *lab.Lab) {
 	t.Helper()
-	path := lab.KeyFile()
-	if path != netem.KeyPath(lab.Run()) || lab.Testbed().KeyFile() != path {
-		t.Fatalf("key file %q (testbed: %q), want %s", path, lab.Testbed().KeyFile(), netem.KeyPath(lab.Run()))
+	path := lb.KeyFile()
+	if path != netem.KeyPath(lb.Run()) || lb.Testbed().KeyFile() != path {
+		t.Fatalf("key file %q (testbed: %q), want %s", path, lb.Testbed().KeyFile(), netem.KeyPath(lb.Run()))
 	}
 	k, err := wire.ReadKeyFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k != lab.Key() {
+	if k != lb.Key() {
 		t.Error("the key file does not hold Lab.Key")
 	}
-	st, err := netem.ReadState(lab.Run())
+	st, err := netem.ReadState(lb.Run())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.KeyFile != path || len(st.Processes) != len(lab.Nodes()) {
+	if st.KeyFile != path || len(st.Processes) != len(lb.Nodes()) {
 		t.Fatalf("state.json: key file %q, %d processes", st.KeyFile, len(st.Processes))
 	}
 	for _, p := range st.Processes {
@@ -382,7 +385,7 @@ func labRequireKey(t *testing.T, lab *netem.Lab) {
 			t.Errorf("node %s runs %v, without --cluster-key %s", p.Node, p.Argv, path)
 		}
 	}
-	if ls := lab.LabStatus(); ls.KeyFile != path {
+	if ls := lb.Status(); ls.KeyFile != path {
 		t.Errorf("LabStatus.KeyFile %q, want %s", ls.KeyFile, path)
 	}
 }

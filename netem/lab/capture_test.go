@@ -1,11 +1,13 @@
 //go:build linux
 
-package capture_test
+package lab_test
 
 import (
 	"context"
 	"fmt"
-	"os"
+	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/netem/lab"
+	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,26 +16,19 @@ import (
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/capture/capturetest"
-	"github.com/bullylab/bullylab/netem"
-	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	netemtest.RemoveBinary()
-	os.Exit(code)
-}
+// capturePhase bounds one election phase of the capture tests; star5
+// elects in about a second.
+const capturePhase = 30 * time.Second
 
-// labPhase bounds one election phase; star5 elects in about a second.
-const labPhase = 30 * time.Second
-
-func waitLeader(t *testing.T, lab *netem.Lab, leader string, among ...string) netem.Leader {
+func waitLeader(t *testing.T, lb *lab.Lab, leader string, among ...string) lab.Leader {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), labPhase)
+	ctx, cancel := context.WithTimeout(t.Context(), capturePhase)
 	defer cancel()
-	ag, err := lab.WaitLeaderAmong(ctx, among, func(l netem.Leader) bool { return l.Node == leader })
+	ag, err := lb.WaitLeaderAmong(ctx, among, func(l lab.Leader) bool { return l.Node == leader })
 	if err != nil {
 		t.Fatalf("waiting for %s to lead %v: %v", leader, among, err)
 	}
@@ -46,17 +41,17 @@ func waitLeader(t *testing.T, lab *netem.Lab, leader string, among ...string) ne
 const heartbeats = 40
 
 // waitHeartbeats waits until leader has counted n HEARTBEATs sent.
-func waitHeartbeats(t *testing.T, lab *netem.Lab, leader string, n uint64) {
+func waitHeartbeats(t *testing.T, lb *lab.Lab, leader string, n uint64) {
 	t.Helper()
-	deadline := time.Now().Add(labPhase)
+	deadline := time.Now().Add(capturePhase)
 	for {
-		for _, s := range lab.Status() {
+		for _, s := range lb.NodeStates() {
 			if s.Node == leader && s.View != nil && s.View.Counters.Sent[wire.TypeHeartbeat.String()] >= n {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s sent fewer than %d HEARTBEATs in %v", leader, n, labPhase)
+			t.Fatalf("%s sent fewer than %d HEARTBEATs in %v", leader, n, capturePhase)
 		}
 		time.Sleep(10 * time.Millisecond) // a poll interval: the deadline bounds the wait
 	}
@@ -70,7 +65,7 @@ func waitHeartbeats(t *testing.T, lab *netem.Lab, leader string, n uint64) {
 // it, type by type. The crashed incarnation of n5 has no final counters;
 // its second one is compared with n5's frames after the restart record.
 func TestLabCapture(t *testing.T) {
-	bin := netemtest.Binary(t)
+	bin := labtest.Binary(t)
 	topo, err := topologies.Load("star5")
 	if err != nil {
 		t.Fatal(err)
@@ -78,28 +73,25 @@ func TestLabCapture(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "star5.pcapng")
 	logDir := filepath.Join(dir, "logs")
-	var lc *capture.LabCapture
-	lab := netemtest.Lab(t, topo, netem.LabOptions{Binary: bin, LogDir: logDir, OnBuilt: func(l *netem.Lab) (err error) {
-		lc, err = capture.StartLabCapture(context.Background(), l, path)
-		return err
-	}})
-	t.Cleanup(func() { lc.Stop() }) // before the lab closes, if the test ends early
-	names := lab.Nodes()
+	lb := labtest.Start(t, topo, lab.Options{Binary: bin, LogDir: logDir,
+		Capture: &lab.CaptureOptions{Path: path, FromBoot: true}})
+	lc := lb.Capture()
+	names := lb.Nodes()
 	start := time.Now()
-	waitLeader(t, lab, "n5", names...)
-	crash, err := lab.Crash("n5")
+	waitLeader(t, lb, "n5", names...)
+	crash, err := lb.Crash("n5")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitLeader(t, lab, "n4", names[:4]...)
-	waitHeartbeats(t, lab, "n4", heartbeats)
-	restart, err := lab.Restart(t.Context(), "n5")
+	waitLeader(t, lb, "n4", names[:4]...)
+	waitHeartbeats(t, lb, "n4", heartbeats)
+	restart, err := lb.Restart(t.Context(), "n5")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitLeader(t, lab, "n5", names...)
-	waitHeartbeats(t, lab, "n5", heartbeats)
-	leave, err := lab.Leave(t.Context(), names...)
+	waitLeader(t, lb, "n5", names...)
+	waitHeartbeats(t, lb, "n5", heartbeats)
+	leave, err := lb.Leave(t.Context(), names...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +104,7 @@ func TestLabCapture(t *testing.T) {
 	}
 	// The lab outlives the capture: this fault must not reach the file
 	// (the records subtest lists what is there).
-	if _, err := lab.Heal(); err != nil {
+	if _, err := lb.Heal(); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("scenario %v; capture: %d packets written, socket accepted %d frames, %d dropped, %d freezes, %d late, %d unmatched, %d wrong source",
@@ -138,7 +130,7 @@ func TestLabCapture(t *testing.T) {
 			}
 		}
 		var want []string
-		for _, f := range []netem.Fault{crash, restart, leave} {
+		for _, f := range []fault.Fault{crash, restart, leave} {
 			want = append(want, fmt.Sprintf("%s %s %s", f.Time.Format(time.RFC3339Nano), f.Kind, strings.Join(f.Nodes, ",")))
 		}
 		if !slices.Equal(got, want) {

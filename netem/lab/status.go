@@ -1,4 +1,4 @@
-package netem
+package lab
 
 import (
 	"bytes"
@@ -17,9 +17,9 @@ import (
 	"github.com/google/uuid"
 )
 
-// NodeStatus is one node's row in Status: what the lab did to it and, when
+// NodeState is one node's row in Status: what the lab did to it and, when
 // it answered, what its control socket says.
-type NodeStatus struct {
+type NodeState struct {
 	Node      string    `json:"node"`
 	Namespace string    `json:"namespace"`
 	Addr      string    `json:"addr"` // where peers dial it
@@ -37,7 +37,7 @@ type NodeStatus struct {
 	IsLeader bool   `json:"is_leader,omitempty"`
 	Epoch    uint64 `json:"epoch,omitempty"`
 	// Backend is the impairment backend of its link, "" while nothing was
-	// ever impaired there; Impairment what is in force.
+	// ever impaired there; fault.Impairment what is in force.
 	Backend    string           `json:"backend,omitempty"`
 	Impairment string           `json:"impairment,omitempty"`
 	Log        string           `json:"log"`
@@ -47,13 +47,13 @@ type NodeStatus struct {
 
 // Status returns every node's state, asking the running ones over their
 // control sockets (paused ones cannot answer and are not asked).
-func (l *Lab) Status() []NodeStatus {
+func (l *Lab) NodeStates() []NodeState {
 	ctx, cancel := context.WithTimeout(l.ctx, queryTimeout)
 	defer cancel()
-	out := make([]NodeStatus, len(l.nodes))
+	out := make([]NodeState, len(l.nodes))
 	l.mu.Lock()
 	for i, n := range l.nodes {
-		s := NodeStatus{Node: n.name, Namespace: n.ns, Addr: n.listen, ID: n.id, Log: n.log,
+		s := NodeState{Node: n.name, Namespace: n.ns, Addr: n.listen, ID: n.id, Log: n.log,
 			State: l.procStateLocked(n), Isolated: n.isolated}
 		if n.proc != nil && (s.State == ProcRunning || s.State == ProcPaused) {
 			s.PID = n.proc.PID()
@@ -182,7 +182,7 @@ func (l *Lab) WaitLeaderAmong(ctx context.Context, names []string, pred func(Lea
 		case <-ctx.Done():
 			return Leader{}, fmt.Errorf("%w among %d live nodes: %s", ErrNoLeader, len(live), summarize(views, live))
 		case <-l.ctx.Done():
-			return Leader{}, fmt.Errorf("%w: lab %s closed", ErrNoLeader, l.tb.run)
+			return Leader{}, fmt.Errorf("%w: lab %s closed", ErrNoLeader, l.tb.Run())
 		case <-tick.C:
 		}
 	}
