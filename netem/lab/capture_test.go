@@ -165,7 +165,7 @@ func TestLabCapture(t *testing.T) {
 
 	t.Run("tshark", func(t *testing.T) {
 		tshark := capturetest.RequireTshark(t)
-		got, _ := capturetest.Types(t, tshark, filepath.Join("..", "scripts", "bullylab.lua"), path, capturetest.TsharkOptions...)
+		got, _ := capturetest.Types(t, tshark, filepath.Join("..", "..", "scripts", "bullylab.lua"), path, capturetest.TsharkOptions...)
 		var total int64
 		for ty, n := range got {
 			total += n

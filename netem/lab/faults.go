@@ -74,6 +74,36 @@ func (l *Lab) begin() (func(), error) {
 	return l.faultMu.Unlock, nil
 }
 
+// beginOn is begin for a fault of kind on the nodes names, which it
+// resolves; refuse, when not nil, sees each node with its process state
+// (under the lab's lock) and returns why the fault cannot apply to it.
+// The caller calls the returned function when done.
+func (l *Lab) beginOn(kind fault.Kind, names []string, refuse func(n *labNode, state string) error) ([]*labNode, func(), error) {
+	end, err := l.begin()
+	if err != nil {
+		return nil, nil, err
+	}
+	nodes, err := l.nodesOf(names)
+	if err != nil {
+		end()
+		return nil, nil, fmt.Errorf("%s: %w", kind, err)
+	}
+	if refuse != nil {
+		l.mu.Lock()
+		for _, n := range nodes {
+			if err = refuse(n, l.procStateLocked(n)); err != nil {
+				break
+			}
+		}
+		l.mu.Unlock()
+	}
+	if err != nil {
+		end()
+		return nil, nil, fmt.Errorf("%s: %w", kind, err)
+	}
+	return nodes, end, nil
+}
+
 // done hands f, whose Time the caller set before acting, to the observers.
 func (l *Lab) done(f fault.Fault) fault.Fault {
 	l.emit(f)
@@ -82,22 +112,19 @@ func (l *Lab) done(f fault.Fault) fault.Fault {
 
 // Crash SIGKILLs the nodes' processes and waits until they are gone.
 func (l *Lab) Crash(names ...string) (fault.Fault, error) {
-	end, err := l.begin()
+	nodes, end, err := l.beginOn(fault.Crash, names, func(n *labNode, st string) error {
+		if st != ProcRunning && st != ProcPaused {
+			return fmt.Errorf("node %s is not running (%s)", n.name, st)
+		}
+		return nil
+	})
 	if err != nil {
 		return fault.Fault{}, err
 	}
 	defer end()
-	nodes, err := l.nodesOf(names)
-	if err != nil {
-		return fault.Fault{}, fmt.Errorf("crash: %w", err)
-	}
 	var procs []*netem.Process
 	l.mu.Lock()
 	for _, n := range nodes {
-		if st := l.procStateLocked(n); st != ProcRunning && st != ProcPaused {
-			l.mu.Unlock()
-			return fault.Fault{}, fmt.Errorf("crash: node %s is not running (%s)", n.name, st)
-		}
 		procs = append(procs, n.proc)
 	}
 	l.mu.Unlock()
@@ -134,22 +161,17 @@ func (l *Lab) Restart(ctx context.Context, names ...string) (fault.Fault, error)
 }
 
 func (l *Lab) startNodes(ctx context.Context, kind fault.Kind, names []string) (fault.Fault, error) {
-	end, err := l.begin()
+	nodes, end, err := l.beginOn(kind, names, func(n *labNode, st string) error {
+		if st != ProcCrashed && st != ProcExited {
+			return fmt.Errorf("node %s is %s; crash it first", n.name, st)
+		}
+		return nil
+	})
 	if err != nil {
 		return fault.Fault{}, err
 	}
 	defer end()
-	nodes, err := l.nodesOf(names)
-	if err != nil {
-		return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
-	}
 	l.mu.Lock()
-	for _, n := range nodes {
-		if st := l.procStateLocked(n); st != ProcCrashed && st != ProcExited {
-			l.mu.Unlock()
-			return fault.Fault{}, fmt.Errorf("%s: node %s is %s; crash it first", kind, n.name, st)
-		}
-	}
 	for _, n := range nodes {
 		n.join = kind == fault.Join
 	}
@@ -193,28 +215,21 @@ func (l *Lab) Resume(names ...string) (fault.Fault, error) {
 }
 
 func (l *Lab) signal(kind fault.Kind, names []string, sig syscall.Signal) (fault.Fault, error) {
-	end, err := l.begin()
-	if err != nil {
-		return fault.Fault{}, err
-	}
-	defer end()
-	nodes, err := l.nodesOf(names)
-	if err != nil {
-		return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
-	}
 	pause := sig == syscall.SIGSTOP
 	want := ProcRunning
 	if !pause {
 		want = ProcPaused
 	}
-	l.mu.Lock()
-	for _, n := range nodes {
-		if st := l.procStateLocked(n); st != want {
-			l.mu.Unlock()
-			return fault.Fault{}, fmt.Errorf("%s: node %s is %s, not %s", kind, n.name, st, want)
+	nodes, end, err := l.beginOn(kind, names, func(n *labNode, st string) error {
+		if st != want {
+			return fmt.Errorf("node %s is %s, not %s", n.name, st, want)
 		}
+		return nil
+	})
+	if err != nil {
+		return fault.Fault{}, err
 	}
-	l.mu.Unlock()
+	defer end()
 	f := fault.Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names)}
 	var pids []string
 	for _, n := range nodes {
@@ -252,15 +267,11 @@ func (l *Lab) Unisolate(names ...string) (fault.Fault, error) {
 }
 
 func (l *Lab) setIsolated(kind fault.Kind, names []string, isolate bool) (fault.Fault, error) {
-	end, err := l.begin()
+	nodes, end, err := l.beginOn(kind, names, nil)
 	if err != nil {
 		return fault.Fault{}, err
 	}
 	defer end()
-	nodes, err := l.nodesOf(names)
-	if err != nil {
-		return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
-	}
 	f := fault.Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names)}
 	l.mu.Lock()
 	was := map[*labNode]bool{}
@@ -561,15 +572,11 @@ func (l *Lab) LossNodes(nodes, peers []string, percent float64) (fault.Fault, er
 }
 
 func (l *Lab) impair(kind fault.Kind, names, peerNames []string, change func(*fault.Impairment)) (fault.Fault, error) {
-	end, err := l.begin()
+	nodes, end, err := l.beginOn(kind, names, nil)
 	if err != nil {
 		return fault.Fault{}, err
 	}
 	defer end()
-	nodes, err := l.nodesOf(names)
-	if err != nil {
-		return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
-	}
 	if len(peerNames) > 0 {
 		if _, err := l.nodesOf(peerNames); err != nil {
 			return fault.Fault{}, fmt.Errorf("%s: peer: %w", kind, err)
@@ -928,23 +935,16 @@ func (l *Lab) Leave(ctx context.Context, names ...string) (fault.Fault, error) {
 }
 
 func (l *Lab) control(ctx context.Context, kind fault.Kind, names []string, call func(*node.ControlClient, context.Context) error) (fault.Fault, error) {
-	end, err := l.begin()
+	nodes, end, err := l.beginOn(kind, names, func(n *labNode, st string) error {
+		if st != ProcRunning {
+			return fmt.Errorf("node %s is %s", n.name, st)
+		}
+		return nil
+	})
 	if err != nil {
 		return fault.Fault{}, err
 	}
 	defer end()
-	nodes, err := l.nodesOf(names)
-	if err != nil {
-		return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
-	}
-	l.mu.Lock()
-	for _, n := range nodes {
-		if st := l.procStateLocked(n); st != ProcRunning {
-			l.mu.Unlock()
-			return fault.Fault{}, fmt.Errorf("%s: node %s is %s", kind, n.name, st)
-		}
-	}
-	l.mu.Unlock()
 	ctx, cancel := mergeCancel(ctx, l.ctx)
 	defer cancel()
 	f := fault.Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names), Detail: "POST /" + string(kind) + " on the control socket"}

@@ -189,11 +189,57 @@ const (
 // Node IDs are random version-4 UUIDs assigned in ascending order, so a
 // node's index is its Bully priority: in star5, n5 is the highest and wins.
 func Start(ctx context.Context, topo *topologies.Topology, opts Options) (*Lab, error) {
+	opts, err := opts.withDefaults(topo)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := nodeIDs(len(topo.Nodes), opts.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("lab: node IDs: %w", err)
+	}
+	key, err := opts.key()
+	if err != nil {
+		return nil, fmt.Errorf("lab: %w", err)
+	}
+	begin := time.Now()
+	// Without a capture of the boot or impairments to install before the
+	// first election, the nodes boot while the testbed is still being
+	// built, in the order they boot in: the kernel serialises the build,
+	// which left a core idle for the 0.6 s 250 nodes take.
+	overlap := (opts.Capture == nil || !opts.Capture.FromBoot) && !topo.Impaired()
+	tb, err := claimTestbed(ctx, topo, opts.Run, !overlap)
+	if err != nil {
+		return nil, err
+	}
+	l := newLab(tb, topo, opts, key, ids)
+	l.times = Times{Begin: begin, Built: time.Now()}
+	// Written before any node starts, in the state directory that the
+	// testbed claimed (mode 0700), so that Close and Clean remove it.
+	if err := wire.WriteKeyFile(l.keyFile, l.key); err != nil {
+		return nil, errors.Join(fmt.Errorf("lab: %w", err), l.Close())
+	}
+	tb.RecordKeyFile(l.keyFile)
+	if overlap {
+		err = l.startBuilding(ctx)
+	} else {
+		err = l.startBuilt(ctx)
+	}
+	if err == nil && opts.Capture != nil && !opts.Capture.FromBoot {
+		l.capture, err = l.startCapture(*opts.Capture)
+	}
+	if err != nil {
+		return nil, errors.Join(err, l.Close())
+	}
+	return l, nil
+}
+
+// withDefaults checks opts and topo and fills in the defaults.
+func (opts Options) withDefaults(topo *topologies.Topology) (Options, error) {
 	if opts.Binary == "" {
-		return nil, errors.New("lab: no bullylab binary given")
+		return opts, errors.New("lab: no bullylab binary given")
 	}
 	if _, err := os.Stat(opts.Binary); err != nil {
-		return nil, fmt.Errorf("lab: bullylab binary: %w", err)
+		return opts, fmt.Errorf("lab: bullylab binary: %w", err)
 	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 30 * time.Second
@@ -202,45 +248,45 @@ func Start(ctx context.Context, topo *topologies.Topology, opts Options) (*Lab, 
 		opts.Env = nodeEnv()
 	}
 	if topo == nil || len(topo.Nodes) == 0 {
-		return nil, errors.New("lab: topology has no nodes")
+		return opts, errors.New("lab: topology has no nodes")
 	}
-	ids, err := nodeIDs(len(topo.Nodes), opts.Seed)
-	if err != nil {
-		return nil, fmt.Errorf("lab: node IDs: %w", err)
-	}
-	var key wire.Key
-	if opts.Key != nil {
-		key = *opts.Key
-	} else if key, err = wire.NewKey(); err != nil {
-		return nil, fmt.Errorf("lab: %w", err)
-	}
+	return opts, nil
+}
 
-	begin := time.Now()
-	// Without a capture of the boot or impairments to install before the
-	// first election, the nodes boot while the testbed is still being
-	// built, in the order they boot in: the kernel serialises the build,
-	// which left a core idle for the 0.6 s 250 nodes take.
-	overlap := (opts.Capture == nil || !opts.Capture.FromBoot) && !topo.Impaired()
-	var tb *netem.Testbed
+// key returns the cluster key opts give, or a new one.
+func (opts Options) key() (wire.Key, error) {
+	if opts.Key != nil {
+		return *opts.Key, nil
+	}
+	return wire.NewKey()
+}
+
+// claimTestbed claims a run for topo: run, or a fresh ID when run is "".
+// With build it builds the testbed too; otherwise the caller constructs
+// it.
+func claimTestbed(ctx context.Context, topo *topologies.Topology, run string, build bool) (*netem.Testbed, error) {
 	for attempt := 0; ; attempt++ {
-		run := opts.Run
-		if run == "" {
-			run = netem.NewRunID()
+		id := run
+		if id == "" {
+			id = netem.NewRunID()
 		}
-		if overlap {
-			tb, err = netem.NewTestbed(topo, run)
+		var tb *netem.Testbed
+		var err error
+		if build {
+			tb, err = netem.Build(ctx, topo, id)
 		} else {
-			tb, err = netem.Build(ctx, topo, run)
+			tb, err = netem.NewTestbed(topo, id)
 		}
-		if errors.Is(err, netem.ErrRunExists) && opts.Run == "" && attempt < 10 {
+		if errors.Is(err, netem.ErrRunExists) && run == "" && attempt < 10 {
 			continue // drew a run ID another run holds
 		}
-		if err != nil {
-			return nil, err
-		}
-		break
+		return tb, err
 	}
+}
 
+// newLab describes the lab of topo on tb, its nodes with the IDs ids, and
+// the command lines they start with.
+func newLab(tb *netem.Testbed, topo *topologies.Topology, opts Options, key wire.Key, ids []uuid.UUID) *Lab {
 	lctx, cancel := context.WithCancel(context.Background())
 	l := &Lab{
 		tb:      tb,
@@ -253,82 +299,76 @@ func Start(ctx context.Context, topo *topologies.Topology, opts Options) (*Lab, 
 		byID:    make(map[uuid.UUID]*labNode, len(topo.Nodes)),
 		ctx:     lctx,
 		cancel:  cancel,
-		times:   Times{Begin: begin, Built: time.Now()},
 	}
-	members := make([]wire.Member, len(topo.Nodes))
 	for i := range topo.Nodes {
-		tn := &topo.Nodes[i]
-		n := &labNode{
-			name:    tn.Name,
-			index:   tn.Index,
-			ns:      netem.NodeNamespace(tb.Run(), tn.Name),
-			addr:    tn.Addr,
-			listen:  netip.AddrPortFrom(tn.Addr, uint16(topo.Port)).String(),
-			id:      ids[i],
-			dataDir: filepath.Join(DataRoot(tb.Run()), tn.Name),
-			log:     netem.LogPath(tb.Run(), tn.Name),
-			blocked: map[string]bool{},
-			pairs:   map[string]fault.Impairment{},
-			link:    fromTopo(tn.Impair),
-		}
-		if opts.LogDir != "" {
-			n.log = filepath.Join(opts.LogDir, tn.Name+".log")
-		}
-		n.control = filepath.Join(n.dataDir, node.ControlSocketName)
-		n.client = node.NewControlClient(n.control)
-		n.argv = []string{opts.Binary, "node",
-			"--id", n.id.String(),
-			"--listen", n.listen,
-			"--peers", l.peers,
-			"--data-dir", n.dataDir,
-			"--cluster-key", l.keyFile,
-			"--heartbeat", tn.Settings.Heartbeat.String(),
-			"--failure-timeout", tn.Settings.FailureTimeout.String(),
-			"--election-timeout", tn.Settings.ElectionTimeout.String(),
-			"--detection-stagger", tn.Settings.DetectionStagger.String(),
-			"--log", "json",
-		}
-		members[i] = wire.Member{ID: n.id, Addr: n.listen}
+		n := l.newNode(&topo.Nodes[i], ids[i])
 		l.nodes = append(l.nodes, n)
 		l.byName[n.name] = n
 		l.byID[n.id] = n
 	}
-	// Written before any node starts, in the state directory that the
-	// testbed claimed (mode 0700), so that Close and Clean remove it.
-	if err := wire.WriteKeyFile(l.keyFile, l.key); err != nil {
-		return nil, errors.Join(fmt.Errorf("lab: %w", err), l.Close())
+	return l
+}
+
+func (l *Lab) newNode(tn *topologies.Node, id uuid.UUID) *labNode {
+	run := l.tb.Run()
+	n := &labNode{
+		name:    tn.Name,
+		index:   tn.Index,
+		ns:      netem.NodeNamespace(run, tn.Name),
+		addr:    tn.Addr,
+		listen:  netip.AddrPortFrom(tn.Addr, uint16(l.topo.Port)).String(),
+		id:      id,
+		dataDir: filepath.Join(DataRoot(run), tn.Name),
+		log:     netem.LogPath(run, tn.Name),
+		blocked: map[string]bool{},
+		pairs:   map[string]fault.Impairment{},
+		link:    fromTopo(tn.Impair),
 	}
-	tb.RecordKeyFile(l.keyFile)
-	if overlap {
-		err = l.startBuilding(ctx, members)
-	} else {
-		err = l.startBuilt(ctx, members)
+	if l.opts.LogDir != "" {
+		n.log = filepath.Join(l.opts.LogDir, tn.Name+".log")
 	}
-	if err == nil && opts.Capture != nil && !opts.Capture.FromBoot {
-		l.capture, err = l.startCapture(*opts.Capture)
+	n.control = filepath.Join(n.dataDir, node.ControlSocketName)
+	n.client = node.NewControlClient(n.control)
+	n.argv = []string{l.opts.Binary, "node",
+		"--id", n.id.String(),
+		"--listen", n.listen,
+		"--peers", l.peers,
+		"--data-dir", n.dataDir,
+		"--cluster-key", l.keyFile,
+		"--heartbeat", tn.Settings.Heartbeat.String(),
+		"--failure-timeout", tn.Settings.FailureTimeout.String(),
+		"--election-timeout", tn.Settings.ElectionTimeout.String(),
+		"--detection-stagger", tn.Settings.DetectionStagger.String(),
+		"--log", "json",
 	}
-	if err != nil {
-		return nil, errors.Join(err, l.Close())
+	return n
+}
+
+// members lists the nodes as the peers file has them.
+func (l *Lab) members() []wire.Member {
+	members := make([]wire.Member, len(l.nodes))
+	for i, n := range l.nodes {
+		members[i] = wire.Member{ID: n.id, Addr: n.listen}
 	}
-	return l, nil
+	return members
 }
 
 // startBuilt boots the nodes on the testbed built in full, after starting
 // a capture of the boot if one is asked for.
-func (l *Lab) startBuilt(ctx context.Context, members []wire.Member) error {
+func (l *Lab) startBuilt(ctx context.Context) error {
 	if c := l.opts.Capture; c != nil && c.FromBoot {
 		var err error
 		if l.capture, err = l.startCapture(*c); err != nil {
 			return err
 		}
 	}
-	return l.start(ctx, members)
+	return l.start(ctx)
 }
 
 // startBuilding builds the testbed and boots the nodes at once: each node
 // boots once its namespace and links are up. The testbed builds the top
 // node first and the rest in ascending order, the order they boot in.
-func (l *Lab) startBuilding(ctx context.Context, members []wire.Member) error {
+func (l *Lab) startBuilding(ctx context.Context) error {
 	n := len(l.nodes)
 	order := make([]int, 0, n)
 	order = append(order, n-1)
@@ -348,7 +388,7 @@ func (l *Lab) startBuilding(ctx context.Context, members []wire.Member) error {
 		l.buildErr = err
 		close(l.built)
 	}()
-	err := l.start(ctx, members)
+	err := l.start(ctx)
 	if err != nil {
 		cancel()
 	}
@@ -385,9 +425,9 @@ func (l *Lab) awaitBuilt(ctx context.Context, n *labNode) error {
 	return l.tb.WaitLinksUp(ctx, []int{i})
 }
 
-func (l *Lab) start(ctx context.Context, members []wire.Member) error {
+func (l *Lab) start(ctx context.Context) error {
 	var buf bytes.Buffer
-	if err := node.FormatPeers(&buf, members); err != nil {
+	if err := node.FormatPeers(&buf, l.members()); err != nil {
 		return fmt.Errorf("lab: %w", err)
 	}
 	if err := os.WriteFile(l.peers, buf.Bytes(), 0o644); err != nil {
