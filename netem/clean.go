@@ -13,8 +13,8 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// Report lists what Clean removed, and the runs it left alone.
-type Report struct {
+// CleanReport lists what Clean removed, and the runs it left alone.
+type CleanReport struct {
 	Runs       []string  // runs cleaned
 	Live       []string  // runs skipped because their owner still runs
 	Processes  []ProcRef // processes killed
@@ -25,11 +25,11 @@ type Report struct {
 }
 
 // Empty reports whether Clean found nothing to remove.
-func (r Report) Empty() bool {
+func (r CleanReport) Empty() bool {
 	return len(r.Processes)+len(r.Namespaces)+len(r.Links)+len(r.Mounts)+len(r.StateDirs) == 0
 }
 
-func (r Report) String() string {
+func (r CleanReport) String() string {
 	if r.Empty() && len(r.Live) == 0 {
 		return "nothing to clean"
 	}
@@ -45,7 +45,7 @@ func (r Report) String() string {
 // leftovers is what one run left behind.
 type leftovers struct {
 	stateDirs []string // StateDir(run), and claim directories of a killed Build
-	state     *State
+	state     *RunState
 	links     []string
 }
 
@@ -55,8 +55,8 @@ type leftovers struct {
 // namespaces, any veth in this namespace named after them, and their state
 // directories. It touches only objects named with a run ID, and leaves runs
 // whose owner still runs (a concurrent `bullylab run` or test) alone.
-func Clean(ctx context.Context) (Report, error) {
-	var rep Report
+func Clean(ctx context.Context) (CleanReport, error) {
+	var rep CleanReport
 	runs := map[string]*leftovers{}
 	get := func(run string) *leftovers {
 		if runs[run] == nil {
@@ -148,7 +148,7 @@ func Clean(ctx context.Context) (Report, error) {
 	return rep, nil
 }
 
-func cleanRun(ctx context.Context, run string, lo *leftovers, rep *Report) error {
+func cleanRun(ctx context.Context, run string, lo *leftovers, rep *CleanReport) error {
 	var errs []error
 	var killed []ProcRef
 	if lo.state != nil {

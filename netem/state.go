@@ -18,10 +18,10 @@ const StateFile = "state.json"
 // ErrRunExists is returned (wrapped) by Build when the run ID is taken.
 var ErrRunExists = errors.New("run already exists")
 
-// State is what a run records in StateDir(run)/state.json. Build writes the
+// RunState is what a run records in StateDir(run)/state.json. Build writes the
 // namespaces before creating any of them, so that a build killed half-way
 // can still be cleaned; entries that were never created are harmless.
-type State struct {
+type RunState struct {
 	Run      string    `json:"run"`
 	Topology string    `json:"topology"`
 	Created  time.Time `json:"created"`
@@ -61,16 +61,16 @@ type StateProcess struct {
 }
 
 // ReadState reads a run's record.
-func ReadState(run string) (*State, error) {
+func ReadState(run string) (*RunState, error) {
 	return readStateFile(filepath.Join(StateDir(run), StateFile))
 }
 
-func readStateFile(path string) (*State, error) {
+func readStateFile(path string) (*RunState, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var s State
+	var s RunState
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -79,7 +79,7 @@ func readStateFile(path string) (*State, error) {
 
 // writeStateFile replaces dir/state.json atomically, so a reader (or a kill)
 // never sees half a record.
-func writeStateFile(dir string, s *State) error {
+func writeStateFile(dir string, s *RunState) error {
 	data, err := marshalState(s)
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func writeStateFile(dir string, s *State) error {
 	return writeStateData(dir, data)
 }
 
-func marshalState(s *State) ([]byte, error) {
+func marshalState(s *RunState) ([]byte, error) {
 	// Compact: at 250 nodes with their processes, indenting made each
 	// encoding 4.8 times as long (0.91 ms against 0.19), and the record is
 	// rewritten up to 20 times a second while the nodes boot. jq reads it.
@@ -113,7 +113,7 @@ func writeStateData(dir string, data []byte) error {
 // claimRun creates StateDir(run) holding s, atomically: the directory
 // appears only with its state.json inside, so Clean never meets a run
 // without an owner. It fails with ErrRunExists when the run ID is taken.
-func claimRun(s *State) error {
+func claimRun(s *RunState) error {
 	if err := os.MkdirAll(StateRoot, 0o755); err != nil {
 		return classify(fmt.Errorf("creating %s: %w", StateRoot, err))
 	}

@@ -46,7 +46,7 @@ type Testbed struct {
 	closed bool
 
 	mu      sync.Mutex
-	state   State
+	state   RunState
 	stored  bool   // state.json exists and is ours to rewrite
 	version uint64 // bumped with every change to state
 	nodeNs  []netns.NsHandle
@@ -114,7 +114,7 @@ func NewTestbed(topo *topologies.Topology, run string) (*Testbed, error) {
 		procs:     map[*Process]struct{}{},
 	}
 	tb.savedCond = sync.NewCond(&tb.mu)
-	tb.state = State{
+	tb.state = RunState{
 		Run:             run,
 		Topology:        topo.Name,
 		Created:         time.Now().UTC(),

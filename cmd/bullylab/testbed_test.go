@@ -369,7 +369,7 @@ func TestCleanAfterUpKilled(t *testing.T) {
 // requireRunKey checks that a lab's run records its cluster key file, in
 // its state directory, mode 0600, and that every recorded node process
 // reads it.
-func requireRunKey(t *testing.T, st *netem.State) {
+func requireRunKey(t *testing.T, st *netem.RunState) {
 	t.Helper()
 	if st.KeyFile != netem.KeyPath(st.Run) {
 		t.Fatalf("state.json records key file %q, want %s", st.KeyFile, netem.KeyPath(st.Run))
