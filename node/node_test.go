@@ -3,16 +3,14 @@ package node
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -357,26 +355,23 @@ func TestNodeRejectsMalformedPayload(t *testing.T) {
 	}
 }
 
+// The control API over its socket; the socket's mechanics (mode, stale
+// and live sockets, cleanup) are localapi's and tested there. Errors name
+// the control socket, or the request and what the node answered.
 func TestControlSocket(t *testing.T) {
 	c := newTestCluster(t, 2)
 	first := highest(c.nodes)
 	epoch := waitAgree(t, c.nodes, first.id, 0)
 
-	dir := t.TempDir()
-	path := filepath.Join(dir, ControlSocketName)
-	// A socket file left by a dead process is replaced.
-	ln, err := net.Listen("unix", path)
+	path := filepath.Join(t.TempDir(), ControlSocketName)
+	srv, err := ListenControl(path, first.Node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	ln.Close()
-	srv, err := ListenControl(path, first.Node)
-	if err != nil {
-		t.Fatalf("stale socket not replaced: %v", err)
+	if srv.Path() != path {
+		t.Errorf("Path() = %q, want %q", srv.Path(), path)
 	}
-	// One that is live is not.
-	if _, err := ListenControl(path, first.Node); err == nil || !strings.Contains(err.Error(), "in use") {
+	if _, err := ListenControl(path, first.Node); err == nil || err.Error() != "control socket "+path+": in use by another process" {
 		t.Errorf("second server on a live socket: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -401,12 +396,9 @@ func TestControlSocket(t *testing.T) {
 	}
 	// The raw JSON uses the documented names.
 	var raw map[string]any
-	resp, err := cl.hc.Get("http://node/status")
-	if err != nil {
+	if err := cl.api.Call(ctx, http.MethodGet, "/status", nil, &raw); err != nil {
 		t.Fatal(err)
 	}
-	json.NewDecoder(resp.Body).Decode(&raw)
-	resp.Body.Close()
 	for _, k := range []string{"id", "addr", "status", "leader", "epoch", "max_epoch", "members", "counters", "pid", "uptime"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("status JSON lacks %q", k)
@@ -420,7 +412,7 @@ func TestControlSocket(t *testing.T) {
 	if err := cl.Leave(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.Campaign(ctx); err == nil || !strings.Contains(err.Error(), ErrNotRunning.Error()) {
+	if err := cl.Campaign(ctx); err == nil || err.Error() != "control POST /campaign: "+ErrNotRunning.Error() {
 		t.Errorf("campaign after leave: %v", err)
 	}
 	if err := srv.Shutdown(ctx); err != nil {
@@ -429,55 +421,13 @@ func TestControlSocket(t *testing.T) {
 	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("socket file left behind: %v", err)
 	}
+	if _, err := cl.Status(ctx); err == nil || err.Error() != "control "+path+": no such file or directory" {
+		t.Errorf("status of a node that is gone: %v", err)
+	}
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ListenControl(path, first.Node); err == nil || !strings.Contains(err.Error(), "not a socket") {
+	if _, err := ListenControl(path, first.Node); err == nil || err.Error() != "control socket "+path+": file exists and is not a socket" {
 		t.Errorf("regular file at socket path: %v", err)
-	}
-}
-
-// The control socket ends up 0600 whatever the umask, in the data dir or
-// in a directory every user can write to, and nothing else is left there.
-func TestControlSocketMode(t *testing.T) {
-	c := newTestCluster(t, 1)
-	n := c.nodes[0].Node
-	old := syscall.Umask(0)
-	t.Cleanup(func() { syscall.Umask(old) })
-	for _, shared := range []bool{false, true} {
-		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
-			dir := t.TempDir()
-			if shared {
-				if err := os.Chmod(dir, 0o1777); err != nil {
-					t.Fatal(err)
-				}
-			}
-			path := filepath.Join(dir, "ctl.sock")
-			srv, err := ListenControl(path, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fi, err := os.Lstat(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o600 {
-				t.Errorf("control socket mode %v, want a socket of mode 0600", fi.Mode())
-			}
-			if names := dirNames(t, dir); !slices.Equal(names, []string{"ctl.sock"}) {
-				t.Errorf("dir holds %q, want the socket alone", names)
-			}
-			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-			defer cancel()
-			if _, err := NewControlClient(path).Status(ctx); err != nil {
-				t.Errorf("status over the linked socket: %v", err)
-			}
-			if err := srv.Shutdown(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if names := dirNames(t, dir); len(names) != 0 {
-				t.Errorf("dir holds %q after Shutdown", names)
-			}
-		})
 	}
 }

@@ -70,26 +70,47 @@ var ErrNoClusterKey = errors.New("no cluster key: give --cluster-key FILE (make 
 // socket, and runs the Node. Errors are one line and name what failed (the
 // data dir, the listen address, a peer, the control socket).
 func Serve(ctx context.Context, o ServeOptions) error {
-	cfg := DefaultConfig()
-	if o.HeartbeatInterval != 0 {
-		cfg.HeartbeatInterval = o.HeartbeatInterval
+	if err := checkServeOptions(o); err != nil {
+		return err
 	}
-	if o.FailureTimeout != 0 {
-		cfg.FailureTimeout = o.FailureTimeout
+	store, err := OpenFileStore(o.DataDir)
+	if err != nil {
+		return err
 	}
-	if o.ElectionTimeout != 0 {
-		cfg.ElectionTimeout = o.ElectionTimeout
+	defer store.Close()
+	cfg, err := serveConfig(o, store)
+	if err != nil {
+		return err
 	}
-	if o.DetectionStagger != nil {
-		cfg.DetectionStagger = *o.DetectionStagger
+	var log *EventLog
+	if o.Log != nil {
+		log = NewEventLog(o.Log, o.LogFormat, cfg.ID)
 	}
+	tr, err := listenPeers(o, &cfg, log)
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	n, err := New(Options{Config: cfg, Transport: tr, Store: store, Log: log})
+	if err != nil {
+		return err
+	}
+	ctlPath := o.Control
+	if ctlPath == "" {
+		ctlPath = filepath.Join(o.DataDir, ControlSocketName)
+	}
+	return runControlled(ctx, n, ctlPath, tr, log)
+}
+
+// checkServeOptions checks what o says before anything is opened: a
+// cluster key or insecure mode, an address peers can dial, the peers.
+func checkServeOptions(o ServeOptions) error {
 	switch {
 	case o.ClusterKey == nil && !o.Insecure:
 		return ErrNoClusterKey
 	case o.ClusterKey != nil && o.Insecure:
 		return errors.New("a cluster key and insecure mode exclude each other: give one")
 	}
-	o.TCP.Key = o.ClusterKey
 	if o.Advertise == "" {
 		host, _, err := net.SplitHostPort(o.Listen)
 		if err != nil {
@@ -106,55 +127,69 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if err := wire.CheckMembers(o.Peers); err != nil {
 		return fmt.Errorf("peers: %v", err)
 	}
+	return nil
+}
 
-	store, err := OpenFileStore(o.DataDir)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
+// serveConfig resets the state in store if o asks to, loads or creates
+// the node's ID there, and returns the node's Config, checked, without its
+// Addr: that one is known once the node listens.
+func serveConfig(o ServeOptions, store *FileStore) (Config, error) {
 	if o.ResetState {
 		if err := store.ResetState(); err != nil {
-			return err
+			return Config{}, err
 		}
 	}
 	id, err := store.LoadOrCreateID(o.ID)
 	if err != nil {
-		return err
+		return Config{}, err
+	}
+	cfg := DefaultConfig()
+	if o.HeartbeatInterval != 0 {
+		cfg.HeartbeatInterval = o.HeartbeatInterval
+	}
+	if o.FailureTimeout != 0 {
+		cfg.FailureTimeout = o.FailureTimeout
+	}
+	if o.ElectionTimeout != 0 {
+		cfg.ElectionTimeout = o.ElectionTimeout
+	}
+	if o.DetectionStagger != nil {
+		cfg.DetectionStagger = *o.DetectionStagger
 	}
 	cfg.ID = id
 	cfg.Peers = o.Peers
 	cfg.Join = o.Join
 	cfg.Insecure = o.Insecure
 	if err := cfg.Validate(); err != nil {
-		return err
+		return Config{}, err
 	}
+	return cfg, nil
+}
 
-	var log *EventLog
-	if o.Log != nil {
-		log = NewEventLog(o.Log, o.LogFormat, id)
-	}
-	o.TCP.Log = log
-	tr, err := ListenTCP(o.Listen, id, o.TCP)
+// listenPeers listens for peers at o.Listen, sets cfg.Addr to the address
+// they dial, and checks the node's own entry in o.Peers against it.
+func listenPeers(o ServeOptions, cfg *Config, log *EventLog) (*TCPTransport, error) {
+	tcp := o.TCP
+	tcp.Key = o.ClusterKey
+	tcp.Log = log
+	tr, err := ListenTCP(o.Listen, cfg.ID, tcp)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer tr.Close()
 	cfg.Addr = o.Advertise
 	if cfg.Addr == "" {
 		cfg.Addr = tr.LocalAddr()
 	}
-	if err := checkOwnEntry(o, id, tr.LocalAddr()); err != nil {
-		return err
+	if err := checkOwnEntry(o, cfg.ID, tr.LocalAddr()); err != nil {
+		tr.Close()
+		return nil, err
 	}
+	return tr, nil
+}
 
-	n, err := New(Options{Config: cfg, Transport: tr, Store: store, Log: log})
-	if err != nil {
-		return err
-	}
-	ctlPath := o.Control
-	if ctlPath == "" {
-		ctlPath = filepath.Join(o.DataDir, ControlSocketName)
-	}
+// runControlled runs n, serving its control API at ctlPath meanwhile, and
+// logs the messages it sent once it stopped.
+func runControlled(ctx context.Context, n *Node, ctlPath string, tr *TCPTransport, log *EventLog) error {
 	ctl, err := ListenControl(ctlPath, n)
 	if err != nil {
 		return err
