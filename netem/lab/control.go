@@ -2,13 +2,11 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/fault"
-	"io"
-	"net"
+	"github.com/bullylab/bullylab/node/localapi"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -122,58 +120,52 @@ func (l *Lab) Status() Status {
 
 // Server serves a Lab's control API.
 type Server struct {
-	lab      *Lab
-	path     string
-	srv      *http.Server
-	done     chan struct{}
+	api      *localapi.Server
 	down     chan struct{}
 	downOnce sync.Once
 }
 
 // Serve serves lab's control API at ControlSocket(lab.Run()) until
-// Close. The socket goes with the state directory when the lab closes.
+// Close, owner-only: only root (or whoever runs the lab) may inject
+// faults.
 func Serve(lab *Lab) (*Server, error) {
 	path := ControlSocket(lab.Run())
-	ln, err := net.Listen("unix", path)
+	api, err := localapi.Listen(path)
 	if err != nil {
-		return nil, fmt.Errorf("control socket %s: %w", path, err)
+		return nil, fmt.Errorf("control socket %s: %w", path, errors.Unwrap(err))
 	}
-	// Only root (or whoever runs the lab) may inject faults.
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("control socket %s: %w", path, err)
-	}
-	s := &Server{lab: lab, path: path, done: make(chan struct{}), down: make(chan struct{})}
+	s := &Server{api: api, down: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, lab.Status())
+		localapi.WriteJSON(w, http.StatusOK, lab.Status())
 	})
 	mux.HandleFunc("POST /fault", func(w http.ResponseWriter, r *http.Request) {
 		var f fault.Fault
-		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&f); err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "fault: " + err.Error()})
+		if err := localapi.ReadJSON(r.Body, maxFaultRequest, &f); err != nil {
+			localapi.WriteError(w, http.StatusBadRequest, "fault: "+err.Error())
 			return
 		}
 		rec, err := lab.Apply(r.Context(), f)
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			localapi.WriteError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		writeJSON(w, http.StatusOK, rec)
+		localapi.WriteJSON(w, http.StatusOK, rec)
 	})
 	mux.HandleFunc("POST /down", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+		localapi.WriteJSON(w, http.StatusOK, map[string]bool{"ok": true})
 		s.downOnce.Do(func() { close(s.down) })
 	})
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		defer close(s.done)
-		_ = s.srv.Serve(ln)
-	}()
+	api.Serve(mux)
 	return s, nil
 }
+
+// Bounds of the control API's bodies: a fault request is a few hundred
+// bytes; a status holds every node's, about 3 KB each.
+const (
+	maxFaultRequest = 1 << 20
+	maxStatusAnswer = 16 << 20
+)
 
 // Down is closed when a client asks for the lab to go down.
 func (s *Server) Down() <-chan struct{} { return s.down }
@@ -182,24 +174,12 @@ func (s *Server) Down() <-chan struct{} { return s.down }
 func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	err := s.srv.Shutdown(ctx)
-	if err != nil {
-		s.srv.Close()
-	}
-	<-s.done
+	err := s.api.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return nil // a fault still running: the lab's Close ends it
 	}
 	return err
 }
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// ---- client ----
 
 // ErrNoRun is wrapped by FindRun's error when no testbed is up.
 var ErrNoRun = errors.New("no testbed is up")
@@ -262,7 +242,7 @@ func FindRun(run string) (string, error) {
 // Client talks to a lab's control API.
 type Client struct {
 	run string
-	hc  *http.Client
+	api *localapi.Client
 }
 
 // Dial returns a client for the lab FindRun(run) picks.
@@ -271,15 +251,7 @@ func Dial(run string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := ControlSocket(run)
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
-		},
-		DisableKeepAlives: true,
-	}
-	return &Client{run: run, hc: &http.Client{Transport: tr}}, nil
+	return &Client{run: run, api: localapi.NewClient(ControlSocket(run), maxStatusAnswer)}, nil
 }
 
 // Run returns the run ID the client talks to.
@@ -321,44 +293,23 @@ func (c *Client) Down(ctx context.Context) error {
 	}
 }
 
+// call is the API's call, its errors worded for the command line: the
+// lab's own refusal as it is, the rest naming the testbed.
 func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = strings.NewReader(string(b))
+	err := c.api.Call(ctx, method, path, in, out)
+	var se *localapi.StatusError
+	var be *localapi.BodyError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se) && se.Message != "":
+		return errors.New(se.Message)
+	case errors.As(err, &se):
+		return fmt.Errorf("testbed %s: %s %s: %s", c.run, method, path, se.Status)
+	case errors.As(err, &be):
+		return fmt.Errorf("testbed %s: %w", c.run, be.Err)
+	case errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("testbed %s is not answering (its `bullylab up` is gone? `bullylab clean` removes what it left)", c.run)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://bullylab"+path, body)
-	if err != nil {
-		return err
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("testbed %s is not answering (its `bullylab up` is gone? `bullylab clean` removes what it left)", c.run)
-		}
-		return fmt.Errorf("testbed %s: %w", c.run, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return fmt.Errorf("testbed %s: %w", c.run, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			return errors.New(e.Error)
-		}
-		return fmt.Errorf("testbed %s: %s %s: %s", c.run, method, path, resp.Status)
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("testbed %s: %w", c.run, err)
-		}
-	}
-	return nil
+	return fmt.Errorf("testbed %s: %w", c.run, err)
 }
