@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/bullylab/bullylab/netem/fault"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -17,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/florianl/go-nfqueue/v2"
 	"github.com/google/nftables/expr"
 	"github.com/google/nftables/xt"

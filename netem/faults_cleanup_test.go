@@ -1,12 +1,12 @@
 package netem
 
 import (
-	"github.com/bullylab/bullylab/netem/fault"
 	"net"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/google/nftables"
 )
 

@@ -2,12 +2,12 @@ package netem
 
 import (
 	"errors"
-	"github.com/bullylab/bullylab/netem/fault"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/vishvananda/netlink"
 )
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"github.com/bullylab/bullylab/netem/lab"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/capture/capturetest"
+	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/wire"
 )
 

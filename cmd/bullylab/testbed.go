@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bullylab/bullylab/netem/fault"
-	"github.com/bullylab/bullylab/netem/lab"
 	"io"
 	"os"
 	"os/exec"
@@ -19,6 +17,8 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire/bounded"
 	"github.com/olekukonko/tablewriter"

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bullylab/bullylab/netem/fault"
-	"github.com/bullylab/bullylab/netem/lab"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"

@@ -3,7 +3,6 @@ package bench_test
 import (
 	"bytes"
 	"fmt"
-	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem/bench"
+	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"

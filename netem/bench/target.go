@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bullylab/bullylab/netem/fault"
-	"github.com/bullylab/bullylab/netem/lab"
 	"sync"
 	"time"
 
+	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/wire"
 )

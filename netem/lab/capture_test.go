@@ -5,9 +5,6 @@ package lab_test
 import (
 	"context"
 	"fmt"
-	"github.com/bullylab/bullylab/netem/fault"
-	"github.com/bullylab/bullylab/netem/lab"
-	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +13,9 @@ import (
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/capture/capturetest"
+	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/netem/lab"
+	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"
 )

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bullylab/bullylab/netem"
-	"github.com/bullylab/bullylab/netem/fault"
-	"github.com/bullylab/bullylab/node/localapi"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +12,10 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/node/localapi"
 )
 
 // The control API of a lab served by `bullylab up` is HTTP/1.1 with JSON

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bullylab/bullylab/netem"
-	"github.com/bullylab/bullylab/netem/fault"
 	"math"
 	"net/netip"
 	"slices"
@@ -14,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
 )

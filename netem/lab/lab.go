@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bullylab/bullylab/netem"
-	"github.com/bullylab/bullylab/netem/fault"
 	"io"
 	"math/rand/v2"
 	"net/netip"
@@ -22,6 +20,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"

@@ -3,8 +3,6 @@ package lab_test
 import (
 	"context"
 	"fmt"
-	"github.com/bullylab/bullylab/netem/lab"
-	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"os"
 	"strconv"
 	"strings"
@@ -13,6 +11,8 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/lab"
+	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/topologies"
 )

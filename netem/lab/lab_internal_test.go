@@ -2,13 +2,13 @@ package lab
 
 import (
 	"fmt"
-	"github.com/bullylab/bullylab/netem/fault"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/node"
 	"github.com/google/uuid"
 )

@@ -2,9 +2,6 @@ package lab_test
 
 import (
 	"context"
-	"github.com/bullylab/bullylab/netem/fault"
-	"github.com/bullylab/bullylab/netem/lab"
-	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"os"
 	"slices"
 	"strings"
@@ -13,6 +10,9 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/netem/lab"
+	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"

@@ -7,7 +7,6 @@ package netemtest
 import (
 	"bytes"
 	"errors"
-	"github.com/vishvananda/netlink"
 	"os"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/vishvananda/netlink"
 )
 
 var (
