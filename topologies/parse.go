@@ -103,6 +103,16 @@ type rawNode struct {
 	impair   rawImpair
 }
 
+// rawTopology is what parse reads of the top level before it builds the
+// nodes, which needs every field: settings and impair may come after nodes
+// in the file, and groups and links name nodes.
+type rawTopology struct {
+	nodesVal, subnetVal, groupsVal, linksVal *yaml.Node
+	nodes                                    []rawNode
+	impair                                   rawImpair
+	settings                                 rawSettings
+}
+
 func (p *parser) parse(data []byte) (*Topology, error) {
 	if len(data) > MaxFileSize {
 		return nil, p.ErrAt(nil, "", "file is larger than %s", bounded.Size(MaxFileSize))
@@ -115,7 +125,6 @@ func (p *parser) parse(data []byte) (*Topology, error) {
 	if err != nil {
 		return nil, err
 	}
-
 	t := &Topology{
 		Name:   yamlfile.DefaultName(p.File, "topology"),
 		Source: p.File,
@@ -123,73 +132,103 @@ func (p *parser) parse(data []byte) (*Topology, error) {
 		Port:   DefaultPort,
 		Groups: map[string][]string{},
 	}
-	var (
-		nodesVal, subnetVal, groupsVal, linksVal *yaml.Node
-		nodes                                    []rawNode
-		defImpair                                rawImpair
-		defSettings                              rawSettings
-	)
-	err = p.Mapping(top, "", topFields, func(key string, _, v *yaml.Node, fp string) error {
+	raw, err := p.fields(top, t)
+	if err != nil {
+		return nil, err
+	}
+	if raw.nodesVal == nil {
+		return nil, p.ErrAt(top, "nodes", "missing (want a count or a list of nodes)")
+	}
+	if err := p.checkCapacity(t.Subnet, raw); err != nil {
+		return nil, err
+	}
+	if err := p.placeNodes(t, top, raw); err != nil {
+		return nil, err
+	}
+	if raw.groupsVal != nil {
+		if err := p.groups(t, raw.groupsVal, "groups"); err != nil {
+			return nil, err
+		}
+	}
+	if raw.linksVal != nil {
+		if err := p.links(t, raw.linksVal, "links"); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// fields reads the top-level fields: name, subnet and port into t, the
+// rest into a rawTopology.
+func (p *parser) fields(top *yaml.Node, t *Topology) (rawTopology, error) {
+	var raw rawTopology
+	err := p.Mapping(top, "", topFields, func(key string, _, v *yaml.Node, fp string) error {
 		var err error
 		switch key {
 		case "name":
 			t.Name, err = p.Name(v, fp)
 		case "nodes":
-			nodesVal = v
-			nodes, err = p.nodes(v, fp)
+			raw.nodesVal = v
+			raw.nodes, err = p.nodes(v, fp)
 		case "subnet":
-			subnetVal = v
+			raw.subnetVal = v
 			t.Subnet, err = p.subnet(v, fp)
 		case "port":
 			t.Port, err = p.port(v, fp)
 		case "impair":
-			defImpair, err = p.impair(v, fp)
+			raw.impair, err = p.impair(v, fp)
 		case "settings":
 			err = p.Mapping(v, fp, settingsFields, func(key string, _, v *yaml.Node, fp string) error {
-				return p.setting(&defSettings, key, v, fp)
+				return p.setting(&raw.settings, key, v, fp)
 			})
 		case "groups":
-			groupsVal = v
+			raw.groupsVal = v
 		case "links":
-			linksVal = v
+			raw.linksVal = v
 		}
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	if nodesVal == nil {
-		return nil, p.ErrAt(top, "nodes", "missing (want a count or a list of nodes)")
-	}
+	return raw, err
+}
 
+// checkCapacity checks that subnet has an address for every node. The
+// error points at the subnet when the file set one, as that is what a
+// large topology outgrew.
+func (p *parser) checkCapacity(subnet netip.Prefix, raw rawTopology) error {
 	// Host bits beyond the network address, host 1 (left free, by habit the
 	// gateway's) and the broadcast address.
-	capacity := uint64(1)<<(32-t.Subnet.Bits()) - 3
-	if t.Subnet.Bits() > 30 {
+	capacity := uint64(1)<<(32-subnet.Bits()) - 3
+	if subnet.Bits() > 30 {
 		capacity = 0
 	}
-	if uint64(len(nodes)) > capacity {
-		at, field := nodesVal, "nodes"
-		if subnetVal != nil {
-			at, field = subnetVal, "subnet"
-		}
-		return nil, p.ErrAt(at, field, "%s holds %d nodes, the topology has %d", t.Subnet, capacity, len(nodes))
+	if uint64(len(raw.nodes)) <= capacity {
+		return nil
 	}
+	at, field := raw.nodesVal, "nodes"
+	if raw.subnetVal != nil {
+		at, field = raw.subnetVal, "subnet"
+	}
+	return p.ErrAt(at, field, "%s holds %d nodes, the topology has %d", subnet, capacity, len(raw.nodes))
+}
 
-	settings, err := p.resolveSettings(DefaultSettings, defSettings, settingsPathFallback{node: top, path: "settings"})
+// placeNodes builds t's nodes in file order: each gets the next address
+// and the topology's settings and impairment with its own values over
+// them.
+func (p *parser) placeNodes(t *Topology, top *yaml.Node, raw rawTopology) error {
+	settings, err := p.resolveSettings(DefaultSettings, raw.settings, settingsPathFallback{node: top, path: "settings"})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defaults := defImpair.over(Impair{})
+	defaults := raw.impair.over(Impair{})
 	base := t.Subnet.Addr().As4()
 	baseU := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
-	t.byName = make(map[string]int, len(nodes))
-	for i, rn := range nodes {
+	t.byName = make(map[string]int, len(raw.nodes))
+	for i, rn := range raw.nodes {
 		s, err := p.resolveSettings(settings, rn.settings, settingsPathFallback{node: rn.node, path: rn.path})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		a := baseU + uint32(i) + 2
+		a := baseU + uint32(i) + 2 // past the network address and host 1
 		t.Nodes = append(t.Nodes, Node{
 			Name:     rn.name,
 			Index:    i + 1,
@@ -199,18 +238,7 @@ func (p *parser) parse(data []byte) (*Topology, error) {
 		})
 		t.byName[rn.name] = i
 	}
-
-	if groupsVal != nil {
-		if err := p.groups(t, groupsVal, "groups"); err != nil {
-			return nil, err
-		}
-	}
-	if linksVal != nil {
-		if err := p.links(t, linksVal, "links"); err != nil {
-			return nil, err
-		}
-	}
-	return t, nil
+	return nil
 }
 
 func (p *parser) port(v *yaml.Node, path string) (int, error) {
