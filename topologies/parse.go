@@ -506,83 +506,122 @@ func (p *parser) links(t *Topology, v *yaml.Node, path string) error {
 	if err != nil {
 		return err
 	}
-	// Dense by pair (a*n+b, a < b): a map is ten times slower across
-	// 1000x1000 nodes. Allocated with the first link.
-	var pairs []*rawImpair
-	n := len(t.Nodes)
+	pairs := pairTable{n: len(t.Nodes)}
 	work := 0
 	for i, e := range entries {
 		ep := fmt.Sprintf("%s[%d]", path, i)
-		var (
-			ends       [2][]int
-			endNames   [2]string
-			haveBetw   bool
-			haveImpair bool
-			im         rawImpair
-		)
-		err := p.Mapping(e, ep, linkFields, func(key string, _, v *yaml.Node, fp string) error {
-			var err error
-			switch key {
-			case "between":
-				haveBetw = true
-				var items []*yaml.Node
-				if items, err = p.Sequence(v, fp, "a list of two node or group names"); err != nil {
-					return err
-				}
-				if len(items) != 2 {
-					return p.ErrAt(v, fp, "want two node or group names, got %d", len(items))
-				}
-				for j, it := range items {
-					ip := fmt.Sprintf("%s[%d]", fp, j)
-					name, err := p.Scalar(it, ip)
-					if err != nil {
-						return err
-					}
-					members, ok := t.members(name)
-					if !ok {
-						return p.ErrAt(it, ip, "unknown node or group %s", bounded.Quote(name))
-					}
-					ends[j], endNames[j] = members, name
-				}
-				if _, isNode := t.byName[endNames[0]]; isNode && endNames[0] == endNames[1] {
-					return p.ErrAt(v, fp, "a link needs two different nodes, got %q twice", endNames[0])
-				}
-			case "impair":
-				haveImpair = true
-				im, err = p.impair(v, fp)
-			}
-			return err
-		})
+		ends, im, err := p.link(t, e, ep)
 		if err != nil {
 			return err
-		}
-		if !haveBetw {
-			return p.ErrAt(e, yamlfile.Join(ep, "between"), "missing")
-		}
-		if !haveImpair {
-			return p.ErrAt(e, yamlfile.Join(ep, "impair"), "missing")
 		}
 		if work += len(ends[0]) * len(ends[1]); work > maxPairWork {
 			return p.ErrAt(e, ep, "links cover more than %d node pairs in all; use fewer, larger groups", maxPairWork)
 		}
-		for _, a := range ends[0] {
-			for _, b := range ends[1] {
-				if a == b {
-					continue
-				}
-				if pairs == nil {
-					pairs = make([]*rawImpair, n*n)
-				}
-				key := min(a, b)*n + max(a, b)
-				if pairs[key] == nil {
-					pairs[key] = &rawImpair{}
-				}
-				pairs[key].merge(im)
+		pairs.add(ends, im)
+	}
+	pairs.store(t)
+	return nil
+}
+
+// link reads one entry of links: the node positions at either end, and
+// the impairment between them.
+func (p *parser) link(t *Topology, e *yaml.Node, ep string) ([2][]int, rawImpair, error) {
+	var (
+		ends       [2][]int
+		im         rawImpair
+		haveBetw   bool
+		haveImpair bool
+	)
+	err := p.Mapping(e, ep, linkFields, func(key string, _, v *yaml.Node, fp string) error {
+		var err error
+		switch key {
+		case "between":
+			haveBetw = true
+			ends, err = p.between(t, v, fp)
+		case "impair":
+			haveImpair = true
+			im, err = p.impair(v, fp)
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		return ends, im, err
+	case !haveBetw:
+		return ends, im, p.ErrAt(e, yamlfile.Join(ep, "between"), "missing")
+	case !haveImpair:
+		return ends, im, p.ErrAt(e, yamlfile.Join(ep, "impair"), "missing")
+	}
+	return ends, im, nil
+}
+
+// between reads a link's two ends, each a node or a group, as node
+// positions.
+func (p *parser) between(t *Topology, v *yaml.Node, fp string) ([2][]int, error) {
+	var (
+		ends  [2][]int
+		names [2]string
+	)
+	items, err := p.Sequence(v, fp, "a list of two node or group names")
+	if err != nil {
+		return ends, err
+	}
+	if len(items) != 2 {
+		return ends, p.ErrAt(v, fp, "want two node or group names, got %d", len(items))
+	}
+	for j, it := range items {
+		ip := fmt.Sprintf("%s[%d]", fp, j)
+		name, err := p.Scalar(it, ip)
+		if err != nil {
+			return ends, err
+		}
+		members, ok := t.members(name)
+		if !ok {
+			return ends, p.ErrAt(it, ip, "unknown node or group %s", bounded.Quote(name))
+		}
+		ends[j], names[j] = members, name
+	}
+	// A group may link to itself, its members to each other; a node cannot.
+	if _, isNode := t.byName[names[0]]; isNode && names[0] == names[1] {
+		return ends, p.ErrAt(v, fp, "a link needs two different nodes, got %q twice", names[0])
+	}
+	return ends, nil
+}
+
+// pairTable gathers the impairments links put on node pairs. It is dense,
+// by pair (a*n+b, a < b): a map is ten times slower across 1000x1000
+// nodes.
+type pairTable struct {
+	n     int
+	pairs []*rawImpair // allocated with the first pair
+}
+
+// add merges im into every pair of a node of ends[0] with a different node
+// of ends[1].
+func (pt *pairTable) add(ends [2][]int, im rawImpair) {
+	n := pt.n
+	for _, a := range ends[0] {
+		for _, b := range ends[1] {
+			if a == b {
+				continue
 			}
+			if pt.pairs == nil {
+				pt.pairs = make([]*rawImpair, n*n)
+			}
+			key := min(a, b)*n + max(a, b)
+			if pt.pairs[key] == nil {
+				pt.pairs[key] = &rawImpair{}
+			}
+			pt.pairs[key].merge(im)
 		}
 	}
+}
+
+// store sets t's PairImpairs and their index from the table.
+func (pt *pairTable) store(t *Topology) {
+	n := pt.n
 	t.byPair = map[[2]int]int{}
-	for key, r := range pairs { // in key order, so sorted by (A, B)
+	for key, r := range pt.pairs { // in key order, so sorted by (A, B)
 		if r == nil {
 			continue
 		}
@@ -590,7 +629,6 @@ func (p *parser) links(t *Topology, v *yaml.Node, path string) error {
 		t.byPair[[2]int{a, b}] = len(t.PairImpairs)
 		t.PairImpairs = append(t.PairImpairs, PairImpair{A: t.Nodes[a].Name, B: t.Nodes[b].Name, Impair: r.over(Impair{})})
 	}
-	return nil
 }
 
 // members returns the node positions a link end names.
