@@ -103,6 +103,16 @@ type rawNode struct {
 	impair   rawImpair
 }
 
+// rawTopology is what parse reads of the top level before it builds the
+// nodes, which needs every field: settings and impair may come after nodes
+// in the file, and groups and links name nodes.
+type rawTopology struct {
+	nodesVal, subnetVal, groupsVal, linksVal *yaml.Node
+	nodes                                    []rawNode
+	impair                                   rawImpair
+	settings                                 rawSettings
+}
+
 func (p *parser) parse(data []byte) (*Topology, error) {
 	if len(data) > MaxFileSize {
 		return nil, p.ErrAt(nil, "", "file is larger than %s", bounded.Size(MaxFileSize))
@@ -115,7 +125,6 @@ func (p *parser) parse(data []byte) (*Topology, error) {
 	if err != nil {
 		return nil, err
 	}
-
 	t := &Topology{
 		Name:   yamlfile.DefaultName(p.File, "topology"),
 		Source: p.File,
@@ -123,73 +132,103 @@ func (p *parser) parse(data []byte) (*Topology, error) {
 		Port:   DefaultPort,
 		Groups: map[string][]string{},
 	}
-	var (
-		nodesVal, subnetVal, groupsVal, linksVal *yaml.Node
-		nodes                                    []rawNode
-		defImpair                                rawImpair
-		defSettings                              rawSettings
-	)
-	err = p.Mapping(top, "", topFields, func(key string, _, v *yaml.Node, fp string) error {
+	raw, err := p.fields(top, t)
+	if err != nil {
+		return nil, err
+	}
+	if raw.nodesVal == nil {
+		return nil, p.ErrAt(top, "nodes", "missing (want a count or a list of nodes)")
+	}
+	if err := p.checkCapacity(t.Subnet, raw); err != nil {
+		return nil, err
+	}
+	if err := p.placeNodes(t, top, raw); err != nil {
+		return nil, err
+	}
+	if raw.groupsVal != nil {
+		if err := p.groups(t, raw.groupsVal, "groups"); err != nil {
+			return nil, err
+		}
+	}
+	if raw.linksVal != nil {
+		if err := p.links(t, raw.linksVal, "links"); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// fields reads the top-level fields: name, subnet and port into t, the
+// rest into a rawTopology.
+func (p *parser) fields(top *yaml.Node, t *Topology) (rawTopology, error) {
+	var raw rawTopology
+	err := p.Mapping(top, "", topFields, func(key string, _, v *yaml.Node, fp string) error {
 		var err error
 		switch key {
 		case "name":
 			t.Name, err = p.Name(v, fp)
 		case "nodes":
-			nodesVal = v
-			nodes, err = p.nodes(v, fp)
+			raw.nodesVal = v
+			raw.nodes, err = p.nodes(v, fp)
 		case "subnet":
-			subnetVal = v
+			raw.subnetVal = v
 			t.Subnet, err = p.subnet(v, fp)
 		case "port":
 			t.Port, err = p.port(v, fp)
 		case "impair":
-			defImpair, err = p.impair(v, fp)
+			raw.impair, err = p.impair(v, fp)
 		case "settings":
 			err = p.Mapping(v, fp, settingsFields, func(key string, _, v *yaml.Node, fp string) error {
-				return p.setting(&defSettings, key, v, fp)
+				return p.setting(&raw.settings, key, v, fp)
 			})
 		case "groups":
-			groupsVal = v
+			raw.groupsVal = v
 		case "links":
-			linksVal = v
+			raw.linksVal = v
 		}
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	if nodesVal == nil {
-		return nil, p.ErrAt(top, "nodes", "missing (want a count or a list of nodes)")
-	}
+	return raw, err
+}
 
+// checkCapacity checks that subnet has an address for every node. The
+// error points at the subnet when the file set one, as that is what a
+// large topology outgrew.
+func (p *parser) checkCapacity(subnet netip.Prefix, raw rawTopology) error {
 	// Host bits beyond the network address, host 1 (left free, by habit the
 	// gateway's) and the broadcast address.
-	capacity := uint64(1)<<(32-t.Subnet.Bits()) - 3
-	if t.Subnet.Bits() > 30 {
+	capacity := uint64(1)<<(32-subnet.Bits()) - 3
+	if subnet.Bits() > 30 {
 		capacity = 0
 	}
-	if uint64(len(nodes)) > capacity {
-		at, field := nodesVal, "nodes"
-		if subnetVal != nil {
-			at, field = subnetVal, "subnet"
-		}
-		return nil, p.ErrAt(at, field, "%s holds %d nodes, the topology has %d", t.Subnet, capacity, len(nodes))
+	if uint64(len(raw.nodes)) <= capacity {
+		return nil
 	}
+	at, field := raw.nodesVal, "nodes"
+	if raw.subnetVal != nil {
+		at, field = raw.subnetVal, "subnet"
+	}
+	return p.ErrAt(at, field, "%s holds %d nodes, the topology has %d", subnet, capacity, len(raw.nodes))
+}
 
-	settings, err := p.resolveSettings(DefaultSettings, defSettings, settingsPathFallback{node: top, path: "settings"})
+// placeNodes builds t's nodes in file order: each gets the next address
+// and the topology's settings and impairment with its own values over
+// them.
+func (p *parser) placeNodes(t *Topology, top *yaml.Node, raw rawTopology) error {
+	settings, err := p.resolveSettings(DefaultSettings, raw.settings, settingsPathFallback{node: top, path: "settings"})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defaults := defImpair.over(Impair{})
+	defaults := raw.impair.over(Impair{})
 	base := t.Subnet.Addr().As4()
 	baseU := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
-	t.byName = make(map[string]int, len(nodes))
-	for i, rn := range nodes {
+	t.byName = make(map[string]int, len(raw.nodes))
+	for i, rn := range raw.nodes {
 		s, err := p.resolveSettings(settings, rn.settings, settingsPathFallback{node: rn.node, path: rn.path})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		a := baseU + uint32(i) + 2
+		a := baseU + uint32(i) + 2 // past the network address and host 1
 		t.Nodes = append(t.Nodes, Node{
 			Name:     rn.name,
 			Index:    i + 1,
@@ -199,18 +238,7 @@ func (p *parser) parse(data []byte) (*Topology, error) {
 		})
 		t.byName[rn.name] = i
 	}
-
-	if groupsVal != nil {
-		if err := p.groups(t, groupsVal, "groups"); err != nil {
-			return nil, err
-		}
-	}
-	if linksVal != nil {
-		if err := p.links(t, linksVal, "links"); err != nil {
-			return nil, err
-		}
-	}
-	return t, nil
+	return nil
 }
 
 func (p *parser) port(v *yaml.Node, path string) (int, error) {
@@ -478,83 +506,122 @@ func (p *parser) links(t *Topology, v *yaml.Node, path string) error {
 	if err != nil {
 		return err
 	}
-	// Dense by pair (a*n+b, a < b): a map is ten times slower across
-	// 1000x1000 nodes. Allocated with the first link.
-	var pairs []*rawImpair
-	n := len(t.Nodes)
+	pairs := pairTable{n: len(t.Nodes)}
 	work := 0
 	for i, e := range entries {
 		ep := fmt.Sprintf("%s[%d]", path, i)
-		var (
-			ends       [2][]int
-			endNames   [2]string
-			haveBetw   bool
-			haveImpair bool
-			im         rawImpair
-		)
-		err := p.Mapping(e, ep, linkFields, func(key string, _, v *yaml.Node, fp string) error {
-			var err error
-			switch key {
-			case "between":
-				haveBetw = true
-				var items []*yaml.Node
-				if items, err = p.Sequence(v, fp, "a list of two node or group names"); err != nil {
-					return err
-				}
-				if len(items) != 2 {
-					return p.ErrAt(v, fp, "want two node or group names, got %d", len(items))
-				}
-				for j, it := range items {
-					ip := fmt.Sprintf("%s[%d]", fp, j)
-					name, err := p.Scalar(it, ip)
-					if err != nil {
-						return err
-					}
-					members, ok := t.members(name)
-					if !ok {
-						return p.ErrAt(it, ip, "unknown node or group %s", bounded.Quote(name))
-					}
-					ends[j], endNames[j] = members, name
-				}
-				if _, isNode := t.byName[endNames[0]]; isNode && endNames[0] == endNames[1] {
-					return p.ErrAt(v, fp, "a link needs two different nodes, got %q twice", endNames[0])
-				}
-			case "impair":
-				haveImpair = true
-				im, err = p.impair(v, fp)
-			}
-			return err
-		})
+		ends, im, err := p.link(t, e, ep)
 		if err != nil {
 			return err
-		}
-		if !haveBetw {
-			return p.ErrAt(e, yamlfile.Join(ep, "between"), "missing")
-		}
-		if !haveImpair {
-			return p.ErrAt(e, yamlfile.Join(ep, "impair"), "missing")
 		}
 		if work += len(ends[0]) * len(ends[1]); work > maxPairWork {
 			return p.ErrAt(e, ep, "links cover more than %d node pairs in all; use fewer, larger groups", maxPairWork)
 		}
-		for _, a := range ends[0] {
-			for _, b := range ends[1] {
-				if a == b {
-					continue
-				}
-				if pairs == nil {
-					pairs = make([]*rawImpair, n*n)
-				}
-				key := min(a, b)*n + max(a, b)
-				if pairs[key] == nil {
-					pairs[key] = &rawImpair{}
-				}
-				pairs[key].merge(im)
+		pairs.add(ends, im)
+	}
+	pairs.store(t)
+	return nil
+}
+
+// link reads one entry of links: the node positions at either end, and
+// the impairment between them.
+func (p *parser) link(t *Topology, e *yaml.Node, ep string) ([2][]int, rawImpair, error) {
+	var (
+		ends       [2][]int
+		im         rawImpair
+		haveBetw   bool
+		haveImpair bool
+	)
+	err := p.Mapping(e, ep, linkFields, func(key string, _, v *yaml.Node, fp string) error {
+		var err error
+		switch key {
+		case "between":
+			haveBetw = true
+			ends, err = p.between(t, v, fp)
+		case "impair":
+			haveImpair = true
+			im, err = p.impair(v, fp)
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		return ends, im, err
+	case !haveBetw:
+		return ends, im, p.ErrAt(e, yamlfile.Join(ep, "between"), "missing")
+	case !haveImpair:
+		return ends, im, p.ErrAt(e, yamlfile.Join(ep, "impair"), "missing")
+	}
+	return ends, im, nil
+}
+
+// between reads a link's two ends, each a node or a group, as node
+// positions.
+func (p *parser) between(t *Topology, v *yaml.Node, fp string) ([2][]int, error) {
+	var (
+		ends  [2][]int
+		names [2]string
+	)
+	items, err := p.Sequence(v, fp, "a list of two node or group names")
+	if err != nil {
+		return ends, err
+	}
+	if len(items) != 2 {
+		return ends, p.ErrAt(v, fp, "want two node or group names, got %d", len(items))
+	}
+	for j, it := range items {
+		ip := fmt.Sprintf("%s[%d]", fp, j)
+		name, err := p.Scalar(it, ip)
+		if err != nil {
+			return ends, err
+		}
+		members, ok := t.members(name)
+		if !ok {
+			return ends, p.ErrAt(it, ip, "unknown node or group %s", bounded.Quote(name))
+		}
+		ends[j], names[j] = members, name
+	}
+	// A group may link to itself, its members to each other; a node cannot.
+	if _, isNode := t.byName[names[0]]; isNode && names[0] == names[1] {
+		return ends, p.ErrAt(v, fp, "a link needs two different nodes, got %q twice", names[0])
+	}
+	return ends, nil
+}
+
+// pairTable gathers the impairments links put on node pairs. It is dense,
+// by pair (a*n+b, a < b): a map is ten times slower across 1000x1000
+// nodes.
+type pairTable struct {
+	n     int
+	pairs []*rawImpair // allocated with the first pair
+}
+
+// add merges im into every pair of a node of ends[0] with a different node
+// of ends[1].
+func (pt *pairTable) add(ends [2][]int, im rawImpair) {
+	n := pt.n
+	for _, a := range ends[0] {
+		for _, b := range ends[1] {
+			if a == b {
+				continue
 			}
+			if pt.pairs == nil {
+				pt.pairs = make([]*rawImpair, n*n)
+			}
+			key := min(a, b)*n + max(a, b)
+			if pt.pairs[key] == nil {
+				pt.pairs[key] = &rawImpair{}
+			}
+			pt.pairs[key].merge(im)
 		}
 	}
+}
+
+// store sets t's PairImpairs and their index from the table.
+func (pt *pairTable) store(t *Topology) {
+	n := pt.n
 	t.byPair = map[[2]int]int{}
-	for key, r := range pairs { // in key order, so sorted by (A, B)
+	for key, r := range pt.pairs { // in key order, so sorted by (A, B)
 		if r == nil {
 			continue
 		}
@@ -562,7 +629,6 @@ func (p *parser) links(t *Topology, v *yaml.Node, path string) error {
 		t.byPair[[2]int{a, b}] = len(t.PairImpairs)
 		t.PairImpairs = append(t.PairImpairs, PairImpair{A: t.Nodes[a].Name, B: t.Nodes[b].Name, Impair: r.over(Impair{})})
 	}
-	return nil
 }
 
 // members returns the node positions a link end names.

@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -87,35 +88,55 @@ type CheckInput struct {
 // disruption and its grace period; it violates liveness when it does not
 // converge on the highest live node within the bound.
 func Check(in CheckInput) Checks {
-	c := Checks{LeadersPerEpoch: []EpochLeaders{}, SplitBrain: []SplitBrain{}}
-	excused := func(start, end time.Duration) bool {
-		// [start, end) must lie in the union of the grace-extended
-		// disruptions; walk them in order, extending the covered prefix.
-		ds := slices.Clone(in.Disruptions)
-		slices.SortFunc(ds, func(a, b Disruption) int { return cmp.Compare(a.Start, b.Start) })
-		covered := start
-		for _, d := range ds {
-			if d.Start > covered {
-				break
-			}
-			covered = max(covered, d.End+in.Grace)
-			if covered >= end {
-				return true
-			}
-		}
-		return covered >= end
-	}
+	k := newChecker(in)
+	k.checkEpochs()
+	k.checkSplitBrain()
+	k.checkLiveness()
+	return k.c
+}
 
+// checker derives the Checks of one run.
+type checker struct {
+	in          CheckInput
+	disruptions []Disruption // by start
+	c           Checks
+}
+
+func newChecker(in CheckInput) *checker {
+	ds := slices.Clone(in.Disruptions)
+	slices.SortFunc(ds, func(a, b Disruption) int { return cmp.Compare(a.Start, b.Start) })
+	return &checker{in: in, disruptions: ds, c: Checks{LeadersPerEpoch: []EpochLeaders{}, SplitBrain: []SplitBrain{}}}
+}
+
+func (k *checker) violate(property, format string, args ...any) {
+	k.c.Violations = append(k.c.Violations, Violation{Property: property, Detail: fmt.Sprintf(format, args...)})
+}
+
+// excused reports whether [start, end) lies in the union of the
+// grace-extended disruptions.
+func (k *checker) excused(start, end time.Duration) bool {
+	// Walk the disruptions in order, extending the covered prefix.
+	covered := start
+	for _, d := range k.disruptions {
+		if d.Start > covered {
+			break
+		}
+		covered = max(covered, d.End+k.in.Grace)
+		if covered >= end {
+			return true
+		}
+	}
+	return covered >= end
+}
+
+// checkEpochs lists who led each epoch, and finds the epochs two nodes led
+// with the network connected.
+func (k *checker) checkEpochs() {
 	byEpoch := map[uint64][]Tenure{}
-	for _, t := range in.Tenures {
+	for _, t := range k.in.Tenures {
 		byEpoch[t.Epoch] = append(byEpoch[t.Epoch], t)
 	}
-	epochs := make([]uint64, 0, len(byEpoch))
-	for e := range byEpoch {
-		epochs = append(epochs, e)
-	}
-	slices.Sort(epochs)
-	for _, e := range epochs {
+	for _, e := range slices.Sorted(maps.Keys(byEpoch)) {
 		var leaders []string
 		for _, t := range byEpoch[e] {
 			if !slices.Contains(leaders, t.Node) {
@@ -123,50 +144,63 @@ func Check(in CheckInput) Checks {
 			}
 		}
 		slices.Sort(leaders)
-		c.LeadersPerEpoch = append(c.LeadersPerEpoch, EpochLeaders{Epoch: e, Leaders: leaders})
-		if len(leaders) < 2 {
-			continue
-		}
-		// Shared epochs come from a partition or lost messages hiding one
-		// leader from the other; the later tenure began inside one.
-		var first Tenure
-		for i, t := range byEpoch[e] {
-			if i == 0 || t.Start < first.Start {
-				first = t
-			}
-		}
-		for _, t := range byEpoch[e] {
-			if t.Node != first.Node && !excused(t.Start, t.Start+1) {
-				c.Violations = append(c.Violations, Violation{Property: "safety",
-					Detail: fmt.Sprintf("epoch %d led by %s at %s and by %s at %s with the network connected",
-						e, first.Node, fmtOffset(first.Start), t.Node, fmtOffset(t.Start))})
-				break
-			}
+		k.c.LeadersPerEpoch = append(k.c.LeadersPerEpoch, EpochLeaders{Epoch: e, Leaders: leaders})
+		if len(leaders) >= 2 {
+			k.checkSharedEpoch(e, byEpoch[e])
 		}
 	}
+}
 
-	// Sweep the tenure boundaries for spans with two or more leaders.
-	type edge struct {
-		at    time.Duration
-		node  string
-		delta int
-	}
-	var edges []edge
-	for _, t := range in.Tenures {
-		if t.End > t.Start {
-			edges = append(edges, edge{t.Start, t.Node, +1}, edge{t.End, t.Node, -1})
+// checkSharedEpoch checks an epoch several nodes led, its tenures ts.
+// Shared epochs come from a partition or lost messages hiding one leader
+// from the other, so the later tenure must have begun inside one.
+func (k *checker) checkSharedEpoch(e uint64, ts []Tenure) {
+	var first Tenure
+	for i, t := range ts {
+		if i == 0 || t.Start < first.Start {
+			first = t
 		}
 	}
-	slices.SortFunc(edges, func(a, b edge) int {
+	for _, t := range ts {
+		if t.Node != first.Node && !k.excused(t.Start, t.Start+1) {
+			k.violate("safety", "epoch %d led by %s at %s and by %s at %s with the network connected",
+				e, first.Node, fmtOffset(first.Start), t.Node, fmtOffset(t.Start))
+			return
+		}
+	}
+}
+
+// tenureEdge is where a tenure starts (delta +1) or ends (-1).
+type tenureEdge struct {
+	at    time.Duration
+	node  string
+	delta int
+}
+
+// tenureEdges returns the starts and ends of the tenures that last, in
+// time order.
+func tenureEdges(tenures []Tenure) []tenureEdge {
+	var edges []tenureEdge
+	for _, t := range tenures {
+		if t.End > t.Start {
+			edges = append(edges, tenureEdge{t.Start, t.Node, +1}, tenureEdge{t.End, t.Node, -1})
+		}
+	}
+	slices.SortFunc(edges, func(a, b tenureEdge) int {
 		if a.at != b.at {
 			return cmp.Compare(a.at, b.at)
 		}
 		return a.delta - b.delta // a handover at one instant is not two leaders
 	})
+	return edges
+}
+
+// checkSplitBrain sweeps the tenure edges for spans with two or more
+// leaders.
+func (k *checker) checkSplitBrain() {
 	leading := map[string]int{}
 	var open *SplitBrain
-	var openStart time.Duration
-	for _, e := range edges {
+	for _, e := range tenureEdges(k.in.Tenures) {
 		leading[e.node] += e.delta
 		if leading[e.node] == 0 {
 			delete(leading, e.node)
@@ -174,7 +208,6 @@ func Check(in CheckInput) Checks {
 		switch {
 		case len(leading) >= 2 && open == nil:
 			open = &SplitBrain{StartNS: int64(e.at)}
-			openStart = e.at
 			fallthrough
 		case len(leading) >= 2:
 			for n := range leading {
@@ -183,34 +216,40 @@ func Check(in CheckInput) Checks {
 				}
 			}
 		case open != nil:
-			open.EndNS = int64(e.at)
-			slices.Sort(open.Leaders)
-			open.Connected = !excused(openStart, e.at)
-			c.SplitBrain = append(c.SplitBrain, *open)
-			if open.Connected {
-				c.Violations = append(c.Violations, Violation{Property: "safety",
-					Detail: fmt.Sprintf("%s led at once for %s from %s with the network connected",
-						strings.Join(open.Leaders, " and "), time.Duration(open.EndNS-open.StartNS), fmtOffset(openStart))})
-			}
+			k.closeSplitBrain(open, e.at)
 			open = nil
 		}
 	}
+}
 
-	c.BoundNS = int64(in.Bound)
+// closeSplitBrain records the split brain open, which ended at end.
+func (k *checker) closeSplitBrain(open *SplitBrain, end time.Duration) {
+	start := time.Duration(open.StartNS)
+	open.EndNS = int64(end)
+	slices.Sort(open.Leaders)
+	open.Connected = !k.excused(start, end)
+	k.c.SplitBrain = append(k.c.SplitBrain, *open)
+	if open.Connected {
+		k.violate("safety", "%s led at once for %s from %s with the network connected",
+			strings.Join(open.Leaders, " and "), time.Duration(open.EndNS-open.StartNS), fmtOffset(start))
+	}
+}
+
+// checkLiveness records the convergence and holds it to the bound.
+func (k *checker) checkLiveness() {
+	in := k.in
+	k.c.BoundNS = int64(in.Bound)
 	if in.Convergence != nil {
 		ns := int64(*in.Convergence)
-		c.ConvergenceNS = &ns
+		k.c.ConvergenceNS = &ns
 	}
 	switch {
 	case in.Convergence == nil:
-		c.Violations = append(c.Violations, Violation{Property: "liveness",
-			Detail: "the live nodes never agreed on the highest of them after the last fault"})
+		k.violate("liveness", "the live nodes never agreed on the highest of them after the last fault")
 	case in.Bound > 0 && *in.Convergence > in.Bound:
-		c.Violations = append(c.Violations, Violation{Property: "liveness",
-			Detail: fmt.Sprintf("the live nodes agreed on the highest of them %s after the last fault, beyond the SLE2 bound of %s",
-				*in.Convergence, in.Bound)})
+		k.violate("liveness", "the live nodes agreed on the highest of them %s after the last fault, beyond the SLE2 bound of %s",
+			*in.Convergence, in.Bound)
 	}
-	return c
 }
 
 // Failure returns the failure kind and reason the checks give a run, or

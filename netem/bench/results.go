@@ -16,6 +16,7 @@ import (
 
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/topologies/yamlfile"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/bullylab/bullylab/wire/bounded"
 )
@@ -443,27 +444,11 @@ func DecodeResults(name string, data []byte) (*Results, error) {
 	return &r, nil
 }
 
-// FileError is a problem in an input file; its message is one line.
-type FileError struct {
-	File  string
-	Line  int // 0 when unknown
-	Field string
-	Msg   string
-}
-
-func (e *FileError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-	}
-	b.WriteString(": ")
-	if e.Field != "" {
-		b.WriteString(e.Field + ": ")
-	}
-	b.WriteString(e.Msg)
-	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(b.String())
-}
+// FileError is a problem in an input file (results.json, benchmark text);
+// its message is one line, "file:line: field: what is wrong". It is the
+// type topology and scenario files report, so that every input file a
+// command reads fails alike.
+type FileError = yamlfile.Error
 
 // maxLibraryMessage bounds what an error shows of a message of
 // encoding/json, which may quote the input (a number's digits).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -77,63 +78,98 @@ func (p *parser) parse(data []byte) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-
 	sc := &Scenario{Name: yamlfile.DefaultName(p.File, "scenario"), Start: StartStable, Source: p.File}
+	stepsVal, err := p.header(top, sc)
+	if err != nil {
+		return nil, err
+	}
+	if sc.Steps, err = p.steps(top, stepsVal); err != nil {
+		return nil, err
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// header reads the top-level fields but steps into sc and returns the
+// steps' node, nil when absent. The steps are read after the whole header,
+// so that a header error is reported before any step's.
+func (p *parser) header(top *yaml.Node, sc *Scenario) (*yaml.Node, error) {
 	var stepsVal *yaml.Node
-	err = p.Mapping(top, "", topFields, func(key string, k, v *yaml.Node, fp string) error {
+	err := p.Mapping(top, "", topFields, func(key string, _, v *yaml.Node, fp string) error {
 		var err error
 		switch key {
 		case "name":
 			sc.Name, err = p.Name(v, fp)
 		case "description":
-			var s string
-			if s, err = p.Scalar(v, fp); err == nil {
-				if strings.ContainsAny(s, "\r\n") {
-					return p.ErrAt(v, fp, "must be one line")
-				}
-				sc.Description = s
-			}
+			sc.Description, err = p.description(v, fp)
 		case "start":
-			var s string
-			if s, err = p.Scalar(v, fp); err == nil {
-				switch Start(s) {
-				case StartStable, StartCold:
-					sc.Start = Start(s)
-				default:
-					return p.ErrAt(v, fp, "unknown start %s (want stable or cold)", bounded.Quote(s))
-				}
-			}
+			sc.Start, err = p.start(v, fp)
 		case "labels":
-			// Labels stay nil until one is set: `labels: {}` is no labels,
-			// which Format writes as nothing.
-			err = p.Mapping(v, fp, nil, func(key string, k, v *yaml.Node, fp string) error {
-				if !labelKeyPattern().MatchString(key) {
-					return p.ErrAt(k, fp, "invalid label name (want [a-z][a-z0-9_-]{0,31})")
-				}
-				if slices.Contains(reservedLabels, key) {
-					return p.ErrAt(k, fp, "%q is reserved for benchmark names", key)
-				}
-				s, err := p.Scalar(v, fp)
-				if err != nil {
-					return err
-				}
-				if !labelValPattern().MatchString(s) {
-					return p.ErrAt(v, fp, "invalid value %s (want [A-Za-z0-9._-]{1,64})", bounded.Quote(s))
-				}
-				if sc.Labels == nil {
-					sc.Labels = map[string]string{}
-				}
-				sc.Labels[key] = s
-				return nil
-			})
+			sc.Labels, err = p.labels(v, fp)
 		case "steps":
 			stepsVal = v
 		}
 		return err
 	})
+	return stepsVal, err
+}
+
+// description must be one line: it ends up in one-line progress output
+// and tables.
+func (p *parser) description(v *yaml.Node, f string) (string, error) {
+	s, err := p.Scalar(v, f)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
+	if strings.ContainsAny(s, "\r\n") {
+		return "", p.ErrAt(v, f, "must be one line")
+	}
+	return s, nil
+}
+
+func (p *parser) start(v *yaml.Node, f string) (Start, error) {
+	s, err := p.Scalar(v, f)
+	if err != nil {
+		return "", err
+	}
+	switch Start(s) {
+	case StartStable, StartCold:
+		return Start(s), nil
+	}
+	return "", p.ErrAt(v, f, "unknown start %s (want stable or cold)", bounded.Quote(s))
+}
+
+// labels reads the labels mapping. The result stays nil until a label is
+// set: `labels: {}` is no labels, which Format writes as nothing.
+func (p *parser) labels(v *yaml.Node, f string) (map[string]string, error) {
+	var labels map[string]string
+	err := p.Mapping(v, f, nil, func(key string, k, v *yaml.Node, fp string) error {
+		if !labelKeyPattern().MatchString(key) {
+			return p.ErrAt(k, fp, "invalid label name (want [a-z][a-z0-9_-]{0,31})")
+		}
+		if slices.Contains(reservedLabels, key) {
+			return p.ErrAt(k, fp, "%q is reserved for benchmark names", key)
+		}
+		s, err := p.Scalar(v, fp)
+		if err != nil {
+			return err
+		}
+		if !labelValPattern().MatchString(s) {
+			return p.ErrAt(v, fp, "invalid value %s (want [A-Za-z0-9._-]{1,64})", bounded.Quote(s))
+		}
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[key] = s
+		return nil
+	})
+	return labels, err
+}
+
+// steps reads the steps list, stepsVal, which top must have had.
+func (p *parser) steps(top, stepsVal *yaml.Node) ([]Step, error) {
 	if stepsVal == nil {
 		return nil, p.ErrAt(top, "steps", "missing")
 	}
@@ -147,130 +183,136 @@ func (p *parser) parse(data []byte) (*Scenario, error) {
 	if len(items) > MaxSteps {
 		return nil, p.ErrAt(stepsVal, "steps", "%d steps, at most %d", len(items), MaxSteps)
 	}
+	var steps []Step
 	for i, it := range items {
 		st, err := p.step(it, fmt.Sprintf("steps[%d]", i))
 		if err != nil {
 			return nil, err
 		}
-		sc.Steps = append(sc.Steps, st)
+		steps = append(steps, st)
 	}
-	if err := sc.Validate(); err != nil {
-		return nil, err
-	}
-	return sc, nil
+	return steps, nil
 }
 
 // step parses one step: a mapping with one key naming its kind, or the bare
 // name of a kind whose fields all have defaults.
 func (p *parser) step(v *yaml.Node, f string) (Step, error) {
-	d := yamlfile.Deref(v)
 	st := Step{Line: v.Line}
-	var kind string
-	var val *yaml.Node
-	switch d.Kind {
-	case yaml.ScalarNode:
-		s, err := p.Scalar(v, f)
-		if err != nil {
-			return st, err
-		}
-		if !slices.Contains(scalarStepAllowed, s) {
-			if slices.Contains(stepKinds, s) {
-				return st, p.ErrAt(v, f, "%s needs arguments, as in {%s: ...}", s, s)
-			}
-			return st, p.ErrAt(v, f, "unknown step %s (want %s)", bounded.Quote(s), strings.Join(stepKinds, ", "))
-		}
-		kind = s
-	case yaml.MappingNode:
-		if len(d.Content) != 2 {
-			return st, p.ErrAt(v, f, "want one key naming the step (%s), got %d keys", strings.Join(stepKinds, ", "), len(d.Content)/2)
-		}
-		err := p.Mapping(v, f, stepKinds, func(key string, _, v *yaml.Node, _ string) error {
-			kind, val = key, v
-			return nil
-		})
-		if err != nil {
-			return st, err
-		}
-	default:
-		return st, p.ErrAt(v, f, "want a step such as {inject: {crash: leader}}, got %s", yamlfile.KindName(d))
+	kind, val, err := p.stepKind(v, f)
+	if err != nil {
+		return st, err
 	}
 	st.Kind = StepKind(kind)
 	f += "." + kind
 	switch st.Kind {
 	case StepInject:
-		ft, err := p.fault(val, f)
-		if err != nil {
-			return st, err
-		}
-		st.Fault = ft
+		st.Fault, err = p.fault(val, f)
 	case StepWaitLeader:
-		st.Timeout, st.Expect = DefaultTimeout, ExpectHighestLive
-		if isEmpty(val) {
-			break
-		}
-		err := p.Mapping(val, f, waitLeaderFields, func(key string, _, v *yaml.Node, fp string) error {
-			var err error
-			switch key {
-			case "timeout":
-				st.Timeout, err = p.PositiveDuration(v, fp)
-			case "expect":
-				var s string
-				if s, err = p.Scalar(v, fp); err == nil {
-					st.Expect = Expect(s)
-					if st.Expect != ExpectHighestLive && st.Expect != ExpectAny {
-						err = p.ErrAt(v, fp, "unknown expectation %s (want highest-live or any)", bounded.Quote(s))
-					}
-				}
-			case "among":
-				st.Among, err = p.selectors(v, fp, false)
-			case "measure":
-				st.Measure, err = p.Boolean(v, fp)
-			}
-			return err
-		})
-		if err != nil {
-			return st, err
-		}
+		err = p.waitLeader(&st, val, f)
 	case StepWaitElection:
-		st.Timeout = DefaultTimeout
-		if isEmpty(val) {
-			break
-		}
-		err := p.Mapping(val, f, timeoutFields, func(_ string, _, v *yaml.Node, fp string) error {
-			var err error
-			st.Timeout, err = p.PositiveDuration(v, fp)
-			return err
-		})
-		if err != nil {
-			return st, err
-		}
+		st.Timeout, err = p.waitElection(val, f)
 	case StepWait:
-		if yamlfile.Deref(val).Kind == yaml.MappingNode {
-			found := false
-			err := p.Mapping(val, f, durationFields, func(_ string, _, v *yaml.Node, fp string) error {
-				var err error
-				found = true
-				st.Duration, err = p.PositiveDuration(v, fp)
-				return err
-			})
-			if err != nil {
-				return st, err
-			}
-			if !found {
-				return st, p.ErrAt(val, f+".duration", "missing")
-			}
-			break
-		}
-		var err error
-		if st.Duration, err = p.PositiveDuration(val, f); err != nil {
-			return st, err
-		}
+		st.Duration, err = p.wait(val, f)
 	case StepHeal:
 		if !isEmpty(val) {
-			return st, p.ErrAt(val, f, "takes no arguments, got %s", yamlfile.KindName(yamlfile.Deref(val)))
+			err = p.ErrAt(val, f, "takes no arguments, got %s", yamlfile.KindName(yamlfile.Deref(val)))
 		}
 	}
-	return st, nil
+	return st, err
+}
+
+// stepKind returns the kind a step names and the node of its arguments,
+// nil for a bare name.
+func (p *parser) stepKind(v *yaml.Node, f string) (string, *yaml.Node, error) {
+	d := yamlfile.Deref(v)
+	switch d.Kind {
+	case yaml.ScalarNode:
+		s, err := p.Scalar(v, f)
+		if err != nil {
+			return "", nil, err
+		}
+		if !slices.Contains(scalarStepAllowed, s) {
+			if slices.Contains(stepKinds, s) {
+				return "", nil, p.ErrAt(v, f, "%s needs arguments, as in {%s: ...}", s, s)
+			}
+			return "", nil, p.ErrAt(v, f, "unknown step %s (want %s)", bounded.Quote(s), strings.Join(stepKinds, ", "))
+		}
+		return s, nil, nil
+	case yaml.MappingNode:
+		if len(d.Content) != 2 {
+			return "", nil, p.ErrAt(v, f, "want one key naming the step (%s), got %d keys", strings.Join(stepKinds, ", "), len(d.Content)/2)
+		}
+		var kind string
+		var val *yaml.Node
+		err := p.Mapping(v, f, stepKinds, func(key string, _, v *yaml.Node, _ string) error {
+			kind, val = key, v
+			return nil
+		})
+		return kind, val, err
+	}
+	return "", nil, p.ErrAt(v, f, "want a step such as {inject: {crash: leader}}, got %s", yamlfile.KindName(d))
+}
+
+func (p *parser) waitLeader(st *Step, val *yaml.Node, f string) error {
+	st.Timeout, st.Expect = DefaultTimeout, ExpectHighestLive
+	if isEmpty(val) {
+		return nil
+	}
+	return p.Mapping(val, f, waitLeaderFields, func(key string, _, v *yaml.Node, fp string) error {
+		var err error
+		switch key {
+		case "timeout":
+			st.Timeout, err = p.PositiveDuration(v, fp)
+		case "expect":
+			var s string
+			if s, err = p.Scalar(v, fp); err == nil {
+				st.Expect = Expect(s)
+				if st.Expect != ExpectHighestLive && st.Expect != ExpectAny {
+					err = p.ErrAt(v, fp, "unknown expectation %s (want highest-live or any)", bounded.Quote(s))
+				}
+			}
+		case "among":
+			st.Among, err = p.selectors(v, fp, false)
+		case "measure":
+			st.Measure, err = p.Boolean(v, fp)
+		}
+		return err
+	})
+}
+
+func (p *parser) waitElection(val *yaml.Node, f string) (time.Duration, error) {
+	timeout := DefaultTimeout
+	if isEmpty(val) {
+		return timeout, nil
+	}
+	err := p.Mapping(val, f, timeoutFields, func(_ string, _, v *yaml.Node, fp string) error {
+		var err error
+		timeout, err = p.PositiveDuration(v, fp)
+		return err
+	})
+	return timeout, err
+}
+
+// wait reads a wait's duration, given bare or as {duration: ...}.
+func (p *parser) wait(val *yaml.Node, f string) (time.Duration, error) {
+	if yamlfile.Deref(val).Kind != yaml.MappingNode {
+		return p.PositiveDuration(val, f)
+	}
+	var d time.Duration
+	found := false
+	err := p.Mapping(val, f, durationFields, func(_ string, _, v *yaml.Node, fp string) error {
+		var err error
+		found = true
+		d, err = p.PositiveDuration(v, fp)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if !found {
+		return 0, p.ErrAt(val, f+".duration", "missing")
+	}
+	return d, nil
 }
 
 // fault parses an inject's value: a mapping with one key naming the fault,

@@ -430,120 +430,194 @@ func (p *picker) pool(k FaultKind) ([]string, string) {
 // random] names two nodes; names must be in the pool, or anywhere in the
 // testbed when poolName is "".
 func (p *picker) pick(ss Selectors, pool []string, poolName string, taken map[string]bool) ([]string, error) {
-	chosen := map[string]bool{}
-	inPool := map[string]bool{}
-	for _, x := range pool {
-		inPool[x] = true
-	}
-	free := func() []string {
-		var out []string
-		for _, x := range pool {
-			if !chosen[x] && !taken[x] {
-				out = append(out, x)
-			}
-		}
-		return out
-	}
-	add := func(xs ...string) { // nodes named explicitly or picked by keyword
-		for _, x := range xs {
-			chosen[x] = true
-		}
-	}
-	need := func(s Selector, n int, cands []string) error {
-		if n < 1 {
-			return fmt.Errorf("%s: no node to select among %d live nodes", s, len(p.live()))
-		}
-		if len(cands) < n {
-			return fmt.Errorf("%s: needs %d %s nodes, %d left to choose from", s, n, poolName, len(cands))
-		}
-		return nil
-	}
+	sel := p.newSelection(pool, poolName, taken)
 	for _, s := range ss {
-		cands := free()
-		switch s.Kind {
-		case SelLeader:
-			if p.v.Leader == "" {
-				return nil, fmt.Errorf("leader: the live nodes follow no leader (add a wait_leader step before)")
-			}
-			if !inPool[p.v.Leader] {
-				return nil, fmt.Errorf("leader: %s is not %s", p.v.Leader, poolName)
-			}
-			add(p.v.Leader)
-		case SelHighest, SelLowest, SelTop, SelBottom:
-			n := s.N
-			if s.Kind == SelHighest || s.Kind == SelLowest {
-				n = 1
-			}
-			if err := need(s, n, cands); err != nil {
-				return nil, err
-			}
-			if s.Kind == SelHighest || s.Kind == SelTop {
-				add(cands[len(cands)-n:]...)
-			} else {
-				add(cands[:n]...)
-			}
-		case SelRandom:
-			if err := need(s, s.N, cands); err != nil {
-				return nil, err
-			}
-			add(p.sample(cands, s.N)...)
-		case SelAll, SelRest:
-			if len(cands) == 0 {
-				return nil, fmt.Errorf("%s: no %s node to select", s, poolName)
-			}
-			add(cands...)
-		case SelMinority, SelMajority, SelRandomMinority, SelRandomMajority:
-			live := len(p.live())
-			n := (live - 1) / 2
-			if s.Kind == SelMajority || s.Kind == SelRandomMajority {
-				n = live/2 + 1
-			}
-			if err := need(s, n, cands); err != nil {
-				return nil, err
-			}
-			if s.Kind == SelMinority || s.Kind == SelMajority {
-				add(cands[len(cands)-n:]...)
-			} else {
-				add(p.sample(cands, n)...)
-			}
-		case SelSide:
-			if p.net.groups == nil {
-				return nil, fmt.Errorf("%s: no partition in force", s)
-			}
-			if s.N > len(p.net.groups) {
-				return nil, fmt.Errorf("%s: the partition in force has %d sides", s, len(p.net.groups))
-			}
-			var side []string
-			for _, x := range p.net.groups[s.N-1] {
-				if inPool[x] && !taken[x] {
-					side = append(side, x)
-				}
-			}
-			if len(side) == 0 {
-				return nil, fmt.Errorf("%s: no %s node on that side", s, poolName)
-			}
-			add(side...)
-		case SelName, SelNode, SelGroup:
-			names, err := p.named(s)
-			if err != nil {
-				return nil, err
-			}
-			for _, x := range names {
-				if poolName != "" && !inPool[x] {
-					return nil, fmt.Errorf("%s is %s, not %s", x, describeStatus(p.status[x], p.net.isolated[x]), poolName)
-				}
-			}
-			add(names...)
-		default:
-			return nil, fmt.Errorf("unknown selector %s", s)
+		if err := sel.apply(s); err != nil {
+			return nil, err
 		}
 	}
-	out := make([]string, 0, len(chosen))
-	for x := range chosen {
+	return sel.result(), nil
+}
+
+// selection is one call of pick under way. Its selectors accumulate into
+// chosen, which also narrows what the keyword selectors after them see.
+type selection struct {
+	p        *picker
+	pool     []string
+	poolName string
+	inPool   map[string]bool
+	taken    map[string]bool // by earlier partition groups
+	chosen   map[string]bool
+}
+
+func (p *picker) newSelection(pool []string, poolName string, taken map[string]bool) *selection {
+	sel := &selection{p: p, pool: pool, poolName: poolName, inPool: map[string]bool{}, taken: taken, chosen: map[string]bool{}}
+	for _, x := range pool {
+		sel.inPool[x] = true
+	}
+	return sel
+}
+
+// free returns the pool nodes still open to keyword selectors, lowest ID
+// first.
+func (sel *selection) free() []string {
+	var out []string
+	for _, x := range sel.pool {
+		if !sel.chosen[x] && !sel.taken[x] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (sel *selection) choose(xs ...string) {
+	for _, x := range xs {
+		sel.chosen[x] = true
+	}
+}
+
+// need checks that n nodes, and at least one, are left to choose from.
+func (sel *selection) need(s Selector, n int, cands []string) error {
+	if n < 1 {
+		return fmt.Errorf("%s: no node to select among %d live nodes", s, len(sel.p.live()))
+	}
+	if len(cands) < n {
+		return fmt.Errorf("%s: needs %d %s nodes, %d left to choose from", s, n, sel.poolName, len(cands))
+	}
+	return nil
+}
+
+// apply adds the nodes s selects to the selection.
+func (sel *selection) apply(s Selector) error {
+	switch s.Kind {
+	case SelLeader:
+		return sel.leader()
+	case SelHighest, SelLowest, SelTop, SelBottom:
+		return sel.byRank(s)
+	case SelRandom:
+		cands := sel.free()
+		if err := sel.need(s, s.N, cands); err != nil {
+			return err
+		}
+		sel.choose(sel.p.sample(cands, s.N)...)
+	case SelAll, SelRest:
+		cands := sel.free()
+		if len(cands) == 0 {
+			return fmt.Errorf("%s: no %s node to select", s, sel.poolName)
+		}
+		sel.choose(cands...)
+	case SelMinority, SelMajority, SelRandomMinority, SelRandomMajority:
+		return sel.share(s)
+	case SelSide:
+		return sel.side(s)
+	case SelName, SelNode, SelGroup:
+		return sel.named(s)
+	default:
+		return fmt.Errorf("unknown selector %s", s)
+	}
+	return nil
+}
+
+func (sel *selection) leader() error {
+	leader := sel.p.v.Leader
+	if leader == "" {
+		return fmt.Errorf("leader: the live nodes follow no leader (add a wait_leader step before)")
+	}
+	if !sel.inPool[leader] {
+		return fmt.Errorf("leader: %s is not %s", leader, sel.poolName)
+	}
+	sel.choose(leader)
+	return nil
+}
+
+// byRank selects by position in ID order: highest, lowest, top:N and
+// bottom:N.
+func (sel *selection) byRank(s Selector) error {
+	cands := sel.free()
+	n := s.N
+	if s.Kind == SelHighest || s.Kind == SelLowest {
+		n = 1
+	}
+	if err := sel.need(s, n, cands); err != nil {
+		return err
+	}
+	if s.Kind == SelHighest || s.Kind == SelTop {
+		sel.choose(cands[len(cands)-n:]...)
+	} else {
+		sel.choose(cands[:n]...)
+	}
+	return nil
+}
+
+// share selects a minority or a majority. Its size counts every live node,
+// not the pool: it is about what the cluster can still elect.
+func (sel *selection) share(s Selector) error {
+	cands := sel.free()
+	live := len(sel.p.live())
+	n := (live - 1) / 2
+	if s.Kind == SelMajority || s.Kind == SelRandomMajority {
+		n = live/2 + 1
+	}
+	if err := sel.need(s, n, cands); err != nil {
+		return err
+	}
+	if s.Kind == SelMinority || s.Kind == SelMajority {
+		sel.choose(cands[len(cands)-n:]...)
+	} else {
+		sel.choose(sel.p.sample(cands, n)...)
+	}
+	return nil
+}
+
+// side selects the pool nodes of one side of the partition in force.
+// Unlike the keywords that draw from free(), it ignores what earlier
+// selectors chose: a side is a fixed set of nodes, and choosing a node
+// twice changes nothing.
+func (sel *selection) side(s Selector) error {
+	groups := sel.p.net.groups
+	if groups == nil {
+		return fmt.Errorf("%s: no partition in force", s)
+	}
+	if s.N > len(groups) {
+		return fmt.Errorf("%s: the partition in force has %d sides", s, len(groups))
+	}
+	var side []string
+	for _, x := range groups[s.N-1] {
+		if sel.inPool[x] && !sel.taken[x] {
+			side = append(side, x)
+		}
+	}
+	if len(side) == 0 {
+		return fmt.Errorf("%s: no %s node on that side", s, sel.poolName)
+	}
+	sel.choose(side...)
+	return nil
+}
+
+// named selects a node or group by name; every node it names must be in
+// the pool, unless the pool is the whole testbed.
+func (sel *selection) named(s Selector) error {
+	names, err := sel.p.named(s)
+	if err != nil {
+		return err
+	}
+	for _, x := range names {
+		if sel.poolName != "" && !sel.inPool[x] {
+			return fmt.Errorf("%s is %s, not %s", x, describeStatus(sel.p.status[x], sel.p.net.isolated[x]), sel.poolName)
+		}
+	}
+	sel.choose(names...)
+	return nil
+}
+
+// result returns what was chosen, lowest ID first.
+func (sel *selection) result() []string {
+	out := make([]string, 0, len(sel.chosen))
+	for x := range sel.chosen {
 		out = append(out, x)
 	}
-	slices.SortFunc(out, func(a, b string) int { return p.rank[a] - p.rank[b] })
-	return out, nil
+	slices.SortFunc(out, func(a, b string) int { return sel.p.rank[a] - sel.p.rank[b] })
+	return out
 }
 
 func describeStatus(st NodeStatus, isolated bool) string {
