@@ -34,76 +34,22 @@ func newLabTarget(lb *lab.Lab) *labTarget {
 
 var _ scenario.Target = (*labTarget)(nil)
 
-func second(_ fault.Fault, err error) error { return err }
-
-func (t *labTarget) Crash(_ context.Context, nodes []string) error {
-	return second(t.lab.Crash(nodes...))
-}
-
-func (t *labTarget) Restart(ctx context.Context, nodes []string) error {
-	if err := second(t.lab.Restart(ctx, nodes...)); err != nil {
-		return err
-	}
-	t.rejoined(nodes)
-	return nil
-}
-
-func (t *labTarget) Pause(_ context.Context, nodes []string) error {
-	return second(t.lab.Pause(nodes...))
-}
-
-func (t *labTarget) Resume(_ context.Context, nodes []string) error {
-	return second(t.lab.Resume(nodes...))
-}
-
-func (t *labTarget) Isolate(_ context.Context, nodes []string) error {
-	return second(t.lab.Isolate(nodes...))
-}
-
-func (t *labTarget) Unisolate(_ context.Context, nodes []string) error {
-	return second(t.lab.Unisolate(nodes...))
-}
-
-func (t *labTarget) Partition(_ context.Context, groups [][]string, oneWay bool) error {
-	return second(t.lab.Partition(groups, oneWay))
-}
-
-func (t *labTarget) Heal(context.Context) error { return second(t.lab.Heal()) }
-
-func (t *labTarget) Delay(_ context.Context, nodes []string, delay, jitter time.Duration) error {
-	return second(t.lab.DelayNodes(nodes, nil, delay, jitter))
-}
-
-func (t *labTarget) Loss(_ context.Context, nodes []string, percent float64) error {
-	return second(t.lab.LossNodes(nodes, nil, percent))
-}
-
-func (t *labTarget) Clear(_ context.Context, nodes []string) error {
-	return second(t.lab.Clear(nodes...))
-}
-
-func (t *labTarget) Campaign(ctx context.Context, nodes []string) error {
-	return second(t.lab.Campaign(ctx, nodes...))
-}
-
-func (t *labTarget) Leave(ctx context.Context, nodes []string) error {
-	if err := second(t.lab.Leave(ctx, nodes...)); err != nil {
+// Apply applies f to the lab, and notes which nodes left and which run
+// again, for the views it reports.
+func (t *labTarget) Apply(ctx context.Context, f fault.Fault) error {
+	if _, err := t.lab.Apply(ctx, f); err != nil {
 		return err
 	}
 	t.mu.Lock()
-	for _, n := range nodes {
-		t.left[n] = true
+	defer t.mu.Unlock()
+	for _, n := range f.Nodes {
+		switch f.Kind {
+		case fault.Leave:
+			t.left[n] = true
+		case fault.Restart, fault.Join:
+			delete(t.left, n)
+		}
 	}
-	t.mu.Unlock()
-	return nil
-}
-
-// Join starts nodes that left, which announce themselves with JOIN.
-func (t *labTarget) Join(ctx context.Context, nodes []string) error {
-	if err := second(t.lab.Join(ctx, nodes...)); err != nil {
-		return err
-	}
-	t.rejoined(nodes)
 	return nil
 }
 
@@ -215,12 +161,3 @@ func (t *labTarget) lastAgreement() (lab.Leader, bool) {
 }
 
 var errNoRuns = errors.New("bench: nothing to run")
-
-// rejoined notes that nodes which had left run again.
-func (t *labTarget) rejoined(nodes []string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, n := range nodes {
-		delete(t.left, n)
-	}
-}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/wire/bounded"
 )
 
@@ -131,12 +132,12 @@ func sels(ss ...string) Selectors {
 	return out
 }
 
-func inject(k FaultKind, nodes ...string) Step {
-	return Step{Kind: StepInject, Fault: &Fault{Kind: k, Nodes: sels(nodes...)}}
+func inject(k fault.Kind, nodes ...string) Step {
+	return Step{Kind: StepInject, Fault: &Injection{Kind: k, Nodes: sels(nodes...)}}
 }
 
 func partition(oneWay bool, groups ...string) Step {
-	ft := &Fault{Kind: Partition, OneWay: oneWay}
+	ft := &Injection{Kind: fault.Partition, OneWay: oneWay}
 	for _, g := range groups {
 		ft.Groups = append(ft.Groups, sels(g))
 	}
@@ -157,7 +158,7 @@ func scenario(name, desc string, steps ...Step) *Scenario {
 
 func coldStart() *Scenario {
 	sc := scenario("cold-start", "every node starts at once; time to the first leader",
-		inject(Restart, "all"),
+		inject(fault.Restart, "all"),
 		waitLeader(true))
 	sc.Start = StartCold
 	return sc
@@ -165,23 +166,23 @@ func coldStart() *Scenario {
 
 func leaderCrash() *Scenario {
 	return scenario("leader-crash", "the leader is killed; the survivors elect the highest of them",
-		inject(Crash, "leader"),
+		inject(fault.Crash, "leader"),
 		waitLeader(true))
 }
 
 func leaderPause() *Scenario {
 	return scenario("leader-pause", "grey failure: the leader stops (SIGSTOP) with its sockets open, then resumes and takes over",
-		inject(Pause, "leader"),
+		inject(fault.Pause, "leader"),
 		waitLeader(true),
-		inject(Resume, "all"),
+		inject(fault.Resume, "all"),
 		waitLeader(false))
 }
 
 func crashDuringElection() *Scenario {
 	return scenario("crash-during-election", "the leader is killed, then the highest survivor as soon as an election runs",
-		inject(Crash, "leader"),
+		inject(fault.Crash, "leader"),
 		Step{Kind: StepWaitElection, Timeout: DefaultTimeout},
-		inject(Crash, "highest"),
+		inject(fault.Crash, "highest"),
 		waitLeader(true))
 }
 
@@ -197,7 +198,7 @@ func cascade(p Params) ([]*Scenario, error) {
 		return nil, fmt.Errorf("k = %d crashes every node of %d", k, p.Nodes)
 	}
 	sc := scenario("cascade", fmt.Sprintf("the %d highest nodes crash at once; the survivors' ELECTIONs meet the dead above them", k),
-		inject(Crash, "top:"+strconv.Itoa(k)),
+		inject(fault.Crash, "top:"+strconv.Itoa(k)),
 		waitLeader(true))
 	sc.Labels = map[string]string{"k": strconv.Itoa(k)}
 	return []*Scenario{sc}, nil
@@ -250,10 +251,10 @@ func latencySweep(p Params) ([]*Scenario, error) {
 			// The delay is in force, and the cluster settled under it,
 			// before the measured crash.
 			steps = append(steps,
-				Step{Kind: StepInject, Fault: &Fault{Kind: Delay, Nodes: sels("all"), Delay: d}},
+				Step{Kind: StepInject, Fault: &Injection{Kind: fault.Delay, Nodes: sels("all"), Delay: d}},
 				waitLeader(false))
 		}
-		steps = append(steps, inject(Crash, "leader"), waitLeader(true))
+		steps = append(steps, inject(fault.Crash, "leader"), waitLeader(true))
 		desc := fmt.Sprintf("every node sends %v late; the leader is killed", d)
 		if d == 0 {
 			desc = "the baseline of the sweep, no delay added; the leader is killed"
@@ -275,9 +276,9 @@ func loss(p Params) ([]*Scenario, error) {
 	}
 	s := strconv.FormatFloat(pct, 'g', -1, 64)
 	sc := scenario("loss", fmt.Sprintf("every node loses %s%% of what it sends; the leader is killed", s),
-		Step{Kind: StepInject, Fault: &Fault{Kind: Loss, Nodes: sels("all"), Loss: pct}},
+		Step{Kind: StepInject, Fault: &Injection{Kind: fault.Loss, Nodes: sels("all"), Loss: pct}},
 		waitLeader(false),
-		inject(Crash, "leader"),
+		inject(fault.Crash, "leader"),
 		waitLeader(true))
 	sc.Labels = map[string]string{"loss": s}
 	return []*Scenario{sc}, nil
@@ -285,13 +286,13 @@ func loss(p Params) ([]*Scenario, error) {
 
 func churn() *Scenario {
 	return scenario("churn", "a random node leaves and joins again, then the leader leaves (measured) and joins again",
-		inject(Leave, "random"),
+		inject(fault.Leave, "random"),
 		waitLeader(false),
-		inject(Join, "all"),
+		inject(fault.Join, "all"),
 		waitLeader(false),
-		inject(Leave, "leader"),
+		inject(fault.Leave, "leader"),
 		waitLeader(true),
-		inject(Join, "all"),
+		inject(fault.Join, "all"),
 		waitLeader(false))
 }
 
@@ -327,29 +328,32 @@ func chaos(p Params) ([]*Scenario, error) {
 	for range faults {
 		away := crashed + paused + isolated
 		options := []option{
-			{away < maxAway, func() { steps = append(steps, inject(Crash, "random")); crashed++ }},
-			{away < maxAway, func() { steps = append(steps, inject(Crash, "highest")); crashed++ }},
-			{crashed > 0, func() { steps = append(steps, inject(Restart, "random")); crashed-- }},
-			{away < maxAway, func() { steps = append(steps, inject(Pause, "random")); paused++ }},
-			{paused > 0, func() { steps = append(steps, inject(Resume, "random")); paused-- }},
-			{away < maxAway, func() { steps = append(steps, inject(Isolate, "random")); isolated++ }},
-			{isolated > 0, func() { steps = append(steps, inject(Unisolate, "random")); isolated-- }},
+			{away < maxAway, func() { steps = append(steps, inject(fault.Crash, "random")); crashed++ }},
+			{away < maxAway, func() { steps = append(steps, inject(fault.Crash, "highest")); crashed++ }},
+			{crashed > 0, func() { steps = append(steps, inject(fault.Restart, "random")); crashed-- }},
+			{away < maxAway, func() { steps = append(steps, inject(fault.Pause, "random")); paused++ }},
+			{paused > 0, func() { steps = append(steps, inject(fault.Resume, "random")); paused-- }},
+			{away < maxAway, func() { steps = append(steps, inject(fault.Isolate, "random")); isolated++ }},
+			{isolated > 0, func() { steps = append(steps, inject(fault.Unisolate, "random")); isolated-- }},
 			{!partitioned && n-crashed-paused >= 3, func() {
 				steps = append(steps, partition(false, "minority:random", "rest"))
 				partitioned = true
 			}},
-			{partitioned, func() { steps = append(steps, Step{Kind: StepInject, Fault: &Fault{Kind: Heal}}); partitioned = false }},
+			{partitioned, func() {
+				steps = append(steps, Step{Kind: StepInject, Fault: &Injection{Kind: fault.Heal}})
+				partitioned = false
+			}},
 			{true, func() {
 				d := ms(1, 100)
-				steps = append(steps, Step{Kind: StepInject, Fault: &Fault{Kind: Delay, Nodes: sels("all"), Delay: d, Jitter: d / 10}})
+				steps = append(steps, Step{Kind: StepInject, Fault: &Injection{Kind: fault.Delay, Nodes: sels("all"), Delay: d, Jitter: d / 10}})
 				impaired = true
 			}},
 			{true, func() {
-				steps = append(steps, Step{Kind: StepInject, Fault: &Fault{Kind: Loss, Nodes: sels("all"), Loss: float64(1 + rng.IntN(20))}})
+				steps = append(steps, Step{Kind: StepInject, Fault: &Injection{Kind: fault.Loss, Nodes: sels("all"), Loss: float64(1 + rng.IntN(20))}})
 				impaired = true
 			}},
-			{impaired, func() { steps = append(steps, inject(Clear, "all")); impaired = false }},
-			{true, func() { steps = append(steps, inject(Campaign, "random")) }},
+			{impaired, func() { steps = append(steps, inject(fault.Clear, "all")); impaired = false }},
+			{true, func() { steps = append(steps, inject(fault.Campaign, "random")) }},
 		}
 		options = slices.DeleteFunc(options, func(o option) bool { return !o.ok })
 		options[rng.IntN(len(options))].add()
@@ -357,10 +361,10 @@ func chaos(p Params) ([]*Scenario, error) {
 	}
 	steps = append(steps, healStep())
 	if crashed > 0 {
-		steps = append(steps, inject(Restart, "all"))
+		steps = append(steps, inject(fault.Restart, "all"))
 	}
 	if paused > 0 {
-		steps = append(steps, inject(Resume, "all"))
+		steps = append(steps, inject(fault.Resume, "all"))
 	}
 	steps = append(steps, waitLeader(true))
 	sc := scenario("chaos", fmt.Sprintf("%d random faults drawn from seed %d, then everything healed; measured: the cluster converging", faults, p.Seed), steps...)

@@ -6,38 +6,24 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/bullylab/bullylab/netem/fault"
 )
 
-// Target is what Execute drives: a netem.Lab behind an adapter, or a fake
-// in tests. Node names are the topology's; node lists are lowest ID first.
-// Each fault method applies to all its nodes at once (one fault record in
-// the capture) and returns once the fault is in force.
+// Target is what Execute drives: a lab behind an adapter, or a fake in
+// tests. Node names are the topology's; node lists are lowest ID first.
 type Target interface {
-	Crash(ctx context.Context, nodes []string) error
-	// Restart starts nodes that are down, the first start included.
-	Restart(ctx context.Context, nodes []string) error
-	Pause(ctx context.Context, nodes []string) error
-	Resume(ctx context.Context, nodes []string) error
-	Isolate(ctx context.Context, nodes []string) error
-	Unisolate(ctx context.Context, nodes []string) error
-	// Partition cuts groups, which cover every node, from each other,
-	// replacing any partition in force; with oneWay (two groups) only what
-	// groups[0] sends to groups[1] is cut.
-	Partition(ctx context.Context, groups [][]string, oneWay bool) error
-	// Heal removes the partition and reconnects isolated nodes.
-	Heal(ctx context.Context) error
-	// Delay sets the delay and jitter of what the nodes send, keeping
-	// their loss; Loss sets the loss, keeping the delay; Clear restores
-	// the topology's impairments of the nodes.
-	Delay(ctx context.Context, nodes []string, delay, jitter time.Duration) error
-	Loss(ctx context.Context, nodes []string, percent float64) error
-	Clear(ctx context.Context, nodes []string) error
-	Campaign(ctx context.Context, nodes []string) error
-	// Leave has the nodes announce LEAVE and exit; Join starts nodes that
-	// left, which announce themselves with JOIN (a restarted node that
-	// left always does).
-	Leave(ctx context.Context, nodes []string) error
-	Join(ctx context.Context, nodes []string) error
+	// Apply applies one fault (see fault.Fault for what each kind takes)
+	// to all its nodes at once, one fault record in the capture, and
+	// returns once it is in force. Restart starts nodes that are down, the
+	// first start included; partition groups cover every node and replace
+	// any partition in force; heal removes the partition and reconnects
+	// isolated nodes; delay and loss set Impair's delay and jitter, or its
+	// loss, on what the nodes send, keeping the rest; clear restores the
+	// topology's impairments of the nodes; leave has the nodes announce
+	// LEAVE and exit, and join starts nodes that left, which announce
+	// themselves with JOIN (a restarted node that left always does).
+	Apply(ctx context.Context, f fault.Fault) error
 
 	// Status returns the testbed's view now.
 	Status(ctx context.Context) (View, error)
@@ -194,40 +180,19 @@ func perform(ctx context.Context, t Target, a Action) (*View, error) {
 		return &v, nil
 	case StepHeal:
 		if a.Healed {
-			if err := t.Heal(ctx); err != nil {
+			if err := t.Apply(ctx, fault.Fault{Kind: fault.Heal}); err != nil {
 				return nil, fmt.Errorf("heal: %w", err)
 			}
 		}
 		if len(a.Cleared) > 0 {
-			if err := t.Clear(ctx, a.Cleared); err != nil {
+			if err := t.Apply(ctx, fault.Fault{Kind: fault.Clear, Nodes: a.Cleared}); err != nil {
 				return nil, fmt.Errorf("clear: %w", err)
 			}
 		}
 		return nil, nil
 	}
 
-	var err error
-	switch a.Fault {
-	case Partition:
-		err = t.Partition(ctx, a.Groups, a.OneWay)
-	case Heal:
-		err = t.Heal(ctx)
-	case Delay:
-		err = t.Delay(ctx, a.Nodes, a.Impair.Delay, a.Impair.Jitter)
-	case Loss:
-		err = t.Loss(ctx, a.Nodes, a.Impair.Loss)
-	default:
-		do := map[FaultKind]func(context.Context, []string) error{
-			Crash: t.Crash, Restart: t.Restart, Pause: t.Pause, Resume: t.Resume,
-			Isolate: t.Isolate, Unisolate: t.Unisolate, Clear: t.Clear,
-			Campaign: t.Campaign, Leave: t.Leave, Join: t.Join,
-		}[a.Fault]
-		if do == nil {
-			return nil, fmt.Errorf("unknown fault %q", a.Fault)
-		}
-		err = do(ctx, a.Nodes)
-	}
-	if err != nil {
+	if err := t.Apply(ctx, a.fault()); err != nil {
 		return nil, fmt.Errorf("%s: %w", a.Fault, err)
 	}
 	return nil, nil

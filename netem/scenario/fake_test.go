@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/scenario"
 )
 
@@ -91,31 +92,36 @@ var (
 	running = []scenario.NodeStatus{scenario.StatusLive, scenario.StatusPaused}
 )
 
-func (f *fakeTarget) Crash(_ context.Context, n []string) error {
-	return f.set("crash", n, running, scenario.StatusCrashed)
+// Apply does what the lab would to the fake's node statuses and logs the
+// fault.
+func (f *fakeTarget) Apply(_ context.Context, ft fault.Fault) error {
+	n := ft.Nodes
+	switch ft.Kind {
+	case fault.Crash:
+		return f.set("crash", n, running, scenario.StatusCrashed)
+	case fault.Restart:
+		return f.set("restart", n, []scenario.NodeStatus{scenario.StatusCrashed, scenario.StatusLeft}, scenario.StatusLive)
+	case fault.Pause:
+		return f.set("pause", n, live, scenario.StatusPaused)
+	case fault.Resume:
+		return f.set("resume", n, []scenario.NodeStatus{scenario.StatusPaused}, scenario.StatusLive)
+	case fault.Leave:
+		return f.set("leave", n, live, scenario.StatusLeft)
+	case fault.Join:
+		return f.set("join", n, []scenario.NodeStatus{scenario.StatusLeft}, scenario.StatusLive)
+	case fault.Heal:
+		return f.log("heal", nil)
+	case fault.Partition:
+		return f.partition(ft.Groups, ft.OneWay)
+	case fault.Delay:
+		return f.log(fmt.Sprintf("delay %v±%v", ft.Impair.Delay, ft.Impair.Jitter), n)
+	case fault.Loss:
+		return f.log(fmt.Sprintf("loss %g%%", ft.Impair.Loss), n)
+	}
+	return f.log(string(ft.Kind), n) // isolate, unisolate, campaign, clear
 }
-func (f *fakeTarget) Restart(_ context.Context, n []string) error {
-	return f.set("restart", n, []scenario.NodeStatus{scenario.StatusCrashed, scenario.StatusLeft}, scenario.StatusLive)
-}
-func (f *fakeTarget) Pause(_ context.Context, n []string) error {
-	return f.set("pause", n, live, scenario.StatusPaused)
-}
-func (f *fakeTarget) Resume(_ context.Context, n []string) error {
-	return f.set("resume", n, []scenario.NodeStatus{scenario.StatusPaused}, scenario.StatusLive)
-}
-func (f *fakeTarget) Leave(_ context.Context, n []string) error {
-	return f.set("leave", n, live, scenario.StatusLeft)
-}
-func (f *fakeTarget) Join(_ context.Context, n []string) error {
-	return f.set("join", n, []scenario.NodeStatus{scenario.StatusLeft}, scenario.StatusLive)
-}
-func (f *fakeTarget) Isolate(_ context.Context, n []string) error   { return f.log("isolate", n) }
-func (f *fakeTarget) Unisolate(_ context.Context, n []string) error { return f.log("unisolate", n) }
-func (f *fakeTarget) Campaign(_ context.Context, n []string) error  { return f.log("campaign", n) }
-func (f *fakeTarget) Clear(_ context.Context, n []string) error     { return f.log("clear", n) }
-func (f *fakeTarget) Heal(context.Context) error                    { return f.log("heal", nil) }
 
-func (f *fakeTarget) Partition(_ context.Context, groups [][]string, oneWay bool) error {
+func (f *fakeTarget) partition(groups [][]string, oneWay bool) error {
 	parts := make([]string, len(groups))
 	for i, g := range groups {
 		parts[i] = strings.Join(g, ",")
@@ -125,14 +131,6 @@ func (f *fakeTarget) Partition(_ context.Context, groups [][]string, oneWay bool
 		sep = " -> "
 	}
 	return f.log("partition", []string{strings.Join(parts, sep)})
-}
-
-func (f *fakeTarget) Delay(_ context.Context, n []string, d, j time.Duration) error {
-	return f.log(fmt.Sprintf("delay %v±%v", d, j), n)
-}
-
-func (f *fakeTarget) Loss(_ context.Context, n []string, p float64) error {
-	return f.log(fmt.Sprintf("loss %g%%", p), n)
 }
 
 func (f *fakeTarget) Status(context.Context) (scenario.View, error) {

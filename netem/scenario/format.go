@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/bullylab/bullylab/netem/fault"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -51,13 +52,13 @@ func formatStep(st Step) *yaml.Node {
 	switch st.Kind {
 	case StepInject:
 		ft := st.Fault
-		if ft.Kind == Heal {
-			add(step, "inject", str(string(Heal)))
+		if ft.Kind == fault.Heal {
+			add(step, "inject", str(string(fault.Heal)))
 			return step
 		}
 		var arg *yaml.Node
 		switch ft.Kind {
-		case Partition:
+		case fault.Partition:
 			arg = mapping(true)
 			groups := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
 			for _, g := range ft.Groups {
@@ -67,14 +68,14 @@ func formatStep(st Step) *yaml.Node {
 			if ft.OneWay {
 				add(arg, "one_way", boolean(true))
 			}
-		case Delay:
+		case fault.Delay:
 			arg = mapping(true)
 			add(arg, "nodes", selectors(ft.Nodes))
 			add(arg, "delay", str(ft.Delay.String()))
 			if ft.Jitter > 0 {
 				add(arg, "jitter", str(ft.Jitter.String()))
 			}
-		case Loss:
+		case fault.Loss:
 			arg = mapping(true)
 			add(arg, "nodes", selectors(ft.Nodes))
 			add(arg, "percent", str(strconv.FormatFloat(ft.Loss, 'g', -1, 64)+"%"))

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
+	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/topologies/yamlfile"
 	"github.com/bullylab/bullylab/wire/bounded"
+	"go.yaml.in/yaml/v3"
 )
 
 // MaxFileSize bounds a scenario file; a scenario is a page of steps.
@@ -34,8 +34,8 @@ var (
 )
 
 func faultKindNames() []string {
-	names := make([]string, len(FaultKinds))
-	for i, k := range FaultKinds {
+	names := make([]string, len(fault.Kinds))
+	for i, k := range fault.Kinds {
 		names[i] = string(k)
 	}
 	return names
@@ -317,11 +317,11 @@ func (p *parser) wait(val *yaml.Node, f string) (time.Duration, error) {
 
 // fault parses an inject's value: a mapping with one key naming the fault,
 // or the bare name heal.
-func (p *parser) fault(v *yaml.Node, f string) (*Fault, error) {
+func (p *parser) fault(v *yaml.Node, f string) (*Injection, error) {
 	d := yamlfile.Deref(v)
 	if d.Kind == yaml.ScalarNode && d.ShortTag() != "!!null" {
-		if d.Value == string(Heal) {
-			return &Fault{Kind: Heal}, nil
+		if d.Value == string(fault.Heal) {
+			return &Injection{Kind: fault.Heal}, nil
 		}
 		return nil, p.ErrAt(v, f, "want a fault such as {crash: leader}, got %s", yamlfile.Describe(d))
 	}
@@ -332,18 +332,18 @@ func (p *parser) fault(v *yaml.Node, f string) (*Fault, error) {
 		}
 		return nil, p.ErrAt(v, f, "want one fault (%s), got %d", strings.Join(faultNames, ", "), n)
 	}
-	ft := &Fault{}
+	ft := &Injection{}
 	err := p.Mapping(v, f, faultNames, func(key string, _, v *yaml.Node, fp string) error {
-		ft.Kind = FaultKind(key)
+		ft.Kind = fault.Kind(key)
 		var err error
 		switch ft.Kind {
-		case Heal:
+		case fault.Heal:
 			if !isEmpty(v) {
 				return p.ErrAt(v, fp, "takes no arguments, got %s", yamlfile.KindName(yamlfile.Deref(v)))
 			}
-		case Partition:
+		case fault.Partition:
 			err = p.partition(ft, v, fp)
-		case Delay:
+		case fault.Delay:
 			ft.Nodes = Selectors{{Kind: SelAll}}
 			err = p.Mapping(v, fp, delayFields, func(key string, _, v *yaml.Node, fp string) error {
 				var err error
@@ -357,7 +357,7 @@ func (p *parser) fault(v *yaml.Node, f string) (*Fault, error) {
 				}
 				return err
 			})
-		case Loss:
+		case fault.Loss:
 			ft.Nodes = Selectors{{Kind: SelAll}}
 			err = p.Mapping(v, fp, lossFields, func(key string, _, v *yaml.Node, fp string) error {
 				var err error
@@ -380,7 +380,7 @@ func (p *parser) fault(v *yaml.Node, f string) (*Fault, error) {
 	return ft, nil
 }
 
-func (p *parser) partition(ft *Fault, v *yaml.Node, f string) error {
+func (p *parser) partition(ft *Injection, v *yaml.Node, f string) error {
 	var groupsVal *yaml.Node
 	err := p.Mapping(v, f, partitionFields, func(key string, _, v *yaml.Node, fp string) error {
 		var err error

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/scenario"
 )
 
@@ -124,7 +125,7 @@ steps:
 		t.Errorf("wait forms: %v %v", sc.Steps[2].Duration, sc.Steps[3].Duration)
 	}
 	for _, i := range []int{5, 6} {
-		if sc.Steps[i].Fault.Kind != scenario.Heal {
+		if sc.Steps[i].Fault.Kind != fault.Heal {
 			t.Errorf("steps[%d] is %v, want an inject heal", i, sc.Steps[i].Fault.Kind)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/wire/bounded"
 )
 
@@ -84,14 +85,8 @@ func (v *View) setStatus(node string, st NodeStatus) {
 	}
 }
 
-// Impairment is what a delay or loss fault sets on a node's link.
-type Impairment struct {
-	Delay  time.Duration
-	Jitter time.Duration
-	Loss   float64 // percent
-}
-
-func (imp Impairment) String() string {
+// impairText is imp as a schedule line has it: "50ms jitter 5ms 2%".
+func impairText(imp fault.Impairment) string {
 	var parts []string
 	if imp.Delay > 0 || imp.Jitter > 0 {
 		s := imp.Delay.String()
@@ -112,13 +107,13 @@ type Action struct {
 	Step int // index in Scenario.Steps
 	Kind StepKind
 
-	Fault  FaultKind  // inject
+	Fault  fault.Kind // inject
 	Nodes  []string   // inject: the nodes; wait_leader: those waited for; heal: those unisolated
 	Groups [][]string // inject partition; heal: the partition removed
 	OneWay bool       // inject partition
 	// Impair is what delay or loss sets on Nodes: Delay and Jitter for
 	// delay, Loss for loss; the node's other settings stay.
-	Impair Impairment
+	Impair fault.Impairment
 
 	Healed  bool     // heal: a partition or isolation was removed
 	Cleared []string // heal: the nodes whose delay and loss were cleared
@@ -129,6 +124,16 @@ type Action struct {
 	Duration time.Duration // wait
 }
 
+// fault is the fault an inject action applies.
+func (a Action) fault() fault.Fault {
+	f := fault.Fault{Kind: a.Fault, Nodes: a.Nodes, Groups: a.Groups, OneWay: a.OneWay}
+	if a.Fault == fault.Delay || a.Fault == fault.Loss {
+		imp := a.Impair
+		f.Impair = &imp
+	}
+	return f
+}
+
 // String is the action as one line of a schedule.
 func (a Action) String() string {
 	var b strings.Builder
@@ -137,7 +142,7 @@ func (a Action) String() string {
 	case StepInject:
 		b.WriteString(" " + string(a.Fault))
 		switch a.Fault {
-		case Partition:
+		case fault.Partition:
 			sep := " | "
 			if a.OneWay {
 				sep = " -> "
@@ -150,9 +155,9 @@ func (a Action) String() string {
 				}
 				b.WriteString(strings.Join(g, ","))
 			}
-		case Heal:
-		case Delay, Loss:
-			fmt.Fprintf(&b, " %s on %s", a.Impair, strings.Join(a.Nodes, ","))
+		case fault.Heal:
+		case fault.Delay, fault.Loss:
+			fmt.Fprintf(&b, " %s on %s", impairText(a.Impair), strings.Join(a.Nodes, ","))
 		default:
 			b.WriteString(" " + strings.Join(a.Nodes, ","))
 		}
@@ -220,24 +225,24 @@ func (n *network) apply(a Action) {
 		clear(n.impaired)
 	case StepInject:
 		switch a.Fault {
-		case Partition:
+		case fault.Partition:
 			n.groups, n.oneWay = a.Groups, a.OneWay
-		case Heal:
+		case fault.Heal:
 			n.groups, n.oneWay = nil, false
 			clear(n.isolated)
-		case Isolate:
+		case fault.Isolate:
 			for _, x := range a.Nodes {
 				n.isolated[x] = true
 			}
-		case Unisolate:
+		case fault.Unisolate:
 			for _, x := range a.Nodes {
 				delete(n.isolated, x)
 			}
-		case Delay, Loss:
+		case fault.Delay, fault.Loss:
 			for _, x := range a.Nodes {
 				n.impaired[x] = true
 			}
-		case Clear:
+		case fault.Clear:
 			for _, x := range a.Nodes {
 				delete(n.impaired, x)
 			}
@@ -260,13 +265,13 @@ func (v *View) predict(a Action) {
 			}
 		}
 		switch a.Fault {
-		case Crash:
+		case fault.Crash:
 			set(StatusCrashed)
-		case Pause:
+		case fault.Pause:
 			set(StatusPaused)
-		case Leave:
+		case fault.Leave:
 			set(StatusLeft)
-		case Restart, Resume, Join:
+		case fault.Restart, fault.Resume, fault.Join:
 			set(StatusLive)
 		}
 	case StepWaitLeader:
@@ -333,8 +338,8 @@ func (r *resolver) step(i int, v *View, net *network) (Action, error) {
 		ft := st.Fault
 		a.Fault = ft.Kind
 		switch ft.Kind {
-		case Heal:
-		case Partition:
+		case fault.Heal:
+		case fault.Partition:
 			groups, err := pk.partition(ft.Groups)
 			if err != nil {
 				return a, fmt.Errorf("partition: %w", err)
@@ -347,7 +352,7 @@ func (r *resolver) step(i int, v *View, net *network) (Action, error) {
 				return a, fmt.Errorf("%s: %w", ft.Kind, err)
 			}
 			a.Nodes = nodes
-			a.Impair = Impairment{Delay: ft.Delay, Jitter: ft.Jitter, Loss: ft.Loss}
+			a.Impair = fault.Impairment{Delay: ft.Delay, Jitter: ft.Jitter, Loss: ft.Loss}
 		}
 	case StepHeal:
 		a.Groups = net.groups
@@ -405,21 +410,21 @@ func (p *picker) live() []string { return p.withStatus(StatusLive) }
 
 // pool returns the nodes a fault can apply to, which keyword selectors
 // choose from: restart picks among crashed nodes, not live ones.
-func (p *picker) pool(k FaultKind) ([]string, string) {
+func (p *picker) pool(k fault.Kind) ([]string, string) {
 	switch k {
-	case Restart:
+	case fault.Restart:
 		return p.withStatus(StatusCrashed), "crashed"
-	case Resume:
+	case fault.Resume:
 		return p.withStatus(StatusPaused), "paused"
-	case Join:
+	case fault.Join:
 		return p.withStatus(StatusLeft), "left"
-	case Unisolate:
+	case fault.Unisolate:
 		return p.filter(func(x string) bool { return p.net.isolated[x] }), "isolated"
-	case Isolate:
+	case fault.Isolate:
 		return p.filter(func(x string) bool { return p.status[x] == StatusLive && !p.net.isolated[x] }), "live and connected"
-	case Clear:
+	case fault.Clear:
 		return p.filter(func(x string) bool { return p.net.impaired[x] }), "impaired"
-	case Delay, Loss:
+	case fault.Delay, fault.Loss:
 		return p.filter(func(string) bool { return true }), "testbed"
 	}
 	return p.live(), "live"
@@ -834,7 +839,7 @@ func (sc *Scenario) CheckNames(topology string, nodes []string, groups map[strin
 				}
 			}
 			if err == nil {
-				if ft.Kind == Delay || ft.Kind == Loss {
+				if ft.Kind == fault.Delay || ft.Kind == fault.Loss {
 					f += ".nodes"
 				}
 				err = check(st, f, ft.Nodes)

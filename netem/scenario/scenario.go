@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/topologies/yamlfile"
 	"github.com/bullylab/bullylab/wire/bounded"
 )
@@ -51,34 +52,6 @@ const (
 	StepHeal         StepKind = "heal"          // undo every network fault: partitions, isolations, impairments
 )
 
-// FaultKind names a fault. The names are netem.Lab's and those of the
-// capture's fault records, so a schedule and its capture read alike; join
-// is the Lab's restart of a node that left.
-type FaultKind string
-
-// Faults. Node faults take Nodes; partition takes Groups; delay and loss
-// take Nodes (default all) and their amounts.
-const (
-	Crash     FaultKind = "crash"     // SIGKILL the node's process
-	Restart   FaultKind = "restart"   // start a crashed (or never started) node
-	Pause     FaultKind = "pause"     // SIGSTOP: a grey failure, sockets stay open
-	Resume    FaultKind = "resume"    // SIGCONT a paused node
-	Isolate   FaultKind = "isolate"   // cut the node's link at the switch
-	Unisolate FaultKind = "unisolate" // reconnect an isolated node
-	Partition FaultKind = "partition" // cut Groups from each other (OneWay: only Groups[0] -> Groups[1])
-	Heal      FaultKind = "heal"      // remove the partition and reconnect isolated nodes (not impairments)
-	Delay     FaultKind = "delay"     // add latency to what the nodes send
-	Loss      FaultKind = "loss"      // drop a share of what the nodes send
-	Clear     FaultKind = "clear"     // restore the topology's impairments of the nodes
-	Campaign  FaultKind = "campaign"  // ask the node to start an election
-	Leave     FaultKind = "leave"     // the node announces LEAVE and stops
-	Join      FaultKind = "join"      // start a node that left, announcing JOIN
-)
-
-// FaultKinds lists every fault in documentation order.
-var FaultKinds = []FaultKind{Crash, Restart, Pause, Resume, Isolate, Unisolate,
-	Partition, Heal, Delay, Loss, Clear, Campaign, Leave, Join}
-
 // Expect is what a wait_leader step requires of the leader it finds.
 type Expect string
 
@@ -109,7 +82,7 @@ type Step struct {
 	// Line is the step's 1-based line in its file; 0 for built-ins.
 	Line int
 
-	Fault *Fault // inject
+	Fault *Injection // inject
 
 	Timeout time.Duration // wait_leader, wait_election
 	Expect  Expect        // wait_leader
@@ -121,9 +94,9 @@ type Step struct {
 	Duration time.Duration // wait
 }
 
-// Fault is what an inject step does.
-type Fault struct {
-	Kind   FaultKind
+// Injection is what an inject step does: a fault on selected nodes.
+type Injection struct {
+	Kind   fault.Kind
 	Nodes  Selectors   // every fault but partition and heal
 	Groups []Selectors // partition
 	OneWay bool        // partition
@@ -294,9 +267,9 @@ func (v validator) step(st Step, f string) error {
 	return nil
 }
 
-func (v validator) fault(ft *Fault, line int, f string) error {
+func (v validator) fault(ft *Injection, line int, f string) error {
 	switch ft.Kind {
-	case Partition:
+	case fault.Partition:
 		if len(ft.Groups) < 2 {
 			return v.err(line, f+".groups", "want at least two groups, got %d (use rest for everyone else)", len(ft.Groups))
 		}
@@ -320,14 +293,14 @@ func (v validator) fault(ft *Fault, line int, f string) error {
 			}
 		}
 		return nil
-	case Heal:
+	case fault.Heal:
 		return nil
-	case Crash, Restart, Pause, Resume, Isolate, Unisolate, Clear, Campaign, Leave, Join, Delay, Loss:
+	case fault.Crash, fault.Restart, fault.Pause, fault.Resume, fault.Isolate, fault.Unisolate, fault.Clear, fault.Campaign, fault.Leave, fault.Join, fault.Delay, fault.Loss:
 	default:
 		return v.err(line, f, "unknown fault %s", bounded.Quote(string(ft.Kind)))
 	}
 	nf := f
-	if ft.Kind == Delay || ft.Kind == Loss {
+	if ft.Kind == fault.Delay || ft.Kind == fault.Loss {
 		nf += ".nodes"
 	}
 	if len(ft.Nodes) == 0 {
@@ -337,14 +310,14 @@ func (v validator) fault(ft *Fault, line int, f string) error {
 		return err
 	}
 	switch ft.Kind {
-	case Delay:
+	case fault.Delay:
 		if ft.Delay < 0 || ft.Jitter < 0 {
 			return v.err(line, f, "negative delay or jitter")
 		}
 		if ft.Delay == 0 && ft.Jitter == 0 {
 			return v.err(line, f+".delay", "zero delay and jitter change nothing (use clear)")
 		}
-	case Loss:
+	case fault.Loss:
 		if !(ft.Loss > 0 && ft.Loss <= 100) {
 			return v.err(line, f+".percent", "%g is not a percentage in (0, 100]", ft.Loss)
 		}
