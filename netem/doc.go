@@ -1,14 +1,13 @@
-// Package netem builds testbeds of Linux network namespaces from topologies,
-// runs bullylab nodes inside them and injects faults, all through netlink and
-// nftables.
+// Package netem builds testbeds of Linux network namespaces from topologies
+// and degrades their links, all through netlink and nftables: the layer
+// under the lab (netem/lab), which runs nodes on a testbed and faults them.
 //
-// Testbed (Build, Attach) is the namespaces, links and processes; Firewall
-// and Impairer are partitions and link impairments in one node namespace;
-// Lab (StartLab) is a Testbed running one `bullylab node` per topology node,
-// with faults (crash, pause, partition, delay, ...) reported to observers,
-// and WaitLeader to see the election they cause. ServeControl and Client
-// are the control API `bullylab up` serves to `bullylab status`, `fault`
-// and `down`; Clean removes what a killed run left.
+// Testbed (Build, Attach) is one run's switch and node namespaces, veths
+// and the processes started in them, recorded in a state file (RunState)
+// so that Clean can remove what a killed run left. Firewall (partitions)
+// and Impairer (delay, jitter, loss, duplication, reordering, with the
+// netem qdisc or an NFQUEUE delayer as backend) act in one node namespace;
+// Probe says which the kernel supports.
 package netem
 
 import "errors"

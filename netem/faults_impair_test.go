@@ -31,27 +31,6 @@ func TestFaultsProbe(t *testing.T) {
 	}
 }
 
-func TestFaultsImpairmentValidate(t *testing.T) {
-	bad := []fault.Impairment{
-		{Delay: -time.Millisecond},
-		{Loss: 101},
-		{Duplicate: -1},
-		{Reorder: 10},
-	}
-	for _, imp := range bad {
-		if imp.Validate() == nil {
-			t.Errorf("%+v accepted", imp)
-		}
-	}
-	good := fault.Impairment{Delay: 10 * time.Millisecond, Jitter: 20 * time.Millisecond, Loss: 100, Reorder: 5}
-	if err := good.Validate(); err != nil {
-		t.Errorf("%+v rejected: %v", good, err)
-	}
-	if s := good.String(); s != "delay 10ms±20ms loss 100% reorder 5%" {
-		t.Errorf("String() = %q", s)
-	}
-}
-
 // faultsImpairer opens an Impairer on nd with the given backend.
 func faultsImpairer(t *testing.T, f *faultsFixture, nd *faultsNode, backend string) *Impairer {
 	t.Helper()

@@ -86,7 +86,7 @@
 //
 // # Seeds and schedules
 //
-// Nodes are ordered by ID, and netem.Lab gives IDs in topology order, so
+// Nodes are ordered by ID, and the lab gives IDs in topology order, so
 // highest, top:K and minority name the same nodes on every run. Random
 // selectors draw from NewRand(seed), one sub-generator per step seeded
 // before step 1, so a step's choice never depends on how many numbers

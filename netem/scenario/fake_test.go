@@ -40,7 +40,7 @@ func newFake(order ...string) *fakeTarget {
 	return f
 }
 
-// starFake is star16 with IDs in topology order, as netem.Lab assigns them.
+// starFake is star16 with IDs in topology order, as the lab assigns them.
 func starFake(n int) *fakeTarget {
 	names := make([]string, n)
 	for i := range names {

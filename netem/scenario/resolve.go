@@ -32,7 +32,7 @@ type NodeView struct {
 // View is the testbed as a step sees it when its selectors are resolved.
 type View struct {
 	// Nodes lists every node of the testbed, lowest ID first: the Bully
-	// order (netem.Lab gives IDs in topology order, so there they agree).
+	// order (the lab gives IDs in topology order, so there they agree).
 	Nodes []NodeView
 	// Groups are the topology's named groups, for selectors that name one.
 	Groups map[string][]string
