@@ -76,7 +76,7 @@ func NewImpairer(ns netns.NsHandle, run, link string, opts ImpairerOptions) (*Im
 		return nil, fmt.Errorf("impairer: unknown backend %q", name)
 	}
 
-	own, err := faultsDupNS(ns)
+	own, err := dupNS(ns)
 	if err != nil {
 		return nil, fmt.Errorf("impairer: %w", err)
 	}
@@ -186,13 +186,13 @@ func (im *Impairer) Close() error {
 	return nil
 }
 
-// faultsJoin combines errors on one line, still matching errors.Is for each.
-func faultsJoin(errs []error) error {
+// joinErrors combines errors on one line, still matching errors.Is for each.
+func joinErrors(errs []error) error {
 	switch len(errs) {
 	case 0:
 		return nil
 	case 1:
 		return errs[0]
 	}
-	return fmt.Errorf("%w; %w", errs[0], faultsJoin(errs[1:]))
+	return fmt.Errorf("%w; %w", errs[0], joinErrors(errs[1:]))
 }

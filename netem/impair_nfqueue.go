@@ -62,8 +62,8 @@ func newNFQBackend(ns netns.NsHandle, run, link string) (*nfqBackend, error) {
 		Hooknum: nftables.ChainHookOutput, Priority: nftables.ChainPriorityFilter}
 	b.l4 = &nftables.Set{Table: b.table, Name: impairL4Set, KeyType: nftables.TypeInetProto, Constant: true}
 
-	faultsTableMu.Lock()
-	defer faultsTableMu.Unlock()
+	nftTableMu.Lock()
+	defer nftTableMu.Unlock()
 	conn.AddTable(b.table)
 	conn.AddChain(b.chain)
 	conn.FlushChain(b.chain)
@@ -199,15 +199,15 @@ func (b *nfqBackend) close() error {
 		b.delayer = nil
 	}
 
-	faultsTableMu.Lock()
-	defer faultsTableMu.Unlock()
+	nftTableMu.Lock()
+	defer nftTableMu.Unlock()
 	b.conn.DelChain(b.chain)
 	b.conn.DelSet(b.l4)
 	if err := b.conn.Flush(); err != nil && !errors.Is(err, syscall.ENOENT) {
 		errs = append(errs, fmt.Errorf("removing chain %s: %w", impairChain, err))
 	}
-	if err := faultsDropTableIfEmpty(b.conn, b.table); err != nil {
+	if err := dropTableIfEmpty(b.conn, b.table); err != nil {
 		errs = append(errs, err)
 	}
-	return faultsJoin(errs)
+	return joinErrors(errs)
 }

@@ -24,10 +24,10 @@ const (
 	firewallLossChain = "loss_in"
 )
 
-// faultsTableMu serializes creating and deleting the shared per-namespace
+// nftTableMu serializes creating and deleting the shared per-namespace
 // table, so that a Firewall closing cannot delete the table under an
 // Impairer that is adding its chain to it (or the other way round).
-var faultsTableMu sync.Mutex
+var nftTableMu sync.Mutex
 
 // Firewall cuts a node off from chosen peers by dropping, in the node's own
 // namespace, every IPv4 packet whose source is in a set of blocked addresses.
@@ -60,7 +60,7 @@ func NewFirewall(ns netns.NsHandle, run string) (*Firewall, error) {
 	if !ValidRunID(run) {
 		return nil, fmt.Errorf("firewall: invalid run ID %q", run)
 	}
-	own, err := faultsDupNS(ns)
+	own, err := dupNS(ns)
 	if err != nil {
 		return nil, fmt.Errorf("firewall: %w", err)
 	}
@@ -75,8 +75,8 @@ func NewFirewall(ns netns.NsHandle, run string) (*Firewall, error) {
 	f.chain = &nftables.Chain{Name: firewallChain, Table: f.table, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter}
 
-	faultsTableMu.Lock()
-	defer faultsTableMu.Unlock()
+	nftTableMu.Lock()
+	defer nftTableMu.Unlock()
 	conn.AddTable(f.table)
 	conn.AddChain(f.chain)
 	// Flushing what a previous Firewall left keeps the rule single.
@@ -264,8 +264,8 @@ func (f *Firewall) Close() error {
 	defer f.ns.Close()
 	defer f.conn.CloseLasting()
 
-	faultsTableMu.Lock()
-	defer faultsTableMu.Unlock()
+	nftTableMu.Lock()
+	defer nftTableMu.Unlock()
 	f.conn.DelChain(f.chain)
 	if f.lossChain != nil {
 		f.conn.DelChain(f.lossChain)
@@ -275,13 +275,13 @@ func (f *Firewall) Close() error {
 	if err != nil && !errors.Is(err, syscall.ENOENT) {
 		return fmt.Errorf("firewall: removing chain and set: %w", err)
 	}
-	return faultsDropTableIfEmpty(f.conn, f.table)
+	return dropTableIfEmpty(f.conn, f.table)
 }
 
-// faultsDropTableIfEmpty deletes table when it holds no chains and no sets,
+// dropTableIfEmpty deletes table when it holds no chains and no sets,
 // i.e. when neither a Firewall nor an Impairer uses it any more. Callers hold
-// faultsTableMu.
-func faultsDropTableIfEmpty(conn *nftables.Conn, table *nftables.Table) error {
+// nftTableMu.
+func dropTableIfEmpty(conn *nftables.Conn, table *nftables.Table) error {
 	chains, err := conn.ListChainsOfTableFamily(table.Family)
 	if err != nil {
 		return fmt.Errorf("listing chains: %w", err)

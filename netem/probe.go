@@ -58,7 +58,7 @@ var probed struct {
 
 // probeScratchNS creates the probe's scratch namespace; tests replace it to
 // make the probe fail.
-var probeScratchNS = faultsNewScratchNS
+var probeScratchNS = newScratchNS
 
 // Probe reports what this kernel supports. A feature the kernel lacks is a
 // false field, with why in Reason. An error means that the probe could not
@@ -219,9 +219,9 @@ func probeNFQueue(scratch netns.NsHandle) (ok bool, why string, err error) {
 	return true, "NFQUEUE available", nil
 }
 
-// faultsNewScratchNS creates an unnamed network namespace and returns a
+// newScratchNS creates an unnamed network namespace and returns a
 // handle to it, leaving the calling thread where it was.
-func faultsNewScratchNS() (netns.NsHandle, error) {
+func newScratchNS() (netns.NsHandle, error) {
 	var scratch netns.NsHandle
 	err := onLockedThread(func() error {
 		var err error
@@ -231,8 +231,8 @@ func faultsNewScratchNS() (netns.NsHandle, error) {
 	return scratch, err
 }
 
-// faultsDupNS duplicates a namespace handle so the caller may close its own.
-func faultsDupNS(ns netns.NsHandle) (netns.NsHandle, error) {
+// dupNS duplicates a namespace handle so the caller may close its own.
+func dupNS(ns netns.NsHandle) (netns.NsHandle, error) {
 	fd, err := unix.FcntlInt(uintptr(ns), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return netns.None(), fmt.Errorf("duplicating namespace handle: %w", err)

@@ -69,12 +69,12 @@ func TestProbeFailureIsAnError(t *testing.T) {
 					t.Errorf("errors.Is(%v, %v) = %v", err, e, got)
 				}
 			}
-			o := outcome.Of(t, func(tb testing.TB) { faultsCaps(tb) })
+			o := outcome.Of(t, func(tb testing.TB) { probedCaps(tb) })
 			switch {
 			case tc.skipFor == nil && (!o.Failed || o.Skipped):
-				t.Errorf("faultsCaps did not fail the test (skipped %v): %s", o.Skipped, o.Msg)
+				t.Errorf("probedCaps did not fail the test (skipped %v): %s", o.Skipped, o.Msg)
 			case tc.skipFor != nil && (!o.Skipped || o.Failed):
-				t.Errorf("faultsCaps did not skip the test (failed %v): %s", o.Failed, o.Msg)
+				t.Errorf("probedCaps did not skip the test (failed %v): %s", o.Failed, o.Msg)
 			}
 			// An error is not kept: every call probes again.
 			if calls != 2 {

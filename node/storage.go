@@ -34,7 +34,7 @@ import (
 //
 //	{"format":1,"crc32c":"89abcdef","state":{"epoch":7,...}}\n
 //
-// format is storeFormat and is bumped on any change a reader of the old one
+// format is stateFormat and is bumped on any change a reader of the old one
 // would misread. crc32c is the CRC-32C (Castagnoli) of the bytes of the state
 // value exactly as they appear in the file, as eight lowercase hex digits.
 // state is the JSON encoding of State. Load accepts only this exact byte
@@ -44,15 +44,15 @@ import (
 // newline. A file that fails any check is reported, never reset: a node that
 // forgets a HALT_ACK promise can elect two leaders in one epoch.
 const (
-	storeFormat    = 1
+	stateFormat    = 1
 	stateFileName  = "state.json"
 	idFileName     = "id"
 	lockFileName   = "lock"
-	storeTmpInfix  = ".tmp-"
-	storeCRCDigits = 8
+	tmpInfix  = ".tmp-"
+	crcDigits = 8
 )
 
-var storeCRCTable = crc32.MakeTable(crc32.Castagnoli)
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 var (
 	// ErrCorruptState is wrapped by every error about a state or id file that
@@ -104,17 +104,17 @@ func OpenFileStore(dir string) (*FileStore, error) {
 	if errors.Is(statErr, fs.ErrNotExist) {
 		// Without this a crash could lose the new dir's entry, and with it
 		// every file later saved (and fsynced) inside it.
-		if err := storeSyncDir(filepath.Dir(dir)); err != nil {
+		if err := syncDir(filepath.Dir(dir)); err != nil {
 			return nil, fmt.Errorf("open data dir: %w", err)
 		}
 	}
-	lock, err := storeLock(dir)
+	lock, err := lockDataDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	// Only now that we hold the lock can a temp file not be another
 	// process's save in progress.
-	if err := storeRemoveTemps(dir); err != nil {
+	if err := removeTemps(dir); err != nil {
 		lock.Close()
 		return nil, err
 	}
@@ -243,7 +243,7 @@ func (s *FileStore) saveFirst() error {
 	if err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
-	if _, err := storeWriteAtomic(s.dir, stateFileName, data); err != nil {
+	if _, err := writeAtomic(s.dir, stateFileName, data); err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
 	s.epoch, s.epochKnown = 0, true
@@ -295,7 +295,7 @@ func (s *FileStore) Save(st *State) error {
 	if err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
-	renamed, err := storeWriteAtomic(s.dir, stateFileName, data)
+	renamed, err := writeAtomic(s.dir, stateFileName, data)
 	if renamed {
 		// Even if the dir fsync failed, the new file is what a reader sees now.
 		s.epoch = st.Epoch
@@ -353,7 +353,7 @@ func (s *FileStore) LoadOrCreateID(want uuid.UUID) (uuid.UUID, error) {
 	} else if why := uuidV4Problem(id); why != "" {
 		return uuid.Nil, fmt.Errorf("node ID %s is not a version-4 UUID (%s)", id, why)
 	}
-	if _, err := storeWriteAtomic(s.dir, idFileName, []byte(id.String()+"\n")); err != nil {
+	if _, err := writeAtomic(s.dir, idFileName, []byte(id.String()+"\n")); err != nil {
 		return uuid.Nil, fmt.Errorf("save node ID: %w", err)
 	}
 	// The ID goes first: a crash between the two writes leaves an id
@@ -392,14 +392,14 @@ func encodeState(st *State) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return storeEnvelope(storeFormat, storeCRC(body), body), nil
+	return envelope(stateFormat, checksum(body), body), nil
 }
 
-func storeCRC(body []byte) string {
-	return fmt.Sprintf("%0*x", storeCRCDigits, crc32.Checksum(body, storeCRCTable))
+func checksum(body []byte) string {
+	return fmt.Sprintf("%0*x", crcDigits, crc32.Checksum(body, castagnoli))
 }
 
-func storeEnvelope(format int, crc string, body []byte) []byte {
+func envelope(format int, crc string, body []byte) []byte {
 	b := make([]byte, 0, len(body)+64)
 	b = fmt.Appendf(b, `{"format":%d,"crc32c":"%s","state":`, format, crc)
 	b = append(b, body...)
@@ -421,16 +421,16 @@ func decodeState(data []byte) (*State, error) {
 	}
 	// Check the version before the layout, so that a file from a newer
 	// build says so instead of looking damaged.
-	if env.Format != storeFormat {
-		return nil, fmt.Errorf("format version %d, this build reads only version %d", env.Format, storeFormat)
+	if env.Format != stateFormat {
+		return nil, fmt.Errorf("format version %d, this build reads only version %d", env.Format, stateFormat)
 	}
-	if !storeIsCRC(env.CRC) {
+	if !isChecksum(env.CRC) {
 		return nil, fmt.Errorf("bad checksum field %s", bounded.Quote(env.CRC))
 	}
-	if !bytes.Equal(data, storeEnvelope(env.Format, env.CRC, env.State)) {
+	if !bytes.Equal(data, envelope(env.Format, env.CRC, env.State)) {
 		return nil, errors.New("not in the exact form this program writes (truncated, or edited by hand?)")
 	}
-	if got := storeCRC(env.State); got != env.CRC {
+	if got := checksum(env.State); got != env.CRC {
 		return nil, fmt.Errorf("checksum mismatch: stored %s, computed %s", env.CRC, got)
 	}
 	if len(env.State) == 0 || env.State[0] != '{' {
@@ -447,8 +447,8 @@ func decodeState(data []byte) (*State, error) {
 	return &st, nil
 }
 
-func storeIsCRC(s string) bool {
-	if len(s) != storeCRCDigits {
+func isChecksum(s string) bool {
+	if len(s) != crcDigits {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -459,12 +459,12 @@ func storeIsCRC(s string) bool {
 	return true
 }
 
-// storeWriteAtomic replaces dir/name with data so that a crash at any point
+// writeAtomic replaces dir/name with data so that a crash at any point
 // leaves either the old file or the new one. renamed reports whether the new
 // file took the old one's place, which is the case even if the final fsync
 // of the dir failed.
-func storeWriteAtomic(dir, name string, data []byte) (renamed bool, err error) {
-	f, err := os.CreateTemp(dir, name+storeTmpInfix+"*")
+func writeAtomic(dir, name string, data []byte) (renamed bool, err error) {
+	f, err := os.CreateTemp(dir, name+tmpInfix+"*")
 	if err != nil {
 		return false, err
 	}
@@ -494,10 +494,10 @@ func storeWriteAtomic(dir, name string, data []byte) (renamed bool, err error) {
 	}
 	// The rename lives in the directory; until it is synced a crash can
 	// bring the old file back.
-	return true, storeSyncDir(dir)
+	return true, syncDir(dir)
 }
 
-func storeSyncDir(dir string) error {
+func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -512,17 +512,17 @@ func storeSyncDir(dir string) error {
 	return nil
 }
 
-// storeRemoveTemps removes what saves that crashed left behind. Their
+// removeTemps removes what saves that crashed left behind. Their
 // content is never used: the rename never happened, so the previous file is
 // still the one in force.
-func storeRemoveTemps(dir string) error {
+func removeTemps(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("open data dir: %w", err)
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasPrefix(name, stateFileName+storeTmpInfix) || strings.HasPrefix(name, idFileName+storeTmpInfix) {
+		if strings.HasPrefix(name, stateFileName+tmpInfix) || strings.HasPrefix(name, idFileName+tmpInfix) {
 			if err := os.Remove(filepath.Join(dir, name)); err != nil {
 				return fmt.Errorf("remove leftover temp file: %w", err)
 			}
@@ -531,14 +531,14 @@ func storeRemoveTemps(dir string) error {
 	return nil
 }
 
-// storeLock takes an exclusive flock on dir/lock. flock locks belong to the
+// lockDataDir takes an exclusive flock on dir/lock. flock locks belong to the
 // open file description, so the kernel drops them when the last descriptor
 // closes, including when the process dies of SIGKILL or a crash: there is
 // never a stale lock to clean up. (The pid left in the file may be stale; it
 // is only shown while its writer still holds the lock.) os.OpenFile sets
 // O_CLOEXEC, so child processes do not inherit the lock. flock may not work
 // across hosts on NFS; a data dir is meant to be local.
-func storeLock(dir string) (*os.File, error) {
+func lockDataDir(dir string) (*os.File, error) {
 	path := filepath.Join(dir, lockFileName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {

@@ -200,19 +200,19 @@ func TestFileStoreCorrupt(t *testing.T) {
 		"zeros":          make([]byte, 4096),
 		"json array":     []byte("[1,2,3]\n"),
 		"plain state":    []byte(`{"epoch":9}` + "\n"),
-		"future format":  storeEnvelope(2, storeCRC(body), body),
-		"spaces added":   []byte(strings.Replace(string(storeEnvelope(1, storeCRC(body), body)), ",", ", ", 1)),
-		"upper-case crc": storeEnvelope(1, strings.ToUpper(storeCRC([]byte(`{"epoch":99}`))), []byte(`{"epoch":99}`)),
-		"null state":     storeEnvelope(1, storeCRC([]byte("null")), []byte("null")),
-		"unknown field":  storeEnvelope(1, storeCRC([]byte(`{"epoch":9,"x":1}`)), []byte(`{"epoch":9,"x":1}`)),
-		"wrong type":     storeEnvelope(1, storeCRC([]byte(`{"epoch":"9"}`)), []byte(`{"epoch":"9"}`)),
+		"future format":  envelope(2, checksum(body), body),
+		"spaces added":   []byte(strings.Replace(string(envelope(1, checksum(body), body)), ",", ", ", 1)),
+		"upper-case crc": envelope(1, strings.ToUpper(checksum([]byte(`{"epoch":99}`))), []byte(`{"epoch":99}`)),
+		"null state":     envelope(1, checksum([]byte("null")), []byte("null")),
+		"unknown field":  envelope(1, checksum([]byte(`{"epoch":9,"x":1}`)), []byte(`{"epoch":9,"x":1}`)),
+		"wrong type":     envelope(1, checksum([]byte(`{"epoch":"9"}`)), []byte(`{"epoch":"9"}`)),
 		"appended":       append(bytes.Clone(good), good...),
 	} {
 		t.Run(name, func(t *testing.T) { check(t, name, data) })
 	}
 
 	t.Run("future format names version", func(t *testing.T) {
-		os.WriteFile(path, storeEnvelope(2, storeCRC(body), body), 0o600)
+		os.WriteFile(path, envelope(2, checksum(body), body), 0o600)
 		if _, err := s.Load(); err == nil || !strings.Contains(err.Error(), "format version 2") {
 			t.Errorf("Load = %v; want it to name format version 2", err)
 		}
@@ -262,9 +262,9 @@ func TestFileStoreLeftoverTempIgnored(t *testing.T) {
 	// file behind, complete or not; either way it never took effect.
 	newer, _ := encodeState(sampleState(5))
 	leftovers := map[string][]byte{
-		stateFileName + storeTmpInfix + "123": newer[:len(newer)/2],
-		stateFileName + storeTmpInfix + "456": newer,
-		idFileName + storeTmpInfix + "789":    []byte(idB.String()),
+		stateFileName + tmpInfix + "123": newer[:len(newer)/2],
+		stateFileName + tmpInfix + "456": newer,
+		idFileName + tmpInfix + "789":    []byte(idB.String()),
 	}
 	for name, data := range leftovers {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
@@ -504,7 +504,7 @@ func FuzzLoadState(f *testing.F) {
 		}
 		// As the body of a file with a valid checksum, which random bytes
 		// alone would almost never reach.
-		if st, err := decodeState(storeEnvelope(storeFormat, storeCRC(data), data)); err == nil {
+		if st, err := decodeState(envelope(stateFormat, checksum(data), data)); err == nil {
 			checkStateReencodes(t, st)
 		}
 	})

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-func faultsFirewall(t *testing.T, f *faultsFixture, nd *faultsNode) *Firewall {
+func firewall(t *testing.T, f *fixture, nd *fixtureNode) *Firewall {
 	t.Helper()
 	fw, err := NewFirewall(nd.ns, f.run)
 	if err != nil {
@@ -26,9 +26,9 @@ func faultsFirewall(t *testing.T, f *faultsFixture, nd *faultsNode) *Firewall {
 	return fw
 }
 
-// faultsUDPCount sends n datagrams tagged with tag from src to dst and
+// udpCount sends n datagrams tagged with tag from src to dst and
 // counts how many dst receives; the sender must see no error.
-func faultsUDPCount(t *testing.T, src, dst *net.UDPConn, tag byte, n int) int {
+func udpCount(t *testing.T, src, dst *net.UDPConn, tag byte, n int) int {
 	t.Helper()
 	to := dst.LocalAddr().(*net.UDPAddr)
 	for range n {
@@ -50,7 +50,7 @@ func faultsUDPCount(t *testing.T, src, dst *net.UDPConn, tag byte, n int) int {
 	}
 }
 
-func faultsTCPSend(t *testing.T, c net.Conn, msg string) {
+func tcpSend(t *testing.T, c net.Conn, msg string) {
 	t.Helper()
 	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
 	if _, err := c.Write([]byte(msg)); err != nil {
@@ -58,8 +58,8 @@ func faultsTCPSend(t *testing.T, c net.Conn, msg string) {
 	}
 }
 
-// faultsTCPRecv reads msg from c within timeout and returns how long it took.
-func faultsTCPRecv(c net.Conn, msg string, timeout time.Duration) (time.Duration, error) {
+// tcpRecv reads msg from c within timeout and returns how long it took.
+func tcpRecv(c net.Conn, msg string, timeout time.Duration) (time.Duration, error) {
 	start := time.Now()
 	_ = c.SetReadDeadline(start.Add(timeout))
 	buf := make([]byte, len(msg))
@@ -72,7 +72,7 @@ func faultsTCPRecv(c net.Conn, msg string, timeout time.Duration) (time.Duration
 	return time.Since(start), nil
 }
 
-func faultsTCPSilent(t *testing.T, c net.Conn, what string) {
+func tcpSilent(t *testing.T, c net.Conn, what string) {
 	t.Helper()
 	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 	buf := make([]byte, 64)
@@ -82,18 +82,18 @@ func faultsTCPSilent(t *testing.T, c net.Conn, what string) {
 	}
 }
 
-func TestFaultsPartition(t *testing.T) {
-	faultsNoLeak(t)
+func TestPartition(t *testing.T) {
+	noLeak(t)
 	f := newFaultsFixture(t, 2)
 	a, b := f.nodes[0], f.nodes[1]
-	fa, fb := faultsFirewall(t, f, a), faultsFirewall(t, f, b)
-	ua, ub := faultsUDP(t, a), faultsUDP(t, b)
-	ta, tb := faultsTCPPair(t, a, b)
+	fa, fb := firewall(t, f, a), firewall(t, f, b)
+	ua, ub := udpConn(t, a), udpConn(t, b)
+	ta, tb := tcpPair(t, a, b)
 
 	bothWays := func(phase string, tag byte, wantAB, wantBA int) {
 		t.Helper()
-		ab := faultsUDPCount(t, ua, ub, tag, 20)
-		ba := faultsUDPCount(t, ub, ua, tag+1, 20)
+		ab := udpCount(t, ua, ub, tag, 20)
+		ba := udpCount(t, ub, ua, tag+1, 20)
 		t.Logf("%s: UDP a→b %d/20, b→a %d/20", phase, ab, ba)
 		if ab != wantAB || ba != wantBA {
 			t.Errorf("%s: UDP a→b %d, b→a %d; want %d, %d", phase, ab, ba, wantAB, wantBA)
@@ -101,7 +101,7 @@ func TestFaultsPartition(t *testing.T) {
 	}
 	mustRecv := func(c net.Conn, msg string, timeout time.Duration) time.Duration {
 		t.Helper()
-		d, err := faultsTCPRecv(c, msg, timeout)
+		d, err := tcpRecv(c, msg, timeout)
 		if err != nil {
 			t.Fatalf("TCP %q: %v", msg, err)
 		}
@@ -109,7 +109,7 @@ func TestFaultsPartition(t *testing.T) {
 	}
 
 	bothWays("connected", 1, 20, 20)
-	faultsTCPSend(t, ta, "hello")
+	tcpSend(t, ta, "hello")
 	mustRecv(tb, "hello", time.Second)
 
 	// One-way cut: b drops what a sends; b→a still flows.
@@ -122,9 +122,9 @@ func TestFaultsPartition(t *testing.T) {
 		t.Errorf("Blocked() = %v", got)
 	}
 	bothWays("one-way cut a→b", 3, 0, 20)
-	faultsTCPSend(t, ta, "lost1")
-	faultsTCPSilent(t, tb, "TCP a→b during the one-way cut")
-	faultsTCPSend(t, tb, "back1")
+	tcpSend(t, ta, "lost1")
+	tcpSilent(t, tb, "TCP a→b during the one-way cut")
+	tcpSend(t, tb, "back1")
 	mustRecv(ta, "back1", time.Second) // fresh b→a data still arrives; only a's ACKs are lost
 
 	start = time.Now()
@@ -135,9 +135,9 @@ func TestFaultsPartition(t *testing.T) {
 	d := mustRecv(tb, "lost1", 10*time.Second)
 	t.Logf("TCP a→b recovered %v after heal (next retransmission)", d)
 	bothWays("healed", 5, 20, 20)
-	faultsTCPSend(t, ta, "after1")
+	tcpSend(t, ta, "after1")
 	mustRecv(tb, "after1", time.Second)
-	faultsTCPSend(t, tb, "after2")
+	tcpSend(t, tb, "after2")
 	mustRecv(ta, "after2", time.Second)
 
 	// Symmetric cut.
@@ -148,10 +148,10 @@ func TestFaultsPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	bothWays("symmetric cut", 7, 0, 0)
-	faultsTCPSend(t, ta, "lost2")
-	faultsTCPSend(t, tb, "lost3")
-	faultsTCPSilent(t, tb, "TCP a→b during the symmetric cut")
-	faultsTCPSilent(t, ta, "TCP b→a during the symmetric cut")
+	tcpSend(t, ta, "lost2")
+	tcpSend(t, tb, "lost3")
+	tcpSilent(t, tb, "TCP a→b during the symmetric cut")
+	tcpSilent(t, ta, "TCP b→a during the symmetric cut")
 
 	if err := fa.Clear(); err != nil {
 		t.Fatal(err)
@@ -168,11 +168,11 @@ func TestFaultsPartition(t *testing.T) {
 	bothWays("healed again", 9, 20, 20)
 }
 
-func TestFaultsFirewallAPI(t *testing.T) {
-	faultsNoLeak(t)
+func TestFirewallAPI(t *testing.T) {
+	noLeak(t)
 	f := newFaultsFixture(t, 2)
 	a, b := f.nodes[0], f.nodes[1]
-	fw := faultsFirewall(t, f, a)
+	fw := firewall(t, f, a)
 	if err := fw.Block(b.addr, b.addr); err != nil {
 		t.Fatalf("blocking twice in one call: %v", err)
 	}
@@ -196,18 +196,18 @@ func TestFaultsFirewallAPI(t *testing.T) {
 // TestFaultsReceiverLoss checks the Firewall's loss: a share of what one
 // source sends is dropped on arrival, other sources lose nothing, and the
 // sender sees no error.
-func TestFaultsReceiverLoss(t *testing.T) {
-	faultsNoLeak(t)
+func TestReceiverLoss(t *testing.T) {
+	noLeak(t)
 	f := newFaultsFixture(t, 3)
 	a, b, c := f.nodes[0], f.nodes[1], f.nodes[2]
-	fb := faultsFirewall(t, f, b)
-	ua, ub, uc := faultsUDP(t, a), faultsUDP(t, b), faultsUDP(t, c)
+	fb := firewall(t, f, b)
+	ua, ub, uc := udpConn(t, a), udpConn(t, b), udpConn(t, c)
 	if err := fb.SetLoss(map[netip.Addr]float64{a.addr: 50}); err != nil {
 		t.Fatal(err)
 	}
 	const n = 400
-	fromA := faultsUDPCount(t, ua, ub, 1, n)
-	fromC := faultsUDPCount(t, uc, ub, 2, n)
+	fromA := udpCount(t, ua, ub, 1, n)
+	fromC := udpCount(t, uc, ub, 2, n)
 	t.Logf("50%% loss from a: %d/%d arrived; from c: %d/%d", fromA, n, fromC, n)
 	// Binomial(400, 0.5): 200 ± 25 is five standard deviations.
 	if fromA < 175 || fromA > 225 {
@@ -219,7 +219,7 @@ func TestFaultsReceiverLoss(t *testing.T) {
 	if err := fb.SetLoss(nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := faultsUDPCount(t, ua, ub, 3, n); got != n {
+	if got := udpCount(t, ua, ub, 3, n); got != n {
 		t.Errorf("after SetLoss(nil): %d/%d arrived", got, n)
 	}
 	if err := fb.SetLoss(map[netip.Addr]float64{a.addr: 120}); err == nil {

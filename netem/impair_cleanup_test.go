@@ -10,9 +10,9 @@ import (
 	"github.com/google/nftables"
 )
 
-// faultsChains lists, sorted, the chains of our table in nd's namespace and
+// chains lists, sorted, the chains of our table in nd's namespace and
 // the number of rules in each.
-func faultsChains(t *testing.T, f *faultsFixture, nd *faultsNode) map[string]int {
+func chains(t *testing.T, f *fixture, nd *fixtureNode) map[string]int {
 	t.Helper()
 	conn, err := nftables.New(nftables.WithNetNSFd(int(nd.ns)))
 	if err != nil {
@@ -36,8 +36,8 @@ func faultsChains(t *testing.T, f *faultsFixture, nd *faultsNode) map[string]int
 	return out
 }
 
-func TestFaultsCleanup(t *testing.T) {
-	faultsNoLeak(t)
+func TestImpairCleanup(t *testing.T) {
+	noLeak(t)
 	f := newFaultsFixture(t, 2)
 	a, b := f.nodes[0], f.nodes[1]
 	table := []string{NftTable(f.run)}
@@ -55,7 +55,7 @@ func TestFaultsCleanup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := faultsChains(t, f, a); got[firewallChain] != 1 {
+	if got := chains(t, f, a); got[firewallChain] != 1 {
 		t.Errorf("chains after reopening: %v, want one rule in %s", got, firewallChain)
 	}
 	// fw2 shares fw's objects; closing it would remove them, so drop it
@@ -78,12 +78,12 @@ func TestFaultsCleanup(t *testing.T) {
 	if err := fw.Clear(); err != nil {
 		t.Fatal(err)
 	}
-	faultsRTT(t, a, b, 5)
-	t.Logf("in use: tables %v, chains %v, queues %v, stats %+v", faultsTables(t, a, f.run), faultsChains(t, f, a), faultsBoundQueues(t, a), im.Stats())
-	if got := faultsBoundQueues(t, a); !slices.Equal(got, []string{"0"}) {
+	measureRTT(t, a, b, 5)
+	t.Logf("in use: tables %v, chains %v, queues %v, stats %+v", nftTables(t, a, f.run), chains(t, f, a), boundQueues(t, a), im.Stats())
+	if got := boundQueues(t, a); !slices.Equal(got, []string{"0"}) {
 		t.Errorf("bound queues %v, want [0]", got)
 	}
-	if got := faultsBoundQueues(t, b); len(got) != 0 {
+	if got := boundQueues(t, b); len(got) != 0 {
 		t.Errorf("queues bound in the other namespace: %v", got)
 	}
 
@@ -91,10 +91,10 @@ func TestFaultsCleanup(t *testing.T) {
 	if err := im.Clear(); err != nil {
 		t.Fatal(err)
 	}
-	if got := faultsChains(t, f, a); got[impairChain] != 1 {
+	if got := chains(t, f, a); got[impairChain] != 1 {
 		t.Errorf("chains after Clear: %v, want 1 rule in %s", got, impairChain)
 	}
-	if got := faultsBoundQueues(t, a); len(got) != 0 {
+	if got := boundQueues(t, a); len(got) != 0 {
 		t.Errorf("queues still bound after Clear: %v", got)
 	}
 
@@ -102,11 +102,11 @@ func TestFaultsCleanup(t *testing.T) {
 	if err := im.Set(fault.Impairment{Delay: 3 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	ua, ub := faultsUDP(t, a), faultsUDP(t, b)
+	ua, ub := udpConn(t, a), udpConn(t, b)
 	if _, err := ua.WriteToUDP([]byte{42}, ub.LocalAddr().(*net.UDPAddr)); err != nil {
 		t.Fatal(err)
 	}
-	faultsWaitHeld(t, im, 1)
+	waitHeld(t, im, 1)
 
 	start := time.Now()
 	if err := im.Close(); err != nil {
@@ -118,20 +118,20 @@ func TestFaultsCleanup(t *testing.T) {
 	if n, err := ub.Read(buf); err != nil || n != 1 || buf[0] != 42 {
 		t.Errorf("held datagram after Close: %v %v, want it released at once", buf[:n], err)
 	}
-	if got := faultsBoundQueues(t, a); len(got) != 0 {
+	if got := boundQueues(t, a); len(got) != 0 {
 		t.Errorf("queues left after Close: %v", got)
 	}
 	// The Firewall still uses the table.
-	if got := faultsTables(t, a, f.run); !slices.Equal(got, table) {
+	if got := nftTables(t, a, f.run); !slices.Equal(got, table) {
 		t.Errorf("tables after closing the impairer: %v, want %v", got, table)
 	}
-	if got := faultsChains(t, f, a); len(got) != 1 || got[firewallChain] != 1 {
+	if got := chains(t, f, a); len(got) != 1 || got[firewallChain] != 1 {
 		t.Errorf("chains after closing the impairer: %v", got)
 	}
 	if err := fw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := faultsTables(t, a, f.run); len(got) != 0 {
+	if got := nftTables(t, a, f.run); len(got) != 0 {
 		t.Errorf("tables left after Close: %v", got)
 	}
 	if err := im.Set(fault.Impairment{Loss: 1}); err == nil {
@@ -142,7 +142,7 @@ func TestFaultsCleanup(t *testing.T) {
 	}
 
 	// The other order: Firewall first, then Impairer.
-	fwb := faultsFirewall(t, f, b)
+	fwb := firewall(t, f, b)
 	imb, err := NewImpairer(b.ns, f.run, NodeVeth, ImpairerOptions{Backend: BackendNFQueue})
 	if err != nil {
 		t.Fatal(err)
@@ -153,13 +153,13 @@ func TestFaultsCleanup(t *testing.T) {
 	if err := fwb.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := faultsChains(t, f, b); len(got) != 1 || got[impairChain] == 0 {
+	if got := chains(t, f, b); len(got) != 1 || got[impairChain] == 0 {
 		t.Errorf("chains after closing the firewall: %v", got)
 	}
 	if err := imb.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := faultsTables(t, b, f.run); len(got) != 0 {
+	if got := nftTables(t, b, f.run); len(got) != 0 {
 		t.Errorf("tables left after Close: %v", got)
 	}
 }
@@ -167,11 +167,11 @@ func TestFaultsCleanup(t *testing.T) {
 // TestFaultsDelayerSurvivesHookDrop deletes a base chain (by closing a
 // Firewall) while the delayer holds a packet: the kernel drops the packet
 // and answers its later verdict with ENOENT, which must not stop the delayer.
-func TestFaultsDelayerSurvivesHookDrop(t *testing.T) {
-	faultsNoLeak(t)
+func TestDelayerSurvivesHookDrop(t *testing.T) {
+	noLeak(t)
 	f := newFaultsFixture(t, 2)
 	a, b := f.nodes[0], f.nodes[1]
-	im := faultsImpairer(t, f, a, BackendNFQueue)
+	im := impairer(t, f, a, BackendNFQueue)
 	fw, err := NewFirewall(a.ns, f.run)
 	if err != nil {
 		t.Fatal(err)
@@ -179,11 +179,11 @@ func TestFaultsDelayerSurvivesHookDrop(t *testing.T) {
 	if err := im.Set(fault.Impairment{Delay: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	ua, ub := faultsUDP(t, a), faultsUDP(t, b)
+	ua, ub := udpConn(t, a), udpConn(t, b)
 	if _, err := ua.WriteToUDP([]byte{42}, ub.LocalAddr().(*net.UDPAddr)); err != nil {
 		t.Fatal(err)
 	}
-	faultsWaitHeld(t, im, 1)
+	waitHeld(t, im, 1)
 	if err := fw.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -194,12 +194,12 @@ func TestFaultsDelayerSurvivesHookDrop(t *testing.T) {
 	if err := im.Set(fault.Impairment{Delay: 20 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	rtt := faultsRTT(t, a, b, 20)
-	faultsWithin(t, "RTT after the hook drop", faultsPct(rtt, 50), 20, 26)
+	rtt := measureRTT(t, a, b, 20)
+	within(t, "RTT after the hook drop", pct(rtt, 50), 20, 26)
 }
 
-// faultsWaitHeld waits until im's delayer holds want packets.
-func faultsWaitHeld(t *testing.T, im *Impairer, want int) {
+// waitHeld waits until im's delayer holds want packets.
+func waitHeld(t *testing.T, im *Impairer, want int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {

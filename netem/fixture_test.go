@@ -23,28 +23,28 @@ import (
 
 // The fault tests build their own small testbed (independent of testbed.go):
 // a switch namespace with a bridge and n node namespaces, each joined to it
-// by a veth, addressed faultsSubnet.x. Traffic never leaves these
+// by a veth, addressed fixtureSubnet.x. Traffic never leaves these
 // namespaces.
 
-var faultsSubnet = netip.MustParsePrefix("10.213.0.0/24")
+var fixtureSubnet = netip.MustParsePrefix("10.213.0.0/24")
 
-type faultsNode struct {
+type fixtureNode struct {
 	name string
 	ns   netns.NsHandle
 	addr netip.Addr
 }
 
-type faultsFixture struct {
+type fixture struct {
 	run   string
-	nodes []*faultsNode
+	nodes []*fixtureNode
 }
 
-// faultsRequireRoot skips the test when this process may not create
+// requireRoot skips the test when this process may not create
 // network namespaces or the kernel has none, and fails it when creating
 // one fails otherwise.
-func faultsRequireRoot(t testing.TB) {
+func requireRoot(t testing.TB) {
 	t.Helper()
-	ns, err := faultsNewScratchNS()
+	ns, err := newScratchNS()
 	if err != nil {
 		requireAvailable(t, fmt.Errorf("creating a network namespace: %w", classify(err)))
 		return
@@ -71,19 +71,19 @@ func requireAvailable(t testing.TB, err error) {
 	}
 }
 
-// faultsCaps returns Probe's capabilities, or ends the test as
+// probedCaps returns Probe's capabilities, or ends the test as
 // requireAvailable does when the probe cannot run.
-func faultsCaps(t testing.TB) Capabilities {
+func probedCaps(t testing.TB) Capabilities {
 	t.Helper()
 	caps, err := Probe()
 	requireAvailable(t, err)
 	return caps
 }
 
-func newFaultsFixture(t *testing.T, n int) *faultsFixture {
+func newFaultsFixture(t *testing.T, n int) *fixture {
 	t.Helper()
-	faultsRequireRoot(t)
-	f := &faultsFixture{run: NewRunID()}
+	requireRoot(t)
+	f := &fixture{run: NewRunID()}
 	swName := SwitchNamespace(f.run)
 	var sw netns.NsHandle
 	names := []string{swName}
@@ -113,9 +113,9 @@ func newFaultsFixture(t *testing.T, n int) *faultsFixture {
 				return fmt.Errorf("node namespace %s: %w", name, err)
 			}
 			names = append(names, name)
-			a := faultsSubnet.Addr().As4()
+			a := fixtureSubnet.Addr().As4()
 			a[3] = byte(i + 1)
-			f.nodes = append(f.nodes, &faultsNode{name: node, ns: ns, addr: netip.AddrFrom4(a)})
+			f.nodes = append(f.nodes, &fixtureNode{name: node, ns: ns, addr: netip.AddrFrom4(a)})
 		}
 		return nil
 	})
@@ -160,7 +160,7 @@ func newFaultsFixture(t *testing.T, n int) *faultsFixture {
 				t.Fatal(err)
 			}
 			if ifname == NodeVeth {
-				addr := &netlink.Addr{IPNet: &net.IPNet{IP: nd.addr.AsSlice(), Mask: net.CIDRMask(faultsSubnet.Bits(), 32)}}
+				addr := &netlink.Addr{IPNet: &net.IPNet{IP: nd.addr.AsSlice(), Mask: net.CIDRMask(fixtureSubnet.Bits(), 32)}}
 				if err := h.AddrAdd(l, addr); err != nil {
 					h.Close()
 					t.Fatal(err)
@@ -181,7 +181,7 @@ func newFaultsFixture(t *testing.T, n int) *faultsFixture {
 // reach the device through linkwatch, which may defer them up to a second;
 // until then the device transmits through the noop qdisc and drops, so the
 // first ARP request vanishes and a UDP burst sent at once is lost whole.
-func (f *faultsFixture) waitOperUp(t *testing.T, hsw *netlink.Handle) {
+func (f *fixture) waitOperUp(t *testing.T, hsw *netlink.Handle) {
 	t.Helper()
 	up := func(h *netlink.Handle, name string) bool {
 		l, err := h.LinkByName(name)
@@ -206,7 +206,7 @@ func (f *faultsFixture) waitOperUp(t *testing.T, hsw *netlink.Handle) {
 
 // ---- sockets inside namespaces ----
 
-func faultsListenTCP(t *testing.T, nd *faultsNode) net.Listener {
+func listenTCP(t *testing.T, nd *fixtureNode) net.Listener {
 	t.Helper()
 	var ln net.Listener
 	err := inNamespace(nd.ns, func() (err error) {
@@ -220,7 +220,7 @@ func faultsListenTCP(t *testing.T, nd *faultsNode) net.Listener {
 	return ln
 }
 
-func faultsDialTCP(t *testing.T, from *faultsNode, to net.Addr) net.Conn {
+func dialTCP(t *testing.T, from *fixtureNode, to net.Addr) net.Conn {
 	t.Helper()
 	var c net.Conn
 	err := inNamespace(from.ns, func() (err error) {
@@ -234,7 +234,7 @@ func faultsDialTCP(t *testing.T, from *faultsNode, to net.Addr) net.Conn {
 	return c
 }
 
-func faultsUDP(t *testing.T, nd *faultsNode) *net.UDPConn {
+func udpConn(t *testing.T, nd *fixtureNode) *net.UDPConn {
 	t.Helper()
 	var c *net.UDPConn
 	err := inNamespace(nd.ns, func() (err error) {
@@ -264,10 +264,10 @@ func faultsUDP(t *testing.T, nd *faultsNode) *net.UDPConn {
 	return c
 }
 
-// faultsTCPPair returns an established connection from a to b and b's end.
-func faultsTCPPair(t *testing.T, a, b *faultsNode) (aEnd, bEnd net.Conn) {
+// tcpPair returns an established connection from a to b and b's end.
+func tcpPair(t *testing.T, a, b *fixtureNode) (aEnd, bEnd net.Conn) {
 	t.Helper()
-	ln := faultsListenTCP(t, b)
+	ln := listenTCP(t, b)
 	accepted := make(chan net.Conn, 1)
 	go func() {
 		c, err := ln.Accept()
@@ -277,7 +277,7 @@ func faultsTCPPair(t *testing.T, a, b *faultsNode) (aEnd, bEnd net.Conn) {
 		}
 		accepted <- c
 	}()
-	aEnd = faultsDialTCP(t, a, ln.Addr())
+	aEnd = dialTCP(t, a, ln.Addr())
 	bEnd, ok := <-accepted
 	if !ok {
 		t.Fatal("accept failed")
@@ -286,11 +286,11 @@ func faultsTCPPair(t *testing.T, a, b *faultsNode) (aEnd, bEnd net.Conn) {
 	return aEnd, bEnd
 }
 
-// faultsRTT measures n TCP round trips of 16-byte messages from a to b and
+// rtt measures n TCP round trips of 16-byte messages from a to b and
 // back (after a short warm-up), returning the sorted samples.
-func faultsRTT(t *testing.T, a, b *faultsNode, n int) []time.Duration {
+func measureRTT(t *testing.T, a, b *fixtureNode, n int) []time.Duration {
 	t.Helper()
-	aEnd, bEnd := faultsTCPPair(t, a, b)
+	aEnd, bEnd := tcpPair(t, a, b)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -323,20 +323,20 @@ func faultsRTT(t *testing.T, a, b *faultsNode, n int) []time.Duration {
 	return out
 }
 
-func faultsPct(sorted []time.Duration, p float64) time.Duration {
+func pct(sorted []time.Duration, p float64) time.Duration {
 	i := int(float64(len(sorted)-1) * p / 100)
 	return sorted[i]
 }
 
-func faultsMs(d time.Duration) string {
+func msText(d time.Duration) string {
 	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
 }
 
-// faultsUDPBurst sends n numbered datagrams from a to b and returns how many
+// udpBurst sends n numbered datagrams from a to b and returns how many
 // copies of each number arrived and, per arrival, the one-way time.
-func faultsUDPBurst(t *testing.T, a, b *faultsNode, n int) (copies map[uint32]int, oneWay []time.Duration) {
+func udpBurst(t *testing.T, a, b *fixtureNode, n int) (copies map[uint32]int, oneWay []time.Duration) {
 	t.Helper()
-	src, dst := faultsUDP(t, a), faultsUDP(t, b)
+	src, dst := udpConn(t, a), udpConn(t, b)
 	base := time.Now()
 	type arrival struct {
 		seq uint32
@@ -378,8 +378,8 @@ func faultsUDPBurst(t *testing.T, a, b *faultsNode, n int) (copies map[uint32]in
 	return copies, oneWay
 }
 
-// faultsTables lists the nftables tables of our run in nd's namespace.
-func faultsTables(t *testing.T, nd *faultsNode, run string) []string {
+// nftTables lists the nftables tables of our run in nd's namespace.
+func nftTables(t *testing.T, nd *fixtureNode, run string) []string {
 	t.Helper()
 	conn, err := nftables.New(nftables.WithNetNSFd(int(nd.ns)))
 	if err != nil {
@@ -398,8 +398,8 @@ func faultsTables(t *testing.T, nd *faultsNode, run string) []string {
 	return out
 }
 
-// faultsBoundQueues returns the NFQUEUE numbers bound in nd's namespace.
-func faultsBoundQueues(t *testing.T, nd *faultsNode) []string {
+// boundQueues returns the NFQUEUE numbers bound in nd's namespace.
+func boundQueues(t *testing.T, nd *fixtureNode) []string {
 	t.Helper()
 	var data []byte
 	err := inNamespace(nd.ns, func() (err error) {
@@ -419,8 +419,8 @@ func faultsBoundQueues(t *testing.T, nd *faultsNode) []string {
 	return out
 }
 
-// faultsNoLeak fails if goroutines started during the test outlive it.
-func faultsNoLeak(t *testing.T) {
+// noLeak fails if goroutines started during the test outlive it.
+func noLeak(t *testing.T) {
 	t.Helper()
 	before := runtime.NumGoroutine()
 	t.Cleanup(func() {

@@ -11,11 +11,11 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-var faultsBackends = []string{BackendNFQueue, BackendNetem}
+var impairBackends = []string{BackendNFQueue, BackendNetem}
 
-func TestFaultsProbe(t *testing.T) {
-	faultsRequireRoot(t)
-	caps := faultsCaps(t)
+func TestImpairProbe(t *testing.T) {
+	requireRoot(t)
+	caps := probedCaps(t)
 	t.Logf("capabilities: %+v", caps)
 	if caps.Reason == "" {
 		t.Fatal("probe gave no reason")
@@ -31,10 +31,10 @@ func TestFaultsProbe(t *testing.T) {
 	}
 }
 
-// faultsImpairer opens an Impairer on nd with the given backend.
-func faultsImpairer(t *testing.T, f *faultsFixture, nd *faultsNode, backend string) *Impairer {
+// impairer opens an Impairer on nd with the given backend.
+func impairer(t *testing.T, f *fixture, nd *fixtureNode, backend string) *Impairer {
 	t.Helper()
-	if caps := faultsCaps(t); backend == BackendNFQueue && !caps.NFQueue {
+	if caps := probedCaps(t); backend == BackendNFQueue && !caps.NFQueue {
 		t.Skipf("the kernel lacks NFQUEUE, which the nfqueue backend needs: %s", caps.Reason)
 	}
 	im, err := NewImpairer(nd.ns, f.run, NodeVeth, ImpairerOptions{Backend: backend})
@@ -52,9 +52,9 @@ func faultsImpairer(t *testing.T, f *faultsFixture, nd *faultsNode, backend stri
 	return im
 }
 
-// faultsApply runs set and skips the test when the kernel lacks what the
+// applyOrSkip runs set and skips the test when the kernel lacks what the
 // backend needs, naming the missing piece.
-func faultsApply(t *testing.T, set func() error) {
+func applyOrSkip(t *testing.T, set func() error) {
 	t.Helper()
 	err := set()
 	if errors.Is(err, ErrNotSupported) {
@@ -65,37 +65,37 @@ func faultsApply(t *testing.T, set func() error) {
 	}
 }
 
-func TestFaultsLatency(t *testing.T) {
-	for _, backend := range faultsBackends {
+func TestImpairLatency(t *testing.T) {
+	for _, backend := range impairBackends {
 		t.Run(backend, func(t *testing.T) {
-			faultsNoLeak(t)
+			noLeak(t)
 			f := newFaultsFixture(t, 2)
 			a, b := f.nodes[0], f.nodes[1]
 
-			base := faultsRTT(t, a, b, 100)
-			t.Logf("baseline RTT p50 %s p99 %s", faultsMs(faultsPct(base, 50)), faultsMs(faultsPct(base, 99)))
-			if p50 := faultsPct(base, 50); p50 >= time.Millisecond {
-				t.Fatalf("baseline RTT p50 %s, want < 1 ms", faultsMs(p50))
+			base := measureRTT(t, a, b, 100)
+			t.Logf("baseline RTT p50 %s p99 %s", msText(pct(base, 50)), msText(pct(base, 99)))
+			if p50 := pct(base, 50); p50 >= time.Millisecond {
+				t.Fatalf("baseline RTT p50 %s, want < 1 ms", msText(p50))
 			}
 
-			im := faultsImpairer(t, f, a, backend)
+			im := impairer(t, f, a, backend)
 			t.Logf("why: %s", im.Why())
-			faultsApply(t, func() error { return im.Set(fault.Impairment{Delay: 50 * time.Millisecond}) })
-			rtt := faultsRTT(t, a, b, 100)
-			p50, p99 := faultsPct(rtt, 50), faultsPct(rtt, 99)
+			applyOrSkip(t, func() error { return im.Set(fault.Impairment{Delay: 50 * time.Millisecond}) })
+			rtt := measureRTT(t, a, b, 100)
+			p50, p99 := pct(rtt, 50), pct(rtt, 99)
 			t.Logf("50 ms on %s egress: RTT p50 %s p99 %s min %s; stats %+v",
-				a.name, faultsMs(p50), faultsMs(p99), faultsMs(rtt[0]), im.Stats())
+				a.name, msText(p50), msText(p99), msText(rtt[0]), im.Stats())
 			if p50 < 50*time.Millisecond || p50 > 56*time.Millisecond {
-				t.Errorf("RTT p50 %s, want 50-56 ms", faultsMs(p50))
+				t.Errorf("RTT p50 %s, want 50-56 ms", msText(p50))
 			}
 
 			if err := im.Clear(); err != nil {
 				t.Fatal(err)
 			}
-			after := faultsRTT(t, a, b, 50)
-			t.Logf("after Clear: RTT p50 %s", faultsMs(faultsPct(after, 50)))
-			if p50 := faultsPct(after, 50); p50 >= time.Millisecond {
-				t.Errorf("RTT p50 after Clear %s, want < 1 ms", faultsMs(p50))
+			after := measureRTT(t, a, b, 50)
+			t.Logf("after Clear: RTT p50 %s", msText(pct(after, 50)))
+			if p50 := pct(after, 50); p50 >= time.Millisecond {
+				t.Errorf("RTT p50 after Clear %s, want < 1 ms", msText(p50))
 			}
 		})
 	}
@@ -103,45 +103,45 @@ func TestFaultsLatency(t *testing.T) {
 
 // TestFaultsBothEnds delays both nodes: each namespace binds its own NFQUEUE
 // 0, which works only because queues are per network namespace.
-func TestFaultsBothEnds(t *testing.T) {
-	for _, backend := range faultsBackends {
+func TestImpairBothEnds(t *testing.T) {
+	for _, backend := range impairBackends {
 		t.Run(backend, func(t *testing.T) {
-			faultsNoLeak(t)
+			noLeak(t)
 			f := newFaultsFixture(t, 2)
 			a, b := f.nodes[0], f.nodes[1]
-			ia := faultsImpairer(t, f, a, backend)
-			ib := faultsImpairer(t, f, b, backend)
-			faultsApply(t, func() error { return ia.Set(fault.Impairment{Delay: 30 * time.Millisecond}) })
-			faultsApply(t, func() error { return ib.Set(fault.Impairment{Delay: 20 * time.Millisecond}) })
-			rtt := faultsRTT(t, a, b, 50)
-			p50 := faultsPct(rtt, 50)
-			t.Logf("30 ms + 20 ms: RTT p50 %s p99 %s; a %+v; b %+v", faultsMs(p50), faultsMs(faultsPct(rtt, 99)), ia.Stats(), ib.Stats())
+			ia := impairer(t, f, a, backend)
+			ib := impairer(t, f, b, backend)
+			applyOrSkip(t, func() error { return ia.Set(fault.Impairment{Delay: 30 * time.Millisecond}) })
+			applyOrSkip(t, func() error { return ib.Set(fault.Impairment{Delay: 20 * time.Millisecond}) })
+			rtt := measureRTT(t, a, b, 50)
+			p50 := pct(rtt, 50)
+			t.Logf("30 ms + 20 ms: RTT p50 %s p99 %s; a %+v; b %+v", msText(p50), msText(pct(rtt, 99)), ia.Stats(), ib.Stats())
 			if p50 < 50*time.Millisecond || p50 > 56*time.Millisecond {
-				t.Errorf("RTT p50 %s, want 50-56 ms", faultsMs(p50))
+				t.Errorf("RTT p50 %s, want 50-56 ms", msText(p50))
 			}
 		})
 	}
 }
 
-func TestFaultsPairs(t *testing.T) {
-	for _, backend := range faultsBackends {
+func TestImpairPairs(t *testing.T) {
+	for _, backend := range impairBackends {
 		t.Run(backend, func(t *testing.T) {
-			faultsNoLeak(t)
+			noLeak(t)
 			f := newFaultsFixture(t, 3)
 			a, b, c := f.nodes[0], f.nodes[1], f.nodes[2]
-			im := faultsImpairer(t, f, a, backend)
-			faultsApply(t, func() error { return im.Set(fault.Impairment{Delay: 10 * time.Millisecond}) })
-			faultsApply(t, func() error { return im.SetPair(b.addr, fault.Impairment{Delay: 30 * time.Millisecond}) })
+			im := impairer(t, f, a, backend)
+			applyOrSkip(t, func() error { return im.Set(fault.Impairment{Delay: 10 * time.Millisecond}) })
+			applyOrSkip(t, func() error { return im.SetPair(b.addr, fault.Impairment{Delay: 30 * time.Millisecond}) })
 
-			ab, ac := faultsRTT(t, a, b, 50), faultsRTT(t, a, c, 50)
-			t.Logf("link 10 ms, pair a→b 30 ms: RTT a-b p50 %s, a-c p50 %s", faultsMs(faultsPct(ab, 50)), faultsMs(faultsPct(ac, 50)))
-			faultsWithin(t, "a-b", faultsPct(ab, 50), 30, 36)
-			faultsWithin(t, "a-c", faultsPct(ac, 50), 10, 16)
+			ab, ac := measureRTT(t, a, b, 50), measureRTT(t, a, c, 50)
+			t.Logf("link 10 ms, pair a→b 30 ms: RTT a-b p50 %s, a-c p50 %s", msText(pct(ab, 50)), msText(pct(ac, 50)))
+			within(t, "a-b", pct(ab, 50), 30, 36)
+			within(t, "a-c", pct(ac, 50), 10, 16)
 
 			// Loss on one pair only; the link-wide delay still applies to c.
-			faultsApply(t, func() error { return im.SetPair(b.addr, fault.Impairment{Loss: 50}) })
-			copiesB, _ := faultsUDPBurst(t, a, b, 1000)
-			copiesC, _ := faultsUDPBurst(t, a, c, 1000)
+			applyOrSkip(t, func() error { return im.SetPair(b.addr, fault.Impairment{Loss: 50}) })
+			copiesB, _ := udpBurst(t, a, b, 1000)
+			copiesC, _ := udpBurst(t, a, c, 1000)
 			t.Logf("pair a→b loss 50%%: a→b delivered %d/1000, a→c %d/1000", len(copiesB), len(copiesC))
 			if n := len(copiesB); n < 400 || n > 600 {
 				t.Errorf("a→b delivered %d/1000, want 400-600", n)
@@ -150,36 +150,36 @@ func TestFaultsPairs(t *testing.T) {
 				t.Errorf("a→c delivered %d/1000, want all", n)
 			}
 
-			faultsApply(t, func() error { return im.SetPair(b.addr, fault.Impairment{}) })
-			ab = faultsRTT(t, a, b, 20)
-			faultsWithin(t, "a-b after removing the pair", faultsPct(ab, 50), 10, 16)
+			applyOrSkip(t, func() error { return im.SetPair(b.addr, fault.Impairment{}) })
+			ab = measureRTT(t, a, b, 20)
+			within(t, "a-b after removing the pair", pct(ab, 50), 10, 16)
 		})
 	}
 }
 
-func faultsWithin(t *testing.T, what string, d time.Duration, loMs, hiMs float64) {
+func within(t *testing.T, what string, d time.Duration, loMs, hiMs float64) {
 	t.Helper()
 	ms := float64(d) / float64(time.Millisecond)
 	if ms < loMs || ms > hiMs {
-		t.Errorf("%s: %s, want %g-%g ms", what, faultsMs(d), loMs, hiMs)
+		t.Errorf("%s: %s, want %g-%g ms", what, msText(d), loMs, hiMs)
 	}
 }
 
-func TestFaultsLoss(t *testing.T) {
-	for _, backend := range faultsBackends {
+func TestImpairLoss(t *testing.T) {
+	for _, backend := range impairBackends {
 		t.Run(backend, func(t *testing.T) {
-			faultsNoLeak(t)
+			noLeak(t)
 			f := newFaultsFixture(t, 2)
 			a, b := f.nodes[0], f.nodes[1]
 			const n = 2000
-			base, _ := faultsUDPBurst(t, a, b, n)
+			base, _ := udpBurst(t, a, b, n)
 			t.Logf("baseline: %d/%d datagrams delivered", len(base), n)
 			if len(base) < n*995/1000 {
 				t.Fatalf("baseline delivered %d/%d: the fixture itself loses datagrams", len(base), n)
 			}
-			im := faultsImpairer(t, f, a, backend)
-			faultsApply(t, func() error { return im.Set(fault.Impairment{Loss: 20}) })
-			got, _ := faultsUDPBurst(t, a, b, n)
+			im := impairer(t, f, a, backend)
+			applyOrSkip(t, func() error { return im.Set(fault.Impairment{Loss: 20}) })
+			got, _ := udpBurst(t, a, b, n)
 			pct := 100 * float64(len(got)) / n
 			t.Logf("20%% loss: %d/%d delivered (%.1f%%); stats %+v", len(got), n, pct, im.Stats())
 			if pct < 70 || pct > 90 {
@@ -189,16 +189,16 @@ func TestFaultsLoss(t *testing.T) {
 	}
 }
 
-func TestFaultsDuplicate(t *testing.T) {
-	for _, backend := range faultsBackends {
+func TestImpairDuplicate(t *testing.T) {
+	for _, backend := range impairBackends {
 		t.Run(backend, func(t *testing.T) {
-			faultsNoLeak(t)
+			noLeak(t)
 			f := newFaultsFixture(t, 2)
 			a, b := f.nodes[0], f.nodes[1]
-			im := faultsImpairer(t, f, a, backend)
-			faultsApply(t, func() error { return im.Set(fault.Impairment{Duplicate: 50}) })
+			im := impairer(t, f, a, backend)
+			applyOrSkip(t, func() error { return im.Set(fault.Impairment{Duplicate: 50}) })
 			const n = 1000
-			copies, oneWay := faultsUDPBurst(t, a, b, n)
+			copies, oneWay := udpBurst(t, a, b, n)
 			maxCopies := 0
 			for _, c := range copies {
 				maxCopies = max(maxCopies, c)
@@ -215,33 +215,33 @@ func TestFaultsDuplicate(t *testing.T) {
 			}
 
 			// TCP must survive duplicated segments.
-			rtt := faultsRTT(t, a, b, 20)
-			t.Logf("TCP RTT with duplication p50 %s", faultsMs(faultsPct(rtt, 50)))
+			rtt := measureRTT(t, a, b, 20)
+			t.Logf("TCP RTT with duplication p50 %s", msText(pct(rtt, 50)))
 		})
 	}
 }
 
-func TestFaultsJitterReorder(t *testing.T) {
-	for _, backend := range faultsBackends {
+func TestImpairJitterReorder(t *testing.T) {
+	for _, backend := range impairBackends {
 		t.Run(backend, func(t *testing.T) {
-			faultsNoLeak(t)
+			noLeak(t)
 			f := newFaultsFixture(t, 2)
 			a, b := f.nodes[0], f.nodes[1]
-			im := faultsImpairer(t, f, a, backend)
+			im := impairer(t, f, a, backend)
 
-			faultsApply(t, func() error {
+			applyOrSkip(t, func() error {
 				return im.Set(fault.Impairment{Delay: 20 * time.Millisecond, Jitter: 10 * time.Millisecond})
 			})
-			rtt := faultsRTT(t, a, b, 100)
-			t.Logf("20±10 ms: RTT min %s p50 %s p99 %s", faultsMs(rtt[0]), faultsMs(faultsPct(rtt, 50)), faultsMs(faultsPct(rtt, 99)))
-			faultsWithin(t, "min RTT", rtt[0], 9.9, 15)
-			faultsWithin(t, "p50 RTT", faultsPct(rtt, 50), 15, 26)
+			rtt := measureRTT(t, a, b, 100)
+			t.Logf("20±10 ms: RTT min %s p50 %s p99 %s", msText(rtt[0]), msText(pct(rtt, 50)), msText(pct(rtt, 99)))
+			within(t, "min RTT", rtt[0], 9.9, 15)
+			within(t, "p50 RTT", pct(rtt, 50), 15, 26)
 			// Jitter must spread the RTTs up to the 30 ms maximum; above it is
 			// only the shared host's scheduling latency (33.6 ms seen in CI).
-			faultsWithin(t, "p99 RTT", faultsPct(rtt, 99), 25, 40)
+			within(t, "p99 RTT", pct(rtt, 99), 25, 40)
 
-			faultsApply(t, func() error { return im.Set(fault.Impairment{Delay: 30 * time.Millisecond, Reorder: 25}) })
-			copies, oneWay := faultsUDPBurst(t, a, b, 1000)
+			applyOrSkip(t, func() error { return im.Set(fault.Impairment{Delay: 30 * time.Millisecond, Reorder: 25}) })
+			copies, oneWay := udpBurst(t, a, b, 1000)
 			early := 0
 			for _, d := range oneWay {
 				if d < 15*time.Millisecond {
@@ -263,14 +263,14 @@ func TestFaultsJitterReorder(t *testing.T) {
 // TestFaultsNetemClassify checks the netem backend's per-pair htb classes and
 // u32 filters with a plain pfifo leaf, so the classification is verified
 // even on kernels without sch_netem.
-func TestFaultsNetemClassify(t *testing.T) {
-	faultsNoLeak(t)
+func TestImpairNetemClassify(t *testing.T) {
+	noLeak(t)
 	f := newFaultsFixture(t, 3)
 	a, b, c := f.nodes[0], f.nodes[1], f.nodes[2]
-	if caps := faultsCaps(t); !caps.HTB {
+	if caps := probedCaps(t); !caps.HTB {
 		t.Skipf("the kernel lacks the sch_htb qdisc the netem backend uses for pairs (%s)", caps.Reason)
 	}
-	im := faultsImpairer(t, f, a, BackendNetem)
+	im := impairer(t, f, a, BackendNetem)
 	im.backend.(*netemBackend).leaf = func(attrs netlink.QdiscAttrs, _ fault.Impairment) netlink.Qdisc {
 		return &netlink.GenericQdisc{QdiscAttrs: attrs, QdiscType: "pfifo"}
 	}
@@ -280,8 +280,8 @@ func TestFaultsNetemClassify(t *testing.T) {
 	if err := im.Set(fault.Impairment{Delay: time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	faultsUDPBurst(t, a, b, 100)
-	faultsUDPBurst(t, a, c, 50)
+	udpBurst(t, a, b, 100)
+	udpBurst(t, a, c, 50)
 
 	h, err := netlink.NewHandleAt(a.ns)
 	if err != nil {
@@ -325,14 +325,14 @@ func TestFaultsNetemClassify(t *testing.T) {
 	}
 }
 
-func TestFaultsAutoBackend(t *testing.T) {
-	faultsNoLeak(t)
+func TestImpairAutoBackend(t *testing.T) {
+	noLeak(t)
 	f := newFaultsFixture(t, 1)
 	im, err := NewImpairer(f.nodes[0].ns, f.run, NodeVeth, ImpairerOptions{})
 	requireAvailable(t, err)
 	defer im.Close()
 	t.Logf("auto backend %s: %s", im.Backend(), im.Why())
-	if want := faultsCaps(t).Backend(); im.Backend() != want {
+	if want := probedCaps(t).Backend(); im.Backend() != want {
 		t.Errorf("backend %s, probe says %s", im.Backend(), want)
 	}
 	if _, err := NewImpairer(f.nodes[0].ns, f.run, NodeVeth, ImpairerOptions{Backend: "tc"}); err == nil {
