@@ -164,7 +164,7 @@ func TestImpairCleanup(t *testing.T) {
 	}
 }
 
-// TestFaultsDelayerSurvivesHookDrop deletes a base chain (by closing a
+// TestDelayerSurvivesHookDrop deletes a base chain (by closing a
 // Firewall) while the delayer holds a packet: the kernel drops the packet
 // and answers its later verdict with ENOENT, which must not stop the delayer.
 func TestDelayerSurvivesHookDrop(t *testing.T) {

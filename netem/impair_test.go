@@ -101,7 +101,7 @@ func TestImpairLatency(t *testing.T) {
 	}
 }
 
-// TestFaultsBothEnds delays both nodes: each namespace binds its own NFQUEUE
+// TestImpairBothEnds delays both nodes: each namespace binds its own NFQUEUE
 // 0, which works only because queues are per network namespace.
 func TestImpairBothEnds(t *testing.T) {
 	for _, backend := range impairBackends {
@@ -260,7 +260,7 @@ func TestImpairJitterReorder(t *testing.T) {
 	}
 }
 
-// TestFaultsNetemClassify checks the netem backend's per-pair htb classes and
+// TestImpairNetemClassify checks the netem backend's per-pair htb classes and
 // u32 filters with a plain pfifo leaf, so the classification is verified
 // even on kernels without sch_netem.
 func TestImpairNetemClassify(t *testing.T) {

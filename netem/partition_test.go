@@ -193,7 +193,7 @@ func TestFirewallAPI(t *testing.T) {
 	}
 }
 
-// TestFaultsReceiverLoss checks the Firewall's loss: a share of what one
+// TestReceiverLoss checks the Firewall's loss: a share of what one
 // source sends is dropped on arrival, other sources lose nothing, and the
 // sender sees no error.
 func TestReceiverLoss(t *testing.T) {

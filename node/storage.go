@@ -44,12 +44,12 @@ import (
 // newline. A file that fails any check is reported, never reset: a node that
 // forgets a HALT_ACK promise can elect two leaders in one epoch.
 const (
-	stateFormat    = 1
-	stateFileName  = "state.json"
-	idFileName     = "id"
-	lockFileName   = "lock"
-	tmpInfix  = ".tmp-"
-	crcDigits = 8
+	stateFormat   = 1
+	stateFileName = "state.json"
+	idFileName    = "id"
+	lockFileName  = "lock"
+	tmpInfix      = ".tmp-"
+	crcDigits     = 8
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
