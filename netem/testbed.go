@@ -205,41 +205,10 @@ func checkTopology(topo *topologies.Topology) error {
 }
 
 func (tb *Testbed) build(ctx context.Context, order []int, nodeBuilt func(i int)) error {
-	// The switch namespace is created on a goroutine of its own so that a
-	// thread that cannot be restored dies with it, not with the caller.
-	type result struct {
-		ns  netns.NsHandle
-		err error
-	}
-	resc := make(chan result, 1)
-	go func() {
-		c, err := newNSCreator()
-		if err != nil {
-			resc <- result{netns.None(), err}
-			return
-		}
-		ns, broken, err := c.create(SwitchNamespace(tb.run), bridgeWithoutNetfilter)
-		c.close(broken)
-		resc <- result{ns, err}
-	}()
-	res := <-resc
-	if res.err != nil {
-		return res.err
-	}
-	tb.swNs = res.ns
-	sw, err := netlink.NewHandleAt(tb.swNs, unix.NETLINK_ROUTE)
+	bridge, err := tb.buildSwitch()
 	if err != nil {
-		return fmt.Errorf("netlink in %s: %w", SwitchNamespace(tb.run), err)
+		return err
 	}
-	tb.sw = sw
-	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: BridgeName(tb.run), Flags: net.FlagUp}}
-	if err := tb.sw.LinkAdd(br); err != nil {
-		return fmt.Errorf("creating bridge %s: %w", br.Name, err)
-	}
-	if br.Index == 0 {
-		return fmt.Errorf("creating bridge %s: no interface index", br.Name)
-	}
-
 	if order == nil {
 		order = make([]int, len(tb.state.Nodes))
 		for i := range order {
@@ -262,51 +231,93 @@ func (tb *Testbed) build(ctx context.Context, order []int, nodeBuilt func(i int)
 		failed.Store(true)
 	}
 	for range min(buildWorkers, len(tb.state.Nodes)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Each worker has its own switch socket: requests on one socket
-			// are serialised for their whole round trip.
-			h, err := netlink.NewHandleAt(tb.swNs, unix.NETLINK_ROUTE)
-			if err != nil {
-				fail(fmt.Errorf("netlink in %s: %w", SwitchNamespace(tb.run), err))
-				return
-			}
-			defer h.Close()
-			c, err := newNSCreator()
-			if err != nil {
+		wg.Go(func() {
+			if err := tb.buildNodes(ctx, bridge, jobs, &failed, nodeBuilt); err != nil {
 				fail(err)
-				return
 			}
-			broken := false
-			defer func() { c.close(broken) }()
-			for i := range jobs {
-				if failed.Load() {
-					return
-				}
-				if err := ctx.Err(); err != nil {
-					fail(err)
-					return
-				}
-				var ns netns.NsHandle
-				ns, broken, err = c.create(tb.state.Nodes[i].Namespace, nil)
-				if err != nil {
-					fail(fmt.Errorf("node %s: %w", tb.state.Nodes[i].Name, err))
-					return
-				}
-				tb.nodeNs[i] = ns // each i has one writer; read after wg.Wait
-				if err := tb.addNode(h, br.Index, i, ns); err != nil {
-					fail(err)
-					return
-				}
-				if nodeBuilt != nil {
-					nodeBuilt(i)
-				}
-			}
-		}()
+		})
 	}
 	wg.Wait()
 	return firstErr
+}
+
+// buildSwitch creates the switch namespace with its bridge and returns the
+// bridge's interface index.
+func (tb *Testbed) buildSwitch() (int, error) {
+	// The switch namespace is created on a goroutine of its own so that a
+	// thread that cannot be restored dies with it, not with the caller.
+	type result struct {
+		ns  netns.NsHandle
+		err error
+	}
+	resc := make(chan result, 1)
+	go func() {
+		c, err := newNSCreator()
+		if err != nil {
+			resc <- result{netns.None(), err}
+			return
+		}
+		ns, broken, err := c.create(SwitchNamespace(tb.run), bridgeWithoutNetfilter)
+		c.close(broken)
+		resc <- result{ns, err}
+	}()
+	res := <-resc
+	if res.err != nil {
+		return 0, res.err
+	}
+	tb.swNs = res.ns
+	sw, err := netlink.NewHandleAt(tb.swNs, unix.NETLINK_ROUTE)
+	if err != nil {
+		return 0, fmt.Errorf("netlink in %s: %w", SwitchNamespace(tb.run), err)
+	}
+	tb.sw = sw
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: BridgeName(tb.run), Flags: net.FlagUp}}
+	if err := tb.sw.LinkAdd(br); err != nil {
+		return 0, fmt.Errorf("creating bridge %s: %w", br.Name, err)
+	}
+	if br.Index == 0 {
+		return 0, fmt.Errorf("creating bridge %s: no interface index", br.Name)
+	}
+	return br.Index, nil
+}
+
+// buildNodes is one build worker: it builds the nodes it takes from jobs
+// until they run out, failed is set or ctx ends.
+func (tb *Testbed) buildNodes(ctx context.Context, bridge int, jobs <-chan int, failed *atomic.Bool, nodeBuilt func(i int)) error {
+	// Each worker has its own switch socket: requests on one socket are
+	// serialised for their whole round trip.
+	h, err := netlink.NewHandleAt(tb.swNs, unix.NETLINK_ROUTE)
+	if err != nil {
+		return fmt.Errorf("netlink in %s: %w", SwitchNamespace(tb.run), err)
+	}
+	defer h.Close()
+	c, err := newNSCreator()
+	if err != nil {
+		return err
+	}
+	broken := false
+	defer func() { c.close(broken) }()
+	for i := range jobs {
+		if failed.Load() {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ns netns.NsHandle
+		ns, broken, err = c.create(tb.state.Nodes[i].Namespace, nil)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", tb.state.Nodes[i].Name, err)
+		}
+		tb.nodeNs[i] = ns // each i has one writer; read after wg.Wait
+		if err := tb.addNode(h, bridge, i, ns); err != nil {
+			return err
+		}
+		if nodeBuilt != nil {
+			nodeBuilt(i)
+		}
+	}
+	return nil
 }
 
 // addNode links node i's namespace to the bridge and configures eth0.
