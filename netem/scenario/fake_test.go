@@ -16,7 +16,7 @@ import (
 // every call the way a capture would list the faults.
 type fakeTarget struct {
 	order  []string // lowest ID first
-	status map[string]scenario.NodeStatus
+	status map[string]scenario.ProcessState
 	groups map[string][]string
 	leader string
 	epoch  uint64
@@ -32,7 +32,7 @@ type fakeTarget struct {
 }
 
 func newFake(order ...string) *fakeTarget {
-	f := &fakeTarget{order: order, status: map[string]scenario.NodeStatus{}}
+	f := &fakeTarget{order: order, status: map[string]scenario.ProcessState{}}
 	for _, n := range order {
 		f.status[n] = scenario.StatusLive
 	}
@@ -67,7 +67,7 @@ func (f *fakeTarget) log(kind string, nodes []string) error {
 	return nil
 }
 
-func (f *fakeTarget) set(kind string, nodes []string, from []scenario.NodeStatus, to scenario.NodeStatus) error {
+func (f *fakeTarget) set(kind string, nodes []string, from []scenario.ProcessState, to scenario.ProcessState) error {
 	if err := f.log(kind, nodes); err != nil {
 		return err
 	}
@@ -88,8 +88,8 @@ func (f *fakeTarget) set(kind string, nodes []string, from []scenario.NodeStatus
 }
 
 var (
-	live    = []scenario.NodeStatus{scenario.StatusLive}
-	running = []scenario.NodeStatus{scenario.StatusLive, scenario.StatusPaused}
+	live    = []scenario.ProcessState{scenario.StatusLive}
+	running = []scenario.ProcessState{scenario.StatusLive, scenario.StatusPaused}
 )
 
 // Apply does what the lab would to the fake's node statuses and logs the
@@ -100,15 +100,15 @@ func (f *fakeTarget) Apply(_ context.Context, ft fault.Fault) error {
 	case fault.Crash:
 		return f.set("crash", n, running, scenario.StatusCrashed)
 	case fault.Restart:
-		return f.set("restart", n, []scenario.NodeStatus{scenario.StatusCrashed, scenario.StatusLeft}, scenario.StatusLive)
+		return f.set("restart", n, []scenario.ProcessState{scenario.StatusCrashed, scenario.StatusLeft}, scenario.StatusLive)
 	case fault.Pause:
 		return f.set("pause", n, live, scenario.StatusPaused)
 	case fault.Resume:
-		return f.set("resume", n, []scenario.NodeStatus{scenario.StatusPaused}, scenario.StatusLive)
+		return f.set("resume", n, []scenario.ProcessState{scenario.StatusPaused}, scenario.StatusLive)
 	case fault.Leave:
 		return f.set("leave", n, live, scenario.StatusLeft)
 	case fault.Join:
-		return f.set("join", n, []scenario.NodeStatus{scenario.StatusLeft}, scenario.StatusLive)
+		return f.set("join", n, []scenario.ProcessState{scenario.StatusLeft}, scenario.StatusLive)
 	case fault.Heal:
 		return f.log("heal", nil)
 	case fault.Partition:

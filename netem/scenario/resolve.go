@@ -13,20 +13,20 @@ import (
 	"github.com/bullylab/bullylab/wire/bounded"
 )
 
-// NodeStatus is what a node's process is doing, as the testbed sees it.
-type NodeStatus string
+// ProcessState is what a node's process is doing, as the testbed sees it.
+type ProcessState string
 
 const (
-	StatusLive    NodeStatus = "live"    // running
-	StatusCrashed NodeStatus = "crashed" // not running: killed, or not started yet
-	StatusPaused  NodeStatus = "paused"  // stopped with SIGSTOP
-	StatusLeft    NodeStatus = "left"    // announced LEAVE and exited; join brings it back
+	StatusLive    ProcessState = "live"    // running
+	StatusCrashed ProcessState = "crashed" // not running: killed, or not started yet
+	StatusPaused  ProcessState = "paused"  // stopped with SIGSTOP
+	StatusLeft    ProcessState = "left"    // announced LEAVE and exited; join brings it back
 )
 
 // NodeView is one node in a View.
 type NodeView struct {
 	Name   string
-	Status NodeStatus
+	Status ProcessState
 }
 
 // View is the testbed as a step sees it when its selectors are resolved.
@@ -68,7 +68,7 @@ func (v View) Clone() View {
 	return c
 }
 
-func (v *View) status(node string) (NodeStatus, bool) {
+func (v *View) status(node string) (ProcessState, bool) {
 	for _, n := range v.Nodes {
 		if n.Name == node {
 			return n.Status, true
@@ -77,7 +77,7 @@ func (v *View) status(node string) (NodeStatus, bool) {
 	return "", false
 }
 
-func (v *View) setStatus(node string, st NodeStatus) {
+func (v *View) setStatus(node string, st ProcessState) {
 	for i := range v.Nodes {
 		if v.Nodes[i].Name == node {
 			v.Nodes[i].Status = st
@@ -256,7 +256,7 @@ func (n *network) apply(a Action) {
 func (v *View) predict(a Action) {
 	switch a.Kind {
 	case StepInject:
-		set := func(st NodeStatus) {
+		set := func(st ProcessState) {
 			for _, x := range a.Nodes {
 				v.setStatus(x, st)
 				if x == v.Leader && st != StatusLive {
@@ -379,11 +379,11 @@ type picker struct {
 	net    *network
 	rng    *rand.Rand
 	rank   map[string]int // position in ID order
-	status map[string]NodeStatus
+	status map[string]ProcessState
 }
 
 func newPicker(v *View, net *network, rng *rand.Rand) *picker {
-	p := &picker{v: v, net: net, rng: rng, rank: make(map[string]int, len(v.Nodes)), status: make(map[string]NodeStatus, len(v.Nodes))}
+	p := &picker{v: v, net: net, rng: rng, rank: make(map[string]int, len(v.Nodes)), status: make(map[string]ProcessState, len(v.Nodes))}
 	for i, n := range v.Nodes {
 		p.rank[n.Name] = i
 		p.status[n.Name] = n.Status
@@ -402,7 +402,7 @@ func (p *picker) filter(keep func(string) bool) []string {
 	return out
 }
 
-func (p *picker) withStatus(st NodeStatus) []string {
+func (p *picker) withStatus(st ProcessState) []string {
 	return p.filter(func(x string) bool { return p.status[x] == st })
 }
 
@@ -625,7 +625,7 @@ func (sel *selection) result() []string {
 	return out
 }
 
-func describeStatus(st NodeStatus, isolated bool) string {
+func describeStatus(st ProcessState, isolated bool) string {
 	if isolated && st == StatusLive {
 		return "isolated"
 	}
