@@ -1,6 +1,6 @@
 //go:build linux
 
-package capture
+package capture_test
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/capture/capturetest"
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/wire"
@@ -58,11 +60,11 @@ func inNamespace(t testing.TB, name string, fn func() error) error {
 // liveTestbed is a running testbed with a capture into a file.
 type liveTestbed struct {
 	tb    *netem.Testbed
-	nodes []Node
+	nodes []capture.Node
 	path  string
 	file  *os.File
-	w     *Writer
-	live  *Live
+	w     *capture.Writer
+	live  *capture.Live
 }
 
 // startLiveTestbed builds a star of n nodes and starts capturing it.
@@ -70,11 +72,11 @@ func startLiveTestbed(t *testing.T, n int, dir string) *liveTestbed {
 	t.Helper()
 	tb := netemtest.Star(t, n)
 	run := tb.Run()
-	var nodes []Node
-	ports := map[int]NodePort{}
+	var nodes []capture.Node
+	ports := map[int]capture.NodePort{}
 	for i, sn := range tb.Nodes() {
 		addr := netip.MustParseAddr(sn.Addr)
-		nodes = append(nodes, Node{Name: sn.Name, Index: sn.Index, ID: synthNodes(n, 0)[i].ID, Addr: addr, Port: tb.Topology().Port})
+		nodes = append(nodes, capture.Node{Name: sn.Name, Index: sn.Index, ID: capture.SynthNodes(n, 0)[i].ID, Addr: addr, Port: tb.Topology().Port})
 		var mac net.HardwareAddr
 		err := inNamespace(t, sn.Namespace, func() error {
 			h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
@@ -92,14 +94,14 @@ func startLiveTestbed(t *testing.T, n int, dir string) *liveTestbed {
 		if err != nil {
 			t.Fatalf("MAC of %s: %v", sn.Name, err)
 		}
-		ports[sn.Index] = NodePort{Veth: sn.SwitchVeth, MAC: mac}
+		ports[sn.Index] = capture.NodePort{Veth: sn.SwitchVeth, MAC: mac}
 	}
 	path := filepath.Join(dir, run+".pcapng")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWriter(f, WriterOptions{Testbed: Testbed{Topology: tb.Topology().Name, Run: run, Nodes: nodes}})
+	w, err := capture.NewWriter(f, capture.WriterOptions{Testbed: capture.Testbed{Topology: tb.Topology().Name, Run: run, Nodes: nodes}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +110,7 @@ func startLiveTestbed(t *testing.T, n int, dir string) *liveTestbed {
 		t.Fatal(err)
 	}
 	defer swNS.Close()
-	live, err := Start(t.Context(), swNS, ports, w)
+	live, err := capture.Start(t.Context(), swNS, ports, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +120,10 @@ func startLiveTestbed(t *testing.T, n int, dir string) *liveTestbed {
 }
 
 // stop ends the capture and closes the file; it returns the counters.
-func (lt *liveTestbed) stop(t *testing.T) Stats {
+func (lt *liveTestbed) stop(t *testing.T) capture.Stats {
 	t.Helper()
 	if lt.live == nil {
-		return Stats{}
+		return capture.Stats{}
 	}
 	st, err := lt.live.Stop()
 	lt.live = nil
@@ -289,6 +291,27 @@ func (lt *liveTestbed) traffic(t *testing.T, rounds int) map[[2]int]*counts {
 	return sent
 }
 
+// counts counts frames by wire.Type; 0 holds unknown types.
+type counts [16]int64
+
+func (c *counts) add(t wire.Type) {
+	if t.Valid() {
+		c[t]++
+	} else {
+		c[0]++
+	}
+}
+
+// typeCounts returns c as the report counts it.
+func (c *counts) typeCounts() capture.TypeCounts {
+	return capture.TypeCounts{
+		Election: c[wire.TypeElection], Answer: c[wire.TypeAnswer], Halt: c[wire.TypeHalt],
+		HaltAck: c[wire.TypeHaltAck], Reject: c[wire.TypeReject], Coordinator: c[wire.TypeCoordinator],
+		Heartbeat: c[wire.TypeHeartbeat], Join: c[wire.TypeJoin], Leave: c[wire.TypeLeave],
+		Members: c[wire.TypeMembers], Hello: c[wire.TypeHello], Unknown: c[0],
+	}
+}
+
 // rep0 sums the frames sent.
 func rep0(sent map[[2]int]*counts) int64 {
 	var n int64
@@ -303,13 +326,13 @@ func rep0(sent map[[2]int]*counts) int64 {
 // checkHandler checks every frame's interface against its sender.
 type checkHandler struct {
 	t      *testing.T
-	ifaces []*Interface
+	ifaces []*capture.Interface
 	byAddr map[netip.Addr]int
 	got    map[[2]int]*counts
 	errs   int
 }
 
-func (h *checkHandler) Frame(f *Frame) {
+func (h *checkHandler) Frame(f *capture.Frame) {
 	a, b := h.byAddr[f.Src.Addr()], h.byAddr[f.Dst.Addr()]
 	if f.Iface >= len(h.ifaces) || h.ifaces[f.Iface].Node == nil || h.ifaces[f.Iface].Node.Addr != f.Src.Addr() {
 		h.t.Errorf("frame %s from %s captured on interface %d", f.Msg.Type, f.Src, f.Iface)
@@ -322,7 +345,7 @@ func (h *checkHandler) Frame(f *Frame) {
 	c.add(f.Msg.Type)
 }
 
-func (h *checkHandler) StreamError(e *StreamError) {
+func (h *checkHandler) StreamError(e *capture.StreamError) {
 	h.errs++
 	h.t.Errorf("stream error: %v", e)
 }
@@ -344,7 +367,7 @@ func TestLiveCapture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd, err := NewReader(bytes.NewReader(data))
+	rd, err := capture.NewReader(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +375,7 @@ func TestLiveCapture(t *testing.T) {
 	for i, n := range lt.nodes {
 		h.byAddr[n.Addr] = i
 	}
-	d := NewDissector(h, DissectorOptions{})
+	d := capture.NewDissector(h, capture.DissectorOptions{})
 	type segKey struct {
 		iface int
 		data  string
@@ -402,7 +425,7 @@ func TestLiveCapture(t *testing.T) {
 		t.Errorf("dissector: %+v", ds)
 	}
 
-	rep, err := AnalyzeFile(lt.path, AnalyzeOptions{})
+	rep, err := capture.AnalyzeFile(lt.path, capture.AnalyzeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,4 +441,33 @@ func TestLiveCapture(t *testing.T) {
 	if rep.Capture == nil || rep.Capture.Drops != 0 {
 		t.Errorf("end record: %+v", rep.Capture)
 	}
+}
+
+// luaScript is the Wireshark dissector, relative to this package.
+var luaScript = filepath.Join("..", "scripts", "bullylab.lua")
+
+// TestTsharkLive compares tshark's counts with the analyzer's on a capture
+// of real TCP connections between testbed nodes.
+func TestTsharkLive(t *testing.T) {
+	tshark := capturetest.RequireTshark(t)
+	lt := startLiveTestbed(t, 3, t.TempDir())
+	lt.traffic(t, 200)
+	lt.stop(t)
+	rep, err := capture.AnalyzeFile(lt.path, capture.AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byType, _ := capturetest.Types(t, tshark, luaScript, lt.path, capturetest.TsharkOptions...)
+	var got counts
+	for ty, n := range byType {
+		if ty.Valid() {
+			got[ty] += n
+		} else {
+			got[0] += n
+		}
+	}
+	if got.typeCounts() != rep.Messages || rep.Frames == 0 {
+		t.Errorf("tshark found %+v\nanalyzer found %+v", got.typeCounts(), rep.Messages)
+	}
+	t.Logf("%d frames; analyzer and tshark agree: %+v", rep.Frames, rep.Messages)
 }
