@@ -823,7 +823,7 @@ func (a *analyzer) ref(m *msg) MessageRef {
 	r := MessageRef{Packet: m.pkt, Time: time.Unix(0, m.t).UTC(), From: a.name(m.from), To: a.name(m.to),
 		Type: m.typ.String(), Epoch: m.epoch}
 	if m.typ.HasReason() {
-		r.Reason = wire.Reason(m.flags & 0x0f).String()
+		r.Reason = (&wire.Message{Flags: m.flags}).Reason().String()
 	}
 	return r
 }
@@ -1121,7 +1121,7 @@ func (r *Report) ElectionTimeline(n int) (*Timeline, error) {
 		m := &r.msgs[i]
 		ref := MessageRef{Packet: m.pkt, Time: time.Unix(0, m.t).UTC(), From: name(m.from), To: name(m.to), Type: m.typ.String(), Epoch: m.epoch}
 		if m.typ.HasReason() {
-			ref.Reason = wire.Reason(m.flags & 0x0f).String()
+			ref.Reason = (&wire.Message{Flags: m.flags}).Reason().String()
 		}
 		tl.Entries = append(tl.Entries, TimelineEntry{OffsetNS: m.t - t0, MessageRef: ref})
 	}
