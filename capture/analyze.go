@@ -830,21 +830,48 @@ func (a *analyzer) ref(m *msg) MessageRef {
 
 func ns(d int64) *int64 { return &d }
 
+// finish derives the report from what the packets left in a.
 func (a *analyzer) finish() {
-	rep := a.rep
-	quiet := a.opts.Quiet
+	quiet, window := a.settings()
+	a.span()
+	a.sortByTime()
+	allCuts := a.buildCuts()
+	a.totals()
+	els := a.elections(quiet, window, allCuts)
+	a.lowerCoordinators(els, allCuts)
+	a.final(els, allCuts)
+	a.nodeReports()
+	a.anomalies()
+	a.keepTimelines()
+}
+
+// settings returns the quiet period and trigger window in force, the
+// options' or the defaults (a default quiet period long enough for the
+// testbed's election timeout, see testbed), and notes them in the report.
+func (a *analyzer) settings() (quiet, window time.Duration) {
+	quiet = a.opts.Quiet
 	if quiet <= 0 {
 		quiet = max(DefaultQuiet, a.quiet)
 	}
-	window := a.opts.TriggerWindow
+	window = a.opts.TriggerWindow
 	if window <= 0 {
 		window = DefaultTriggerWindow
 	}
-	rep.Settings = Settings{QuietNS: int64(quiet), TriggerWindowNS: int64(window)}
+	a.rep.Settings = Settings{QuietNS: int64(quiet), TriggerWindowNS: int64(window)}
+	return quiet, window
+}
+
+// span sets the report's first and last packet times.
+func (a *analyzer) span() {
 	if a.rep.Packets > 0 {
-		rep.Start, rep.End = time.Unix(0, a.first).UTC(), time.Unix(0, a.last).UTC()
-		rep.DurationNS = a.last - a.first
+		a.rep.Start, a.rep.End = time.Unix(0, a.first).UTC(), time.Unix(0, a.last).UTC()
+		a.rep.DurationNS = a.last - a.first
 	}
+}
+
+// sortByTime puts the nodes' liveness changes, the records and the
+// election messages in time order.
+func (a *analyzer) sortByTime() {
 	for _, n := range a.nodes {
 		slices.SortStableFunc(n.trans, func(x, y transition) int { return cmp.Compare(x.t, y.t) })
 	}
@@ -854,8 +881,12 @@ func (a *analyzer) finish() {
 	if !slices.IsSortedFunc(a.msgs, func(x, y msg) int { return cmp.Compare(x.t, y.t) }) {
 		slices.SortStableFunc(a.msgs, func(x, y msg) int { return cmp.Compare(x.t, y.t) })
 	}
-	allCuts := a.buildCuts()
+}
 
+// totals fills in the report's message counts, records, stream errors
+// and authentication report.
+func (a *analyzer) totals() {
+	rep := a.rep
 	rep.Messages = a.total.typeCounts()
 	rep.ElectionMessages = rep.Messages.ElectionTotal()
 	rep.Records = make([]Record, len(a.records))
@@ -867,13 +898,35 @@ func (a *analyzer) finish() {
 		rep.StreamErrors = []StreamErrorReport{}
 	}
 	rep.Auth = a.auth.report()
+}
 
-	// Segment the election messages into elections.
-	var outside counts
-	var els []Election
+// elections segments the election messages into elections, finds each
+// one's trigger and winner, and sets the report's elections and the
+// messages outside them.
+func (a *analyzer) elections(quiet, window time.Duration, allCuts []*cuts) []Election {
+	els, byElection, outside := a.segment(quiet, window)
+	a.rep.OutsideElections = outside.typeCounts()
+	for k := range els {
+		e := &els[k]
+		e.Messages = byElection[k].typeCounts()
+		e.Start = time.Unix(0, a.msgs[e.first].t).UTC()
+		e.End = time.Unix(0, a.msgs[e.last].t).UTC()
+		a.winner(e, allCuts)
+	}
+	a.rep.Elections = els
+	if a.rep.Elections == nil {
+		a.rep.Elections = []Election{}
+	}
+	return els
+}
+
+// segment cuts the election messages into elections: an ELECTION or HALT
+// outside an election opens one, which lasts until no message comes for
+// quiet. It returns the elections, their messages counted by type, and
+// the messages outside any election.
+func (a *analyzer) segment(quiet, window time.Duration) (els []Election, byElection []counts, outside counts) {
 	open := -1
 	prevFirst := int64(-1 << 63)
-	var electionCounts []counts
 	for i := range a.msgs {
 		m := &a.msgs[i]
 		if open >= 0 && m.t-a.msgs[els[open].last].t > int64(quiet) {
@@ -885,7 +938,7 @@ func (a *analyzer) finish() {
 				continue
 			}
 			els = append(els, Election{N: len(els) + 1, first: i, last: i})
-			electionCounts = append(electionCounts, counts{})
+			byElection = append(byElection, counts{})
 			open = len(els) - 1
 			e := &els[open]
 			e.First = a.ref(m)
@@ -896,24 +949,15 @@ func (a *analyzer) finish() {
 			prevFirst = m.t
 		}
 		els[open].last = i
-		electionCounts[open].add(m.typ)
+		byElection[open].add(m.typ)
 	}
-	rep.OutsideElections = outside.typeCounts()
-	for k := range els {
-		e := &els[k]
-		e.Messages = electionCounts[k].typeCounts()
-		e.Start = time.Unix(0, a.msgs[e.first].t).UTC()
-		e.End = time.Unix(0, a.msgs[e.last].t).UTC()
-		a.winner(e, allCuts)
-	}
-	rep.Elections = els
-	if rep.Elections == nil {
-		rep.Elections = []Election{}
-	}
-	a.lowerCoordinators(els, allCuts)
-	a.final(els, allCuts)
+	return els, byElection, outside
+}
 
-	rep.Nodes = make([]NodeReport, len(a.nodes))
+// nodeReports sets the report's nodes, with their counts, when each was
+// first seen and whether it is live at the end.
+func (a *analyzer) nodeReports() {
+	a.rep.Nodes = make([]NodeReport, len(a.nodes))
 	for i, n := range a.nodes {
 		nr := n.NodeReport
 		nr.Sent, nr.Received = n.sent.typeCounts(), n.recv.typeCounts()
@@ -922,17 +966,26 @@ func (a *analyzer) finish() {
 			nr.FirstSeen = &t
 		}
 		nr.LiveAtEnd = a.live(int32(i), a.last)
-		rep.Nodes[i] = nr
+		a.rep.Nodes[i] = nr
 	}
+}
+
+// anomalies sets the report's anomalies, in time order.
+func (a *analyzer) anomalies() {
 	slices.SortStableFunc(a.anoms, func(x, y Anomaly) int { return x.Time.Compare(y.Time) })
-	rep.Anomalies = a.anoms
-	if rep.Anomalies == nil {
-		rep.Anomalies = []Anomaly{}
+	a.rep.Anomalies = a.anoms
+	if a.rep.Anomalies == nil {
+		a.rep.Anomalies = []Anomaly{}
 	}
-	rep.msgs = a.msgs
-	rep.names = make([]string, len(a.nodes))
+}
+
+// keepTimelines keeps in the report what Report.ElectionTimeline needs:
+// the messages and the nodes' names.
+func (a *analyzer) keepTimelines() {
+	a.rep.msgs = a.msgs
+	a.rep.names = make([]string, len(a.nodes))
 	for i := range a.nodes {
-		rep.names[i] = a.nodes[i].Name
+		a.rep.names[i] = a.nodes[i].Name
 	}
 }
 
