@@ -15,68 +15,6 @@ import (
 	"github.com/google/uuid"
 )
 
-// Analysis of a capture, from the file alone.
-//
-// Nodes come from the testbed record, else from the interface
-// descriptions, else from the addresses seen (named by address). A frame's
-// sender is the node with its source address (else its From ID, else its
-// interface's node); its receiver the node with its destination address.
-//
-// Message classes: ELECTION, ANSWER, HALT, HALT_ACK, REJECT and COORDINATOR
-// are election messages; HEARTBEAT, JOIN, LEAVE and MEMBERS are counted
-// (overall and per node, sent and received, exactly: one count per frame
-// decoded) but belong to no election. HELLO, which opens an authenticated
-// connection, is transport: counted the same way (nodes count the HELLOs
-// they send and receive too), but no message of the election, no claim to
-// lead, and it neither starts nor times one.
-//
-// Liveness: a node is live from its first frame on the wire or a restart
-// or resume record, until a crash, pause or leave record. Reachability: a
-// partition record cuts traffic between its groups (nodes in no group form
-// one more group; with one_way only from the first group to the others),
-// an isolate record cuts a node from all; heal removes every partition,
-// unisolate the node's isolation. A frame sent over a cut is on the wire
-// (the capture is at the switch, the drop in the receiver) but is not
-// counted as received when deciding convergence.
-//
-// Elections: election messages are taken in timestamp order. An election
-// starts with an ELECTION or HALT while no election is open; it stays open
-// while election messages follow each other within Quiet, and ends with
-// the last of them. Election messages while none is open that are not
-// ELECTION or HALT (a leader re-asserting itself with a COORDINATOR, say)
-// are counted in OutsideElections. Every election message is thus in
-// exactly one election or outside.
-//
-// Trigger: the latest fault or lifecycle record (any kind but testbed and
-// end) at most TriggerWindow before the election's first message and after
-// the previous election's first message; failing that the trigger is that
-// first message itself (kind "wire", e.g. reason boot at a cold start).
-// Detection is the time from the trigger record to the first ELECTION or
-// HALT, undefined for a wire trigger.
-//
-// Winner: the COORDINATOR of the highest epoch in the election, its sender
-// the leader (the latest such sender, should two claim one epoch, which is
-// an anomaly). The election converged when every node live at its end and
-// not cut from the leader, the leader aside, was sent a winning COORDINATOR
-// not over a cut. Time to leader runs from the trigger to the moment the
-// last of those nodes was sent its first winning COORDINATOR: the frame's
-// capture timestamp on the sender's port, i.e. when it left the leader,
-// which on the testbed's bridge is microseconds before it reaches the
-// receiver's socket, plus any delay a fault adds on the receiver's side. A
-// frame is timed by its first transmission; TCP retransmissions are not
-// counted again.
-//
-// Anomalies: two leaders in one epoch (a COORDINATOR or HEARTBEAT from two
-// nodes with one epoch); a COORDINATOR from a node while a node with a
-// higher ID was live since the election began and not cut from it; no
-// convergence by the end of the capture (the last election did not
-// converge, or its leader is not live at the end, or a higher live node
-// that is not cut from it exists).
-//
-// Authentication: with the cluster key, every stream's tags are verified
-// (see AuthReport); a failure is no anomaly of the election, and the frame
-// is still counted and analyzed like any other, as it was on the wire.
-
 // Schema names the JSON format of Report. Within a version fields are only
 // added; renaming, removing or changing the meaning of one bumps it.
 const Schema = "bullylab.analyze/v1"
@@ -276,7 +214,7 @@ type Trigger struct {
 	Detail string    `json:"detail,omitempty"`
 }
 
-// Election is one election (see the package's analysis rules).
+// Election is one election (see Analyze for how elections are found).
 type Election struct {
 	N       int        `json:"n"` // 1-based
 	Start   time.Time  `json:"start"`
@@ -424,10 +362,71 @@ func AnalyzeFile(path string, opts AnalyzeOptions) (*Report, error) {
 	return Analyze(f, opts)
 }
 
-// Analyze reads a capture and derives its report. Errors are one line
-// naming opts.Name and, for corrupt input, the packet number. A capture
-// that ends inside a block is no error unless no packet precedes the cut:
-// the report covers the packets before it and says so in Truncated.
+// Analyze reads a capture and derives its report from the file alone.
+// Errors are one line naming opts.Name and, for corrupt input, the packet
+// number. A capture that ends inside a block is no error unless no packet
+// precedes the cut: the report covers the packets before it and says so in
+// Truncated.
+//
+// Nodes come from the testbed record, else from the interface
+// descriptions, else from the addresses seen (named by address). A frame's
+// sender is the node with its source address (else its From ID, else its
+// interface's node); its receiver the node with its destination address.
+//
+// Message classes: ELECTION, ANSWER, HALT, HALT_ACK, REJECT and COORDINATOR
+// are election messages; HEARTBEAT, JOIN, LEAVE and MEMBERS are counted
+// (overall and per node, sent and received, exactly: one count per frame
+// decoded) but belong to no election. HELLO, which opens an authenticated
+// connection, is transport: counted the same way (nodes count the HELLOs
+// they send and receive too), but no message of the election, no claim to
+// lead, and it neither starts nor times one.
+//
+// Liveness: a node is live from its first frame on the wire or a restart
+// or resume record, until a crash, pause or leave record. Reachability: a
+// partition record cuts traffic between its groups (nodes in no group form
+// one more group; with one_way only from the first group to the others),
+// an isolate record cuts a node from all; heal removes every partition,
+// unisolate the node's isolation. A frame sent over a cut is on the wire
+// (the capture is at the switch, the drop in the receiver) but is not
+// counted as received when deciding convergence.
+//
+// Elections: election messages are taken in timestamp order. An election
+// starts with an ELECTION or HALT while no election is open; it stays open
+// while election messages follow each other within Quiet, and ends with
+// the last of them. Election messages while none is open that are not
+// ELECTION or HALT (a leader re-asserting itself with a COORDINATOR, say)
+// are counted in OutsideElections. Every election message is thus in
+// exactly one election or outside.
+//
+// Trigger: the latest fault or lifecycle record (any kind but testbed and
+// end) at most TriggerWindow before the election's first message and after
+// the previous election's first message; failing that the trigger is that
+// first message itself (kind "wire", e.g. reason boot at a cold start).
+// Detection is the time from the trigger record to the first ELECTION or
+// HALT, undefined for a wire trigger.
+//
+// Winner: the COORDINATOR of the highest epoch in the election, its sender
+// the leader (the latest such sender, should two claim one epoch, which is
+// an anomaly). The election converged when every node live at its end and
+// not cut from the leader, the leader aside, was sent a winning COORDINATOR
+// not over a cut. Time to leader runs from the trigger to the moment the
+// last of those nodes was sent its first winning COORDINATOR: the frame's
+// capture timestamp on the sender's port, i.e. when it left the leader,
+// which on the testbed's bridge is microseconds before it reaches the
+// receiver's socket, plus any delay a fault adds on the receiver's side. A
+// frame is timed by its first transmission; TCP retransmissions are not
+// counted again.
+//
+// Anomalies: two leaders in one epoch (a COORDINATOR or HEARTBEAT from two
+// nodes with one epoch); a COORDINATOR from a node while a node with a
+// higher ID was live since the election began and not cut from it; no
+// convergence by the end of the capture (the last election did not
+// converge, or its leader is not live at the end, or a higher live node
+// that is not cut from it exists).
+//
+// Authentication: with the cluster key, every stream's tags are verified
+// (see AuthReport); a failure is no anomaly of the election, and the frame
+// is still counted and analyzed like any other, as it was on the wire.
 func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 	name := opts.Name
 	if name == "" {
@@ -923,7 +922,7 @@ func (a *analyzer) elections(quiet, window time.Duration, allCuts []*cuts) []Ele
 // segment cuts the election messages into elections: an ELECTION or HALT
 // outside an election opens one, which lasts until no message comes for
 // quiet. It returns the elections, their messages counted by type, and
-// the messages outside any election.
+// the election messages outside any election.
 func (a *analyzer) segment(quiet, window time.Duration) (els []Election, byElection []counts, outside counts) {
 	open := -1
 	prevFirst := int64(-1 << 63)
