@@ -15,68 +15,6 @@ import (
 	"github.com/google/uuid"
 )
 
-// Analysis of a capture, from the file alone.
-//
-// Nodes come from the testbed record, else from the interface
-// descriptions, else from the addresses seen (named by address). A frame's
-// sender is the node with its source address (else its From ID, else its
-// interface's node); its receiver the node with its destination address.
-//
-// Message classes: ELECTION, ANSWER, HALT, HALT_ACK, REJECT and COORDINATOR
-// are election messages; HEARTBEAT, JOIN, LEAVE and MEMBERS are counted
-// (overall and per node, sent and received, exactly: one count per frame
-// decoded) but belong to no election. HELLO, which opens an authenticated
-// connection, is transport: counted the same way (nodes count the HELLOs
-// they send and receive too), but no message of the election, no claim to
-// lead, and it neither starts nor times one.
-//
-// Liveness: a node is live from its first frame on the wire or a restart
-// or resume record, until a crash, pause or leave record. Reachability: a
-// partition record cuts traffic between its groups (nodes in no group form
-// one more group; with one_way only from the first group to the others),
-// an isolate record cuts a node from all; heal removes every partition,
-// unisolate the node's isolation. A frame sent over a cut is on the wire
-// (the capture is at the switch, the drop in the receiver) but is not
-// counted as received when deciding convergence.
-//
-// Elections: election messages are taken in timestamp order. An election
-// starts with an ELECTION or HALT while no election is open; it stays open
-// while election messages follow each other within Quiet, and ends with
-// the last of them. Election messages while none is open that are not
-// ELECTION or HALT (a leader re-asserting itself with a COORDINATOR, say)
-// are counted in OutsideElections. Every election message is thus in
-// exactly one election or outside.
-//
-// Trigger: the latest fault or lifecycle record (any kind but testbed and
-// end) at most TriggerWindow before the election's first message and after
-// the previous election's first message; failing that the trigger is that
-// first message itself (kind "wire", e.g. reason boot at a cold start).
-// Detection is the time from the trigger record to the first ELECTION or
-// HALT, undefined for a wire trigger.
-//
-// Winner: the COORDINATOR of the highest epoch in the election, its sender
-// the leader (the latest such sender, should two claim one epoch, which is
-// an anomaly). The election converged when every node live at its end and
-// not cut from the leader, the leader aside, was sent a winning COORDINATOR
-// not over a cut. Time to leader runs from the trigger to the moment the
-// last of those nodes was sent its first winning COORDINATOR: the frame's
-// capture timestamp on the sender's port, i.e. when it left the leader,
-// which on the testbed's bridge is microseconds before it reaches the
-// receiver's socket, plus any delay a fault adds on the receiver's side. A
-// frame is timed by its first transmission; TCP retransmissions are not
-// counted again.
-//
-// Anomalies: two leaders in one epoch (a COORDINATOR or HEARTBEAT from two
-// nodes with one epoch); a COORDINATOR from a node while a node with a
-// higher ID was live since the election began and not cut from it; no
-// convergence by the end of the capture (the last election did not
-// converge, or its leader is not live at the end, or a higher live node
-// that is not cut from it exists).
-//
-// Authentication: with the cluster key, every stream's tags are verified
-// (see AuthReport); a failure is no anomaly of the election, and the frame
-// is still counted and analyzed like any other, as it was on the wire.
-
 // Schema names the JSON format of Report. Within a version fields are only
 // added; renaming, removing or changing the meaning of one bumps it.
 const Schema = "bullylab.analyze/v1"
@@ -276,7 +214,7 @@ type Trigger struct {
 	Detail string    `json:"detail,omitempty"`
 }
 
-// Election is one election (see the package's analysis rules).
+// Election is one election (see Analyze for how elections are found).
 type Election struct {
 	N       int        `json:"n"` // 1-based
 	Start   time.Time  `json:"start"`
@@ -424,10 +362,71 @@ func AnalyzeFile(path string, opts AnalyzeOptions) (*Report, error) {
 	return Analyze(f, opts)
 }
 
-// Analyze reads a capture and derives its report. Errors are one line
-// naming opts.Name and, for corrupt input, the packet number. A capture
-// that ends inside a block is no error unless no packet precedes the cut:
-// the report covers the packets before it and says so in Truncated.
+// Analyze reads a capture and derives its report from the file alone.
+// Errors are one line naming opts.Name and, for corrupt input, the packet
+// number. A capture that ends inside a block is no error unless no packet
+// precedes the cut: the report covers the packets before it and says so in
+// Truncated.
+//
+// Nodes come from the testbed record, else from the interface
+// descriptions, else from the addresses seen (named by address). A frame's
+// sender is the node with its source address (else its From ID, else its
+// interface's node); its receiver the node with its destination address.
+//
+// Message classes: ELECTION, ANSWER, HALT, HALT_ACK, REJECT and COORDINATOR
+// are election messages; HEARTBEAT, JOIN, LEAVE and MEMBERS are counted
+// (overall and per node, sent and received, exactly: one count per frame
+// decoded) but belong to no election. HELLO, which opens an authenticated
+// connection, is transport: counted the same way (nodes count the HELLOs
+// they send and receive too), but no message of the election, no claim to
+// lead, and it neither starts nor times one.
+//
+// Liveness: a node is live from its first frame on the wire or a restart
+// or resume record, until a crash, pause or leave record. Reachability: a
+// partition record cuts traffic between its groups (nodes in no group form
+// one more group; with one_way only from the first group to the others),
+// an isolate record cuts a node from all; heal removes every partition,
+// unisolate the node's isolation. A frame sent over a cut is on the wire
+// (the capture is at the switch, the drop in the receiver) but is not
+// counted as received when deciding convergence.
+//
+// Elections: election messages are taken in timestamp order. An election
+// starts with an ELECTION or HALT while no election is open; it stays open
+// while election messages follow each other within Quiet, and ends with
+// the last of them. Election messages while none is open that are not
+// ELECTION or HALT (a leader re-asserting itself with a COORDINATOR, say)
+// are counted in OutsideElections. Every election message is thus in
+// exactly one election or outside.
+//
+// Trigger: the latest fault or lifecycle record (any kind but testbed and
+// end) at most TriggerWindow before the election's first message and after
+// the previous election's first message; failing that the trigger is that
+// first message itself (kind "wire", e.g. reason boot at a cold start).
+// Detection is the time from the trigger record to the first ELECTION or
+// HALT, undefined for a wire trigger.
+//
+// Winner: the COORDINATOR of the highest epoch in the election, its sender
+// the leader (the latest such sender, should two claim one epoch, which is
+// an anomaly). The election converged when every node live at its end and
+// not cut from the leader, the leader aside, was sent a winning COORDINATOR
+// not over a cut. Time to leader runs from the trigger to the moment the
+// last of those nodes was sent its first winning COORDINATOR: the frame's
+// capture timestamp on the sender's port, i.e. when it left the leader,
+// which on the testbed's bridge is microseconds before it reaches the
+// receiver's socket, plus any delay a fault adds on the receiver's side. A
+// frame is timed by its first transmission; TCP retransmissions are not
+// counted again.
+//
+// Anomalies: two leaders in one epoch (a COORDINATOR or HEARTBEAT from two
+// nodes with one epoch); a COORDINATOR from a node while a node with a
+// higher ID was live since the election began and not cut from it; no
+// convergence by the end of the capture (the last election did not
+// converge, or its leader is not live at the end, or a higher live node
+// that is not cut from it exists).
+//
+// Authentication: with the cluster key, every stream's tags are verified
+// (see AuthReport); a failure is no anomaly of the election, and the frame
+// is still counted and analyzed like any other, as it was on the wire.
 func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 	name := opts.Name
 	if name == "" {
@@ -823,28 +822,55 @@ func (a *analyzer) ref(m *msg) MessageRef {
 	r := MessageRef{Packet: m.pkt, Time: time.Unix(0, m.t).UTC(), From: a.name(m.from), To: a.name(m.to),
 		Type: m.typ.String(), Epoch: m.epoch}
 	if m.typ.HasReason() {
-		r.Reason = wire.Reason(m.flags & 0x0f).String()
+		r.Reason = (&wire.Message{Flags: m.flags}).Reason().String()
 	}
 	return r
 }
 
 func ns(d int64) *int64 { return &d }
 
+// finish derives the report from what the packets left in a.
 func (a *analyzer) finish() {
-	rep := a.rep
-	quiet := a.opts.Quiet
+	quiet, window := a.settings()
+	a.span()
+	a.sortByTime()
+	allCuts := a.buildCuts()
+	a.totals()
+	els := a.elections(quiet, window, allCuts)
+	a.lowerCoordinators(els, allCuts)
+	a.final(els, allCuts)
+	a.nodeReports()
+	a.anomalies()
+	a.keepTimelines()
+}
+
+// settings returns the quiet period and trigger window in force, the
+// options' or the defaults (a default quiet period long enough for the
+// testbed's election timeout, see testbed), and notes them in the report.
+func (a *analyzer) settings() (quiet, window time.Duration) {
+	quiet = a.opts.Quiet
 	if quiet <= 0 {
 		quiet = max(DefaultQuiet, a.quiet)
 	}
-	window := a.opts.TriggerWindow
+	window = a.opts.TriggerWindow
 	if window <= 0 {
 		window = DefaultTriggerWindow
 	}
-	rep.Settings = Settings{QuietNS: int64(quiet), TriggerWindowNS: int64(window)}
+	a.rep.Settings = Settings{QuietNS: int64(quiet), TriggerWindowNS: int64(window)}
+	return quiet, window
+}
+
+// span sets the report's first and last packet times.
+func (a *analyzer) span() {
 	if a.rep.Packets > 0 {
-		rep.Start, rep.End = time.Unix(0, a.first).UTC(), time.Unix(0, a.last).UTC()
-		rep.DurationNS = a.last - a.first
+		a.rep.Start, a.rep.End = time.Unix(0, a.first).UTC(), time.Unix(0, a.last).UTC()
+		a.rep.DurationNS = a.last - a.first
 	}
+}
+
+// sortByTime puts the nodes' liveness changes, the records and the
+// election messages in time order.
+func (a *analyzer) sortByTime() {
 	for _, n := range a.nodes {
 		slices.SortStableFunc(n.trans, func(x, y transition) int { return cmp.Compare(x.t, y.t) })
 	}
@@ -854,8 +880,12 @@ func (a *analyzer) finish() {
 	if !slices.IsSortedFunc(a.msgs, func(x, y msg) int { return cmp.Compare(x.t, y.t) }) {
 		slices.SortStableFunc(a.msgs, func(x, y msg) int { return cmp.Compare(x.t, y.t) })
 	}
-	allCuts := a.buildCuts()
+}
 
+// totals fills in the report's message counts, records, stream errors
+// and authentication report.
+func (a *analyzer) totals() {
+	rep := a.rep
 	rep.Messages = a.total.typeCounts()
 	rep.ElectionMessages = rep.Messages.ElectionTotal()
 	rep.Records = make([]Record, len(a.records))
@@ -867,13 +897,35 @@ func (a *analyzer) finish() {
 		rep.StreamErrors = []StreamErrorReport{}
 	}
 	rep.Auth = a.auth.report()
+}
 
-	// Segment the election messages into elections.
-	var outside counts
-	var els []Election
+// elections segments the election messages into elections, finds each
+// one's trigger and winner, and sets the report's elections and the
+// messages outside them.
+func (a *analyzer) elections(quiet, window time.Duration, allCuts []*cuts) []Election {
+	els, byElection, outside := a.segment(quiet, window)
+	a.rep.OutsideElections = outside.typeCounts()
+	for k := range els {
+		e := &els[k]
+		e.Messages = byElection[k].typeCounts()
+		e.Start = time.Unix(0, a.msgs[e.first].t).UTC()
+		e.End = time.Unix(0, a.msgs[e.last].t).UTC()
+		a.winner(e, allCuts)
+	}
+	a.rep.Elections = els
+	if a.rep.Elections == nil {
+		a.rep.Elections = []Election{}
+	}
+	return els
+}
+
+// segment cuts the election messages into elections: an ELECTION or HALT
+// outside an election opens one, which lasts until no message comes for
+// quiet. It returns the elections, their messages counted by type, and
+// the election messages outside any election.
+func (a *analyzer) segment(quiet, window time.Duration) (els []Election, byElection []counts, outside counts) {
 	open := -1
 	prevFirst := int64(-1 << 63)
-	var electionCounts []counts
 	for i := range a.msgs {
 		m := &a.msgs[i]
 		if open >= 0 && m.t-a.msgs[els[open].last].t > int64(quiet) {
@@ -885,7 +937,7 @@ func (a *analyzer) finish() {
 				continue
 			}
 			els = append(els, Election{N: len(els) + 1, first: i, last: i})
-			electionCounts = append(electionCounts, counts{})
+			byElection = append(byElection, counts{})
 			open = len(els) - 1
 			e := &els[open]
 			e.First = a.ref(m)
@@ -896,24 +948,15 @@ func (a *analyzer) finish() {
 			prevFirst = m.t
 		}
 		els[open].last = i
-		electionCounts[open].add(m.typ)
+		byElection[open].add(m.typ)
 	}
-	rep.OutsideElections = outside.typeCounts()
-	for k := range els {
-		e := &els[k]
-		e.Messages = electionCounts[k].typeCounts()
-		e.Start = time.Unix(0, a.msgs[e.first].t).UTC()
-		e.End = time.Unix(0, a.msgs[e.last].t).UTC()
-		a.winner(e, allCuts)
-	}
-	rep.Elections = els
-	if rep.Elections == nil {
-		rep.Elections = []Election{}
-	}
-	a.lowerCoordinators(els, allCuts)
-	a.final(els, allCuts)
+	return els, byElection, outside
+}
 
-	rep.Nodes = make([]NodeReport, len(a.nodes))
+// nodeReports sets the report's nodes, with their counts, when each was
+// first seen and whether it is live at the end.
+func (a *analyzer) nodeReports() {
+	a.rep.Nodes = make([]NodeReport, len(a.nodes))
 	for i, n := range a.nodes {
 		nr := n.NodeReport
 		nr.Sent, nr.Received = n.sent.typeCounts(), n.recv.typeCounts()
@@ -922,17 +965,26 @@ func (a *analyzer) finish() {
 			nr.FirstSeen = &t
 		}
 		nr.LiveAtEnd = a.live(int32(i), a.last)
-		rep.Nodes[i] = nr
+		a.rep.Nodes[i] = nr
 	}
+}
+
+// anomalies sets the report's anomalies, in time order.
+func (a *analyzer) anomalies() {
 	slices.SortStableFunc(a.anoms, func(x, y Anomaly) int { return x.Time.Compare(y.Time) })
-	rep.Anomalies = a.anoms
-	if rep.Anomalies == nil {
-		rep.Anomalies = []Anomaly{}
+	a.rep.Anomalies = a.anoms
+	if a.rep.Anomalies == nil {
+		a.rep.Anomalies = []Anomaly{}
 	}
-	rep.msgs = a.msgs
-	rep.names = make([]string, len(a.nodes))
+}
+
+// keepTimelines keeps in the report what Report.ElectionTimeline needs:
+// the messages and the nodes' names.
+func (a *analyzer) keepTimelines() {
+	a.rep.msgs = a.msgs
+	a.rep.names = make([]string, len(a.nodes))
 	for i := range a.nodes {
-		rep.names[i] = a.nodes[i].Name
+		a.rep.names[i] = a.nodes[i].Name
 	}
 }
 
@@ -1121,7 +1173,7 @@ func (r *Report) ElectionTimeline(n int) (*Timeline, error) {
 		m := &r.msgs[i]
 		ref := MessageRef{Packet: m.pkt, Time: time.Unix(0, m.t).UTC(), From: name(m.from), To: name(m.to), Type: m.typ.String(), Epoch: m.epoch}
 		if m.typ.HasReason() {
-			ref.Reason = wire.Reason(m.flags & 0x0f).String()
+			ref.Reason = (&wire.Message{Flags: m.flags}).Reason().String()
 		}
 		tl.Entries = append(tl.Entries, TimelineEntry{OffsetNS: m.t - t0, MessageRef: ref})
 	}

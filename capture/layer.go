@@ -5,47 +5,14 @@ package capture
 // consecutive Bullylab layers, and a frame cut by a segment boundary needs
 // reassembly (see Dissector) before it decodes.
 //
-//	 0                   1                   2                   3
-//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
-//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|  Start (0x1B) |  Version (1)  |      Type     | Rsvd  | Reason|   0
-//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|                                                               |   4
-//	+                         Epoch (uint64)                        +
-//	|                                                               |   8
-//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|                                                               |  12
-//	+                                                               +
-//	|                                                               |  16
-//	+                 Sender ID (16 raw bytes of a UUID)            +
-//	|                                                               |  20
-//	+                                                               +
-//	|                                                               |  24
-//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|                     Payload Length (uint32)                   |  28
-//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|                  Payload (Length bytes) ...                   |  32
-//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//	|                     CRC-32C (uint32)                          |  32+Length
-//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-//
-// All integers are big-endian; the CRC covers bytes 0 .. 32+Length-1. With
-// FlagAuth (0x20 in the flags byte) a 16-byte authentication tag sits
-// between the payload and the CRC, which covers it too; Length still
-// counts the payload alone:
-//
-//	+-----------------+-------------------+--------------+-------------+
-//	| Header (32)     | Payload (Length)  | Tag (16)     | CRC-32C (4) |
-//	+-----------------+-------------------+--------------+-------------+
-//
-// A HELLO (type 11, always with FlagAuth) opens an authenticated
-// connection; its 40-byte payload is To (16), Time (int64, Unix ns) and
-// Nonce (16). Checking a tag takes the cluster key (wire.OpenHello and
-// wire.Verifier; Analyze does it with AnalyzeOptions.Key): the layer
-// decodes the tag, it does not verify it.
-//
-// The package wire is the reference for the format: this layer must decode
-// exactly what wire.Decode decodes (layer_test.go checks it both ways).
+// The package wire defines the frame (header, payload, authentication tag
+// with FlagAuth, CRC-32C: see its package doc) and is the only code that
+// parses or builds one here: the layer decodes with wire.Decode and
+// serializes with wire.Append, so the two never disagree about which bytes
+// are a frame (layer_test.go checks it both ways). The layer decodes a
+// frame's tag but does not verify it: that takes the cluster key
+// (wire.OpenHello and wire.Verifier; Analyze does it with
+// AnalyzeOptions.Key).
 
 import (
 	"encoding/binary"
@@ -140,7 +107,7 @@ func (b *Bullylab) NextLayerType() gopacket.LayerType {
 }
 
 // Reason returns the election reason carried in the flags byte.
-func (b *Bullylab) Reason() wire.Reason { return wire.Reason(b.Flags & 0x0f) }
+func (b *Bullylab) Reason() wire.Reason { return (&wire.Message{Flags: b.Flags}).Reason() }
 
 // Authenticated reports whether the frame carries FlagAuth and a tag.
 func (b *Bullylab) Authenticated() bool { return b.Flags&wire.FlagAuth != 0 }
@@ -151,110 +118,111 @@ func (b *Bullylab) Message() wire.Message {
 	return wire.Message{Type: b.Type, Flags: b.Flags, Epoch: b.Epoch, From: b.From, Payload: b.Data, Tag: b.Tag}
 }
 
-// Errors of DecodeFromBytes beyond wire's sentinels.
+// errLayerTruncated is what DecodeFromBytes returns, wrapped, for a frame
+// that data holds only the start of.
 var errLayerTruncated = errors.New("bullylab: frame truncated (needs TCP reassembly)")
 
-// DecodeFromBytes decodes the frame at the start of data. It checks what
-// wire.Decode checks, in the same order, and wraps the same sentinel errors
-// (errors.Is works), so that the layer and the codec can never disagree
-// about which bytes are a frame. An unknown type with a valid CRC decodes
-// and returns wire.ErrUnknownType, as wire.Decode does, so the caller can
-// skip the frame and stay in sync.
+// DecodeFromBytes decodes the frame at the start of data with wire.Decode,
+// and returns its errors, wire's sentinels, but for a frame cut short:
+// then it calls df.SetTruncated and returns an error of its own that says
+// the frame needs reassembly. An unknown type with a valid CRC decodes and
+// returns wire.ErrUnknownType, as wire.Decode does, so the caller can skip
+// the frame and stay in sync.
 func (b *Bullylab) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
-	n, err := wire.FrameLen(data)
-	if err != nil {
+	var m wire.Message
+	n, err := wire.Decode(data, &m)
+	if n == 0 { // an error before the type: m is untouched
 		if errors.Is(err, wire.ErrTruncated) {
 			df.SetTruncated()
-			return fmt.Errorf("%w: %d bytes, header needs %d", errLayerTruncated, len(data), wire.HeaderLen)
+			return truncated(data)
 		}
 		return err
 	}
-	if len(data) < n {
-		df.SetTruncated()
-		return fmt.Errorf("%w: %d bytes of a %d-byte frame", errLayerTruncated, len(data), n)
+	// Field by field, and Hello once: a tuple assignment would build its
+	// values in temporaries and copy them.
+	b.Version = wire.Version // Decode accepts no other
+	b.Type = m.Type
+	b.Flags = m.Flags
+	b.Epoch = m.Epoch
+	b.From = m.From
+	b.Length = uint32(len(m.Payload))
+	b.Data = m.Payload
+	b.Tag = m.Tag
+	if m.Type == wire.TypeHello && len(m.Payload) == wire.HelloLen {
+		b.Hello, _ = wire.DecodeHello(m.Payload) // cannot fail: the length is right
+	} else {
+		b.Hello = wire.Hello{}
 	}
-	end := n - wire.TrailerLen
-	crc := binary.BigEndian.Uint32(data[end:n])
-	if crc32.Checksum(data[:end], castagnoli) != crc {
-		return wire.ErrChecksum
-	}
-	b.Version = data[1]
-	b.Type = wire.Type(data[2])
-	b.Flags = data[3]
-	b.Epoch = binary.BigEndian.Uint64(data[4:12])
-	b.From = uuid.UUID(data[12:28])
-	b.Length = binary.BigEndian.Uint32(data[28:32])
-	b.Data, b.Tag, b.Hello = nil, nil, wire.Hello{}
-	if b.Flags&wire.FlagAuth != 0 {
-		b.Tag = data[end-wire.TagLen : end : end]
-		end -= wire.TagLen
-	}
-	if end > wire.HeaderLen {
-		b.Data = data[wire.HeaderLen:end:end]
-	}
-	if b.Type == wire.TypeHello && len(b.Data) == wire.HelloLen {
-		b.Hello, _ = wire.DecodeHello(b.Data) // cannot fail: the length is right
-	}
-	b.CRC = crc
+	b.CRC = binary.BigEndian.Uint32(data[n-wire.TrailerLen : n])
 	b.Contents = data[:n:n]
 	b.Payload = data[n:]
-	if !b.Type.Valid() {
-		return wire.ErrUnknownType
+	return err // nil or wire.ErrUnknownType
+}
+
+// truncated returns the error for data, the start of a frame.
+func truncated(data []byte) error {
+	if n, err := wire.FrameLen(data); err == nil {
+		return fmt.Errorf("%w: %d bytes of a %d-byte frame", errLayerTruncated, len(data), n)
+	}
+	return fmt.Errorf("%w: %d bytes, header needs %d", errLayerTruncated, len(data), wire.HeaderLen)
+}
+
+// SerializeTo writes the frame, as wire.Append encodes it. The payload is
+// Data, except for a HELLO with no Data, whose payload is Hello. With
+// FlagAuth, Tag follows the payload and must be wire.TagLen bytes
+// (wire.Sealer computes it); without it, Tag is ignored. With FixLengths,
+// Length is set from the payload; with ComputeChecksums, CRC is computed;
+// otherwise both are written as they are, so that tests can build the
+// frames a decoder must refuse. Version 0 is written as wire.Version.
+func (b *Bullylab) SerializeTo(buf gopacket.SerializeBuffer, opts gopacket.SerializeOptions) error {
+	m := b.Message()
+	var hello [wire.HelloLen]byte
+	if b.Type == wire.TypeHello && b.Data == nil {
+		m.Payload = wire.AppendHello(hello[:0], b.Hello)
+	}
+	if !b.Authenticated() {
+		m.Tag = nil
+	} else if len(m.Tag) != wire.TagLen {
+		return fmt.Errorf("bullylab: FlagAuth set with a tag of %d bytes, want %d", len(m.Tag), wire.TagLen)
+	}
+	plen := len(m.Payload)
+	if uint64(plen) > wire.MaxPayloadLen {
+		return fmt.Errorf("bullylab: payload of %d bytes does not fit the length field", plen)
+	}
+	if opts.FixLengths {
+		b.Length = uint32(plen)
+	}
+	n := wire.MinFrameLen + plen + len(m.Tag)
+	frame, err := buf.PrependBytes(n)
+	if err != nil {
+		return err
+	}
+	wire.Append(frame[:0:n], &m) // exactly n bytes: in place
+	if b.setRaw(frame, uint32(plen)) && opts.ComputeChecksums {
+		binary.BigEndian.PutUint32(frame[n-wire.TrailerLen:], crc32.Checksum(frame[:n-wire.TrailerLen], castagnoli))
+	}
+	if opts.ComputeChecksums {
+		b.CRC = binary.BigEndian.Uint32(frame[n-wire.TrailerLen:])
+	} else {
+		binary.BigEndian.PutUint32(frame[n-wire.TrailerLen:], b.CRC)
 	}
 	return nil
 }
 
-// SerializeTo writes the frame. The payload is Data, except for a HELLO
-// with no Data, whose payload is Hello. With FlagAuth, Tag follows the
-// payload and must be wire.TagLen bytes (wire.Sealer computes it). With
-// FixLengths, Length is set from the payload; with ComputeChecksums, CRC
-// is computed; otherwise both are written as they are, so that tests can
-// build the frames a decoder must refuse. Version 0 is written as
-// wire.Version.
-func (b *Bullylab) SerializeTo(buf gopacket.SerializeBuffer, opts gopacket.SerializeOptions) error {
-	plen := len(b.Data)
-	hello := b.Type == wire.TypeHello && b.Data == nil
-	if hello {
-		plen = wire.HelloLen
+// setRaw overwrites the version and length fields of frame, encoded by
+// wire with a payload of plen bytes, with b's where they differ (see the
+// header in wire's package doc), and reports whether it did.
+func (b *Bullylab) setRaw(frame []byte, plen uint32) bool {
+	changed := false
+	if b.Version != 0 && b.Version != frame[1] {
+		frame[1] = b.Version
+		changed = true
 	}
-	tagLen := 0
-	if b.Flags&wire.FlagAuth != 0 {
-		if len(b.Tag) != wire.TagLen {
-			return fmt.Errorf("bullylab: FlagAuth set with a tag of %d bytes, want %d", len(b.Tag), wire.TagLen)
-		}
-		tagLen = wire.TagLen
+	if b.Length != plen {
+		binary.BigEndian.PutUint32(frame[wire.HeaderLen-4:wire.HeaderLen], b.Length)
+		changed = true
 	}
-	if opts.FixLengths {
-		if uint64(plen) > wire.MaxPayloadLen {
-			return fmt.Errorf("bullylab: payload of %d bytes does not fit the length field", plen)
-		}
-		b.Length = uint32(plen)
-	}
-	n := wire.HeaderLen + plen + tagLen + wire.TrailerLen
-	bytes, err := buf.PrependBytes(n)
-	if err != nil {
-		return err
-	}
-	v := b.Version
-	if v == 0 {
-		v = wire.Version
-	}
-	bytes[0], bytes[1], bytes[2], bytes[3] = wire.StartByte, v, byte(b.Type), b.Flags
-	binary.BigEndian.PutUint64(bytes[4:], b.Epoch)
-	copy(bytes[12:28], b.From[:])
-	binary.BigEndian.PutUint32(bytes[28:], b.Length)
-	if hello {
-		wire.AppendHello(bytes[wire.HeaderLen:wire.HeaderLen], b.Hello)
-	} else {
-		copy(bytes[wire.HeaderLen:], b.Data)
-	}
-	copy(bytes[wire.HeaderLen+plen:], b.Tag[:tagLen])
-	end := n - wire.TrailerLen
-	if opts.ComputeChecksums {
-		b.CRC = crc32.Checksum(bytes[:end], castagnoli)
-	}
-	binary.BigEndian.PutUint32(bytes[end:], b.CRC)
-	return nil
+	return changed
 }
 
 // decodeBullylab is the gopacket.Decoder behind LayerTypeBullylab.

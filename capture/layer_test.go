@@ -2,7 +2,9 @@ package capture
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"testing"
 	"time"
 
@@ -148,6 +150,44 @@ func TestLayerRefuses(t *testing.T) {
 		err := l.DecodeFromBytes(b, gopacket.NilDecodeFeedback)
 		if err == nil || !errors.Is(err, wantErr) && !(errors.Is(wantErr, wire.ErrTruncated) && errors.Is(err, errLayerTruncated)) {
 			t.Errorf("%s: layer error %v, wire error %v", name, err, wantErr)
+		}
+	}
+}
+
+// TestLayerSerializeRaw checks that SerializeTo writes Version, Length
+// and CRC as they are when asked to, so that tests can build the frames a
+// decoder must refuse, and computes the CRC over what it wrote.
+func TestLayerSerializeRaw(t *testing.T) {
+	m := sampleMessages()[4] // a REJECT: 16 bytes of payload
+	good := wire.Append(nil, &m)
+	end := len(good) - wire.TrailerLen
+	for _, c := range []struct {
+		name    string
+		version uint8
+		length  uint32
+		crc     bool
+	}{
+		{"as wire", 0, 16, true},
+		{"version", 2, 16, true},
+		{"length", 1, 17, true},
+		{"crc as is", 1, 16, false},
+	} {
+		src := Bullylab{Version: c.version, Type: m.Type, Flags: m.Flags, Epoch: m.Epoch, From: m.From, Data: m.Payload, Length: c.length, CRC: 0xdeadbeef}
+		buf := gopacket.NewSerializeBuffer()
+		if err := src.SerializeTo(buf, gopacket.SerializeOptions{ComputeChecksums: c.crc}); err != nil {
+			t.Fatal(err)
+		}
+		want := bytes.Clone(good)
+		if c.version != 0 {
+			want[1] = c.version
+		}
+		binary.BigEndian.PutUint32(want[28:32], c.length)
+		binary.BigEndian.PutUint32(want[end:], 0xdeadbeef)
+		if c.crc {
+			binary.BigEndian.PutUint32(want[end:], crc32.Checksum(want[:end], castagnoli))
+		}
+		if !bytes.Equal(buf.Bytes(), want) || src.CRC != binary.BigEndian.Uint32(want[end:]) {
+			t.Errorf("%s: serialized\n%x (CRC field %08x)\nwant\n%x", c.name, buf.Bytes(), src.CRC, want)
 		}
 	}
 }

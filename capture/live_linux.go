@@ -37,18 +37,6 @@ import (
 // outgoing copy on a port carries another node's MAC. Start the capture
 // before the nodes to make the window moot.
 
-// NodePort is a node's port on the testbed switch.
-type NodePort struct {
-	// Veth is the switch-side veth, netem.SwitchVeth(run, index).
-	Veth string
-	// MAC is the node's eth0 address, if known; see the user-space filter.
-	MAC net.HardwareAddr
-}
-
-// Stats are a live capture's counters; Live.Stop also hands them to the
-// Writer's end record.
-type Stats = CaptureStats
-
 // Live is a running capture.
 type Live struct {
 	tp       *afpacket.TPacket
@@ -67,7 +55,8 @@ const liveBlockTimeout = 10 * time.Millisecond
 
 // Start captures in the switch namespace switchNS into w. ports maps a
 // node's topology index to its switch port; w must have an interface for
-// each of those nodes. The capture runs until ctx is done or Stop.
+// each of those nodes. The capture runs until ctx is done or Stop. Live
+// capture needs Linux: elsewhere Start returns ErrNotSupported.
 func Start(ctx context.Context, switchNS netns.NsHandle, ports map[int]NodePort, w *Writer) (*Live, error) {
 	if len(ports) == 0 {
 		return nil, errors.New("capture: no ports to capture")

@@ -1,6 +1,6 @@
 //go:build linux
 
-package capture
+package capture_test
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/capture/capturetest"
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/wire"
@@ -58,11 +60,11 @@ func inNamespace(t testing.TB, name string, fn func() error) error {
 // liveTestbed is a running testbed with a capture into a file.
 type liveTestbed struct {
 	tb    *netem.Testbed
-	nodes []Node
+	nodes []capture.Node
 	path  string
 	file  *os.File
-	w     *Writer
-	live  *Live
+	w     *capture.Writer
+	live  *capture.Live
 }
 
 // startLiveTestbed builds a star of n nodes and starts capturing it.
@@ -70,11 +72,11 @@ func startLiveTestbed(t *testing.T, n int, dir string) *liveTestbed {
 	t.Helper()
 	tb := netemtest.Star(t, n)
 	run := tb.Run()
-	var nodes []Node
-	ports := map[int]NodePort{}
+	var nodes []capture.Node
+	ports := map[int]capture.NodePort{}
 	for i, sn := range tb.Nodes() {
 		addr := netip.MustParseAddr(sn.Addr)
-		nodes = append(nodes, Node{Name: sn.Name, Index: sn.Index, ID: synthNodes(n, 0)[i].ID, Addr: addr, Port: tb.Topology().Port})
+		nodes = append(nodes, capture.Node{Name: sn.Name, Index: sn.Index, ID: capture.SynthNodes(n, 0)[i].ID, Addr: addr, Port: tb.Topology().Port})
 		var mac net.HardwareAddr
 		err := inNamespace(t, sn.Namespace, func() error {
 			h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
@@ -92,14 +94,14 @@ func startLiveTestbed(t *testing.T, n int, dir string) *liveTestbed {
 		if err != nil {
 			t.Fatalf("MAC of %s: %v", sn.Name, err)
 		}
-		ports[sn.Index] = NodePort{Veth: sn.SwitchVeth, MAC: mac}
+		ports[sn.Index] = capture.NodePort{Veth: sn.SwitchVeth, MAC: mac}
 	}
 	path := filepath.Join(dir, run+".pcapng")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWriter(f, WriterOptions{Testbed: Testbed{Topology: tb.Topology().Name, Run: run, Nodes: nodes}})
+	w, err := capture.NewWriter(f, capture.WriterOptions{Testbed: capture.Testbed{Topology: tb.Topology().Name, Run: run, Nodes: nodes}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +110,7 @@ func startLiveTestbed(t *testing.T, n int, dir string) *liveTestbed {
 		t.Fatal(err)
 	}
 	defer swNS.Close()
-	live, err := Start(t.Context(), swNS, ports, w)
+	live, err := capture.Start(t.Context(), swNS, ports, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +120,10 @@ func startLiveTestbed(t *testing.T, n int, dir string) *liveTestbed {
 }
 
 // stop ends the capture and closes the file; it returns the counters.
-func (lt *liveTestbed) stop(t *testing.T) Stats {
+func (lt *liveTestbed) stop(t *testing.T) capture.Stats {
 	t.Helper()
 	if lt.live == nil {
-		return Stats{}
+		return capture.Stats{}
 	}
 	st, err := lt.live.Stop()
 	lt.live = nil
@@ -142,21 +144,52 @@ func (lt *liveTestbed) stop(t *testing.T) Stats {
 // per (from, to) node pair, by type.
 func (lt *liveTestbed) traffic(t *testing.T, rounds int) map[[2]int]*counts {
 	t.Helper()
+	got := lt.listen(t)
+	sent := map[[2]int]*counts{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for a := range lt.nodes {
+		for b := range lt.nodes {
+			if a == b {
+				continue
+			}
+			c := lt.dial(t, a, b)
+			cnt := &counts{}
+			sent[[2]int{a, b}] = cnt
+			wg.Go(func() {
+				defer c.Close()
+				lt.send(t, c, a, b, rounds, func(typ wire.Type) {
+					mu.Lock()
+					cnt.add(typ)
+					mu.Unlock()
+				})
+			})
+		}
+	}
+	wg.Wait()
+	awaitReceivers(t, got, len(lt.nodes)*(len(lt.nodes)-1), rep0(sent))
+	return sent
+}
+
+// listen starts a listener on every node, closed when the test ends, that
+// accepts connections and reads frames from them; it returns the channel
+// on which each connection's frame count arrives when it closes.
+func (lt *liveTestbed) listen(t *testing.T) <-chan int {
+	t.Helper()
 	port := lt.tb.Topology().Port
 	got := make(chan int, len(lt.nodes)*len(lt.nodes))
-	lns := make([]net.Listener, len(lt.nodes))
-	for i, n := range lt.nodes {
+	for _, n := range lt.nodes {
 		ns, _ := lt.tb.Namespace(n.Name)
-		err := inNamespace(t, ns, func() error {
-			ln, err := net.Listen("tcp4", netip.AddrPortFrom(n.Addr, uint16(port)).String())
-			lns[i] = ln
+		var ln net.Listener
+		err := inNamespace(t, ns, func() (err error) {
+			ln, err = net.Listen("tcp4", netip.AddrPortFrom(n.Addr, uint16(port)).String())
 			return err
 		})
 		if err != nil {
 			t.Fatalf("listening on %s: %v", n.Name, err)
 		}
-		defer lns[i].Close()
-		go func(ln net.Listener) {
+		t.Cleanup(func() { ln.Close() })
+		go func() {
 			for {
 				c, err := ln.Accept()
 				if err != nil {
@@ -173,112 +206,119 @@ func (lt *liveTestbed) traffic(t *testing.T, rounds int) map[[2]int]*counts {
 					got <- k
 				}()
 			}
-		}(lns[i])
+		}()
 	}
-	sent := map[[2]int]*counts{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for a, na := range lt.nodes {
-		for b, nb := range lt.nodes {
-			if a == b {
-				continue
-			}
-			ns, _ := lt.tb.Namespace(na.Name)
-			var c net.Conn
-			// Retried: a fresh testbed's links may take a moment to pass
-			// traffic (the kernel's linkwatch defers carrier changes).
-			var err error
-			for try := 0; try < 10; try++ {
-				err = inNamespace(t, ns, func() (err error) {
-					c, err = net.DialTimeout("tcp4", netip.AddrPortFrom(nb.Addr, uint16(port)).String(), time.Second)
-					return err
-				})
-				if err == nil {
-					break
-				}
-			}
-			if err != nil {
-				t.Fatalf("dialing %s from %s: %v", nb.Name, na.Name, err)
-			}
-			cnt := &counts{}
-			sent[[2]int{a, b}] = cnt
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				var members []wire.Member
-				for _, n := range lt.nodes {
-					members = append(members, wire.Member{ID: n.ID, Addr: fmt.Sprintf("%s:%d", n.Addr, port)})
-				}
-				for len(members) < 300 { // a MEMBERS frame of some 12 KB: several segments
-					members = append(members, wire.Member{ID: uuid.New(), Addr: "10.77.200.200:7946"})
-				}
-				var buf []byte
-				for r := range rounds {
-					buf = buf[:0]
-					var types []wire.Type
-					switch r % 4 {
-					case 0:
-						types = []wire.Type{wire.TypeElection, wire.TypeAnswer, wire.TypeHalt}
-					case 1:
-						types = []wire.Type{wire.TypeHaltAck, wire.TypeCoordinator}
-					case 2:
-						types = []wire.Type{wire.TypeHeartbeat}
-					case 3:
-						types = []wire.Type{wire.TypeMembers, wire.TypeReject, wire.TypeJoin}
-					}
-					for _, typ := range types {
-						m := wire.Message{Type: typ, Epoch: uint64(r), From: na.ID, Flags: uint8(wire.ReasonManual)}
-						switch typ {
-						case wire.TypeMembers:
-							m.Payload = wire.AppendMembers(nil, members)
-						case wire.TypeReject:
-							m.Payload = wire.AppendID(nil, nb.ID)
-						case wire.TypeJoin:
-							m.Payload = wire.AppendAddr(nil, "10.77.0.9:7946")
-						}
-						buf = wire.Append(buf, &m)
-						mu.Lock()
-						cnt.add(typ)
-						mu.Unlock()
-					}
-					// Several frames per write now and then, one at a time
-					// otherwise, as a node's writer does.
-					if r%3 == 0 {
-						if _, err := c.Write(buf); err != nil {
-							t.Errorf("write %s->%s: %v", na.Name, nb.Name, err)
-							return
-						}
-					} else {
-						for len(buf) > 0 {
-							n, _ := wire.FrameLen(buf)
-							if _, err := c.Write(buf[:n]); err != nil {
-								t.Errorf("write %s->%s: %v", na.Name, nb.Name, err)
-								return
-							}
-							buf = buf[n:]
-						}
-					}
-					if r%50 == 0 {
-						time.Sleep(time.Millisecond)
-					}
-				}
-			}()
+	return got
+}
+
+// dial connects node a to node b's listener.
+func (lt *liveTestbed) dial(t *testing.T, a, b int) net.Conn {
+	t.Helper()
+	na, nb := lt.nodes[a], lt.nodes[b]
+	ns, _ := lt.tb.Namespace(na.Name)
+	var c net.Conn
+	// Retried: a fresh testbed's links may take a moment to pass
+	// traffic (the kernel's linkwatch defers carrier changes).
+	var err error
+	for try := 0; try < 10; try++ {
+		err = inNamespace(t, ns, func() (err error) {
+			c, err = net.DialTimeout("tcp4", netip.AddrPortFrom(nb.Addr, uint16(lt.tb.Topology().Port)).String(), time.Second)
+			return err
+		})
+		if err == nil {
+			return c
 		}
 	}
-	wg.Wait()
-	// Every frame arrived: the receivers counted them before the FINs.
-	want := 0
-	for _, c := range sent {
-		for _, v := range c {
-			want += int(v)
+	t.Fatalf("dialing %s from %s: %v", nb.Name, na.Name, err)
+	return nil
+}
+
+// send writes rounds rounds of frames from node a to node b on c, every
+// type in turn, and counts each frame with sent.
+func (lt *liveTestbed) send(t *testing.T, c net.Conn, a, b, rounds int, sent func(wire.Type)) {
+	na, nb := lt.nodes[a], lt.nodes[b]
+	members := lt.members()
+	var buf []byte
+	for r := range rounds {
+		buf = buf[:0]
+		for _, typ := range roundTypes(r) {
+			m := wire.Message{Type: typ, Epoch: uint64(r), From: na.ID, Flags: uint8(wire.ReasonManual)}
+			switch typ {
+			case wire.TypeMembers:
+				m.Payload = wire.AppendMembers(nil, members)
+			case wire.TypeReject:
+				m.Payload = wire.AppendID(nil, nb.ID)
+			case wire.TypeJoin:
+				m.Payload = wire.AppendAddr(nil, "10.77.0.9:7946")
+			}
+			buf = wire.Append(buf, &m)
+			sent(typ)
+		}
+		// Several frames per write now and then, one at a time
+		// otherwise, as a node's writer does.
+		if err := write(c, buf, r%3 == 0); err != nil {
+			t.Errorf("write %s->%s: %v", na.Name, nb.Name, err)
+			return
+		}
+		if r%50 == 0 {
+			time.Sleep(time.Millisecond)
 		}
 	}
-	received := 0
-	for range len(lt.nodes) * (len(lt.nodes) - 1) {
+}
+
+// members is a membership list of the testbed's nodes and made-up ones: a
+// MEMBERS frame of some 12 KB, several segments.
+func (lt *liveTestbed) members() []wire.Member {
+	port := lt.tb.Topology().Port
+	var members []wire.Member
+	for _, n := range lt.nodes {
+		members = append(members, wire.Member{ID: n.ID, Addr: fmt.Sprintf("%s:%d", n.Addr, port)})
+	}
+	for len(members) < 300 {
+		members = append(members, wire.Member{ID: uuid.New(), Addr: "10.77.200.200:7946"})
+	}
+	return members
+}
+
+// roundTypes are the types of the frames of round r.
+func roundTypes(r int) []wire.Type {
+	switch r % 4 {
+	case 0:
+		return []wire.Type{wire.TypeElection, wire.TypeAnswer, wire.TypeHalt}
+	case 1:
+		return []wire.Type{wire.TypeHaltAck, wire.TypeCoordinator}
+	case 2:
+		return []wire.Type{wire.TypeHeartbeat}
+	default:
+		return []wire.Type{wire.TypeMembers, wire.TypeReject, wire.TypeJoin}
+	}
+}
+
+// write writes the frames in buf to c, at once or one frame per write.
+func write(c net.Conn, buf []byte, atOnce bool) error {
+	if atOnce {
+		_, err := c.Write(buf)
+		return err
+	}
+	for len(buf) > 0 {
+		n, _ := wire.FrameLen(buf)
+		if _, err := c.Write(buf[:n]); err != nil {
+			return err
+		}
+		buf = buf[n:]
+	}
+	return nil
+}
+
+// awaitReceivers checks that the receivers of conns connections got want
+// frames in all: every frame arrived, counted before the FINs.
+func awaitReceivers(t *testing.T, got <-chan int, conns int, want int64) {
+	t.Helper()
+	var received int64
+	for range conns {
 		select {
 		case k := <-got:
-			received += k
+			received += int64(k)
 		case <-time.After(10 * time.Second):
 			t.Fatal("receivers did not finish")
 		}
@@ -286,7 +326,27 @@ func (lt *liveTestbed) traffic(t *testing.T, rounds int) map[[2]int]*counts {
 	if received != want {
 		t.Fatalf("receivers got %d frames, senders sent %d", received, want)
 	}
-	return sent
+}
+
+// counts counts frames by wire.Type; 0 holds unknown types.
+type counts [16]int64
+
+func (c *counts) add(t wire.Type) {
+	if t.Valid() {
+		c[t]++
+	} else {
+		c[0]++
+	}
+}
+
+// typeCounts returns c as the report counts it.
+func (c *counts) typeCounts() capture.TypeCounts {
+	return capture.TypeCounts{
+		Election: c[wire.TypeElection], Answer: c[wire.TypeAnswer], Halt: c[wire.TypeHalt],
+		HaltAck: c[wire.TypeHaltAck], Reject: c[wire.TypeReject], Coordinator: c[wire.TypeCoordinator],
+		Heartbeat: c[wire.TypeHeartbeat], Join: c[wire.TypeJoin], Leave: c[wire.TypeLeave],
+		Members: c[wire.TypeMembers], Hello: c[wire.TypeHello], Unknown: c[0],
+	}
 }
 
 // rep0 sums the frames sent.
@@ -303,13 +363,13 @@ func rep0(sent map[[2]int]*counts) int64 {
 // checkHandler checks every frame's interface against its sender.
 type checkHandler struct {
 	t      *testing.T
-	ifaces []*Interface
+	ifaces []*capture.Interface
 	byAddr map[netip.Addr]int
 	got    map[[2]int]*counts
 	errs   int
 }
 
-func (h *checkHandler) Frame(f *Frame) {
+func (h *checkHandler) Frame(f *capture.Frame) {
 	a, b := h.byAddr[f.Src.Addr()], h.byAddr[f.Dst.Addr()]
 	if f.Iface >= len(h.ifaces) || h.ifaces[f.Iface].Node == nil || h.ifaces[f.Iface].Node.Addr != f.Src.Addr() {
 		h.t.Errorf("frame %s from %s captured on interface %d", f.Msg.Type, f.Src, f.Iface)
@@ -322,7 +382,7 @@ func (h *checkHandler) Frame(f *Frame) {
 	c.add(f.Msg.Type)
 }
 
-func (h *checkHandler) StreamError(e *StreamError) {
+func (h *checkHandler) StreamError(e *capture.StreamError) {
 	h.errs++
 	h.t.Errorf("stream error: %v", e)
 }
@@ -344,7 +404,7 @@ func TestLiveCapture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd, err := NewReader(bytes.NewReader(data))
+	rd, err := capture.NewReader(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +412,7 @@ func TestLiveCapture(t *testing.T) {
 	for i, n := range lt.nodes {
 		h.byAddr[n.Addr] = i
 	}
-	d := NewDissector(h, DissectorOptions{})
+	d := capture.NewDissector(h, capture.DissectorOptions{})
 	type segKey struct {
 		iface int
 		data  string
@@ -402,7 +462,7 @@ func TestLiveCapture(t *testing.T) {
 		t.Errorf("dissector: %+v", ds)
 	}
 
-	rep, err := AnalyzeFile(lt.path, AnalyzeOptions{})
+	rep, err := capture.AnalyzeFile(lt.path, capture.AnalyzeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,4 +478,33 @@ func TestLiveCapture(t *testing.T) {
 	if rep.Capture == nil || rep.Capture.Drops != 0 {
 		t.Errorf("end record: %+v", rep.Capture)
 	}
+}
+
+// luaScript is the Wireshark dissector, relative to this package.
+var luaScript = filepath.Join("..", "scripts", "bullylab.lua")
+
+// TestTsharkLive compares tshark's counts with the analyzer's on a capture
+// of real TCP connections between testbed nodes.
+func TestTsharkLive(t *testing.T) {
+	tshark := capturetest.RequireTshark(t)
+	lt := startLiveTestbed(t, 3, t.TempDir())
+	lt.traffic(t, 200)
+	lt.stop(t)
+	rep, err := capture.AnalyzeFile(lt.path, capture.AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byType, _ := capturetest.Types(t, tshark, luaScript, lt.path, capturetest.TsharkOptions...)
+	var got counts
+	for ty, n := range byType {
+		if ty.Valid() {
+			got[ty] += n
+		} else {
+			got[0] += n
+		}
+	}
+	if got.typeCounts() != rep.Messages || rep.Frames == 0 {
+		t.Errorf("tshark found %+v\nanalyzer found %+v", got.typeCounts(), rep.Messages)
+	}
+	t.Logf("%d frames; analyzer and tshark agree: %+v", rep.Frames, rep.Messages)
 }

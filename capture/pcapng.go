@@ -23,21 +23,6 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 )
 
-// A bullylab capture file is pcapng with:
-//
-//   - one Ethernet interface per node, in the testbed's node order, named
-//     after the node and described as
-//     "bullylab node n5 index=5 id=<uuid> addr=10.77.0.6 port=7946";
-//     a frame is recorded once, on the port of the node that sent it;
-//   - after them one interface "bullylab-events" of link type USER0 (147)
-//     whose packets are Records: the packet data is the record as a JSON
-//     object, and its pcapng comment is a one-line summary
-//     ("bullylab: crash n5 (SIGKILL pid 4242)") that Wireshark shows in
-//     its packet list and expert info;
-//   - every interface described before the first packet (reordercap and
-//     some Wireshark versions need that), the testbed record first, and
-//     packets in timestamp order (see Writer).
-
 // LinkTypeEvents is the link type of the events interface: DLT_USER0,
 // which Wireshark shows as raw data with the packet comment.
 const LinkTypeEvents layers.LinkType = 147
@@ -107,8 +92,9 @@ type CaptureStats struct {
 	WrongSource uint64 `json:"wrong_source"` // frames on a node's port with another source MAC, not written
 }
 
-// Record is a fault or lifecycle event in a capture (see the file format
-// above). Version is RecordVersion; readers ignore fields they do not know.
+// Record is a fault or lifecycle event in a capture (see Capture files in
+// the package doc). Version is RecordVersion; readers ignore fields they
+// do not know.
 type Record struct {
 	Version int           `json:"version"`
 	Time    time.Time     `json:"time"`

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/bullylab/bullylab/wire"
@@ -115,8 +116,8 @@ type StreamError struct {
 }
 
 func (e *StreamError) Error() string {
-	return "packet " + itoa(e.Packet) + ": stream " + e.Src.String() + " > " + e.Dst.String() +
-		" offset " + utoa(e.Offset) + ": " + e.Err.Error()
+	return "packet " + strconv.FormatInt(e.Packet, 10) + ": stream " + e.Src.String() + " > " + e.Dst.String() +
+		" offset " + strconv.FormatUint(e.Offset, 10) + ": " + e.Err.Error()
 }
 
 // Handler receives what a Dissector finds. The pointers are reused: copy

@@ -17,16 +17,24 @@ func ms(d *int64) string {
 	return time.Duration(*d).Round(10 * time.Microsecond).String()
 }
 
-func table(w io.Writer, title string, header []string, rows [][]string) error {
-	fmt.Fprintf(w, "\n%s\n", title)
-	t := tablewriter.NewWriter(w)
-	if header != nil {
-		t.Header(header)
+// textTable is one table of the text report.
+type textTable struct {
+	title  string
+	header []string // none when nil
+	rows   [][]string
+}
+
+// write prints t after a blank line and its title.
+func (t *textTable) write(w io.Writer) error {
+	fmt.Fprintf(w, "\n%s\n", t.title)
+	tw := tablewriter.NewWriter(w)
+	if t.header != nil {
+		tw.Header(t.header)
 	}
-	if err := t.Bulk(rows); err != nil {
+	if err := tw.Bulk(t.rows); err != nil {
 		return err
 	}
-	return t.Render()
+	return tw.Render()
 }
 
 func typeCells(tc TypeCounts, types []wire.Type) []string {
@@ -76,6 +84,23 @@ func authSummary(a *AuthReport) string {
 // counts, anomalies, authentication failures and replays (if any), stream
 // errors (if any) and the timeline (if set).
 func (r *Report) WriteText(w io.Writer) error {
+	for _, table := range []func() *textTable{
+		r.summaryTable, r.electionsTable, r.nodesTable, r.anomaliesTable,
+		r.authFailuresTable, r.replaysTable, r.streamErrorsTable, r.timelineTable,
+	} {
+		if t := table(); t != nil {
+			if err := t.write(w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// summaryTable is the report in a few lines, with a line for each of
+// authentication, the capture's counters, truncation and TCP trouble when
+// there is something to say.
+func (r *Report) summaryTable() *textTable {
 	leader := "-"
 	if r.Final.Leader != "" {
 		leader = fmt.Sprintf("%s (epoch %d)", r.Final.Leader, r.Final.Epoch)
@@ -84,7 +109,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if !r.Final.Converged {
 		conv = "no: " + r.Final.Detail
 	}
-	summary := [][]string{
+	rows := [][]string{
 		{"file", r.File},
 		{"topology", strings.TrimSpace(r.Topology + " " + r.Run)},
 		{"span", fmt.Sprintf("%s .. %s (%v)", r.Start.Format(time.RFC3339Nano), r.End.Format("15:04:05.000000"), time.Duration(r.DurationNS).Round(time.Millisecond))},
@@ -96,49 +121,69 @@ func (r *Report) WriteText(w io.Writer) error {
 		{"converged", conv},
 		{"anomalies", fmt.Sprint(len(r.Anomalies))},
 	}
+	return &textTable{title: "Summary", rows: append(rows, r.summaryExtras()...)}
+}
+
+// summaryExtras are the summary's optional lines.
+func (r *Report) summaryExtras() [][]string {
+	var rows [][]string
 	if a := r.Auth; a != nil {
-		summary = append(summary, []string{"authentication", authSummary(a)})
+		rows = append(rows, []string{"authentication", authSummary(a)})
 	}
 	if r.Capture != nil {
-		summary = append(summary, []string{"capture", fmt.Sprintf("%d packets, %d dropped, %d late", r.Capture.Packets, r.Capture.Drops, r.Capture.Late)})
+		rows = append(rows, []string{"capture", fmt.Sprintf("%d packets, %d dropped, %d late", r.Capture.Packets, r.Capture.Drops, r.Capture.Late)})
 	}
 	if t := r.Truncated; t != nil {
-		summary = append(summary, []string{"truncated", fmt.Sprintf("the file ends inside a block at byte %d; these are its first %d packets (bytes 0..%d)",
+		rows = append(rows, []string{"truncated", fmt.Sprintf("the file ends inside a block at byte %d; these are its first %d packets (bytes 0..%d)",
 			t.SizeBytes, t.Packets, t.WholeBytes)})
 	}
 	s := r.Stream
 	if s.Corrupt+s.Gaps+s.Incomplete+s.Retransmitted+s.OutOfOrder > 0 {
-		summary = append(summary, []string{"tcp", fmt.Sprintf("%d retransmitted, %d out of order, %d corrupt frames, %d gaps, %d cut streams",
+		rows = append(rows, []string{"tcp", fmt.Sprintf("%d retransmitted, %d out of order, %d corrupt frames, %d gaps, %d cut streams",
 			s.Retransmitted, s.OutOfOrder, s.Corrupt, s.Gaps, s.Incomplete)})
 	}
-	if err := table(w, "Summary", nil, summary); err != nil {
-		return err
-	}
+	return rows
+}
 
+// electionsTable lists the elections with their election messages by type.
+func (r *Report) electionsTable() *textTable {
 	var rows [][]string
 	for _, e := range r.Elections {
-		trig := e.Trigger.Kind
-		if len(e.Trigger.Nodes) > 0 {
-			trig += " " + strings.Join(e.Trigger.Nodes, ",")
-		}
-		if e.Trigger.Kind == "wire" {
-			trig = fmt.Sprintf("%s %s (%s)", e.First.Type, e.First.From, e.First.Reason)
-		}
-		l := e.Leader
-		if l == "" {
-			l = "-"
-		}
-		if !e.Converged && e.Leader != "" {
-			l += " (pending " + strings.Join(e.Pending, ",") + ")"
-		}
-		row := []string{fmt.Sprint(e.N), e.Start.Format("15:04:05.000"), trig, ms(e.DetectionNS), ms(e.TimeToLeaderNS), l, fmt.Sprint(e.Epoch)}
+		row := []string{fmt.Sprint(e.N), e.Start.Format("15:04:05.000"), triggerCell(&e), ms(e.DetectionNS), ms(e.TimeToLeaderNS), leaderCell(&e), fmt.Sprint(e.Epoch)}
 		rows = append(rows, append(row, typeCells(e.Messages, electionTypes)...))
 	}
-	if err := table(w, "Elections", append([]string{"#", "start", "trigger", "detection", "to leader", "leader", "epoch"}, typeNames(electionTypes)...), rows); err != nil {
-		return err
-	}
+	return &textTable{"Elections", append([]string{"#", "start", "trigger", "detection", "to leader", "leader", "epoch"}, typeNames(electionTypes)...), rows}
+}
 
-	rows = rows[:0]
+// triggerCell says what started e: a record's kind and nodes, or its
+// first message.
+func triggerCell(e *Election) string {
+	if e.Trigger.Kind == "wire" {
+		return fmt.Sprintf("%s %s (%s)", e.First.Type, e.First.From, e.First.Reason)
+	}
+	trig := e.Trigger.Kind
+	if len(e.Trigger.Nodes) > 0 {
+		trig += " " + strings.Join(e.Trigger.Nodes, ",")
+	}
+	return trig
+}
+
+// leaderCell names e's leader, and the nodes it had yet to reach if it
+// did not converge.
+func leaderCell(e *Election) string {
+	l := e.Leader
+	if l == "" {
+		l = "-"
+	}
+	if !e.Converged && e.Leader != "" {
+		l += " (pending " + strings.Join(e.Pending, ",") + ")"
+	}
+	return l
+}
+
+// nodesTable lists the nodes with what each sent and received, by type.
+func (r *Report) nodesTable() *textTable {
+	var rows [][]string
 	for _, n := range r.Nodes {
 		live := "down"
 		if n.LiveAtEnd {
@@ -150,11 +195,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		rows = append(rows, row)
 	}
-	if err := table(w, "Per node (sent/received)", append([]string{"node", "addr", "id", "at end"}, typeNames(wire.Types)...), rows); err != nil {
-		return err
-	}
+	return &textTable{"Per node (sent/received)", append([]string{"node", "addr", "id", "at end"}, typeNames(wire.Types)...), rows}
+}
 
-	rows = rows[:0]
+// anomaliesTable lists the anomalies, or says there are none.
+func (r *Report) anomaliesTable() *textTable {
+	var rows [][]string
 	for _, a := range r.Anomalies {
 		el := "-"
 		if a.Election > 0 {
@@ -165,51 +211,60 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(rows) == 0 {
 		rows = append(rows, []string{"none", "", "", "", ""})
 	}
-	if err := table(w, "Anomalies", []string{"kind", "election", "time", "packet", "detail"}, rows); err != nil {
-		return err
-	}
+	return &textTable{"Anomalies", []string{"kind", "election", "time", "packet", "detail"}, rows}
+}
 
-	if a := r.Auth; a != nil && len(a.Failures) > 0 {
-		rows = rows[:0]
-		for _, f := range a.Failures {
-			rows = append(rows, []string{fmt.Sprint(f.Packet), f.Stream, fmt.Sprint(f.Frame), f.Type, f.From, f.Reason})
-		}
-		title := "Authentication failures"
-		if n := int64(len(a.Failures)); n < a.Failed {
-			title = fmt.Sprintf("Authentication failures (%d listed of %d frames that failed)", n, a.Failed)
-		}
-		if err := table(w, title, []string{"packet", "stream", "frame", "type", "from", "reason"}, rows); err != nil {
-			return err
-		}
+// authFailuresTable lists the frames that failed authentication, if any.
+func (r *Report) authFailuresTable() *textTable {
+	a := r.Auth
+	if a == nil || len(a.Failures) == 0 {
+		return nil
 	}
-	if a := r.Auth; a != nil && len(a.Replays) > 0 {
-		rows = rows[:0]
-		for _, p := range a.Replays {
-			rows = append(rows, []string{fmt.Sprint(p.Packet), p.Stream, p.From, fmt.Sprintf("packet %d, %s", p.FirstPacket, p.FirstStream)})
-		}
-		if err := table(w, "Replayed HELLOs (nonce seen before)", []string{"packet", "stream", "from", "first seen"}, rows); err != nil {
-			return err
-		}
+	var rows [][]string
+	for _, f := range a.Failures {
+		rows = append(rows, []string{fmt.Sprint(f.Packet), f.Stream, fmt.Sprint(f.Frame), f.Type, f.From, f.Reason})
 	}
+	title := "Authentication failures"
+	if n := int64(len(a.Failures)); n < a.Failed {
+		title = fmt.Sprintf("Authentication failures (%d listed of %d frames that failed)", n, a.Failed)
+	}
+	return &textTable{title, []string{"packet", "stream", "frame", "type", "from", "reason"}, rows}
+}
 
-	if len(r.StreamErrors) > 0 {
-		rows = rows[:0]
-		for _, e := range r.StreamErrors {
-			rows = append(rows, []string{fmt.Sprint(e.Packet), e.Stream, fmt.Sprint(e.Offset), e.Error})
-		}
-		if err := table(w, "Stream errors", []string{"packet", "stream", "offset", "error"}, rows); err != nil {
-			return err
-		}
+// replaysTable lists the replayed HELLOs, if any.
+func (r *Report) replaysTable() *textTable {
+	a := r.Auth
+	if a == nil || len(a.Replays) == 0 {
+		return nil
 	}
+	var rows [][]string
+	for _, p := range a.Replays {
+		rows = append(rows, []string{fmt.Sprint(p.Packet), p.Stream, p.From, fmt.Sprintf("packet %d, %s", p.FirstPacket, p.FirstStream)})
+	}
+	return &textTable{"Replayed HELLOs (nonce seen before)", []string{"packet", "stream", "from", "first seen"}, rows}
+}
 
-	if tl := r.Timeline; tl != nil {
-		rows = rows[:0]
-		for _, e := range tl.Entries {
-			rows = append(rows, []string{"+" + time.Duration(e.OffsetNS).Round(time.Microsecond).String(), e.From + " > " + e.To, e.Type, fmt.Sprint(e.Epoch), e.Reason, fmt.Sprint(e.Packet)})
-		}
-		if err := table(w, fmt.Sprintf("Election %d timeline (offset from its trigger)", tl.Election), []string{"offset", "from > to", "type", "epoch", "reason", "packet"}, rows); err != nil {
-			return err
-		}
+// streamErrorsTable lists the stream errors, if any.
+func (r *Report) streamErrorsTable() *textTable {
+	if len(r.StreamErrors) == 0 {
+		return nil
 	}
-	return nil
+	var rows [][]string
+	for _, e := range r.StreamErrors {
+		rows = append(rows, []string{fmt.Sprint(e.Packet), e.Stream, fmt.Sprint(e.Offset), e.Error})
+	}
+	return &textTable{"Stream errors", []string{"packet", "stream", "offset", "error"}, rows}
+}
+
+// timelineTable lists the messages of the election in Timeline, if set.
+func (r *Report) timelineTable() *textTable {
+	tl := r.Timeline
+	if tl == nil {
+		return nil
+	}
+	var rows [][]string
+	for _, e := range tl.Entries {
+		rows = append(rows, []string{"+" + time.Duration(e.OffsetNS).Round(time.Microsecond).String(), e.From + " > " + e.To, e.Type, fmt.Sprint(e.Epoch), e.Reason, fmt.Sprint(e.Packet)})
+	}
+	return &textTable{fmt.Sprintf("Election %d timeline (offset from its trigger)", tl.Election), []string{"offset", "from > to", "type", "epoch", "reason", "packet"}, rows}
 }

@@ -40,26 +40,9 @@ func tsharkTypes(t testing.TB, tshark, path string, extra ...string) (counts, in
 
 var tsharkOptions = capturetest.TsharkOptions
 
-// TestTsharkLive compares tshark's counts with the analyzer's on a capture
-// of real TCP connections between testbed nodes.
-func TestTsharkLive(t *testing.T) {
-	tshark := requireTshark(t)
-	lt := startLiveTestbed(t, 3, t.TempDir())
-	lt.traffic(t, 200)
-	lt.stop(t)
-	rep, err := AnalyzeFile(lt.path, AnalyzeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := tsharkTypes(t, tshark, lt.path, tsharkOptions...)
-	if got.typeCounts() != rep.Messages || rep.Frames == 0 {
-		t.Errorf("tshark found %+v\nanalyzer found %+v", got.typeCounts(), rep.Messages)
-	}
-	t.Logf("%d frames; analyzer and tshark agree: %+v", rep.Frames, rep.Messages)
-}
-
-// TestTsharkSynthetic does the same on a synthetic capture with split,
-// reordered and retransmitted segments.
+// TestTsharkSynthetic compares tshark's counts with the analyzer's on a
+// synthetic capture with split, reordered and retransmitted segments
+// (TestTsharkLive, in live_test.go, does it on a live capture).
 func TestTsharkSynthetic(t *testing.T) {
 	tshark := requireTshark(t)
 	path := filepath.Join(t.TempDir(), "synth.pcapng")
