@@ -273,227 +273,385 @@ var electionTypes = []wire.Type{wire.TypeElection, wire.TypeAnswer, wire.TypeHal
 
 // runOne runs scenario sc once: run i from 0.
 func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, backend string) (Run, *runDetail) {
-	seed := scenario.RunSeed(opts.Seed, i)
-	r := Run{Index: i + 1, Seed: seed, Started: time.Now(), Messages: map[string]int{}}
-	fail := func(kind, format string, args ...any) (Run, *runDetail) {
-		r.OK = false
-		r.FailureKind = kind
-		r.Failure = oneLine(fmt.Sprintf(format, args...))
-		return r, nil
+	ru := newRunner(opts, sc, i, backend)
+	if f := ru.setup(ctx); f != nil {
+		return ru.failed(f)
 	}
-	topo := opts.Topology
-	// The capture starts once the nodes answer: the boot elections are
-	// not measured, and the nodes boot while the testbed is built.
-	capName := fmt.Sprintf("run-%s-%d.pcapng", fileSafe(sc.Key()), i+1)
-	capPath := filepath.Join(opts.OutDir, capName)
-	r.Capture = capName
-	lb, err := lab.Start(ctx, topo, lab.Options{Binary: opts.Binary, Seed: seed, Backend: opts.Backend,
-		// Readable by all whatever the umask, as the other outputs.
-		Capture: &lab.CaptureOptions{Path: capPath, Mode: OutputMode}})
-	if err != nil {
-		return fail(FailSetup, "starting the lab: %v", err)
+	defer ru.closeLab()
+	if f := ru.settle(ctx); f != nil {
+		return ru.failed(f)
 	}
-	key := lb.Key()
-	labClosed := false
-	closeLab := func() error {
-		if labClosed {
-			return nil
-		}
-		labClosed = true
-		return lb.Close()
+	stepErr := ru.inject(ctx)
+	m, f := ru.measure(ctx, stepErr)
+	if f != nil {
+		return ru.failed(f)
 	}
-	defer closeLab()
-	stopCapture := func() error {
-		_, err := lb.Capture().Stop()
-		return err
-	}
+	return ru.judge(m)
+}
 
-	// A stable leader (or, for a cold start, nobody running).
-	names := lb.Nodes()
-	highest := names[len(names)-1]
-	wctx, cancel := context.WithTimeout(ctx, opts.StableTimeout)
-	_, err = lb.WaitLeader(wctx, func(l lab.Leader) bool { return l.Node == highest })
+// runner is one run of a scenario, in runOne's steps. They fill in r, the
+// run's record, as they go: a run that fails keeps what it measured.
+type runner struct {
+	opts    RunOptions
+	sc      *scenario.Scenario
+	backend string
+	seed    int64
+	r       Run
+	capName string // the run's capture, in opts.OutDir
+	capPath string
+
+	lab       *lab.Lab
+	labClosed bool
+	key       wire.Key // the lab's cluster key, which goes with the lab's state
+	names     []string // the lab's nodes, lowest ID first
+
+	// The baseline settle reads: the nodes' sent counters once the
+	// cluster is stable, and a time at which they held.
+	before   map[string]map[string]uint64
+	baseline time.Time
+
+	// What inject saw.
+	tgt          *labTarget
+	faults       faultLog
+	measuredAg   *lab.Leader   // the agreement the measured wait_leader saw
+	faultsBefore []fault.Fault // the faults applied before it, in order
+	ended        time.Time     // when the scenario ended
+}
+
+// runFailure is why a run failed: its FailureKind and its Failure.
+type runFailure struct{ kind, reason string }
+
+// failure is a runFailure of kind, its reason in one line.
+func failure(kind, format string, args ...any) *runFailure {
+	return &runFailure{kind: kind, reason: oneLine(fmt.Sprintf(format, args...))}
+}
+
+func newRunner(opts RunOptions, sc *scenario.Scenario, i int, backend string) *runner {
+	seed := scenario.RunSeed(opts.Seed, i)
+	ru := &runner{opts: opts, sc: sc, backend: backend, seed: seed,
+		r: Run{Index: i + 1, Seed: seed, Started: time.Now(), Messages: map[string]int{}}}
+	ru.capName = fmt.Sprintf("run-%s-%d.pcapng", fileSafe(sc.Key()), i+1)
+	ru.capPath = filepath.Join(opts.OutDir, ru.capName)
+	ru.r.Capture = ru.capName
+	return ru
+}
+
+// failed is the run as far as it got, failed for f.
+func (ru *runner) failed(f *runFailure) (Run, *runDetail) {
+	r := ru.r
+	r.OK = false
+	r.FailureKind = f.kind
+	r.Failure = f.reason
+	return r, nil
+}
+
+// setup starts the run's lab and its capture. The capture starts once the
+// nodes answer: the boot elections are not measured, and the nodes boot
+// while the testbed is built.
+func (ru *runner) setup(ctx context.Context) *runFailure {
+	lb, err := lab.Start(ctx, ru.opts.Topology, lab.Options{Binary: ru.opts.Binary, Seed: ru.seed, Backend: ru.opts.Backend,
+		// Readable by all whatever the umask, as the other outputs.
+		Capture: &lab.CaptureOptions{Path: ru.capPath, Mode: OutputMode}})
+	if err != nil {
+		return failure(FailSetup, "starting the lab: %v", err)
+	}
+	ru.lab = lb
+	ru.key = lb.Key()
+	return nil
+}
+
+// closeLab closes the lab once: measure closes it before it analyses the
+// capture, runOne's deferred call when a step ended the run before.
+func (ru *runner) closeLab() error {
+	if ru.labClosed {
+		return nil
+	}
+	ru.labClosed = true
+	return ru.lab.Close()
+}
+
+// settle waits for a stable leader (or, for a cold start, stops every
+// node once there is one), then reads the baseline counters.
+func (ru *runner) settle(ctx context.Context) *runFailure {
+	ru.names = ru.lab.Nodes()
+	highest := ru.names[len(ru.names)-1]
+	wctx, cancel := context.WithTimeout(ctx, ru.opts.StableTimeout)
+	_, err := ru.lab.WaitLeader(wctx, func(l lab.Leader) bool { return l.Node == highest })
 	cancel()
 	if err != nil {
-		return fail(FailSetup, "no stable leader before the scenario: %v", err)
+		return failure(FailSetup, "no stable leader before the scenario: %v", err)
 	}
 	// Stable: the boot elections over, so that the analysis does not fold
 	// the measured election into them and the cluster the fault strikes
 	// is the one the scenario expects. Agreeing once is not enough: a
 	// large cluster on a loaded host can agree on its highest node while
 	// nodes that boot late still elect.
-	if err := waitQuiet(ctx, lb, highest, settleTime(topo), opts.StableTimeout); err != nil {
-		return fail(FailSetup, "no stable leader before the scenario: %v", err)
+	if err := waitQuiet(ctx, ru.lab, highest, settleTime(ru.opts.Topology), ru.opts.StableTimeout); err != nil {
+		return failure(FailSetup, "no stable leader before the scenario: %v", err)
 	}
-	if sc.Start == scenario.StartCold {
-		if _, err := lb.Crash(names...); err != nil {
-			return fail(FailSetup, "stopping the nodes for a cold start: %v", err)
+	if ru.sc.Start == scenario.StartCold {
+		if _, err := ru.lab.Crash(ru.names...); err != nil {
+			return failure(FailSetup, "stopping the nodes for a cold start: %v", err)
 		}
 	}
-	before, baseline := stillCounters(ctx, lb)
+	ru.before, ru.baseline = stillCounters(ctx, ru.lab)
+	return nil
+}
 
-	// The scenario.
-	tgt := newLabTarget(lb)
-	measured := sc.Measured()
-	var measuredAg *lab.Leader
-	var faultsBefore []fault.Fault // faults in order, to find the measured one
-	var faults []fault.Fault
-	// The SLE2 bound takes the largest delay in force at any time of the
-	// run: a fault's delay stays in force until cleared.
-	owd := lb.MaxDelay()
-	var lastInForce time.Time // when the last fault was in force: observers hear of it then
+// faultLog records the faults a lab applies.
+type faultLog struct {
+	faults []fault.Fault // in order
+	// owd is the largest delay in force at any time of the run, which
+	// the SLE2 bound takes: a fault's delay stays in force until cleared.
+	owd time.Duration
+	// lastInForce is when the last fault was in force: observers hear of
+	// it then.
+	lastInForce time.Time
+}
+
+// watch starts recording the faults lb applies.
+func (fl *faultLog) watch(lb *lab.Lab) {
+	fl.owd = lb.MaxDelay()
 	lb.OnFault(func(f fault.Fault) {
-		faults = append(faults, f)
-		owd = max(owd, lb.MaxDelay())
-		lastInForce = time.Now()
+		fl.faults = append(fl.faults, f)
+		fl.owd = max(fl.owd, lb.MaxDelay())
+		fl.lastInForce = time.Now()
 	})
-	var stepErr error
-	err = scenario.Execute(ctx, sc, tgt, scenario.NewRand(seed), func(ev scenario.StepEvent) {
+}
+
+// inject executes the scenario against the lab, recording its schedule,
+// the faults, and the measured wait_leader's agreement with the faults
+// before it. It returns the error of a step that failed, which ended the
+// scenario: measure reports it once the lab is down.
+func (ru *runner) inject(ctx context.Context) error {
+	ru.tgt = newLabTarget(ru.lab)
+	measured := ru.sc.Measured()
+	ru.faults.watch(ru.lab)
+	err := scenario.Execute(ctx, ru.sc, ru.tgt, scenario.NewRand(ru.seed), func(ev scenario.StepEvent) {
 		if ev.Action.Kind != "" {
-			r.Schedule = append(r.Schedule, ev.Action.String())
+			ru.r.Schedule = append(ru.r.Schedule, ev.Action.String())
 		}
 		if ev.Index == measured && ev.Err == nil {
-			if ag, ok := tgt.lastAgreement(); ok {
-				measuredAg = &ag
+			if ag, ok := ru.tgt.lastAgreement(); ok {
+				ru.measuredAg = &ag
 			}
-			faultsBefore = slices.Clone(faults)
+			ru.faultsBefore = slices.Clone(ru.faults.faults)
 		}
 	})
-	if err != nil {
-		stepErr = err
-	}
-	ended := time.Now()
+	ru.ended = time.Now()
+	return err
+}
 
-	// Counters before teardown, once the election's tail is over: a node
-	// may still answer a late ELECTION or re-assert itself after everyone
-	// agreed, and a frame written after this read but on the wire before
-	// the capture stops would be seen and not counted. Nodes that crashed,
-	// restarted, left or joined since the baseline lost or reset theirs.
-	// A stale frame TCP delivers late after a heal can start one more
-	// round well after the agreement, so wait for the counters to stand
-	// still (or give up after a while: the cut-off below still holds),
-	// and count on the wire only what was sent before the read.
-	endDelay := lb.MaxDelay()
-	waitStill(ctx, lb, max(200*time.Millisecond, 3*messageDelay(endDelay, backend)), 5*time.Second)
-	after, read := stillCounters(ctx, lb)
+// measurement is what measure found of the run.
+type measurement struct {
+	rep   *capture.Report
+	fault *fault.Fault      // the measured fault
+	el    *capture.Election // the election it triggered; nil when the capture holds none
+	// lossyAtEnd: loss was still in force when the counters were read.
+	lossyAtEnd bool
+}
+
+// measure reads the nodes' counters once they stand still, stops the
+// capture and closes the lab, then analyses the capture: the measured
+// election, and the counters against the wire. A failed step (stepErr)
+// fails the run once the lab is down.
+func (ru *runner) measure(ctx context.Context, stepErr error) (*measurement, *runFailure) {
+	end := ru.readEnd(ctx)
+	if f := ru.teardown(stepErr); f != nil {
+		return nil, f
+	}
+	rep, f := ru.analyze()
+	if f != nil {
+		return nil, f
+	}
+	mfault, el, f := ru.measureElection(rep)
+	if f != nil {
+		return nil, f
+	}
+	if f := ru.checkCounters(rep, end); f != nil {
+		return nil, f
+	}
+	return &measurement{rep: rep, fault: mfault, el: el, lossyAtEnd: end.lossy}, nil
+}
+
+// endCounters are the nodes' sent counters at the end of the run.
+type endCounters struct {
+	after map[string]map[string]uint64
+	// cutoff is the last time at which a frame on the wire was written
+	// before the read.
+	cutoff time.Time
+	lossy  bool // loss was in force at the read
+}
+
+// readEnd reads the counters before teardown, once the election's tail is
+// over: a node may still answer a late ELECTION or re-assert itself after
+// everyone agreed, and a frame written after this read but on the wire
+// before the capture stops would be seen and not counted. Nodes that
+// crashed, restarted, left or joined since the baseline lost or reset
+// theirs. A stale frame TCP delivers late after a heal can start one more
+// round well after the agreement, so it waits for the counters to stand
+// still (or gives up after a while: the cut-off still holds), and only
+// what was sent before the read is counted on the wire.
+func (ru *runner) readEnd(ctx context.Context) endCounters {
+	endDelay := ru.lab.MaxDelay()
+	waitStill(ctx, ru.lab, max(200*time.Millisecond, 3*messageDelay(endDelay, ru.backend)), 5*time.Second)
+	after, read := stillCounters(ctx, ru.lab)
 	// A frame written before the read reaches the switch at most the
 	// delay in force later; one written after it, no earlier than that
 	// when the delay is constant (the usual case; with jitter the two may
 	// mix).
-	cutoff := read.Add(endDelay)
-	lossyAtEnd := lb.Lossy()
-	disturbed := map[string]bool{}
-	for _, f := range faults {
-		switch f.Kind {
-		case fault.Crash, fault.Restart, fault.Leave, fault.Join:
-			for _, n := range f.Nodes {
-				disturbed[n] = true
-			}
-		}
-	}
+	return endCounters{after: after, cutoff: read.Add(endDelay), lossy: ru.lab.Lossy()}
+}
+
+// teardown stops the capture and closes the lab, then fails the run for
+// the first of a failed step, the capture, and the lab's close.
+func (ru *runner) teardown(stepErr error) *runFailure {
 	// Let frames in flight reach the capture before stopping it: a
 	// delayer may hold what a node wrote last for the delay in force.
-	time.Sleep(lb.MaxDelay() + 50*time.Millisecond)
-	capErr := stopCapture()
-	closeErr := closeLab()
-
+	time.Sleep(ru.lab.MaxDelay() + 50*time.Millisecond)
+	_, capErr := ru.lab.Capture().Stop()
+	closeErr := ru.closeLab()
 	if stepErr != nil {
 		kind := FailStep
 		if errors.Is(stepErr, scenario.ErrNoLeader) || errors.Is(stepErr, scenario.ErrUnexpectedLeader) {
 			kind = FailLiveness
 		}
-		return fail(kind, "%v", stepErr)
+		return failure(kind, "%v", stepErr)
 	}
 	if capErr != nil {
-		return fail(FailSetup, "capture: %v", capErr)
+		return failure(FailSetup, "capture: %v", capErr)
 	}
 	if closeErr != nil {
-		return fail(FailSetup, "tearing down the lab: %v", closeErr)
+		return failure(FailSetup, "tearing down the lab: %v", closeErr)
 	}
+	return nil
+}
 
+// analyze analyses the capture and checks its authentication.
+func (ru *runner) analyze() (*capture.Report, *runFailure) {
 	// The run's key is gone with the lab's state: verify with the copy.
-	rep, err := capture.AnalyzeFile(capPath, capture.AnalyzeOptions{Name: capName, Key: &key})
+	rep, err := capture.AnalyzeFile(ru.capPath, capture.AnalyzeOptions{Name: ru.capName, Key: &ru.key})
 	if err != nil {
-		return fail(FailSetup, "analyzing the capture: %v", err)
+		return nil, failure(FailSetup, "analyzing the capture: %v", err)
 	}
 	if a := rep.Auth; a == nil || a.Failed > 0 || a.ReplayCount > 0 {
-		return fail(FailAuth, "%s", authProblem(a))
+		return nil, failure(FailAuth, "%s", authProblem(a))
 	}
-	r.FramesVerified, r.FramesUnverified = rep.Auth.Verified, rep.Auth.Unverified
+	ru.r.FramesVerified, ru.r.FramesUnverified = rep.Auth.Verified, rep.Auth.Unverified
+	return rep, nil
+}
 
-	// The measured fault: the last one applied before the measured wait.
+// measureElection finds the measured fault, the last one applied before
+// the measured wait_leader, and the election it triggered in the capture,
+// and records the election's leader, time to leader, detection and
+// messages.
+func (ru *runner) measureElection(rep *capture.Report) (*fault.Fault, *capture.Election, *runFailure) {
 	var mfault *fault.Fault
-	if len(faultsBefore) > 0 {
-		mfault = &faultsBefore[len(faultsBefore)-1]
+	if len(ru.faultsBefore) > 0 {
+		mfault = &ru.faultsBefore[len(ru.faultsBefore)-1]
 	}
-	if mfault == nil || measuredAg == nil {
-		return fail(FailStep, "the scenario measured no election (no fault before its measured wait_leader)")
+	if mfault == nil || ru.measuredAg == nil {
+		return nil, nil, failure(FailStep, "the scenario measured no election (no fault before its measured wait_leader)")
 	}
-	r.Leader, r.Epoch = measuredAg.Node, measuredAg.Epoch
+	ru.r.Leader, ru.r.Epoch = ru.measuredAg.Node, ru.measuredAg.Epoch
 	el := measuredElection(rep, mfault.Time)
 	if el != nil {
-		if el.TimeToLeaderNS != nil {
-			r.TimeToLeaderNS = *el.TimeToLeaderNS
-		}
-		if el.DetectionNS != nil && sc.Start != scenario.StartCold {
-			v := *el.DetectionNS
-			r.DetectionNS = &v
-		}
-		for _, t := range wire.Types {
-			if t == wire.TypeHeartbeat {
-				continue
-			}
-			if n := el.Messages.Get(t); n > 0 || capture.IsElectionType(t) {
-				r.Messages[t.String()] = int(n)
-			}
-		}
+		ru.recordElection(el)
 	}
-	if r.TimeToLeaderNS == 0 {
+	if ru.r.TimeToLeaderNS == 0 {
 		// The capture saw no converged election: fall back to the lab's
 		// agreement, which is within a poll of the truth.
-		r.TimeToLeaderNS = int64(measuredAg.At.Sub(mfault.Time))
+		ru.r.TimeToLeaderNS = int64(ru.measuredAg.At.Sub(mfault.Time))
 	}
+	return mfault, el, nil
+}
 
-	// Counters against the capture.
-	wireSent, err := capture.CountSent(capPath, func(_ string, at time.Time) bool {
-		return !at.Before(baseline) && !at.After(cutoff)
+// recordElection records what the capture measured of el: its time to
+// leader, its detection (none for a cold start, where nothing had to be
+// detected) and its messages but the HEARTBEATs.
+func (ru *runner) recordElection(el *capture.Election) {
+	if el.TimeToLeaderNS != nil {
+		ru.r.TimeToLeaderNS = *el.TimeToLeaderNS
+	}
+	if el.DetectionNS != nil && ru.sc.Start != scenario.StartCold {
+		v := *el.DetectionNS
+		ru.r.DetectionNS = &v
+	}
+	for _, t := range wire.Types {
+		if t == wire.TypeHeartbeat {
+			continue
+		}
+		if n := el.Messages.Get(t); n > 0 || capture.IsElectionType(t) {
+			ru.r.Messages[t.String()] = int(n)
+		}
+	}
+}
+
+// checkCounters cross-checks the nodes' counters from the baseline to end
+// with what the capture saw them send in that time.
+func (ru *runner) checkCounters(rep *capture.Report, end endCounters) *runFailure {
+	wireSent, err := capture.CountSent(ru.capPath, func(_ string, at time.Time) bool {
+		return !at.Before(ru.baseline) && !at.After(end.cutoff)
 	})
 	if err != nil {
-		return fail(FailSetup, "counting the capture: %v", err)
+		return failure(FailSetup, "counting the capture: %v", err)
 	}
-	r.Counters = crossCheck(names, before, after, wireSent, disturbed, dropping(topo, faults, names))
+	faults := ru.faults.faults
+	ru.r.Counters = crossCheck(ru.names, ru.before, end.after, wireSent, disturbedNodes(faults), dropping(ru.opts.Topology, faults, ru.names))
 	if cs := rep.Capture; cs != nil && cs.Drops > 0 {
 		// Frames the ring had no room for are missing from every count
 		// the capture gives; comparing them with the counters would only
 		// list the losses node by node.
-		r.Counters = CountersCheck{Mismatches: []string{fmt.Sprintf(
+		ru.r.Counters = CountersCheck{Mismatches: []string{fmt.Sprintf(
 			"the capture dropped %d of %d packets (its ring was full), so it cannot be compared with the counters", cs.Drops, cs.Packets)}}
 	}
+	return nil
+}
 
-	// Checks.
-	bound := sle2Bound(topo, messageDelay(owd, backend))
-	in := checkInput(rep, topo, faults, lastInForce, tgt, mfault.Time, ended, bound)
-	if lossyAtEnd {
+// disturbedNodes returns the nodes that crashed, restarted, left or joined:
+// their counters were lost or reset.
+func disturbedNodes(faults []fault.Fault) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range faults {
+		switch f.Kind {
+		case fault.Crash, fault.Restart, fault.Leave, fault.Join:
+			for _, n := range f.Nodes {
+				out[n] = true
+			}
+		}
+	}
+	return out
+}
+
+// judge runs the safety and liveness checks and decides the run: the
+// checks' failure first, then the counters', then no measured election in
+// the capture.
+func (ru *runner) judge(m *measurement) (Run, *runDetail) {
+	topo := ru.opts.Topology
+	bound := sle2Bound(topo, messageDelay(ru.faults.owd, ru.backend))
+	in := checkInput(m.rep, topo, ru.faults.faults, ru.faults.lastInForce, ru.tgt, m.fault.Time, ru.ended, bound)
+	if m.lossyAtEnd {
 		// SLE2 bounds the time from the network being synchronous again;
 		// with loss still in force it is not (a lost SYN alone costs a
 		// second), so the run must converge, within its wait_leader
 		// timeout, but no bound applies.
 		in.Bound = 0
 	}
+	r := ru.r
 	r.Checks = Check(in)
 	switch kind, reason := r.Checks.Failure(); {
 	case kind != "":
 		r.FailureKind, r.Failure = kind, reason
 	case !r.Counters.OK:
 		r.FailureKind, r.Failure = FailCounters, r.Counters.Mismatches[0]
-	case el == nil:
+	case m.el == nil:
 		r.FailureKind, r.Failure = FailLiveness, "the capture holds no election after the measured fault"
 	default:
 		r.OK = true
 	}
 	d := &runDetail{}
-	if el != nil {
-		d.seq = sequenceOf(rep, el, names, faults, mfault.Time)
+	if m.el != nil {
+		d.seq = sequenceOf(m.rep, m.el, ru.names, ru.faults.faults, m.fault.Time)
 	}
 	return r, d
 }
