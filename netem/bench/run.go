@@ -84,59 +84,20 @@ func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	topo := opts.Topology
-	backend := opts.Backend
-	if backend == "" {
-		caps, err := netem.Probe()
-		if err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-		backend = caps.Backend()
+	backend, err := impairBackend(opts.Backend)
+	if err != nil {
+		return nil, err
 	}
-	bound := sle2Bound(topo, messageDelay(topologyDelay(topo), backend))
-	res := &Results{
-		Schema:   Schema,
-		Tool:     LocalTool(opts.Version),
-		Host:     LocalHost(),
-		Started:  time.Now(),
-		Topology: TopologyOf(topo),
-		Seed:     opts.Seed,
-		Settings: Settings{Runs: opts.Runs, Scenario: opts.ScenarioArg, Params: opts.Params,
-			Backend: backend, SLE2BoundNS: int64(bound)},
-	}
+	res := newResults(opts, backend)
 	var seqs []Sequence
 	for _, sc := range opts.Scenarios {
-		sr, err := ResultOf(sc)
+		sr, seq, err := runScenario(ctx, opts, sc, backend)
 		if err != nil {
-			return nil, fmt.Errorf("bench: scenario %s: %w", sc.Name, err)
-		}
-		var details []*runDetail
-		for i := range opts.Runs {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			if opts.Progress != nil {
-				opts.Progress.Start(sc.Key(), i+1, opts.Runs)
-			}
-			r, d := runOne(ctx, opts, sc, i, backend)
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			sr.Runs = append(sr.Runs, r)
-			details = append(details, d)
-			if opts.Progress != nil {
-				opts.Progress.Done(RunUpdate{Scenario: sc.Key(), Index: r.Index, Runs: opts.Runs, OK: r.OK,
-					Leader: r.Leader, TimeToLeader: time.Duration(r.TimeToLeaderNS),
-					FailureKind: r.FailureKind, Failure: r.Failure})
-			}
+			return nil, err
 		}
 		res.Scenarios = append(res.Scenarios, sr)
-		if med, ok := MedianRun(&sr); ok {
-			if d := details[med.Index-1]; d != nil && d.seq != nil {
-				seq := *d.seq
-				seq.Title = SequenceTitle(&sr, med)
-				seqs = append(seqs, seq)
-			}
+		if seq != nil {
+			seqs = append(seqs, *seq)
 		}
 	}
 	if opts.Progress != nil {
@@ -153,6 +114,81 @@ func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
 		}
 	}
 	return res, nil
+}
+
+// impairBackend is backend, or when it is "" the one netem.Probe finds.
+func impairBackend(backend string) (string, error) {
+	if backend != "" {
+		return backend, nil
+	}
+	caps, err := netem.Probe()
+	if err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
+	return caps.Backend(), nil
+}
+
+// newResults begins the results of a bench, started now.
+func newResults(opts RunOptions, backend string) *Results {
+	topo := opts.Topology
+	bound := sle2Bound(topo, messageDelay(topologyDelay(topo), backend))
+	return &Results{
+		Schema:   Schema,
+		Tool:     LocalTool(opts.Version),
+		Host:     LocalHost(),
+		Started:  time.Now(),
+		Topology: TopologyOf(topo),
+		Seed:     opts.Seed,
+		Settings: Settings{Runs: opts.Runs, Scenario: opts.ScenarioArg, Params: opts.Params,
+			Backend: backend, SLE2BoundNS: int64(bound)},
+	}
+}
+
+// runScenario runs sc opts.Runs times, and returns its result with the
+// election of its median run drawn for the report (nil when no run
+// passed, or the median run's election could not be drawn).
+func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, backend string) (ScenarioResult, *Sequence, error) {
+	sr, err := ResultOf(sc)
+	if err != nil {
+		return sr, nil, fmt.Errorf("bench: scenario %s: %w", sc.Name, err)
+	}
+	var details []*runDetail
+	for i := range opts.Runs {
+		if err := ctx.Err(); err != nil {
+			return sr, nil, err
+		}
+		if opts.Progress != nil {
+			opts.Progress.Start(sc.Key(), i+1, opts.Runs)
+		}
+		r, d := runOne(ctx, opts, sc, i, backend)
+		if ctx.Err() != nil {
+			return sr, nil, ctx.Err()
+		}
+		sr.Runs = append(sr.Runs, r)
+		details = append(details, d)
+		if opts.Progress != nil {
+			opts.Progress.Done(RunUpdate{Scenario: sc.Key(), Index: r.Index, Runs: opts.Runs, OK: r.OK,
+				Leader: r.Leader, TimeToLeader: time.Duration(r.TimeToLeaderNS),
+				FailureKind: r.FailureKind, Failure: r.Failure})
+		}
+	}
+	return sr, medianSequence(&sr, details), nil
+}
+
+// medianSequence is the election of sr's median run (MedianRun), titled,
+// from the details of sr's runs; nil when there is none.
+func medianSequence(sr *ScenarioResult, details []*runDetail) *Sequence {
+	med, ok := MedianRun(sr)
+	if !ok {
+		return nil
+	}
+	d := details[med.Index-1]
+	if d == nil || d.seq == nil {
+		return nil
+	}
+	seq := *d.seq
+	seq.Title = SequenceTitle(sr, med)
+	return &seq
 }
 
 func writeOutputs(dir string, res *Results, seqs []Sequence) error {
