@@ -50,8 +50,8 @@ func (ru *runner) measure(ctx context.Context, stepErr error) (*measurement, *ru
 // endCounters are the nodes' sent counters at the end of the run.
 type endCounters struct {
 	after map[string]map[string]uint64
-	// cutoff is the last time at which a frame on the wire was written
-	// before the read.
+	// cutoff is when the frames written before the read have reached
+	// the wire, and none written after it has (with a constant delay).
 	cutoff time.Time
 	lossy  bool // loss was in force at the read
 }
