@@ -1,7 +1,36 @@
-// Package bench is the data side of `bullylab bench` and `bullylab compare`:
-// the results.json schema, statistics, bench.txt in the Go benchmark format,
-// comparisons for a CI regression gate, the self-contained report.html,
-// the summary table and the progress display.
+// Package bench is `bullylab bench` and `bullylab compare`: it runs
+// election scenarios on real testbeds (netem/lab) under a live capture,
+// checks every run, and records the results as results.json, bench.txt and
+// report.html, which compare reads back for a CI regression gate.
+//
+// # Map
+//
+// The runner, a run in steps:
+//
+//	run.go          RunBench: every scenario Runs times, each run on a fresh
+//	                lab, then the outputs
+//	run_one.go      runOne and its runner: setup (lab and capture), settle
+//	                (stable leader, quiet), inject (the scenario, its faults)
+//	run_measure.go  measure: still counters, teardown, the capture's
+//	                analysis, the measured election, the counters cross-check
+//	run_judge.go    judge: checkInput (tenures, disruptions, convergence)
+//	                for Check, and the run's Sequence for the report
+//	bound.go        node/doc.go's SLE2 bound for a topology and a delay
+//	target.go       labTarget, the scenario.Target on a lab
+//
+// What it records, and how it reads and shows it:
+//
+//	results.go      Results and their JSON, results.json (below); Summarize
+//	check.go        Check: a run's safety (SLE1) and liveness (SLE2) checks
+//	stats.go        Percentile, Mean, Distribution
+//	benchfmt.go     bench.txt for benchstat (below): WriteBenchText,
+//	                ParseBenchText
+//	compare.go      Compare, CompareFiles and their Verdict (below)
+//	report.go       WriteReport: report.html from report.html.tmpl
+//	svg.go          the report's SVG: DistributionSVG, SequenceSVG
+//	table.go        the summary and comparison tables
+//	progress.go     the progress display
+//	host.go         Host and Tool: the machine and program that measured
 //
 // # results.json
 //
@@ -118,7 +147,7 @@
 // or other scenarios, named in the error). An input larger than
 // MaxResultsSize (64 MiB) is unusable too: compare reads no further.
 //
-// # Files
+// # Output files
 //
 // results.json, bench.txt, report.html and the run captures are written
 // mode 0644 (OutputMode) whatever the umask, so that an unprivileged

@@ -2,23 +2,16 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem"
-	"github.com/bullylab/bullylab/netem/fault"
-	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/netem/scenario"
-	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
-	"github.com/bullylab/bullylab/wire"
 )
 
 // RunOptions configure Run.
@@ -84,59 +77,20 @@ func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	topo := opts.Topology
-	backend := opts.Backend
-	if backend == "" {
-		caps, err := netem.Probe()
-		if err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-		backend = caps.Backend()
+	backend, err := impairBackend(opts.Backend)
+	if err != nil {
+		return nil, err
 	}
-	bound := sle2Bound(topo, messageDelay(topologyDelay(topo), backend))
-	res := &Results{
-		Schema:   Schema,
-		Tool:     LocalTool(opts.Version),
-		Host:     LocalHost(),
-		Started:  time.Now(),
-		Topology: TopologyOf(topo),
-		Seed:     opts.Seed,
-		Settings: Settings{Runs: opts.Runs, Scenario: opts.ScenarioArg, Params: opts.Params,
-			Backend: backend, SLE2BoundNS: int64(bound)},
-	}
+	res := newResults(opts, backend)
 	var seqs []Sequence
 	for _, sc := range opts.Scenarios {
-		sr, err := ResultOf(sc)
+		sr, seq, err := runScenario(ctx, opts, sc, backend)
 		if err != nil {
-			return nil, fmt.Errorf("bench: scenario %s: %w", sc.Name, err)
-		}
-		var details []*runDetail
-		for i := range opts.Runs {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			if opts.Progress != nil {
-				opts.Progress.Start(sc.Key(), i+1, opts.Runs)
-			}
-			r, d := runOne(ctx, opts, sc, i, backend)
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			sr.Runs = append(sr.Runs, r)
-			details = append(details, d)
-			if opts.Progress != nil {
-				opts.Progress.Done(RunUpdate{Scenario: sc.Key(), Index: r.Index, Runs: opts.Runs, OK: r.OK,
-					Leader: r.Leader, TimeToLeader: time.Duration(r.TimeToLeaderNS),
-					FailureKind: r.FailureKind, Failure: r.Failure})
-			}
+			return nil, err
 		}
 		res.Scenarios = append(res.Scenarios, sr)
-		if med, ok := MedianRun(&sr); ok {
-			if d := details[med.Index-1]; d != nil && d.seq != nil {
-				seq := *d.seq
-				seq.Title = SequenceTitle(&sr, med)
-				seqs = append(seqs, seq)
-			}
+		if seq != nil {
+			seqs = append(seqs, *seq)
 		}
 	}
 	if opts.Progress != nil {
@@ -153,6 +107,81 @@ func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
 		}
 	}
 	return res, nil
+}
+
+// impairBackend is backend, or when it is "" the one netem.Probe finds.
+func impairBackend(backend string) (string, error) {
+	if backend != "" {
+		return backend, nil
+	}
+	caps, err := netem.Probe()
+	if err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
+	return caps.Backend(), nil
+}
+
+// newResults begins the results of a bench, started now.
+func newResults(opts RunOptions, backend string) *Results {
+	topo := opts.Topology
+	bound := sle2Bound(topo, messageDelay(topologyDelay(topo), backend))
+	return &Results{
+		Schema:   Schema,
+		Tool:     LocalTool(opts.Version),
+		Host:     LocalHost(),
+		Started:  time.Now(),
+		Topology: TopologyOf(topo),
+		Seed:     opts.Seed,
+		Settings: Settings{Runs: opts.Runs, Scenario: opts.ScenarioArg, Params: opts.Params,
+			Backend: backend, SLE2BoundNS: int64(bound)},
+	}
+}
+
+// runScenario runs sc opts.Runs times, and returns its result with the
+// election of its median run drawn for the report (nil when no run
+// passed, or the median run's election could not be drawn).
+func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, backend string) (ScenarioResult, *Sequence, error) {
+	sr, err := ResultOf(sc)
+	if err != nil {
+		return sr, nil, fmt.Errorf("bench: scenario %s: %w", sc.Name, err)
+	}
+	var details []*runDetail
+	for i := range opts.Runs {
+		if err := ctx.Err(); err != nil {
+			return sr, nil, err
+		}
+		if opts.Progress != nil {
+			opts.Progress.Start(sc.Key(), i+1, opts.Runs)
+		}
+		r, d := runOne(ctx, opts, sc, i, backend)
+		if ctx.Err() != nil {
+			return sr, nil, ctx.Err()
+		}
+		sr.Runs = append(sr.Runs, r)
+		details = append(details, d)
+		if opts.Progress != nil {
+			opts.Progress.Done(RunUpdate{Scenario: sc.Key(), Index: r.Index, Runs: opts.Runs, OK: r.OK,
+				Leader: r.Leader, TimeToLeader: time.Duration(r.TimeToLeaderNS),
+				FailureKind: r.FailureKind, Failure: r.Failure})
+		}
+	}
+	return sr, medianSequence(&sr, details), nil
+}
+
+// medianSequence is the election of sr's median run (MedianRun), titled,
+// from the details of sr's runs; nil when there is none.
+func medianSequence(sr *ScenarioResult, details []*runDetail) *Sequence {
+	med, ok := MedianRun(sr)
+	if !ok {
+		return nil
+	}
+	d := details[med.Index-1]
+	if d == nil || d.seq == nil {
+		return nil
+	}
+	seq := *d.seq
+	seq.Title = SequenceTitle(sr, med)
+	return &seq
 }
 
 func writeOutputs(dir string, res *Results, seqs []Sequence) error {
@@ -172,734 +201,6 @@ func writeOutputs(dir string, res *Results, seqs []Sequence) error {
 		}
 	}
 	return nil
-}
-
-// Parts of node/doc.go's d that no impairment configures.
-const (
-	// delayerOverhead is what the NFQUEUE delayer adds to a delayed
-	// packet beyond its configured delay: 50 ms configured measured 50.8 ms
-	// at p50 and 51.8 ms at p99 (../shared/notes/linux-testbed.md).
-	delayerOverhead = 2 * time.Millisecond
-	// hostSlack covers a node process waiting for a core on a loaded
-	// host, and the lab's status polls that time agreement.
-	hostSlack = 5 * time.Millisecond
-	// tcpDelays is how many one-way packet delays a message may need:
-	// a node sends to a peer it has no connection to (in a stable Bully
-	// cluster followers never talk to each other, so most election
-	// messages open one) only after the handshake, SYN one way, SYN-ACK
-	// back, then the data with the ACK. A latency-sweep at 100 ms showed an
-	// ELECTION to a node never talked to on the wire 300 ms after those to
-	// nodes already connected.
-	tcpDelays = 3
-)
-
-// messageDelay is node/doc.go's d, the largest delay of one message, for
-// a network whose largest one-way packet delay (jitter included, per
-// direction) is owd: tcpDelays of them, each with the delayer's overhead
-// when the NFQUEUE backend applies it, plus hostSlack.
-func messageDelay(owd time.Duration, backend string) time.Duration {
-	if owd > 0 && backend == netem.BackendNFQueue {
-		owd += delayerOverhead
-	}
-	return tcpDelays*owd + hostSlack
-}
-
-// sle2Bound is node/doc.go's SLE2 bound for the topology's slowest node,
-//
-//	max(FailureTimeout + d + S, WaitFactor×ElectionTimeout + S, Heartbeat + d) + 3×ElectionTimeout + 10d,
-//
-// d the largest message delay (messageDelay), S the largest detection
-// stagger a node of this many can have (node.MaxStaggerDelay).
-func sle2Bound(topo *topologies.Topology, d time.Duration) time.Duration {
-	var b time.Duration
-	for _, n := range topo.Nodes {
-		s := n.Settings
-		stagger := node.MaxStaggerDelay(len(topo.Nodes), s.DetectionStagger, s.ElectionTimeout)
-		first := max(s.FailureTimeout+d+stagger, node.WaitFactor*s.ElectionTimeout+stagger, s.Heartbeat+d)
-		b = max(b, first+3*s.ElectionTimeout+10*d)
-	}
-	return b
-}
-
-// topologyDelay is the largest one-way delay the topology's own
-// impairments give a packet, per direction: the sender's link, with the
-// pair's link between the two on top of it (lab.Lab.MaxDelay, before any
-// fault).
-func topologyDelay(topo *topologies.Topology) time.Duration {
-	var d time.Duration
-	for _, s := range topo.Nodes {
-		for _, r := range topo.Nodes {
-			if s.Name == r.Name {
-				continue
-			}
-			owd := s.Impair.Delay + s.Impair.Jitter
-			if p, ok := topo.PairImpair(s.Name, r.Name); ok {
-				owd += p.Delay + p.Jitter
-			}
-			d = max(d, owd)
-		}
-	}
-	return d
-}
-
-// runDetail is what a run keeps beyond its Run for the report.
-type runDetail struct {
-	seq *Sequence
-}
-
-// authProblem says what is wrong with a run's capture's authentication.
-func authProblem(a *capture.AuthReport) string {
-	switch {
-	case a == nil:
-		return "the capture holds no authenticated frame, though the nodes had a cluster key"
-	case a.Failed > 0 && len(a.Failures) > 0:
-		f := a.Failures[0]
-		return fmt.Sprintf("%d frames failed the cluster key's check; the first, packet %d (%s, frame %d of its connection, %s from %s): %s",
-			a.Failed, f.Packet, f.Stream, f.Frame, f.Type, f.From, f.Reason)
-	case a.Failed > 0:
-		return fmt.Sprintf("%d frames failed the cluster key's check", a.Failed)
-	}
-	return fmt.Sprintf("%d HELLOs replayed an earlier one's nonce", a.ReplayCount)
-}
-
-// electionTypes are the types cross-checked against the nodes' counters:
-// HEARTBEATs race the counter reads at both ends. HELLO, which opens each
-// connection a node dials when the cluster has a key, is transport, but
-// nodes count it as sent like any frame, and dial only to send to a peer
-// they have no connection to, which a settled cluster does not do: it is
-// compared too.
-var electionTypes = []wire.Type{wire.TypeElection, wire.TypeAnswer, wire.TypeHalt, wire.TypeHaltAck,
-	wire.TypeReject, wire.TypeCoordinator, wire.TypeJoin, wire.TypeLeave, wire.TypeMembers, wire.TypeHello}
-
-// runOne runs scenario sc once: run i from 0.
-func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, backend string) (Run, *runDetail) {
-	seed := scenario.RunSeed(opts.Seed, i)
-	r := Run{Index: i + 1, Seed: seed, Started: time.Now(), Messages: map[string]int{}}
-	fail := func(kind, format string, args ...any) (Run, *runDetail) {
-		r.OK = false
-		r.FailureKind = kind
-		r.Failure = oneLine(fmt.Sprintf(format, args...))
-		return r, nil
-	}
-	topo := opts.Topology
-	// The capture starts once the nodes answer: the boot elections are
-	// not measured, and the nodes boot while the testbed is built.
-	capName := fmt.Sprintf("run-%s-%d.pcapng", fileSafe(sc.Key()), i+1)
-	capPath := filepath.Join(opts.OutDir, capName)
-	r.Capture = capName
-	lb, err := lab.Start(ctx, topo, lab.Options{Binary: opts.Binary, Seed: seed, Backend: opts.Backend,
-		// Readable by all whatever the umask, as the other outputs.
-		Capture: &lab.CaptureOptions{Path: capPath, Mode: OutputMode}})
-	if err != nil {
-		return fail(FailSetup, "starting the lab: %v", err)
-	}
-	key := lb.Key()
-	labClosed := false
-	closeLab := func() error {
-		if labClosed {
-			return nil
-		}
-		labClosed = true
-		return lb.Close()
-	}
-	defer closeLab()
-	stopCapture := func() error {
-		_, err := lb.Capture().Stop()
-		return err
-	}
-
-	// A stable leader (or, for a cold start, nobody running).
-	names := lb.Nodes()
-	highest := names[len(names)-1]
-	wctx, cancel := context.WithTimeout(ctx, opts.StableTimeout)
-	_, err = lb.WaitLeader(wctx, func(l lab.Leader) bool { return l.Node == highest })
-	cancel()
-	if err != nil {
-		return fail(FailSetup, "no stable leader before the scenario: %v", err)
-	}
-	// Stable: the boot elections over, so that the analysis does not fold
-	// the measured election into them and the cluster the fault strikes
-	// is the one the scenario expects. Agreeing once is not enough: a
-	// large cluster on a loaded host can agree on its highest node while
-	// nodes that boot late still elect.
-	if err := waitQuiet(ctx, lb, highest, settleTime(topo), opts.StableTimeout); err != nil {
-		return fail(FailSetup, "no stable leader before the scenario: %v", err)
-	}
-	if sc.Start == scenario.StartCold {
-		if _, err := lb.Crash(names...); err != nil {
-			return fail(FailSetup, "stopping the nodes for a cold start: %v", err)
-		}
-	}
-	before, baseline := stillCounters(ctx, lb)
-
-	// The scenario.
-	tgt := newLabTarget(lb)
-	measured := sc.Measured()
-	var measuredAg *lab.Leader
-	var faultsBefore []fault.Fault // faults in order, to find the measured one
-	var faults []fault.Fault
-	// The SLE2 bound takes the largest delay in force at any time of the
-	// run: a fault's delay stays in force until cleared.
-	owd := lb.MaxDelay()
-	var lastInForce time.Time // when the last fault was in force: observers hear of it then
-	lb.OnFault(func(f fault.Fault) {
-		faults = append(faults, f)
-		owd = max(owd, lb.MaxDelay())
-		lastInForce = time.Now()
-	})
-	var stepErr error
-	err = scenario.Execute(ctx, sc, tgt, scenario.NewRand(seed), func(ev scenario.StepEvent) {
-		if ev.Action.Kind != "" {
-			r.Schedule = append(r.Schedule, ev.Action.String())
-		}
-		if ev.Index == measured && ev.Err == nil {
-			if ag, ok := tgt.lastAgreement(); ok {
-				measuredAg = &ag
-			}
-			faultsBefore = slices.Clone(faults)
-		}
-	})
-	if err != nil {
-		stepErr = err
-	}
-	ended := time.Now()
-
-	// Counters before teardown, once the election's tail is over: a node
-	// may still answer a late ELECTION or re-assert itself after everyone
-	// agreed, and a frame written after this read but on the wire before
-	// the capture stops would be seen and not counted. Nodes that crashed,
-	// restarted, left or joined since the baseline lost or reset theirs.
-	// A stale frame TCP delivers late after a heal can start one more
-	// round well after the agreement, so wait for the counters to stand
-	// still (or give up after a while: the cut-off below still holds),
-	// and count on the wire only what was sent before the read.
-	endDelay := lb.MaxDelay()
-	waitStill(ctx, lb, max(200*time.Millisecond, 3*messageDelay(endDelay, backend)), 5*time.Second)
-	after, read := stillCounters(ctx, lb)
-	// A frame written before the read reaches the switch at most the
-	// delay in force later; one written after it, no earlier than that
-	// when the delay is constant (the usual case; with jitter the two may
-	// mix).
-	cutoff := read.Add(endDelay)
-	lossyAtEnd := lb.Lossy()
-	disturbed := map[string]bool{}
-	for _, f := range faults {
-		switch f.Kind {
-		case fault.Crash, fault.Restart, fault.Leave, fault.Join:
-			for _, n := range f.Nodes {
-				disturbed[n] = true
-			}
-		}
-	}
-	// Let frames in flight reach the capture before stopping it: a
-	// delayer may hold what a node wrote last for the delay in force.
-	time.Sleep(lb.MaxDelay() + 50*time.Millisecond)
-	capErr := stopCapture()
-	closeErr := closeLab()
-
-	if stepErr != nil {
-		kind := FailStep
-		if errors.Is(stepErr, scenario.ErrNoLeader) || errors.Is(stepErr, scenario.ErrUnexpectedLeader) {
-			kind = FailLiveness
-		}
-		return fail(kind, "%v", stepErr)
-	}
-	if capErr != nil {
-		return fail(FailSetup, "capture: %v", capErr)
-	}
-	if closeErr != nil {
-		return fail(FailSetup, "tearing down the lab: %v", closeErr)
-	}
-
-	// The run's key is gone with the lab's state: verify with the copy.
-	rep, err := capture.AnalyzeFile(capPath, capture.AnalyzeOptions{Name: capName, Key: &key})
-	if err != nil {
-		return fail(FailSetup, "analyzing the capture: %v", err)
-	}
-	if a := rep.Auth; a == nil || a.Failed > 0 || a.ReplayCount > 0 {
-		return fail(FailAuth, "%s", authProblem(a))
-	}
-	r.FramesVerified, r.FramesUnverified = rep.Auth.Verified, rep.Auth.Unverified
-
-	// The measured fault: the last one applied before the measured wait.
-	var mfault *fault.Fault
-	if len(faultsBefore) > 0 {
-		mfault = &faultsBefore[len(faultsBefore)-1]
-	}
-	if mfault == nil || measuredAg == nil {
-		return fail(FailStep, "the scenario measured no election (no fault before its measured wait_leader)")
-	}
-	r.Leader, r.Epoch = measuredAg.Node, measuredAg.Epoch
-	el := measuredElection(rep, mfault.Time)
-	if el != nil {
-		if el.TimeToLeaderNS != nil {
-			r.TimeToLeaderNS = *el.TimeToLeaderNS
-		}
-		if el.DetectionNS != nil && sc.Start != scenario.StartCold {
-			v := *el.DetectionNS
-			r.DetectionNS = &v
-		}
-		for _, t := range wire.Types {
-			if t == wire.TypeHeartbeat {
-				continue
-			}
-			if n := el.Messages.Get(t); n > 0 || capture.IsElectionType(t) {
-				r.Messages[t.String()] = int(n)
-			}
-		}
-	}
-	if r.TimeToLeaderNS == 0 {
-		// The capture saw no converged election: fall back to the lab's
-		// agreement, which is within a poll of the truth.
-		r.TimeToLeaderNS = int64(measuredAg.At.Sub(mfault.Time))
-	}
-
-	// Counters against the capture.
-	wireSent, err := capture.CountSent(capPath, func(_ string, at time.Time) bool {
-		return !at.Before(baseline) && !at.After(cutoff)
-	})
-	if err != nil {
-		return fail(FailSetup, "counting the capture: %v", err)
-	}
-	r.Counters = crossCheck(names, before, after, wireSent, disturbed, dropping(topo, faults, names))
-	if cs := rep.Capture; cs != nil && cs.Drops > 0 {
-		// Frames the ring had no room for are missing from every count
-		// the capture gives; comparing them with the counters would only
-		// list the losses node by node.
-		r.Counters = CountersCheck{Mismatches: []string{fmt.Sprintf(
-			"the capture dropped %d of %d packets (its ring was full), so it cannot be compared with the counters", cs.Drops, cs.Packets)}}
-	}
-
-	// Checks.
-	bound := sle2Bound(topo, messageDelay(owd, backend))
-	in := checkInput(rep, topo, faults, lastInForce, tgt, mfault.Time, ended, bound)
-	if lossyAtEnd {
-		// SLE2 bounds the time from the network being synchronous again;
-		// with loss still in force it is not (a lost SYN alone costs a
-		// second), so the run must converge, within its wait_leader
-		// timeout, but no bound applies.
-		in.Bound = 0
-	}
-	r.Checks = Check(in)
-	switch kind, reason := r.Checks.Failure(); {
-	case kind != "":
-		r.FailureKind, r.Failure = kind, reason
-	case !r.Counters.OK:
-		r.FailureKind, r.Failure = FailCounters, r.Counters.Mismatches[0]
-	case el == nil:
-		r.FailureKind, r.Failure = FailLiveness, "the capture holds no election after the measured fault"
-	default:
-		r.OK = true
-	}
-	d := &runDetail{}
-	if el != nil {
-		d.seq = sequenceOf(rep, el, names, faults, mfault.Time)
-	}
-	return r, d
-}
-
-// stillCounters reads the running nodes' sent counters twice in a row
-// until the two reads agree, and returns them with a time between the
-// reads: every node's counters were the same before and after it, so a
-// frame on the wire before that time was counted and one after it was
-// not (with no delay in force). It gives up after a few tries, returning
-// the last read, when the nodes keep sending.
-func stillCounters(ctx context.Context, lb *lab.Lab) (map[string]map[string]uint64, time.Time) {
-	prev := sentCounters(lb.NodeStates())
-	for range 20 {
-		at := time.Now()
-		cur := sentCounters(lb.NodeStates())
-		if sameCounters(prev, cur) || ctx.Err() != nil {
-			return cur, at
-		}
-		prev = cur
-	}
-	return prev, time.Now()
-}
-
-func sameCounters(a, b map[string]map[string]uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for n, ca := range a {
-		cb, ok := b[n]
-		if !ok {
-			return false
-		}
-		for _, t := range electionTypes {
-			if ca[t.String()] != cb[t.String()] {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// sentCounters reads the running nodes' sent counters by node and type.
-func sentCounters(st []lab.NodeState) map[string]map[string]uint64 {
-	out := map[string]map[string]uint64{}
-	for _, s := range st {
-		if s.State == lab.ProcRunning && s.View != nil {
-			out[s.Node] = s.View.Counters.Sent
-		}
-	}
-	return out
-}
-
-// crossCheck compares, per node that ran from the baseline to the end
-// undisturbed, the frames of each election type its counters say it sent
-// with the frames the capture saw from it.
-//
-// What it can compare exactly: a node counts a frame as sent once the
-// kernel took all its bytes, and the lab drops packets only at the
-// receivers (partitions, isolation and loss alike), so every frame that
-// left a node crossed the switch and the capture saw it once (TCP
-// retransmissions are reassembled away). A frame can still be counted and
-// never leave: written into a connection whose earlier segments go
-// unacknowledged (the peer's side drops them), it waits in the kernel
-// behind them, and when TCP_USER_TIMEOUT aborts the connection it is
-// discarded unsent. So for the nodes in lossy, which sent while a
-// partition, isolation or loss was in force, the counters only bound the
-// capture from above; for every other node the two must be equal.
-func crossCheck(names []string, before, after map[string]map[string]uint64, wireSent capture.SentCounts, disturbed, lossy map[string]bool) CountersCheck {
-	cc := CountersCheck{OK: true}
-	for _, n := range names {
-		b, okb := before[n]
-		a, oka := after[n]
-		if disturbed[n] || !okb || !oka {
-			continue // crashed or restarted: its counters are gone or reset
-		}
-		if lossy[n] {
-			cc.AtMost = append(cc.AtMost, n)
-		}
-		for _, t := range electionTypes {
-			ts := t.String()
-			got := int(a[ts]) - int(b[ts])
-			w := int(wireSent[n][ts])
-			switch {
-			case w == got:
-			case lossy[n] && w < got:
-			case lossy[n]:
-				cc.OK = false
-				cc.Mismatches = append(cc.Mismatches, fmt.Sprintf("%s sent %d %s by its counters, the capture saw more: %d", n, got, ts, w))
-			default:
-				cc.OK = false
-				cc.Mismatches = append(cc.Mismatches, fmt.Sprintf("%s sent %d %s by its counters, the capture saw %d", n, got, ts, w))
-			}
-		}
-	}
-	return cc
-}
-
-// dropping returns the nodes that may have written into a network that
-// dropped their packets or the acknowledgements of them during the run:
-// with a partition or an isolation every node may have (each may send to a
-// node cut off), and with loss every node whose sends or whose peers'
-// sends were lossy, which for simplicity is every node too; the same when
-// the topology itself loses packets.
-func dropping(topo *topologies.Topology, faults []fault.Fault, names []string) map[string]bool {
-	out := map[string]bool{}
-	lossy := slices.ContainsFunc(topo.Nodes, func(n topologies.Node) bool { return n.Impair.Loss > 0 }) ||
-		slices.ContainsFunc(topo.PairImpairs, func(p topologies.PairImpair) bool { return p.Impair.Loss > 0 })
-	for _, f := range faults {
-		if lossy {
-			break
-		}
-		switch f.Kind {
-		case fault.Partition, fault.Isolate, fault.Loss:
-			lossy = true
-		}
-	}
-	if lossy {
-		for _, n := range names {
-			out[n] = true
-		}
-	}
-	return out
-}
-
-// measuredElection is the election the measured fault triggered: the one
-// whose trigger is that record, else the first starting after it.
-func measuredElection(rep *capture.Report, fault time.Time) *capture.Election {
-	for i := range rep.Elections {
-		if e := &rep.Elections[i]; e.Trigger.Kind != "wire" && e.Trigger.Time.Equal(fault) {
-			return e
-		}
-	}
-	for i := range rep.Elections {
-		if e := &rep.Elections[i]; !e.Start.Before(fault) || !e.End.Before(fault) {
-			return e
-		}
-	}
-	return nil
-}
-
-// waitStill waits until no running node's election counters move for
-// quiet, at most timeout.
-func waitStill(ctx context.Context, lb *lab.Lab, quiet, timeout time.Duration) {
-	deadline := time.Now().Add(timeout)
-	var last uint64
-	since := time.Now()
-	for first := true; ; first = false {
-		var sum uint64
-		for _, s := range lb.NodeStates() {
-			if s.View != nil {
-				for _, t := range electionTypes {
-					sum += s.View.Counters.Sent[t.String()]
-				}
-			}
-		}
-		now := time.Now()
-		if first || sum != last {
-			last, since = sum, now
-		} else if now.Sub(since) >= quiet {
-			return
-		}
-		if now.After(deadline) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(quietPoll):
-		}
-	}
-}
-
-// quietPoll is how often waitQuiet reads the nodes' counters.
-const quietPoll = 50 * time.Millisecond
-
-// waitQuiet waits until every running node has followed leader, and no
-// node has sent an election message, for quiet: the counters of every
-// node, read through the control sockets, do not move.
-func waitQuiet(ctx context.Context, lb *lab.Lab, leader string, quiet, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var last uint64
-	var since time.Time
-	for {
-		var sum uint64
-		agree := true
-		for _, s := range lb.NodeStates() {
-			if s.State != lab.ProcRunning {
-				continue
-			}
-			if s.View == nil || s.Status != node.StatusNormal.String() || s.Leader != leader {
-				agree = false
-				continue
-			}
-			for _, t := range electionTypes {
-				sum += s.View.Counters.Sent[t.String()]
-			}
-		}
-		now := time.Now()
-		if !agree || since.IsZero() || sum != last {
-			last, since = sum, now
-			if !agree {
-				since = time.Time{}
-			}
-		} else if now.Sub(since) >= quiet {
-			return nil
-		}
-		if now.After(deadline) {
-			return fmt.Errorf("the nodes did not follow %s without electing for %s within %s", leader, quiet, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(quietPoll):
-		}
-	}
-}
-
-// settleTime is the silence the analysis needs to end an election
-// (capture.AnalyzeOptions.Quiet's default), and a margin.
-func settleTime(topo *topologies.Topology) time.Duration {
-	q := capture.DefaultQuiet
-	for _, n := range topo.Nodes {
-		s := n.Settings
-		// A waiting node's timeout is staggered too (node.MaxStaggerDelay).
-		q = max(q, (node.WaitFactor+1)*s.ElectionTimeout+node.MaxStaggerDelay(len(topo.Nodes), s.DetectionStagger, s.ElectionTimeout))
-	}
-	return q + 200*time.Millisecond
-}
-
-// checkInput derives tenures and disruptions from the capture and the
-// faults, times relative to the measured fault.
-func checkInput(rep *capture.Report, topo *topologies.Topology, faults []fault.Fault, lastInForce time.Time, tgt *labTarget, origin, end time.Time, bound time.Duration) CheckInput {
-	rel := func(t time.Time) time.Duration { return t.Sub(origin) }
-	in := CheckInput{Grace: bound, Bound: bound}
-	// Tenures: the stable leader from the start, then every election's
-	// winner from its first COORDINATOR; a tenure ends at its node's crash,
-	// pause, leave, or when another tenure of the same node starts.
-	names := make([]string, len(topo.Nodes))
-	for i, n := range topo.Nodes {
-		names[i] = n.Name
-	}
-	startAt := rep.Start
-	var tenures []Tenure
-	if len(names) > 0 {
-		tenures = append(tenures, Tenure{Node: names[len(names)-1], Start: rel(startAt), End: rel(end)})
-	}
-	// Step-downs: a leader that sends ELECTION or HALT_ACK has left
-	// Normal, and one that proposes a later epoch with HALT no longer
-	// leads its own.
-	type stepDown struct {
-		at    time.Time
-		epoch uint64 // for HALT: the epoch proposed; 0 otherwise
-	}
-	steps := map[string][]stepDown{}
-	timelines := map[int]*capture.Timeline{}
-	for i := range rep.Elections {
-		tl, err := rep.ElectionTimeline(rep.Elections[i].N)
-		if err != nil {
-			continue
-		}
-		timelines[rep.Elections[i].N] = tl
-		for _, en := range tl.Entries {
-			switch en.Type {
-			case wire.TypeElection.String(), wire.TypeHaltAck.String():
-				steps[en.From] = append(steps[en.From], stepDown{at: en.Time})
-			case wire.TypeHalt.String():
-				steps[en.From] = append(steps[en.From], stepDown{at: en.Time, epoch: en.Epoch})
-			}
-		}
-	}
-	stopOf := func(n string, epoch uint64, from time.Time) time.Time {
-		stop := end
-		for _, sd := range steps[n] {
-			if sd.at.After(from) && sd.at.Before(stop) && (sd.epoch == 0 || sd.epoch > epoch) {
-				stop = sd.at
-			}
-		}
-		return stop
-	}
-	if len(tenures) > 0 {
-		tenures[0].End = rel(stopOf(tenures[0].Node, 0, startAt))
-	}
-	for i := range rep.Elections {
-		e := &rep.Elections[i]
-		if e.Leader == "" {
-			continue
-		}
-		at := e.Start
-		if tl := timelines[e.N]; tl != nil {
-			for _, en := range tl.Entries {
-				if en.Type == wire.TypeCoordinator.String() && en.From == e.Leader && en.Epoch == e.Epoch {
-					at = en.Time
-					break
-				}
-			}
-		}
-		// The same node's earlier tenure ends here.
-		for j := range tenures {
-			if tenures[j].Node == e.Leader && tenures[j].End == rel(end) {
-				tenures[j].End = rel(at)
-			}
-		}
-		tenures = append(tenures, Tenure{Node: e.Leader, Epoch: e.Epoch, Start: rel(at), End: rel(stopOf(e.Leader, e.Epoch, at))})
-	}
-	for _, f := range faults {
-		switch f.Kind {
-		case fault.Crash, fault.Pause, fault.Leave, fault.Isolate:
-			for _, n := range f.Nodes {
-				for j := range tenures {
-					if tenures[j].Node == n && tenures[j].Start <= rel(f.Time) && tenures[j].End > rel(f.Time) {
-						tenures[j].End = rel(f.Time)
-					}
-				}
-			}
-		}
-	}
-	in.Tenures = tenures
-	// Disruptions: partitions and isolations until healed, impairments
-	// until cleared.
-	open := map[string]time.Time{}
-	close := func(k string, t time.Time) {
-		if s, ok := open[k]; ok {
-			in.Disruptions = append(in.Disruptions, Disruption{Start: rel(s), End: rel(t), What: k})
-			delete(open, k)
-		}
-	}
-	for _, f := range faults {
-		switch f.Kind {
-		case fault.Partition, fault.Isolate:
-			if _, ok := open[string(f.Kind)]; !ok {
-				open[string(f.Kind)] = f.Time
-			}
-		case fault.Delay, fault.Loss:
-			if _, ok := open["impair"]; !ok {
-				open["impair"] = f.Time
-			}
-		case fault.Heal:
-			close(string(fault.Partition), f.Time)
-			close(string(fault.Isolate), f.Time)
-		case fault.Unisolate:
-			close(string(fault.Isolate), f.Time)
-		case fault.Clear:
-			close("impair", f.Time)
-		}
-	}
-	for k := range open {
-		close(k, end)
-	}
-	// Convergence: from the last fault being in force (a restart of every
-	// node takes until the last one listens) to the last agreement, when
-	// that agreement is on the highest node it covered.
-	if len(faults) > 0 {
-		last := lastInForce
-		if ag, ok := tgt.lastAgreement(); ok && ag.At.After(last) && len(ag.Nodes) > 0 {
-			highest := ""
-			rank := map[string]int{}
-			for i, n := range names {
-				rank[n] = i
-			}
-			for _, n := range ag.Nodes {
-				if highest == "" || rank[n] > rank[highest] {
-					highest = n
-				}
-			}
-			if ag.Node == highest {
-				// The lab saw the agreement at its poll, which on a
-				// loaded host can come long after it; the nodes' states
-				// last changed at the last election message on the wire
-				// before it (or, with none, the poll is all there is).
-				at := ag.At
-				var lastMsg time.Time
-				for _, tl := range timelines {
-					for _, en := range tl.Entries {
-						if en.Time.After(last) && !en.Time.After(ag.At) && en.Time.After(lastMsg) {
-							lastMsg = en.Time
-						}
-					}
-				}
-				if !lastMsg.IsZero() {
-					at = lastMsg
-				}
-				c := at.Sub(last)
-				in.Convergence = &c
-			}
-		}
-	}
-	return in
-}
-
-// sequenceOf draws election el of rep.
-func sequenceOf(rep *capture.Report, el *capture.Election, names []string, faults []fault.Fault, origin time.Time) *Sequence {
-	tl, err := rep.ElectionTimeline(el.N)
-	if err != nil {
-		return nil
-	}
-	seq := &Sequence{Nodes: names, Origin: origin}
-	for _, en := range tl.Entries {
-		seq.Messages = append(seq.Messages, Message{Time: en.Time, From: en.From, To: en.To, Type: en.Type, Epoch: en.Epoch})
-	}
-	for _, f := range faults {
-		if f.Time.Before(origin.Add(-time.Second)) || f.Time.After(el.End) {
-			continue
-		}
-		seq.Faults = append(seq.Faults, FaultMark{Time: f.Time, Text: string(f.Kind), Nodes: f.Nodes})
-	}
-	return seq
 }
 
 func fileSafe(s string) string {

@@ -1,0 +1,77 @@
+package bench
+
+import (
+	"time"
+
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/topologies"
+)
+
+// Parts of node/doc.go's d that no impairment configures.
+const (
+	// delayerOverhead is what the NFQUEUE delayer adds to a delayed
+	// packet beyond its configured delay: 50 ms configured measured 50.8 ms
+	// at p50 and 51.8 ms at p99 (../shared/notes/linux-testbed.md).
+	delayerOverhead = 2 * time.Millisecond
+	// hostSlack covers a node process waiting for a core on a loaded
+	// host, and the lab's status polls that time agreement.
+	hostSlack = 5 * time.Millisecond
+	// tcpDelays is how many one-way packet delays a message may need:
+	// a node sends to a peer it has no connection to (in a stable Bully
+	// cluster followers never talk to each other, so most election
+	// messages open one) only after the handshake, SYN one way, SYN-ACK
+	// back, then the data with the ACK. A latency-sweep at 100 ms showed an
+	// ELECTION to a node never talked to on the wire 300 ms after those to
+	// nodes already connected.
+	tcpDelays = 3
+)
+
+// messageDelay is node/doc.go's d, the largest delay of one message, for
+// a network whose largest one-way packet delay (jitter included, per
+// direction) is owd: tcpDelays of them, each with the delayer's overhead
+// when the NFQUEUE backend applies it, plus hostSlack.
+func messageDelay(owd time.Duration, backend string) time.Duration {
+	if owd > 0 && backend == netem.BackendNFQueue {
+		owd += delayerOverhead
+	}
+	return tcpDelays*owd + hostSlack
+}
+
+// sle2Bound is node/doc.go's SLE2 bound for the topology's slowest node,
+//
+//	max(FailureTimeout + d + S, WaitFactor×ElectionTimeout + S, Heartbeat + d) + 3×ElectionTimeout + 10d,
+//
+// d the largest message delay (messageDelay), S the largest detection
+// stagger a node of this many can have (node.MaxStaggerDelay).
+func sle2Bound(topo *topologies.Topology, d time.Duration) time.Duration {
+	var b time.Duration
+	for _, n := range topo.Nodes {
+		s := n.Settings
+		stagger := node.MaxStaggerDelay(len(topo.Nodes), s.DetectionStagger, s.ElectionTimeout)
+		first := max(s.FailureTimeout+d+stagger, node.WaitFactor*s.ElectionTimeout+stagger, s.Heartbeat+d)
+		b = max(b, first+3*s.ElectionTimeout+10*d)
+	}
+	return b
+}
+
+// topologyDelay is the largest one-way delay the topology's own
+// impairments give a packet, per direction: the sender's link, with the
+// pair's link between the two on top of it (lab.Lab.MaxDelay, before any
+// fault).
+func topologyDelay(topo *topologies.Topology) time.Duration {
+	var d time.Duration
+	for _, s := range topo.Nodes {
+		for _, r := range topo.Nodes {
+			if s.Name == r.Name {
+				continue
+			}
+			owd := s.Impair.Delay + s.Impair.Jitter
+			if p, ok := topo.PairImpair(s.Name, r.Name); ok {
+				owd += p.Delay + p.Jitter
+			}
+			d = max(d, owd)
+		}
+	}
+	return d
+}

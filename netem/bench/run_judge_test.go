@@ -1,0 +1,70 @@
+package bench
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/netem/lab"
+	"github.com/bullylab/bullylab/topologies"
+)
+
+// TestCheckInputFaults derives a check input from faults alone, with a
+// capture that holds no election: the stable leader's tenure ends at its
+// crash, a partition lasts until healed, a delay never cleared until the
+// end, and convergence counts from the last fault in force to the
+// agreement on the highest node that agreed.
+func TestCheckInputFaults(t *testing.T) {
+	topo, err := topologies.Star(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	faults := []fault.Fault{
+		{Time: at(1), Kind: fault.Partition, Groups: [][]string{{"n1"}, {"n2", "n3"}}},
+		{Time: at(2), Kind: fault.Delay, Nodes: []string{"n1"}},
+		{Time: at(3), Kind: fault.Crash, Nodes: []string{"n3"}},
+		{Time: at(4), Kind: fault.Heal},
+	}
+	rep := &capture.Report{Start: t0}
+	const bound = 5 * time.Second
+	agreed := &lab.Leader{Node: "n2", Nodes: []string{"n1", "n2"}, At: at(6)}
+	in := checkInput(rep, topo, faults, at(4), agreed, at(1), at(10), bound)
+
+	wantTenures := []Tenure{{Node: "n3", Start: -time.Second, End: 2 * time.Second}}
+	if !reflect.DeepEqual(in.Tenures, wantTenures) {
+		t.Errorf("tenures %+v, want %+v", in.Tenures, wantTenures)
+	}
+	wantDisruptions := []Disruption{
+		{Start: 0, End: 3 * time.Second, What: "partition"},
+		{Start: time.Second, End: 9 * time.Second, What: "impair"},
+	}
+	if !reflect.DeepEqual(in.Disruptions, wantDisruptions) {
+		t.Errorf("disruptions %+v, want %+v", in.Disruptions, wantDisruptions)
+	}
+	if in.Convergence == nil || *in.Convergence != 2*time.Second {
+		t.Errorf("convergence %v, want 2s", in.Convergence)
+	}
+	if in.Grace != bound || in.Bound != bound {
+		t.Errorf("grace %s bound %s, want %s", in.Grace, in.Bound, bound)
+	}
+
+	// No convergence: an agreement not on the highest node that agreed,
+	// one before the last fault was in force, none, or no fault at all.
+	for name, c := range map[string]struct {
+		faults []fault.Fault
+		agreed *lab.Leader
+	}{
+		"lower":  {faults, &lab.Leader{Node: "n1", Nodes: []string{"n1", "n2"}, At: at(6)}},
+		"before": {faults, &lab.Leader{Node: "n2", Nodes: []string{"n1", "n2"}, At: at(4)}},
+		"none":   {faults, nil},
+		"calm":   {nil, agreed},
+	} {
+		if in := checkInput(rep, topo, c.faults, at(4), c.agreed, at(1), at(10), bound); in.Convergence != nil {
+			t.Errorf("%s: convergence %s, want none", name, *in.Convergence)
+		}
+	}
+}

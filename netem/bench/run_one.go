@@ -1,0 +1,250 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/netem/lab"
+	"github.com/bullylab/bullylab/netem/scenario"
+	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/wire"
+)
+
+// runDetail is what a run keeps beyond its Run for the report.
+type runDetail struct {
+	seq *Sequence
+}
+
+// runOne runs scenario sc once: run i from 0.
+func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, backend string) (Run, *runDetail) {
+	ru := newRunner(opts, sc, i, backend)
+	if f := ru.setup(ctx); f != nil {
+		return ru.failed(f)
+	}
+	defer ru.closeLab()
+	if f := ru.settle(ctx); f != nil {
+		return ru.failed(f)
+	}
+	stepErr := ru.inject(ctx)
+	m, f := ru.measure(ctx, stepErr)
+	if f != nil {
+		return ru.failed(f)
+	}
+	return ru.judge(m)
+}
+
+// runner is one run of a scenario, in runOne's steps. They fill in r, the
+// run's record, as they go: a run that fails keeps what it measured.
+type runner struct {
+	opts    RunOptions
+	sc      *scenario.Scenario
+	backend string
+	seed    int64
+	r       Run
+	capName string // the run's capture, in opts.OutDir
+	capPath string
+
+	lab       *lab.Lab
+	labClosed bool
+	key       wire.Key // the lab's cluster key, which goes with the lab's state
+	names     []string // the lab's nodes, lowest ID first
+
+	// The baseline settle reads: the nodes' sent counters once the
+	// cluster is stable, and a time at which they held.
+	before   map[string]map[string]uint64
+	baseline time.Time
+
+	// What inject saw.
+	tgt          *labTarget
+	faults       faultLog
+	measuredAg   *lab.Leader   // the agreement the measured wait_leader saw
+	faultsBefore []fault.Fault // the faults applied before it, in order
+	ended        time.Time     // when the scenario ended
+}
+
+// runFailure is why a run failed: its FailureKind and its Failure.
+type runFailure struct{ kind, reason string }
+
+// failure is a runFailure of kind, its reason in one line.
+func failure(kind, format string, args ...any) *runFailure {
+	return &runFailure{kind: kind, reason: oneLine(fmt.Sprintf(format, args...))}
+}
+
+func newRunner(opts RunOptions, sc *scenario.Scenario, i int, backend string) *runner {
+	seed := scenario.RunSeed(opts.Seed, i)
+	ru := &runner{opts: opts, sc: sc, backend: backend, seed: seed,
+		r: Run{Index: i + 1, Seed: seed, Started: time.Now(), Messages: map[string]int{}}}
+	ru.capName = fmt.Sprintf("run-%s-%d.pcapng", fileSafe(sc.Key()), i+1)
+	ru.capPath = filepath.Join(opts.OutDir, ru.capName)
+	ru.r.Capture = ru.capName
+	return ru
+}
+
+// failed is the run as far as it got, failed for f.
+func (ru *runner) failed(f *runFailure) (Run, *runDetail) {
+	r := ru.r
+	r.OK = false
+	r.FailureKind = f.kind
+	r.Failure = f.reason
+	return r, nil
+}
+
+// setup starts the run's lab and its capture. The capture starts once the
+// nodes answer: the boot elections are not measured, and the nodes boot
+// while the testbed is built.
+func (ru *runner) setup(ctx context.Context) *runFailure {
+	lb, err := lab.Start(ctx, ru.opts.Topology, lab.Options{Binary: ru.opts.Binary, Seed: ru.seed, Backend: ru.opts.Backend,
+		// Readable by all whatever the umask, as the other outputs.
+		Capture: &lab.CaptureOptions{Path: ru.capPath, Mode: OutputMode}})
+	if err != nil {
+		return failure(FailSetup, "starting the lab: %v", err)
+	}
+	ru.lab = lb
+	ru.key = lb.Key()
+	return nil
+}
+
+// closeLab closes the lab once: measure closes it before it analyses the
+// capture, runOne's deferred call when a step ended the run before.
+func (ru *runner) closeLab() error {
+	if ru.labClosed {
+		return nil
+	}
+	ru.labClosed = true
+	return ru.lab.Close()
+}
+
+// settle waits for a stable leader (or, for a cold start, stops every
+// node once there is one), then reads the baseline counters.
+func (ru *runner) settle(ctx context.Context) *runFailure {
+	ru.names = ru.lab.Nodes()
+	highest := ru.names[len(ru.names)-1]
+	wctx, cancel := context.WithTimeout(ctx, ru.opts.StableTimeout)
+	_, err := ru.lab.WaitLeader(wctx, func(l lab.Leader) bool { return l.Node == highest })
+	cancel()
+	if err != nil {
+		return failure(FailSetup, "no stable leader before the scenario: %v", err)
+	}
+	// Stable: the boot elections over, so that the analysis does not fold
+	// the measured election into them and the cluster the fault strikes
+	// is the one the scenario expects. Agreeing once is not enough: a
+	// large cluster on a loaded host can agree on its highest node while
+	// nodes that boot late still elect.
+	if err := waitQuiet(ctx, ru.lab, highest, settleTime(ru.opts.Topology), ru.opts.StableTimeout); err != nil {
+		return failure(FailSetup, "no stable leader before the scenario: %v", err)
+	}
+	if ru.sc.Start == scenario.StartCold {
+		if _, err := ru.lab.Crash(ru.names...); err != nil {
+			return failure(FailSetup, "stopping the nodes for a cold start: %v", err)
+		}
+	}
+	ru.before, ru.baseline = stillCounters(ctx, ru.lab)
+	return nil
+}
+
+// waitQuiet waits until every running node has followed leader, and no
+// node has sent an election message, for quiet: the counters of every
+// node, read through the control sockets, do not move.
+func waitQuiet(ctx context.Context, lb *lab.Lab, leader string, quiet, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last uint64
+	var since time.Time
+	for {
+		var sum uint64
+		agree := true
+		for _, s := range lb.NodeStates() {
+			if s.State != lab.ProcRunning {
+				continue
+			}
+			if s.View == nil || s.Status != node.StatusNormal.String() || s.Leader != leader {
+				agree = false
+				continue
+			}
+			for _, t := range electionTypes {
+				sum += s.View.Counters.Sent[t.String()]
+			}
+		}
+		now := time.Now()
+		if !agree || since.IsZero() || sum != last {
+			last, since = sum, now
+			if !agree {
+				since = time.Time{}
+			}
+		} else if now.Sub(since) >= quiet {
+			return nil
+		}
+		if now.After(deadline) {
+			return fmt.Errorf("the nodes did not follow %s without electing for %s within %s", leader, quiet, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(quietPoll):
+		}
+	}
+}
+
+// quietPoll is how often waitQuiet reads the nodes' counters.
+const quietPoll = 50 * time.Millisecond
+
+// settleTime is the silence the analysis needs to end an election
+// (capture.AnalyzeOptions.Quiet's default), and a margin.
+func settleTime(topo *topologies.Topology) time.Duration {
+	q := capture.DefaultQuiet
+	for _, n := range topo.Nodes {
+		s := n.Settings
+		// A waiting node's timeout is staggered too (node.MaxStaggerDelay).
+		q = max(q, (node.WaitFactor+1)*s.ElectionTimeout+node.MaxStaggerDelay(len(topo.Nodes), s.DetectionStagger, s.ElectionTimeout))
+	}
+	return q + 200*time.Millisecond
+}
+
+// faultLog records the faults a lab applies.
+type faultLog struct {
+	faults []fault.Fault // in order
+	// owd is the largest delay in force at any time of the run, which
+	// the SLE2 bound takes: a fault's delay stays in force until cleared.
+	owd time.Duration
+	// lastInForce is when the last fault was in force: observers hear of
+	// it then.
+	lastInForce time.Time
+}
+
+// watch starts recording the faults lb applies.
+func (fl *faultLog) watch(lb *lab.Lab) {
+	fl.owd = lb.MaxDelay()
+	lb.OnFault(func(f fault.Fault) {
+		fl.faults = append(fl.faults, f)
+		fl.owd = max(fl.owd, lb.MaxDelay())
+		fl.lastInForce = time.Now()
+	})
+}
+
+// inject executes the scenario against the lab, recording its schedule,
+// the faults, and the measured wait_leader's agreement with the faults
+// before it. It returns the error of a step that failed, which ended the
+// scenario: measure reports it once the lab is down.
+func (ru *runner) inject(ctx context.Context) error {
+	ru.tgt = newLabTarget(ru.lab)
+	measured := ru.sc.Measured()
+	ru.faults.watch(ru.lab)
+	err := scenario.Execute(ctx, ru.sc, ru.tgt, scenario.NewRand(ru.seed), func(ev scenario.StepEvent) {
+		if ev.Action.Kind != "" {
+			ru.r.Schedule = append(ru.r.Schedule, ev.Action.String())
+		}
+		if ev.Index == measured && ev.Err == nil {
+			if ag, ok := ru.tgt.lastAgreement(); ok {
+				ru.measuredAg = &ag
+			}
+			ru.faultsBefore = slices.Clone(ru.faults.faults)
+		}
+	})
+	ru.ended = time.Now()
+	return err
+}
