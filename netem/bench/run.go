@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,9 @@ import (
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
 )
+
+// errNoRuns is RunBench's error for options that ask for no run.
+var errNoRuns = errors.New("bench: nothing to run")
 
 // RunOptions configure Run.
 type RunOptions struct {

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -160,4 +159,3 @@ func (t *labTarget) lastAgreement() (lab.Leader, bool) {
 	return t.agreements[len(t.agreements)-1], true
 }
 
-var errNoRuns = errors.New("bench: nothing to run")
