@@ -158,4 +158,3 @@ func (t *labTarget) lastAgreement() (lab.Leader, bool) {
 	}
 	return t.agreements[len(t.agreements)-1], true
 }
-
