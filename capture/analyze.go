@@ -532,7 +532,7 @@ func framePorts(ifaces []*Interface, first *Packet) []uint16 {
 	return ports
 }
 
-func (a *analyzer) testbed(tb *Testbed) {
+func (a *analyzer) testbed(tb *TestbedInfo) {
 	if a.rep.Topology == "" {
 		a.rep.Topology, a.rep.Run = tb.Topology, tb.Run
 	}

@@ -16,7 +16,7 @@
 // "bullylab: crash n5 (SIGKILL pid 4242)") as the packet comment, which
 // Wireshark shows in its packet list and expert info. Every interface is
 // described before the first packet (reordercap and some Wireshark versions
-// need that); the [KindTestbed] record, with the [Testbed] and its nodes
+// need that); the [KindTestbed] record, with the [TestbedInfo] and its nodes
 // ([Node]), comes first, the [KindEnd] record, with the [CaptureStats],
 // last, and packets are in timestamp order (see [Writer] for the
 // exceptions).

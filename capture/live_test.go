@@ -101,7 +101,7 @@ func startLiveTestbed(t *testing.T, n int, dir string) *liveTestbed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := capture.NewWriter(f, capture.WriterOptions{Testbed: capture.Testbed{Topology: tb.Topology().Name, Run: run, Nodes: nodes}})
+	w, err := capture.NewWriter(f, capture.WriterOptions{Testbed: capture.TestbedInfo{Topology: tb.Topology().Name, Run: run, Nodes: nodes}})
 	if err != nil {
 		t.Fatal(err)
 	}

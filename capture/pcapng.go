@@ -69,8 +69,9 @@ type Node struct {
 	Port  int        `json:"port"`
 }
 
-// Testbed is the payload of the testbed record.
-type Testbed struct {
+// TestbedInfo is the payload of the testbed record: the testbed the
+// capture was taken on.
+type TestbedInfo struct {
 	Topology string `json:"topology"`
 	Run      string `json:"run"`
 	Nodes    []Node `json:"nodes"`
@@ -103,7 +104,7 @@ type Record struct {
 	Groups  [][]string    `json:"groups,omitempty"`
 	OneWay  bool          `json:"one_way,omitempty"`
 	Detail  string        `json:"detail,omitempty"`
-	Testbed *Testbed      `json:"testbed,omitempty"`
+	Testbed *TestbedInfo  `json:"testbed,omitempty"`
 	Capture *CaptureStats `json:"capture,omitempty"`
 }
 
@@ -176,7 +177,7 @@ func parseNodeDescription(s string) (Node, bool) {
 type WriterOptions struct {
 	// Testbed describes the nodes: each gets an interface, in this order,
 	// and it is written as the first record.
-	Testbed Testbed
+	Testbed TestbedInfo
 	// Window is the reorder window: an item is written once the capture
 	// has reached a timestamp Window past it. 0 means DefaultWindow; a
 	// negative Window writes items as they come, for callers that deliver

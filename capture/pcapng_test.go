@@ -14,7 +14,7 @@ func TestWriterReorderAndRead(t *testing.T) {
 	nodes := synthNodes(2, 7946)
 	var buf bytes.Buffer
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	w, err := NewWriter(&buf, WriterOptions{Testbed: Testbed{Topology: "star2", Run: "bl1234", Nodes: nodes}, Window: 100 * time.Millisecond, Start: t0})
+	w, err := NewWriter(&buf, WriterOptions{Testbed: TestbedInfo{Topology: "star2", Run: "bl1234", Nodes: nodes}, Window: 100 * time.Millisecond, Start: t0})
 	if err != nil {
 		t.Fatal(err)
 	}

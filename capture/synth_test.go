@@ -80,7 +80,7 @@ func newSynth(t testing.TB, out io.Writer, n int, seed uint64) *synth {
 	nodes := synthNodes(n, 7946)
 	start := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	w, err := NewWriter(out, WriterOptions{
-		Testbed: Testbed{Topology: fmt.Sprintf("star%d", n), Run: "bl0000", Nodes: nodes,
+		Testbed: TestbedInfo{Topology: fmt.Sprintf("star%d", n), Run: "bl0000", Nodes: nodes,
 			HeartbeatNS: int64(100 * time.Millisecond), FailureTimeoutNS: int64(500 * time.Millisecond), ElectionTimeoutNS: int64(200 * time.Millisecond)},
 		Window: -1, Start: start,
 	})

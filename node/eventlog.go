@@ -81,9 +81,9 @@ func ParseLogFormat(s string) (LogFormat, error) {
 	return 0, fmt.Errorf("unknown log format %q (want json or text)", s)
 }
 
-// Record is one event log entry; its JSON encoding is the documented
+// LogRecord is one event log entry; its JSON encoding is the documented
 // schema.
-type Record struct {
+type LogRecord struct {
 	Time     string `json:"time"`
 	MonoNS   int64  `json:"mono_ns"`
 	Node     string `json:"node"`
@@ -126,8 +126,8 @@ func NewEventLog(w io.Writer, format LogFormat, id uuid.UUID) *EventLog {
 
 // RecordOf converts a Machine event into a Record, leaving Time and Node to
 // the writer.
-func RecordOf(e Event) Record {
-	r := Record{MonoNS: int64(e.At), Event: string(e.Kind)}
+func RecordOf(e Event) LogRecord {
+	r := LogRecord{MonoNS: int64(e.At), Event: string(e.Kind)}
 	switch e.Kind {
 	case EventStatus:
 		if e.From != 0 {
@@ -159,7 +159,7 @@ func RecordOf(e Event) Record {
 func (l *EventLog) Event(e Event) { l.Write(RecordOf(e)) }
 
 // Write fills in r's Time and Node and writes it.
-func (l *EventLog) Write(r Record) {
+func (l *EventLog) Write(r LogRecord) {
 	if l == nil || l.w == nil {
 		return
 	}
@@ -189,7 +189,7 @@ func short(id string) string {
 	return id
 }
 
-func appendText(b []byte, r *Record) []byte {
+func appendText(b []byte, r *LogRecord) []byte {
 	b = append(b, r.Time...)
 	for len(b) < len(textTimeLayout) {
 		b = append(b, ' ') // RFC3339Nano drops trailing zeros; keep columns

@@ -61,7 +61,7 @@ func TestEventLogText(t *testing.T) {
 	l := NewEventLog(&buf, LogText, id)
 	l.Event(Event{Kind: EventLeaderChanged, Leader: leader, Epoch: 4})
 	l.Event(Event{Kind: EventStatus, To: StatusElecting})
-	l.Write(Record{Event: "node_counters", Sent: map[string]uint64{"HEARTBEAT": 5, "ELECTION": 2}})
+	l.Write(LogRecord{Event: "node_counters", Sent: map[string]uint64{"HEARTBEAT": 5, "ELECTION": 2}})
 	out := buf.String()
 	for _, want := range []string{id.String()[:8] + " leader_changed leader=" + leader.String()[:8] + " epoch=4\n", " status none->electing\n",
 		" node_counters sent=ELECTION:2,HEARTBEAT:5\n"} {

@@ -159,13 +159,13 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	// The Machine has not been called since New, so moving its clock's
 	// origin here is invisible to it, and makes mono_ns count from Run.
 	n.start = time.Now()
-	rec := Record{Event: "node_started", MonoNS: 0, Addr: n.cfg.Addr, PID: os.Getpid()}
+	rec := LogRecord{Event: "node_started", MonoNS: 0, Addr: n.cfg.Addr, PID: os.Getpid()}
 	if n.restored != nil {
 		rec.Restored, rec.Epoch = true, n.restored.Epoch
 	}
 	n.log.Write(rec)
 	defer func() {
-		rec := Record{Event: "node_stopped", MonoNS: int64(n.now()), Reason: "shutdown"}
+		rec := LogRecord{Event: "node_stopped", MonoNS: int64(n.now()), Reason: "shutdown"}
 		switch {
 		case err != nil:
 			rec.Reason, rec.Error = "error", err.Error()

@@ -136,7 +136,7 @@ func (r *issueReporter) report(issue PeerIssue, remote string, peer uuid.UUID, d
 	suppressed := st.suppressed
 	st.last, st.suppressed = now, 0
 	r.mu.Unlock()
-	rec := Record{Event: "peer_refused", Reason: issue.String(), PeerAddr: remote, Error: bounded.Clip(detail, 200), Suppressed: suppressed}
+	rec := LogRecord{Event: "peer_refused", Reason: issue.String(), PeerAddr: remote, Error: bounded.Clip(detail, 200), Suppressed: suppressed}
 	if peer != uuid.Nil {
 		rec.Peer = peer.String()
 	}

@@ -204,7 +204,7 @@ func runControlled(ctx context.Context, n *Node, ctlPath string, tr *TCPTranspor
 	// Once the transport is closed every frame is sent or dropped: the
 	// counts are final.
 	tr.Close()
-	log.Write(Record{Event: "node_counters", MonoNS: int64(n.now()), Sent: sentCounts(tr.Counters())})
+	log.Write(LogRecord{Event: "node_counters", MonoNS: int64(n.now()), Sent: sentCounts(tr.Counters())})
 	return runErr
 }
 

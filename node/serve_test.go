@@ -31,14 +31,14 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) records(t *testing.T) []Record {
+func (s *syncBuffer) records(t *testing.T) []LogRecord {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Record
+	var out []LogRecord
 	sc := bufio.NewScanner(bytes.NewReader(s.b.Bytes()))
 	for sc.Scan() {
-		var r Record
+		var r LogRecord
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("log line %q: %v", sc.Text(), err)
 		}

@@ -18,10 +18,10 @@ func FinalCounters(path string) (map[string]uint64, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var last *node.Record
+	var last *node.LogRecord
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var r node.Record
+		var r node.LogRecord
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return nil, fmt.Errorf("%s: %v", path, err)
 		}

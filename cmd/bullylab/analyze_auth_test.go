@@ -32,7 +32,7 @@ func writeAuthCapture(t *testing.T, key *wire.Key, tamper bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := capture.NewWriter(f, capture.WriterOptions{Testbed: capture.Testbed{Topology: "star2", Run: "bl0001", Nodes: nodes}, Window: -1, Start: start})
+	w, err := capture.NewWriter(f, capture.WriterOptions{Testbed: capture.TestbedInfo{Topology: "star2", Run: "bl0001", Nodes: nodes}, Window: -1, Start: start})
 	if err != nil {
 		t.Fatal(err)
 	}

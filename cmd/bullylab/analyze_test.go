@@ -26,7 +26,7 @@ func writeCapture(t *testing.T, path string) []byte {
 	}
 	var buf bytes.Buffer
 	start := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	w, err := capture.NewWriter(&buf, capture.WriterOptions{Testbed: capture.Testbed{Topology: "star3", Run: "bl0001", Nodes: nodes},
+	w, err := capture.NewWriter(&buf, capture.WriterOptions{Testbed: capture.TestbedInfo{Topology: "star3", Run: "bl0001", Nodes: nodes},
 		Window: -1, Start: start})
 	if err != nil {
 		t.Fatal(err)

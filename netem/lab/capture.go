@@ -93,9 +93,9 @@ func (l *Lab) startCapture(opts CaptureOptions) (*Capture, error) {
 
 // captureTestbed describes l for the capture's testbed record, and the
 // switch ports to capture on.
-func (l *Lab) captureTestbed() (capture.Testbed, map[int]capture.NodePort, error) {
+func (l *Lab) captureTestbed() (capture.TestbedInfo, map[int]capture.NodePort, error) {
 	topo := l.Topology()
-	tb := capture.Testbed{Topology: topo.Name, Run: l.Run()}
+	tb := capture.TestbedInfo{Topology: topo.Name, Run: l.Run()}
 	if len(topo.Nodes) > 0 {
 		s := topo.Nodes[0].Settings
 		tb.HeartbeatNS, tb.FailureTimeoutNS, tb.ElectionTimeoutNS = int64(s.Heartbeat), int64(s.FailureTimeout), int64(s.ElectionTimeout)
