@@ -121,10 +121,10 @@ type Report struct {
 	Start    time.Time `json:"start"` // first packet
 	End      time.Time `json:"end"`   // last packet
 	// DurationNS is End - Start.
-	DurationNS int64    `json:"duration_ns"`
-	Settings   Settings `json:"settings"`
-	Packets    int64    `json:"packets"` // every packet in the file, records included
-	Frames     int64    `json:"frames"`  // frames decoded
+	DurationNS int64            `json:"duration_ns"`
+	Settings   AnalysisSettings `json:"settings"`
+	Packets    int64            `json:"packets"` // every packet in the file, records included
+	Frames     int64            `json:"frames"`  // frames decoded
 	// ElectionMessages counts ELECTION .. COORDINATOR frames.
 	ElectionMessages int64      `json:"election_messages"`
 	Messages         TypeCounts `json:"messages"`
@@ -172,8 +172,8 @@ func (r *Report) Warnings() []string {
 	return out
 }
 
-// Settings are the parameters the analysis used.
-type Settings struct {
+// AnalysisSettings are the parameters the analysis used.
+type AnalysisSettings struct {
 	QuietNS         int64 `json:"quiet_ns"`
 	TriggerWindowNS int64 `json:"trigger_window_ns"`
 }
@@ -205,7 +205,7 @@ type MessageRef struct {
 
 // Trigger is what started an election.
 type Trigger struct {
-	// Kind is the record's kind, or "wire" when no record explains the
+	// RecordKind is the record's kind, or "wire" when no record explains the
 	// election and its first message is the trigger.
 	Kind   string    `json:"kind"`
 	Time   time.Time `json:"time"`
@@ -485,7 +485,7 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 
 // setup builds the node map and the dissector once the first packet (and
 // so every interface) is known.
-func (a *analyzer) setup(rd *Reader, p *Packet) {
+func (a *analyzer) setup(rd *FileReader, p *Packet) {
 	ifaces := rd.Interfaces()
 	a.byIface = make([]int32, len(ifaces))
 	if p.Record != nil && p.Record.Testbed != nil {
@@ -545,7 +545,7 @@ func (a *analyzer) testbed(tb *TestbedInfo) {
 }
 
 // addNode adds n, or completes the node with its address.
-func (a *analyzer) addNode(n Node) int32 {
+func (a *analyzer) addNode(n NodeInfo) int32 {
 	i, ok := a.byAddr[n.Addr]
 	if !ok && n.Name != "" {
 		i, ok = a.byName[n.Name]
@@ -612,7 +612,7 @@ func (a *analyzer) record(p *Packet, ts int64) {
 func (a *analyzer) nodeOfAddr(addr netip.Addr) int32 {
 	i, ok := a.byAddr[addr]
 	if !ok {
-		i = a.addNode(Node{Addr: addr})
+		i = a.addNode(NodeInfo{Addr: addr})
 	}
 	return i
 }
@@ -856,7 +856,7 @@ func (a *analyzer) settings() (quiet, window time.Duration) {
 	if window <= 0 {
 		window = DefaultTriggerWindow
 	}
-	a.rep.Settings = Settings{QuietNS: int64(quiet), TriggerWindowNS: int64(window)}
+	a.rep.Settings = AnalysisSettings{QuietNS: int64(quiet), TriggerWindowNS: int64(window)}
 	return quiet, window
 }
 

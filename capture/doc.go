@@ -17,12 +17,12 @@
 // Wireshark shows in its packet list and expert info. Every interface is
 // described before the first packet (reordercap and some Wireshark versions
 // need that); the [KindTestbed] record, with the [TestbedInfo] and its nodes
-// ([Node]), comes first, the [KindEnd] record, with the [CaptureStats],
+// ([NodeInfo]), comes first, the [KindEnd] record, with the [CaptureStats],
 // last, and packets are in timestamp order (see [Writer] for the
 // exceptions).
 //
 // [Writer] ([NewWriter], [WriterOptions]) writes such a file from frames
-// and records that arrive a little out of order. [Reader] ([NewReader])
+// and records that arrive a little out of order. [FileReader] ([NewReader])
 // reads any pcapng file back, packet by packet ([Packet], [Interface]),
 // decoding the records ([DecodeRecord]); a file cut inside a block, as a
 // killed writer leaves it, reads up to the cut, then fails with a

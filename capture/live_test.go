@@ -60,7 +60,7 @@ func inNamespace(t testing.TB, name string, fn func() error) error {
 // liveTestbed is a running testbed with a capture into a file.
 type liveTestbed struct {
 	tb    *netem.Testbed
-	nodes []capture.Node
+	nodes []capture.NodeInfo
 	path  string
 	file  *os.File
 	w     *capture.Writer
@@ -72,11 +72,11 @@ func startLiveTestbed(t *testing.T, n int, dir string) *liveTestbed {
 	t.Helper()
 	tb := netemtest.Star(t, n)
 	run := tb.Run()
-	var nodes []capture.Node
+	var nodes []capture.NodeInfo
 	ports := map[int]capture.NodePort{}
 	for i, sn := range tb.Nodes() {
 		addr := netip.MustParseAddr(sn.Addr)
-		nodes = append(nodes, capture.Node{Name: sn.Name, Index: sn.Index, ID: capture.SynthNodes(n, 0)[i].ID, Addr: addr, Port: tb.Topology().Port})
+		nodes = append(nodes, capture.NodeInfo{Name: sn.Name, Index: sn.Index, ID: capture.SynthNodes(n, 0)[i].ID, Addr: addr, Port: tb.Topology().Port})
 		var mac net.HardwareAddr
 		err := inNamespace(t, sn.Namespace, func() error {
 			h, err := netlink.NewHandle(unix.NETLINK_ROUTE)

@@ -38,30 +38,30 @@ const RecordVersion = 1
 // enough; 262144 is tcpdump's default.
 const DefaultSnapLen = 262144
 
-// Kind says what a Record reports.
-type Kind string
+// RecordKind says what a Record reports.
+type RecordKind string
 
 // Record kinds. Faults and lifecycle events name the nodes they concern.
 const (
-	KindTestbed   Kind = "testbed"   // first record: topology, run, nodes
-	KindCrash     Kind = "crash"     // node killed (SIGKILL)
-	KindRestart   Kind = "restart"   // node started again (also a first start)
-	KindPause     Kind = "pause"     // node stopped (SIGSTOP)
-	KindResume    Kind = "resume"    // node continued (SIGCONT)
-	KindIsolate   Kind = "isolate"   // node's switch port down
-	KindUnisolate Kind = "unisolate" // node's switch port up again
-	KindPartition Kind = "partition" // Groups cut from each other (OneWay: only Groups[0] -> others)
-	KindHeal      Kind = "heal"      // every partition removed
-	KindDelay     Kind = "delay"     // latency added on the nodes' links (Detail: "50ms jitter 5ms")
-	KindLoss      Kind = "loss"      // random loss added on the nodes' links (Detail: "20%")
-	KindClear     Kind = "clear"     // impairments of the nodes removed
-	KindLeave     Kind = "leave"     // node left the cluster for good
-	KindCampaign  Kind = "campaign"  // an election asked for by the operator
-	KindEnd       Kind = "end"       // last record: the capture's counters
+	KindTestbed   RecordKind = "testbed"   // first record: topology, run, nodes
+	KindCrash     RecordKind = "crash"     // node killed (SIGKILL)
+	KindRestart   RecordKind = "restart"   // node started again (also a first start)
+	KindPause     RecordKind = "pause"     // node stopped (SIGSTOP)
+	KindResume    RecordKind = "resume"    // node continued (SIGCONT)
+	KindIsolate   RecordKind = "isolate"   // node's switch port down
+	KindUnisolate RecordKind = "unisolate" // node's switch port up again
+	KindPartition RecordKind = "partition" // Groups cut from each other (OneWay: only Groups[0] -> others)
+	KindHeal      RecordKind = "heal"      // every partition removed
+	KindDelay     RecordKind = "delay"     // latency added on the nodes' links (Detail: "50ms jitter 5ms")
+	KindLoss      RecordKind = "loss"      // random loss added on the nodes' links (Detail: "20%")
+	KindClear     RecordKind = "clear"     // impairments of the nodes removed
+	KindLeave     RecordKind = "leave"     // node left the cluster for good
+	KindCampaign  RecordKind = "campaign"  // an election asked for by the operator
+	KindEnd       RecordKind = "end"       // last record: the capture's counters
 )
 
-// Node is one testbed node as a capture describes it.
-type Node struct {
+// NodeInfo is one testbed node as a capture describes it.
+type NodeInfo struct {
 	Name  string     `json:"name"`
 	Index int        `json:"index"`
 	ID    uuid.UUID  `json:"id"`
@@ -72,9 +72,9 @@ type Node struct {
 // TestbedInfo is the payload of the testbed record: the testbed the
 // capture was taken on.
 type TestbedInfo struct {
-	Topology string `json:"topology"`
-	Run      string `json:"run"`
-	Nodes    []Node `json:"nodes"`
+	Topology string     `json:"topology"`
+	Run      string     `json:"run"`
+	Nodes    []NodeInfo `json:"nodes"`
 	// Election timings of the nodes, when known; the analyzer derives its
 	// quiet gap from ElectionTimeoutNS.
 	HeartbeatNS       int64 `json:"heartbeat_ns,omitempty"`
@@ -99,7 +99,7 @@ type CaptureStats struct {
 type Record struct {
 	Version int           `json:"version"`
 	Time    time.Time     `json:"time"`
-	Kind    Kind          `json:"kind"`
+	Kind    RecordKind    `json:"kind"`
 	Nodes   []string      `json:"nodes,omitempty"`
 	Groups  [][]string    `json:"groups,omitempty"`
 	OneWay  bool          `json:"one_way,omitempty"`
@@ -145,18 +145,18 @@ func (r *Record) Comment() string {
 }
 
 // nodeDescription is the interface description of node n.
-func nodeDescription(n *Node) string {
+func nodeDescription(n *NodeInfo) string {
 	return fmt.Sprintf("bullylab node %s index=%d id=%s addr=%s port=%d", n.Name, n.Index, n.ID, n.Addr, n.Port)
 }
 
 // parseNodeDescription reads back nodeDescription; ok is false for other
 // descriptions.
-func parseNodeDescription(s string) (Node, bool) {
+func parseNodeDescription(s string) (NodeInfo, bool) {
 	f := strings.Fields(s)
 	if len(f) < 3 || f[0] != "bullylab" || f[1] != "node" {
-		return Node{}, false
+		return NodeInfo{}, false
 	}
-	n := Node{Name: f[2]}
+	n := NodeInfo{Name: f[2]}
 	for _, kv := range f[3:] {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
@@ -218,7 +218,7 @@ type item struct {
 type Writer struct {
 	mu       sync.Mutex
 	ng       *pcapgo.NgWriter
-	nodes    []Node
+	nodes    []NodeInfo
 	byIndex  map[int]int
 	events   int
 	window   int64
@@ -302,7 +302,7 @@ func NewWriter(w io.Writer, opts WriterOptions) (*Writer, error) {
 }
 
 // Nodes returns the nodes, in interface order.
-func (w *Writer) Nodes() []Node { return slices.Clone(w.nodes) }
+func (w *Writer) Nodes() []NodeInfo { return slices.Clone(w.nodes) }
 
 // NodeInterface returns the interface of the node with the given topology
 // index.
@@ -539,8 +539,8 @@ type Interface struct {
 	Name        string
 	Description string
 	LinkType    layers.LinkType
-	Node        *Node // the node whose port it is, from the description
-	Events      bool  // the records interface
+	Node        *NodeInfo // the node whose port it is, from the description
+	Events      bool      // the records interface
 }
 
 // Packet is one packet of a capture file, as Reader.Next returns it.
@@ -555,9 +555,9 @@ type Packet struct {
 	Comments []string
 }
 
-// Reader reads a capture file: frames with their interface and node, and
+// FileReader reads a capture file: frames with their interface and node, and
 // records. It reads any pcapng file; what is bullylab-specific is optional.
-type Reader struct {
+type FileReader struct {
 	ng     *pcapgo.NgReader
 	in     *countingReader
 	buf    *bufio.Reader
@@ -600,7 +600,7 @@ func (e *TruncatedError) Error() string {
 func (e *TruncatedError) Is(target error) bool { return target == io.ErrUnexpectedEOF }
 
 // NewReader reads the section header of a pcapng file.
-func NewReader(r io.Reader) (*Reader, error) {
+func NewReader(r io.Reader) (*FileReader, error) {
 	// NgReader wraps r in a 4 KiB bufio.Reader unless it is one already of
 	// at least that size; a larger buffer halves the read system calls'
 	// share of a file's analysis. Counting below it tells how much of the
@@ -618,16 +618,16 @@ func NewReader(r io.Reader) (*Reader, error) {
 		}
 		return nil, fmt.Errorf("not a pcapng file: %w", err)
 	}
-	rd := &Reader{ng: ng, in: in, buf: buf}
+	rd := &FileReader{ng: ng, in: in, buf: buf}
 	rd.whole = rd.offset()
 	return rd, nil
 }
 
 // offset is how many bytes of the input the pcapng reader has consumed.
-func (r *Reader) offset() int64 { return r.in.n - int64(r.buf.Buffered()) }
+func (r *FileReader) offset() int64 { return r.in.n - int64(r.buf.Buffered()) }
 
 // Interface returns interface i, once a packet on it or after it was read.
-func (r *Reader) Interface(i int) *Interface {
+func (r *FileReader) Interface(i int) *Interface {
 	for len(r.ifaces) < r.ng.NInterfaces() {
 		ngi, err := r.ng.Interface(len(r.ifaces))
 		if err != nil {
@@ -647,14 +647,14 @@ func (r *Reader) Interface(i int) *Interface {
 }
 
 // Interfaces returns the interfaces described so far.
-func (r *Reader) Interfaces() []*Interface {
+func (r *FileReader) Interfaces() []*Interface {
 	r.Interface(0)
 	return slices.Clone(r.ifaces)
 }
 
 // Next returns the next packet, or io.EOF after the last. Errors name the
 // packet number. The Packet is reused by the next call.
-func (r *Reader) Next() (*Packet, error) {
+func (r *FileReader) Next() (*Packet, error) {
 	data, ci, opts, err := r.ng.ZeroCopyReadPacketDataWithOptions()
 	if err != nil {
 		if err == io.EOF {

@@ -20,7 +20,7 @@ import (
 // It keeps the exact counts the analyzer must find.
 type synth struct {
 	w     *Writer
-	nodes []Node
+	nodes []NodeInfo
 	live  []bool
 	conns map[[2]int]*sconn
 	rng   *rand.Rand
@@ -61,15 +61,15 @@ type sconn struct {
 	sealed     int          // frames sealed, the HELLO included
 }
 
-func synthNodes(n int, port int) []Node {
-	nodes := make([]Node, n)
+func synthNodes(n int, port int) []NodeInfo {
+	nodes := make([]NodeInfo, n)
 	for i := range nodes {
 		var id uuid.UUID
 		// IDs increase with the index, so nK is the K-th in Bully order.
 		binary.BigEndian.PutUint64(id[:8], uint64(i+1)<<48)
 		id[6], id[8] = 0x40, 0x80 // version 4, RFC 4122 variant
 		id[15] = byte(i + 1)
-		nodes[i] = Node{Name: fmt.Sprintf("n%d", i+1), Index: i + 1, ID: id,
+		nodes[i] = NodeInfo{Name: fmt.Sprintf("n%d", i+1), Index: i + 1, ID: id,
 			Addr: netip.AddrFrom4([4]byte{10, 77, 0, byte(i + 2)}), Port: port}
 	}
 	return nodes

@@ -23,7 +23,7 @@ import (
 func writeAuthCapture(t *testing.T, key *wire.Key, tamper bool) string {
 	t.Helper()
 	start := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-	nodes := []capture.Node{
+	nodes := []capture.NodeInfo{
 		{Name: "n1", Index: 1, ID: uuid.MustParse("10000000-0000-4000-8000-000000000001"), Addr: netip.MustParseAddr("10.77.0.2"), Port: 7946},
 		{Name: "n2", Index: 2, ID: uuid.MustParse("20000000-0000-4000-8000-000000000002"), Addr: netip.MustParseAddr("10.77.0.3"), Port: 7946},
 	}

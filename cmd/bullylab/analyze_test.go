@@ -19,9 +19,9 @@ import (
 // and restarts of each node, the end.
 func writeCapture(t *testing.T, path string) []byte {
 	t.Helper()
-	var nodes []capture.Node
+	var nodes []capture.NodeInfo
 	for i := 1; i <= 3; i++ {
-		nodes = append(nodes, capture.Node{Name: fmt.Sprintf("n%d", i), Index: i, ID: uuid.New(),
+		nodes = append(nodes, capture.NodeInfo{Name: fmt.Sprintf("n%d", i), Index: i, ID: uuid.New(),
 			Addr: netip.AddrFrom4([4]byte{10, 77, 0, byte(i + 1)}), Port: 7946})
 	}
 	var buf bytes.Buffer
@@ -33,7 +33,7 @@ func writeCapture(t *testing.T, path string) []byte {
 	}
 	at := start
 	for _, n := range nodes {
-		for _, kind := range []capture.Kind{capture.KindCrash, capture.KindRestart} {
+		for _, kind := range []capture.RecordKind{capture.KindCrash, capture.KindRestart} {
 			at = at.Add(time.Second)
 			if err := w.WriteRecord(capture.Record{Time: at, Kind: kind, Nodes: []string{n.Name}}); err != nil {
 				t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 )
 
 // labStatus fetches the status of u's testbed over its control socket.
-func labStatus(t *testing.T, u *upProc) *lab.Status {
+func labStatus(t *testing.T, u *upProc) *lab.RunStatus {
 	t.Helper()
 	cl, err := lab.Dial(u.run)
 	if err != nil {
@@ -33,7 +33,7 @@ func labStatus(t *testing.T, u *upProc) *lab.Status {
 }
 
 // waitStatus polls u's status until cond holds, for at most 30 s.
-func waitStatus(t *testing.T, u *upProc, what string, cond func(*lab.Status) bool) *lab.Status {
+func waitStatus(t *testing.T, u *upProc, what string, cond func(*lab.RunStatus) bool) *lab.RunStatus {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -48,12 +48,12 @@ func waitStatus(t *testing.T, u *upProc, what string, cond func(*lab.Status) boo
 	}
 }
 
-func leads(node string) func(*lab.Status) bool {
-	return func(st *lab.Status) bool { return st.Leader != nil && st.Leader.Node == node }
+func leads(node string) func(*lab.RunStatus) bool {
+	return func(st *lab.RunStatus) bool { return st.Leader != nil && st.Leader.Node == node }
 }
 
 // sentHeartbeats returns how many HEARTBEATs node counted sent.
-func sentHeartbeats(st *lab.Status, node string) uint64 {
+func sentHeartbeats(st *lab.RunStatus, node string) uint64 {
 	for _, s := range st.Nodes {
 		if s.Node == node && s.View != nil {
 			return s.View.Counters.Sent[wire.TypeHeartbeat.String()]
@@ -126,7 +126,7 @@ func TestUpCapture(t *testing.T) {
 	mustCLI(t, "fault", "crash", "n5", "--run", u.run)
 	waitStatus(t, u, "leader n4", leads("n4"))
 	// Let n4 lead for a while, so that HEARTBEATs count for something.
-	waitStatus(t, u, "40 HEARTBEATs from n4", func(st *lab.Status) bool { return sentHeartbeats(st, "n4") >= 40 })
+	waitStatus(t, u, "40 HEARTBEATs from n4", func(st *lab.RunStatus) bool { return sentHeartbeats(st, "n4") >= 40 })
 	mustCLI(t, "fault", "leave", "n1", "n2", "n3", "n4", "--run", u.run)
 	st := labStatus(t, u)
 	if st.Capture == nil || st.Capture.File != path || st.Capture.Written == 0 {

@@ -47,7 +47,7 @@ func runDemo(c *cli.Context) error {
 	defer stop()
 	out := c.App.Writer
 
-	opts := cluster.Options{Binary: exe, Nodes: n}
+	opts := cluster.Spec{Binary: exe, Nodes: n}
 	if c.Bool("keep") {
 		dir, err := os.MkdirTemp("", "bullylab-demo-")
 		if err != nil {

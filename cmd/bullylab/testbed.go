@@ -181,8 +181,8 @@ func runUp(c *cli.Context) error {
 
 // upOptions checks up's arguments and the host, and returns the topology
 // and the lab's options.
-func upOptions(c *cli.Context) (*topologies.Topology, lab.Options, error) {
-	var opts lab.Options
+func upOptions(c *cli.Context) (*topologies.Topology, lab.StartOptions, error) {
+	var opts lab.StartOptions
 	args, err := positional(c)
 	if err != nil {
 		return nil, opts, err
@@ -210,7 +210,7 @@ func upOptions(c *cli.Context) (*topologies.Topology, lab.Options, error) {
 			return nil, opts, fmt.Errorf("up: finding this executable for the nodes: %w (give --binary)", err)
 		}
 	}
-	opts = lab.Options{
+	opts = lab.StartOptions{
 		Binary: binary, Run: run, Seed: c.Int64("seed"), LogDir: c.String("log-dir"), Backend: c.String("backend"),
 	}
 	if capPath := c.String("capture"); capPath != "" {

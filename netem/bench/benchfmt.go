@@ -155,14 +155,14 @@ func oneLine(s string) string {
 
 // BenchText is a parsed Go benchmark file.
 type BenchText struct {
-	Config  []Config // file configuration, in file order; later lines override
+	Config  []ConfigLine // file configuration, in file order; later lines override
 	Results []BenchResult
 	Units   map[string]map[string]string // unit -> key -> value
 	Failed  []BenchFailure               // bullylab's "# failed" comments
 }
 
-// Config is one configuration line.
-type Config struct{ Key, Value string }
+// ConfigLine is one configuration line.
+type ConfigLine struct{ Key, Value string }
 
 // BenchResult is one result line.
 type BenchResult struct {
@@ -170,7 +170,7 @@ type BenchResult struct {
 	Name   string // full name, "Benchmark" included
 	Iters  int
 	Values []BenchValue
-	// Config is the file configuration in force at this line.
+	// ConfigLine is the file configuration in force at this line.
 	Config map[string]string
 }
 
@@ -273,7 +273,7 @@ func ParseBenchText(name string, data []byte) (*BenchText, error) {
 				} else {
 					config[k] = v
 				}
-				bt.Config = append(bt.Config, Config{Key: k, Value: v})
+				bt.Config = append(bt.Config, ConfigLine{Key: k, Value: v})
 			}
 		}
 	}

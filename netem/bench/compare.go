@@ -80,14 +80,14 @@ func ParseThreshold(s string) (float64, error) {
 	return f / 100, nil
 }
 
-// Status is what a metric's change amounts to.
-type Status string
+// ChangeStatus is what a metric's change amounts to.
+type ChangeStatus string
 
 const (
-	Same        Status = "~"         // within the threshold or the noise floor
-	Improved    Status = "improved"  // shrank beyond the threshold
-	Regression  Status = "REGRESSED" // grew beyond the threshold
-	Unavailable Status = "n/a"       // one side has no value (no run passed)
+	Same        ChangeStatus = "~"         // within the threshold or the noise floor
+	Improved    ChangeStatus = "improved"  // shrank beyond the threshold
+	Regression  ChangeStatus = "REGRESSED" // grew beyond the threshold
+	Unavailable ChangeStatus = "n/a"       // one side has no value (no run passed)
 )
 
 // Change is one metric of one scenario in both inputs. Every metric is
@@ -103,7 +103,7 @@ type Change struct {
 	// Delta is New-Base relative to Base: +0.25 for 25% more, +Inf when
 	// Base is 0 and New is not.
 	Delta  float64
-	Status Status
+	Status ChangeStatus
 	// Runs of each side, for failed runs: Base and New count failures.
 	BaseRuns, NewRuns int
 }
@@ -350,7 +350,7 @@ func scenarioChanges(key string, b, n Summary, opts CompareOptions) []Change {
 }
 
 // judge classifies a lower-is-better change.
-func judge(base, nw float64, both bool, floor, threshold float64) (float64, Status) {
+func judge(base, nw float64, both bool, floor, threshold float64) (float64, ChangeStatus) {
 	if !both {
 		return 0, Unavailable
 	}

@@ -28,7 +28,7 @@ func sampleSequence() bench.Sequence {
 	send := func(ms float64, typ string, epoch uint64, from string, to ...string) float64 {
 		for i, d := range to {
 			sent := ms + float64(i)*0.04
-			seq.Messages = append(seq.Messages, bench.Message{Time: at(sent), RecvTime: at(sent + 0.35), From: from, To: d, Type: typ, Epoch: epoch})
+			seq.Messages = append(seq.Messages, bench.SequenceMessage{Time: at(sent), RecvTime: at(sent + 0.35), From: from, To: d, Type: typ, Epoch: epoch})
 		}
 		return ms + float64(len(to))*0.04 + 0.35
 	}
@@ -50,7 +50,7 @@ func sampleSequence() bench.Sequence {
 	t += 0.8
 	// The capture saw the COORDINATORs leave n7 but not arrive.
 	for i, n := range []string{"n6", "n5", "n4", "n3", "n2", "n1"} {
-		seq.Messages = append(seq.Messages, bench.Message{Time: at(t + float64(i)*0.03), From: "n7", To: n, Type: "COORDINATOR", Epoch: 2})
+		seq.Messages = append(seq.Messages, bench.SequenceMessage{Time: at(t + float64(i)*0.03), From: "n7", To: n, Type: "COORDINATOR", Epoch: 2})
 	}
 	return seq
 }

@@ -32,9 +32,9 @@ type Results struct {
 	Host      Host             `json:"host"`
 	Started   time.Time        `json:"started"`
 	Finished  time.Time        `json:"finished"`
-	Topology  Topology         `json:"topology"`
+	Topology  TopologyInfo     `json:"topology"`
 	Seed      int64            `json:"seed"`
-	Settings  Settings         `json:"settings"`
+	Settings  RunSettings      `json:"settings"`
 	Scenarios []ScenarioResult `json:"scenarios"`
 }
 
@@ -55,12 +55,12 @@ type Host struct {
 	Cores  int    `json:"cores"`
 }
 
-// Topology is the testbed every run was built from.
-type Topology struct {
+// TopologyInfo is the testbed every run was built from.
+type TopologyInfo struct {
 	Name   string `json:"name"`
 	Source string `json:"source,omitempty"`
 	Nodes  int    `json:"nodes"`
-	// Settings are the election timings every node uses, or most nodes
+	// RunSettings are the election timings every node uses, or most nodes
 	// when NodeSettings lists exceptions.
 	Settings     Timing            `json:"settings"`
 	NodeSettings map[string]Timing `json:"node_settings,omitempty"`
@@ -75,8 +75,8 @@ type Timing struct {
 	DetectionStaggerNS int64 `json:"detection_stagger_ns,omitempty"`
 }
 
-// Settings is how the bench was asked to run.
-type Settings struct {
+// RunSettings is how the bench was asked to run.
+type RunSettings struct {
 	Runs     int    `json:"runs"`
 	Scenario string `json:"scenario"`
 	// Params are the scenario parameters given (k, delays, loss, faults).
@@ -318,8 +318,8 @@ func (r *Results) Summarize() {
 }
 
 // TopologyOf describes topo for results.json.
-func TopologyOf(topo *topologies.Topology) Topology {
-	t := Topology{Name: topo.Name, Source: topo.Source, Nodes: len(topo.Nodes)}
+func TopologyOf(topo *topologies.Topology) TopologyInfo {
+	t := TopologyInfo{Name: topo.Name, Source: topo.Source, Nodes: len(topo.Nodes)}
 	counts := map[Timing]int{}
 	var common Timing
 	for _, n := range topo.Nodes {

@@ -98,7 +98,7 @@ func TestTopologyOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := bench.TopologyOf(topo)
-	want := bench.Topology{Name: "t", Source: "t.yaml", Nodes: 3,
+	want := bench.TopologyInfo{Name: "t", Source: "t.yaml", Nodes: 3,
 		Settings:     bench.Timing{HeartbeatNS: 100e6, FailureTimeoutNS: 500e6, ElectionTimeoutNS: 200e6, DetectionStaggerNS: 50e6},
 		NodeSettings: map[string]bench.Timing{"b": {HeartbeatNS: 50e6, FailureTimeoutNS: 500e6, ElectionTimeoutNS: 200e6, DetectionStaggerNS: 50e6}}}
 	if !reflect.DeepEqual(got, want) {

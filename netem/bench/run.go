@@ -136,7 +136,7 @@ func newResults(opts RunOptions, backend string) *Results {
 		Started:  time.Now(),
 		Topology: TopologyOf(topo),
 		Seed:     opts.Seed,
-		Settings: Settings{Runs: opts.Runs, Scenario: opts.ScenarioArg, Params: opts.Params,
+		Settings: RunSettings{Runs: opts.Runs, Scenario: opts.ScenarioArg, Params: opts.Params,
 			Backend: backend, SLE2BoundNS: int64(bound)},
 	}
 }

@@ -290,7 +290,7 @@ func sequenceOf(rep *capture.Report, el *capture.Election, names []string, fault
 	}
 	seq := &Sequence{Nodes: names, Origin: origin}
 	for _, en := range tl.Entries {
-		seq.Messages = append(seq.Messages, Message{Time: en.Time, From: en.From, To: en.To, Type: en.Type, Epoch: en.Epoch})
+		seq.Messages = append(seq.Messages, SequenceMessage{Time: en.Time, From: en.From, To: en.To, Type: en.Type, Epoch: en.Epoch})
 	}
 	for _, f := range faults {
 		if f.Time.Before(origin.Add(-time.Second)) || f.Time.After(el.End) {

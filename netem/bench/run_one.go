@@ -99,7 +99,7 @@ func (ru *runner) failed(f *runFailure) (Run, *runDetail) {
 // nodes answer: the boot elections are not measured, and the nodes boot
 // while the testbed is built.
 func (ru *runner) setup(ctx context.Context) *runFailure {
-	lb, err := lab.Start(ctx, ru.opts.Topology, lab.Options{Binary: ru.opts.Binary, Seed: ru.seed, Backend: ru.opts.Backend,
+	lb, err := lab.Start(ctx, ru.opts.Topology, lab.StartOptions{Binary: ru.opts.Binary, Seed: ru.seed, Backend: ru.opts.Backend,
 		// Readable by all whatever the umask, as the other outputs.
 		Capture: &lab.CaptureOptions{Path: ru.capPath, Mode: OutputMode}})
 	if err != nil {

@@ -22,10 +22,10 @@ func sampleResults(seed uint64) *bench.Results {
 		Host:     bench.Host{OS: "linux", Arch: "amd64", Kernel: "6.18.2", CPU: "AMD EPYC 7B13", Cores: 2},
 		Started:  t0,
 		Finished: t0.Add(4 * time.Minute),
-		Topology: bench.Topology{Name: "star16", Nodes: 16, Settings: bench.Timing{
+		Topology: bench.TopologyInfo{Name: "star16", Nodes: 16, Settings: bench.Timing{
 			HeartbeatNS: int64(100 * time.Millisecond), FailureTimeoutNS: int64(500 * time.Millisecond), ElectionTimeoutNS: int64(200 * time.Millisecond)}},
 		Seed:     1,
-		Settings: bench.Settings{Runs: 30, Scenario: "leader-crash", Backend: "netem", SLE2BoundNS: int64(1300 * time.Millisecond)},
+		Settings: bench.RunSettings{Runs: 30, Scenario: "leader-crash", Backend: "netem", SLE2BoundNS: int64(1300 * time.Millisecond)},
 	}
 	mk := func(name string, labels map[string]string, extra time.Duration) bench.ScenarioResult {
 		sc := bench.ScenarioResult{Name: name, Labels: labels, Description: "the leader is killed; the survivors elect the highest of them"}

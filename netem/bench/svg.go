@@ -21,15 +21,15 @@ type Sequence struct {
 	// Nodes are the lifelines from left to right; lowest ID first reads
 	// like the algorithm (elections go right, HALTs and COORDINATORs left).
 	Nodes    []string
-	Messages []Message
+	Messages []SequenceMessage
 	Faults   []FaultMark
 	// Origin is time zero of the time axis, normally the measured fault;
 	// zero means the earliest event.
 	Origin time.Time
 }
 
-// Message is one frame between two nodes.
-type Message struct {
+// SequenceMessage is one frame between two nodes.
+type SequenceMessage struct {
 	Time     time.Time // sent: the capture's timestamp on the sender's port
 	RecvTime time.Time // received; zero when unknown (a capture sees each frame once)
 	From, To string
@@ -317,8 +317,8 @@ type seqDiagram struct {
 	faults  []FaultMark
 	nodes   []string // lifelines, left to right
 	lane    map[string]int
-	msgs    []Message // by send time
-	origin  time.Time // time zero of the ruler
+	msgs    []SequenceMessage // by send time
+	origin  time.Time         // time zero of the ruler
 	groups  []msgGroup
 	groupOf []int       // by message, its group
 	times   []time.Time // every instant, in order, once
@@ -345,7 +345,7 @@ func newSeqDiagram(seq Sequence) *seqDiagram {
 	d := &seqDiagram{title: seq.Title, faults: seq.Faults, origin: seq.Origin}
 	d.nodes, d.lane = seqLanes(seq)
 	d.msgs = slices.Clone(seq.Messages)
-	slices.SortStableFunc(d.msgs, func(a, b Message) int { return a.Time.Compare(b.Time) })
+	slices.SortStableFunc(d.msgs, func(a, b SequenceMessage) int { return a.Time.Compare(b.Time) })
 	if d.origin.IsZero() {
 		for _, t := range eventTimes(d.msgs, seq.Faults) {
 			if d.origin.IsZero() || t.Before(d.origin) {
@@ -381,7 +381,7 @@ func seqLanes(seq Sequence) ([]string, map[string]int) {
 // collected (the ANSWERs or HALT_ACKs of one round), within a millisecond,
 // so that a round carries one label rather than a staircase of them. msgs
 // are by send time; it returns the groups and the group of each message.
-func groupMessages(msgs []Message) ([]msgGroup, []int) {
+func groupMessages(msgs []SequenceMessage) ([]msgGroup, []int) {
 	var groups []msgGroup
 	groupOf := make([]int, len(msgs))
 	for i, m := range msgs {
@@ -591,7 +591,7 @@ func (g *msgGroup) labelAt(x0, x1 float64) (float64, string) {
 	return (x0 + x1) / 2, "middle"
 }
 
-func eventTimes(msgs []Message, faults []FaultMark) []time.Time {
+func eventTimes(msgs []SequenceMessage, faults []FaultMark) []time.Time {
 	var ts []time.Time
 	for _, m := range msgs {
 		ts = append(ts, m.Time)

@@ -110,7 +110,7 @@ func (l *Lab) captureTestbed() (capture.TestbedInfo, map[int]capture.NodePort, e
 		if err != nil {
 			return tb, nil, fmt.Errorf("capture: %w", err)
 		}
-		tb.Nodes = append(tb.Nodes, capture.Node{Name: sn.Name, Index: sn.Index, ID: id, Addr: addr, Port: topo.Port})
+		tb.Nodes = append(tb.Nodes, capture.NodeInfo{Name: sn.Name, Index: sn.Index, ID: id, Addr: addr, Port: topo.Port})
 		ports[sn.Index] = capture.NodePort{Veth: sn.SwitchVeth, MAC: netem.NodeMAC(addr)}
 	}
 	return tb, ports, nil
@@ -124,7 +124,7 @@ func (lc *Capture) record(f fault.Fault) {
 	if lc.stopped {
 		return
 	}
-	err := lc.w.WriteRecord(capture.Record{Time: f.Time, Kind: capture.Kind(f.Kind), Nodes: f.Nodes,
+	err := lc.w.WriteRecord(capture.Record{Time: f.Time, Kind: capture.RecordKind(f.Kind), Nodes: f.Nodes,
 		Groups: f.Groups, OneWay: f.OneWay, Detail: f.Detail})
 	if err != nil && lc.err == nil {
 		lc.err = err
@@ -185,10 +185,10 @@ func (lc *Capture) stopOnClose() error {
 	return err
 }
 
-// Capture returns the lab's capture, nil without Options.Capture.
+// Capture returns the lab's capture, nil without StartOptions.Capture.
 func (l *Lab) Capture() *Capture { return l.capture }
 
-// Status describes the capture for the control API.
+// RunStatus describes the capture for the control API.
 func (lc *Capture) Status() CaptureStatus {
 	return CaptureStatus{File: lc.Path(), Started: lc.Started(), Written: lc.Written()}
 }

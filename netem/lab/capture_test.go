@@ -73,7 +73,7 @@ func TestLabCapture(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "star5.pcapng")
 	logDir := filepath.Join(dir, "logs")
-	lb := labtest.Start(t, topo, lab.Options{Binary: bin, LogDir: logDir,
+	lb := labtest.Start(t, topo, lab.StartOptions{Binary: bin, LogDir: logDir,
 		Capture: &lab.CaptureOptions{Path: path, FromBoot: true}})
 	lc := lb.Capture()
 	names := lb.Nodes()

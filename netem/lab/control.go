@@ -36,8 +36,8 @@ const ControlSocketName = "control.sock"
 // ControlSocket is where a lab's control API is served.
 func ControlSocket(run string) string { return filepath.Join(netem.StateDir(run), ControlSocketName) }
 
-// Status is what GET /status answers.
-type Status struct {
+// RunStatus is what GET /status answers.
+type RunStatus struct {
 	Run      string `json:"run"`
 	Topology string `json:"topology"`
 	// PID is the process serving the lab (`bullylab up`).
@@ -93,10 +93,10 @@ func Agreement(st []NodeState) (Leader, bool) {
 	return ag, true
 }
 
-// Status returns the lab's status as GET /status serves it. The nodes'
+// RunStatus returns the lab's status as GET /status serves it. The nodes'
 // member lists are left out of their views: each lists every node, which
 // made the answer 7.5 MB at 250 nodes.
-func (l *Lab) Status() Status {
+func (l *Lab) Status() RunStatus {
 	st := l.NodeStates()
 	for i := range st {
 		if st[i].View != nil {
@@ -104,7 +104,7 @@ func (l *Lab) Status() Status {
 		}
 	}
 	backend, why := l.Backend()
-	ls := Status{
+	ls := RunStatus{
 		Run: l.Run(), Topology: l.topo.Name, PID: os.Getpid(), Started: l.times.Begin,
 		Backend: backend, BackendWhy: why, Nodes: st, KeyFile: l.keyFile,
 	}
@@ -119,26 +119,26 @@ func (l *Lab) Status() Status {
 	return ls
 }
 
-// Server serves a Lab's control API.
-type Server struct {
+// APIServer serves a Lab's control API.
+type APIServer struct {
 	api      *localapi.Server
 	down     chan struct{}
 	downOnce sync.Once
 }
 
-// Serve serves lab's control API at ControlSocket(lab.Run()) until
+// Serve serves l's control API at ControlSocket(l.Run()) until
 // Close, owner-only: only root (or whoever runs the lab) may inject
 // faults.
-func Serve(lab *Lab) (*Server, error) {
-	path := ControlSocket(lab.Run())
+func Serve(l *Lab) (*APIServer, error) {
+	path := ControlSocket(l.Run())
 	api, err := localapi.Listen(path)
 	if err != nil {
 		return nil, fmt.Errorf("control socket %s: %w", path, errors.Unwrap(err))
 	}
-	s := &Server{api: api, down: make(chan struct{})}
+	s := &APIServer{api: api, down: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
-		localapi.WriteJSON(w, http.StatusOK, lab.Status())
+		localapi.WriteJSON(w, http.StatusOK, l.Status())
 	})
 	mux.HandleFunc("POST /fault", func(w http.ResponseWriter, r *http.Request) {
 		var f fault.Fault
@@ -146,7 +146,7 @@ func Serve(lab *Lab) (*Server, error) {
 			localapi.WriteError(w, http.StatusBadRequest, "fault: "+err.Error())
 			return
 		}
-		rec, err := lab.Apply(r.Context(), f)
+		rec, err := l.Apply(r.Context(), f)
 		if err != nil {
 			localapi.WriteError(w, http.StatusBadRequest, err.Error())
 			return
@@ -169,10 +169,10 @@ const (
 )
 
 // Down is closed when a client asks for the lab to go down.
-func (s *Server) Down() <-chan struct{} { return s.down }
+func (s *APIServer) Down() <-chan struct{} { return s.down }
 
 // Close stops serving, giving requests in progress a moment to finish.
-func (s *Server) Close() error {
+func (s *APIServer) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	err := s.api.Shutdown(ctx)
@@ -240,27 +240,28 @@ func FindRun(run string) (string, error) {
 	return "", fmt.Errorf("%d testbeds are up (%s): pick one with --run", len(runs), strings.Join(runs, ", "))
 }
 
-// Client talks to a lab's control API.
-type Client struct {
+// RemoteLab is a lab that another process serves (`bullylab up`), driven
+// through its control API.
+type RemoteLab struct {
 	run string
 	api *localapi.Client
 }
 
 // Dial returns a client for the lab FindRun(run) picks.
-func Dial(run string) (*Client, error) {
+func Dial(run string) (*RemoteLab, error) {
 	run, err := FindRun(run)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{run: run, api: localapi.NewClient(ControlSocket(run), maxStatusAnswer)}, nil
+	return &RemoteLab{run: run, api: localapi.NewClient(ControlSocket(run), maxStatusAnswer)}, nil
 }
 
 // Run returns the run ID the client talks to.
-func (c *Client) Run() string { return c.run }
+func (c *RemoteLab) Run() string { return c.run }
 
-// Status fetches GET /status.
-func (c *Client) Status(ctx context.Context) (*Status, error) {
-	var s Status
+// RunStatus fetches GET /status.
+func (c *RemoteLab) Status(ctx context.Context) (*RunStatus, error) {
+	var s RunStatus
 	if err := c.call(ctx, http.MethodGet, "/status", nil, &s); err != nil {
 		return nil, err
 	}
@@ -268,7 +269,7 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 }
 
 // Fault applies f and returns its record.
-func (c *Client) Fault(ctx context.Context, f fault.Fault) (fault.Fault, error) {
+func (c *RemoteLab) Fault(ctx context.Context, f fault.Fault) (fault.Fault, error) {
 	var rec fault.Fault
 	err := c.call(ctx, http.MethodPost, "/fault", f, &rec)
 	return rec, err
@@ -276,7 +277,7 @@ func (c *Client) Fault(ctx context.Context, f fault.Fault) (fault.Fault, error) 
 
 // Down asks the lab to go down and waits until its state directory is
 // gone, i.e. its processes and namespaces too.
-func (c *Client) Down(ctx context.Context) error {
+func (c *RemoteLab) Down(ctx context.Context) error {
 	if err := c.call(ctx, http.MethodPost, "/down", nil, nil); err != nil {
 		return err
 	}
@@ -296,7 +297,7 @@ func (c *Client) Down(ctx context.Context) error {
 
 // call is the API's call, its errors worded for the command line: the
 // lab's own refusal as it is, the rest naming the testbed.
-func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
+func (c *RemoteLab) call(ctx context.Context, method, path string, in, out any) error {
 	err := c.api.Call(ctx, method, path, in, out)
 	var se *localapi.StatusError
 	var be *localapi.BodyError

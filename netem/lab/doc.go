@@ -2,7 +2,7 @@
 // testbed and applies faults to them: the fixture that scenarios, the
 // bench and `bullylab up` drive.
 //
-// Start builds the testbed, boots the nodes and, with Options.Capture,
+// Start builds the testbed, boots the nodes and, with StartOptions.Capture,
 // captures the switch into a pcapng file with every fault recorded. Apply
 // (or Crash, Partition, Delay, ...) applies a fault.Fault and reports it
 // to OnFault observers; NodeStates and WaitLeader watch the election it

@@ -37,8 +37,8 @@ const (
 	ProcExited  = "exited"  // ended by itself: after a leave fault, or failing
 )
 
-// Options configure Start.
-type Options struct {
+// StartOptions configure Start.
+type StartOptions struct {
 	// Binary is the bullylab executable the nodes run as `Binary node ...`.
 	Binary string
 	// Run is the run ID; "" draws a fresh one with NewRunID.
@@ -104,7 +104,7 @@ func nodeEnv() []string {
 type Lab struct {
 	tb      *netem.Testbed
 	topo    *topologies.Topology
-	opts    Options
+	opts    StartOptions
 	peers   string // the peers file every node reads
 	key     wire.Key
 	keyFile string // where key is, for the nodes' --cluster-key
@@ -188,7 +188,7 @@ const (
 //
 // Node IDs are random version-4 UUIDs assigned in ascending order, so a
 // node's index is its Bully priority: in star5, n5 is the highest and wins.
-func Start(ctx context.Context, topo *topologies.Topology, opts Options) (*Lab, error) {
+func Start(ctx context.Context, topo *topologies.Topology, opts StartOptions) (*Lab, error) {
 	opts, err := opts.withDefaults(topo)
 	if err != nil {
 		return nil, err
@@ -234,7 +234,7 @@ func Start(ctx context.Context, topo *topologies.Topology, opts Options) (*Lab, 
 }
 
 // withDefaults checks opts and topo and fills in the defaults.
-func (opts Options) withDefaults(topo *topologies.Topology) (Options, error) {
+func (opts StartOptions) withDefaults(topo *topologies.Topology) (StartOptions, error) {
 	if opts.Binary == "" {
 		return opts, errors.New("lab: no bullylab binary given")
 	}
@@ -254,7 +254,7 @@ func (opts Options) withDefaults(topo *topologies.Topology) (Options, error) {
 }
 
 // key returns the cluster key opts give, or a new one.
-func (opts Options) key() (wire.Key, error) {
+func (opts StartOptions) key() (wire.Key, error) {
 	if opts.Key != nil {
 		return *opts.Key, nil
 	}
@@ -286,7 +286,7 @@ func claimTestbed(ctx context.Context, topo *topologies.Topology, run string, bu
 
 // newLab describes the lab of topo on tb, its nodes with the IDs ids, and
 // the command lines they start with.
-func newLab(tb *netem.Testbed, topo *topologies.Topology, opts Options, key wire.Key, ids []uuid.UUID) *Lab {
+func newLab(tb *netem.Testbed, topo *topologies.Topology, opts StartOptions, key wire.Key, ids []uuid.UUID) *Lab {
 	lctx, cancel := context.WithCancel(context.Background())
 	l := &Lab{
 		tb:      tb,
@@ -847,7 +847,7 @@ func (l *Lab) NodeName(id uuid.UUID) string {
 	return ""
 }
 
-// Client returns the control-socket client of a node.
+// RemoteLab returns the control-socket client of a node.
 func (l *Lab) Client(name string) (*node.ControlClient, error) {
 	n, err := l.node(name)
 	if err != nil {

@@ -50,7 +50,7 @@ func BenchmarkLab(b *testing.B) {
 				time.Sleep(settle)
 				run := netemtest.RunID(b)
 				cpu0 := selfCPU(b)
-				lb, err := lab.Start(b.Context(), topo, lab.Options{Binary: bin, Run: run})
+				lb, err := lab.Start(b.Context(), topo, lab.StartOptions{Binary: bin, Run: run})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -31,7 +31,7 @@ func labStart(t *testing.T, topoName string) *lab.Lab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb := labtest.Start(t, topo, lab.Options{Binary: bin})
+	lb := labtest.Start(t, topo, lab.StartOptions{Binary: bin})
 	t.Cleanup(func() {
 		// Close is idempotent; the cleanup netemtest.Lab registered runs
 		// after this one and finds it done.

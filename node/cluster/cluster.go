@@ -26,8 +26,8 @@ import (
 // the resolution of every time the package measures.
 const PollInterval = 5 * time.Millisecond
 
-// Options configure Start.
-type Options struct {
+// Spec describes the cluster Start runs.
+type Spec struct {
 	// Binary is the bullylab executable to run as `Binary node ...`.
 	Binary string
 	// Nodes is the cluster size.
@@ -47,8 +47,8 @@ type Options struct {
 	StartTimeout time.Duration
 }
 
-// Node is one node process of a Cluster.
-type Node struct {
+// Process is one node process of a Cluster.
+type Process struct {
 	Index   int // 1-based, as in the names n1, n2, ...
 	ID      uuid.UUID
 	Addr    string
@@ -60,10 +60,10 @@ type Node struct {
 	proc   *proc // nil while not running
 }
 
-func (n *Node) String() string { return fmt.Sprintf("n%d(%s)", n.Index, n.ID.String()[:8]) }
+func (n *Process) String() string { return fmt.Sprintf("n%d(%s)", n.Index, n.ID.String()[:8]) }
 
 // PID returns the node's process ID, or 0 if it is not running.
-func (n *Node) PID() int {
+func (n *Process) PID() int {
 	if n.proc == nil {
 		return 0
 	}
@@ -72,7 +72,7 @@ func (n *Node) PID() int {
 
 // Running reports whether the node's process was started and has not been
 // seen to exit.
-func (n *Node) Running() bool {
+func (n *Process) Running() bool {
 	if n.proc == nil {
 		return false
 	}
@@ -98,12 +98,12 @@ type Cluster struct {
 	// KeyFile is the nodes' cluster key file, in Dir; "" when the nodes
 	// run with --insecure.
 	KeyFile string
-	Nodes   []*Node
+	Nodes   []*Process
 	// StartedAt is when the first node process of the final attempt was
 	// started: the origin of the boot convergence time.
 	StartedAt time.Time
 
-	opts   Options
+	opts   Spec
 	ownDir bool
 	mu     sync.Mutex // guards the procs against Close from another goroutine
 	closed bool
@@ -116,7 +116,7 @@ const startAttempts = 3
 
 // Start starts opts.Nodes node processes on free loopback ports and waits
 // until every control socket answers. On error nothing is left running.
-func Start(ctx context.Context, opts Options) (*Cluster, error) {
+func Start(ctx context.Context, opts Spec) (*Cluster, error) {
 	if opts.Nodes < 1 {
 		return nil, fmt.Errorf("cluster: need at least 1 node, got %d", opts.Nodes)
 	}
@@ -144,7 +144,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	for i := range opts.Nodes {
 		dataDir := filepath.Join(c.Dir, fmt.Sprintf("n%d", i+1))
 		ctl := filepath.Join(dataDir, node.ControlSocketName)
-		c.Nodes = append(c.Nodes, &Node{
+		c.Nodes = append(c.Nodes, &Process{
 			Index:   i + 1,
 			ID:      uuid.New(),
 			DataDir: dataDir,
@@ -249,7 +249,7 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-func (c *Cluster) spawn(n *Node) error {
+func (c *Cluster) spawn(n *Process) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -297,7 +297,7 @@ func (c *Cluster) spawn(n *Node) error {
 
 // waitUp polls n's control socket until it answers, n exits, or the start
 // timeout passes.
-func (c *Cluster) waitUp(ctx context.Context, n *Node) error {
+func (c *Cluster) waitUp(ctx context.Context, n *Process) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 	defer cancel()
 	tick := time.NewTicker(PollInterval)
@@ -322,22 +322,22 @@ func (c *Cluster) waitUp(ctx context.Context, n *Node) error {
 
 // LogTail returns the last lines of n's log, joined by " | ", for error
 // messages.
-func (c *Cluster) LogTail(n *Node, lines int) string {
+func (c *Cluster) LogTail(n *Process, lines int) string {
 	b, _ := os.ReadFile(n.LogPath)
 	ls := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return strings.Join(ls[max(0, len(ls)-lines):], " | ")
 }
 
 // Status queries n's control socket.
-func (c *Cluster) Status(ctx context.Context, n *Node) (*node.NodeStatus, error) {
+func (c *Cluster) Status(ctx context.Context, n *Process) (*node.NodeStatus, error) {
 	return n.client.Status(ctx)
 }
 
 // Client returns the control client of n.
-func (c *Cluster) Client(n *Node) *node.ControlClient { return n.client }
+func (c *Cluster) Client(n *Process) *node.ControlClient { return n.client }
 
 // Kill sends SIGKILL to n's process by PID and waits until it has exited.
-func (c *Cluster) Kill(n *Node) error {
+func (c *Cluster) Kill(n *Process) error {
 	c.mu.Lock()
 	p := n.proc
 	c.mu.Unlock()
@@ -357,7 +357,7 @@ func (c *Cluster) Kill(n *Node) error {
 
 // Restart starts n again with the same ID, address and data dir, and waits
 // until its control socket answers.
-func (c *Cluster) Restart(ctx context.Context, n *Node) error {
+func (c *Cluster) Restart(ctx context.Context, n *Process) error {
 	if n.Running() {
 		return fmt.Errorf("cluster: %s is still running", n)
 	}
@@ -369,8 +369,8 @@ func (c *Cluster) Restart(ctx context.Context, n *Node) error {
 
 // Highest returns the node with the highest ID among nodes: the one Bully
 // elects.
-func Highest(nodes []*Node) *Node {
-	var h *Node
+func Highest(nodes []*Process) *Process {
+	var h *Process
 	for _, n := range nodes {
 		if h == nil || node.Less(h.ID, n.ID) {
 			h = n
@@ -380,8 +380,8 @@ func Highest(nodes []*Node) *Node {
 }
 
 // Except returns nodes without x.
-func Except(nodes []*Node, x *Node) []*Node {
-	return slices.DeleteFunc(slices.Clone(nodes), func(n *Node) bool { return n == x })
+func Except(nodes []*Process, x *Process) []*Process {
+	return slices.DeleteFunc(slices.Clone(nodes), func(n *Process) bool { return n == x })
 }
 
 // ErrNoAgreement is wrapped by WaitAgree's error when its context ends first.
@@ -390,7 +390,7 @@ var ErrNoAgreement = errors.New("no agreement")
 // WaitAgree polls nodes until every one is Normal and follows leader at the
 // same epoch, greater than after, and returns that epoch. The context's
 // deadline bounds the wait; the error then describes each node's last view.
-func (c *Cluster) WaitAgree(ctx context.Context, nodes []*Node, leader *Node, after uint64) (uint64, error) {
+func (c *Cluster) WaitAgree(ctx context.Context, nodes []*Process, leader *Process, after uint64) (uint64, error) {
 	tick := time.NewTicker(PollInterval)
 	defer tick.Stop()
 	views := make([]string, len(nodes))

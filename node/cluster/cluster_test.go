@@ -34,7 +34,7 @@ func startCluster(t *testing.T, n int) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := Start(ctx, Options{Binary: binary, Nodes: n, Dir: t.TempDir()})
+	c, err := Start(ctx, Spec{Binary: binary, Nodes: n, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func (c *Cluster) pids() []int {
 	return pids
 }
 
-func waitAgree(t *testing.T, c *Cluster, nodes []*Node, leader *Node, after uint64) uint64 {
+func waitAgree(t *testing.T, c *Cluster, nodes []*Process, leader *Process, after uint64) uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -146,7 +146,7 @@ func TestFailoverScenario(t *testing.T) {
 func TestCloseKillsAndRemovesOwnDir(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := Start(ctx, Options{Binary: binary, Nodes: 2})
+	c, err := Start(ctx, Spec{Binary: binary, Nodes: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestCloseKillsAndRemovesOwnDir(t *testing.T) {
 func TestStartReportsNodeFailure(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err := Start(ctx, Options{Binary: binary, Nodes: 1, Dir: t.TempDir(), NodeArgs: []string{"--heartbeat", "nonsense"}})
+	_, err := Start(ctx, Spec{Binary: binary, Nodes: 1, Dir: t.TempDir(), NodeArgs: []string{"--heartbeat", "nonsense"}})
 	if err == nil {
 		t.Fatal("cluster with a bad flag started")
 	}
@@ -207,7 +207,7 @@ func TestClusterKey(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		dir := t.TempDir()
-		c, err := Start(ctx, Options{Binary: binary, Nodes: 1, Dir: dir, NodeArgs: []string{"--insecure"}})
+		c, err := Start(ctx, Spec{Binary: binary, Nodes: 1, Dir: dir, NodeArgs: []string{"--insecure"}})
 		if err != nil {
 			t.Fatal(err)
 		}

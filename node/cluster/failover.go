@@ -10,7 +10,7 @@ import (
 type Phase struct {
 	Name   string
 	Action string // what the harness did to start the phase
-	Leader *Node
+	Leader *Process
 	Epoch  uint64
 	Nodes  int // how many nodes had to agree
 	// Took is from the action to the first poll that saw every node agree,
@@ -24,7 +24,7 @@ type Phase struct {
 // killed node from its data dir and wait until all agree on it again under a
 // still newer epoch. Each wait is bounded by phaseTimeout.
 func Failover(ctx context.Context, c *Cluster, phaseTimeout time.Duration) ([]Phase, error) {
-	wait := func(nodes []*Node, leader *Node, after uint64) (uint64, error) {
+	wait := func(nodes []*Process, leader *Process, after uint64) (uint64, error) {
 		wctx, cancel := context.WithTimeout(ctx, phaseTimeout)
 		defer cancel()
 		epoch, err := c.WaitAgree(wctx, nodes, leader, after)

@@ -35,7 +35,7 @@ type attacker struct {
 }
 
 // dial connects to n from attackerHost.
-func (a *attacker) dial(n *Node) net.Conn {
+func (a *attacker) dial(n *Process) net.Conn {
 	a.t.Helper()
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(attackerHost)}, Timeout: 5 * time.Second}
 	c, err := d.Dial("tcp", n.Addr)
@@ -48,7 +48,7 @@ func (a *attacker) dial(n *Node) net.Conn {
 
 // stream encodes msgs as one connection to n from the sender of the first:
 // sealed behind a HELLO when the attacker has the key.
-func (a *attacker) stream(n *Node, msgs ...wire.Message) []byte {
+func (a *attacker) stream(n *Process, msgs ...wire.Message) []byte {
 	var b []byte
 	if a.key == nil {
 		for i := range msgs {
@@ -68,7 +68,7 @@ func (a *attacker) stream(n *Node, msgs ...wire.Message) []byte {
 }
 
 // send writes msgs to n on a new connection and closes it.
-func (a *attacker) send(n *Node, msgs ...wire.Message) {
+func (a *attacker) send(n *Process, msgs ...wire.Message) {
 	a.t.Helper()
 	c := a.dial(n)
 	if _, err := c.Write(a.stream(n, msgs...)); err != nil {
@@ -282,7 +282,7 @@ func startClusterWith(t *testing.T, n int, args []string) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := Start(ctx, Options{Binary: binary, Nodes: n, Dir: t.TempDir(), NodeArgs: args})
+	c, err := Start(ctx, Spec{Binary: binary, Nodes: n, Dir: t.TempDir(), NodeArgs: args})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func waitSettled(t *testing.T, c *Cluster) uint64 {
 
 // waitIssues waits until each of nodes counted one of the named peer
 // issues: the attack reached them and was refused.
-func waitIssues(t *testing.T, c *Cluster, nodes []*Node, names ...string) {
+func waitIssues(t *testing.T, c *Cluster, nodes []*Process, names ...string) {
 	t.Helper()
 	for _, n := range nodes {
 		waitFor(t, 10*time.Second, fmt.Sprintf("%s counts one of %v", n, names), func() bool {
@@ -377,7 +377,7 @@ func checkNoHarm(t *testing.T, c *Cluster, epochBefore uint64, maxMembers int) {
 	waitAgree(t, c, c.Nodes, leader, epoch)
 }
 
-func status(t *testing.T, c *Cluster, n *Node) *node.NodeStatus {
+func status(t *testing.T, c *Cluster, n *Process) *node.NodeStatus {
 	t.Helper()
 	s, err := c.Status(context.Background(), n)
 	if err != nil {
@@ -386,7 +386,7 @@ func status(t *testing.T, c *Cluster, n *Node) *node.NodeStatus {
 	return s
 }
 
-func openFDs(t *testing.T, n *Node) int {
+func openFDs(t *testing.T, n *Process) int {
 	t.Helper()
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", n.PID()))
 	if err != nil {
@@ -395,7 +395,7 @@ func openFDs(t *testing.T, n *Node) int {
 	return len(ents)
 }
 
-func rssKB(t *testing.T, n *Node) int {
+func rssKB(t *testing.T, n *Process) int {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.PID()))
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // Start starts a lab of topo under a fresh run ID and closes it when the test
 // ends, failing the test if teardown fails. It calls RequireRoot first.
 // opts.Binary must be set (see cluster.BuildTemp); opts.Run is ignored.
-func Start(t testing.TB, topo *topologies.Topology, opts lab.Options) *lab.Lab {
+func Start(t testing.TB, topo *topologies.Topology, opts lab.StartOptions) *lab.Lab {
 	t.Helper()
 	netemtest.RequireRoot(t)
 	for range 10 {
