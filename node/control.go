@@ -83,20 +83,6 @@ func controlReply(w http.ResponseWriter, err error) {
 	}
 }
 
-// unwrapSyscall cuts "dial unix /path: connect: " and the like from err,
-// since ControlClient names the path itself.
-func unwrapSyscall(err error) error {
-	var se *os.SyscallError
-	if errors.As(err, &se) {
-		return se.Err
-	}
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 // ControlClient talks to a node's control socket.
 type ControlClient struct {
 	api *localapi.Client
@@ -148,7 +134,7 @@ func (c *ControlClient) call(ctx context.Context, method, path string, out any) 
 		return fmt.Errorf("control %w", err)
 	}
 	if err != nil {
-		return fmt.Errorf("control %s: %w", c.api.Path(), unwrapSyscall(err))
+		return fmt.Errorf("control %s: %w", c.api.Path(), localapi.Cause(err))
 	}
 	return nil
 }

@@ -59,12 +59,12 @@ func Listen(path string) (*Server, error) {
 	}
 	ln, err := listenPrivate(path)
 	if err != nil {
-		return fail(unwrapSyscall(err))
+		return fail(Cause(err))
 	}
 	fi, err := os.Lstat(path)
 	if err != nil {
 		ln.Close()
-		return fail(unwrapSyscall(err))
+		return fail(Cause(err))
 	}
 	return &Server{
 		path: path,
@@ -154,7 +154,7 @@ func removeStaleSocket(path string) error {
 		return nil
 	}
 	if err != nil {
-		return unwrapSyscall(err)
+		return Cause(err)
 	}
 	if fi.Mode()&os.ModeSocket == 0 {
 		return errors.New("file exists and is not a socket")
@@ -165,17 +165,18 @@ func removeStaleSocket(path string) error {
 		return ErrInUse
 	}
 	if !errors.Is(err, syscall.ECONNREFUSED) {
-		return unwrapSyscall(err)
+		return Cause(err)
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove stale socket: %w", unwrapSyscall(err))
+		return fmt.Errorf("remove stale socket: %w", Cause(err))
 	}
 	return nil
 }
 
-// unwrapSyscall cuts "listen unix /path: bind: " and the like from err,
-// since Listen names the path itself.
-func unwrapSyscall(err error) error {
+// Cause cuts "listen unix /path: bind: ", "dial unix /path: connect: " and
+// the like from a socket error, leaving what the kernel said, for callers
+// that name the socket themselves.
+func Cause(err error) error {
 	var se *os.SyscallError
 	if errors.As(err, &se) {
 		return se.Err
