@@ -1,10 +1,10 @@
 package localapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -91,8 +91,9 @@ func FuzzReadJSON(f *testing.F) {
 		if err := ReadJSON(strings.NewReader(string(again)), int64(len(again)), &r2); err != nil {
 			t.Fatalf("re-encoded request %s does not decode: %v", again, err)
 		}
-		if !reflect.DeepEqual(r, r2) {
-			t.Fatalf("round trip changed %+v to %+v", r, r2)
+		// Compared encoded: an empty list and none encode alike.
+		if again2, _ := json.Marshal(r2); !bytes.Equal(again, again2) {
+			t.Fatalf("round trip changed %s to %s", again, again2)
 		}
 		if err := ReadJSON(strings.NewReader(string(data)+" {}"), limit+3, &r2); err == nil {
 			t.Fatalf("%q with a second value after it decodes", data)
