@@ -205,7 +205,7 @@ type MessageRef struct {
 
 // Trigger is what started an election.
 type Trigger struct {
-	// RecordKind is the record's kind, or "wire" when no record explains the
+	// Kind is the record's kind, or "wire" when no record explains the
 	// election and its first message is the trigger.
 	Kind   string    `json:"kind"`
 	Time   time.Time `json:"time"`

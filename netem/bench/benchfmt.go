@@ -170,7 +170,7 @@ type BenchResult struct {
 	Name   string // full name, "Benchmark" included
 	Iters  int
 	Values []BenchValue
-	// ConfigLine is the file configuration in force at this line.
+	// Config is the file configuration in force at this line.
 	Config map[string]string
 }
 

@@ -60,7 +60,7 @@ type TopologyInfo struct {
 	Name   string `json:"name"`
 	Source string `json:"source,omitempty"`
 	Nodes  int    `json:"nodes"`
-	// RunSettings are the election timings every node uses, or most nodes
+	// Settings are the election timings every node uses, or most nodes
 	// when NodeSettings lists exceptions.
 	Settings     Timing            `json:"settings"`
 	NodeSettings map[string]Timing `json:"node_settings,omitempty"`

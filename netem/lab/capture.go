@@ -188,7 +188,7 @@ func (lc *Capture) stopOnClose() error {
 // Capture returns the lab's capture, nil without StartOptions.Capture.
 func (l *Lab) Capture() *Capture { return l.capture }
 
-// RunStatus describes the capture for the control API.
+// Status describes the capture for the control API.
 func (lc *Capture) Status() CaptureStatus {
 	return CaptureStatus{File: lc.Path(), Started: lc.Started(), Written: lc.Written()}
 }

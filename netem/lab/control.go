@@ -93,7 +93,7 @@ func Agreement(st []NodeState) (Leader, bool) {
 	return ag, true
 }
 
-// RunStatus returns the lab's status as GET /status serves it. The nodes'
+// Status returns the lab's status as GET /status serves it. The nodes'
 // member lists are left out of their views: each lists every node, which
 // made the answer 7.5 MB at 250 nodes.
 func (l *Lab) Status() RunStatus {
@@ -259,7 +259,7 @@ func Dial(run string) (*RemoteLab, error) {
 // Run returns the run ID the client talks to.
 func (c *RemoteLab) Run() string { return c.run }
 
-// RunStatus fetches GET /status.
+// Status fetches GET /status.
 func (c *RemoteLab) Status(ctx context.Context) (*RunStatus, error) {
 	var s RunStatus
 	if err := c.call(ctx, http.MethodGet, "/status", nil, &s); err != nil {

@@ -847,7 +847,7 @@ func (l *Lab) NodeName(id uuid.UUID) string {
 	return ""
 }
 
-// RemoteLab returns the control-socket client of a node.
+// Client returns the control-socket client of a node.
 func (l *Lab) Client(name string) (*node.ControlClient, error) {
 	n, err := l.node(name)
 	if err != nil {

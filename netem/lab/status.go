@@ -29,7 +29,7 @@ type NodeState struct {
 	State    string   `json:"state"`
 	Isolated bool     `json:"isolated,omitempty"`
 	Blocked  []string `json:"blocked,omitempty"` // nodes whose packets it drops
-	// RunStatus is the node's election status (normal, electing, halting,
+	// Status is the node's election status (normal, electing, halting,
 	// waiting); "" when it was not asked (not running) or did not answer.
 	Status string `json:"status,omitempty"`
 	// Leader names the leader it follows; meaningful while Status is normal.
@@ -45,7 +45,7 @@ type NodeState struct {
 	View       *node.NodeStatus `json:"view,omitempty"`  // the node's full answer
 }
 
-// RunStatus returns every node's state, asking the running ones over their
+// NodeStates returns every node's state, asking the running ones over their
 // control sockets (paused ones cannot answer and are not asked).
 func (l *Lab) NodeStates() []NodeState {
 	ctx, cancel := context.WithTimeout(l.ctx, queryTimeout)
