@@ -390,18 +390,25 @@ func AnalyzeFile(path string, opts AnalyzeOptions) (*Report, error) {
 // (the capture is at the switch, the drop in the receiver) but is not
 // counted as received when deciding convergence.
 //
-// Elections: election messages are taken in timestamp order. An election
-// starts with an ELECTION or HALT while no election is open; it stays open
-// while election messages follow each other within Quiet, and ends with
-// the last of them. Election messages while none is open that are not
-// ELECTION or HALT (a leader re-asserting itself with a COORDINATOR, say)
-// are counted in OutsideElections. Every election message is thus in
-// exactly one election or outside.
+// Elections: election messages are taken in timestamp order, by phase and
+// by scope. Every fault or lifecycle record starts a phase: an election
+// open when it comes ends there, so that each election belongs to one
+// phase and is measured from its record. A symmetric partition or an
+// isolation splits the network into scopes, one per side (the sender's
+// side at the message's time), and each side elects on its own: in a
+// scope, an election starts with an ELECTION or HALT while none of that
+// scope is open; it stays open while its scope's election messages follow
+// each other within Quiet, and ends with the last of them. Election
+// messages while none is open in their scope that are not ELECTION or
+// HALT (a leader re-asserting itself with a COORDINATOR, say) are counted
+// in OutsideElections. Every election message is thus in exactly one
+// election or outside.
 //
 // Trigger: the latest fault or lifecycle record (any kind but testbed and
 // end) at most TriggerWindow before the election's first message and after
-// the previous election's first message; failing that the trigger is that
-// first message itself (kind "wire", e.g. reason boot at a cold start).
+// the first message of the previous election of its phase and scope;
+// failing that the trigger is that first message itself (kind "wire", e.g.
+// reason boot at a cold start).
 // Detection is the time from the trigger record to the first ELECTION or
 // HALT, undefined for a wire trigger.
 //
@@ -903,7 +910,7 @@ func (a *analyzer) totals() {
 // one's trigger and winner, and sets the report's elections and the
 // messages outside them.
 func (a *analyzer) elections(quiet, window time.Duration, allCuts []*cuts) []Election {
-	els, byElection, outside := a.segment(quiet, window)
+	els, byElection, outside := a.segment(quiet, window, allCuts)
 	a.rep.OutsideElections = outside.typeCounts()
 	for k := range els {
 		e := &els[k]
@@ -919,38 +926,98 @@ func (a *analyzer) elections(quiet, window time.Duration, allCuts []*cuts) []Ele
 	return els
 }
 
-// segment cuts the election messages into elections: an ELECTION or HALT
-// outside an election opens one, which lasts until no message comes for
-// quiet. It returns the elections, their messages counted by type, and
-// the election messages outside any election.
-func (a *analyzer) segment(quiet, window time.Duration) (els []Election, byElection []counts, outside counts) {
-	open := -1
-	prevFirst := int64(-1 << 63)
+// segment cuts the election messages into elections, by phase and by
+// scope. A phase runs from one fault or lifecycle record to the next: an
+// election open when a record comes ends there, and what the nodes send
+// after it belongs to the record's phase. A scope is a part of the network
+// that a symmetric partition or an isolation cuts off, as the sender stands
+// at the message's time: each side of a partition elects on its own. In a
+// scope, an ELECTION or HALT outside an election opens one, which lasts
+// until no message of its scope comes for quiet. It returns the elections,
+// their messages counted by type, and the election messages outside any
+// election.
+func (a *analyzer) segment(quiet, window time.Duration, allCuts []*cuts) (els []Election, byElection []counts, outside counts) {
+	bounds := a.phaseBounds()
+	open := map[int]int{} // scope -> index in els of its open election
+	// prevFirst is, per scope, the first message of its last election in
+	// this phase: a record triggers one election in each scope.
+	prevFirst := map[int]int64{}
+	phase := 0
 	for i := range a.msgs {
 		m := &a.msgs[i]
-		if open >= 0 && m.t-a.msgs[els[open].last].t > int64(quiet) {
-			open = -1
+		if p := phaseOf(bounds, m.t); p != phase {
+			phase = p
+			clear(open)
+			clear(prevFirst)
 		}
-		if open < 0 {
+		scope := scopeOf(cutsAt(allCuts, m.t), m.from)
+		k, isOpen := open[scope]
+		if isOpen && m.t-a.msgs[els[k].last].t > int64(quiet) {
+			isOpen = false
+		}
+		if !isOpen {
 			if m.typ != wire.TypeElection && m.typ != wire.TypeHalt {
 				outside.add(m.typ)
 				continue
 			}
 			els = append(els, Election{N: len(els) + 1, first: i, last: i})
 			byElection = append(byElection, counts{})
-			open = len(els) - 1
-			e := &els[open]
+			k = len(els) - 1
+			open[scope] = k
+			e := &els[k]
 			e.First = a.ref(m)
-			e.Trigger = a.trigger(m, prevFirst, int64(window))
+			after, seen := prevFirst[scope]
+			if !seen {
+				after = -1 << 63
+			}
+			e.Trigger = a.trigger(m, after, int64(window))
 			if e.Trigger.Kind != "wire" {
 				e.DetectionNS = ns(m.t - e.Trigger.Time.UnixNano())
 			}
-			prevFirst = m.t
+			prevFirst[scope] = m.t
 		}
-		els[open].last = i
-		byElection[open].add(m.typ)
+		els[k].last = i
+		byElection[k].add(m.typ)
 	}
 	return els, byElection, outside
+}
+
+// phaseBounds returns the times of the records that start phases: every
+// fault and lifecycle record, in time order.
+func (a *analyzer) phaseBounds() []int64 {
+	var bounds []int64
+	for _, r := range a.records {
+		if r.Kind != KindTestbed && r.Kind != KindEnd {
+			bounds = append(bounds, r.t)
+		}
+	}
+	slices.Sort(bounds)
+	return bounds
+}
+
+// phaseOf returns the phase at t: how many bounds are at or before it.
+func phaseOf(bounds []int64, t int64) int {
+	k, _ := slices.BinarySearch(bounds, t+1)
+	return k
+}
+
+// scopeOf returns the part of the network node stands in under c: its own
+// when isolated, its group in a symmetric partition, else the one network.
+// A one-way partition leaves one scope: its sides still hear one another
+// one way, and an election can span them.
+func scopeOf(c *cuts, node int32) int {
+	switch {
+	case c == nil:
+		return 0
+	case c.isolated[node]:
+		return -1 - int(node)
+	case !c.parted || c.oneWay:
+		return 0
+	}
+	if g, ok := c.group[node]; ok {
+		return g
+	}
+	return c.groupsLen
 }
 
 // nodeReports sets the report's nodes, with their counts, when each was

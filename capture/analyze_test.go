@@ -276,3 +276,98 @@ func TestAnalyzeHello(t *testing.T) {
 		t.Errorf("text report:\n%s", b.String())
 	}
 }
+
+// TestAnalyzePhases runs partition-minority on star5: the majority elects
+// n3 while the minority keeps n5, and after the heal n5 takes over again.
+// Each phase has its own election, measured from its own record, and the
+// heal's traffic is not counted in the partition's election.
+func TestAnalyzePhases(t *testing.T) {
+	var buf bytes.Buffer
+	s := newSynth(t, &buf, 5, 3)
+	for i := range s.live {
+		s.live[i] = true
+	}
+	leader := s.elect(0, 0, wire.ReasonBoot) // n5, epoch 1
+	s.heartbeats(leader, 1, 3)
+	s.advance(time.Second)
+	s.record(Record{Kind: KindPartition, Groups: [][]string{{"n4", "n5"}, {"n1", "n2", "n3"}}})
+	partition := s.t
+	s.heartbeatsTo(4, 1, 3, 3) // n5 to n4 only, its side
+	majority := []int{0, 1}
+	s.electAmong(2, majority, 2, wire.ReasonLeaderFailed) // n3 leads epoch 2
+	s.heartbeatsTo(2, 2, 3, majority...)
+	s.advance(time.Second)
+	s.record(Record{Kind: KindHeal})
+	heal := s.t
+	s.advance(300 * time.Millisecond)
+	s.electAmong(4, []int{0, 1, 2, 3}, 3, wire.ReasonLowerLeader) // n5 leads epoch 3
+	s.heartbeats(4, 3, 2)
+	s.close(t)
+
+	rep := analyzeBytes(t, buf.Bytes())
+	checkCounts(t, s, rep)
+	if len(rep.Elections) != 3 {
+		t.Fatalf("%d elections, want boot, partition and heal: %+v", len(rep.Elections), rep.Elections)
+	}
+	p, h := rep.Elections[1], rep.Elections[2]
+	if p.Trigger.Kind != "partition" || p.Leader != "n3" || p.Epoch != 2 || !p.Converged {
+		t.Errorf("partition election: %+v", p)
+	}
+	if p.End.UnixNano() >= heal || p.TimeToLeaderNS == nil || *p.TimeToLeaderNS > heal-partition {
+		t.Errorf("partition election runs past the heal: %+v", p)
+	}
+	if got := p.Messages.Get(wire.TypeHalt); got != 2 {
+		t.Errorf("partition election counts %d HALTs, want n3's 2", got)
+	}
+	if h.Trigger.Kind != "heal" || h.Leader != "n5" || h.Epoch != 3 || !h.Converged {
+		t.Errorf("heal election: %+v", h)
+	}
+}
+
+// TestAnalyzeScopes has both sides of a partition elect at once: each side
+// is its own election, with its own leader, both measured from the
+// partition.
+func TestAnalyzeScopes(t *testing.T) {
+	var buf bytes.Buffer
+	s := newSynth(t, &buf, 5, 4)
+	for i := range s.live {
+		s.live[i] = true
+	}
+	leader := s.elect(0, 0, wire.ReasonBoot) // n5, epoch 1
+	s.heartbeats(leader, 1, 3)
+	s.advance(time.Second)
+	s.record(Record{Kind: KindPartition, Groups: [][]string{{"n1", "n2"}, {"n3", "n4", "n5"}}})
+	s.advance(700 * time.Millisecond)
+	// Interleaved: n2 takes over its side while n5 re-asserts on its own.
+	for _, pair := range [][2]int{{1, 0}, {4, 2}, {4, 3}} {
+		s.send(pair[0], pair[1], s.msg(wire.TypeHalt, pair[0], uint64(2+pair[0]/4), wire.ReasonLeaderFailed))
+		s.advance(50 * time.Microsecond)
+		s.send(pair[1], pair[0], s.msg(wire.TypeHaltAck, pair[1], uint64(2+pair[0]/4), 0))
+		s.advance(50 * time.Microsecond)
+	}
+	for _, pair := range [][2]int{{1, 0}, {4, 2}, {4, 3}} {
+		s.send(pair[0], pair[1], s.msg(wire.TypeCoordinator, pair[0], uint64(2+pair[0]/4), wire.ReasonLeaderFailed))
+		s.advance(50 * time.Microsecond)
+	}
+	s.advance(2 * time.Second)
+	s.close(t)
+
+	rep := analyzeBytes(t, buf.Bytes())
+	checkCounts(t, s, rep)
+	if len(rep.Elections) != 3 {
+		t.Fatalf("%d elections, want boot and one per side: %+v", len(rep.Elections), rep.Elections)
+	}
+	sides := map[string]Election{}
+	for _, e := range rep.Elections[1:] {
+		sides[e.Leader] = e
+		if e.Trigger.Kind != "partition" || !e.Converged || e.TimeToLeaderNS == nil {
+			t.Errorf("side election: %+v", e)
+		}
+	}
+	if sides["n2"].Epoch != 2 || sides["n5"].Epoch != 3 {
+		t.Errorf("side leaders and epochs: %+v", sides)
+	}
+	if n := sides["n5"].Messages.Get(wire.TypeHalt); n != 2 {
+		t.Errorf("n5's side counts %d HALTs, want 2", n)
+	}
+}

@@ -459,3 +459,30 @@ func (s *synth) benchScenario(frames int64) {
 		epoch++
 	}
 }
+
+// heartbeatsTo sends rounds of HEARTBEAT from leader to the given nodes
+// only: the leader's side of a partition.
+func (s *synth) heartbeatsTo(leader int, epoch uint64, rounds int, to ...int) {
+	for range rounds {
+		s.advance(100 * time.Millisecond)
+		for _, i := range to {
+			s.send(leader, i, s.msg(wire.TypeHeartbeat, leader, epoch, 0))
+		}
+	}
+}
+
+// electAmong has top, the highest node of its side, take over the nodes
+// of its side with a HALT round and COORDINATOR at epoch: the election of
+// one side of a partition, or a leader re-asserting itself.
+func (s *synth) electAmong(top int, side []int, epoch uint64, reason wire.Reason) {
+	for _, i := range side {
+		s.advance(50 * time.Microsecond)
+		s.send(top, i, s.msg(wire.TypeHalt, top, epoch, reason))
+		s.advance(50 * time.Microsecond)
+		s.send(i, top, s.msg(wire.TypeHaltAck, i, epoch, 0))
+	}
+	for _, i := range side {
+		s.advance(50 * time.Microsecond)
+		s.send(top, i, s.msg(wire.TypeCoordinator, top, epoch, reason))
+	}
+}

@@ -174,7 +174,7 @@ func (ru *runner) measureElection(rep *capture.Report) (*fault.Fault, *capture.E
 		return nil, nil, failure(FailStep, "the scenario measured no election (no fault before its measured wait_leader)")
 	}
 	ru.r.Leader, ru.r.Epoch = ru.measuredAg.Node, ru.measuredAg.Epoch
-	el := measuredElection(rep, mfault.Time)
+	el := measuredElection(rep, mfault.Time, ru.measuredAg.Node)
 	if el != nil {
 		ru.recordElection(el)
 	}
@@ -186,13 +186,26 @@ func (ru *runner) measureElection(rep *capture.Report) (*fault.Fault, *capture.E
 	return mfault, el, nil
 }
 
-// measuredElection is the election the measured fault triggered: the one
-// whose trigger is that record, else the first starting after it.
-func measuredElection(rep *capture.Report, fault time.Time) *capture.Election {
+// measuredElection is the election the measured fault triggered and the
+// measured wait_leader waited for: of those whose trigger is that record
+// (one per side of a partition), the one leader won, else the first of
+// them, else the first election after the record.
+func measuredElection(rep *capture.Report, fault time.Time, leader string) *capture.Election {
+	var first *capture.Election
 	for i := range rep.Elections {
-		if e := &rep.Elections[i]; e.Trigger.Kind != "wire" && e.Trigger.Time.Equal(fault) {
+		e := &rep.Elections[i]
+		if e.Trigger.Kind == "wire" || !e.Trigger.Time.Equal(fault) {
+			continue
+		}
+		if e.Leader == leader {
 			return e
 		}
+		if first == nil {
+			first = e
+		}
+	}
+	if first != nil {
+		return first
 	}
 	for i := range rep.Elections {
 		if e := &rep.Elections[i]; !e.Start.Before(fault) || !e.End.Before(fault) {
