@@ -129,13 +129,18 @@ type Report struct {
 	ElectionMessages int64      `json:"election_messages"`
 	Messages         TypeCounts `json:"messages"`
 	// OutsideElections counts election messages in no election.
-	OutsideElections TypeCounts     `json:"outside_elections"`
-	Nodes            []NodeReport   `json:"nodes"`
-	Records          []Record       `json:"records"`
-	Elections        []Election     `json:"elections"`
-	Final            Final          `json:"final"`
-	Anomalies        []Anomaly      `json:"anomalies"`
-	Stream           DissectorStats `json:"stream"`
+	OutsideElections TypeCounts   `json:"outside_elections"`
+	Nodes            []NodeReport `json:"nodes"`
+	Records          []Record     `json:"records"`
+	Elections        []Election   `json:"elections"`
+	// Claims are the nodes' claims to lead, in time order: each node's
+	// first COORDINATOR or HEARTBEAT of each epoch it led, which tells a
+	// leader's epoch from the wire even when its election is not in the
+	// capture.
+	Claims    []LeaderClaim  `json:"claims"`
+	Final     Final          `json:"final"`
+	Anomalies []Anomaly      `json:"anomalies"`
+	Stream    DissectorStats `json:"stream"`
 	// StreamErrors lists corrupt frames, gaps and streams cut inside a frame.
 	StreamErrors []StreamErrorReport `json:"stream_errors"`
 	// Capture holds the live capture's counters from the end record.
@@ -235,6 +240,14 @@ type Election struct {
 	Messages TypeCounts `json:"messages"`
 	first    int        // index of First in msgs
 	last     int
+}
+
+// LeaderClaim is a node's first claim to lead an epoch.
+type LeaderClaim struct {
+	Node   string    `json:"node"`
+	Epoch  uint64    `json:"epoch"`
+	Time   time.Time `json:"time"`
+	Packet int64     `json:"packet"`
 }
 
 // Final is the state at the end of the capture.
@@ -674,6 +687,7 @@ func (a *analyzer) claim(node int32, epoch uint64, t, pkt int64) {
 		return
 	}
 	ns.claimed, ns.claimEpoch = true, epoch
+	a.rep.Claims = append(a.rep.Claims, LeaderClaim{Node: ns.Name, Epoch: epoch, Time: time.Unix(0, t).UTC(), Packet: pkt})
 	c, ok := a.claims[epoch]
 	if !ok {
 		a.claims[epoch] = claim{node, t, pkt}
@@ -922,6 +936,10 @@ func (a *analyzer) elections(quiet, window time.Duration, allCuts []*cuts) []Ele
 	a.rep.Elections = els
 	if a.rep.Elections == nil {
 		a.rep.Elections = []Election{}
+	}
+	slices.SortStableFunc(a.rep.Claims, func(x, y LeaderClaim) int { return x.Time.Compare(y.Time) })
+	if a.rep.Claims == nil {
+		a.rep.Claims = []LeaderClaim{}
 	}
 	return els
 }

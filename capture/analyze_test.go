@@ -3,6 +3,7 @@ package capture
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -321,6 +322,13 @@ func TestAnalyzePhases(t *testing.T) {
 	}
 	if h.Trigger.Kind != "heal" || h.Leader != "n5" || h.Epoch != 3 || !h.Converged {
 		t.Errorf("heal election: %+v", h)
+	}
+	var claims []string
+	for _, c := range rep.Claims {
+		claims = append(claims, fmt.Sprintf("%s e%d", c.Node, c.Epoch))
+	}
+	if got := strings.Join(claims, ", "); got != "n5 e1, n3 e2, n5 e3" {
+		t.Errorf("claims to lead: %s", got)
 	}
 }
 

@@ -89,6 +89,17 @@ func newCheckSource(rep *capture.Report, topo *topologies.Topology, faults []fau
 // rel is t relative to the measured fault.
 func (s *checkSource) rel(t time.Time) time.Duration { return t.Sub(s.origin) }
 
+// firstEpoch is the epoch node first claimed to lead in the capture (its
+// HEARTBEATs as the stable leader), 0 if it claimed none.
+func (s *checkSource) firstEpoch(node string) uint64 {
+	for _, c := range s.rep.Claims {
+		if c.Node == node {
+			return c.Epoch
+		}
+	}
+	return 0
+}
+
 // tenures are the stable leader's from the start, then every election's
 // winner's from its first COORDINATOR; a tenure ends at its node's
 // step-down, crash, pause, leave or isolation, or when another tenure of
@@ -98,7 +109,8 @@ func (s *checkSource) tenures() []Tenure {
 	var tenures []Tenure
 	if len(s.names) > 0 {
 		n := s.names[len(s.names)-1]
-		tenures = append(tenures, Tenure{Node: n, Start: s.rel(s.rep.Start), End: s.rel(steps.stop(n, 0, s.rep.Start, s.end))})
+		epoch := s.firstEpoch(n)
+		tenures = append(tenures, Tenure{Node: n, Epoch: epoch, Start: s.rel(s.rep.Start), End: s.rel(steps.stop(n, 0, s.rep.Start, s.end))})
 	}
 	for i := range s.rep.Elections {
 		e := &s.rep.Elections[i]
