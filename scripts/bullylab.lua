@@ -11,6 +11,10 @@
 -- frames `bullylab analyze` counts:
 --   tshark -r run.pcapng -X lua_script:scripts/bullylab.lua \
 --     -o tcp.reassemble_out_of_order:TRUE -T fields -e bullylab.type
+-- bullylab.type is the type's name, as `bullylab analyze` prints it
+-- (ELECTION, HALT_ACK; TYPE(n) for a type it does not know), in that
+-- output and in filters (bullylab.type == "HEARTBEAT");
+-- bullylab.type.code is its number (bullylab.type.code == 7).
 -- The bullylab-events interface carries fault records: their summary is
 -- the packet comment (frame.comment).
 --
@@ -74,7 +78,11 @@ local has_reason = { [1] = true, [3] = true, [6] = true }
 local f = bullylab.fields
 f.start = ProtoField.uint8("bullylab.start", "Start", base.HEX)
 f.version = ProtoField.uint8("bullylab.version", "Version", base.DEC)
-f.type = ProtoField.uint8("bullylab.type", "Type", base.DEC, types)
+-- The type is a string field, its name as Go's wire.Type.String prints it
+-- (TYPE(n) for a type this version does not define), so that tshark's
+-- fields and JSON output print names; bullylab.type.code is the number.
+f.type = ProtoField.string("bullylab.type", "Type")
+f.type_code = ProtoField.uint8("bullylab.type.code", "Type code", base.DEC, types)
 f.flags = ProtoField.uint8("bullylab.flags", "Flags", base.HEX)
 f.flag_auth = ProtoField.bool("bullylab.flags.auth", "Authenticated (FlagAuth)", 8, nil, FLAG_AUTH)
 f.reason = ProtoField.uint8("bullylab.reason", "Reason", base.DEC, reasons, 0x0f)
@@ -512,7 +520,7 @@ local function dissect_frame(tvb, pinfo, tree)
 	if tvb(0, 1):uint() ~= 0x1B or tvb(1, 1):uint() ~= 1 then
 		vi:add_proto_expert_info(e_start)
 	end
-	sub:add(f.type, tvb(2, 1))
+	sub:add(f.type, tvb(2, 1), name):add(f.type_code, tvb(2, 1))
 	local auth = band(flags, FLAG_AUTH) ~= 0
 	local tag_len = auth and TAG_LEN or 0
 	local fi = sub:add(f.flags, tvb(3, 1))
