@@ -24,7 +24,8 @@ import (
 )
 
 // LinkTypeEvents is the link type of the events interface: DLT_USER0,
-// which Wireshark shows as raw data with the packet comment.
+// which Wireshark shows as raw data with the packet comment, or, with
+// scripts/bullylab.lua, as the record's fields (bullylab.record.*).
 const LinkTypeEvents layers.LinkType = 147
 
 // EventsInterfaceName names the events interface.

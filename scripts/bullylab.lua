@@ -1,4 +1,5 @@
--- Wireshark dissector for bullylab election frames (see wire/doc.go).
+-- Wireshark dissector for bullylab election frames (see wire/doc.go) and
+-- the fault and lifecycle records of bullylab captures (capture/doc.go).
 --
 -- Load it with `wireshark -X lua_script:scripts/bullylab.lua` (or tshark),
 -- or copy it into the personal plugins folder. Frames are reassembled
@@ -11,8 +12,49 @@
 -- frames `bullylab analyze` counts:
 --   tshark -r run.pcapng -X lua_script:scripts/bullylab.lua \
 --     -o tcp.reassemble_out_of_order:TRUE -T fields -e bullylab.type
--- The bullylab-events interface carries fault records: their summary is
--- the packet comment (frame.comment).
+-- bullylab.type is the type's name, as `bullylab analyze` prints it
+-- (ELECTION, HALT_ACK; TYPE(n) for a type it does not know), in that
+-- output and in filters (bullylab.type == "HEARTBEAT");
+-- bullylab.type.code is its number (bullylab.type.code == 7).
+--
+-- Records. A capture's bullylab-events interface (link type 147,
+-- LINKTYPE_USER0) carries the fault and lifecycle records, one JSON object
+-- a packet (capture.Record). This script takes Wireshark's USER0
+-- encapsulation and dissects them as protocol bullylab.record, the Info
+-- column showing the record's one-line summary, which is also its packet
+-- comment (frame.comment); USER0 packets of interfaces of other names
+-- still go to Protocols > DLT_USER (a packet dissected without a protocol
+-- tree, as in Wireshark's first pass, counts as a record if it starts
+-- with '{'). Fields:
+--   bullylab.record.summary    the summary, as Go's Record.Comment writes it
+--   bullylab.record.version, .time (absolute time, UTC), .kind, .detail
+--   bullylab.record.nodes      one per node the record names
+--   bullylab.record.groups     one per partition group, its nodes joined
+--                              with commas (and each in .groups.node)
+--   bullylab.record.one_way    of a partition: only the first group's
+--                              traffic to the others is cut
+--   bullylab.record.testbed    of the testbed record: .testbed.topology,
+--                              .testbed.run, .testbed.node (one per node,
+--                              with .node.index, .node.id, .node.addr,
+--                              .node.port), .testbed.heartbeat_ns,
+--                              .testbed.failure_timeout_ns,
+--                              .testbed.election_timeout_ns
+--   bullylab.record.capture    of the end record, its counters:
+--                              .capture.packets, .drops, .freezes,
+--                              .written, .late, .unmatched, .wrong_source
+-- For instance a run's crashes and partitions, when and what:
+--   tshark -r run.pcapng -X lua_script:scripts/bullylab.lua \
+--     -Y 'bullylab.record.kind in {"crash", "partition"}' \
+--     -T fields -e frame.time -e bullylab.record.summary
+-- The JSON is read in plain Lua as Go's encoding/json reads it (member
+-- names matched regardless of case, the last of a name winning, invalid
+-- UTF-8 replaced, objects and arrays nested at most 10000 deep), up to
+-- 1 MiB. A record Go's reader rejects (bad JSON, a member of the wrong
+-- type, no kind, version below 1) gets the expert info
+-- bullylab.record.malformed, saying what and where, and "[malformed: ...]"
+-- in the Info column; data after the JSON object gets
+-- bullylab.record.trailing, and a kind this script does not know
+-- bullylab.record.unknown_kind.
 --
 -- Frame: 32-byte header, payload, CRC-32C trailer; big-endian.
 --   0 start 0x1B | 1 version 1 | 2 type | 3 flags (low nibble: reason)
@@ -74,7 +116,11 @@ local has_reason = { [1] = true, [3] = true, [6] = true }
 local f = bullylab.fields
 f.start = ProtoField.uint8("bullylab.start", "Start", base.HEX)
 f.version = ProtoField.uint8("bullylab.version", "Version", base.DEC)
-f.type = ProtoField.uint8("bullylab.type", "Type", base.DEC, types)
+-- The type is a string field, its name as Go's wire.Type.String prints it
+-- (TYPE(n) for a type this version does not define), so that tshark's
+-- fields and JSON output print names; bullylab.type.code is the number.
+f.type = ProtoField.string("bullylab.type", "Type")
+f.type_code = ProtoField.uint8("bullylab.type.code", "Type code", base.DEC, types)
 f.flags = ProtoField.uint8("bullylab.flags", "Flags", base.HEX)
 f.flag_auth = ProtoField.bool("bullylab.flags.auth", "Authenticated (FlagAuth)", 8, nil, FLAG_AUTH)
 f.reason = ProtoField.uint8("bullylab.reason", "Reason", base.DEC, reasons, 0x0f)
@@ -512,7 +558,7 @@ local function dissect_frame(tvb, pinfo, tree)
 	if tvb(0, 1):uint() ~= 0x1B or tvb(1, 1):uint() ~= 1 then
 		vi:add_proto_expert_info(e_start)
 	end
-	sub:add(f.type, tvb(2, 1))
+	sub:add(f.type, tvb(2, 1), name):add(f.type_code, tvb(2, 1))
 	local auth = band(flags, FLAG_AUTH) ~= 0
 	local tag_len = auth and TAG_LEN or 0
 	local fi = sub:add(f.flags, tvb(3, 1))
@@ -652,3 +698,696 @@ function bullylab.init()
 end
 
 register_port()
+
+-- ---------------------------------------------------------------------------
+-- Records: the packets of the bullylab-events interface (capture/doc.go),
+-- link type 147 (LINKTYPE_USER0, Wireshark's encapsulation USER0), each a
+-- JSON object (capture.Record).
+
+local record = Proto("bullylab.record", "Bullylab fault and lifecycle record")
+
+local EVENTS_INTERFACE = "bullylab-events"
+-- The JSON reader's bounds: records are some hundred bytes (the testbed
+-- record some 150 a node) and nest three levels deep; Go's encoding/json
+-- allows 10000 (and so does this reader, recursing in Lua, not C).
+local JSON_MAX_LEN = 1048576
+local JSON_MAX_DEPTH = 10000
+
+-- The kinds capture.Record defines.
+local record_kinds = {
+	testbed = true, crash = true, restart = true, pause = true, resume = true, isolate = true,
+	unisolate = true, partition = true, heal = true, delay = true, loss = true, clear = true,
+	leave = true, campaign = true, ["end"] = true,
+}
+
+local rf = record.fields
+rf.summary = ProtoField.string("bullylab.record.summary", "Summary")
+rf.version = ProtoField.int64("bullylab.record.version", "Version", base.DEC)
+rf.time = ProtoField.absolute_time("bullylab.record.time", "Time", base.UTC)
+rf.kind = ProtoField.string("bullylab.record.kind", "Kind")
+rf.nodes = ProtoField.string("bullylab.record.nodes", "Node")
+rf.groups = ProtoField.string("bullylab.record.groups", "Group")
+rf.groups_node = ProtoField.string("bullylab.record.groups.node", "Node")
+rf.one_way = ProtoField.bool("bullylab.record.one_way", "One way (only the first group cut from the others)", base.NONE)
+rf.detail = ProtoField.string("bullylab.record.detail", "Detail")
+rf.testbed = ProtoField.none("bullylab.record.testbed", "Testbed")
+rf.topology = ProtoField.string("bullylab.record.testbed.topology", "Topology")
+rf.run = ProtoField.string("bullylab.record.testbed.run", "Run")
+rf.tb_node = ProtoField.string("bullylab.record.testbed.node", "Node")
+rf.tb_index = ProtoField.int64("bullylab.record.testbed.node.index", "Index", base.DEC)
+rf.tb_id = ProtoField.string("bullylab.record.testbed.node.id", "ID")
+rf.tb_addr = ProtoField.string("bullylab.record.testbed.node.addr", "Address")
+rf.tb_port = ProtoField.int64("bullylab.record.testbed.node.port", "Port", base.DEC)
+rf.heartbeat = ProtoField.int64("bullylab.record.testbed.heartbeat_ns", "Heartbeat (ns)", base.DEC)
+rf.failure_timeout = ProtoField.int64("bullylab.record.testbed.failure_timeout_ns", "Failure timeout (ns)", base.DEC)
+rf.election_timeout = ProtoField.int64("bullylab.record.testbed.election_timeout_ns", "Election timeout (ns)", base.DEC)
+rf.capture = ProtoField.none("bullylab.record.capture", "Capture counters")
+-- The counters of capture.CaptureStats, in its order: JSON key, label.
+local capture_counters = {
+	{ "packets", "Packets (accepted by the socket)" },
+	{ "drops", "Drops (no ring space)" },
+	{ "freezes", "Queue freezes" },
+	{ "written", "Written (records included)" },
+	{ "late", "Late (written out of order)" },
+	{ "unmatched", "Unmatched (no node's port)" },
+	{ "wrong_source", "Wrong source MAC" },
+}
+for _, c in ipairs(capture_counters) do
+	rf["capture_" .. c[1]] = ProtoField.uint64("bullylab.record.capture." .. c[1], c[2], base.DEC)
+end
+
+local e_rec_malformed = ProtoExpert.new("bullylab.record.malformed", "Malformed bullylab record", expert.group.MALFORMED, expert.severity.ERROR)
+local e_rec_trailing = ProtoExpert.new("bullylab.record.trailing", "Data after the record's JSON object", expert.group.MALFORMED, expert.severity.WARN)
+local e_rec_kind = ProtoExpert.new("bullylab.record.unknown_kind", "Record kind unknown to this dissector", expert.group.UNDECODED, expert.severity.NOTE)
+record.experts = { e_rec_malformed, e_rec_trailing, e_rec_kind }
+
+-- UTF-8 --------------------------------------------------------------------
+
+local function utf8_char(cp)
+	if cp < 0x80 then
+		return string.char(cp)
+	elseif cp < 0x800 then
+		return string.char(0xC0 + math.floor(cp / 64), 0x80 + cp % 64)
+	elseif cp < 0x10000 then
+		return string.char(0xE0 + math.floor(cp / 4096), 0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
+	end
+	return string.char(0xF0 + math.floor(cp / 262144), 0x80 + math.floor(cp / 4096) % 64,
+		0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
+end
+
+local REPLACEMENT = utf8_char(0xFFFD)
+local utf8_lead = { [2] = { 32, 0x80 }, [3] = { 16, 0x800 }, [4] = { 8, 0x10000 } }
+
+-- utf8_clean replaces each byte of s that is not part of a valid UTF-8
+-- sequence with U+FFFD, as Go's encoding/json does.
+local function utf8_clean(s)
+	if not s:find("[\128-\255]") then
+		return s
+	end
+	local out, i, n = {}, 1, #s
+	while i <= n do
+		local c = s:byte(i)
+		local len = (c < 0x80 and 1) or (c >= 0xC2 and c <= 0xDF and 2) or (c >= 0xE0 and c <= 0xEF and 3)
+			or (c >= 0xF0 and c <= 0xF4 and 4) or 0
+		local ok = len > 0 and i + len - 1 <= n
+		if ok and len > 1 then
+			local cp = c % utf8_lead[len][1]
+			for j = 1, len - 1 do
+				local b = s:byte(i + j)
+				if b < 0x80 or b > 0xBF then
+					ok = false
+					break
+				end
+				cp = cp * 64 + b - 0x80
+			end
+			ok = ok and cp >= utf8_lead[len][2] and cp <= 0x10FFFF and (cp < 0xD800 or cp > 0xDFFF)
+		end
+		if ok then
+			out[#out + 1] = s:sub(i, i + len - 1)
+			i = i + len
+		else
+			out[#out + 1] = REPLACEMENT
+			i = i + 1
+		end
+	end
+	return table.concat(out)
+end
+
+-- JSON ---------------------------------------------------------------------
+
+-- json_decode reads the JSON value s holds (RFC 8259), nesting at most
+-- JSON_MAX_DEPTH objects and arrays. A value is a table: t ("object", "array", "string",
+-- "number", "bool" or "null"), v (an object's members by key folded to
+-- lower case, the last one of a key winning, as Go's encoding/json matches
+-- them; an array's values; a string's text, invalid UTF-8 replaced; a
+-- number's value; a bool), text (a number's literal) and off and len, its
+-- bytes in s (off counting from 0). It returns the value and the offset of
+-- what follows it other than white space (nil: nothing), or nil, an error
+-- message and its offset. It never raises an error.
+local json_escapes = { ['"'] = '"', ["\\"] = "\\", ["/"] = "/", b = "\b", f = "\f", n = "\n", r = "\r", t = "\t" }
+
+local function json_decode(s)
+	local pos, n = 1, #s
+
+	local function fail(msg, at)
+		error({ json = msg, at = at or pos }, 0)
+	end
+
+	local function skip()
+		pos = s:find("[^ \t\r\n]", pos) or n + 1
+	end
+
+	local function str()
+		local start = pos
+		pos = pos + 1
+		local parts = {}
+		while true do
+			local i = s:find('["\\%c]', pos)
+			if i == nil then
+				fail("unterminated string", start)
+			end
+			parts[#parts + 1] = s:sub(pos, i - 1)
+			local c = s:byte(i)
+			if c == 34 then
+				pos = i + 1
+				break
+			elseif c == 127 then -- DEL needs no escape
+				parts[#parts + 1] = "\127"
+				pos = i + 1
+			elseif c == 92 then
+				local e = s:sub(i + 1, i + 1)
+				if e == "u" then
+					local h = s:match("^%x%x%x%x", i + 2)
+					if h == nil then
+						fail("bad \\u escape in a string", i)
+					end
+					local cp = tonumber(h, 16)
+					pos = i + 6
+					if cp >= 0xD800 and cp <= 0xDBFF then
+						local l = s:match("^\\u(%x%x%x%x)", pos)
+						local lo = l and tonumber(l, 16)
+						if lo and lo >= 0xDC00 and lo <= 0xDFFF then
+							cp = 0x10000 + (cp - 0xD800) * 1024 + lo - 0xDC00
+							pos = pos + 6
+						else
+							cp = 0xFFFD
+						end
+					elseif cp >= 0xDC00 and cp <= 0xDFFF then
+						cp = 0xFFFD
+					end
+					parts[#parts + 1] = utf8_char(cp)
+				elseif json_escapes[e] then
+					parts[#parts + 1] = json_escapes[e]
+					pos = i + 2
+				else
+					fail("bad escape in a string", i)
+				end
+			else
+				fail("control character in a string", i)
+			end
+		end
+		return { t = "string", v = utf8_clean(table.concat(parts)), off = start - 1, len = pos - start }
+	end
+
+	local function num()
+		local start, i = pos, pos
+		if s:sub(i, i) == "-" then
+			i = i + 1
+		end
+		local c = s:sub(i, i)
+		if c == "0" then
+			i = i + 1
+		elseif c:match("^[1-9]$") then
+			i = s:find("[^0-9]", i) or n + 1
+		else
+			fail("bad number", start)
+		end
+		if s:sub(i, i) == "." then
+			local j = s:find("[^0-9]", i + 1) or n + 1
+			if j == i + 1 then
+				fail("bad number", start)
+			end
+			i = j
+		end
+		if s:sub(i, i):match("^[eE]$") then
+			local j = i + 1
+			if s:sub(j, j):match("^[-+]$") then
+				j = j + 1
+			end
+			local k = s:find("[^0-9]", j) or n + 1
+			if k == j then
+				fail("bad number", start)
+			end
+			i = k
+		end
+		pos = i
+		local text = s:sub(start, i - 1)
+		return { t = "number", v = tonumber(text), text = text, off = start - 1, len = i - start }
+	end
+
+	local literals = { t = { "true", "bool", true }, f = { "false", "bool", false }, n = { "null", "null", nil } }
+
+	local value
+	value = function(depth)
+		skip()
+		local start = pos
+		local c = s:sub(pos, pos)
+		if c == "{" or c == "[" then
+			if depth > JSON_MAX_DEPTH then
+				fail("nested deeper than " .. JSON_MAX_DEPTH .. " levels")
+			end
+			local object = c == "{"
+			local close = object and "}" or "]"
+			local items = {}
+			pos = pos + 1
+			skip()
+			if s:sub(pos, pos) == close then
+				pos = pos + 1
+			else
+				while true do
+					local key
+					if object then
+						skip()
+						if s:sub(pos, pos) ~= '"' then
+							fail(pos > n and "unexpected end of the record" or "expected a member name")
+						end
+						key = str().v:lower()
+						skip()
+						if s:sub(pos, pos) ~= ":" then
+							fail(pos > n and "unexpected end of the record" or "expected ':'")
+						end
+						pos = pos + 1
+					end
+					local v = value(depth + 1)
+					if object then
+						items[key] = v
+					else
+						items[#items + 1] = v
+					end
+					skip()
+					local d = s:sub(pos, pos)
+					if d == close then
+						pos = pos + 1
+						break
+					elseif d ~= "," then
+						fail(pos > n and "unexpected end of the record" or ("expected ',' or '" .. close .. "'"))
+					end
+					pos = pos + 1
+				end
+			end
+			return { t = object and "object" or "array", v = items, off = start - 1, len = pos - start }
+		elseif c == '"' then
+			return str()
+		elseif c == "-" or c:match("^%d$") then
+			return num()
+		end
+		local lit = literals[c]
+		if lit and s:sub(pos, pos + #lit[1] - 1) == lit[1] then
+			pos = pos + #lit[1]
+			return { t = lit[2], v = lit[3], off = start - 1, len = #lit[1] }
+		end
+		if c == "" then
+			fail("unexpected end of the record")
+		end
+		fail(string.format("unexpected character %q", c))
+	end
+
+	local ok, res = pcall(function()
+		local v = value(1)
+		skip()
+		return v
+	end)
+	if not ok then
+		if type(res) == "table" and res.json then
+			return nil, res.json, res.at - 1
+		end
+		return nil, tostring(res), 0
+	end
+	if pos <= n then
+		return res, pos - 1
+	end
+	return res, nil
+end
+
+-- Decimal integers ---------------------------------------------------------
+
+-- in_range reports whether the digits (no sign, no leading zeros) are at
+-- most max, a string of digits.
+local function in_range(digits, max)
+	return #digits < #max or (#digits == #max and digits <= max)
+end
+
+-- json_int returns v as an Int64 if it is a JSON integer that fits Go's
+-- int (64 bits), as encoding/json decodes it (no fraction, no exponent).
+local function json_int(v)
+	if v.t ~= "number" then
+		return nil
+	end
+	local neg, digits = v.text:match("^(-?)(%d+)$")
+	if digits == nil or not in_range(digits, neg == "-" and "9223372036854775808" or "9223372036854775807") then
+		return nil
+	end
+	local x = Int64.new(0)
+	for i = 1, #digits do
+		x = x * 10 + (digits:byte(i) - 48)
+	end
+	if neg == "-" then
+		x = -x
+	end
+	return x
+end
+
+-- json_uint returns v as a UInt64 if it is a JSON integer that fits uint64.
+local function json_uint(v)
+	if v.t ~= "number" or not v.text:match("^%d+$") or not in_range(v.text, "18446744073709551615") then
+		return nil
+	end
+	local x = UInt64.new(0)
+	for i = 1, #v.text do
+		x = x * 10 + (v.text:byte(i) - 48)
+	end
+	return x
+end
+
+-- Time ---------------------------------------------------------------------
+
+local function days_from_civil(y, m, d)
+	if m <= 2 then
+		y = y - 1
+	end
+	local era = math.floor(y / 400)
+	local yoe = y - era * 400
+	local doy = math.floor((153 * ((m + 9) % 12) + 2) / 5) + d - 1
+	return era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy - 719468
+end
+
+local month_days = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 }
+
+-- parse_time reads an RFC 3339 time, as Go's time.Time marshals to JSON,
+-- into an NSTime; nil if it is not one.
+local function parse_time(s)
+	local y, mo, d, h, mi, sec, rest = s:match("^(%d%d%d%d)%-(%d%d)%-(%d%d)T(%d%d):(%d%d):(%d%d)(.*)$")
+	if y == nil then
+		return nil
+	end
+	y, mo, d, h, mi, sec = tonumber(y), tonumber(mo), tonumber(d), tonumber(h), tonumber(mi), tonumber(sec)
+	local leap = y % 4 == 0 and (y % 100 ~= 0 or y % 400 == 0)
+	if mo < 1 or mo > 12 or d < 1 or d > month_days[mo] or (mo == 2 and d == 29 and not leap)
+		or h > 23 or mi > 59 or sec > 59 then
+		return nil
+	end
+	local ns = 0
+	local frac = rest:match("^%.(%d+)")
+	if frac then
+		ns = tonumber((frac .. "00000000"):sub(1, 9))
+		rest = rest:sub(#frac + 2)
+	end
+	local off = 0
+	if rest ~= "Z" then
+		local sign, oh, om = rest:match("^([+-])(%d%d):(%d%d)$")
+		if sign == nil or tonumber(oh) > 23 or tonumber(om) > 59 then
+			return nil
+		end
+		off = (tonumber(oh) * 60 + tonumber(om)) * 60
+		if sign == "-" then
+			off = -off
+		end
+	end
+	return NSTime.new(days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off, ns)
+end
+
+-- The record ---------------------------------------------------------------
+
+-- dissect_record shows the record in tvb under tree and returns its
+-- one-line summary, as capture.Record.Comment writes it, and what is
+-- wrong with it, if anything.
+local function dissect_record(tvb, pinfo, tree)
+	local n = tvb:len()
+	local item = tree:add(record, tvb())
+	local function range(v)
+		return tvb(v.off, v.len)
+	end
+	local problem
+	local function malformed(v, what)
+		local r = v and range(v) or tvb()
+		item:add_tvb_expert_info(e_rec_malformed, r, "Malformed bullylab record: " .. what)
+		problem = problem or what
+	end
+
+	if n > JSON_MAX_LEN then
+		malformed(nil, "longer than " .. JSON_MAX_LEN .. " bytes")
+		return "bullylab: malformed record (too long)"
+	end
+	local raw = n > 0 and tvb:raw() or ""
+	local rec, after, at = json_decode(raw)
+	if rec == nil then
+		local r = n == 0 and tvb() or tvb(math.min(at, n - 1), 1)
+		item:add_tvb_expert_info(e_rec_malformed, r, string.format("Malformed bullylab record: %s at byte %d", after, at))
+		item:append_text(": malformed")
+		return "bullylab: malformed record (" .. after .. " at byte " .. at .. ")"
+	end
+	if after ~= nil then
+		item:add_tvb_expert_info(e_rec_trailing, tvb(after), string.format("%d bytes after the record's JSON object", n - after))
+	end
+	if rec.t ~= "object" then
+		malformed(rec, "not a JSON object")
+		return "bullylab: malformed record (not a JSON object)"
+	end
+
+	-- member returns the member key of object o if present and not null,
+	-- and flags it if it is not of JSON type t. o.path names o in messages.
+	local function member(o, key, t, what)
+		local v = o.v[key]
+		if v == nil or v.t == "null" then
+			return nil
+		end
+		v.path = (o.path or "") .. key
+		if v.t ~= t then
+			malformed(v, v.path .. " is not " .. what)
+			return nil
+		end
+		return v
+	end
+	-- strings returns the strings of array a, null as "" (as Go decodes
+	-- it); others are flagged.
+	local function strings(a)
+		local out = {}
+		for i, v in ipairs(a.v) do
+			if v.t == "string" then
+				out[#out + 1] = v
+			elseif v.t == "null" then
+				out[#out + 1] = { v = "", off = v.off, len = v.len }
+			else
+				malformed(v, a.path .. "[" .. (i - 1) .. "] is not a string")
+			end
+		end
+		return out
+	end
+	local function add_int(t, field, o, key, unsigned)
+		local v = member(o, key, "number", "a number")
+		if v == nil then
+			return nil
+		end
+		local x
+		if unsigned then
+			x = json_uint(v)
+		else
+			x = json_int(v)
+		end
+		if x == nil then
+			malformed(v, v.path .. " is not an integer that fits " .. (unsigned and "uint64" or "int64"))
+			return nil
+		end
+		t:add(field, range(v), x)
+		return v.text
+	end
+
+	local o = rec
+	local version = member(o, "version", "number", "a number")
+	local vx = version and json_int(version)
+	if version and vx == nil then
+		malformed(version, "version is not an integer that fits int64")
+	elseif vx ~= nil then
+		item:add(rf.version, range(version), vx)
+		if vx < Int64.new(1) then
+			malformed(version, "version " .. version.text .. ", not 1 or more")
+		end
+	elseif version == nil and (o.v.version == nil or o.v.version.t == "null") then
+		malformed(nil, "no version")
+	end
+	local tv = member(o, "time", "string", "a string")
+	if tv then
+		local ts = parse_time(tv.v)
+		if ts then
+			item:add(rf.time, range(tv), ts)
+		else
+			malformed(tv, "time " .. string.format("%q", tv.v) .. " is not an RFC 3339 time")
+		end
+	end
+	local kv = member(o, "kind", "string", "a string")
+	local kind = kv and kv.v or ""
+	if kind == "" then
+		malformed(kv, "no kind")
+	else
+		local ki = item:add(rf.kind, range(kv), kind)
+		if not record_kinds[kind] then
+			ki:add_proto_expert_info(e_rec_kind, "Record kind " .. string.format("%q", kind) .. " is unknown to this dissector")
+		end
+	end
+
+	local nodes = {}
+	local nv = member(o, "nodes", "array", "a list")
+	if nv then
+		for _, v in ipairs(strings(nv)) do
+			item:add(rf.nodes, range(v), v.v)
+			nodes[#nodes + 1] = v.v
+		end
+	end
+	local groups = {}
+	local gv = member(o, "groups", "array", "a list")
+	if gv then
+		for i, g in ipairs(gv.v) do
+			g.path = "groups[" .. (i - 1) .. "]"
+			if g.t == "array" or g.t == "null" then
+				local names = {}
+				local members = g.t == "array" and strings(g) or {}
+				for _, v in ipairs(members) do
+					names[#names + 1] = v.v
+				end
+				local gi = item:add(rf.groups, range(g), table.concat(names, ","))
+				for _, v in ipairs(members) do
+					gi:add(rf.groups_node, range(v), v.v)
+				end
+				groups[#groups + 1] = names
+			else
+				malformed(g, g.path .. " is not a list")
+			end
+		end
+	end
+	local one_way = false
+	local ov = member(o, "one_way", "bool", "true or false")
+	if ov then
+		one_way = ov.v
+		item:add(rf.one_way, range(ov), one_way)
+	elseif #groups > 0 then
+		item:add(rf.one_way, false):set_generated()
+	end
+	local detail = ""
+	local dv = member(o, "detail", "string", "a string")
+	if dv then
+		detail = dv.v
+		item:add(rf.detail, range(dv), detail)
+	end
+
+	local testbed
+	local tbv = member(o, "testbed", "object", "an object")
+	if tbv then
+		tbv.path = "testbed."
+		local ti = item:add(rf.testbed, range(tbv))
+		local topo = member(tbv, "topology", "string", "a string")
+		local run = member(tbv, "run", "string", "a string")
+		if topo then
+			ti:add(rf.topology, range(topo), topo.v)
+		end
+		if run then
+			ti:add(rf.run, range(run), run.v)
+		end
+		testbed = { topology = topo and topo.v or "", run = run and run.v or "", nodes = 0 }
+		local tn = member(tbv, "nodes", "array", "a list")
+		if tn then
+			for i, nd in ipairs(tn.v) do
+				testbed.nodes = testbed.nodes + 1
+				nd.path = "testbed.nodes[" .. (i - 1) .. "]."
+				if nd.t == "object" then
+					local name = member(nd, "name", "string", "a string")
+					local ni = ti:add(rf.tb_node, range(nd), name and name.v or "")
+					local desc = {}
+					local idx = add_int(ni, rf.tb_index, nd, "index")
+					if idx then
+						desc[#desc + 1] = "index " .. idx
+					end
+					local id = member(nd, "id", "string", "a string")
+					if id then
+						ni:add(rf.tb_id, range(id), id.v)
+					end
+					local addr = member(nd, "addr", "string", "a string")
+					if addr then
+						ni:add(rf.tb_addr, range(addr), addr.v)
+					end
+					local port = add_int(ni, rf.tb_port, nd, "port")
+					if addr then
+						desc[#desc + 1] = addr.v .. (port and (":" .. port) or "")
+					end
+					if #desc > 0 then
+						ni:append_text(" (" .. table.concat(desc, ", ") .. ")")
+					end
+				elseif nd.t ~= "null" then
+					malformed(nd, "testbed.nodes[" .. (i - 1) .. "] is not an object")
+				end
+			end
+		end
+		add_int(ti, rf.heartbeat, tbv, "heartbeat_ns")
+		add_int(ti, rf.failure_timeout, tbv, "failure_timeout_ns")
+		add_int(ti, rf.election_timeout, tbv, "election_timeout_ns")
+		ti:append_text(": " .. testbed.topology .. " run " .. testbed.run .. ", " .. testbed.nodes .. " nodes")
+	end
+
+	local counters
+	local cv = member(o, "capture", "object", "an object")
+	if cv then
+		cv.path = "capture."
+		local ci = item:add(rf.capture, range(cv))
+		counters = {}
+		for _, c in ipairs(capture_counters) do
+			local field = rf["capture_" .. c[1]]
+			counters[c[1]] = add_int(ci, field, cv, c[1], true)
+			if counters[c[1]] == nil then
+				-- Missing (or flagged): 0, as Go reads it.
+				counters[c[1]] = "0"
+				ci:add(field, UInt64.new(0)):set_generated()
+			end
+		end
+	end
+
+	-- The summary, as capture.Record.Comment writes it.
+	local b = { "bullylab: ", kind }
+	if testbed then
+		b[#b + 1] = string.format(" %s run %s, %d nodes", testbed.topology, testbed.run, testbed.nodes)
+	elseif #groups > 0 then
+		for i, g in ipairs(groups) do
+			b[#b + 1] = i == 1 and " " or (one_way and " -> " or " | ")
+			b[#b + 1] = table.concat(g, ",")
+		end
+	elseif #nodes > 0 then
+		b[#b + 1] = " " .. table.concat(nodes, ",")
+	end
+	if counters then
+		b[#b + 1] = string.format(" (%s packets, %s dropped, %s late)", counters.packets, counters.drops, counters.late)
+	end
+	if detail ~= "" then
+		b[#b + 1] = " (" .. detail .. ")"
+	end
+	local summary = table.concat(b)
+	item:add(rf.summary, summary):set_generated()
+	item:append_text(": " .. summary:sub(#"bullylab: " + 1))
+	return summary, problem
+end
+
+local f_interface_name = Field.new("frame.interface_name")
+local wtap_encap = DissectorTable.get("wtap_encap")
+local USER0 = (wtap_encaps and wtap_encaps.USER0) or (wtap and wtap.USER0) or 45
+-- What USER0 packets of other interfaces go to (Wireshark's DLT_USER
+-- preferences).
+local user_dlt = wtap_encap:get_dissector(USER0)
+
+function record.dissector(tvb, pinfo, tree)
+	-- The interface's name is known when the packet's tree is built (its
+	-- extractor is empty otherwise); without it, a packet that starts with
+	-- '{' counts as a record.
+	local name = f_interface_name()
+	local ours
+	if name ~= nil then
+		ours = name.value == EVENTS_INTERFACE
+	else
+		ours = tvb:len() > 0 and tvb(0, math.min(tvb:len(), 16)):raw():find("^%s*{") ~= nil
+	end
+	if not ours then
+		if user_dlt ~= nil then
+			return user_dlt:call(tvb, pinfo, tree)
+		end
+		return 0
+	end
+	pinfo.cols.protocol = "BULLYLAB"
+	local ok, summary, problem = pcall(dissect_record, tvb, pinfo, tree)
+	if not ok then
+		-- A bug here must not hide the packet: show what went wrong.
+		tree:add_tvb_expert_info(e_rec_malformed, tvb(), "Malformed bullylab record (dissector error: " .. tostring(summary) .. ")")
+		summary = "bullylab: record (dissector error)"
+	elseif problem then
+		summary = summary .. " [malformed: " .. problem .. "]"
+	end
+	pinfo.cols.info:set(summary)
+	return tvb:len()
+end
+
+wtap_encap:add(USER0, record)

@@ -89,7 +89,10 @@ func lastLine(s string) string {
 
 // Types runs tshark with the Lua dissector at luaScript on the capture at
 // path, with extra options, and counts the bullylab frames it finds by
-// type; it returns the counts and the packets tshark read.
+// type; it returns the counts and the packets tshark read. The dissector
+// prints each type by name (bullylab.type), as wire.Type.String does, a
+// type this version does not define as TYPE(n); anything else, a number
+// for instance, fails the test.
 func Types(t testing.TB, tshark, luaScript, path string, extra ...string) (map[wire.Type]int64, int64) {
 	t.Helper()
 	args := append([]string{"-r", path, "-X", "lua_script:" + luaScript, "-T", "fields", "-e", "bullylab.type"}, extra...)
@@ -116,16 +119,33 @@ func Types(t testing.TB, tshark, luaScript, path string, extra ...string) (map[w
 			if v == "" {
 				continue
 			}
-			ty, ok := wire.ParseType(v)
+			ty, ok := ParseTypeName(v)
 			if !ok {
-				n, err := strconv.Atoi(v)
-				if err != nil {
-					t.Fatalf("tshark printed type %q", v)
-				}
-				ty = wire.Type(n)
+				t.Fatalf("tshark printed type %q, not a type name", v)
 			}
 			c[ty]++
 		}
 	}
 	return c, packets
+}
+
+// ParseTypeName reads a type as wire.Type.String prints it: a name, or
+// TYPE(n) for a type this version does not define.
+func ParseTypeName(s string) (wire.Type, bool) {
+	if ty, ok := wire.ParseType(s); ok {
+		return ty, true
+	}
+	digits, ok := strings.CutPrefix(s, "TYPE(")
+	if !ok {
+		return 0, false
+	}
+	digits, ok = strings.CutSuffix(digits, ")")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(digits, 10, 8)
+	if err != nil || wire.Type(n).Valid() || wire.Type(n).String() != s {
+		return 0, false
+	}
+	return wire.Type(n), true
 }

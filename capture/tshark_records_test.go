@@ -1,0 +1,404 @@
+//go:build linux
+
+package capture
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/pcapgo"
+)
+
+// tsharkJSON runs tshark with the Lua dissector on path and returns the
+// values it printed for fields (-T json -e), by packet number. It fails
+// the test on a Lua error.
+func tsharkJSON(t testing.TB, tshark, path string, fields ...string) map[int64]map[string][]string {
+	t.Helper()
+	args := []string{"-r", path, "-X", "lua_script:" + luaScript, "-T", "json", "-e", "frame.number"}
+	for _, f := range fields {
+		args = append(args, "-e", f)
+	}
+	cmd := exec.Command(tshark, append(args, tsharkOptions...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tshark: %v: %s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "Lua") {
+		t.Errorf("tshark: %s", stderr.String())
+	}
+	var pkts []struct {
+		Source struct {
+			Layers map[string][]string `json:"layers"`
+		} `json:"_source"`
+	}
+	if err := json.Unmarshal(out, &pkts); err != nil {
+		t.Fatalf("tshark's JSON: %v", err)
+	}
+	byNum := map[int64]map[string][]string{}
+	for _, p := range pkts {
+		num := p.Source.Layers["frame.number"]
+		if len(num) != 1 {
+			t.Fatalf("tshark printed a packet without a number: %v", p.Source.Layers)
+		}
+		n, err := strconv.ParseInt(num[0], 10, 64)
+		if err != nil {
+			t.Fatalf("tshark printed frame number %q", num[0])
+		}
+		byNum[n] = p.Source.Layers
+	}
+	return byNum
+}
+
+// recordFields are the record fields the dissector defines.
+var recordFields = []string{
+	"bullylab.record.version", "bullylab.record.time", "bullylab.record.kind", "bullylab.record.nodes",
+	"bullylab.record.groups", "bullylab.record.groups.node", "bullylab.record.one_way", "bullylab.record.detail",
+	"bullylab.record.summary",
+	"bullylab.record.testbed.topology", "bullylab.record.testbed.run", "bullylab.record.testbed.node",
+	"bullylab.record.testbed.node.index", "bullylab.record.testbed.node.id", "bullylab.record.testbed.node.addr",
+	"bullylab.record.testbed.node.port", "bullylab.record.testbed.heartbeat_ns",
+	"bullylab.record.testbed.failure_timeout_ns", "bullylab.record.testbed.election_timeout_ns",
+	"bullylab.record.capture.packets", "bullylab.record.capture.drops", "bullylab.record.capture.freezes",
+	"bullylab.record.capture.written", "bullylab.record.capture.late", "bullylab.record.capture.unmatched",
+	"bullylab.record.capture.wrong_source",
+}
+
+// recordWant returns the values tshark should print for rec's fields, as
+// recordFields name them, and its Info column.
+func recordWant(rec *Record) map[string][]string {
+	w := map[string][]string{}
+	set := func(f string, vs ...string) {
+		if len(vs) > 0 {
+			w[f] = vs
+		}
+	}
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
+	utoa := func(n uint64) string { return strconv.FormatUint(n, 10) }
+	set("bullylab.record.version", itoa(int64(rec.Version)))
+	if !rec.Time.IsZero() {
+		set("bullylab.record.time", rec.Time.UTC().Format("Jan _2, 2006 15:04:05.000000000 UTC"))
+	}
+	set("bullylab.record.kind", string(rec.Kind))
+	set("bullylab.record.nodes", rec.Nodes...)
+	for _, g := range rec.Groups {
+		set("bullylab.record.groups", append(w["bullylab.record.groups"], strings.Join(g, ","))...)
+		set("bullylab.record.groups.node", append(w["bullylab.record.groups.node"], g...)...)
+	}
+	if rec.OneWay {
+		set("bullylab.record.one_way", "1")
+	} else if len(rec.Groups) > 0 {
+		set("bullylab.record.one_way", "0")
+	}
+	if rec.Detail != "" {
+		set("bullylab.record.detail", rec.Detail)
+	}
+	set("bullylab.record.summary", rec.Comment())
+	if tb := rec.Testbed; tb != nil {
+		set("bullylab.record.testbed.topology", tb.Topology)
+		set("bullylab.record.testbed.run", tb.Run)
+		for _, n := range tb.Nodes {
+			set("bullylab.record.testbed.node", append(w["bullylab.record.testbed.node"], n.Name)...)
+			set("bullylab.record.testbed.node.index", append(w["bullylab.record.testbed.node.index"], strconv.Itoa(n.Index))...)
+			set("bullylab.record.testbed.node.id", append(w["bullylab.record.testbed.node.id"], n.ID.String())...)
+			set("bullylab.record.testbed.node.addr", append(w["bullylab.record.testbed.node.addr"], n.Addr.String())...)
+			set("bullylab.record.testbed.node.port", append(w["bullylab.record.testbed.node.port"], strconv.Itoa(n.Port))...)
+		}
+		for f, v := range map[string]int64{"heartbeat_ns": tb.HeartbeatNS, "failure_timeout_ns": tb.FailureTimeoutNS, "election_timeout_ns": tb.ElectionTimeoutNS} {
+			if v != 0 {
+				set("bullylab.record.testbed."+f, itoa(v))
+			}
+		}
+	}
+	if c := rec.Capture; c != nil {
+		for f, v := range map[string]uint64{"packets": c.Packets, "drops": c.Drops, "freezes": c.Freezes, "written": c.Written,
+			"late": c.Late, "unmatched": c.Unmatched, "wrong_source": c.WrongSource} {
+			set("bullylab.record.capture."+f, utoa(v))
+		}
+	}
+	return w
+}
+
+// checkRecordRow compares what tshark printed for a record's packet with
+// the record.
+func checkRecordRow(t *testing.T, num int64, rec *Record, got map[string][]string) {
+	t.Helper()
+	want := recordWant(rec)
+	for _, f := range recordFields {
+		if !slices.Equal(got[f], want[f]) {
+			t.Errorf("packet %d (%s): %s is %q, want %q", num, rec.Kind, f, got[f], want[f])
+		}
+	}
+	if info := got["_ws.col.Info"]; len(info) != 1 || info[0] != rec.Comment() {
+		t.Errorf("packet %d: Info column %q, want %q", num, info, rec.Comment())
+	}
+	if p := got["_ws.col.Protocol"]; len(p) != 1 || p[0] != "BULLYLAB" {
+		t.Errorf("packet %d: Protocol column %q", num, p)
+	}
+	if p := got["frame.protocols"]; len(p) != 1 || p[0] != "bullylab.record" {
+		t.Errorf("packet %d: protocols %q, want the record's only", num, p)
+	}
+}
+
+// TestTsharkRecords writes a capture with frames and records of every
+// kind and checks that tshark with the dissector shows each record's
+// fields and summary as written, and the frames' types by name as the
+// analyzer counts them.
+func TestTsharkRecords(t *testing.T) {
+	tshark := requireTshark(t)
+	path := filepath.Join(t.TempDir(), "records.pcapng")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSynth(t, f, 4, 12)
+	for i := range s.live {
+		s.live[i] = true
+	}
+	leader := s.elect(0, 0, wire.ReasonBoot)
+	s.heartbeats(leader, 1, 2)
+	s.crash(leader)
+	s.record(Record{Kind: KindPause, Nodes: []string{"n1"}, Detail: "SIGSTOP pid 17"})
+	s.record(Record{Kind: KindResume, Nodes: []string{"n1"}})
+	s.record(Record{Kind: KindIsolate, Nodes: []string{"n2"}})
+	s.record(Record{Kind: KindUnisolate, Nodes: []string{"n2"}})
+	s.record(Record{Kind: KindPartition, Groups: [][]string{{"n1", "n2"}, {"n3"}, {"n4"}}})
+	s.record(Record{Kind: KindPartition, Groups: [][]string{{"n1"}, {"n2", "n3"}}, OneWay: true})
+	s.record(Record{Kind: KindHeal})
+	s.record(Record{Kind: KindDelay, Nodes: []string{"n1", "n2"}, Detail: "50ms jitter 5ms"})
+	s.record(Record{Kind: KindLoss, Nodes: []string{"n3"}, Detail: "20%"})
+	s.record(Record{Kind: KindClear, Nodes: []string{"n1", "n2", "n3"}})
+	// encoding/json escapes <, > and & as \u003c and so on.
+	s.record(Record{Kind: KindCampaign, Nodes: []string{"n2"}, Detail: `"asked" <by> the operator & née 日本 \ 🙂`})
+	s.record(Record{Kind: KindLeave, Nodes: []string{"n1"}})
+	s.restart(leader)
+	s.advance(10 * time.Millisecond)
+	s.send(1, 0, s.msg(wire.Type(12), 1, 1, 0)) // a type this version does not define
+	s.send(3, 0, s.msg(wire.TypeHeartbeat, 3, 2, 0))
+	s.record(Record{Kind: KindEnd, Capture: &CaptureStats{Packets: 1<<64 - 1, Drops: 3, Freezes: 1, Written: 1<<53 + 1,
+		Late: 2, Unmatched: 5, WrongSource: 6}})
+	if err := s.w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	fields := append([]string{"_ws.col.Info", "_ws.col.Protocol", "frame.protocols", "_ws.expert.message", "bullylab.type"}, recordFields...)
+	got := tsharkJSON(t, tshark, path, fields...)
+	rd := openCapture(t, path)
+	kinds := map[RecordKind]bool{}
+	var packets int64
+	for {
+		p, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		packets++
+		row := got[p.Num]
+		for _, m := range row["_ws.expert.message"] {
+			if strings.Contains(m, "User encapsulation not handled") || strings.Contains(m, "Malformed") || strings.Contains(m, "Lua") {
+				t.Errorf("packet %d: expert info %q", p.Num, m)
+			}
+		}
+		if p.Record == nil {
+			for _, f := range recordFields {
+				if v, ok := row[f]; ok {
+					t.Errorf("packet %d, a frame: %s is %q", p.Num, f, v)
+				}
+			}
+			continue
+		}
+		kinds[p.Record.Kind] = true
+		checkRecordRow(t, p.Num, p.Record, row)
+		if v, ok := row["bullylab.type"]; ok {
+			t.Errorf("packet %d, a record: bullylab.type is %q", p.Num, v)
+		}
+	}
+	if int64(len(got)) != packets {
+		t.Errorf("tshark printed %d packets, the capture has %d", len(got), packets)
+	}
+	if len(kinds) != 15 {
+		t.Errorf("the capture has records of %d kinds, want all 15: %v", len(kinds), kinds)
+	}
+
+	// bullylab.type prints names (capturetest.Types fails on anything
+	// else), TYPE(12) for the unknown type, as the analyzer counts them.
+	rep, err := AnalyzeFile(path, AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byType, _ := tsharkTypes(t, tshark, path, tsharkOptions...)
+	if byType.typeCounts() != rep.Messages || rep.Messages.Unknown != 1 {
+		t.Errorf("tshark found %+v\nanalyzer found %+v", byType.typeCounts(), rep.Messages)
+	}
+	names := map[string]bool{}
+	for _, row := range got {
+		for _, v := range row["bullylab.type"] {
+			names[v] = true
+		}
+	}
+	for _, want := range []string{"ELECTION", "ANSWER", "HALT", "HALT_ACK", "COORDINATOR", "HEARTBEAT", "TYPE(12)"} {
+		if !names[want] {
+			t.Errorf("tshark printed no bullylab.type %q; it printed %v", want, names)
+		}
+	}
+}
+
+// openCapture opens the capture at path for reading, until the test ends.
+func openCapture(t *testing.T, path string) *FileReader {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	rd, err := NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rd
+}
+
+// TestTsharkRecordsMalformed feeds the dissector records Go's reader
+// rejects and some it takes: a record DecodeRecord rejects must be flagged
+// (expert info bullylab.record.malformed), never raise a Lua error; one it
+// takes must show as Go decodes it. Records on a USER0 interface of
+// another name are left to Wireshark's DLT_USER handling.
+func TestTsharkRecordsMalformed(t *testing.T) {
+	tshark := requireTshark(t)
+	nested := func(n int) string {
+		return `{"version":1,"kind":"crash","x":` + strings.Repeat("[", n) + strings.Repeat("]", n) + "}"
+	}
+	payloads := []string{
+		``,
+		`not json`,
+		`{"version":1,"kind":"crash","nodes":["n1"`,
+		`{"version":1,"kind":"crash","nodes":"n1"}`,
+		`{"version":1,"kind":"crash","nodes":[1]}`,
+		`{"version":0,"kind":"crash"}`,
+		`{"version":1.5,"kind":"crash"}`,
+		`{"version":"1","kind":"crash"}`,
+		`{"version":99999999999999999999,"kind":"crash"}`,
+		`{"version":1,"time":"yesterday","kind":"crash"}`,
+		`{"version":1,"time":"2025-02-30T00:00:00Z","kind":"crash"}`,
+		`{"version":1}`,
+		`{"kind":"crash"}`,
+		`{"version":1,"kind":null}`,
+		`[1,2,3]`,
+		`"crash"`,
+		`{"version":1,"kind":"crash","detail":"bad \q escape"}`,
+		`{"version":1,"kind":"loss","detail":"` + "\x01" + `"}`,
+		`{"version":1,"kind":"crash",}`,
+		`{"version":1,"kind":"crash" "nodes":[]}`,
+		`{"version":1,"kind":"partition","groups":["n1"]}`,
+		`{"version":1,"kind":"partition","one_way":"yes"}`,
+		`{"version":1,"kind":"testbed","testbed":{"nodes":[{"name":"n1","index":"one"}]}}`,
+		`{"version":1,"kind":"end","capture":{"packets":-1}}`,
+		`{"version":1,"kind":"end","capture":{"packets":18446744073709551616}}`,
+		`{"version":1,"kind":"crash","nodes":["n1"]` + strings.Repeat(" ", 100) + `tru`,
+		nested(100000),
+		nested(10000), // with the record, 10001 levels: one too many
+		// Taken by DecodeRecord:
+		nested(9999),
+		`{"version":1,"kind":"crash","nodes":["n1"],"detail":"\u00e9\ud83d\ude00 \ud800 \u003c\u0026\u003e\/","extra":{"a":[true,false,null,-1.5e3,0]}}`,
+		`{"VERSION":1,"Kind":"pause","nodes":["n2"],"kind":"resume"}`,
+		`{"version":1,"kind":"explode","nodes":["n1",null]}`,
+		`{"version":1,"kind":"crash","detail":"caf` + "\xe9\xff" + `"}`,
+		"\r\n {\"version\":2,\"kind\":\"restart\",\"nodes\":[\"n3\"],\"time\":\"2024-02-29T03:04:05.5+02:00\",\"detail\":\"\x7f\"}\t",
+		`{"version":1,"kind":"partition","groups":[["n1"],null,[]],"one_way":null}`,
+		`{"version":1,"kind":"end","capture":{"packets":18446744073709551615,"drops":3,"late":2},"testbed":null}`,
+		`{"version":1,"kind":"testbed","testbed":{"topology":"ring3","run":"r","nodes":[{"name":"n1","index":-1,"port":70000,"addr":"fd00::1","id":"00000000-0000-0000-0000-000000000000"}],"heartbeat_ns":-5}}`,
+	}
+	// Not JSON objects alone: DecodeRecord reads the first value, and the
+	// dissector flags what follows (bullylab.record.trailing).
+	trailing := map[int]bool{}
+	payloads = append(payloads, `{"version":1,"kind":"heal"} trailing`, `{"version":1,"kind":"heal"}{}`)
+	trailing[len(payloads)-2], trailing[len(payloads)-1] = true, true
+
+	var buf bytes.Buffer
+	ifc := func(name string) pcapgo.NgInterface {
+		return pcapgo.NgInterface{Name: name, OS: runtime.GOOS, LinkType: LinkTypeEvents, SnapLength: DefaultSnapLen}
+	}
+	w, err := pcapgo.NewNgWriterInterface(&buf, ifc(EventsInterfaceName), pcapgo.NgWriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := w.AddInterface(ifc("other-user0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	write := func(i int, iface int, data []byte) {
+		ci := gopacket.CaptureInfo{Timestamp: t0.Add(time.Duration(i) * time.Millisecond), CaptureLength: len(data), Length: len(data), InterfaceIndex: iface}
+		if err := w.WritePacket(ci, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, p := range payloads {
+		write(i, 0, []byte(p))
+	}
+	write(len(payloads), other, []byte(`{"version":1,"kind":"crash"}`))
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "malformed.pcapng")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	got := tsharkJSON(t, tshark, path, append([]string{"_ws.col.Info", "_ws.col.Protocol", "frame.protocols", "_ws.expert.message"}, recordFields...)...)
+	if len(got) != len(payloads)+1 {
+		t.Fatalf("tshark printed %d packets of %d", len(got), len(payloads)+1)
+	}
+	for i, p := range payloads {
+		num := int64(i + 1)
+		row := got[num]
+		experts := row["_ws.expert.message"]
+		flagged := slices.ContainsFunc(experts, func(m string) bool { return strings.HasPrefix(m, "Malformed bullylab record") })
+		if slices.ContainsFunc(experts, func(m string) bool { return strings.Contains(m, "Lua") || strings.Contains(m, "dissector error") }) {
+			t.Errorf("packet %d (%.60q): %q", num, p, experts)
+		}
+		rec, err := DecodeRecord([]byte(p))
+		if err != nil {
+			if !flagged {
+				t.Errorf("packet %d (%.60q): DecodeRecord: %v; tshark did not flag it: %q", num, p, err, experts)
+			}
+			if info := row["_ws.col.Info"]; len(info) != 1 || !strings.HasPrefix(info[0], "bullylab: ") {
+				t.Errorf("packet %d (%.60q): Info column %q", num, p, info)
+			}
+			t.Logf("packet %d (%.40q): %v; tshark: %q", num, p, err, experts)
+			continue
+		}
+		if flagged {
+			t.Errorf("packet %d (%.60q): DecodeRecord takes it, tshark flagged it: %q", num, p, experts)
+		}
+		if hasTrailing := slices.ContainsFunc(experts, func(m string) bool { return strings.Contains(m, "after the record's JSON object") }); hasTrailing != trailing[i] {
+			t.Errorf("packet %d (%.60q): expert infos %q", num, p, experts)
+		}
+		checkRecordRow(t, num, rec, row)
+		if rec.Kind == "explode" && !slices.ContainsFunc(experts, func(m string) bool { return strings.Contains(m, "unknown to this dissector") }) {
+			t.Errorf("packet %d: kind explode not noted as unknown: %q", num, experts)
+		}
+	}
+	row := got[int64(len(payloads)+1)]
+	if _, ok := row["bullylab.record.kind"]; ok || !slices.Contains(row["_ws.expert.message"], "User encapsulation not handled: DLT=147, check your Preferences->Protocols->DLT_USER") {
+		t.Errorf("a USER0 packet of another interface: %v", row)
+	}
+}
