@@ -13,7 +13,7 @@
 // the events interface ([EventsInterfaceName], link type [LinkTypeEvents]),
 // whose packets are records ([Record]): each a JSON object, with its
 // one-line summary ([Record.Comment], such as
-// "bullylab: crash n5 (SIGKILL pid 4242)") as the packet comment, which
+// "bullylab: crash n5 (SIGKILL to process 4242)") as the packet comment, which
 // Wireshark shows in its packet list and expert info. Every interface is
 // described before the first packet (reordercap and some Wireshark versions
 // need that); the [KindTestbed] record, with the [TestbedInfo] and its nodes
