@@ -225,7 +225,7 @@ type Election struct {
 	Start   time.Time  `json:"start"`
 	End     time.Time  `json:"end"`
 	Trigger Trigger    `json:"trigger"`
-	First   MessageRef `json:"first"` // the ELECTION or HALT that opened it
+	First   MessageRef `json:"first"` // its first ELECTION or HALT, whichever came first, which opened it
 	// DetectionNS runs from the trigger record to First; null for a wire trigger.
 	DetectionNS *int64 `json:"detection_ns"`
 	// TimeToLeaderNS runs from the trigger to the last live node being sent
@@ -421,9 +421,9 @@ func AnalyzeFile(path string, opts AnalyzeOptions) (*Report, error) {
 // end) at most TriggerWindow before the election's first message and after
 // the first message of the previous election of its phase and scope;
 // failing that the trigger is that first message itself (kind "wire", e.g.
-// reason boot at a cold start).
-// Detection is the time from the trigger record to the first ELECTION or
-// HALT, undefined for a wire trigger.
+// reason boot at a cold start). Detection is the time from the trigger
+// record to the election's first message, its first ELECTION or HALT,
+// whichever came first (First); undefined for a wire trigger.
 //
 // Winner: the COORDINATOR of the highest epoch in the election, its sender
 // the leader (the latest such sender, should two claim one epoch, which is

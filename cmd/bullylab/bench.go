@@ -35,8 +35,13 @@ func benchCommand() *cli.Command {
 		Name:  "bench",
 		Usage: "run a fault scenario many times on a testbed and measure its elections",
 		Description: "Each run builds the topology's testbed, captures it live, waits for a stable leader,\n" +
-			"runs the scenario and measures the election it marks: time to leader, detection time and\n" +
-			"messages by type, checked against the nodes' counters and the SLE1/SLE2 properties.\n" +
+			"runs the scenario and measures from the capture the election its measured fault (the last\n" +
+			"before its measured wait_leader) triggered: time to leader (from the fault until the winning\n" +
+			"COORDINATOR left the leader for the last live node it had to reach), detection time (from\n" +
+			"the fault to the election's first message, its first ELECTION or HALT) and messages by\n" +
+			"type, checked against the nodes' counters and the SLE1/SLE2 properties; report.html defines\n" +
+			"each metric in full. Percentiles are nearest-rank over the runs that passed: with fewer than\n" +
+			"100 of them p99 is the slowest run, with fewer than 20 p95 too.\n" +
 			"Writes results.json, bench.txt (benchstat input), report.html and one pcapng per run to --out,\n" +
 			"all mode 0644. Needs root: it creates network namespaces. The inputs are checked first, the\n" +
 			"scenario against the topology included, so that a mistake costs no testbed.",
@@ -119,7 +124,11 @@ func benchCommand() *cli.Command {
 				failed += sc.Summary.Failed
 			}
 			if failed > 0 {
-				return &benchExit{fmt.Sprintf("bench: %d runs failed (see %s/results.json)", failed, out), 1}
+				what := fmt.Sprintf("%d runs failed", failed)
+				if failed == 1 {
+					what = "1 run failed"
+				}
+				return &benchExit{fmt.Sprintf("bench: %s (see %s/results.json)", what, out), 1}
 			}
 			return nil
 		},

@@ -18,9 +18,11 @@ type Checks struct {
 	LeadersPerEpoch []EpochLeaders `json:"leaders_per_epoch"`
 	// SplitBrain lists the windows in which two or more nodes led at once.
 	SplitBrain []SplitBrain `json:"split_brain"`
-	// ConvergenceNS is from the last fault to the moment every live node
-	// followed the highest live node for good; absent when that never
-	// happened within the run.
+	// ConvergenceNS is from when the lab had the run's last fault in force
+	// to the last election message on the wire before the last
+	// wait_leader saw the live nodes it waited for agree on one leader (or
+	// to that poll, with no message in between), when that leader is the
+	// highest of them; absent when that never happened within the run.
 	ConvergenceNS *int64 `json:"convergence_ns,omitempty"`
 	// BoundNS is the SLE2 bound the run's convergence was held to: the
 	// topology's, or larger when a fault delayed the network; absent when
@@ -77,8 +79,8 @@ type CheckInput struct {
 	// the SLE2 bound.
 	Grace time.Duration
 	// Convergence is the time from the last fault to agreement on the
-	// highest live node, nil when it never came; Bound is the SLE2 bound
-	// it must meet.
+	// highest live node (see Checks.ConvergenceNS for how a run measures
+	// it), nil when it never came; Bound is the SLE2 bound it must meet.
 	Convergence *time.Duration
 	Bound       time.Duration
 }

@@ -78,10 +78,18 @@
 //	    ok                the run passed every check
 //	    failure_kind      why it failed: safety, liveness, counters, step or setup
 //	    failure           how, in one line
-//	    time_to_leader_ns from the fault before the measured wait_leader (its record in
-//	                      the capture) to every node waited for following one leader
-//	    detection_ns      from that fault to the first ELECTION on the wire; absent
-//	                      when nothing had to be detected (cold start)
+//	    time_to_leader_ns from the measured election's trigger (below) until the winning
+//	                      COORDINATOR left the leader for the last node it had to reach
+//	                      (live at the election's end, not cut off from the leader),
+//	                      by the capture; when the capture shows the election not
+//	                      converging, from the measured fault to the lab's poll that
+//	                      saw the nodes waited for follow one leader
+//	    detection_ns      from the trigger to the election's first message on the wire,
+//	                      its first ELECTION or HALT, whichever came first (with the
+//	                      detection stagger, a leader crash's election can hold no
+//	                      ELECTION: the highest survivor halts the rest first); absent
+//	                      when nothing had to be detected (cold start) or no record
+//	                      triggered the election
 //	    leader, epoch     who led after the measured election
 //	    messages          wire type -> frames of the measured election in the
 //	                      capture, HEARTBEATs left out
@@ -96,8 +104,12 @@
 //	      split_brain        [{start_ns, end_ns, leaders, connected}]: windows with
 //	                         several leaders, times from the measured fault;
 //	                         connected: outside every disruption and its grace
-//	      convergence_ns     last fault in force to agreement on the highest live
-//	                         node; absent when that never happened
+//	      convergence_ns     from when the lab had the run's last fault (any kind) in
+//	                         force to the last election message on the wire before
+//	                         the last wait_leader saw the live nodes it waited for
+//	                         agree (that poll, with no message in between), when they
+//	                         agreed on the highest of them; absent when that never
+//	                         happened, which fails the run on liveness
 //	      sle2_bound_ns      the bound convergence was held to: node/doc.go's
 //	                         formula with d from the largest delay in force;
 //	                         absent when loss was still in force at the end
@@ -106,13 +118,23 @@
 //	    runs, ok, failed
 //	    time_to_leader    {n, min_ns, mean_ns, p50_ns, p95_ns, p99_ns, max_ns}
 //	    detection         the same, when runs measured it
-//	    convergence       the same, when runs measured it
+//	    convergence       the same, of checks.convergence_ns
 //	    messages          wire type -> {mean, max} frames per election
 //	    messages_total    {mean, max} of all types together
 //	    failures          [{kind, runs, example}]: failed runs by kind
 //
+// The measured election is the one the capture's analysis attributes to
+// the measured fault, the last fault before the scenario's measured
+// wait_leader (capture.Analyze: its trigger is that fault's record), else
+// the first election under way at or after that fault; times run from its
+// trigger, which is normally that fault's record (capture.Analyze says how
+// a trigger is found; with no record, the election's first message).
+//
 // Percentiles are nearest-rank (see Percentile): always a time some run
-// measured; with 30 runs p99 is the slowest run and p95 the second slowest.
+// measured; with fewer than 100 values p99 is the largest, with fewer than
+// 20 p95 too, and with 30 p95 is the second largest. report.html and the
+// summary table say, for the number of runs that passed, which run each
+// percentile is (PercentileRanks).
 //
 // # bench.txt
 //

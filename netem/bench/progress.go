@@ -124,7 +124,7 @@ func (p *Progress) Finish() {
 	if p.tty {
 		p.clearLocked()
 	}
-	fmt.Fprintf(p.w, "%d runs in %s, %d failed\n", p.done, p.now().Sub(p.start).Round(time.Second), p.failed)
+	fmt.Fprintf(p.w, "%s in %s, %d failed\n", plural(p.done, "run", "runs"), p.now().Sub(p.start).Round(time.Second), p.failed)
 }
 
 func (p *Progress) clearLocked() {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bullylab/bullylab/capture"
 )
 
 //go:embed report.html.tmpl
@@ -33,13 +35,10 @@ func reportTemplateParsed() *template.Template {
 			}
 			return fmtNS(*p)
 		},
-		"runmsgs": func(r Run) int {
-			n := 0
-			for _, c := range r.Messages {
-				n += c
-			}
-			return n
-		},
+		"runmsgs":    runMessagesCell,
+		"counters":   countersCell,
+		"splitbrain": splitBrainCell,
+		"timing":     timingText,
 		// A colour for a style attribute: html/template would refuse a
 		// string there.
 		"color": func(t string) template.CSS { return template.CSS(colorOf(t)) },
@@ -49,18 +48,29 @@ func reportTemplateParsed() *template.Template {
 type reportScenario struct {
 	*ScenarioResult
 	Plot template.HTML
+	// Passed says how many runs passed; Notes explain the numbers
+	// (ScenarioNotes); RunsLabel labels the list of runs.
+	Passed    string
+	Notes     []string
+	RunsLabel string
 }
 
 type reportSequence struct {
 	Title string
 	SVG   template.HTML
 	Types []string
+	Note  string // SequenceNote
 }
 
 type reportData struct {
 	R         *Results
 	Scenarios []reportScenario
 	Sequences []reportSequence
+	// PercentileNote is PercentileSummary of the scenarios.
+	PercentileNote string
+	// TriggerWindow is how long before an election the capture analysis
+	// looks for the record that triggered it.
+	TriggerWindow string
 }
 
 // WriteReport writes report.html: one self-contained page (inline CSS and
@@ -68,7 +78,7 @@ type reportData struct {
 // table, the time-to-leader distribution of every scenario, its runs, and
 // a message sequence diagram of each election in seqs.
 func WriteReport(w io.Writer, r *Results, seqs ...Sequence) error {
-	d := reportData{R: r}
+	d := reportData{R: r, TriggerWindow: capture.DefaultTriggerWindow.String()}
 	for i := range r.Scenarios {
 		sc := &r.Scenarios[i]
 		if sc.Summary.Runs == 0 && len(sc.Runs) > 0 {
@@ -80,17 +90,46 @@ func WriteReport(w io.Writer, r *Results, seqs ...Sequence) error {
 				ttl = append(ttl, run.TimeToLeaderNS)
 			}
 		}
-		title := fmt.Sprintf("time to leader of the %d runs of %s that passed", len(ttl), sc.Key())
-		d.Scenarios = append(d.Scenarios, reportScenario{ScenarioResult: sc, Plot: template.HTML(DistributionSVG(ttl, title))})
+		title := fmt.Sprintf("time to leader of %s of %s", passedRuns(len(ttl)), sc.Key())
+		d.Scenarios = append(d.Scenarios, reportScenario{ScenarioResult: sc, Plot: template.HTML(DistributionSVG(ttl, title)),
+			Passed: passedText(sc.Summary), Notes: ScenarioNotes(sc), RunsLabel: runsLabel(len(sc.Runs))})
 	}
+	d.PercentileNote = PercentileSummary(r.Scenarios)
 	for _, s := range seqs {
 		used := map[string]bool{}
 		for _, m := range s.Messages {
 			used[m.Type] = true
 		}
-		d.Sequences = append(d.Sequences, reportSequence{Title: s.Title, SVG: template.HTML(SequenceSVG(s)), Types: sortTypes(used)})
+		d.Sequences = append(d.Sequences, reportSequence{Title: s.Title, SVG: template.HTML(SequenceSVG(s)), Types: sortTypes(used), Note: SequenceNote(s)})
 	}
 	return reportTmpl().Execute(w, d)
+}
+
+// passedRuns is "the 29 runs that passed", "the one run that passed", "no
+// run that passed".
+func passedRuns(n int) string {
+	switch n {
+	case 0:
+		return "no run that passed"
+	case 1:
+		return "the one run that passed"
+	}
+	return fmt.Sprintf("the %d runs that passed", n)
+}
+
+// passedText is "29 of 30 runs passed", "The one run passed", "The one run
+// failed", "No run".
+func passedText(s Summary) string {
+	if s.Runs == 0 {
+		return "No run"
+	}
+	if s.Runs == 1 {
+		if s.OK == 1 {
+			return "The one run passed"
+		}
+		return "The one run failed"
+	}
+	return fmt.Sprintf("%d of %d runs passed", s.OK, s.Runs)
 }
 
 // anchor makes a scenario key an HTML id: keys hold spaces and '='.

@@ -2,9 +2,12 @@ package bench_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +165,205 @@ func TestDistributionSVGExtremes(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("%v: still drawing after 5s", ns)
 		}
+	}
+}
+
+// firstRuns is the sample with its first n runs per scenario, all passed
+// (the sample's run 7 of leader-crash failed).
+func firstRuns(n int) *bench.Results {
+	r := sampleResults(1)
+	for i := range r.Scenarios {
+		r.Scenarios[i].Runs = r.Scenarios[i].Runs[:n]
+	}
+	r.Settings.Runs = n
+	r.Summarize()
+	return r
+}
+
+func renderReport(t *testing.T, r *bench.Results, seqs ...bench.Sequence) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := bench.WriteReport(&buf, r, seqs...); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+// TestReportPercentileWording: the report says for each scenario how many
+// runs its percentiles rest on and which run each is, for the runs it has:
+// no sentence about 30 runs on a report of 1 or 5.
+func TestReportPercentileWording(t *testing.T) {
+	for _, tc := range []struct {
+		runs    int
+		want    []string
+		notWant []string
+	}{
+		{1, []string{
+			"In every scenario 1 run passed: p50, p95, p99 and max are all that one run.",
+			"The one run passed. Time to leader over the one run that passed (p50 578ms, p95 578ms, p99 578ms, max 578ms): p50, p95, p99 and max are all that one run.",
+			"Detection over the one run that passed",
+			"Convergence over the one run that passed",
+			"time to leader of the one run that passed of leader-crash",
+			"<summary>the one run</summary>",
+		}, []string{"slowest", "30 runs", "2nd", "15th"}},
+		{5, []string{
+			"In every scenario 5 runs passed: p50 is the 3rd fastest run; p95, p99 and max are the slowest.",
+			"5 of 5 runs passed. Time to leader over the 5 runs that passed (p50 578ms, p95 798ms, p99 798ms, max 798ms): p50 is the 3rd fastest run; p95, p99 and max are the slowest.",
+			"Detection over the 5 runs that passed (p50 573ms, p95 596ms, max 596ms): p50 is the 3rd fastest run; p95, p99 and max are the slowest.",
+			"In 3 of these 5 runs the election held no ELECTION: its first election message, where detection ends, was a HALT.",
+			"<summary>all 5 runs</summary>",
+		}, []string{"30 runs", "2nd slowest", "15th"}},
+		{30, []string{
+			// leader-crash lost run 7.
+			"leader-crash, 29 runs passed: p50 is the 15th fastest run; p95 is the 2nd slowest; p99 and max are the slowest.",
+			"latency-sweep delay=50ms, 30 runs passed: p50 is the 15th fastest run; p95 is the 2nd slowest; p99 and max are the slowest.",
+			"29 of 30 runs passed. Time to leader over the 29 runs that passed (p50 577ms, p95 776ms, p99 798ms, max 798ms): p50 is the 15th fastest run; p95 is the 2nd slowest; p99 and max are the slowest.",
+			"In 21 of these 29 runs the election held no ELECTION: its first election message, where detection ends, was a HALT.",
+			"<summary>all 30 runs</summary>",
+		}, nil},
+	} {
+		t.Run(strconv.Itoa(tc.runs), func(t *testing.T) {
+			page := renderReport(t, firstRuns(tc.runs))
+			for _, want := range tc.want {
+				if !strings.Contains(page, want) {
+					t.Errorf("report of %d runs lacks %q", tc.runs, want)
+				}
+			}
+			for _, bad := range append(tc.notWant, "with 30 runs p99 is the slowest run") {
+				if strings.Contains(page, bad) {
+					t.Errorf("report of %d runs says %q", tc.runs, bad)
+				}
+			}
+		})
+	}
+}
+
+// TestPercentileRanks: which run each nearest-rank percentile is, counted
+// from the nearer end, and Percentile agrees.
+func TestPercentileRanks(t *testing.T) {
+	for n, want := range map[int]string{
+		0:    "",
+		1:    "p50, p95, p99 and max are all that one run",
+		2:    "p50 is the fastest run; p95, p99 and max are the slowest",
+		5:    "p50 is the 3rd fastest run; p95, p99 and max are the slowest",
+		19:   "p50 is the 10th fastest run; p95, p99 and max are the slowest",
+		20:   "p50 is the 10th fastest run; p95 is the 2nd slowest; p99 and max are the slowest",
+		30:   "p50 is the 15th fastest run; p95 is the 2nd slowest; p99 and max are the slowest",
+		100:  "p50 is the 50th fastest run; p95 is the 6th slowest; p99 is the 2nd slowest; max is the slowest",
+		1000: "p50 is the 500th fastest run; p95 is the 51st slowest; p99 is the 11th slowest; max is the slowest",
+	} {
+		if got := bench.PercentileRanks(n); got != want {
+			t.Errorf("%d runs: %q, want %q", n, got, want)
+		}
+	}
+	// The wording's ranks are Percentile's: with runs 1..n ms, the k-th
+	// fastest is k ms and the k-th slowest n-k+1.
+	for n := 1; n <= 250; n++ {
+		ms := make([]int64, n)
+		for i := range ms {
+			ms[i] = int64(i + 1)
+		}
+		text := bench.PercentileRanks(n)
+		for _, p := range []float64{50, 95, 99} {
+			v := int(bench.Percentile(ms, p))
+			var name string
+			switch {
+			case n == 1:
+				name = "all that one run"
+			case v == n:
+				name = "the slowest"
+			case v == 1:
+				name = "the fastest"
+			case v <= n-v+1:
+				name = fmt.Sprintf("the %d", v)
+			default:
+				name = fmt.Sprintf("the %d", n-v+1)
+			}
+			if !regexp.MustCompile(fmt.Sprintf(`p%g[^;]* %s(st|nd|rd|th)?\b`, p, regexp.QuoteMeta(name))).MatchString(text) {
+				t.Fatalf("%d runs: p%g is run %d of the sorted, but the wording says %q", n, p, v, text)
+			}
+		}
+	}
+}
+
+// TestSummaryTablePercentiles: the summary table is followed by which run
+// each percentile is for the runs that passed.
+func TestSummaryTablePercentiles(t *testing.T) {
+	for n, want := range map[int]string{
+		1:  "percentiles are nearest-rank over the one run that passed: p50, p95, p99 and max are all that one run\n",
+		5:  "percentiles are nearest-rank over the 5 runs that passed: p50 is the 3rd fastest run; p95, p99 and max are the slowest\n",
+		30: "percentiles of leader-crash are nearest-rank over the 29 runs that passed: p50 is the 15th fastest run; p95 is the 2nd slowest; p99 and max are the slowest\n",
+	} {
+		var out bytes.Buffer
+		if err := bench.WriteSummary(&out, firstRuns(n)); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary of %d runs lacks %q:\n%s", n, want, out.String())
+		}
+		if n == 30 && !strings.Contains(out.String(), "leader-crash: 1 of 30 runs failed on liveness (run 7): step 2") {
+			t.Errorf("summary of 30 runs does not name the failed run:\n%s", out.String())
+		}
+	}
+}
+
+// TestReportUncheckedRun: a run that stopped before its checks (setup
+// failed) is not said to match its counters, to have no split brain or to
+// have sent no message.
+func TestReportUncheckedRun(t *testing.T) {
+	r := firstRuns(1)
+	sc := &r.Scenarios[0]
+	sc.Runs = append(sc.Runs, bench.Run{Index: 2, Seed: 2, FailureKind: bench.FailSetup, Failure: "starting the lab: no netns",
+		Messages: map[string]int{}, Capture: "run-leader-crash-2.pcapng"})
+	r.Summarize()
+	page := renderReport(t, r)
+	i := strings.Index(page, "starting the lab: no netns")
+	if i < 0 {
+		t.Fatal("the failed run is missing")
+	}
+	i = strings.LastIndex(page, "starting the lab: no netns")
+	row := page[i:]
+	row = row[:strings.Index(row, "</tr>")]
+	if got := regexp.MustCompile(`<td[^>]*>([^<]*)</td>`).FindAllStringSubmatch(row, -1); len(got) < 7 {
+		t.Fatalf("row %q", row)
+	} else {
+		var cells []string
+		for _, c := range got {
+			cells = append(cells, c[1])
+		}
+		// time to leader, detection, messages, leader, counters, split brain, capture
+		want := []string{"-", "-", "-", "", "-", "-", "run-leader-crash-2.pcapng"}
+		if !slices.Equal(cells[len(cells)-7:], want) {
+			t.Errorf("cells %q, want %q", cells[len(cells)-7:], want)
+		}
+	}
+	if !strings.Contains(page, "1 of 2 runs passed") || !strings.Contains(page, "<span class=\"bad\">setup</span>: 1 run (2), starting the lab") {
+		t.Error("the failure is not listed")
+	}
+}
+
+// TestReportSequenceNote: the diagram's legend says what it shows: arrows
+// level and dashed when the capture saw no receipt, as in a bench, the
+// bands and the origin that are there.
+func TestReportSequenceNote(t *testing.T) {
+	seq := sampleSequence()
+	page := renderReport(t, firstRuns(5), seq)
+	for _, want := range []string{
+		"Time runs down; the times on the left are from the fault crash n8 (SIGKILL).",
+		"Each arrow goes from a send to its receipt; the 6 messages whose receipt was not captured are drawn level and dashed.",
+		"Shaded bands are faults",
+		"Grey bands cut 2 quiet stretches of the diagram",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// As a bench draws it: no receipt, no fault, no gap.
+	bare := bench.Sequence{Title: "x", Nodes: []string{"n1", "n2"}}
+	t0 := time.Date(2026, 3, 14, 9, 27, 0, 0, time.UTC)
+	bare.Messages = []bench.SequenceMessage{{Time: t0, From: "n2", To: "n1", Type: "COORDINATOR", Epoch: 2}}
+	note := bench.SequenceNote(bare)
+	if want := "Time runs down; the times on the left are from the first event shown. The capture sees each frame once, as it leaves its sender: every arrow is drawn level and dashed at its send time, its receipt not captured."; note != want {
+		t.Errorf("note %q, want %q", note, want)
 	}
 }

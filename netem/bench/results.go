@@ -133,11 +133,17 @@ type Run struct {
 	// line. Both are empty for a run that passed.
 	FailureKind string `json:"failure_kind,omitempty"`
 	Failure     string `json:"failure,omitempty"`
-	// TimeToLeaderNS is the measured election: from the fault before the
-	// measured wait_leader to every node waited for following one leader.
+	// TimeToLeaderNS is the measured election's (see the package doc):
+	// from its trigger, normally the record of the fault before the
+	// measured wait_leader, until the winning COORDINATOR left the leader
+	// for the last node it had to reach, by the capture; when the capture
+	// shows the election not converging, from that fault to the lab's
+	// poll that saw the nodes waited for follow one leader.
 	TimeToLeaderNS int64 `json:"time_to_leader_ns"`
-	// DetectionNS is from that fault to the first ELECTION on the wire;
-	// absent when no failure had to be detected (cold start).
+	// DetectionNS is from the same trigger to the election's first
+	// message on the wire, its first ELECTION or HALT, whichever came
+	// first (capture.Election.DetectionNS); absent when no failure had to
+	// be detected (cold start) or no record triggered the election.
 	DetectionNS *int64 `json:"detection_ns,omitempty"`
 	Leader      string `json:"leader,omitempty"`
 	Epoch       uint64 `json:"epoch,omitempty"`
@@ -169,7 +175,9 @@ type CountersCheck struct {
 }
 
 // Summary aggregates a scenario's runs. Distributions cover the runs that
-// passed; a failed run's numbers are not about the algorithm.
+// passed; a failed run's numbers are not about the algorithm. Detection
+// covers those of them with a DetectionNS, Convergence those with a
+// Checks.ConvergenceNS; each is nil when none has one.
 type Summary struct {
 	Runs         int   `json:"runs"`
 	OK           int   `json:"ok"`

@@ -29,7 +29,8 @@ func newTable(w io.Writer, header []string, align []tw.Align) *tablewriter.Table
 
 // WriteSummary prints the summary table of r: per scenario the time to
 // leader percentiles, the detection time, the messages of an election by
-// type (mean and max), and below the table the runs that failed and why.
+// type (mean and max); below the table which run each percentile is, and
+// the runs that failed and why.
 func WriteSummary(w io.Writer, r *Results) error {
 	L, R := tw.AlignLeft, tw.AlignRight
 	t := newTable(w,
@@ -59,19 +60,32 @@ func WriteSummary(w io.Writer, r *Results) error {
 			return err
 		}
 		for _, g := range s.Failures {
-			failures = append(failures, fmt.Sprintf("%s: %d of %d runs failed on %s (runs %s): %s",
-				sc.Key(), len(g.Runs), s.Runs, g.Kind, joinInts(g.Runs), g.Example))
+			failures = append(failures, failureLine(sc.Key(), g, s.Runs))
 		}
 	}
 	if err := t.Render(); err != nil {
 		return err
 	}
-	for _, f := range failures {
+	for _, f := range append(percentileLines(r.Scenarios), failures...) {
 		if _, err := fmt.Fprintln(w, f); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// failureLine says which runs of a scenario failed on g's kind, and how
+// the first of them did.
+func failureLine(key string, g FailureGroup, runs int) string {
+	which := "run " + joinInts(g.Runs)
+	how := g.Example
+	if len(g.Runs) > 1 {
+		which, how = "runs "+joinInts(g.Runs), "the first: "+g.Example
+	}
+	if runs == 1 {
+		return fmt.Sprintf("%s: the one run failed on %s: %s", key, g.Kind, how)
+	}
+	return fmt.Sprintf("%s: %d of %d runs failed on %s (%s): %s", key, len(g.Runs), runs, g.Kind, which, how)
 }
 
 func messagesCell(s Summary) string {
