@@ -112,7 +112,7 @@ func TestReportDetectionFirstHalt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	el := measuredElection(rep, crash)
+	el := measuredElection(rep, crash, "")
 	if el == nil {
 		t.Fatalf("no measured election among %+v", rep.Elections)
 	}
