@@ -394,7 +394,7 @@ func (d *Dissector) segment(key flowKey, t *layers.TCP, missing int) {
 		d.slowSegment(h, seq, payload, t.RST)
 		return
 	case diff < 0:
-		cut := int(-diff)
+		cut := -int(diff) // not int(-diff), which is negative for -1<<31
 		if cut >= len(payload)+missing {
 			if len(payload) > 0 {
 				d.stats.Retransmitted++

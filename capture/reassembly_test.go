@@ -323,3 +323,25 @@ func runFuzzOnce(t *testing.T, data []byte, plan []byte) {
 		d.Flush()
 	}
 }
+
+// TestReassemblyHalfSpaceAway: a segment 2^31 bytes from the next byte due
+// is behind it (as for TCP, whose sequence numbers compare as int32), so
+// its bytes were delivered already; it once cut its payload at a negative
+// offset and panicked.
+func TestReassemblyHalfSpaceAway(t *testing.T) {
+	ms, stream := testFrames(4)
+	segs := cut(stream, isn, 50)
+	segs = append(segs, seg{seq: isn + uint32(len(stream)) + 1<<31, payload: stream[:10]})
+	c := &collector{}
+	d := NewDissector(c, DissectorOptions{})
+	for i, s := range segs {
+		data, orig := s.bytes(t)
+		ci := gopacket.CaptureInfo{Timestamp: time.Unix(1700000000, 0), CaptureLength: len(data), Length: orig}
+		d.Packet(int64(i+1), layers.LinkTypeEthernet, data, &ci)
+	}
+	d.Flush()
+	checkFrames(t, c, ms)
+	if s := d.Stats(); len(c.errs) != 0 || s.Retransmitted != 1 || s.Overlapping != 0 || s.OutOfOrder != 0 {
+		t.Errorf("errors %v, stats %+v", c.errs, s)
+	}
+}
