@@ -324,6 +324,60 @@ func runFuzzOnce(t *testing.T, data []byte, plan []byte) {
 	}
 }
 
+// TestReassemblyCountsWhileHoleOpen checks the segment counters while a
+// hole is open, when segments go through the Assembler: each data segment
+// counts as the fast path would count it, by where it starts and ends
+// relative to the next byte due (the first byte of the hole).
+func TestReassemblyCountsWhileHoleOpen(t *testing.T) {
+	ms, stream := testFrames(12)
+	segs := cut(stream, isn, 100, 200, 300, 400)
+	s0, s1, s2, s3, s4 := segs[2], segs[3], segs[4], segs[5], segs[6]
+	part := func(from, to int) seg { return seg{seq: isn + uint32(from), payload: stream[from:to]} }
+	steps := []struct {
+		name           string
+		seg            seg
+		ooo, rtx, over int64 // counters after the segment
+	}{
+		{"SYN", segs[0], 0, 0, 0},
+		{"reverse SYN", segs[1], 0, 0, 0},
+		{"in order", s0, 0, 0, 0},
+		{"ahead of the hole", s2, 1, 0, 0},
+		{"duplicate of a buffered segment", s2, 2, 0, 0},
+		{"further ahead", s3, 3, 0, 0},
+		{"overlapping buffered segments", part(250, 350), 4, 0, 0},
+		{"delivered bytes only", s0, 4, 1, 0},
+		{"delivered bytes only, partly", part(50, 100), 4, 2, 0},
+		{"delivered bytes and part of the hole", part(50, 150), 4, 2, 1},
+		{"the rest of the hole", part(150, 200), 4, 2, 1},
+		{"in order again", s4, 4, 2, 1},
+		{"delivered again", s1, 4, 3, 1},
+	}
+	c := &collector{}
+	d := NewDissector(c, DissectorOptions{})
+	ts := time.Unix(1700000000, 0)
+	for i, st := range steps {
+		data, orig := st.seg.bytes(t)
+		ts = ts.Add(time.Millisecond)
+		ci := gopacket.CaptureInfo{Timestamp: ts, CaptureLength: len(data), Length: orig}
+		d.Packet(int64(i+1), layers.LinkTypeEthernet, data, &ci)
+		s := d.Stats()
+		if s.OutOfOrder != st.ooo || s.Retransmitted != st.rtx || s.Overlapping != st.over {
+			t.Errorf("after %s (packet %d): out of order %d, retransmitted %d, overlapping %d; want %d, %d, %d",
+				st.name, i+1, s.OutOfOrder, s.Retransmitted, s.Overlapping, st.ooo, st.rtx, st.over)
+		}
+	}
+	d.Flush()
+	checkFrames(t, c, ms)
+	if len(c.errs) != 0 {
+		t.Errorf("errors: %v", c.errs)
+	}
+	// Every segment from the first ahead of the hole to the one that
+	// closed it went through the Assembler.
+	if s := d.Stats(); s.SlowPath != 8 {
+		t.Errorf("slow path: %d segments, want 8", s.SlowPath)
+	}
+}
+
 // TestReassemblyHalfSpaceAway: a segment 2^31 bytes from the next byte due
 // is behind it (as for TCP, whose sequence numbers compare as int32), so
 // its bytes were delivered already; it once cut its payload at a negative
