@@ -399,3 +399,66 @@ func TestReassemblyHalfSpaceAway(t *testing.T) {
 		t.Errorf("errors %v, stats %+v", c.errs, s)
 	}
 }
+
+// TestStreamErrorOffsets checks what the StreamErrors of a stream say:
+// offsets count from the byte after the SYN (sequence numbers wrap, offsets
+// do not), gap bytes included; a hole still open when the capture ends is
+// a gap reported at Flush, stamped with the last segment given to the
+// Dissector, and the frames behind it are delivered then; a frame the FIN
+// cuts is incomplete, reported with the FIN's packet and the bytes of it
+// that arrived; a frame the end of the capture cuts is only counted.
+func TestStreamErrorOffsets(t *testing.T) {
+	ms, stream := testFrames(8)
+	end := make([]int, len(ms)) // end[i]: offset just past frame i
+	for i := range ms {
+		end[i] = 36 + len(ms[i].Payload)
+		if i > 0 {
+			end[i] += end[i-1]
+		}
+	}
+	base := uint32(1<<32 - 30) // the SYN's sequence number + 1, near the wrap
+	segs := cut(stream, base, end[1]+5, end[2]+3, end[4]+1)
+	lost := segs[3] // from inside frame 2 to inside frame 3
+	segs = append(segs[:3], segs[4:]...)
+	c := dissect(t, segs)
+	checkFrames(t, c, append([]wire.Message{ms[0], ms[1]}, ms[4:]...))
+	last := int64(len(segs))
+	if len(c.errs) != 1 {
+		t.Fatalf("errors: %+v", c.errs)
+	}
+	e := c.errs[0]
+	if !errors.Is(e.Err, ErrGap) || e.Offset != uint64(end[1]+5) || e.Bytes != len(lost.payload) || e.Packet != last {
+		t.Errorf("gap: %+v; want offset %d, %d bytes, packet %d", e, end[1]+5, len(lost.payload), last)
+	}
+	// Frames 4.. were complete when their segments arrived, but behind
+	// the hole: delivered at Flush, with the last packet's number.
+	for i, p := range c.pkts[2:] {
+		if p != last {
+			t.Errorf("frame %d: packet %d, want %d", i+4, p, last)
+		}
+	}
+
+	// A FIN inside frame 3, after 7 of its bytes; then, on another
+	// connection, a capture that ends inside frame 3.
+	segs = cut(stream[:end[2]+7], base, end[1]+5)
+	segs = append(segs, seg{seq: base + uint32(end[2]+7), fin: true})
+	c = dissect(t, segs)
+	checkFrames(t, c, ms[:3])
+	if len(c.errs) != 1 {
+		t.Fatalf("errors: %+v", c.errs)
+	}
+	e = c.errs[0]
+	if !errors.Is(e.Err, ErrIncomplete) || e.Offset != uint64(end[2]) || e.Bytes != 7 || e.Packet != int64(len(segs)) {
+		t.Errorf("incomplete: %+v; want offset %d, 7 bytes, packet %d", e, end[2], len(segs))
+	}
+	d := NewDissector(&collector{}, DissectorOptions{})
+	for i, s := range cut(stream[:end[2]+7], base, end[1]+5) {
+		data, orig := s.bytes(t)
+		ci := gopacket.CaptureInfo{CaptureLength: len(data), Length: orig}
+		d.Packet(int64(i+1), layers.LinkTypeEthernet, data, &ci)
+	}
+	d.Flush()
+	if s := d.Stats(); s.Frames != 3 || s.CutAtEnd != 1 || s.Incomplete != 0 {
+		t.Errorf("capture ending inside a frame: %+v", s)
+	}
+}
