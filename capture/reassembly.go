@@ -49,9 +49,9 @@ import (
 // was found, and the half resyncs: the splitter scans forward for the next
 // offset where a whole frame of a known type with a valid CRC starts (a
 // false match needs a 1-in-2^32 CRC collision on top of the start,
-// version and type bytes), reporting the bytes skipped. A gap (bytes the
-// capture does not have) resyncs the same way. The stream is never
-// abandoned.
+// version and type bytes), counting the bytes skipped (SkippedBytes). A
+// gap (bytes the capture does not have) resyncs the same way. The stream
+// is never abandoned.
 //
 // A half seen first without its SYN (the capture started mid-connection)
 // starts at its first segment and resyncs, since that segment may begin
@@ -76,7 +76,7 @@ type Frame struct {
 	// Stream is the frame's direction of its connection, the same pointer
 	// for every frame of it, so that a Handler can keep per-stream state.
 	Stream *Stream
-	Offset uint64 // stream offset of the frame's first byte (0 = first byte after the SYN)
+	Offset uint64 // stream offset of the frame's first byte (see TCP reassembly in the package doc)
 	Len    int    // frame length, header to CRC
 	// Msg is the decoded frame; Msg.Payload aliases the dissector's buffers
 	// and is valid only during the Frame call.
@@ -104,14 +104,16 @@ type Stream struct {
 	HasUser bool
 }
 
-// StreamError is a corrupt frame, a gap or a stream cut inside a frame.
+// StreamError is a corrupt frame, a gap or a stream cut inside a frame
+// (see TCP reassembly in the package doc for what each field says of
+// each).
 type StreamError struct {
-	Packet int64 // packet in which the problem showed
-	Time   time.Time
+	Packet int64     // packet in which the problem showed
+	Time   time.Time // that packet's timestamp
 	Src    netip.AddrPort
 	Dst    netip.AddrPort
-	Offset uint64 // stream offset of the bad frame or of the gap
-	Bytes  int    // bytes missing (gap) or left unparsed (incomplete)
+	Offset uint64 // stream offset of the bad frame, of the gap or of the cut frame
+	Bytes  int    // bytes missing (gap) or left unparsed (incomplete); 0 for a corrupt frame
 	Err    error  // a wire sentinel, ErrGap or ErrIncomplete
 }
 
@@ -172,8 +174,9 @@ type DissectorStats struct {
 	IgnoredSYNData int64 `json:"ignored_syn_data"` // SYN segments carrying data, ignored
 }
 
-// Dissector decodes the frames carried by TCP segments of captured packets.
-// It is not safe for concurrent use.
+// Dissector decodes the frames carried by TCP segments of captured packets
+// (see TCP reassembly in the package doc). It is not safe for concurrent
+// use.
 type Dissector struct {
 	h        Handler
 	ports    [1024]uint64 // bitset of election ports
