@@ -231,6 +231,16 @@ func (w *ngBuilder) block(typ uint32, fixed []byte, opts ...[]byte) {
 	w.Write(binary.LittleEndian.AppendUint32(nil, n))
 }
 
+// section writes a section header block, version 1.0, length not given.
+func (w *ngBuilder) section(opts ...[]byte) {
+	le := binary.LittleEndian
+	shb := le.AppendUint32(nil, 0x1A2B3C4D)
+	shb = le.AppendUint16(shb, 1)
+	shb = le.AppendUint16(shb, 0)
+	shb = le.AppendUint64(shb, ^uint64(0))
+	w.block(blockSHB, shb, opts...)
+}
+
 func (w *ngBuilder) iface(link uint16, opts ...[]byte) {
 	fixed := binary.LittleEndian.AppendUint16(nil, link)
 	fixed = binary.LittleEndian.AppendUint16(fixed, 0)
@@ -258,12 +268,7 @@ func (w *ngBuilder) packet(iface uint32, ts uint64, data []byte, opts ...[]byte)
 func TestReadCompatible(t *testing.T) {
 	id := uuid.MustParse("00000000-0000-4000-8000-0000000000aa")
 	var w ngBuilder
-	le := binary.LittleEndian
-	shb := le.AppendUint32(nil, 0x1A2B3C4D)
-	shb = le.AppendUint16(shb, 1)
-	shb = le.AppendUint16(shb, 0)
-	shb = le.AppendUint64(shb, ^uint64(0))
-	w.block(blockSHB, shb, ngOpt(optSHBUserAppl, "another writer"))
+	w.section(ngOpt(optSHBUserAppl, "another writer"))
 	w.iface(147, ngOpt(optIfName, EventsInterfaceName)) // no if_tsresol: microseconds
 	w.iface(1, ngOpt(optIfName, "a"), ngOpt(optIfDesc, "bullylab node a index=3 id="+id.String()+" addr=10.0.0.9 port=9000 colour=blue"))
 	w.iface(147, ngOpt(optIfName, "other user data"))
@@ -326,4 +331,38 @@ func TestReadCompatible(t *testing.T) {
 // blocksEnd returns where the first n blocks of a pcapng file end.
 func blocksEnd(t *testing.T, data []byte, n int) int {
 	return pcapngBlocks(t, data)[n-1].end
+}
+
+// TestElectionPorts: the ports come from the node interfaces'
+// descriptions, else from the testbed record if it is the first packet,
+// else wire.DefaultPort; AnalyzeOptions.Ports overrides them.
+func TestElectionPorts(t *testing.T) {
+	file := func(desc string, first string) []byte {
+		var w ngBuilder
+		w.section()
+		w.iface(1, ngOpt(optIfName, "n1"), ngOpt(optIfDesc, desc))
+		w.iface(147, ngOpt(optIfName, EventsInterfaceName))
+		w.packet(1, 1, []byte(first))
+		return w.Bytes()
+	}
+	testbed := `{"version":1,"time":"2025-01-01T00:00:00Z","kind":"testbed","testbed":{"nodes":[{"name":"n1","port":9100}]}}`
+	crash := `{"version":1,"time":"2025-01-01T00:00:00Z","kind":"crash","nodes":["n1"]}`
+	for _, tc := range []struct {
+		name, desc, first string
+		opts              []uint16
+		want              []uint16
+	}{
+		{"description", "bullylab node n1 port=9000", testbed, nil, []uint16{9000}},
+		{"testbed record", "not a node", testbed, nil, []uint16{9100}},
+		{"default", "not a node", crash, nil, []uint16{7946}},
+		{"options", "bullylab node n1 port=9000", testbed, []uint16{9300, 9200}, []uint16{9200, 9300}},
+	} {
+		rep, err := Analyze(bytes.NewReader(file(tc.desc, tc.first)), AnalyzeOptions{Ports: tc.opts})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !slices.Equal(rep.Ports, tc.want) {
+			t.Errorf("%s: ports %v, want %v", tc.name, rep.Ports, tc.want)
+		}
+	}
 }
