@@ -4,29 +4,254 @@
 // analysis tells which elections ran, what triggered each, who won, how
 // fast, and what went wrong.
 //
+// [Writer] ([NewWriter], [WriterOptions]) writes a capture file from
+// frames and records that arrive a little out of order. [FileReader]
+// ([NewReader]) reads any pcapng file back, packet by packet ([Packet],
+// [Interface]), decoding the records ([DecodeRecord]). The sections below
+// describe the file format, enough to write or read such files without
+// this package.
+//
 // # Capture files
 //
-// A capture file is pcapng. It has one Ethernet interface per node, in the
-// testbed's node order, named after the node and described as
-// "bullylab node n5 index=5 id=<uuid> addr=10.77.0.6 port=7946"; each frame
-// is recorded once, on the port of the node that sent it. After them comes
-// the events interface ([EventsInterfaceName], link type [LinkTypeEvents]),
-// whose packets are records ([Record]): each a JSON object, with its
-// one-line summary ([Record.Comment], such as
-// "bullylab: crash n5 (SIGKILL to process 4242)") as the packet comment, which
-// Wireshark shows in its packet list and expert info. Every interface is
-// described before the first packet (reordercap and some Wireshark versions
-// need that); the [KindTestbed] record, with the [TestbedInfo] and its nodes
-// ([NodeInfo]), comes first, the [KindEnd] record, with the [CaptureStats],
-// last, and packets are in timestamp order (see [Writer] for the
-// exceptions).
+// A capture file is pcapng (draft-ietf-opsawg-pcapng), little-endian, of
+// one section:
 //
-// [Writer] ([NewWriter], [WriterOptions]) writes such a file from frames
-// and records that arrive a little out of order. [FileReader] ([NewReader])
-// reads any pcapng file back, packet by packet ([Packet], [Interface]),
-// decoding the records ([DecodeRecord]); a file cut inside a block, as a
-// killed writer leaves it, reads up to the cut, then fails with a
-// [TruncatedError].
+//   - a section header block, version 1.0, section length -1 (not
+//     given), with options shb_userappl "bullylab", shb_hardware and
+//     shb_os (the writer's GOARCH and GOOS);
+//   - one interface description block per interface (see Interfaces),
+//     all before the first packet: reordercap and some Wireshark versions
+//     need that, and the readers here know the nodes and the election port
+//     from what is described when the first packet is read;
+//   - the packets, enhanced packet blocks: the frames and the records, in
+//     timestamp order but for late ones (see Timestamps and order);
+//   - when the writer closed cleanly ([Writer.Close]), after the end
+//     record, one interface statistics block per interface, in interface
+//     order: isb_ifrecv is the packets written on the interface and, on
+//     the events interface only and only when a live capture reported its
+//     counters, isb_ifdrop is [CaptureStats.Drops].
+//
+// # Interfaces
+//
+// With N nodes, interfaces 0 to N-1 are the nodes' switch ports, in the
+// order of [TestbedInfo.Nodes] in the testbed record, and interface N, the
+// last, is the events interface. Every interface has if_tsresol 9
+// (nanoseconds), if_os (the writer's GOOS) and snap length
+// [DefaultSnapLen] ([WriterOptions.SnapLen] if set).
+//
+// A node's interface has link type 1 (Ethernet), if_name the node's name
+// and if_description
+//
+//	bullylab node <name> index=<index> id=<id> addr=<addr> port=<port>
+//
+// with the fields of its [NodeInfo]: index its 1-based position in the
+// topology, id its UUID in the canonical 36-character form, addr its IP
+// address and port its election port, such as
+// "bullylab node n5 index=5 id=6f1c2a3e-0d4b-4c8e-9a7f-2b5d8e9c1a40 addr=10.77.0.6 port=7946".
+//
+// The events interface has link type [LinkTypeEvents] (147, LINKTYPE_USER0,
+// which Wireshark shows as raw data with the packet comment), if_name
+// [EventsInterfaceName] ("bullylab-events") and if_description "bullylab
+// fault and lifecycle records (JSON, one per packet; summary in the packet
+// comment)".
+//
+// Readers need not rely on the order ([FileReader.Interface] does not): an
+// interface whose description's first three space-separated words are
+// "bullylab", "node" and a name is that node's port ([Interface.Node]);
+// the key=value words after them may come in any order, keys it does not
+// know are ignored and missing ones leave their field zero (so a node
+// name holds no space). The interface of link type 147 named
+// "bullylab-events" is the events interface ([Interface.Events]). Any
+// other interface is read as in any pcapng file.
+//
+// # Frames and the nodes that sent them
+//
+// A packet on a node's interface is an Ethernet frame as it entered the
+// testbed switch from that node's port: each frame is recorded once, on
+// the interface of the node that sent it, whatever its addresses. Its
+// captured length is what was captured (the live capture takes at most
+// DefaultSnapLen bytes), its original length the frame's; a frame may be
+// a GSO super-frame (veth hands them over), a TCP segment of up to 64 KiB.
+// Frames carry no packet options.
+//
+// The live capture ([Start]) gets that from the switch: its socket's filter
+// keeps the copy of each frame that enters the bridge by a port (not the
+// copies leaving by the receivers' ports, nor the bridge device's own),
+// and each frame is written on the interface of the node whose port it
+// came in by ([NodePort.Veth], matched by interface index). What it cannot
+// attribute it does not write, but counts in the end record: frames from
+// an interface that is no node's port ([CaptureStats.Unmatched]) and, for
+// a port whose node's MAC address is known ([NodePort.MAC]), frames whose
+// source MAC is another ([CaptureStats.WrongSource]): copies the socket
+// received before its filter was attached.
+//
+// Readers here attribute a frame by its IP addresses, not by its
+// interface: [Analyze] and [CountSent] take its sender to be the node with
+// its source address (its receiver, for Analyze, the node with its
+// destination address).
+//
+// # Records
+//
+// A packet on the events interface is one record ([Record]): a JSON object
+// (UTF-8, no trailing newline), its captured length equal to its original
+// length, its timestamp the record's time, and with one packet comment
+// (opt_comment), the record's one-line summary ([Record.Comment], such as
+// "bullylab: crash n5 (SIGKILL to process 4242)"), which Wireshark shows
+// as frame.comment and in its expert info. Its fields, omitted when empty
+// but for the first three:
+//
+//	version  number      RecordVersion, 1
+//	time     string      when it happened: RFC 3339 with nanoseconds (Go's
+//	                     time.Time), the same instant as the packet's
+//	                     timestamp, which is what Analyze uses
+//	kind     string      a RecordKind: what happened
+//	nodes    [string]    the nodes it concerns, by name (see the kinds)
+//	groups   [[string]]  partition only: the groups, by node name
+//	one_way  bool        partition only
+//	detail   string      any kind: what changed, in words for people (its
+//	                     wording is no format)
+//	testbed  object      testbed record only: TestbedInfo
+//	capture  object      end record only: CaptureStats
+//
+// The kinds ([RecordKind]):
+//
+//   - testbed, the first record (see Timestamps and order): testbed is
+//     the [TestbedInfo]: topology (string, its name), run (string, the run
+//     ID), nodes (the [NodeInfo] of each node, in interface order: name,
+//     index, id, addr, port as in the interface descriptions, index and
+//     port numbers, the others strings) and the nodes' timings
+//     heartbeat_ns, failure_timeout_ns and election_timeout_ns (integer
+//     nanoseconds, omitted when unknown).
+//   - crash, restart, pause, resume, isolate, unisolate, campaign, leave:
+//     nodes are the nodes it was done to.
+//   - partition: groups are two or more disjoint lists of nodes, cut from
+//     each other; nodes in no group keep reaching everyone. With one_way
+//     there are exactly two groups and only what the first sends to the
+//     second is cut. A partition replaces the one before; isolations stay.
+//   - heal: every partition and isolation removed; nodes are the nodes
+//     that were cut.
+//   - delay, loss: the impairment of what nodes send changed; detail says
+//     to whom and what is now in force.
+//   - clear: the impairments of nodes (of all, without nodes) are back to
+//     the topology's.
+//   - end, the last record: capture is the [CaptureStats], the counters of
+//     the writer and of its live capture, each an integer.
+//
+// The lab (package netem/lab) writes a record as it applies a fault, with
+// time when it began (the change is in force within about a millisecond),
+// and writes kinds this package has no constant for (join, a node started
+// again as a newcomer). The version and the kinds are open: a reader
+// ([DecodeRecord]) accepts any version from 1 up, ignores fields it does
+// not know and keeps records of kinds it does not know ([Analyze] lists
+// them, and takes any kind but testbed and end for a possible trigger), so
+// a later version may add fields and kinds but not change the meaning of
+// these. It refuses, with an error naming the packet ([FileReader.Next]),
+// a record that is not a JSON object, has no version (or one below 1) or
+// has no kind.
+//
+// # Timestamps and order
+//
+// A packet's timestamp counts nanoseconds since the Unix epoch (if_tsresol
+// 9; the reader here takes any resolution an interface declares). A
+// frame's is the kernel's, taken when the frame reached the capture
+// socket from the switch port; a record's is its time, read by whoever
+// made the change: both are the testbed host's wall clock
+// (CLOCK_REALTIME), which a clock step moves for both.
+//
+// The [Writer] buffers frames and records and writes them in timestamp
+// order, ties in the order it was given them, each once it is
+// [WriterOptions.Window] ([DefaultWindow], 250 ms) or more older than the
+// watermark: the latest frame timestamp, or the time given to
+// [Writer.Advance] (the live capture advances it to 10 ms ago whenever its
+// socket has nothing to read); records never move the watermark. An item
+// that comes older than one already written is written at once, out of
+// order, and counted in [CaptureStats.Late]; a negative Window writes
+// every item as it comes. So packets are in timestamp order but for the
+// late ones, which readers must tolerate ([Analyze] sorts by timestamp).
+// The testbed record, given first and stamped [WriterOptions.Start], comes
+// first unless the Writer is given items stamped before it;
+// [Writer.Close] stamps the end record at the latest timestamp it was
+// given or now, whichever is later, so that it comes last.
+//
+// # Truncated captures
+//
+// The Writer buffers what it writes and flushes at [Writer.Flush] and
+// Close, so a writer killed first leaves a file that ends inside a block,
+// or between blocks, without the end record and the statistics. The
+// reader reads every packet before the cut, then fails with an error
+// wrapping a [TruncatedError] (an io.ErrUnexpectedEOF too) that says how many packets
+// it read whole and where they end; [Analyze] reports those packets as it
+// would a file that ended cleanly after them, and says so in
+// [Report.Truncated] and [Report.Warnings] (a cut before the first packet
+// is an error). A file that ends between blocks reads as complete: only
+// the missing end record tells. A frame the cut leaves incomplete is
+// counted in [DissectorStats.CutAtEnd], as at the end of any capture (see
+// TCP reassembly).
+//
+// # The election port
+//
+// Frames travel over TCP connections to or from the election port. The
+// readers here take the ports from the node interfaces' descriptions,
+// else from the testbed record if it is the first packet, else
+// [wire.DefaultPort] (7946); [AnalyzeOptions.Ports] overrides them. A
+// segment is the election's when either of its ports is one of them
+// ([DissectorOptions.Ports], wire.DefaultPort by default).
+//
+// # Frames as a gopacket layer
+//
+// [Bullylab] is one frame as a gopacket layer ([LayerTypeBullylab]), for
+// programs that decode packets with gopacket; frames on ports other than
+// wire.DefaultPort need [RegisterPort]. It decodes and serializes with
+// package wire, whose package doc describes the frame format.
+//
+// # TCP reassembly
+//
+// [Dissector] ([NewDissector], [DissectorOptions]) turns the TCP segments
+// of captured packets into frames and hands them to a [Handler]: each
+// [Frame], with its [Stream], and each [StreamError]. [DissectorStats]
+// counts what it saw. [CountSent] uses it to count a capture's frames by
+// sending node ([SentCounts]), as the nodes count what they send.
+//
+// Each direction of a connection is a byte stream, cut into frames by
+// their headers and reassembled from its segments by sequence number,
+// however they were cut, repeated or reordered: each byte goes to the
+// frame parser once, in order. An offset ([Frame.Offset],
+// [StreamError.Offset]) is a position in that stream: 0 is the byte after
+// the SYN (offset = sequence number - SYN's - 1, not wrapping at 2^32) or,
+// when the capture lacks the SYN ([Stream.MidStream]), the first byte of
+// the first data segment captured. Bytes the capture lacks count, so an
+// offset is the same whatever was lost. A new SYN on the same addresses
+// and ports starts a new connection, from offset 0. A frame's packet,
+// time and interface ([Frame.Packet]) are those of the packet after which
+// all of its bytes were there in order: when the receiver could read it.
+//
+// A StreamError is one of:
+//
+//   - a corrupt frame, Err [wire.ErrBadStart], [wire.ErrVersion],
+//     [wire.ErrTooLarge] (a length above [DissectorOptions.MaxFrame]) or
+//     [wire.ErrChecksum]: Offset is the frame's first byte, Bytes 0,
+//     Packet the one in which the fault showed (for a checksum, the one
+//     that completed the frame);
+//   - [ErrGap], bytes the capture lacks: Offset is the first of them,
+//     Bytes how many. Packet is the segment the snap length cut short or,
+//     for bytes behind a hole (a segment lost, or cut short while an
+//     earlier one was missing), the packet at which the Dissector gave up
+//     waiting for them: the one at which the half had
+//     [DissectorOptions.MaxBufferedPages] pages buffered or, at
+//     [Dissector.Flush], the last segment it was given (pure ACKs aside). The frames waiting behind the hole are delivered then,
+//     with that packet;
+//   - [ErrIncomplete], a stream that ended inside a frame (at its FIN or an
+//     RST): Offset is the frame's first byte, Bytes the bytes of it there
+//     were, Packet the one that ended the stream.
+//
+// After a corrupt frame or a gap, and at the start of a stream without its
+// SYN, the Dissector resynchronizes: it looks, from the byte after the
+// corrupt frame's first or from the first byte after the gap, for the
+// first offset where a whole frame of a known type, at most MaxFrame long
+// and with a valid CRC, starts, and goes on from there; the bytes passed
+// over are counted in [DissectorStats.SkippedBytes], not reported. It
+// never gives a stream up. At the end of the capture (Flush), a frame still
+// incomplete is counted in [DissectorStats.CutAtEnd], not reported.
 //
 // # Live capture
 //
@@ -36,24 +261,6 @@
 // socket in the switch's network namespace): elsewhere Start returns
 // [ErrNotSupported]. Writing, reading and analyzing capture files work on
 // any system.
-//
-// # Frames as a gopacket layer
-//
-// [Bullylab] is one frame as a gopacket layer ([LayerTypeBullylab]), for
-// programs that decode packets with gopacket; frames on ports other than
-// [wire.DefaultPort] need [RegisterPort]. It decodes and serializes with
-// package wire, whose package doc describes the frame format.
-//
-// # TCP reassembly
-//
-// [Dissector] ([NewDissector], [DissectorOptions]) turns the TCP segments
-// of captured packets into frames, however they were cut, repeated or
-// reordered, and hands them to a [Handler]: each [Frame], with its
-// [Stream], and each [StreamError], a corrupt frame, bytes missing from the
-// capture ([ErrGap]) or a stream that ended inside a frame
-// ([ErrIncomplete]). [DissectorStats] counts what it saw. [CountSent] uses
-// it to count a capture's frames by sending node ([SentCounts]), as the
-// nodes count what they send.
 //
 // # Analysis
 //

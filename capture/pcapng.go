@@ -42,7 +42,9 @@ const DefaultSnapLen = 262144
 // RecordKind says what a Record reports.
 type RecordKind string
 
-// Record kinds. Faults and lifecycle events name the nodes they concern.
+// Record kinds. Faults and lifecycle events name the nodes they concern
+// (see Records in the package doc). The kinds are open: the lab also
+// writes join, and readers keep kinds they do not know.
 const (
 	KindTestbed   RecordKind = "testbed"   // first record: topology, run, nodes
 	KindCrash     RecordKind = "crash"     // node killed (SIGKILL)
@@ -51,62 +53,66 @@ const (
 	KindResume    RecordKind = "resume"    // node continued (SIGCONT)
 	KindIsolate   RecordKind = "isolate"   // node's switch port down
 	KindUnisolate RecordKind = "unisolate" // node's switch port up again
-	KindPartition RecordKind = "partition" // Groups cut from each other (OneWay: only Groups[0] -> others)
-	KindHeal      RecordKind = "heal"      // every partition removed
-	KindDelay     RecordKind = "delay"     // latency added on the nodes' links (Detail: "50ms jitter 5ms")
-	KindLoss      RecordKind = "loss"      // random loss added on the nodes' links (Detail: "20%")
-	KindClear     RecordKind = "clear"     // impairments of the nodes removed
+	KindPartition RecordKind = "partition" // Groups cut from each other, nodes in no group not (OneWay: two groups, only Groups[0] -> Groups[1])
+	KindHeal      RecordKind = "heal"      // every partition and isolation removed; Nodes were cut
+	KindDelay     RecordKind = "delay"     // latency set on what the nodes send (Detail: "n3 -> everyone: delay 50ms±5ms")
+	KindLoss      RecordKind = "loss"      // random loss set on what the nodes send (Detail: "n3 -> n1: loss 20%")
+	KindClear     RecordKind = "clear"     // impairments of the nodes (all without Nodes) back to the topology's
 	KindLeave     RecordKind = "leave"     // node left the cluster for good
 	KindCampaign  RecordKind = "campaign"  // an election asked for by the operator
 	KindEnd       RecordKind = "end"       // last record: the capture's counters
 )
 
-// NodeInfo is one testbed node as a capture describes it.
+// NodeInfo is one testbed node as a capture describes it, in the testbed
+// record and in its interface's description.
 type NodeInfo struct {
-	Name  string     `json:"name"`
-	Index int        `json:"index"`
-	ID    uuid.UUID  `json:"id"`
-	Addr  netip.Addr `json:"addr"`
-	Port  int        `json:"port"`
+	Name  string     `json:"name"`  // its name in the topology, such as "n5"; no spaces
+	Index int        `json:"index"` // its 1-based position in the topology
+	ID    uuid.UUID  `json:"id"`    // its node ID, canonical UUID text; the higher wins elections
+	Addr  netip.Addr `json:"addr"`  // its IP address
+	Port  int        `json:"port"`  // its election port (TCP)
 }
 
 // TestbedInfo is the payload of the testbed record: the testbed the
 // capture was taken on.
 type TestbedInfo struct {
-	Topology string     `json:"topology"`
-	Run      string     `json:"run"`
-	Nodes    []NodeInfo `json:"nodes"`
-	// Election timings of the nodes, when known; the analyzer derives its
-	// quiet gap from ElectionTimeoutNS.
+	Topology string     `json:"topology"` // the topology's name
+	Run      string     `json:"run"`      // the run's ID
+	Nodes    []NodeInfo `json:"nodes"`    // in interface order
+	// Election timings of the nodes in nanoseconds, 0 (omitted) when
+	// unknown; the analyzer derives its quiet gap from ElectionTimeoutNS.
 	HeartbeatNS       int64 `json:"heartbeat_ns,omitempty"`
 	FailureTimeoutNS  int64 `json:"failure_timeout_ns,omitempty"`
 	ElectionTimeoutNS int64 `json:"election_timeout_ns,omitempty"`
 }
 
-// CaptureStats are a live capture's counters, carried by the end record.
+// CaptureStats are a capture's counters, carried by the end record: the
+// Writer's (Written, Late) and those of the live captures that wrote to it
+// (the others, summed; 0 without one).
 type CaptureStats struct {
-	Packets     uint64 `json:"packets"`      // frames the socket accepted (after the filter)
+	Packets     uint64 `json:"packets"`      // frames the socket's filter passed, dropped ones included (the kernel's tp_packets)
 	Drops       uint64 `json:"drops"`        // frames the kernel dropped for lack of ring space
 	Freezes     uint64 `json:"freezes"`      // TPACKET_V3 queue freezes
-	Written     uint64 `json:"written"`      // packets written to the file, records included
-	Late        uint64 `json:"late"`         // items that arrived after the reorder window and were written out of order
+	Written     uint64 `json:"written"`      // packets written to the file, records (the end record too) included
+	Late        uint64 `json:"late"`         // items older than one already written, written at once, out of order
 	Unmatched   uint64 `json:"unmatched"`    // frames from an interface that is no node's port, not written
 	WrongSource uint64 `json:"wrong_source"` // frames on a node's port with another source MAC, not written
 }
 
-// Record is a fault or lifecycle event in a capture (see Capture files in
-// the package doc). Version is RecordVersion; readers ignore fields they
+// Record is a fault or lifecycle event in a capture (see Records in the
+// package doc, which says which kinds use which fields). Version is
+// RecordVersion; readers accept any version from 1 and ignore fields they
 // do not know.
 type Record struct {
 	Version int           `json:"version"`
-	Time    time.Time     `json:"time"`
+	Time    time.Time     `json:"time"` // when it happened; also the packet's timestamp
 	Kind    RecordKind    `json:"kind"`
-	Nodes   []string      `json:"nodes,omitempty"`
-	Groups  [][]string    `json:"groups,omitempty"`
-	OneWay  bool          `json:"one_way,omitempty"`
-	Detail  string        `json:"detail,omitempty"`
-	Testbed *TestbedInfo  `json:"testbed,omitempty"`
-	Capture *CaptureStats `json:"capture,omitempty"`
+	Nodes   []string      `json:"nodes,omitempty"`   // node names
+	Groups  [][]string    `json:"groups,omitempty"`  // partition: node names
+	OneWay  bool          `json:"one_way,omitempty"` // partition
+	Detail  string        `json:"detail,omitempty"`  // what changed, in words for people
+	Testbed *TestbedInfo  `json:"testbed,omitempty"` // testbed record
+	Capture *CaptureStats `json:"capture,omitempty"` // end record
 }
 
 // Comment is the record's one-line summary, written as its packet comment.

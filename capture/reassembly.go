@@ -49,9 +49,9 @@ import (
 // was found, and the half resyncs: the splitter scans forward for the next
 // offset where a whole frame of a known type with a valid CRC starts (a
 // false match needs a 1-in-2^32 CRC collision on top of the start,
-// version and type bytes), reporting the bytes skipped. A gap (bytes the
-// capture does not have) resyncs the same way. The stream is never
-// abandoned.
+// version and type bytes), counting the bytes skipped (SkippedBytes). A
+// gap (bytes the capture does not have) resyncs the same way. The stream
+// is never abandoned.
 //
 // A half seen first without its SYN (the capture started mid-connection)
 // starts at its first segment and resyncs, since that segment may begin
@@ -76,7 +76,7 @@ type Frame struct {
 	// Stream is the frame's direction of its connection, the same pointer
 	// for every frame of it, so that a Handler can keep per-stream state.
 	Stream *Stream
-	Offset uint64 // stream offset of the frame's first byte (0 = first byte after the SYN)
+	Offset uint64 // stream offset of the frame's first byte (see TCP reassembly in the package doc)
 	Len    int    // frame length, header to CRC
 	// Msg is the decoded frame; Msg.Payload aliases the dissector's buffers
 	// and is valid only during the Frame call.
@@ -104,14 +104,16 @@ type Stream struct {
 	HasUser bool
 }
 
-// StreamError is a corrupt frame, a gap or a stream cut inside a frame.
+// StreamError is a corrupt frame, a gap or a stream cut inside a frame
+// (see TCP reassembly in the package doc for what each field says of
+// each).
 type StreamError struct {
-	Packet int64 // packet in which the problem showed
-	Time   time.Time
+	Packet int64     // packet in which the problem showed
+	Time   time.Time // that packet's timestamp
 	Src    netip.AddrPort
 	Dst    netip.AddrPort
-	Offset uint64 // stream offset of the bad frame or of the gap
-	Bytes  int    // bytes missing (gap) or left unparsed (incomplete)
+	Offset uint64 // stream offset of the bad frame, of the gap or of the cut frame
+	Bytes  int    // bytes missing (gap) or left unparsed (incomplete); 0 for a corrupt frame
 	Err    error  // a wire sentinel, ErrGap or ErrIncomplete
 }
 
@@ -141,6 +143,16 @@ type DissectorOptions struct {
 }
 
 // DissectorStats counts what a Dissector saw.
+//
+// A data segment of a stream (once its SYN or, without one, its first data
+// segment is seen) is in order or counted in exactly one of OutOfOrder,
+// Retransmitted and Overlapping, by where it lies relative to the next
+// byte due, the first byte not yet delivered: it starts there (in order),
+// after it (out of order), or before it and ends at or before it
+// (retransmitted) or after it (overlapping). While a hole is open the next
+// byte due is the hole's first, so a segment ahead of the hole is out of
+// order even when it repeats one already waiting there. A segment's bytes
+// on the wire count, those the capture cut off (snap length) included.
 type DissectorStats struct {
 	Packets        int64 `json:"packets"`          // packets given to Packet
 	TCPSegments    int64 `json:"tcp_segments"`     // TCP segments on an election port
@@ -152,18 +164,19 @@ type DissectorStats struct {
 	SkippedBytes   int64 `json:"skipped_bytes"`    // bytes skipped while resyncing
 	Gaps           int64 `json:"gaps"`             // holes in a stream
 	GapBytes       int64 `json:"gap_bytes"`        // bytes in those holes
-	Retransmitted  int64 `json:"retransmitted"`    // segments carrying only bytes already delivered
-	Overlapping    int64 `json:"overlapping"`      // segments partly repeating delivered bytes
-	OutOfOrder     int64 `json:"out_of_order"`     // segments that arrived ahead of a hole
-	SlowPath       int64 `json:"slow_path"`        // segments that went through the Assembler
+	Retransmitted  int64 `json:"retransmitted"`    // data segments bringing no new byte: all delivered already, or after the stream closed
+	Overlapping    int64 `json:"overlapping"`      // data segments repeating delivered bytes and bringing new ones
+	OutOfOrder     int64 `json:"out_of_order"`     // data segments starting after the next byte due: ahead of a hole, duplicates of waiting ones included
+	SlowPath       int64 `json:"slow_path"`        // segments handled while a hole was open (by the Assembler), the one opening it included
 	Incomplete     int64 `json:"incomplete"`       // streams closed inside a frame
 	CutAtEnd       int64 `json:"cut_at_end"`       // frames the capture ended inside of
 	NotDecodable   int64 `json:"not_decodable"`    // packets on an election port gopacket could not decode
 	IgnoredSYNData int64 `json:"ignored_syn_data"` // SYN segments carrying data, ignored
 }
 
-// Dissector decodes the frames carried by TCP segments of captured packets.
-// It is not safe for concurrent use.
+// Dissector decodes the frames carried by TCP segments of captured packets
+// (see TCP reassembly in the package doc). It is not safe for concurrent
+// use.
 type Dissector struct {
 	h        Handler
 	ports    [1024]uint64 // bitset of election ports
@@ -379,30 +392,26 @@ func (d *Dissector) segment(key flowKey, t *layers.TCP, missing int) {
 	if t.FIN && !h.finSet {
 		h.finSet, h.finSeq = true, seq+uint32(len(payload))+uint32(missing)
 	}
+	diff := int32(seq - h.nextSeq)
+	d.countSegment(diff, len(payload), missing)
 	if h.slow != nil {
 		d.slowSegment(h, seq, payload, t.RST)
 		return
 	}
-	diff := int32(seq - h.nextSeq)
 	switch {
 	case diff > 0:
 		if len(payload) == 0 {
 			return // a FIN ahead of a hole: finSeq remembers it; RST is ignored (RFC 5961)
 		}
-		d.stats.OutOfOrder++
 		d.startEpisode(h)
 		d.slowSegment(h, seq, payload, t.RST)
 		return
 	case diff < 0:
-		cut := int(-diff)
+		cut := -int(diff) // not int(-diff), which is negative for -1<<31
 		if cut >= len(payload)+missing {
-			if len(payload) > 0 {
-				d.stats.Retransmitted++
-			}
 			d.checkEnd(h, false) // a FIN may close h; an old RST is out of window
 			return
 		}
-		d.stats.Overlapping++
 		if cut >= len(payload) {
 			missing -= cut - len(payload)
 			payload = payload[:0]
@@ -419,6 +428,26 @@ func (d *Dissector) segment(key flowKey, t *layers.TCP, missing int) {
 		d.gap(h, missing)
 	}
 	d.checkEnd(h, t.RST)
+}
+
+// countSegment counts a segment of an open half in OutOfOrder,
+// Retransmitted or Overlapping (or in none, in order) by where it lies
+// relative to the next byte due, diff bytes before its first: payload
+// bytes captured and missing more on the wire. It is the same whether or
+// not a hole is open, the next byte due then being the hole's first.
+func (d *Dissector) countSegment(diff int32, payload, missing int) {
+	switch {
+	case diff > 0:
+		if payload > 0 {
+			d.stats.OutOfOrder++
+		}
+	case diff < 0:
+		if -int(diff) < payload+missing {
+			d.stats.Overlapping++
+		} else if payload > 0 {
+			d.stats.Retransmitted++
+		}
+	}
 }
 
 // checkEnd closes h when it reached its FIN, or at an in-sequence RST.

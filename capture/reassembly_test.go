@@ -323,3 +323,142 @@ func runFuzzOnce(t *testing.T, data []byte, plan []byte) {
 		d.Flush()
 	}
 }
+
+// TestReassemblyCountsWhileHoleOpen checks the segment counters while a
+// hole is open, when segments go through the Assembler: each data segment
+// counts as the fast path would count it, by where it starts and ends
+// relative to the next byte due (the first byte of the hole).
+func TestReassemblyCountsWhileHoleOpen(t *testing.T) {
+	ms, stream := testFrames(12)
+	segs := cut(stream, isn, 100, 200, 300, 400)
+	s0, s1, s2, s3, s4 := segs[2], segs[3], segs[4], segs[5], segs[6]
+	part := func(from, to int) seg { return seg{seq: isn + uint32(from), payload: stream[from:to]} }
+	steps := []struct {
+		name           string
+		seg            seg
+		ooo, rtx, over int64 // counters after the segment
+	}{
+		{"SYN", segs[0], 0, 0, 0},
+		{"reverse SYN", segs[1], 0, 0, 0},
+		{"in order", s0, 0, 0, 0},
+		{"ahead of the hole", s2, 1, 0, 0},
+		{"duplicate of a buffered segment", s2, 2, 0, 0},
+		{"further ahead", s3, 3, 0, 0},
+		{"overlapping buffered segments", part(250, 350), 4, 0, 0},
+		{"delivered bytes only", s0, 4, 1, 0},
+		{"delivered bytes only, partly", part(50, 100), 4, 2, 0},
+		{"delivered bytes and part of the hole", part(50, 150), 4, 2, 1},
+		{"the rest of the hole", part(150, 200), 4, 2, 1},
+		{"in order again", s4, 4, 2, 1},
+		{"delivered again", s1, 4, 3, 1},
+	}
+	c := &collector{}
+	d := NewDissector(c, DissectorOptions{})
+	ts := time.Unix(1700000000, 0)
+	for i, st := range steps {
+		data, orig := st.seg.bytes(t)
+		ts = ts.Add(time.Millisecond)
+		ci := gopacket.CaptureInfo{Timestamp: ts, CaptureLength: len(data), Length: orig}
+		d.Packet(int64(i+1), layers.LinkTypeEthernet, data, &ci)
+		s := d.Stats()
+		if s.OutOfOrder != st.ooo || s.Retransmitted != st.rtx || s.Overlapping != st.over {
+			t.Errorf("after %s (packet %d): out of order %d, retransmitted %d, overlapping %d; want %d, %d, %d",
+				st.name, i+1, s.OutOfOrder, s.Retransmitted, s.Overlapping, st.ooo, st.rtx, st.over)
+		}
+	}
+	d.Flush()
+	checkFrames(t, c, ms)
+	if len(c.errs) != 0 {
+		t.Errorf("errors: %v", c.errs)
+	}
+	// Every segment from the first ahead of the hole to the one that
+	// closed it went through the Assembler.
+	if s := d.Stats(); s.SlowPath != 8 {
+		t.Errorf("slow path: %d segments, want 8", s.SlowPath)
+	}
+}
+
+// TestReassemblyHalfSpaceAway: a segment 2^31 bytes from the next byte due
+// is behind it (as for TCP, whose sequence numbers compare as int32), so
+// its bytes were delivered already; it once cut its payload at a negative
+// offset and panicked.
+func TestReassemblyHalfSpaceAway(t *testing.T) {
+	ms, stream := testFrames(4)
+	segs := cut(stream, isn, 50)
+	segs = append(segs, seg{seq: isn + uint32(len(stream)) + 1<<31, payload: stream[:10]})
+	c := &collector{}
+	d := NewDissector(c, DissectorOptions{})
+	for i, s := range segs {
+		data, orig := s.bytes(t)
+		ci := gopacket.CaptureInfo{Timestamp: time.Unix(1700000000, 0), CaptureLength: len(data), Length: orig}
+		d.Packet(int64(i+1), layers.LinkTypeEthernet, data, &ci)
+	}
+	d.Flush()
+	checkFrames(t, c, ms)
+	if s := d.Stats(); len(c.errs) != 0 || s.Retransmitted != 1 || s.Overlapping != 0 || s.OutOfOrder != 0 {
+		t.Errorf("errors %v, stats %+v", c.errs, s)
+	}
+}
+
+// TestStreamErrorOffsets checks what the StreamErrors of a stream say:
+// offsets count from the byte after the SYN (sequence numbers wrap, offsets
+// do not), gap bytes included; a hole still open when the capture ends is
+// a gap reported at Flush, stamped with the last segment given to the
+// Dissector, and the frames behind it are delivered then; a frame the FIN
+// cuts is incomplete, reported with the FIN's packet and the bytes of it
+// that arrived; a frame the end of the capture cuts is only counted.
+func TestStreamErrorOffsets(t *testing.T) {
+	ms, stream := testFrames(8)
+	end := make([]int, len(ms)) // end[i]: offset just past frame i
+	for i := range ms {
+		end[i] = 36 + len(ms[i].Payload)
+		if i > 0 {
+			end[i] += end[i-1]
+		}
+	}
+	base := uint32(1<<32 - 30) // the SYN's sequence number + 1, near the wrap
+	segs := cut(stream, base, end[1]+5, end[2]+3, end[4]+1)
+	lost := segs[3] // from inside frame 2 to inside frame 3
+	segs = append(segs[:3], segs[4:]...)
+	c := dissect(t, segs)
+	checkFrames(t, c, append([]wire.Message{ms[0], ms[1]}, ms[4:]...))
+	last := int64(len(segs))
+	if len(c.errs) != 1 {
+		t.Fatalf("errors: %+v", c.errs)
+	}
+	e := c.errs[0]
+	if !errors.Is(e.Err, ErrGap) || e.Offset != uint64(end[1]+5) || e.Bytes != len(lost.payload) || e.Packet != last {
+		t.Errorf("gap: %+v; want offset %d, %d bytes, packet %d", e, end[1]+5, len(lost.payload), last)
+	}
+	// Frames 4.. were complete when their segments arrived, but behind
+	// the hole: delivered at Flush, with the last packet's number.
+	for i, p := range c.pkts[2:] {
+		if p != last {
+			t.Errorf("frame %d: packet %d, want %d", i+4, p, last)
+		}
+	}
+
+	// A FIN inside frame 3, after 7 of its bytes; then, on another
+	// connection, a capture that ends inside frame 3.
+	segs = cut(stream[:end[2]+7], base, end[1]+5)
+	segs = append(segs, seg{seq: base + uint32(end[2]+7), fin: true})
+	c = dissect(t, segs)
+	checkFrames(t, c, ms[:3])
+	if len(c.errs) != 1 {
+		t.Fatalf("errors: %+v", c.errs)
+	}
+	e = c.errs[0]
+	if !errors.Is(e.Err, ErrIncomplete) || e.Offset != uint64(end[2]) || e.Bytes != 7 || e.Packet != int64(len(segs)) {
+		t.Errorf("incomplete: %+v; want offset %d, 7 bytes, packet %d", e, end[2], len(segs))
+	}
+	d := NewDissector(&collector{}, DissectorOptions{})
+	for i, s := range cut(stream[:end[2]+7], base, end[1]+5) {
+		data, orig := s.bytes(t)
+		ci := gopacket.CaptureInfo{CaptureLength: len(data), Length: orig}
+		d.Packet(int64(i+1), layers.LinkTypeEthernet, data, &ci)
+	}
+	d.Flush()
+	if s := d.Stats(); s.Frames != 3 || s.CutAtEnd != 1 || s.Incomplete != 0 {
+		t.Errorf("capture ending inside a frame: %+v", s)
+	}
+}
