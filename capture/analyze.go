@@ -394,12 +394,13 @@ func AnalyzeFile(path string, opts AnalyzeOptions) (*Report, error) {
 // they send and receive too), but no message of the election, no claim to
 // lead, and it neither starts nor times one.
 //
-// Liveness: a node is live from its first frame on the wire or a restart
-// or resume record, until a crash, pause or leave record. Reachability: a
-// partition record cuts traffic between its groups (nodes in no group form
-// one more group; with one_way only from the first group to the others),
-// an isolate record cuts a node from all; heal removes every partition,
-// unisolate the node's isolation. A frame sent over a cut is on the wire
+// Liveness: a node is live from its first frame on the wire or a restart,
+// join or resume record, until a crash, pause or leave record.
+// Reachability, as the lab cuts it: a partition record cuts traffic
+// between its groups (nodes in no group keep reaching everyone; with
+// one_way only what the first group sends to the second is cut), an
+// isolate record cuts a node from all; heal removes every partition and
+// isolation, unisolate the node's isolation. A frame sent over a cut is on the wire
 // (the capture is at the switch, the drop in the receiver) but is not
 // counted as received when deciding convergence.
 //
@@ -615,7 +616,7 @@ func (a *analyzer) record(p *Packet, ts int64) {
 	switch rec.Kind {
 	case KindCrash, KindPause, KindLeave:
 		up, change = false, true
-	case KindRestart, KindResume:
+	case KindRestart, KindJoin, KindResume:
 		up, change = true, true
 	}
 	if change {
@@ -755,14 +756,8 @@ func (c *cuts) cut(from, to int32) bool {
 	}
 	gf, okf := c.group[from]
 	gt, okt := c.group[to]
-	if !okf {
-		gf = c.groupsLen
-	}
-	if !okt {
-		gt = c.groupsLen
-	}
-	if gf == gt {
-		return false
+	if !okf || !okt || gf == gt {
+		return false // a node in no group reaches everyone
 	}
 	if c.oneWay {
 		return gf == 0
@@ -792,6 +787,7 @@ func (a *analyzer) buildCuts() []*cuts {
 			next.groupsLen, next.oneWay, next.parted = len(r.Groups), r.OneWay, true
 		case KindHeal:
 			next.group, next.parted, next.oneWay = nil, false, false
+			next.isolated = map[int32]bool{}
 		case KindIsolate, KindUnisolate:
 			next.isolated = make(map[int32]bool, len(cur.isolated)+1)
 			for k, v := range cur.isolated {
@@ -1020,7 +1016,8 @@ func phaseOf(bounds []int64, t int64) int {
 }
 
 // scopeOf returns the part of the network node stands in under c: its own
-// when isolated, its group in a symmetric partition, else the one network.
+// when isolated, its group in a symmetric partition (nodes in no group,
+// which reach every group, one more), else the one network.
 // A one-way partition leaves one scope: its sides still hear one another
 // one way, and an election can span them.
 func scopeOf(c *cuts, node int32) int {

@@ -43,8 +43,8 @@ const DefaultSnapLen = 262144
 type RecordKind string
 
 // Record kinds. Faults and lifecycle events name the nodes they concern
-// (see Records in the package doc). The kinds are open: the lab also
-// writes join, and readers keep kinds they do not know.
+// (see Records in the package doc). The kinds are open: readers keep
+// kinds they do not know.
 const (
 	KindTestbed   RecordKind = "testbed"   // first record: topology, run, nodes
 	KindCrash     RecordKind = "crash"     // node killed (SIGKILL)
@@ -58,7 +58,8 @@ const (
 	KindDelay     RecordKind = "delay"     // latency set on what the nodes send (Detail: "n3 -> everyone: delay 50ms±5ms")
 	KindLoss      RecordKind = "loss"      // random loss set on what the nodes send (Detail: "n3 -> n1: loss 20%")
 	KindClear     RecordKind = "clear"     // impairments of the nodes (all without Nodes) back to the topology's
-	KindLeave     RecordKind = "leave"     // node left the cluster for good
+	KindLeave     RecordKind = "leave"     // node left the cluster
+	KindJoin      RecordKind = "join"      // node that left started again, announcing itself with JOIN
 	KindCampaign  RecordKind = "campaign"  // an election asked for by the operator
 	KindEnd       RecordKind = "end"       // last record: the capture's counters
 )

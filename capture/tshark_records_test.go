@@ -184,6 +184,7 @@ func TestTsharkRecords(t *testing.T) {
 	// encoding/json escapes <, > and & as \u003c and so on.
 	s.record(Record{Kind: KindCampaign, Nodes: []string{"n2"}, Detail: `"asked" <by> the operator & née 日本 \ 🙂`})
 	s.record(Record{Kind: KindLeave, Nodes: []string{"n1"}})
+	s.record(Record{Kind: KindJoin, Nodes: []string{"n1"}})
 	s.restart(leader)
 	s.advance(10 * time.Millisecond)
 	s.send(1, 0, s.msg(wire.Type(12), 1, 1, 0)) // a type this version does not define
