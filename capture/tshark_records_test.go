@@ -235,8 +235,8 @@ func TestTsharkRecords(t *testing.T) {
 	if int64(len(got)) != packets {
 		t.Errorf("tshark printed %d packets, the capture has %d", len(got), packets)
 	}
-	if len(kinds) != 15 {
-		t.Errorf("the capture has records of %d kinds, want all 15: %v", len(kinds), kinds)
+	if len(kinds) != 16 {
+		t.Errorf("the capture has records of %d kinds, want all 16: %v", len(kinds), kinds)
 	}
 
 	// bullylab.type prints names (capturetest.Types fails on anything
