@@ -123,6 +123,12 @@ const (
 	FailSetup    = "setup"    // the testbed, the nodes or the capture did not come up
 )
 
+// Where a run's time to leader comes from (Run.TimeToLeaderFrom).
+const (
+	TimeFromCapture = "capture"  // the measured election in the capture
+	TimeFromLabPoll = "lab poll" // the lab's poll, the capture showing no converged election
+)
+
 // Run is one run of a scenario.
 type Run struct {
 	Index   int       `json:"index"` // from 1
@@ -140,6 +146,10 @@ type Run struct {
 	// shows the election not converging, from that fault to the lab's
 	// poll that saw the nodes waited for follow one leader.
 	TimeToLeaderNS int64 `json:"time_to_leader_ns"`
+	// TimeToLeaderFrom says which of the two TimeToLeaderNS is:
+	// TimeFromCapture or TimeFromLabPoll; empty for a run that measured
+	// none.
+	TimeToLeaderFrom string `json:"time_to_leader_from,omitempty"`
 	// DetectionNS is from the same trigger to the election's first
 	// message on the wire, its first ELECTION or HALT, whichever came
 	// first (capture.Election.DetectionNS); absent when no failure had to

@@ -178,10 +178,13 @@ func (ru *runner) measureElection(rep *capture.Report) (*fault.Fault, *capture.E
 	if el != nil {
 		ru.recordElection(el)
 	}
-	if ru.r.TimeToLeaderNS == 0 {
+	if el != nil && el.TimeToLeaderNS != nil {
+		ru.r.TimeToLeaderFrom = TimeFromCapture
+	} else {
 		// The capture saw no converged election: fall back to the lab's
 		// agreement, which is within a poll of the truth.
 		ru.r.TimeToLeaderNS = int64(ru.measuredAg.At.Sub(mfault.Time))
+		ru.r.TimeToLeaderFrom = TimeFromLabPoll
 	}
 	return mfault, el, nil
 }
