@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -54,7 +55,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Value: "bench-out", Usage: "output `DIR`"},
 			&cli.IntFlag{Name: "k", Usage: "cascade: how many of the top nodes crash (default 3)"},
 			&cli.StringFlag{Name: "delays", Usage: "latency-sweep: comma-separated delays (default 0,10ms,50ms,100ms)"},
-			&cli.Float64Flag{Name: "loss", Usage: "loss: the percentage dropped (default 5)"},
+			&cli.StringFlag{Name: "loss", Usage: "loss: comma-separated percentages dropped, one scenario each (default 1,5,10,20)"},
 			&cli.IntFlag{Name: "faults", Usage: "chaos: how many faults (default 10)"},
 			&cli.StringFlag{Name: "backend", Usage: "impairment backend: netem or nfqueue (default: probe)"},
 		},
@@ -73,13 +74,13 @@ func benchCommand() *cli.Command {
 			if err != nil {
 				return &benchExit{fmt.Sprintf("bench: --topology: %v", err), 2}
 			}
-			params := scenario.Params{Nodes: len(topo.Nodes), K: c.Int("k"), Loss: c.Float64("loss"),
+			params := scenario.Params{Nodes: len(topo.Nodes), K: c.Int("k"),
 				Faults: c.Int("faults"), Seed: c.Int64("seed")}
 			given := map[string]string{}
 			for _, f := range []string{"k", "delays", "loss", "faults"} {
 				if c.IsSet(f) {
 					given[f] = c.String(f)
-					if f != "delays" {
+					if f != "delays" && f != "loss" {
 						given[f] = fmt.Sprint(c.Value(f))
 					}
 				}
@@ -88,6 +89,13 @@ func benchCommand() *cli.Command {
 				if params.Delays, err = parseDelays(c.String("delays")); err != nil {
 					return &benchExit{fmt.Sprintf("bench: --delays: %v", err), 2}
 				}
+			}
+			if c.IsSet("loss") {
+				if params.Losses, err = parseLosses(c.String("loss")); err != nil {
+					return &benchExit{fmt.Sprintf("bench: --loss: %v", err), 2}
+				}
+				// As results.json said it when --loss took one number.
+				given["loss"] = formatLosses(params.Losses)
 			}
 			scs, err := scenario.Lookup(c.String("scenario"), params)
 			if err != nil {
@@ -150,6 +158,29 @@ func parseDelays(s string) ([]time.Duration, error) {
 		ds = append(ds, d)
 	}
 	return ds, nil
+}
+
+// parseLosses reads --loss: percentages such as 5 or 2.5%, separated by
+// commas. Range and repeats are the scenario's to check.
+func parseLosses(s string) ([]float64, error) {
+	var ps []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		p, err := strconv.ParseFloat(strings.TrimSuffix(f, "%"), 64)
+		if err != nil || math.IsNaN(p) || math.IsInf(p, 0) {
+			return nil, fmt.Errorf("%q is not a percentage such as 5 or 2.5%%", f)
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+func formatLosses(ps []float64) string {
+	ss := make([]string, len(ps))
+	for i, p := range ps {
+		ss[i] = strconv.FormatFloat(p, 'g', -1, 64)
+	}
+	return strings.Join(ss, ",")
 }
 
 // compareCommand is `bullylab compare BASE NEW`.

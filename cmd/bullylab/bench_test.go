@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -88,6 +89,45 @@ func TestBackendFlag(t *testing.T) {
 	for _, b := range []string{"", "netem", "nfqueue"} {
 		if err := checkBackend(b); err != nil {
 			t.Errorf("--backend %q: %v", b, err)
+		}
+	}
+}
+
+// TestBenchLossParam: --loss takes one percentage, as it always did, or a
+// comma-separated sweep of them; what is wrong with it is said before any
+// testbed.
+func TestBenchLossParam(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []float64
+	}{
+		{"20", []float64{20}},
+		{"20%", []float64{20}},
+		{"1,5,10,20", []float64{1, 5, 10, 20}},
+		{" 2.5%, 0.5 ", []float64{2.5, 0.5}},
+	} {
+		got, err := parseLosses(tc.in)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("parseLosses(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+	if got := formatLosses([]float64{20, 2.5}); got != "20,2.5" {
+		t.Errorf("formatLosses = %q", got)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--scenario", "loss", "--loss", "lots"}, `bench: --loss: "lots" is not a percentage such as 5 or 2.5%`},
+		{[]string{"--scenario", "loss", "--loss", "5,,10"}, `bench: --loss: "" is not a percentage`},
+		{[]string{"--scenario", "loss", "--loss", "NaN"}, `bench: --loss: "NaN" is not a percentage`},
+		{[]string{"--scenario", "loss", "--loss", "0"}, "bench: --scenario: scenario loss: loss 0% is not in (0, 100]"},
+		{[]string{"--scenario", "loss", "--loss", "5,120"}, "bench: --scenario: scenario loss: loss 120% is not in (0, 100]"},
+		{[]string{"--scenario", "loss", "--loss", "5,5%"}, "bench: --scenario: scenario loss: loss 5% is listed twice"},
+	} {
+		code, out := runCmd(t, benchCommand(), tc.args...)
+		if code != 2 || !strings.HasPrefix(out, tc.want) || strings.Contains(out, "\n") {
+			t.Errorf("%v: exit %d, want 2 and one line starting %s:\n%s", tc.args, code, tc.want, out)
 		}
 	}
 }

@@ -62,9 +62,17 @@ type reportSequence struct {
 	Note  string // SequenceNote
 }
 
+type reportSweep struct {
+	Title string
+	SVG   template.HTML
+	// Points link to the scenarios the sweep's points are.
+	Points []string
+}
+
 type reportData struct {
 	R         *Results
 	Scenarios []reportScenario
+	Sweeps    []reportSweep
 	Sequences []reportSequence
 	// PercentileNote is PercentileSummary of the scenarios.
 	PercentileNote string
@@ -75,8 +83,9 @@ type reportData struct {
 
 // WriteReport writes report.html: one self-contained page (inline CSS and
 // SVG, no script, no reference to anything outside it) with the summary
-// table, the time-to-leader distribution of every scenario, its runs, and
-// a message sequence diagram of each election in seqs.
+// table, time to leader and messages against the swept value of every
+// sweep (Sweeps), the time-to-leader distribution of every scenario, its
+// runs, and a message sequence diagram of each election in seqs.
 func WriteReport(w io.Writer, r *Results, seqs ...Sequence) error {
 	d := reportData{R: r, TriggerWindow: capture.DefaultTriggerWindow.String()}
 	for i := range r.Scenarios {
@@ -95,6 +104,13 @@ func WriteReport(w io.Writer, r *Results, seqs ...Sequence) error {
 			Passed: passedText(sc.Summary), Notes: ScenarioNotes(sc), RunsLabel: runsLabel(len(sc.Runs))})
 	}
 	d.PercentileNote = PercentileSummary(r.Scenarios)
+	for _, sw := range Sweeps(r.Scenarios) {
+		rs := reportSweep{Title: sw.Title(), SVG: template.HTML(SweepSVG(sw))}
+		for _, pt := range sw.Points {
+			rs.Points = append(rs.Points, pt.Scenario.Key())
+		}
+		d.Sweeps = append(d.Sweeps, rs)
+	}
 	for _, s := range seqs {
 		used := map[string]bool{}
 		for _, m := range s.Messages {

@@ -23,7 +23,13 @@ type Params struct {
 	// Delays are the points of latency-sweep, one scenario each; nil means
 	// 0, 10ms, 50ms and 100ms.
 	Delays []time.Duration
-	// Loss is the percentage loss drops; 0 means 5.
+	// Losses are the points of loss, percentages, one scenario each,
+	// labelled loss=PCT; nil means Loss alone, or DefaultLosses when Loss
+	// is 0 too.
+	Losses []float64
+	// Loss is a one-point loss sweep: the percentage loss drops, kept for
+	// callers from before loss swept. Giving it and a different Losses is
+	// an error.
 	Loss float64
 	// Seed draws chaos's steps; a bench passes its --seed.
 	Seed int64
@@ -35,6 +41,9 @@ type Params struct {
 var (
 	DefaultK      = 3
 	DefaultDelays = []time.Duration{0, 10 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
+	DefaultLosses = []float64{1, 5, 10, 20}
+	// DefaultLoss was loss's one percentage before it swept DefaultLosses;
+	// it is one of them.
 	DefaultLoss   = 5.0
 	DefaultFaults = 10
 )
@@ -74,7 +83,7 @@ func BuiltinNames() []string {
 }
 
 // Builtin returns the built-in scenario called name: one scenario, or one
-// per point for latency-sweep.
+// per point for latency-sweep and loss.
 func Builtin(name string, p Params) ([]*Scenario, error) {
 	for _, b := range builtins {
 		if b.name != name {
@@ -267,21 +276,38 @@ func latencySweep(p Params) ([]*Scenario, error) {
 }
 
 func loss(p Params) ([]*Scenario, error) {
-	pct := p.Loss
-	if pct == 0 {
-		pct = DefaultLoss
+	losses := p.Losses
+	switch {
+	case losses != nil && p.Loss != 0 && !slices.Equal(losses, []float64{p.Loss}):
+		return nil, fmt.Errorf("loss %g%% given besides the sweep %v", p.Loss, losses)
+	case losses == nil && p.Loss != 0:
+		losses = []float64{p.Loss}
+	case losses == nil:
+		losses = DefaultLosses
 	}
-	if !(pct > 0 && pct <= 100) {
-		return nil, fmt.Errorf("loss %g%% is not in (0, 100]", pct)
+	if len(losses) == 0 {
+		return nil, errors.New("no losses to sweep")
 	}
-	s := strconv.FormatFloat(pct, 'g', -1, 64)
-	sc := scenario("loss", fmt.Sprintf("every node loses %s%% of what it sends; the leader is killed", s),
-		Step{Kind: StepInject, Fault: &Injection{Kind: fault.Loss, Nodes: sels("all"), Loss: pct}},
-		waitLeader(false),
-		inject(fault.Crash, "leader"),
-		waitLeader(true))
-	sc.Labels = map[string]string{"loss": s}
-	return []*Scenario{sc}, nil
+	var out []*Scenario
+	seen := map[string]bool{}
+	for _, pct := range losses {
+		if !(pct > 0 && pct <= 100) {
+			return nil, fmt.Errorf("loss %g%% is not in (0, 100]", pct)
+		}
+		s := strconv.FormatFloat(pct, 'g', -1, 64)
+		if seen[s] {
+			return nil, fmt.Errorf("loss %s%% is listed twice", s)
+		}
+		seen[s] = true
+		sc := scenario("loss", fmt.Sprintf("every node loses %s%% of what it sends; the leader is killed", s),
+			Step{Kind: StepInject, Fault: &Injection{Kind: fault.Loss, Nodes: sels("all"), Loss: pct}},
+			waitLeader(false),
+			inject(fault.Crash, "leader"),
+			waitLeader(true))
+		sc.Labels = map[string]string{"loss": s}
+		out = append(out, sc)
+	}
+	return out, nil
 }
 
 func churn() *Scenario {

@@ -102,7 +102,8 @@
 // Builtin returns the scenarios of the issue: cold-start, leader-crash,
 // leader-pause, crash-during-election, cascade (Params.K), partition-minority,
 // partition-majority, one-way-partition, latency-sweep (one scenario per
-// Params.Delays point, labelled delay=...), loss (Params.Loss), churn and
+// Params.Delays point, labelled delay=...), loss (one scenario per
+// Params.Losses percentage, labelled loss=...), churn and
 // chaos (Params.Faults faults drawn from Params.Seed). Format prints any
 // scenario as a file that parses back to it.
 package scenario
