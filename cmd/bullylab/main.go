@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -57,30 +58,29 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			}
 			return cli.ShowAppHelp(c)
 		},
-		Commands: []*cli.Command{
-			nodeCommand(usageError),
-			keygenCommand(usageError),
-			demoCommand(usageError),
-			analyzeCommand(),
-			benchCommand(),
-			compareCommand(),
-			upCommand(),
-			statusCommand(),
-			faultCommand(),
-			execCommand(),
-			downCommand(),
-			cleanCommand(),
-			{
-				Name:  "version",
-				Usage: "print the version, Go version and VCS revision",
-				Action: func(c *cli.Context) error {
-					fmt.Fprint(c.App.Writer, versionText())
-					return nil
-				},
+		Commands: slices.Concat(
+			[]*cli.Command{
+				nodeCommand(usageError),
+				keygenCommand(usageError),
+				demoCommand(usageError),
+				analyzeCommand(),
 			},
-		},
+			testbedCommands(),
+			[]*cli.Command{versionCommand()},
+		),
 	}
 	return app
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print the version, Go version and VCS revision",
+		Action: func(c *cli.Context) error {
+			fmt.Fprint(c.App.Writer, versionText())
+			return nil
+		},
+	}
 }
 
 func versionText() string {
