@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -402,20 +403,7 @@ func (s *synth) elect(detector int, epoch uint64, reason wire.Reason) int {
 		reason = wire.ReasonBullied
 		s.advance(200 * time.Millisecond) // the top waits ElectionTimeout for ANSWERs
 	}
-	for _, i := range live {
-		if i != top {
-			s.advance(50 * time.Microsecond)
-			s.send(top, i, s.msg(wire.TypeHalt, top, epoch+1, reason))
-			s.advance(50 * time.Microsecond)
-			s.send(i, top, s.msg(wire.TypeHaltAck, i, epoch+1, 0))
-		}
-	}
-	for _, i := range live {
-		if i != top {
-			s.advance(50 * time.Microsecond)
-			s.send(top, i, s.msg(wire.TypeCoordinator, top, epoch+1, reason))
-		}
-	}
+	s.electAmong(top, slices.DeleteFunc(slices.Clone(live), func(i int) bool { return i == top }), epoch+1, reason)
 	return top
 }
 

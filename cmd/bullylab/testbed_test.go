@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,7 +21,6 @@ import (
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/nftables"
-	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -139,47 +137,22 @@ func (u *upProc) wait(t *testing.T) int {
 	return -1
 }
 
-// leftovers is what a run has on this machine.
+// leftovers is what a run has on this machine: what every testbed test
+// counts, and what a run under `bullylab up` adds to it.
 type leftovers struct {
-	namespaces, rootLinks, processes, liveRecorded int
-	stateDir, mounts, rootTable                    bool
+	netemtest.Leftovers
+	liveRecorded      int
+	mounts, rootTable bool
 }
 
 func countLeftovers(t *testing.T, run string, recorded []netem.StateProcess) leftovers {
 	t.Helper()
-	var c leftovers
-	entries, _ := os.ReadDir(netem.NetnsDir)
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), run+"-") {
-			c.namespaces++
-		}
-	}
-	links, err := netlink.LinkList()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range links {
-		if strings.HasPrefix(l.Attrs().Name, run) {
-			c.rootLinks++
-		}
-	}
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		if _, err := strconv.Atoi(p.Name()); err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile("/proc/" + p.Name() + "/cmdline")
-		if err == nil && bytes.Contains(cmdline, []byte(run)) {
-			c.processes++
-		}
-	}
+	c := leftovers{Leftovers: netemtest.CountLeftovers(t, run)}
 	for _, sp := range recorded {
 		if sp.Alive() {
 			c.liveRecorded++
 		}
 	}
-	_, err = os.Stat(netem.StateDir(run))
-	c.stateDir = err == nil
 	mi, _ := os.ReadFile("/proc/self/mountinfo")
 	c.mounts = bytes.Contains(mi, []byte(netem.StateDir(run)+"/"))
 	if conn, err := nftables.New(); err == nil {
@@ -269,7 +242,7 @@ func TestUpTeardown(t *testing.T) {
 			if err != nil || len(st.Processes) != 5 {
 				t.Fatalf("state of the run: %+v, %v", st, err)
 			}
-			if c := countLeftovers(t, u.run, st.Processes); c.namespaces != 6 || c.liveRecorded != 5 || !c.mounts {
+			if c := countLeftovers(t, u.run, st.Processes); c.Namespaces != 6 || c.liveRecorded != 5 || !c.mounts {
 				t.Fatalf("while up: %+v", c)
 			}
 			requireRunKey(t, st)
@@ -291,7 +264,7 @@ func TestUpTeardown(t *testing.T) {
 		// namespaces, and again while it starts the node processes.
 		t.Run(how+"/mid-build", func(t *testing.T) {
 			u := startUp(t, "star250")
-			waitFor(t, "20 namespaces", func() bool { return countLeftovers(t, u.run, nil).namespaces >= 20 })
+			waitFor(t, "20 namespaces", func() bool { return countLeftovers(t, u.run, nil).Namespaces >= 20 })
 			stop[how](t, u)
 			if code := u.wait(t); code != 1 || !strings.Contains(u.output(), "interrupted while starting") {
 				t.Errorf("up exited %d; output:\n%s", code, u.output())
@@ -347,7 +320,7 @@ func TestCleanAfterUpKilled(t *testing.T) {
 	}
 	u.cmd.Process.Kill()
 	u.wait(t)
-	if c := countLeftovers(t, u.run, st.Processes); c.namespaces != 6 || c.liveRecorded != 5 || !c.stateDir || !c.mounts {
+	if c := countLeftovers(t, u.run, st.Processes); c.Namespaces != 6 || c.liveRecorded != 5 || !c.StateDir || !c.mounts {
 		t.Fatalf("killed up left %+v, want its 6 namespaces, 5 nodes, tmpfs and state dir", c)
 	}
 	requireRunKey(t, st)

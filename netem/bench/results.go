@@ -468,10 +468,6 @@ func DecodeResults(name string, data []byte) (*Results, error) {
 // command reads fails alike.
 type FileError = yamlfile.Error
 
-// maxLibraryMessage bounds what an error shows of a message of
-// encoding/json, which may quote the input (a number's digits).
-const maxLibraryMessage = 200
-
 // jsonError turns encoding/json's errors, which count bytes, into one
 // that names a line and, for type errors, the field.
 func jsonError(name string, data []byte, err error) error {
@@ -479,13 +475,13 @@ func jsonError(name string, data []byte, err error) error {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		return &FileError{File: name, Line: lineAt(data, syn.Offset), Msg: bounded.Clip(syn.Error(), maxLibraryMessage)}
+		return &FileError{File: name, Line: lineAt(data, syn.Offset), Msg: bounded.Clip(syn.Error(), yamlfile.MaxLibraryMessage)}
 	case errors.As(err, &typ):
 		// Field names the map keys on the way: the file's.
-		return &FileError{File: name, Line: lineAt(data, typ.Offset), Field: bounded.Clip(typ.Field, maxLibraryMessage),
+		return &FileError{File: name, Line: lineAt(data, typ.Offset), Field: bounded.Clip(typ.Field, yamlfile.MaxLibraryMessage),
 			Msg: fmt.Sprintf("want %s, got JSON %s", typ.Type, bounded.Clip(typ.Value, bounded.MaxQuoted))}
 	}
-	return &FileError{File: name, Msg: bounded.Clip(err.Error(), maxLibraryMessage)}
+	return &FileError{File: name, Msg: bounded.Clip(err.Error(), yamlfile.MaxLibraryMessage)}
 }
 
 func lineAt(data []byte, off int64) int {

@@ -65,16 +65,17 @@ var (
 	namePattern     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) })
 )
 
-// maxLibraryMessage bounds what an error shows of a message of the YAML
-// parser, which may quote the file (an unknown anchor's name).
-const maxLibraryMessage = 200
+// MaxLibraryMessage bounds what an Error shows of a parsing library's
+// message, which may quote the file (an unknown YAML anchor's name, a
+// JSON number's digits).
+const MaxLibraryMessage = 200
 
 // Recover turns a panic into an *Error in *err; defer it in a Parse
 // function. The YAML parser is third-party code fed untrusted files; a
 // panic there must not take the whole run down.
 func (p *Parser) Recover(err *error) {
 	if r := recover(); r != nil {
-		*err = &Error{File: p.File, Msg: "cannot parse: " + bounded.Clip(fmt.Sprint(r), maxLibraryMessage)}
+		*err = &Error{File: p.File, Msg: "cannot parse: " + bounded.Clip(fmt.Sprint(r), MaxLibraryMessage)}
 	}
 }
 
@@ -90,9 +91,9 @@ func (p *Parser) ErrAt(n *yaml.Node, field, format string, args ...any) error {
 func (p *Parser) yamlErr(err error) error {
 	if m := yamlLinePattern().FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return &Error{File: p.File, Line: line, Msg: bounded.Clip(m[2], maxLibraryMessage)}
+		return &Error{File: p.File, Line: line, Msg: bounded.Clip(m[2], MaxLibraryMessage)}
 	}
-	return &Error{File: p.File, Msg: bounded.Clip(strings.TrimPrefix(err.Error(), "yaml: "), maxLibraryMessage)}
+	return &Error{File: p.File, Msg: bounded.Clip(strings.TrimPrefix(err.Error(), "yaml: "), MaxLibraryMessage)}
 }
 
 // DocErrors are the messages Document gives for a file that is not one
