@@ -199,13 +199,26 @@ type NodeReport struct {
 
 // MessageRef identifies one frame.
 type MessageRef struct {
-	Packet int64     `json:"packet"`
-	Time   time.Time `json:"time"`
-	From   string    `json:"from"`
-	To     string    `json:"to"`
-	Type   string    `json:"type"`
-	Epoch  uint64    `json:"epoch"`
-	Reason string    `json:"reason,omitempty"`
+	Packet int64 `json:"packet"`
+	// Time is the capture's timestamp of the frame as it entered the switch
+	// from the sender's port: after any delay the sender's egress added,
+	// and microseconds before the receiver's kernel has it (see Send and
+	// receipt times in the package doc).
+	Time time.Time `json:"time"`
+	// Sent is when the sender's kernel sent it, from the segment's TCP
+	// timestamp; nil without the testbed's ClockInfo. SentErrNS bounds its
+	// error (half a TSval tick plus the clock offset's error).
+	Sent      *time.Time `json:"sent,omitempty"`
+	SentErrNS int64      `json:"sent_err_ns,omitempty"`
+	// Acked is when the receiver's acknowledgement of the frame's last
+	// byte entered the switch; nil if none was seen (dropped by a cut or
+	// a loss, or the capture ended first). Then Time is no receipt.
+	Acked  *time.Time `json:"acked,omitempty"`
+	From   string     `json:"from"`
+	To     string     `json:"to"`
+	Type   string     `json:"type"`
+	Epoch  uint64     `json:"epoch"`
+	Reason string     `json:"reason,omitempty"`
 }
 
 // Trigger is what started an election.

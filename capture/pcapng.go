@@ -85,6 +85,26 @@ type TestbedInfo struct {
 	HeartbeatNS       int64 `json:"heartbeat_ns,omitempty"`
 	FailureTimeoutNS  int64 `json:"failure_timeout_ns,omitempty"`
 	ElectionTimeoutNS int64 `json:"election_timeout_ns,omitempty"`
+	// Clock relates the nodes' TCP timestamps to the capture's time line;
+	// nil when the testbed did not say (then messages have no send times).
+	Clock *ClockInfo `json:"clock,omitempty"`
+}
+
+// ClockInfo says how to read the nodes' TCP timestamp options (TSval) as
+// the time their kernels sent a segment: the testbed turns off the
+// per-connection random offset (net.ipv4.tcp_timestamps = 2 in each node's
+// namespace), so TSval counts TSUnitNS units of CLOCK_MONOTONIC modulo
+// 2^32, and adding MonotonicOffsetNS (CLOCK_REALTIME minus CLOCK_MONOTONIC,
+// read back to back on the testbed host) puts it on the capture's clock.
+type ClockInfo struct {
+	MonotonicOffsetNS int64 `json:"monotonic_offset_ns"`
+	// OffsetErrorNS bounds the error of MonotonicOffsetNS: the gap between
+	// the two clock readings it came from.
+	OffsetErrorNS int64 `json:"offset_error_ns"`
+	// TSUnitNS is a TSval tick: 1000 where the kernel sends microsecond
+	// timestamps (the route feature tcp_usec_ts, Linux 6.7 and later),
+	// else 1000000.
+	TSUnitNS int64 `json:"ts_unit_ns"`
 }
 
 // CaptureStats are a capture's counters, carried by the end record: the
@@ -105,15 +125,31 @@ type CaptureStats struct {
 // RecordVersion; readers accept any version from 1 and ignore fields they
 // do not know.
 type Record struct {
-	Version int           `json:"version"`
-	Time    time.Time     `json:"time"` // when it happened; also the packet's timestamp
-	Kind    RecordKind    `json:"kind"`
-	Nodes   []string      `json:"nodes,omitempty"`   // node names
-	Groups  [][]string    `json:"groups,omitempty"`  // partition: node names
-	OneWay  bool          `json:"one_way,omitempty"` // partition
-	Detail  string        `json:"detail,omitempty"`  // what changed, in words for people
-	Testbed *TestbedInfo  `json:"testbed,omitempty"` // testbed record
-	Capture *CaptureStats `json:"capture,omitempty"` // end record
+	Version int        `json:"version"`
+	Time    time.Time  `json:"time"` // when it happened; also the packet's timestamp
+	Kind    RecordKind `json:"kind"`
+	Nodes   []string   `json:"nodes,omitempty"`   // node names
+	Groups  [][]string `json:"groups,omitempty"`  // partition: node names
+	OneWay  bool       `json:"one_way,omitempty"` // partition
+	Detail  string     `json:"detail,omitempty"`  // what changed, in words for people
+	// InForce is when the change was known to be in force (the process
+	// gone or stopped, the rules installed), the zero time when unknown.
+	InForce time.Time `json:"in_force,omitzero"`
+	// Peers are the destinations a delay or loss applies to; empty: all.
+	Peers []string `json:"peers,omitempty"`
+	// Impair is, for delay and loss, the impairment the change asked for
+	// on what Nodes send (to Peers).
+	Impair  *RecordImpairment `json:"impair,omitempty"`
+	Testbed *TestbedInfo      `json:"testbed,omitempty"` // testbed record
+	Capture *CaptureStats     `json:"capture,omitempty"` // end record
+}
+
+// RecordImpairment is a delay or loss a record asked for; the JSON names
+// are those of the lab's fault.Impairment.
+type RecordImpairment struct {
+	DelayNS  int64   `json:"delay_ns,omitempty"`
+	JitterNS int64   `json:"jitter_ns,omitempty"`
+	Loss     float64 `json:"loss,omitempty"` // percent
 }
 
 // Comment is the record's one-line summary, written as its packet comment.

@@ -67,14 +67,17 @@ func KindList() string {
 // names, Impair is the impairment then in force on the affected link or
 // pair, and Detail says in words what changed.
 type Fault struct {
-	Time   time.Time   `json:"time"`
-	Kind   Kind        `json:"kind"`
-	Nodes  []string    `json:"nodes,omitempty"`
-	Peers  []string    `json:"peers,omitempty"`
-	Groups [][]string  `json:"groups,omitempty"`
-	OneWay bool        `json:"one_way,omitempty"`
-	Impair *Impairment `json:"impair,omitempty"`
-	Detail string      `json:"detail,omitempty"`
+	Time time.Time `json:"time"`
+	// InForce, in a record, is when the change was known to be in force
+	// (processes gone or stopped, rules installed); zero when unknown.
+	InForce time.Time   `json:"in_force,omitzero"`
+	Kind    Kind        `json:"kind"`
+	Nodes   []string    `json:"nodes,omitempty"`
+	Peers   []string    `json:"peers,omitempty"`
+	Groups  [][]string  `json:"groups,omitempty"`
+	OneWay  bool        `json:"one_way,omitempty"`
+	Impair  *Impairment `json:"impair,omitempty"`
+	Detail  string      `json:"detail,omitempty"`
 }
 
 // Impairment degrades the traffic a node sends. Percentages are 0-100.

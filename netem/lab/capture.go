@@ -124,8 +124,12 @@ func (lc *Capture) record(f fault.Fault) {
 	if lc.stopped {
 		return
 	}
-	err := lc.w.WriteRecord(capture.Record{Time: f.Time, Kind: capture.RecordKind(f.Kind), Nodes: f.Nodes,
-		Groups: f.Groups, OneWay: f.OneWay, Detail: f.Detail})
+	rec := capture.Record{Time: f.Time, InForce: f.InForce, Kind: capture.RecordKind(f.Kind), Nodes: f.Nodes,
+		Peers: f.Peers, Groups: f.Groups, OneWay: f.OneWay, Detail: f.Detail}
+	if f.Impair != nil && (f.Kind == fault.Delay || f.Kind == fault.Loss) {
+		rec.Impair = &capture.RecordImpairment{DelayNS: int64(f.Impair.Delay), JitterNS: int64(f.Impair.Jitter), Loss: f.Impair.Loss}
+	}
+	err := lc.w.WriteRecord(rec)
 	if err != nil && lc.err == nil {
 		lc.err = err
 	}
