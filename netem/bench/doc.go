@@ -27,7 +27,11 @@
 //	                ParseBenchText
 //	compare.go      Compare, CompareFiles and their Verdict (below)
 //	report.go       WriteReport: report.html from report.html.tmpl
-//	svg.go          the report's SVG: DistributionSVG, SequenceSVG
+//	svg.go          the report's SVG: DistributionSVG, shared helpers
+//	seqdiagram.go   SequenceSVG: an election as a space-time diagram,
+//	                its time scale and arrows; seqfaults.go its fault
+//	                marks and spans, seqlabels.go its texts placed so that
+//	                none covers another, seqlegend.go its legend
 //	table.go        the summary and comparison tables
 //	progress.go     the progress display
 //	host.go         Host and Tool: the machine and program that measured

@@ -332,60 +332,73 @@ func runMessagesCell(r Run) string {
 	return strconv.Itoa(n)
 }
 
-// SequenceNote explains a message sequence diagram from what it shows:
-// the time origin, whether arrows reach their receipt, the labels shared
-// by fan-outs and fan-ins, and the bands that are in it.
+// SequenceNote explains a space-time diagram from what it shows: the time
+// origin, which arrows reach a receipt and which are drawn without one,
+// and the gaps drawn shorter than they were. The legend in the diagram
+// says what each mark is.
 func SequenceNote(seq Sequence) string {
 	d := newSeqDiagram(seq)
-	var s []string
-	origin := "the first event shown"
-	if !seq.Origin.IsZero() {
-		origin = seq.Origin.UTC().Format("15:04:05.000 UTC")
-		for _, f := range seq.Faults {
-			if f.Time.Equal(seq.Origin) {
-				origin = "the fault " + f.Text
-				break
-			}
-		}
-	}
-	s = append(s, "Time runs down; the times on the left are from "+origin+".")
-	recv := 0
-	for _, m := range d.msgs {
-		if !m.RecvTime.IsZero() {
-			recv++
-		}
-	}
-	switch {
-	case len(d.msgs) == 0:
-		s = append(s, "No message is shown.")
-	case recv == len(d.msgs):
-		s = append(s, "Each arrow goes from a send to its receipt.")
-	case recv == 0:
-		s = append(s, "The capture sees each frame once, as it leaves its sender: every arrow is drawn level and dashed at its send time, its receipt not captured.")
-	default:
-		s = append(s, fmt.Sprintf("Each arrow goes from a send to its receipt; the %s whose receipt was not captured are drawn level and dashed.", plural(len(d.msgs)-recv, "message", "messages")))
-	}
-	shared := false
-	for _, g := range d.groups {
-		if g.count > 1 {
-			shared = true
-			break
-		}
-	}
-	if shared {
-		s = append(s, "Messages of one type and epoch that one node sent to several, or several sent to one, within a millisecond share one label: at the sender, or at the receiver.")
-	}
-	if len(d.faults) > 0 {
-		s = append(s, "Shaded bands are faults; a cross marks each node a fault struck.")
-	}
+	s := []string{"Time runs down; the times on the left are from " + originText(seq) + "."}
+	s = append(s, arrowsText(d.msgs)...)
 	if len(d.cuts) > 0 {
 		var gaps []string
 		for _, c := range d.cuts {
 			gaps = append(gaps, fmtNS(int64(c.gap)))
 		}
-		s = append(s, fmt.Sprintf("Grey bands cut %s of the diagram, with no message of the election, their length on the left (%s).", plural(len(d.cuts), "quiet stretch", "quiet stretches"), strings.Join(gaps, ", ")))
+		s = append(s, fmt.Sprintf("Grey bands mark %s drawn shorter than they were (%s): time runs to scale only between them.", plural(len(d.cuts), "long gap", "long gaps"), strings.Join(gaps, ", ")))
 	}
 	return strings.Join(s, " ")
+}
+
+// originText names the diagram's time zero: the fault at it, or the time.
+func originText(seq Sequence) string {
+	if seq.Origin.IsZero() {
+		return "the first event shown"
+	}
+	for _, f := range seq.Faults {
+		if f.Time.Equal(seq.Origin) {
+			return "the fault " + f.Text
+		}
+	}
+	return seq.Origin.UTC().Format("15:04:05.000 UTC")
+}
+
+// arrowsText says where the arrows start and end: at the send by the
+// sender's TCP timestamp and the receipt its acknowledgement confirms, or
+// level where the capture saw a frame whose send time is unknown.
+func arrowsText(msgs []SequenceMessage) []string {
+	var delivered, dropped, unknownSend, unknownRecv int
+	for _, m := range msgs {
+		switch {
+		case m.SendUnknown:
+			unknownSend++
+		case m.Dropped:
+			dropped++
+		case m.RecvTime.IsZero():
+			unknownRecv++
+		default:
+			delivered++
+		}
+	}
+	if len(msgs) == 0 {
+		return []string{"No message is shown."}
+	}
+	var s []string
+	if delivered > 0 || dropped > 0 {
+		s = append(s, "An arrow starts when the sender's kernel sent the message (its TCP timestamp) and ends when the frame reached the receiver's port, which the receiver's acknowledgement confirms; a delay on the sender's egress makes it slope.")
+	}
+	if dropped > 0 {
+		s = append(s, fmt.Sprintf("Messages never acknowledged (%d) end in a cross short of the receiver, where the capture last saw them: dropped by a cut or a loss, or the capture ended first.", dropped))
+	}
+	if unknownSend == len(msgs) {
+		s = append(s, "The capture holds no send times (the senders' TCP timestamps could not be read): every arrow is drawn level and dashed when the capture saw the frame enter the switch, after any delay the sender's egress added, and no receipt is claimed.")
+	} else if unknownSend > 0 {
+		s = append(s, fmt.Sprintf("Messages without a send time (%d) are drawn level and dashed when the capture saw them, after any delay the sender's egress added.", unknownSend))
+	}
+	if unknownRecv > 0 {
+		s = append(s, fmt.Sprintf("Messages whose receipt is unknown (%d) are drawn level and dashed at their send.", unknownRecv))
+	}
+	return s
 }
 
 // timingText is the topology's shared timing for the report's header.

@@ -39,9 +39,6 @@ func reportTemplateParsed() *template.Template {
 		"counters":   countersCell,
 		"splitbrain": splitBrainCell,
 		"timing":     timingText,
-		// A colour for a style attribute: html/template would refuse a
-		// string there.
-		"color": func(t string) template.CSS { return template.CSS(colorOf(t)) },
 	}).Parse(reportTemplate))
 }
 
@@ -56,10 +53,10 @@ type reportScenario struct {
 }
 
 type reportSequence struct {
-	Title string
-	SVG   template.HTML
-	Types []string
-	Note  string // SequenceNote
+	Title   string
+	SVG     template.HTML
+	Note    string // SequenceNote
+	Capture string // the run's pcapng, relative to the report
 }
 
 type reportSweep struct {
@@ -112,11 +109,7 @@ func WriteReport(w io.Writer, r *Results, seqs ...Sequence) error {
 		d.Sweeps = append(d.Sweeps, rs)
 	}
 	for _, s := range seqs {
-		used := map[string]bool{}
-		for _, m := range s.Messages {
-			used[m.Type] = true
-		}
-		d.Sequences = append(d.Sequences, reportSequence{Title: s.Title, SVG: template.HTML(SequenceSVG(s)), Types: sortTypes(used), Note: SequenceNote(s)})
+		d.Sequences = append(d.Sequences, reportSequence{Title: s.Title, SVG: template.HTML(SequenceSVG(s)), Note: SequenceNote(s), Capture: s.Capture})
 	}
 	return reportTmpl().Execute(w, d)
 }

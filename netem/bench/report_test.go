@@ -3,6 +3,7 @@ package bench_test
 import (
 	"bytes"
 	"fmt"
+	"html"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -26,7 +27,7 @@ func sampleSequence() bench.Sequence {
 		Title:  "leader-crash, run 12 (seed 12): leader n7 after 707ms",
 		Nodes:  []string{"n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8"},
 		Origin: t0,
-		Faults: []bench.FaultMark{{Time: t0, Text: "crash n8 (SIGKILL)", Nodes: []string{"n8"}}},
+		Faults: []bench.FaultMark{{Kind: "crash", Time: t0, Text: "crash n8 (SIGKILL)", Nodes: []string{"n8"}}},
 	}
 	send := func(ms float64, typ string, epoch uint64, from string, to ...string) float64 {
 		for i, d := range to {
@@ -123,7 +124,7 @@ func TestWriteReport(t *testing.T) {
 		t.Errorf("%d sequence diagrams, want 1", n)
 	}
 	seq := sampleSequence()
-	if n := strings.Count(page, `marker-end="url(#arrow-`); n != len(seq.Messages) {
+	if n := len(regexp.MustCompile(`marker-end="url\(#arrow-[^"]*\)"><title>`).FindAllString(page, -1)); n != len(seq.Messages) {
 		t.Errorf("%d arrows, want one per message (%d)", n, len(seq.Messages))
 	}
 }
@@ -342,28 +343,29 @@ func TestReportUncheckedRun(t *testing.T) {
 	}
 }
 
-// TestReportSequenceNote: the diagram's legend says what it shows: arrows
-// level and dashed when the capture saw no receipt, as in a bench, the
-// bands and the origin that are there.
+// TestReportSequenceNote: the note over the diagram says what it shows:
+// where arrows start and end, those level and dashed for want of a send or
+// receipt time, the gaps drawn shorter and the origin.
 func TestReportSequenceNote(t *testing.T) {
 	seq := sampleSequence()
 	page := renderReport(t, firstRuns(5), seq)
 	for _, want := range []string{
 		"Time runs down; the times on the left are from the fault crash n8 (SIGKILL).",
-		"Each arrow goes from a send to its receipt; the 6 messages whose receipt was not captured are drawn level and dashed.",
-		"Shaded bands are faults",
-		"Grey bands cut 2 quiet stretches of the diagram",
+		"An arrow starts when the sender's kernel sent the message (its TCP timestamp) and ends when the frame reached the receiver's port",
+		"Messages whose receipt is unknown (6) are drawn level and dashed at their send.",
+		"Grey bands mark 2 long gaps drawn shorter than they were (505ms, 198ms): time runs to scale only between them.",
 	} {
-		if !strings.Contains(page, want) {
+		if !strings.Contains(page, html.EscapeString(want)) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	// As a bench draws it: no receipt, no fault, no gap.
+	// As a bench draws a capture whose TCP timestamps it cannot read: no
+	// send time, no receipt, no fault, no gap.
 	bare := bench.Sequence{Title: "x", Nodes: []string{"n1", "n2"}}
 	t0 := time.Date(2026, 3, 14, 9, 27, 0, 0, time.UTC)
-	bare.Messages = []bench.SequenceMessage{{Time: t0, From: "n2", To: "n1", Type: "COORDINATOR", Epoch: 2}}
+	bare.Messages = []bench.SequenceMessage{{Time: t0, SendUnknown: true, From: "n2", To: "n1", Type: "COORDINATOR", Epoch: 2}}
 	note := bench.SequenceNote(bare)
-	if want := "Time runs down; the times on the left are from the first event shown. The capture sees each frame once, as it leaves its sender: every arrow is drawn level and dashed at its send time, its receipt not captured."; note != want {
+	if want := "Time runs down; the times on the left are from the first event shown. The capture holds no send times (the senders' TCP timestamps could not be read): every arrow is drawn level and dashed when the capture saw the frame enter the switch, after any delay the sender's egress added, and no receipt is claimed."; note != want {
 		t.Errorf("note %q, want %q", note, want)
 	}
 }

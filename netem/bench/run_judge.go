@@ -1,6 +1,9 @@
 package bench
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/bullylab/bullylab/capture"
@@ -294,21 +297,124 @@ func highestOf(nodes, names []string) string {
 	return highest
 }
 
-// sequenceOf draws election el of rep.
+// sequenceOf draws election el of rep, with the faults from a second
+// before origin to the election's end and those before whose span reaches
+// into that time.
 func sequenceOf(rep *capture.Report, el *capture.Election, names []string, faults []fault.Fault, origin time.Time) *Sequence {
 	tl, err := rep.ElectionTimeline(el.N)
 	if err != nil {
 		return nil
 	}
 	seq := &Sequence{Nodes: names, Origin: origin}
+	acksSeen := false
 	for _, en := range tl.Entries {
-		seq.Messages = append(seq.Messages, SequenceMessage{Time: en.Time, From: en.From, To: en.To, Type: en.Type, Epoch: en.Epoch})
+		acksSeen = acksSeen || en.Acked != nil
 	}
-	for _, f := range faults {
-		if f.Time.Before(origin.Add(-time.Second)) || f.Time.After(el.End) {
-			continue
-		}
-		seq.Faults = append(seq.Faults, FaultMark{Time: f.Time, Text: string(f.Kind), Nodes: f.Nodes})
+	for _, en := range tl.Entries {
+		seq.Messages = append(seq.Messages, sequenceMessage(en.MessageRef, acksSeen))
 	}
+	seq.Faults = faultMarks(faults, names, origin.Add(-time.Second), el.End)
 	return seq
+}
+
+// sequenceMessage draws ref from its send to its receipt. The capture
+// timestamps a frame as it enters the switch from the sender's port,
+// after any delay the sender's egress adds; the receiver's kernel has it
+// microseconds later unless the receiver's input drops it, which its
+// acknowledgement rules out. Without the send time (no TCP timestamps)
+// the frame is drawn at the capture's time, and is taken as dropped only
+// when the analysis saw acknowledgements at all.
+func sequenceMessage(ref capture.MessageRef, acksSeen bool) SequenceMessage {
+	m := SequenceMessage{Time: ref.Time, From: ref.From, To: ref.To, Type: ref.Type, Epoch: ref.Epoch}
+	if ref.Sent != nil {
+		// A clock error cannot make it arrive before it left.
+		m.Time = earliest(*ref.Sent, ref.Time)
+	} else {
+		m.SendUnknown = true
+	}
+	switch {
+	case ref.Acked != nil:
+		m.RecvTime = ref.Time
+	case ref.Sent != nil || acksSeen:
+		m.RecvTime = ref.Time
+		m.Dropped = true
+	}
+	return m
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// faultMarks are the marks of the faults from from to to, and of those
+// before from that begin a span still open at from: a partition healed
+// later, a node crashed and not yet restarted.
+func faultMarks(faults []fault.Fault, names []string, from, to time.Time) []FaultMark {
+	var all []FaultMark
+	for _, f := range faults {
+		if !f.Time.After(to) {
+			all = append(all, FaultMark{Kind: string(f.Kind), Time: f.Time, Text: faultText(f, names), Nodes: f.Nodes, Groups: f.Groups})
+		}
+	}
+	reaching := map[int]bool{}
+	for _, s := range faultSpans(all) {
+		if s.end.IsZero() || !s.end.Before(from) {
+			reaching[s.opener] = true
+		}
+	}
+	var marks []FaultMark
+	for i, m := range all {
+		if !m.Time.Before(from) || reaching[i] {
+			marks = append(marks, m)
+		}
+	}
+	return marks
+}
+
+// faultText is a fault as the diagram labels it: its kind, the nodes it
+// struck (a partition's sides) and what it impairs.
+func faultText(f fault.Fault, names []string) string {
+	s := string(f.Kind)
+	if len(f.Groups) > 0 {
+		sides := make([]string, len(f.Groups))
+		for i, g := range f.Groups {
+			sides[i] = nodeList(g, names)
+		}
+		sep := " | "
+		if f.OneWay {
+			sep = " ↛ "
+		}
+		s += " " + strings.Join(sides, sep)
+	} else if len(f.Nodes) > 0 {
+		s += " " + nodeList(f.Nodes, names)
+	}
+	if len(f.Peers) > 0 {
+		s += " to " + nodeList(f.Peers, names)
+	}
+	if f.Impair != nil && !f.Impair.IsZero() {
+		s += " (" + f.Impair.String() + ")"
+	}
+	return s
+}
+
+// nodeList names nodes briefly: all of them, up to four by name, or the
+// first and last of more with their count.
+func nodeList(nodes, names []string) string {
+	switch {
+	case len(nodes) > 1 && len(nodes) == len(names) && sameSet(nodes, names):
+		return fmt.Sprintf("all %d nodes", len(nodes))
+	case len(nodes) <= 4:
+		return strings.Join(nodes, ",")
+	}
+	return fmt.Sprintf("%s,%s…%s (%d)", nodes[0], nodes[1], nodes[len(nodes)-1], len(nodes))
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }

@@ -68,3 +68,66 @@ func TestCheckInputFaults(t *testing.T) {
 		}
 	}
 }
+
+// TestSequenceMessageTimes: an arrow runs from the sender's kernel's send
+// to the frame reaching the receiver's port when the receiver acknowledged
+// it; unacknowledged, it was dropped; with no send time it is drawn at the
+// capture's time and claims a receipt only when acknowledgements were seen.
+func TestSequenceMessageTimes(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) *time.Time { v := t0.Add(time.Duration(ms) * time.Millisecond); return &v }
+	ref := func(sent, acked *time.Time) capture.MessageRef {
+		return capture.MessageRef{Time: *at(100), Sent: sent, Acked: acked, From: "n1", To: "n2", Type: "HALT", Epoch: 2}
+	}
+	for _, c := range []struct {
+		name     string
+		ref      capture.MessageRef
+		acksSeen bool
+		want     SequenceMessage
+	}{
+		{"acked", ref(at(0), at(101)), true, SequenceMessage{Time: *at(0), RecvTime: *at(100)}},
+		{"dropped", ref(at(0), nil), true, SequenceMessage{Time: *at(0), RecvTime: *at(100), Dropped: true}},
+		{"clock error", ref(at(103), at(104)), true, SequenceMessage{Time: *at(100), RecvTime: *at(100)}},
+		{"no send time", ref(nil, nil), false, SequenceMessage{Time: *at(100), SendUnknown: true}},
+		{"no send time, acked", ref(nil, at(101)), true, SequenceMessage{Time: *at(100), SendUnknown: true, RecvTime: *at(100)}},
+		{"no send time, others acked", ref(nil, nil), true, SequenceMessage{Time: *at(100), SendUnknown: true, RecvTime: *at(100), Dropped: true}},
+	} {
+		c.want.From, c.want.To, c.want.Type, c.want.Epoch = "n1", "n2", "HALT", 2
+		if got := sequenceMessage(c.ref, c.acksSeen); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestFaultMarks: the diagram gets the faults of its time and those
+// before whose span reaches into it, each labelled with what it struck.
+func TestFaultMarks(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	names := []string{"n1", "n2", "n3", "n4", "n5", "n6"}
+	faults := []fault.Fault{
+		{Time: at(0), Kind: fault.Crash, Nodes: []string{"n2"}},
+		{Time: at(1), Kind: fault.Restart, Nodes: []string{"n2"}},
+		{Time: at(2), Kind: fault.Partition, Groups: [][]string{{"n1", "n2"}, {"n3", "n4", "n5", "n6"}}},
+		{Time: at(3), Kind: fault.Pause, Nodes: []string{"n6"}},
+		{Time: at(9), Kind: fault.Delay, Nodes: names, Impair: &fault.Impairment{Delay: 100 * time.Millisecond}},
+		{Time: at(10), Kind: fault.Heal},
+		{Time: at(20), Kind: fault.Resume, Nodes: []string{"n6"}},
+	}
+	var got []string
+	for _, m := range faultMarks(faults, names, at(8), at(12)) {
+		got = append(got, m.Kind+": "+m.Text)
+	}
+	want := []string{
+		"partition: partition n1,n2 | n3,n4,n5,n6",
+		"pause: pause n6",
+		"delay: delay all 6 nodes (delay 100ms)",
+		"heal: heal",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("marks %q, want %q", got, want)
+	}
+	if got := nodeList([]string{"n1", "n2", "n3", "n4", "n9"}, names); got != "n1,n2…n9 (5)" {
+		t.Errorf("nodeList %q", got)
+	}
+}
