@@ -43,8 +43,9 @@ func benchCommand() *cli.Command {
 			"COORDINATOR left the leader for the last live node it had to reach), detection time (from\n" +
 			"the fault to the election's first message, its first ELECTION or HALT) and messages by\n" +
 			"type, checked against the nodes' counters and the SLE1/SLE2 properties; report.html defines\n" +
-			"each metric in full. Percentiles are nearest-rank over the runs that passed: with fewer than\n" +
-			"100 of them p99 is the slowest run, with fewer than 20 p95 too.\n" +
+			"each metric in full and draws the election of each run --diagram-runs picks. Percentiles\n" +
+			"are nearest-rank over the runs that passed: with fewer than 100 of them p99 is the slowest\n" +
+			"run, with fewer than 20 p95 too.\n" +
 			"Writes results.json, bench.txt (benchstat input), report.html and one pcapng per run to --out,\n" +
 			"all mode 0644. Needs root: it creates network namespaces. The inputs are checked first, the\n" +
 			"scenario against the topology included, so that a mistake costs no testbed.",
@@ -60,6 +61,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "loss", Usage: "loss: comma-separated percentages dropped, one scenario each (default 1,5,10,20)"},
 			&cli.IntFlag{Name: "faults", Usage: "chaos: how many faults (default 10)"},
 			&cli.StringFlag{Name: "backend", Usage: "impairment backend: netem or nfqueue (default: probe)"},
+			&cli.StringFlag{Name: "diagram-runs", Value: bench.DefaultDiagramRuns, Usage: "the runs of each scenario whose election report.html draws: run numbers and median, slowest or all, comma-separated"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -71,6 +73,13 @@ func benchCommand() *cli.Command {
 			}
 			if err := checkBackend(c.String("backend")); err != nil {
 				return &benchExit{err.Error(), 2}
+			}
+			diagramRuns, err := bench.ParseDiagramRuns(c.String("diagram-runs"))
+			if err == nil {
+				err = diagramRuns.CheckRuns(runs)
+			}
+			if err != nil {
+				return &benchExit{fmt.Sprintf("bench: --diagram-runs: %v", err), 2}
 			}
 			topo, err := topologies.Load(c.String("topology"))
 			if err != nil {
@@ -121,7 +130,7 @@ func benchCommand() *cli.Command {
 			res, err := bench.RunBench(ctx, bench.RunOptions{
 				Topology: topo, Scenarios: scs, ScenarioArg: c.String("scenario"), Params: given,
 				Runs: runs, Seed: c.Int64("seed"), OutDir: out, Binary: bin, Version: version,
-				Backend:  c.String("backend"),
+				Backend: c.String("backend"), DiagramRuns: diagramRuns,
 				Progress: bench.NewProgress(c.App.ErrWriter, runs*len(scs)),
 				Summary:  c.App.Writer,
 			})

@@ -72,6 +72,9 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"--runs", "0"}, "bench: --runs 0: want at least 1"},
 		{[]string{"--backend", "tc"}, `--backend "tc": want netem or nfqueue`},
 		{[]string{"extra"}, `bench: unexpected argument "extra"`},
+		{[]string{"--diagram-runs", "median,fastest"}, `bench: --diagram-runs: "fastest" is not a run number (from 1), median, slowest or all`},
+		{[]string{"--diagram-runs", ""}, `bench: --diagram-runs: empty: want run numbers, median, slowest or all`},
+		{[]string{"--runs", "5", "--diagram-runs", "median,7"}, `bench: --diagram-runs: run 7, but each scenario runs 5 times`},
 	} {
 		code, out := runCmd(t, benchCommand(), tc.args...)
 		if code != 2 || !strings.HasPrefix(out, tc.want) || strings.Contains(out, "\n") {

@@ -82,7 +82,8 @@ type reportData struct {
 // SVG, no script, no reference to anything outside it) with the summary
 // table, time to leader and messages against the swept value of every
 // sweep (Sweeps), the time-to-leader distribution of every scenario, its
-// runs, and a message sequence diagram of each election in seqs.
+// runs with their captures linked, and a space-time diagram of each
+// election in seqs beside a link to its capture.
 func WriteReport(w io.Writer, r *Results, seqs ...Sequence) error {
 	d := reportData{R: r, TriggerWindow: capture.DefaultTriggerWindow.String()}
 	for i := range r.Scenarios {
@@ -181,7 +182,16 @@ func MedianRun(sc *ScenarioResult) (run Run, ok bool) {
 	return Run{}, false
 }
 
-// SequenceTitle is the caption of a run's election diagram.
-func SequenceTitle(sc *ScenarioResult, run Run) string {
-	return strings.TrimSpace(fmt.Sprintf("%s, run %d (seed %d): leader %s after %s", sc.Key(), run.Index, run.Seed, run.Leader, fmtNS(run.TimeToLeaderNS)))
+// SequenceTitle is the caption of a run's election diagram: the run, the
+// roles it plays among the runs (median, slowest) and its time to leader,
+// or how it failed.
+func SequenceTitle(sc *ScenarioResult, run Run, roles ...string) string {
+	s := fmt.Sprintf("%s, run %d (seed %d)", sc.Key(), run.Index, run.Seed)
+	if len(roles) > 0 {
+		s += ", the " + strings.Join(roles, " and the ") + " run"
+	}
+	if !run.OK {
+		return strings.TrimSpace(fmt.Sprintf("%s: failed (%s)", s, run.FailureKind))
+	}
+	return strings.TrimSpace(fmt.Sprintf("%s: leader %s after %s", s, run.Leader, fmtNS(run.TimeToLeaderNS)))
 }

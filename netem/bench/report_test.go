@@ -325,6 +325,10 @@ func TestReportUncheckedRun(t *testing.T) {
 	i = strings.LastIndex(page, "starting the lab: no netns")
 	row := page[i:]
 	row = row[:strings.Index(row, "</tr>")]
+	if !strings.Contains(row, `<a href="run-leader-crash-2.pcapng">`) {
+		t.Errorf("the run's capture is not linked: %s", row)
+	}
+	row = regexp.MustCompile(`</?a[^>]*>`).ReplaceAllString(row, "")
 	if got := regexp.MustCompile(`<td[^>]*>([^<]*)</td>`).FindAllStringSubmatch(row, -1); len(got) < 7 {
 		t.Fatalf("row %q", row)
 	} else {

@@ -45,6 +45,9 @@ type RunOptions struct {
 	// StableTimeout bounds the wait for the first leader of a run;
 	// default scenario.DefaultTimeout.
 	StableTimeout time.Duration
+	// DiagramRuns are the runs of each scenario whose election
+	// report.html draws; the zero value is DefaultDiagramRuns.
+	DiagramRuns DiagramRuns
 }
 
 // CheckScenarios returns the first error of a scenario that names a node
@@ -88,14 +91,12 @@ func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
 	res := newResults(opts, backend)
 	var seqs []Sequence
 	for _, sc := range opts.Scenarios {
-		sr, seq, err := runScenario(ctx, opts, sc, backend)
+		sr, scSeqs, err := runScenario(ctx, opts, sc, backend)
 		if err != nil {
 			return nil, err
 		}
 		res.Scenarios = append(res.Scenarios, sr)
-		if seq != nil {
-			seqs = append(seqs, *seq)
-		}
+		seqs = append(seqs, scSeqs...)
 	}
 	if opts.Progress != nil {
 		opts.Progress.Finish()
@@ -142,9 +143,9 @@ func newResults(opts RunOptions, backend string) *Results {
 }
 
 // runScenario runs sc opts.Runs times, and returns its result with the
-// election of its median run drawn for the report (nil when no run
-// passed, or the median run's election could not be drawn).
-func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, backend string) (ScenarioResult, *Sequence, error) {
+// elections of the runs opts.DiagramRuns picks drawn for the report
+// (those whose election could not be drawn left out).
+func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, backend string) (ScenarioResult, []Sequence, error) {
 	sr, err := ResultOf(sc)
 	if err != nil {
 		return sr, nil, fmt.Errorf("bench: scenario %s: %w", sc.Name, err)
@@ -169,23 +170,24 @@ func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, ba
 				FailureKind: r.FailureKind, Failure: r.Failure})
 		}
 	}
-	return sr, medianSequence(&sr, details), nil
+	return sr, diagrams(&sr, details, opts.DiagramRuns), nil
 }
 
-// medianSequence is the election of sr's median run (MedianRun), titled,
-// from the details of sr's runs; nil when there is none.
-func medianSequence(sr *ScenarioResult, details []*runDetail) *Sequence {
-	med, ok := MedianRun(sr)
-	if !ok {
-		return nil
+// diagrams are the elections of the runs of sr that dr picks, titled and
+// with their captures, from the details of sr's runs.
+func diagrams(sr *ScenarioResult, details []*runDetail, dr DiagramRuns) []Sequence {
+	var seqs []Sequence
+	for _, p := range dr.pick(sr) {
+		i := p.run.Index - 1
+		if i < 0 || i >= len(details) || details[i] == nil || details[i].seq == nil {
+			continue
+		}
+		seq := *details[i].seq
+		seq.Title = SequenceTitle(sr, p.run, p.roles...)
+		seq.Capture = p.run.Capture
+		seqs = append(seqs, seq)
 	}
-	d := details[med.Index-1]
-	if d == nil || d.seq == nil {
-		return nil
-	}
-	seq := *d.seq
-	seq.Title = SequenceTitle(sr, med)
-	return &seq
+	return seqs
 }
 
 func writeOutputs(dir string, res *Results, seqs []Sequence) error {
