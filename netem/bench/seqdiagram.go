@@ -62,16 +62,18 @@ type FaultMark struct {
 
 // Layout of the space-time diagram.
 const (
-	seqLeft     = 132.0 // room for the time ruler and the cut lengths
-	seqTop      = 56.0
-	seqLane     = 100.0 // between lifelines
-	seqPxPerMs  = 8.0
-	seqMinStep  = 4.0  // between two distinct instants
-	seqLinear   = 36.0 // longer gaps grow by seqLogPx a doubling, and are marked as cut
-	seqLogPx    = 10.0
-	seqMinW     = 640.0
-	seqDropGap  = 16.0 // between a dropped message's cross and its receiver
-	seqLabelGap = 14.0 // before a labelled group of messages: a row for its label
+	seqLeft = 132.0 // room for the time ruler and the cut lengths
+	seqTop  = 56.0
+	// Lifelines are seqMaxLane apart, closer when there are many, so
+	// that a star of 16 fits the report's width still legible.
+	seqMaxLane, seqMinLane, seqLanesWidth = 100.0, 64.0, 960.0
+	seqPxPerMs                            = 8.0
+	seqMinStep                            = 4.0  // between two distinct instants
+	seqLinear                             = 36.0 // longer gaps grow by seqLogPx a doubling, and are marked as cut
+	seqLogPx                              = 10.0
+	seqMinW                               = 640.0
+	seqDropGap                            = 16.0 // between a dropped message's cross and its receiver
+	seqLabelGap                           = 14.0 // before a labelled group of messages: a row for its label
 )
 
 // SequenceSVG draws an election as a space-time diagram: time runs down,
@@ -106,6 +108,7 @@ type seqDiagram struct {
 	title   string
 	nodes   []string // lifelines, left to right
 	lane    map[string]int
+	laneGap float64           // between lifelines
 	msgs    []SequenceMessage // by send time
 	faults  []FaultMark       // by time
 	spans   []faultSpan
@@ -153,6 +156,7 @@ type seqLeader struct {
 func newSeqDiagram(seq Sequence) *seqDiagram {
 	d := &seqDiagram{title: seq.Title, origin: seq.Origin}
 	d.nodes, d.lane = seqLanes(seq)
+	d.laneGap = min(max(seqLanesWidth/float64(max(len(d.nodes)-1, 1)), seqMinLane), seqMaxLane)
 	d.msgs = slices.Clone(seq.Messages)
 	slices.SortStableFunc(d.msgs, func(a, b SequenceMessage) int { return a.Time.Compare(b.Time) })
 	d.faults = slices.Clone(seq.Faults)
@@ -291,12 +295,12 @@ func (d *seqDiagram) yOf(t time.Time) float64 {
 	return seqTop
 }
 
-func (d *seqDiagram) xOf(n string) float64 { return seqLeft + float64(d.lane[n])*seqLane }
+func (d *seqDiagram) xOf(n string) float64 { return seqLeft + float64(d.lane[n])*d.laneGap }
 
 // span returns the x of the first and the last lifeline; a diagram of
 // fewer than two nodes is as wide as one of two.
 func (d *seqDiagram) span() (float64, float64) {
-	return seqLeft, seqLeft + float64(max(len(d.nodes), 2)-1)*seqLane
+	return seqLeft, seqLeft + float64(max(len(d.nodes), 2)-1)*d.laneGap
 }
 
 // band returns the x range of the bands drawn across the lifelines.
@@ -374,7 +378,7 @@ func (d *seqDiagram) drawLifelines(b *strings.Builder) {
 			if y0 > from {
 				fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="#aab7b8"/>`, f1(x), f1(x), f1(from), f1(y0))
 			}
-			fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="#aab7b8" stroke-dasharray="1 4"/>`, f1(x), f1(x), f1(y0), f1(y1))
+			fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="#7f8c8d" stroke-width="1.6" stroke-dasharray="2 4"/>`, f1(x), f1(x), f1(y0), f1(y1))
 			from = y1
 		}
 		if from < d.lifeEnd {

@@ -24,7 +24,7 @@ import (
 // partition (healed after the election).
 func election5(delay time.Duration, lost string) Sequence {
 	t0 := time.Date(2026, 3, 14, 9, 27, 0, 0, time.UTC)
-	e := &electionBuilder{delay: delay, seq: Sequence{
+	e := &electionBuilder{delay: delay, lost: "n5", seq: Sequence{
 		Title:  "five nodes, " + lost + " of n5, delay " + delay.String(),
 		Nodes:  []string{"n1", "n2", "n3", "n4", "n5"},
 		Origin: t0,
@@ -74,19 +74,46 @@ func election5(delay time.Duration, lost string) Sequence {
 	return e.seq
 }
 
+// haltRound is a star of n nodes after its leader crashed, as a bench
+// with a detection stagger sees it: the highest survivor halts every
+// other node, collects their HALT_ACKs and announces itself, no ELECTION.
+func haltRound(n int, delay time.Duration) Sequence {
+	t0 := time.Date(2026, 3, 14, 9, 27, 0, 0, time.UTC)
+	var nodes []string
+	for i := 1; i <= n; i++ {
+		nodes = append(nodes, "n"+strconv.Itoa(i))
+	}
+	leader, top := nodes[n-2], nodes[n-1]
+	e := &electionBuilder{delay: delay, lost: top, seq: Sequence{
+		Title: "star" + strconv.Itoa(n) + ", crash of " + top + ", delay " + delay.String(), Nodes: nodes, Origin: t0,
+		Faults: []FaultMark{{Kind: "crash", Time: t0, Text: "crash " + top, Nodes: []string{top}}},
+	}}
+	others := slices.Clone(nodes[:n-2])
+	slices.Reverse(others)
+	halted := e.send(t0.Add(505*time.Millisecond), "HALT", 2, leader, others...)
+	var lastAck time.Time
+	for _, o := range others {
+		r := e.send(halted[o].Add(20*time.Microsecond), "HALT_ACK", 2, o, leader)
+		lastAck = latest(lastAck, r[leader])
+	}
+	e.send(lastAck.Add(20*time.Microsecond), "COORDINATOR", 2, leader, others...)
+	return e.seq
+}
+
 type electionBuilder struct {
 	delay time.Duration
+	lost  string // what is sent to it is never acknowledged
 	seq   Sequence
 }
 
 // send sends typ from from to each of to, 15µs apart, and returns when
-// each receiver had it; what goes to n5 is dropped.
+// each receiver had it; what goes to the lost node is dropped.
 func (e *electionBuilder) send(at time.Time, typ string, epoch uint64, from string, to ...string) map[string]time.Time {
 	recv := map[string]time.Time{}
 	for i, n := range to {
 		sent := at.Add(time.Duration(i) * 15 * time.Microsecond)
 		arrived := sent.Add(e.delay + 40*time.Microsecond)
-		e.seq.Messages = append(e.seq.Messages, SequenceMessage{Time: sent, RecvTime: arrived, Dropped: n == "n5", From: from, To: n, Type: typ, Epoch: epoch})
+		e.seq.Messages = append(e.seq.Messages, SequenceMessage{Time: sent, RecvTime: arrived, Dropped: n == e.lost, From: from, To: n, Type: typ, Epoch: epoch})
 		recv[n] = arrived
 	}
 	return recv
@@ -147,8 +174,11 @@ func TestSequenceLabelsDoNotOverlap(t *testing.T) {
 	for _, c := range []struct {
 		delay time.Duration
 		lost  string
-	}{{0, "crash"}, {100 * time.Millisecond, "crash"}, {100 * time.Millisecond, "partition"}, {0, "partition"}} {
+	}{{0, "crash"}, {100 * time.Millisecond, "crash"}, {100 * time.Millisecond, "partition"}, {0, "partition"}, {0, "star16"}, {100 * time.Millisecond, "star16"}} {
 		seq := election5(c.delay, c.lost)
+		if c.lost == "star16" {
+			seq = haltRound(16, c.delay)
+		}
 		svg := SequenceSVG(seq)
 		texts := svgTexts(t, svg)
 		if len(texts) < 20 {
@@ -254,7 +284,7 @@ func TestSequenceFaultSpans(t *testing.T) {
 		t.Errorf("the pause never resumed runs %.1f to %.1f, want %.1f to the lifelines' end %.1f", y0, y1, d.yOf(at(2)), d.lifeEnd)
 	}
 	svg := SequenceSVG(seq)
-	for _, w := range []string{"<title>n1 partitioned: side 1</title>", "<title>n3 partitioned: side 2</title>", "<title>n2 paused</title>", `stroke-dasharray="1 4"`} {
+	for _, w := range []string{"<title>n1 partitioned: side 1</title>", "<title>n3 partitioned: side 2</title>", "<title>n2 paused</title>", `stroke-dasharray="2 4"`} {
 		if !strings.Contains(svg, w) {
 			t.Errorf("diagram lacks %q", w)
 		}
@@ -331,6 +361,7 @@ func TestSequenceReportPNG(t *testing.T) {
 	}{{100 * time.Millisecond, "partition"}, {0, "crash"}} {
 		seqs = append(seqs, election5(c.delay, c.lost))
 	}
+	seqs = append(seqs, haltRound(16, 100*time.Millisecond))
 	seqs[0].Capture = "run-x-1.pcapng"
 	var buf bytes.Buffer
 	if err := WriteReport(&buf, r, seqs...); err != nil {

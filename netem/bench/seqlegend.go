@@ -173,7 +173,7 @@ func (d *seqDiagram) spanEntries() []legendEntry {
 			seen[l.label] = true
 			es = append(es, legendEntry{func(x, y float64) string {
 				if k == spanDown {
-					return fmt.Sprintf(`<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="#aab7b8" stroke-width="1.5" stroke-dasharray="1 4"/>`, f1(x+legendSwatch/2), f1(x+legendSwatch/2), f1(y-7), f1(y+7))
+					return fmt.Sprintf(`<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="#7f8c8d" stroke-width="1.6" stroke-dasharray="2 4"/>`, f1(x+legendSwatch/2), f1(x+legendSwatch/2), f1(y-7), f1(y+7))
 				}
 				return fmt.Sprintf(`<rect x="%s" y="%s" width="%g" height="14" fill="%s" fill-opacity="%g"/>`, f1(x+(legendSwatch-l.width)/2), f1(y-7), l.width, l.fill, l.opacity)
 			}, l.label})
