@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/bullylab/bullylab/netem/fault"
 )
 
 // election5 is a five-node election after n5 was lost: n1 detects, its
@@ -100,6 +102,26 @@ func haltRound(n int, delay time.Duration) Sequence {
 	return e.seq
 }
 
+// withEveryFault adds to seq a fault of every kind, a few microseconds
+// apart in the middle of its election, the crowd a chaos scenario makes.
+func withEveryFault(seq Sequence) Sequence {
+	at := seq.Messages[len(seq.Messages)/2].Time
+	groups := [][]string{seq.Nodes[:2], seq.Nodes[2:]}
+	for i, k := range fault.Kinds {
+		f := FaultMark{Kind: string(k), Time: at.Add(time.Duration(i) * 7 * time.Microsecond), Nodes: []string{seq.Nodes[i%len(seq.Nodes)]}}
+		switch k {
+		case fault.Partition:
+			f.Nodes, f.Groups = nil, groups
+		case fault.Heal:
+			f.Nodes = nil
+		}
+		f.Text = string(k) + " " + strings.Join(f.struck(), ",")
+		seq.Faults = append(seq.Faults, f)
+	}
+	seq.Title += ", every fault"
+	return seq
+}
+
 type electionBuilder struct {
 	delay time.Duration
 	lost  string // what is sent to it is never acknowledged
@@ -174,10 +196,13 @@ func TestSequenceLabelsDoNotOverlap(t *testing.T) {
 	for _, c := range []struct {
 		delay time.Duration
 		lost  string
-	}{{0, "crash"}, {100 * time.Millisecond, "crash"}, {100 * time.Millisecond, "partition"}, {0, "partition"}, {0, "star16"}, {100 * time.Millisecond, "star16"}} {
+	}{{0, "crash"}, {100 * time.Millisecond, "crash"}, {100 * time.Millisecond, "partition"}, {0, "partition"}, {0, "star16"}, {100 * time.Millisecond, "star16"}, {0, "chaos"}} {
 		seq := election5(c.delay, c.lost)
-		if c.lost == "star16" {
+		switch c.lost {
+		case "star16":
 			seq = haltRound(16, c.delay)
+		case "chaos":
+			seq = withEveryFault(seq)
 		}
 		svg := SequenceSVG(seq)
 		texts := svgTexts(t, svg)
@@ -361,7 +386,7 @@ func TestSequenceReportPNG(t *testing.T) {
 	}{{100 * time.Millisecond, "partition"}, {0, "crash"}} {
 		seqs = append(seqs, election5(c.delay, c.lost))
 	}
-	seqs = append(seqs, haltRound(16, 100*time.Millisecond))
+	seqs = append(seqs, haltRound(16, 100*time.Millisecond), withEveryFault(election5(100*time.Millisecond, "partition")))
 	seqs[0].Capture = "run-x-1.pcapng"
 	var buf bytes.Buffer
 	if err := WriteReport(&buf, r, seqs...); err != nil {

@@ -179,12 +179,30 @@ func (p *textPlacer) place(cands []seqText, group int) (t seqText, moved bool) {
 	if b := t.box(); b.x0 < p.minX {
 		t.x += p.minX - b.x0
 	}
-	// Below everything taken it fits: the loop ends.
-	for !p.fits(t.box()) {
-		t.y += 3
+	// Each step clears the box it hit, and below everything taken it
+	// fits: the loop ends, within a step per box.
+	for {
+		hit, ok := p.hit(t.box())
+		if !ok {
+			break
+		}
+		t.y += hit.y1 - t.box().y0 + 1.5
 	}
 	p.take(t.box())
 	return t, true
+}
+
+// hit returns a box taken that b touches, the lowest of them.
+func (p *textPlacer) hit(b box) (box, bool) {
+	g := b.grow(1)
+	var low box
+	found := false
+	for _, t := range p.taken {
+		if g.overlaps(t) && (!found || t.y1 > low.y1) {
+			low, found = t, true
+		}
+	}
+	return low, found
 }
 
 // tryPlace puts t where it is if it fits there, and says whether it did.
@@ -220,8 +238,12 @@ func (d *seqDiagram) layoutTexts() {
 	d.placeTicks(p)
 	for _, f := range d.faults {
 		y := d.yOf(f.Time)
-		t, _ := p.place([]seqText{{x: x1 + 10, y: y + 4, size: seqFaultFont, bold: true, fill: styleOf(f.Kind).color, halo: true, text: f.Text}}, -1)
+		color := styleOf(f.Kind).color
+		t, moved := p.place([]seqText{{x: x1 + 10, y: y + 4, size: seqFaultFont, bold: true, fill: color, halo: true, text: f.Text}}, -1)
 		d.texts = append(d.texts, t)
+		if moved {
+			d.leaders = append(d.leaders, seqLeader{x0: t.x - 2, y0: t.y - 4, x1: x1, y1: y, color: color})
+		}
 	}
 	for k := range d.groups {
 		d.placeGroupLabel(p, k)

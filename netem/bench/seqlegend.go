@@ -12,7 +12,7 @@ import (
 const (
 	legendEpochNote  = "eN: the epoch the message carries: the term of the leader it elects or announces."
 	legendSharedNote = "×N: N messages of one type and epoch, sent by one node to several or by several to one within 1 ms, share one label."
-	legendLeaderNote = "A dotted line ties a label moved for room back to its arrow."
+	legendLeaderNote = "A dotted line ties a label moved for room back to its arrow or its fault."
 )
 
 // seqLegend is the legend under the diagram: a swatch and a text for each
