@@ -765,8 +765,8 @@ func (a *analyzer) live(i int32, t int64) bool {
 // cuts is the reachability state from some time on.
 type cuts struct {
 	t         int64
-	inForce   int64 // the record's InForce, else t
-	pkt       int64 // the record's packet
+	inForce   int64         // the record's InForce, else t
+	pkt       int64         // the record's packet
 	group     map[int32]int // partition: node -> group; absent: the extra group
 	oneWay    bool
 	parted    bool
