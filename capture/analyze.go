@@ -454,12 +454,11 @@ func AnalyzeFile(path string, opts AnalyzeOptions) (*Report, error) {
 // an anomaly). The election converged when every node live at its end and
 // not cut from the leader, the leader aside, was sent a winning COORDINATOR
 // not over a cut. Time to leader runs from the trigger to the moment the
-// last of those nodes was sent its first winning COORDINATOR: the frame's
-// capture timestamp on the sender's port, i.e. when it left the leader,
-// which on the testbed's bridge is microseconds before it reaches the
-// receiver's socket, plus any delay a fault adds on the receiver's side. A
-// frame is timed by its first transmission; TCP retransmissions are not
-// counted again.
+// last of those nodes received its first winning COORDINATOR: the frame's
+// capture timestamp on the sender's port, after any delay the leader's
+// egress added, microseconds before the receiver's kernel has it (see Send
+// and receipt times in the package doc). A frame is timed by its first
+// complete transmission; TCP retransmissions are not counted again.
 //
 // Anomalies: two leaders in one epoch (a COORDINATOR or HEARTBEAT from two
 // nodes with one epoch); a COORDINATOR from a node while a node with a
