@@ -233,3 +233,44 @@ func TestSentAtUnwraps(t *testing.T) {
 		t.Errorf("delay %s, want 100ms ± %dns", time.Duration(d), errNS)
 	}
 }
+
+// FuzzAnalyze: whatever a capture file holds, Analyze returns a report or
+// an error, and the report prints: send times, acknowledgements and fault
+// checks included.
+func FuzzAnalyze(f *testing.F) {
+	var buf bytes.Buffer
+	s := newSynthClock(f, &buf, 3, 3, msClock)
+	for i := range s.live {
+		s.live[i] = true
+	}
+	s.heartbeats(2, 1, 2)
+	s.record(Record{Kind: KindDelay, Nodes: s.names(0, 1, 2), Impair: &RecordImpairment{DelayNS: 1e7, Loss: 5}, InForce: time.Unix(0, s.t)})
+	s.egress = map[int]time.Duration{0: 10 * time.Millisecond, 2: 10 * time.Millisecond}
+	s.retransmit = 0.3
+	s.heartbeats(2, 1, 2)
+	s.record(Record{Kind: KindPartition, Groups: [][]string{s.names(2), s.names(0, 1)}})
+	s.heartbeats(2, 1, 1)
+	s.record(Record{Kind: KindCrash, Nodes: s.names(2)})
+	s.live[2] = false
+	s.elect(0, 1, 0)
+	s.close(f)
+	f.Add(buf.Bytes())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 64<<10 {
+			return
+		}
+		rep, err := Analyze(bytes.NewReader(data), AnalyzeOptions{})
+		if err != nil {
+			return
+		}
+		var out bytes.Buffer
+		if err := rep.WriteText(&out); err != nil {
+			t.Fatal(err)
+		}
+		for n := range rep.Elections {
+			if _, err := rep.ElectionTimeline(n + 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
