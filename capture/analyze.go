@@ -154,9 +154,17 @@ type Report struct {
 	// authenticated frames; nil without a key and authenticated frames.
 	Auth     *AuthReport `json:"auth,omitempty"`
 	Timeline *Timeline   `json:"timeline,omitempty"`
+	// FaultChecks set what each fault record asked next to what the
+	// capture observed (see Faults verified on the wire in the package
+	// doc), in record order.
+	FaultChecks []FaultCheck `json:"fault_checks"`
+	// PathDelay is the one-way delay the testbed itself adds, from the
+	// segments sent while no delay was in force; nil without send times.
+	PathDelay *PathDelay `json:"path_delay,omitempty"`
 
-	msgs  []msg
-	names []string
+	msgs   []msg
+	frames []frameObs
+	names  []string
 }
 
 // Truncation says where a truncated capture ends (TruncatedError).
@@ -322,6 +330,7 @@ type msg struct {
 	to    int32
 	typ   wire.Type
 	flags uint8
+	frame int32 // in analyzer.wire.frames
 }
 
 type nodeState struct {
@@ -367,6 +376,7 @@ type analyzer struct {
 	anoms   []Anomaly
 	errs    []StreamErrorReport
 	auth    *authChecker
+	wire    wireObserver
 	first   int64
 	last    int64
 	quiet   time.Duration
@@ -444,12 +454,11 @@ func AnalyzeFile(path string, opts AnalyzeOptions) (*Report, error) {
 // an anomaly). The election converged when every node live at its end and
 // not cut from the leader, the leader aside, was sent a winning COORDINATOR
 // not over a cut. Time to leader runs from the trigger to the moment the
-// last of those nodes was sent its first winning COORDINATOR: the frame's
-// capture timestamp on the sender's port, i.e. when it left the leader,
-// which on the testbed's bridge is microseconds before it reaches the
-// receiver's socket, plus any delay a fault adds on the receiver's side. A
-// frame is timed by its first transmission; TCP retransmissions are not
-// counted again.
+// last of those nodes received its first winning COORDINATOR: the frame's
+// capture timestamp on the sender's port, after any delay the leader's
+// egress added, microseconds before the receiver's kernel has it (see Send
+// and receipt times in the package doc). A frame is timed by its first
+// complete transmission; TCP retransmissions are not counted again.
 //
 // Anomalies: two leaders in one epoch (a COORDINATOR or HEARTBEAT from two
 // nodes with one epoch); a COORDINATOR from a node while a node with a
@@ -573,6 +582,10 @@ func (a *analyzer) testbed(tb *TestbedInfo) {
 	for _, n := range tb.Nodes {
 		a.addNode(n)
 	}
+	if tb.Clock != nil && tb.Clock.TSUnitNS > 0 && a.wire.clock == nil {
+		c := *tb.Clock
+		a.wire.clock = &c
+	}
 	if a.quiet == 0 && tb.ElectionTimeoutNS > 0 {
 		a.quiet = time.Duration(tb.ElectionTimeoutNS) * (waitFactor + 1)
 	}
@@ -679,6 +692,7 @@ func (a *analyzer) Frame(f *Frame) {
 	if f.Err != nil {
 		typ = 0
 	}
+	fi := a.wire.frame(f, t, from, to)
 	a.total.add(typ)
 	sender.sent.add(typ)
 	a.nodes[to].recv.add(typ)
@@ -689,7 +703,7 @@ func (a *analyzer) Frame(f *Frame) {
 		if typ == wire.TypeCoordinator {
 			a.claim(from, m.Epoch, t, f.Packet)
 		}
-		a.msgs = append(a.msgs, msg{t: t, pkt: f.Packet, epoch: m.Epoch, from: from, to: to, typ: typ, flags: m.Flags})
+		a.msgs = append(a.msgs, msg{t: t, pkt: f.Packet, epoch: m.Epoch, from: from, to: to, typ: typ, flags: m.Flags, frame: fi})
 	}
 }
 
@@ -750,6 +764,8 @@ func (a *analyzer) live(i int32, t int64) bool {
 // cuts is the reachability state from some time on.
 type cuts struct {
 	t         int64
+	inForce   int64         // the record's InForce, else t
+	pkt       int64         // the record's packet
 	group     map[int32]int // partition: node -> group; absent: the extra group
 	oneWay    bool
 	parted    bool
@@ -819,7 +835,10 @@ func (a *analyzer) buildCuts() []*cuts {
 			changed = false
 		}
 		if changed {
-			next.t = r.t
+			next.t, next.pkt, next.inForce = r.t, r.pkt, r.t
+			if !r.InForce.IsZero() {
+				next.inForce = r.InForce.UnixNano()
+			}
 			cur = &next
 			out = append(out, cur)
 		}
@@ -849,10 +868,27 @@ func (a *analyzer) name(i int32) string {
 }
 
 func (a *analyzer) ref(m *msg) MessageRef {
-	r := MessageRef{Packet: m.pkt, Time: time.Unix(0, m.t).UTC(), From: a.name(m.from), To: a.name(m.to),
+	return messageRef(m, a.wire.frames, a.name)
+}
+
+// messageRef describes m, with its send and acknowledgement times from
+// frames when known.
+func messageRef(m *msg, frames []frameObs, name func(int32) string) MessageRef {
+	r := MessageRef{Packet: m.pkt, Time: time.Unix(0, m.t).UTC(), From: name(m.from), To: name(m.to),
 		Type: m.typ.String(), Epoch: m.epoch}
 	if m.typ.HasReason() {
 		r.Reason = (&wire.Message{Flags: m.flags}).Reason().String()
+	}
+	if m.frame >= 0 && int(m.frame) < len(frames) {
+		fo := &frames[m.frame]
+		if fo.sent != 0 {
+			sent := time.Unix(0, fo.sent).UTC()
+			r.Sent, r.SentErrNS = &sent, fo.sentErr
+		}
+		if fo.acked != 0 {
+			acked := time.Unix(0, fo.acked).UTC()
+			r.Acked = &acked
+		}
 	}
 	return r
 }
@@ -871,6 +907,7 @@ func (a *analyzer) finish() {
 	a.final(els, allCuts)
 	a.nodeReports()
 	a.anomalies()
+	a.faultChecks(allCuts)
 	a.keepTimelines()
 }
 
@@ -1077,6 +1114,7 @@ func (a *analyzer) anomalies() {
 // the messages and the nodes' names.
 func (a *analyzer) keepTimelines() {
 	a.rep.msgs = a.msgs
+	a.rep.frames = a.wire.frames
 	a.rep.names = make([]string, len(a.nodes))
 	for i := range a.nodes {
 		a.rep.names[i] = a.nodes[i].Name
@@ -1266,10 +1304,7 @@ func (r *Report) ElectionTimeline(n int) (*Timeline, error) {
 	}
 	for i := e.first; i <= e.last; i++ {
 		m := &r.msgs[i]
-		ref := MessageRef{Packet: m.pkt, Time: time.Unix(0, m.t).UTC(), From: name(m.from), To: name(m.to), Type: m.typ.String(), Epoch: m.epoch}
-		if m.typ.HasReason() {
-			ref.Reason = (&wire.Message{Flags: m.flags}).Reason().String()
-		}
+		ref := messageRef(m, r.frames, name)
 		tl.Entries = append(tl.Entries, TimelineEntry{OffsetNS: m.t - t0, MessageRef: ref})
 	}
 	return tl, nil

@@ -110,6 +110,13 @@
 //	one_way  bool        partition only
 //	detail   string      any kind: what changed, in words for people (its
 //	                     wording is no format)
+//	in_force string      any fault kind: when the change was known to be in
+//	                     force (process gone or stopped, rules installed),
+//	                     RFC 3339 like time; absent when unknown
+//	peers    [string]    delay, loss: the destinations, absent for all
+//	impair   object      delay, loss: what is asked on what nodes send (to
+//	                     peers): delay_ns, jitter_ns (integers), loss
+//	                     (percent)
 //	testbed  object      testbed record only: TestbedInfo
 //	capture  object      end record only: CaptureStats
 //
@@ -121,7 +128,10 @@
 //     index, id, addr, port as in the interface descriptions, index and
 //     port numbers, the others strings) and the nodes' timings
 //     heartbeat_ns, failure_timeout_ns and election_timeout_ns (integer
-//     nanoseconds, omitted when unknown).
+//     nanoseconds, omitted when unknown), and clock, the [ClockInfo]
+//     (monotonic_offset_ns, offset_error_ns, ts_unit_ns), omitted when the
+//     nodes' TCP timestamps cannot be read as send times (see Send and
+//     receipt times).
 //   - crash, restart, pause, resume, isolate, unisolate, campaign, leave:
 //     nodes are the nodes it was done to.
 //   - partition: groups are two or more disjoint lists of nodes, cut from
@@ -271,6 +281,71 @@
 // doc gives the rules. A Report is a JSON document of schema [Schema], or
 // text ([Report.WriteText]), with one election's messages in order if asked
 // for ([Report.ElectionTimeline], [Timeline]).
+//
+// # Send and receipt times
+//
+// A frame's capture timestamp is when it entered the switch from its
+// sender's port. On a bullylab testbed every delay and jitter is added on
+// the sender's egress (before the switch) and every cut and loss drops on
+// the receiver's arrival (after it), so the capture timestamp is also when
+// the frame reached its receiver's kernel, within the bridge's forwarding
+// time (microseconds): the receipt time ([MessageRef.Time]). A frame
+// dropped at arrival has no receipt, and the capture tells it by the
+// receiver's acknowledgement: [MessageRef.Acked] is when the receiver's
+// TCP ACK covering the frame's last byte entered the switch, nil if none
+// did (the receiver's ACK can come no earlier than its kernel had the
+// bytes, so Acked bounds the receipt from above; a delayed ACK makes it
+// loose, never wrong).
+//
+// The send time comes from the frame's own segment: the testbed turns off
+// TCP's per-connection timestamp offset in every node (net.ipv4.tcp_timestamps
+// = 2), so the timestamp option's TSval counts CLOCK_MONOTONIC ticks
+// (microseconds on Linux 6.7 and later, where the testbed sets the route
+// feature tcp_usec_ts; else milliseconds) modulo 2^32, stamped by the
+// sender's kernel when it built the segment, before its egress delay. The
+// testbed record's [ClockInfo] gives the tick and CLOCK_REALTIME minus
+// CLOCK_MONOTONIC. [MessageRef.Sent] is the midpoint of the TSval's tick
+// on the capture's clock, unwrapped to the 2^32 ticks before the capture
+// timestamp and never after it; its error bound, [MessageRef.SentErrNS],
+// is half a tick plus the error of the clock offset. A frame completed by
+// a retransmission is sent when that copy was. Captures without a
+// ClockInfo (older ones, other tools') have no send times.
+//
+// # Faults verified on the wire
+//
+// For every fault record the analysis sets what the capture observed next
+// to what the record asked ([Report.FaultChecks], [FaultCheck]), counting
+// from the record's in_force time (its time when absent) to the record
+// that changed the same thing next:
+//
+//   - delay: per direction (sender to receiver) that carried segments, the
+//     median of each segment's capture timestamp minus its send time (pure
+//     ACKs included: they take the same egress), its minimum and maximum,
+//     against the record's delay_ns ([DelayObservation]). Each sample's
+//     error is the send time's bound. A direction whose median is more
+//     than max(2 ms, 10%) ([DelayTolerance]) from the asked delay fails
+//     the check; one without segments is not verified. The median is
+//     compared because jitter is symmetric around the delay.
+//     [Report.PathDelay] is the same measure outside every delay: what
+//     the testbed itself adds.
+//   - loss: the data transmissions (segments with payload, SYN or FIN) of
+//     the record's directions, not over a cut, whose fate the capture
+//     shows: delivered (the receiver acknowledged them before they were
+//     sent again) or lost (sent again first) ([LossObservation]). The
+//     check fails when the asked rate is outside the 99.9% Wilson score
+//     interval of the observed one, so few transmissions never fail it.
+//     Pure ACKs, whose loss TCP does not show, are not counted; a
+//     retransmission of a segment whose ACK was delayed past the sender's
+//     timeout counts as a loss (Linux waits at least 200 ms for it).
+//   - cut (partition, isolate): per cut direction, the frames that entered
+//     the switch while the cut was in force, and those of them that the
+//     receiver acknowledged before the cut changed, by the ACK's own send
+//     time ([CutObservation]): crossed. Any crossing fails the check. A
+//     frame received during a cut whose ACK the receiver delayed past its
+//     end is missed.
+//   - last-frame (crash, pause): per node, the last frame it sent before
+//     it came back ([LastFrame]); the check fails if its kernel sent it
+//     after the fault was in force (beyond the send time's error bound).
 //
 // # Authentication
 //

@@ -84,6 +84,34 @@ type Frame struct {
 	// Err is nil or wire.ErrUnknownType (the frame is intact but of a type
 	// this version does not define).
 	Err error
+	// EndSeq is the TCP sequence number just past the frame's last byte:
+	// what the receiver's acknowledgement of the whole frame carries.
+	EndSeq uint32
+	// TSval is the TCP timestamp option of the segment that completed the
+	// frame, when HasTS.
+	TSval uint32
+	HasTS bool
+}
+
+// Segment is one TCP segment on an election port, handed to a Handler that
+// is also a SegmentHandler before its payload is dissected: pure
+// acknowledgements too, which carry no frame.
+type Segment struct {
+	Packet   int64
+	Time     time.Time
+	Src, Dst netip.AddrPort
+	Seq, Ack uint32
+	// Len is the payload's length on the wire, what the capture cut off
+	// included.
+	Len                int
+	SYN, ACK, FIN, RST bool
+	TSval              uint32
+	HasTS              bool
+}
+
+// SegmentHandler is a Handler that also wants every segment.
+type SegmentHandler interface {
+	Segment(s *Segment)
 }
 
 // Stream is one direction of a TCP connection.
@@ -199,9 +227,13 @@ type Dissector struct {
 	curTime   time.Time
 	curIface  int
 
-	frame Frame
-	serr  StreamError
-	stats DissectorStats
+	frame    Frame
+	serr     StreamError
+	stats    DissectorStats
+	seg      Segment
+	segH     SegmentHandler // h, if it is one
+	curTS    uint32         // TCP timestamp of the segment being processed
+	curHasTS bool
 
 	// Slow path: one Assembler shared by every episode, each episode a
 	// connection under a key of its own.
@@ -221,6 +253,7 @@ type half struct {
 	src, dst netip.AddrPort
 	stream   Stream
 	synced   bool   // nextSeq is known
+	seq0     uint32 // sequence number of stream offset 0, once synced
 	isn      uint32 // sequence number of the SYN, when hasISN
 	hasISN   bool
 	nextSeq  uint32
@@ -245,6 +278,7 @@ func NewDissector(h Handler, opts DissectorOptions) *Dissector {
 		decoded:  make([]gopacket.LayerType, 0, 4),
 		open:     map[*episode]struct{}{},
 	}
+	d.segH, _ = h.(SegmentHandler)
 	if d.maxFrame <= 0 {
 		d.maxFrame = wire.DefaultMaxFrame
 	}
@@ -322,6 +356,10 @@ func (d *Dissector) Packet(num int64, linkType layers.LinkType, data []byte, ci 
 		return
 	}
 	d.stats.TCPSegments++
+	d.curTS, d.curHasTS = tcpTimestamp(t)
+	if d.segH != nil {
+		d.handSegment(num, ci.Timestamp, t)
+	}
 	// Pure ACKs, most of the reverse direction, need no stream state.
 	if len(t.Payload) == 0 && !t.SYN && !t.FIN && !t.RST {
 		return
@@ -351,6 +389,41 @@ func (d *Dissector) Packet(num int64, linkType layers.LinkType, data []byte, ci 
 	d.segment(key, t, max(missing, 0))
 }
 
+// handSegment gives the segment being processed to the SegmentHandler.
+func (d *Dissector) handSegment(num int64, ts time.Time, t *layers.TCP) {
+	s := &d.seg
+	*s = Segment{Packet: num, Time: ts, Seq: t.Seq, Ack: t.Ack, Len: len(t.Payload),
+		SYN: t.SYN, ACK: t.ACK, FIN: t.FIN, RST: t.RST, TSval: d.curTS, HasTS: d.curHasTS}
+	switch d.decoded[len(d.decoded)-2] {
+	case layers.LayerTypeIPv4:
+		ip := &d.ip4
+		s.Len = max(s.Len, int(ip.Length)-int(ip.IHL)*4-int(t.DataOffset)*4)
+		s.Src = netip.AddrPortFrom(netip.AddrFrom4([4]byte(ip.SrcIP.To4())), uint16(t.SrcPort))
+		s.Dst = netip.AddrPortFrom(netip.AddrFrom4([4]byte(ip.DstIP.To4())), uint16(t.DstPort))
+	case layers.LayerTypeIPv6:
+		ip := &d.ip6
+		if ip.Length != 0 {
+			s.Len = max(s.Len, int(ip.Length)-int(t.DataOffset)*4)
+		}
+		s.Src = netip.AddrPortFrom(netip.AddrFrom16([16]byte(ip.SrcIP.To16())), uint16(t.SrcPort))
+		s.Dst = netip.AddrPortFrom(netip.AddrFrom16([16]byte(ip.DstIP.To16())), uint16(t.DstPort))
+	default:
+		return
+	}
+	d.segH.Segment(s)
+}
+
+// tcpTimestamp returns the TSval of t's timestamp option (RFC 7323), if it
+// has a well-formed one.
+func tcpTimestamp(t *layers.TCP) (uint32, bool) {
+	for _, o := range t.Options {
+		if o.OptionType == layers.TCPOptionKindTimestamps && len(o.OptionData) == 8 {
+			return binary.BigEndian.Uint32(o.OptionData), true
+		}
+	}
+	return 0, false
+}
+
 // segment handles one TCP segment of an election connection.
 func (d *Dissector) segment(key flowKey, t *layers.TCP, missing int) {
 	h := d.halves[key]
@@ -368,7 +441,7 @@ func (d *Dissector) segment(key flowKey, t *layers.TCP, missing int) {
 		d.resetHalf(h)
 		d.stats.Streams++
 		h.stream.Conn, h.stream.MidStream = d.stats.Streams, false
-		h.hasISN, h.isn, h.synced, h.nextSeq = true, seq, true, seq+1
+		h.hasISN, h.isn, h.synced, h.nextSeq, h.seq0 = true, seq, true, seq+1, seq+1
 		if len(payload) > 0 {
 			d.stats.IgnoredSYNData++
 		}
@@ -381,7 +454,7 @@ func (d *Dissector) segment(key flowKey, t *layers.TCP, missing int) {
 		d.stats.Streams++
 		d.stats.MidStream++
 		h.stream.Conn, h.stream.MidStream = d.stats.Streams, true
-		h.synced, h.nextSeq, h.hunting = true, seq, true
+		h.synced, h.nextSeq, h.seq0, h.hunting = true, seq, seq, true
 	}
 	if h.closed {
 		if len(payload) > 0 {
@@ -576,6 +649,7 @@ func (d *Dissector) split(h *half, b []byte) int {
 		f := &d.frame
 		f.Packet, f.Time, f.Iface = d.curPacket, d.curTime, d.curIface
 		f.Src, f.Dst, f.Stream, f.Offset, f.Len, f.Err = h.src, h.dst, &h.stream, h.offset, n, err
+		f.EndSeq, f.TSval, f.HasTS = h.seq0+uint32(h.offset+uint64(n)), d.curTS, d.curHasTS
 		d.h.Frame(f)
 		h.offset += uint64(n)
 		i += n

@@ -45,6 +45,12 @@ type synth struct {
 	// mute, while set, keeps packets out of the capture (and frames out of
 	// the counts), as if the capture had not started or lost them.
 	mute bool
+	// egress is each sender's delay: its TCP timestamps are that much
+	// older than the segment's time on the switch.
+	egress map[int]time.Duration
+	// noAck, while set, keeps segment from acknowledging what it sends,
+	// as a receiver that dropped it would.
+	noAck bool
 
 	frames  int64
 	total   counts
@@ -77,12 +83,20 @@ func synthNodes(n int, port int) []NodeInfo {
 }
 
 func newSynth(t testing.TB, out io.Writer, n int, seed uint64) *synth {
+	return newSynthClock(t, out, n, seed, nil)
+}
+
+// newSynthClock is newSynth with clock in the testbed record: the synth's
+// TCP timestamps count milliseconds of its capture clock, so clock should
+// have TSUnitNS 1e6 and offset 0.
+func newSynthClock(t testing.TB, out io.Writer, n int, seed uint64, clock *ClockInfo) *synth {
 	t.Helper()
 	nodes := synthNodes(n, 7946)
 	start := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	w, err := NewWriter(out, WriterOptions{
 		Testbed: TestbedInfo{Topology: fmt.Sprintf("star%d", n), Run: "bl0000", Nodes: nodes,
-			HeartbeatNS: int64(100 * time.Millisecond), FailureTimeoutNS: int64(500 * time.Millisecond), ElectionTimeoutNS: int64(200 * time.Millisecond)},
+			HeartbeatNS: int64(100 * time.Millisecond), FailureTimeoutNS: int64(500 * time.Millisecond), ElectionTimeoutNS: int64(200 * time.Millisecond),
+			Clock: clock},
 		Window: -1, Start: start,
 	})
 	if err != nil {
@@ -127,7 +141,7 @@ func (s *synth) packet(a, b int, sport, dport uint16, seq, ack uint32, flags byt
 	tcp[13] = flags
 	binary.BigEndian.PutUint16(tcp[14:], 502)
 	tcp[20], tcp[21], tcp[22], tcp[23] = 1, 1, 8, 10
-	binary.BigEndian.PutUint32(tcp[24:], uint32(s.t/1e6))
+	binary.BigEndian.PutUint32(tcp[24:], uint32((s.t-int64(s.egress[a]))/1e6))
 	binary.BigEndian.PutUint32(tcp[28:], uint32(s.t/1e6)-1)
 	// Pseudo-header checksum, as a real stack writes it.
 	seg := p[34:]
@@ -319,7 +333,7 @@ func (s *synth) segment(a, b int, data []byte) {
 		s.packet(a, b, c.cport, port, seq, c.sseq, tcpACK|tcpPSH, data)
 	}
 	c.unacked++
-	if c.unacked >= 2 || s.rng.IntN(2) == 0 {
+	if !s.noAck && (c.unacked >= 2 || s.rng.IntN(2) == 0) {
 		s.packet(b, a, port, c.cport, c.sseq, c.cseq, tcpACK, nil)
 		c.unacked = 0
 	}

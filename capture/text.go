@@ -85,7 +85,7 @@ func authSummary(a *AuthReport) string {
 // errors (if any) and the timeline (if set).
 func (r *Report) WriteText(w io.Writer) error {
 	for _, table := range []func() *textTable{
-		r.summaryTable, r.electionsTable, r.nodesTable, r.anomaliesTable,
+		r.summaryTable, r.electionsTable, r.nodesTable, r.anomaliesTable, r.faultChecksTable,
 		r.authFailuresTable, r.replaysTable, r.streamErrorsTable, r.timelineTable,
 	} {
 		if t := table(); t != nil {
@@ -212,6 +212,30 @@ func (r *Report) anomaliesTable() *textTable {
 		rows = append(rows, []string{"none", "", "", "", ""})
 	}
 	return &textTable{"Anomalies", []string{"kind", "election", "time", "packet", "detail"}, rows}
+}
+
+// faultChecksTable sets what each fault asked next to what the capture
+// observed, if the capture has faults to check.
+func (r *Report) faultChecksTable() *textTable {
+	var rows [][]string
+	if pd := r.PathDelay; pd != nil {
+		rows = append(rows, []string{"-", "-", "path", "info", fmt.Sprintf("one-way delay without an injected one: p50 %s, p99 %s, max %s (%d segments, each ±%s)",
+			fmtDur(pd.P50NS), fmtDur(pd.P99NS), fmtDur(pd.MaxNS), pd.Segments, fmtDur(pd.ErrorNS))})
+	}
+	for _, c := range r.FaultChecks {
+		verdict := "ok"
+		switch {
+		case !c.OK:
+			verdict = "FAILED"
+		case !c.Verified:
+			verdict = "unverified"
+		}
+		rows = append(rows, []string{fmt.Sprint(c.Packet), c.Kind, c.Check, verdict, c.Detail})
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	return &textTable{"Faults on the wire", []string{"record", "fault", "check", "verdict", "observed"}, rows}
 }
 
 // authFailuresTable lists the frames that failed authentication, if any.

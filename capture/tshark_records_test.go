@@ -63,8 +63,17 @@ func tsharkJSON(t testing.TB, tshark, path string, fields ...string) map[int64]m
 	return byNum
 }
 
+// newRecordFields are the fields of in_force, peers, impair and the
+// testbed's clock, which checkRecordFieldsText checks with -T fields.
+var newRecordFields = []string{
+	"bullylab.record.in_force", "bullylab.record.peers", "bullylab.record.impair.delay_ns",
+	"bullylab.record.impair.jitter_ns", "bullylab.record.impair.loss",
+	"bullylab.record.testbed.clock.monotonic_offset_ns", "bullylab.record.testbed.clock.offset_error_ns",
+	"bullylab.record.testbed.clock.ts_unit_ns",
+}
+
 // recordFields are the record fields the dissector defines.
-var recordFields = []string{
+var recordFields = slices.Concat(newRecordFields, []string{
 	"bullylab.record.version", "bullylab.record.time", "bullylab.record.kind", "bullylab.record.nodes",
 	"bullylab.record.groups", "bullylab.record.groups.node", "bullylab.record.one_way", "bullylab.record.detail",
 	"bullylab.record.summary",
@@ -75,7 +84,7 @@ var recordFields = []string{
 	"bullylab.record.capture.packets", "bullylab.record.capture.drops", "bullylab.record.capture.freezes",
 	"bullylab.record.capture.written", "bullylab.record.capture.late", "bullylab.record.capture.unmatched",
 	"bullylab.record.capture.wrong_source",
-}
+})
 
 // recordWant returns the values tshark should print for rec's fields, as
 // recordFields name them, and its Info column.
@@ -90,7 +99,25 @@ func recordWant(rec *Record) map[string][]string {
 	utoa := func(n uint64) string { return strconv.FormatUint(n, 10) }
 	set("bullylab.record.version", itoa(int64(rec.Version)))
 	if !rec.Time.IsZero() {
-		set("bullylab.record.time", rec.Time.UTC().Format("Jan _2, 2006 15:04:05.000000000 UTC"))
+		set("bullylab.record.time", tsharkTime(rec.Time))
+	}
+	if !rec.InForce.IsZero() {
+		set("bullylab.record.in_force", tsharkTime(rec.InForce))
+	}
+	set("bullylab.record.peers", rec.Peers...)
+	if im := rec.Impair; im != nil {
+		// Omitted when 0.
+		if im.DelayNS != 0 {
+			set("bullylab.record.impair.delay_ns", itoa(im.DelayNS))
+		}
+		if im.JitterNS != 0 {
+			set("bullylab.record.impair.jitter_ns", itoa(im.JitterNS))
+		}
+		if im.Loss != 0 {
+			// Tests write at most 15 significant digits, which tshark 4.0
+			// prints as %.15g and later versions as the shortest form.
+			set("bullylab.record.impair.loss", strconv.FormatFloat(im.Loss, 'g', -1, 64))
+		}
 	}
 	set("bullylab.record.kind", string(rec.Kind))
 	set("bullylab.record.nodes", rec.Nodes...)
@@ -122,6 +149,11 @@ func recordWant(rec *Record) map[string][]string {
 				set("bullylab.record.testbed."+f, itoa(v))
 			}
 		}
+		if c := tb.Clock; c != nil {
+			set("bullylab.record.testbed.clock.monotonic_offset_ns", itoa(c.MonotonicOffsetNS))
+			set("bullylab.record.testbed.clock.offset_error_ns", itoa(c.OffsetErrorNS))
+			set("bullylab.record.testbed.clock.ts_unit_ns", itoa(c.TSUnitNS))
+		}
 	}
 	if c := rec.Capture; c != nil {
 		for f, v := range map[string]uint64{"packets": c.Packets, "drops": c.Drops, "freezes": c.Freezes, "written": c.Written,
@@ -130,6 +162,11 @@ func recordWant(rec *Record) map[string][]string {
 		}
 	}
 	return w
+}
+
+// tsharkTime is t as tshark prints an absolute time in UTC.
+func tsharkTime(t time.Time) string {
+	return t.UTC().Format("Jan _2, 2006 15:04:05.000000000 UTC")
 }
 
 // checkRecordRow compares what tshark printed for a record's packet with
@@ -164,7 +201,8 @@ func TestTsharkRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newSynth(t, f, 4, 12)
+	// The synth's TCP timestamps count milliseconds of its capture clock.
+	s := newSynthClock(t, f, 4, 12, &ClockInfo{MonotonicOffsetNS: 7, OffsetErrorNS: 250_000, TSUnitNS: 1_000_000})
 	for i := range s.live {
 		s.live[i] = true
 	}
@@ -178,8 +216,11 @@ func TestTsharkRecords(t *testing.T) {
 	s.record(Record{Kind: KindPartition, Groups: [][]string{{"n1", "n2"}, {"n3"}, {"n4"}}})
 	s.record(Record{Kind: KindPartition, Groups: [][]string{{"n1"}, {"n2", "n3"}}, OneWay: true})
 	s.record(Record{Kind: KindHeal})
-	s.record(Record{Kind: KindDelay, Nodes: []string{"n1", "n2"}, Detail: "50ms jitter 5ms"})
-	s.record(Record{Kind: KindLoss, Nodes: []string{"n3"}, Detail: "20%"})
+	s.record(Record{Kind: KindDelay, Nodes: []string{"n1", "n2"}, Peers: []string{"n3", "n4"}, InForce: time.Unix(0, s.t+1_234_567),
+		Impair: &RecordImpairment{DelayNS: 50_000_000, JitterNS: 5_000_001}, Detail: "n1,n2 -> n3,n4: delay 50ms±5ms"})
+	s.record(Record{Kind: KindLoss, Nodes: []string{"n3"}, InForce: time.Unix(0, s.t+2_001), Impair: &RecordImpairment{DelayNS: 50_000_000, Loss: 12.5},
+		Detail: "n3 -> everyone: loss 12.5%"})
+	s.record(Record{Kind: KindLoss, Nodes: []string{"n4"}, Peers: []string{"n1"}, Impair: &RecordImpairment{Loss: 0.1}})
 	s.record(Record{Kind: KindClear, Nodes: []string{"n1", "n2", "n3"}})
 	// encoding/json escapes <, > and & as \u003c and so on.
 	s.record(Record{Kind: KindCampaign, Nodes: []string{"n2"}, Detail: `"asked" <by> the operator & née 日本 \ 🙂`})
@@ -262,6 +303,64 @@ func TestTsharkRecords(t *testing.T) {
 	}
 }
 
+// checkRecordFieldsText runs tshark -T fields on the capture at path for
+// newRecordFields and checks that each record's values are those written;
+// the testbed record must have a clock, and some delay record in_force,
+// peers and impair.
+func checkRecordFieldsText(t *testing.T, tshark, path string) {
+	t.Helper()
+	args := []string{"-r", path, "-X", "lua_script:" + luaScript, "-T", "fields", "-E", "separator=|", "-e", "frame.number"}
+	for _, f := range newRecordFields {
+		args = append(args, "-e", f)
+	}
+	cmd := exec.Command(tshark, append(args, tsharkOptions...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tshark: %v: %s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "Lua") {
+		t.Errorf("tshark: %s", stderr.String())
+	}
+	rows := map[int64][]string{}
+	for line := range strings.SplitSeq(strings.TrimSuffix(string(out), "\n"), "\n") {
+		cols := strings.Split(line, "|")
+		n, err := strconv.ParseInt(cols[0], 10, 64)
+		if err != nil || len(cols) != 1+len(newRecordFields) {
+			t.Fatalf("tshark printed %q", line)
+		}
+		rows[n] = cols[1:]
+	}
+	rd := openCapture(t, path)
+	var clock, delay bool
+	for {
+		p, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Record == nil {
+			continue
+		}
+		r := p.Record
+		clock = clock || r.Testbed != nil && r.Testbed.Clock != nil
+		delay = delay || r.Kind == KindDelay && !r.InForce.IsZero() && len(r.Peers) > 0 && r.Impair != nil && r.Impair.DelayNS != 0 && r.Impair.JitterNS != 0
+		want := recordWant(r)
+		for i, f := range newRecordFields {
+			// tshark joins a field's occurrences with commas.
+			if w := strings.Join(want[f], ","); rows[p.Num][i] != w {
+				t.Errorf("packet %d (%s): tshark -T fields -e %s printed %q, want %q", p.Num, r.Kind, f, rows[p.Num][i], w)
+			}
+		}
+	}
+	if !clock || !delay {
+		t.Errorf("the capture lacks a testbed record with a clock (%v) or a delay record with in_force, peers and impair (%v)", clock, delay)
+	}
+}
+
 // openCapture opens the capture at path for reading, until the test ends.
 func openCapture(t *testing.T, path string) *FileReader {
 	t.Helper()
@@ -314,6 +413,19 @@ func TestTsharkRecordsMalformed(t *testing.T) {
 		`{"version":1,"kind":"end","capture":{"packets":-1}}`,
 		`{"version":1,"kind":"end","capture":{"packets":18446744073709551616}}`,
 		`{"version":1,"kind":"crash","nodes":["n1"]` + strings.Repeat(" ", 100) + `tru`,
+		`{"version":1,"kind":"delay","impair":"50ms"}`,
+		`{"version":1,"kind":"delay","impair":["delay_ns",1]}`,
+		`{"version":1,"kind":"delay","impair":{"delay_ns":"50ms"}}`,
+		`{"version":1,"kind":"delay","impair":{"jitter_ns":1.5}}`,
+		`{"version":1,"kind":"delay","impair":{"delay_ns":9223372036854775808}}`,
+		`{"version":1,"kind":"loss","impair":{"loss":"20%"}}`,
+		`{"version":1,"kind":"loss","impair":{"loss":1e400}}`,
+		`{"version":1,"kind":"loss","peers":"n1"}`,
+		`{"version":1,"kind":"loss","peers":[["n1"]]}`,
+		`{"version":1,"kind":"crash","in_force":1736000000}`,
+		`{"version":1,"kind":"crash","in_force":"2025-01-02 03:04:05Z"}`,
+		`{"version":1,"kind":"testbed","testbed":{"clock":"monotonic"}}`,
+		`{"version":1,"kind":"testbed","testbed":{"clock":{"ts_unit_ns":1e3}}}`,
 		nested(100000),
 		nested(10000), // with the record, 10001 levels: one too many
 		// Taken by DecodeRecord:
@@ -326,6 +438,11 @@ func TestTsharkRecordsMalformed(t *testing.T) {
 		`{"version":1,"kind":"partition","groups":[["n1"],null,[]],"one_way":null}`,
 		`{"version":1,"kind":"end","capture":{"packets":18446744073709551615,"drops":3,"late":2},"testbed":null}`,
 		`{"version":1,"kind":"testbed","testbed":{"topology":"ring3","run":"r","nodes":[{"name":"n1","index":-1,"port":70000,"addr":"fd00::1","id":"00000000-0000-0000-0000-000000000000"}],"heartbeat_ns":-5}}`,
+		`{"version":1,"kind":"delay","nodes":["n1"],"peers":["n2",null],"in_force":"2025-01-02T05:04:05.000000001+02:00","impair":{"delay_ns":-9223372036854775808,"jitter_ns":1,"loss":1.0E-2,"x":{}}}`,
+		`{"version":1,"kind":"loss","peers":null,"in_force":null,"impair":null}`,
+		`{"version":1,"kind":"loss","impair":{"loss":1e-400,"LOSS":33.3}}`,
+		`{"version":1,"kind":"testbed","testbed":{"topology":"t","run":"r","clock":{"monotonic_offset_ns":-1736000000123456789,"ts_unit_ns":1000}}}`,
+		`{"version":1,"kind":"testbed","testbed":{"topology":"t","run":"r","clock":null}}`,
 	}
 	// Not JSON objects alone: DecodeRecord reads the first value, and the
 	// dissector flags what follows (bullylab.record.trailing).

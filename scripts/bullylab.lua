@@ -28,17 +28,28 @@
 -- with '{'). Fields:
 --   bullylab.record.summary    the summary, as Go's Record.Comment writes it
 --   bullylab.record.version, .time (absolute time, UTC), .kind, .detail
+--   bullylab.record.in_force   of a fault: when it was in force (absolute
+--                              time, UTC)
 --   bullylab.record.nodes      one per node the record names
+--   bullylab.record.peers      of a delay or loss: one per destination
 --   bullylab.record.groups     one per partition group, its nodes joined
 --                              with commas (and each in .groups.node)
 --   bullylab.record.one_way    of a partition: only the first group's
 --                              traffic to the others is cut
+--   bullylab.record.impair     of a delay or loss: .impair.delay_ns,
+--                              .impair.jitter_ns (integers), .impair.loss
+--                              (a double, percent), those the record has
 --   bullylab.record.testbed    of the testbed record: .testbed.topology,
 --                              .testbed.run, .testbed.node (one per node,
 --                              with .node.index, .node.id, .node.addr,
 --                              .node.port), .testbed.heartbeat_ns,
 --                              .testbed.failure_timeout_ns,
---                              .testbed.election_timeout_ns
+--                              .testbed.election_timeout_ns, and
+--                              .testbed.clock (how to read the nodes' TCP
+--                              timestamps as send times), its
+--                              .clock.monotonic_offset_ns,
+--                              .clock.offset_error_ns, .clock.ts_unit_ns
+--                              (a missing one 0, as Go reads it)
 --   bullylab.record.capture    of the end record, its counters:
 --                              .capture.packets, .drops, .freezes,
 --                              .written, .late, .unmatched, .wrong_source
@@ -724,12 +735,18 @@ local rf = record.fields
 rf.summary = ProtoField.string("bullylab.record.summary", "Summary")
 rf.version = ProtoField.int64("bullylab.record.version", "Version", base.DEC)
 rf.time = ProtoField.absolute_time("bullylab.record.time", "Time", base.UTC)
+rf.in_force = ProtoField.absolute_time("bullylab.record.in_force", "In force", base.UTC)
 rf.kind = ProtoField.string("bullylab.record.kind", "Kind")
 rf.nodes = ProtoField.string("bullylab.record.nodes", "Node")
+rf.peers = ProtoField.string("bullylab.record.peers", "Peer")
 rf.groups = ProtoField.string("bullylab.record.groups", "Group")
 rf.groups_node = ProtoField.string("bullylab.record.groups.node", "Node")
 rf.one_way = ProtoField.bool("bullylab.record.one_way", "One way (only the first group cut from the others)", base.NONE)
 rf.detail = ProtoField.string("bullylab.record.detail", "Detail")
+rf.impair = ProtoField.none("bullylab.record.impair", "Impairment")
+rf.impair_delay = ProtoField.int64("bullylab.record.impair.delay_ns", "Delay (ns)", base.DEC)
+rf.impair_jitter = ProtoField.int64("bullylab.record.impair.jitter_ns", "Jitter (ns)", base.DEC)
+rf.impair_loss = ProtoField.double("bullylab.record.impair.loss", "Loss (%)")
 rf.testbed = ProtoField.none("bullylab.record.testbed", "Testbed")
 rf.topology = ProtoField.string("bullylab.record.testbed.topology", "Topology")
 rf.run = ProtoField.string("bullylab.record.testbed.run", "Run")
@@ -741,6 +758,10 @@ rf.tb_port = ProtoField.int64("bullylab.record.testbed.node.port", "Port", base.
 rf.heartbeat = ProtoField.int64("bullylab.record.testbed.heartbeat_ns", "Heartbeat (ns)", base.DEC)
 rf.failure_timeout = ProtoField.int64("bullylab.record.testbed.failure_timeout_ns", "Failure timeout (ns)", base.DEC)
 rf.election_timeout = ProtoField.int64("bullylab.record.testbed.election_timeout_ns", "Election timeout (ns)", base.DEC)
+rf.clock = ProtoField.none("bullylab.record.testbed.clock", "Clock (TCP timestamps as send times)")
+rf.clock_offset = ProtoField.int64("bullylab.record.testbed.clock.monotonic_offset_ns", "CLOCK_REALTIME - CLOCK_MONOTONIC (ns)", base.DEC)
+rf.clock_error = ProtoField.int64("bullylab.record.testbed.clock.offset_error_ns", "Offset error bound (ns)", base.DEC)
+rf.clock_unit = ProtoField.int64("bullylab.record.testbed.clock.ts_unit_ns", "TSval unit (ns)", base.DEC)
 rf.capture = ProtoField.none("bullylab.record.capture", "Capture counters")
 -- The counters of capture.CaptureStats, in its order: JSON key, label.
 local capture_counters = {
@@ -1163,6 +1184,21 @@ local function dissect_record(tvb, pinfo, tree)
 		end
 		return out
 	end
+	-- add_double adds member key of object o, a float64 as Go reads it
+	-- (a number out of its range is an error), to tree t.
+	local function add_double(t, field, o, key)
+		local v = member(o, key, "number", "a number")
+		if v == nil then
+			return nil
+		end
+		local x = tonumber(v.text)
+		if x == nil or x ~= x or x == math.huge or x == -math.huge then
+			malformed(v, v.path .. " is not a number that fits float64")
+			return nil
+		end
+		t:add(field, range(v), x)
+		return v.text
+	end
 	local function add_int(t, field, o, key, unsigned)
 		local v = member(o, key, "number", "a number")
 		if v == nil then
@@ -1195,15 +1231,20 @@ local function dissect_record(tvb, pinfo, tree)
 	elseif version == nil and (o.v.version == nil or o.v.version.t == "null") then
 		malformed(nil, "no version")
 	end
-	local tv = member(o, "time", "string", "a string")
-	if tv then
-		local ts = parse_time(tv.v)
-		if ts then
-			item:add(rf.time, range(tv), ts)
-		else
-			malformed(tv, "time " .. string.format("%q", tv.v) .. " is not an RFC 3339 time")
+	-- A time.Time: an RFC 3339 string.
+	local function add_time(field, key)
+		local tv = member(o, key, "string", "a string")
+		if tv then
+			local ts = parse_time(tv.v)
+			if ts then
+				item:add(field, range(tv), ts)
+			else
+				malformed(tv, key .. " " .. string.format("%q", tv.v) .. " is not an RFC 3339 time")
+			end
 		end
 	end
+	add_time(rf.time, "time")
+	add_time(rf.in_force, "in_force")
 	local kv = member(o, "kind", "string", "a string")
 	local kind = kv and kv.v or ""
 	if kind == "" then
@@ -1221,6 +1262,12 @@ local function dissect_record(tvb, pinfo, tree)
 		for _, v in ipairs(strings(nv)) do
 			item:add(rf.nodes, range(v), v.v)
 			nodes[#nodes + 1] = v.v
+		end
+	end
+	local pv = member(o, "peers", "array", "a list")
+	if pv then
+		for _, v in ipairs(strings(pv)) do
+			item:add(rf.peers, range(v), v.v)
 		end
 	end
 	local groups = {}
@@ -1257,6 +1304,29 @@ local function dissect_record(tvb, pinfo, tree)
 	if dv then
 		detail = dv.v
 		item:add(rf.detail, range(dv), detail)
+	end
+
+	-- The impairment's members are omitted when 0: those present.
+	local iv = member(o, "impair", "object", "an object")
+	if iv then
+		iv.path = "impair."
+		local ii = item:add(rf.impair, range(iv))
+		local desc = {}
+		local delay = add_int(ii, rf.impair_delay, iv, "delay_ns")
+		if delay then
+			desc[#desc + 1] = "delay " .. delay .. " ns"
+		end
+		local jitter = add_int(ii, rf.impair_jitter, iv, "jitter_ns")
+		if jitter then
+			desc[#desc + 1] = "jitter " .. jitter .. " ns"
+		end
+		local loss = add_double(ii, rf.impair_loss, iv, "loss")
+		if loss then
+			desc[#desc + 1] = "loss " .. loss .. "%"
+		end
+		if #desc > 0 then
+			ii:append_text(": " .. table.concat(desc, ", "))
+		end
 	end
 
 	local testbed
@@ -1309,6 +1379,23 @@ local function dissect_record(tvb, pinfo, tree)
 		add_int(ti, rf.heartbeat, tbv, "heartbeat_ns")
 		add_int(ti, rf.failure_timeout, tbv, "failure_timeout_ns")
 		add_int(ti, rf.election_timeout, tbv, "election_timeout_ns")
+		local clv = member(tbv, "clock", "object", "an object")
+		if clv then
+			clv.path = "testbed.clock."
+			local cli = ti:add(rf.clock, range(clv))
+			-- Not omitted when 0: missing (or flagged), 0, as Go reads it.
+			local clock = {}
+			for _, c in ipairs({ { "monotonic_offset_ns", rf.clock_offset }, { "offset_error_ns", rf.clock_error },
+				{ "ts_unit_ns", rf.clock_unit } }) do
+				clock[c[1]] = add_int(cli, c[2], clv, c[1])
+				if clock[c[1]] == nil then
+					clock[c[1]] = "0"
+					cli:add(c[2], Int64.new(0)):set_generated()
+				end
+			end
+			cli:append_text(string.format(": TSval unit %s ns, offset %s ns (error %s ns)",
+				clock.ts_unit_ns, clock.monotonic_offset_ns, clock.offset_error_ns))
+		end
 		ti:append_text(": " .. testbed.topology .. " run " .. testbed.run .. ", " .. testbed.nodes .. " nodes")
 	end
 

@@ -80,7 +80,8 @@
 //	    seed              the run's seed: a bench with --seed this --runs 1 replays it
 //	    started           when the run's testbed began to build
 //	    ok                the run passed every check
-//	    failure_kind      why it failed: safety, liveness, counters, step or setup
+//	    failure_kind      why it failed: safety, liveness, counters, fault, auth, step
+//	                      or setup
 //	    failure           how, in one line
 //	    time_to_leader_ns from the measured election's trigger (below) until the winning
 //	                      COORDINATOR left the leader for the last node it had to reach
@@ -118,6 +119,17 @@
 //	                         formula with d from the largest delay in force;
 //	                         absent when loss was still in force at the end
 //	      violations         [{property, detail}]: safety (SLE1) or liveness (SLE2)
+//	    fault_checks      [capture.FaultCheck]: for each fault record, what the capture
+//	                      observed next to what it asked (capture's package doc,
+//	                      Faults verified on the wire): check delay (per direction:
+//	                      requested_ns, p50_ns, min_ns, max_ns, segments, error_ns,
+//	                      tolerance_ns = max(2 ms, 10%)), loss (delivered, lost,
+//	                      observed_pct and its 99.9% interval), cut (frames sent
+//	                      over each cut direction and crossed, which must be 0),
+//	                      last-frame (a crashed or paused node's last frame, after_ns
+//	                      from when the fault was in force); ok false on any fails
+//	                      the run with failure_kind fault, verified false says the
+//	                      capture could not tell (no traffic, no send times)
 //	  summary             over the runs that passed, except the counts
 //	    runs, ok, failed
 //	    time_to_leader    {n, min_ns, mean_ns, p50_ns, p95_ns, p99_ns, max_ns}

@@ -37,6 +37,7 @@ func reportTemplateParsed() *template.Template {
 		},
 		"runmsgs":    runMessagesCell,
 		"counters":   countersCell,
+		"faults":     faultsOf,
 		"splitbrain": splitBrainCell,
 		"timing":     timingText,
 	}).Parse(reportTemplate))
@@ -50,6 +51,9 @@ type reportScenario struct {
 	Passed    string
 	Notes     []string
 	RunsLabel string
+	// FaultRun is the run whose fault checks the report lists: the first
+	// whose checks failed, else the median run; nil when none has checks.
+	FaultRun *Run
 }
 
 type reportSequence struct {
@@ -99,7 +103,7 @@ func WriteReport(w io.Writer, r *Results, seqs ...Sequence) error {
 		}
 		title := fmt.Sprintf("time to leader of %s of %s", passedRuns(len(ttl)), sc.Key())
 		d.Scenarios = append(d.Scenarios, reportScenario{ScenarioResult: sc, Plot: template.HTML(DistributionSVG(ttl, title)),
-			Passed: passedText(sc.Summary), Notes: ScenarioNotes(sc), RunsLabel: runsLabel(len(sc.Runs))})
+			Passed: passedText(sc.Summary), Notes: ScenarioNotes(sc), RunsLabel: runsLabel(len(sc.Runs)), FaultRun: faultRun(sc)})
 	}
 	d.PercentileNote = PercentileSummary(r.Scenarios)
 	for _, sw := range Sweeps(r.Scenarios) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/topologies/yamlfile"
@@ -118,6 +119,7 @@ const (
 	FailSafety   = "safety"   // two leaders while the network was connected (SLE1)
 	FailLiveness = "liveness" // no leader, or not the highest live node, within the bound (SLE2)
 	FailCounters = "counters" // the nodes' counters disagree with the capture
+	FailFault    = "fault"    // the capture shows a fault not doing what was asked (see capture.FaultCheck)
 	FailAuth     = "auth"     // a frame in the capture failed the cluster key's check, or a HELLO was replayed
 	FailStep     = "step"     // a scenario step could not run (a fault failed, a selector found nobody)
 	FailSetup    = "setup"    // the testbed, the nodes or the capture did not come up
@@ -171,6 +173,10 @@ type Run struct {
 	// Schedule is the run's fault schedule, one resolved step a line.
 	Schedule []string `json:"schedule,omitempty"`
 	Checks   Checks   `json:"checks"`
+	// FaultChecks are the capture's observations of each fault next to
+	// what it asked (capture.Report.FaultChecks); one outside its
+	// tolerance fails the run (FailFault).
+	FaultChecks []capture.FaultCheck `json:"fault_checks,omitempty"`
 }
 
 // CountersCheck compares the nodes' frame counters with the capture.

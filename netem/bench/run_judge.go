@@ -33,11 +33,16 @@ func (ru *runner) judge(m *measurement) (Run, *runDetail) {
 	}
 	r := ru.r
 	r.Checks = Check(in)
+	if m.rep != nil {
+		r.FaultChecks = m.rep.FaultChecks
+	}
 	switch kind, reason := r.Checks.Failure(); {
 	case kind != "":
 		r.FailureKind, r.Failure = kind, reason
 	case !r.Counters.OK:
 		r.FailureKind, r.Failure = FailCounters, r.Counters.Mismatches[0]
+	case faultFailure(r.FaultChecks) != "":
+		r.FailureKind, r.Failure = FailFault, faultFailure(r.FaultChecks)
 	case m.el == nil:
 		r.FailureKind, r.Failure = FailLiveness, "the capture holds no election after the measured fault"
 	default:

@@ -1,0 +1,556 @@
+package capture
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Checks of what a fault did on the wire (FaultCheck.Check).
+const (
+	CheckDelay     = "delay"
+	CheckLoss      = "loss"
+	CheckCut       = "cut"
+	CheckLastFrame = "last-frame"
+)
+
+// Tolerances of the fault checks (see Faults verified on the wire in the
+// package doc).
+const (
+	DelayToleranceMin  = 2 * time.Millisecond
+	DelayToleranceFrac = 0.10
+	// LossConfidenceZ is the normal quantile of the loss check's two-sided
+	// 99.9% Wilson score interval.
+	LossConfidenceZ = 3.2905
+)
+
+// DelayTolerance is how far an observed delay may be from the requested
+// one: max(2 ms, 10%).
+func DelayTolerance(requested time.Duration) time.Duration {
+	return max(DelayToleranceMin, time.Duration(float64(requested)*DelayToleranceFrac))
+}
+
+// FaultCheck is what the capture observed of one fault record next to
+// what the record asked for.
+type FaultCheck struct {
+	Packet int64     `json:"packet"` // the record's
+	Kind   string    `json:"kind"`   // the record's
+	Time   time.Time `json:"time"`   // the record's
+	Check  string    `json:"check"`  // CheckDelay, CheckLoss, CheckCut, CheckLastFrame
+	// OK is false when the observation is outside the check's tolerance;
+	// a check the capture could not make (Verified false) is OK.
+	OK       bool   `json:"ok"`
+	Verified bool   `json:"verified"`
+	Detail   string `json:"detail"` // one line: asked, observed, verdict
+
+	Delays []DelayObservation `json:"delays,omitempty"`
+	Loss   *LossObservation   `json:"loss,omitempty"`
+	Cuts   []CutObservation   `json:"cuts,omitempty"`
+	Last   []LastFrame        `json:"last_frames,omitempty"`
+}
+
+// DelayObservation is one direction's one-way delay while a delay was in
+// force: for each segment sent then, its time on the switch minus its
+// send time (from its TCP timestamp).
+type DelayObservation struct {
+	From        string `json:"from"`
+	To          string `json:"to"`
+	RequestedNS int64  `json:"requested_ns"`
+	JitterNS    int64  `json:"jitter_ns,omitempty"`
+	Segments    int    `json:"segments"`
+	P50NS       int64  `json:"p50_ns"`
+	MinNS       int64  `json:"min_ns"`
+	MaxNS       int64  `json:"max_ns"`
+	ErrorNS     int64  `json:"error_ns"`     // bound of each sample's error
+	ToleranceNS int64  `json:"tolerance_ns"` // DelayTolerance
+	OK          bool   `json:"ok"`
+}
+
+// LossObservation counts the data transmissions of the record's
+// directions, sent while the loss was in force and not over a cut, whose
+// fate the capture shows: delivered (acknowledged) or lost (sent again,
+// unacknowledged).
+type LossObservation struct {
+	RequestedPct float64 `json:"requested_pct"`
+	Delivered    int     `json:"delivered"`
+	Lost         int     `json:"lost"`
+	ObservedPct  float64 `json:"observed_pct"`
+	LowPct       float64 `json:"low_pct"`  // 99.9% Wilson interval
+	HighPct      float64 `json:"high_pct"` // of ObservedPct
+}
+
+// CutObservation is one cut direction: the frames sent over it while the
+// cut was in force, and how many of them the receiver acknowledged before
+// the cut changed (crossed it).
+type CutObservation struct {
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Frames  int    `json:"frames"`
+	Crossed int    `json:"crossed"`
+	// FirstCrossed is the packet of the first frame that crossed, 0: none.
+	FirstCrossed int64 `json:"first_crossed,omitempty"`
+}
+
+// LastFrame is the last frame a crashed or paused node sent before it came
+// back, against when the fault was in force.
+type LastFrame struct {
+	Node   string     `json:"node"`
+	Packet int64      `json:"packet,omitempty"` // 0: it sent none
+	Time   *time.Time `json:"time,omitempty"`   // on the switch
+	Sent   *time.Time `json:"sent,omitempty"`   // by its kernel
+	// AfterNS is Sent (Time when unknown) minus the record's InForce
+	// (Time when unknown): negative when the frame came before.
+	AfterNS int64 `json:"after_ns"`
+	OK      bool  `json:"ok"`
+}
+
+// PathDelay is the one-way delay of the segments sent while no delay
+// record was in force for their direction: what the testbed itself adds.
+type PathDelay struct {
+	Segments int   `json:"segments"`
+	P50NS    int64 `json:"p50_ns"`
+	P99NS    int64 `json:"p99_ns"`
+	MaxNS    int64 `json:"max_ns"`
+	ErrorNS  int64 `json:"error_ns"`
+}
+
+// impairWindow is a direction's requested impairment from a record's
+// InForce until the next change of that direction.
+type impairWindow struct {
+	rec            int // a.records index
+	pair           [2]int32
+	start, end     int64
+	delay, jitter  int64
+	loss           float64
+	delayRequested bool
+}
+
+// faultChecks compares each fault record with what the capture shows.
+func (a *analyzer) faultChecks(allCuts []*cuts) {
+	wins := a.impairWindows()
+	checks := a.delayChecks(wins)
+	checks = append(checks, a.lossChecks(wins, allCuts)...)
+	checks = append(checks, a.cutChecks(allCuts)...)
+	checks = append(checks, a.lastFrameChecks()...)
+	slices.SortStableFunc(checks, func(x, y FaultCheck) int { return cmp.Compare(x.Packet, y.Packet) })
+	a.rep.FaultChecks = checks
+	if a.rep.FaultChecks == nil {
+		a.rep.FaultChecks = []FaultCheck{}
+	}
+	a.rep.PathDelay = a.pathDelay(wins)
+}
+
+func (r *recordAt) inForce() int64 {
+	if r.InForce.IsZero() {
+		return r.t
+	}
+	return r.InForce.UnixNano()
+}
+
+// impairWindows follows the delay, loss and clear records direction by
+// direction.
+func (a *analyzer) impairWindows() []impairWindow {
+	var out []impairWindow
+	open := map[[2]int32]int{} // pair -> index in out
+	closeAt := func(pair [2]int32, t int64) {
+		if i, ok := open[pair]; ok {
+			out[i].end = t
+			delete(open, pair)
+		}
+	}
+	for ri := range a.records {
+		r := &a.records[ri]
+		switch r.Kind {
+		case KindDelay, KindLoss:
+			if r.Impair == nil {
+				continue
+			}
+			for _, pair := range a.directions(r.Nodes, r.Peers) {
+				closeAt(pair, r.t)
+				out = append(out, impairWindow{rec: ri, pair: pair, start: r.inForce(), end: math.MaxInt64,
+					delay: r.Impair.DelayNS, jitter: r.Impair.JitterNS, loss: r.Impair.Loss,
+					delayRequested: r.Kind == KindDelay})
+				open[pair] = len(out) - 1
+			}
+		case KindClear:
+			for _, pair := range a.directions(r.Nodes, nil) {
+				closeAt(pair, r.t)
+			}
+		}
+	}
+	return out
+}
+
+// directions lists the pairs (sender, receiver) of senders to peers; no
+// senders means every node, no peers every other node.
+func (a *analyzer) directions(senders, peers []string) [][2]int32 {
+	idx := func(names []string) []int32 {
+		var out []int32
+		if len(names) == 0 {
+			for i := range a.nodes {
+				out = append(out, int32(i))
+			}
+			return out
+		}
+		for _, n := range names {
+			if i, ok := a.byName[n]; ok {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	var out [][2]int32
+	for _, s := range idx(senders) {
+		for _, p := range idx(peers) {
+			if s != p {
+				out = append(out, [2]int32{s, p})
+			}
+		}
+	}
+	return out
+}
+
+// delayChecks checks each delay record's directions.
+func (a *analyzer) delayChecks(wins []impairWindow) []FaultCheck {
+	byRec := map[int][]DelayObservation{}
+	var recs []int
+	for _, w := range wins {
+		if !w.delayRequested {
+			continue
+		}
+		if _, ok := byRec[w.rec]; !ok {
+			recs = append(recs, w.rec)
+		}
+		byRec[w.rec] = append(byRec[w.rec], a.observeDelay(w))
+	}
+	var out []FaultCheck
+	for _, ri := range recs {
+		out = append(out, a.delayCheck(&a.records[ri], byRec[ri]))
+	}
+	return out
+}
+
+func (a *analyzer) observeDelay(w impairWindow) DelayObservation {
+	o := DelayObservation{From: a.name(w.pair[0]), To: a.name(w.pair[1]), RequestedNS: w.delay, JitterNS: w.jitter,
+		ToleranceNS: int64(DelayTolerance(time.Duration(w.delay))), OK: true}
+	var ds []int64
+	for _, s := range a.wire.delays[w.pair] {
+		if s.sent >= w.start && s.sent < w.end {
+			ds = append(ds, s.t-s.sent)
+		}
+	}
+	if a.wire.clock != nil {
+		o.ErrorNS = a.wire.clock.TSUnitNS/2 + a.wire.clock.OffsetErrorNS
+	}
+	o.Segments = len(ds)
+	if len(ds) == 0 {
+		return o
+	}
+	slices.Sort(ds)
+	o.MinNS, o.MaxNS, o.P50NS = ds[0], ds[len(ds)-1], ds[(len(ds)-1)/2]
+	o.OK = abs64(o.P50NS-o.RequestedNS) <= o.ToleranceNS
+	return o
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func (a *analyzer) delayCheck(r *recordAt, obs []DelayObservation) FaultCheck {
+	fc := FaultCheck{Packet: r.pkt, Kind: string(r.Kind), Time: r.Time.UTC(), Check: CheckDelay, OK: true, Delays: obs}
+	var seen, bad, segs int
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	var worst *DelayObservation
+	for i := range obs {
+		o := &obs[i]
+		if o.Segments == 0 {
+			continue
+		}
+		seen++
+		segs += o.Segments
+		lo, hi = min(lo, o.P50NS), max(hi, o.P50NS)
+		if !o.OK {
+			bad++
+			if worst == nil || abs64(o.P50NS-o.RequestedNS) > abs64(worst.P50NS-worst.RequestedNS) {
+				worst = o
+			}
+		}
+	}
+	asked := fmtDur(obs[0].RequestedNS)
+	if obs[0].JitterNS > 0 {
+		asked += "±" + fmtDur(obs[0].JitterNS)
+	}
+	switch {
+	case a.wire.clock == nil:
+		fc.Detail = fmt.Sprintf("delay %s asked; not verified: the capture does not say how to read its TCP timestamps", asked)
+		return fc
+	case seen == 0:
+		fc.Detail = fmt.Sprintf("delay %s asked on %d directions; not verified: no segment sent while it was in force", asked, len(obs))
+		return fc
+	}
+	fc.Verified = true
+	fc.OK = bad == 0
+	fc.Detail = fmt.Sprintf("delay %s asked on %d directions: observed p50 %s..%s on %d with traffic (%d segments, each ±%s)",
+		asked, len(obs), fmtDur(lo), fmtDur(hi), seen, segs, fmtDur(obs[0].ErrorNS))
+	if worst != nil {
+		fc.Detail += fmt.Sprintf("; %d outside max(2 ms, 10%%), worst %s->%s p50 %s", bad, worst.From, worst.To, fmtDur(worst.P50NS))
+	}
+	return fc
+}
+
+// fmtDur prints ns in ms with up to 2 decimals, or in us below 0.1 ms.
+func fmtDur(ns int64) string {
+	if abs64(ns) < 100_000 {
+		return fmt.Sprintf("%d us", ns/1000)
+	}
+	s := fmt.Sprintf("%.2f", float64(ns)/1e6)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s + " ms"
+}
+
+// lossChecks checks each loss record's directions together.
+func (a *analyzer) lossChecks(wins []impairWindow, allCuts []*cuts) []FaultCheck {
+	type acc struct {
+		asked           float64
+		delivered, lost int
+	}
+	byRec := map[int]*acc{}
+	var recs []int
+	for _, w := range wins {
+		r := &a.records[w.rec]
+		if r.Kind != KindLoss {
+			continue
+		}
+		ac := byRec[w.rec]
+		if ac == nil {
+			ac = &acc{asked: w.loss}
+			byRec[w.rec] = ac
+			recs = append(recs, w.rec)
+		}
+		for _, x := range a.wire.sends[w.pair] {
+			if x.t < w.start || x.t >= w.end || cutsAt(allCuts, x.t).cut(w.pair[0], w.pair[1]) {
+				continue
+			}
+			switch {
+			case x.lost:
+				ac.lost++
+			case x.delivered:
+				ac.delivered++
+			}
+		}
+	}
+	var out []FaultCheck
+	for _, ri := range recs {
+		r, ac := &a.records[ri], byRec[ri]
+		fc := FaultCheck{Packet: r.pkt, Kind: string(r.Kind), Time: r.Time.UTC(), Check: CheckLoss, OK: true}
+		o := &LossObservation{RequestedPct: ac.asked, Delivered: ac.delivered, Lost: ac.lost}
+		fc.Loss = o
+		n := ac.delivered + ac.lost
+		if n == 0 {
+			fc.Detail = fmt.Sprintf("loss %g%% asked; not verified: no data transmission whose fate the capture shows", ac.asked)
+			out = append(out, fc)
+			continue
+		}
+		o.ObservedPct = 100 * float64(ac.lost) / float64(n)
+		lo, hi := wilson(ac.lost, n, LossConfidenceZ)
+		o.LowPct, o.HighPct = 100*lo, 100*hi
+		fc.Verified = true
+		fc.OK = ac.asked >= o.LowPct && ac.asked <= o.HighPct
+		verdict := "within"
+		if !fc.OK {
+			verdict = "outside"
+		}
+		fc.Detail = fmt.Sprintf("loss %g%% asked: %d of %d data transmissions lost, %.1f%% (99.9%% interval %.1f-%.1f%%): asked rate %s it",
+			ac.asked, ac.lost, n, o.ObservedPct, o.LowPct, o.HighPct, verdict)
+		out = append(out, fc)
+	}
+	return out
+}
+
+// wilson returns the Wilson score interval of k successes in n trials.
+func wilson(k, n int, z float64) (lo, hi float64) {
+	p, nf := float64(k)/float64(n), float64(n)
+	den := 1 + z*z/nf
+	center := (p + z*z/(2*nf)) / den
+	half := z / den * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf))
+	return max(0, center-half), min(1, center+half)
+}
+
+// cutChecks counts, for each reachability change that cuts, the frames
+// sent over a cut direction while it was in force and those that crossed.
+func (a *analyzer) cutChecks(allCuts []*cuts) []FaultCheck {
+	var out []FaultCheck
+	for ci, c := range allCuts {
+		end := int64(math.MaxInt64)
+		if ci+1 < len(allCuts) {
+			end = allCuts[ci+1].t
+		}
+		byPair := map[[2]int32]*CutObservation{}
+		var pairs [][2]int32
+		for i := range a.wire.frames {
+			f := &a.wire.frames[i]
+			if f.t < c.inForce || f.t >= end || !c.cut(f.from, f.to) {
+				continue
+			}
+			k := [2]int32{f.from, f.to}
+			o := byPair[k]
+			if o == nil {
+				o = &CutObservation{From: a.name(f.from), To: a.name(f.to)}
+				byPair[k] = o
+				pairs = append(pairs, k)
+			}
+			o.Frames++
+			at := f.ackSent
+			if at == 0 {
+				at = f.acked
+			}
+			if f.acked != 0 && at < end {
+				o.Crossed++
+				if o.FirstCrossed == 0 {
+					o.FirstCrossed = f.pkt
+				}
+			}
+		}
+		r := a.recordOfPacket(c.pkt)
+		if r == nil || (!c.parted && len(c.isolated) == 0) {
+			continue
+		}
+		fc := FaultCheck{Packet: r.pkt, Kind: string(r.Kind), Time: r.Time.UTC(), Check: CheckCut, OK: true}
+		frames, crossed := 0, 0
+		for _, k := range pairs {
+			o := byPair[k]
+			fc.Cuts = append(fc.Cuts, *o)
+			frames += o.Frames
+			crossed += o.Crossed
+		}
+		if frames == 0 {
+			fc.Detail = "cut: not verified: no frame was sent over it while it was in force"
+			out = append(out, fc)
+			continue
+		}
+		fc.Verified, fc.OK = true, crossed == 0
+		fc.Detail = fmt.Sprintf("cut: %d frames sent over it on %d directions while in force, %d crossed (acknowledged by their receiver)", frames, len(pairs), crossed)
+		out = append(out, fc)
+	}
+	return out
+}
+
+func (a *analyzer) recordOfPacket(pkt int64) *recordAt {
+	for i := range a.records {
+		if a.records[i].pkt == pkt {
+			return &a.records[i]
+		}
+	}
+	return nil
+}
+
+// lastFrameChecks finds, for each crash and pause, the last frame each of
+// its nodes sent before it came back, and whether its kernel sent it
+// after the fault was in force.
+func (a *analyzer) lastFrameChecks() []FaultCheck {
+	var out []FaultCheck
+	for ri := range a.records {
+		r := &a.records[ri]
+		if r.Kind != KindCrash && r.Kind != KindPause {
+			continue
+		}
+		fc := FaultCheck{Packet: r.pkt, Kind: string(r.Kind), Time: r.Time.UTC(), Check: CheckLastFrame, OK: true, Verified: true}
+		var words []string
+		for _, name := range r.Nodes {
+			i, ok := a.byName[name]
+			if !ok {
+				continue
+			}
+			lf := a.lastFrame(i, r)
+			fc.Last = append(fc.Last, lf)
+			if lf.Sent == nil && lf.Packet != 0 {
+				fc.Verified = false
+			}
+			fc.OK = fc.OK && lf.OK
+			switch {
+			case lf.Packet == 0:
+				words = append(words, name+" sent no frame")
+			case lf.AfterNS > 0:
+				words = append(words, fmt.Sprintf("%s's last frame (packet %d) sent %s after", name, lf.Packet, fmtDur(lf.AfterNS)))
+			default:
+				words = append(words, fmt.Sprintf("%s's last frame (packet %d) sent %s before", name, lf.Packet, fmtDur(-lf.AfterNS)))
+			}
+		}
+		fc.Detail = fmt.Sprintf("%s in force: %s", r.Kind, strings.Join(words, "; "))
+		if !fc.Verified {
+			fc.Detail += " (switch times: send times unknown)"
+		}
+		out = append(out, fc)
+	}
+	return out
+}
+
+func (a *analyzer) lastFrame(node int32, r *recordAt) LastFrame {
+	lf := LastFrame{Node: a.name(node), OK: true}
+	back := int64(math.MaxInt64)
+	for _, tr := range a.nodes[node].trans {
+		if tr.up && tr.t > r.t {
+			back = tr.t
+			break
+		}
+	}
+	var last *frameObs
+	for i := range a.wire.frames {
+		f := &a.wire.frames[i]
+		if f.from == node && f.t < back && (last == nil || f.t >= last.t) {
+			last = f
+		}
+	}
+	if last == nil {
+		return lf
+	}
+	t := time.Unix(0, last.t).UTC()
+	lf.Packet, lf.Time = last.pkt, &t
+	at := last.t
+	if last.sent != 0 {
+		s := time.Unix(0, last.sent).UTC()
+		lf.Sent, at = &s, last.sent
+	}
+	lf.AfterNS = at - r.inForce()
+	if last.sent != 0 {
+		lf.OK = lf.AfterNS-last.sentErr <= 0
+	}
+	return lf
+}
+
+// pathDelay summarises the delay of segments outside every delay window.
+func (a *analyzer) pathDelay(wins []impairWindow) *PathDelay {
+	if a.wire.clock == nil {
+		return nil
+	}
+	byPair := map[[2]int32][]impairWindow{}
+	for _, w := range wins {
+		if w.delay > 0 || w.jitter > 0 {
+			byPair[w.pair] = append(byPair[w.pair], w)
+		}
+	}
+	var ds []int64
+	for pair, samples := range a.wire.delays {
+	sample:
+		for _, s := range samples {
+			for _, w := range byPair[pair] {
+				if s.sent >= a.records[w.rec].t && s.sent < w.end {
+					continue sample
+				}
+			}
+			ds = append(ds, s.t-s.sent)
+		}
+	}
+	if len(ds) == 0 {
+		return nil
+	}
+	slices.Sort(ds)
+	return &PathDelay{Segments: len(ds), P50NS: ds[(len(ds)-1)/2], P99NS: ds[(len(ds)-1)*99/100], MaxNS: ds[len(ds)-1],
+		ErrorNS: a.wire.clock.TSUnitNS/2 + a.wire.clock.OffsetErrorNS}
+}

@@ -1,0 +1,276 @@
+package capture
+
+import (
+	"bytes"
+	"testing"
+	"time"
+)
+
+// msClock is how the synth's TCP timestamps read: milliseconds of the
+// capture's own clock.
+var msClock = &ClockInfo{TSUnitNS: int64(time.Millisecond)}
+
+// faultSynth is a 5-node cluster led by n5 after a few heartbeats.
+func faultSynth(t *testing.T) (*synth, *bytes.Buffer) {
+	t.Helper()
+	var buf bytes.Buffer
+	s := newSynthClock(t, &buf, 5, 7, msClock)
+	for i := range s.live {
+		s.live[i] = true
+	}
+	s.heartbeats(4, 1, 3)
+	return s, &buf
+}
+
+func (s *synth) names(idx ...int) []string {
+	var out []string
+	for _, i := range idx {
+		out = append(out, s.nodes[i].Name)
+	}
+	return out
+}
+
+func (s *synth) inForceRecord(r Record) {
+	r.InForce = time.Unix(0, s.t+int64(time.Millisecond)).UTC()
+	s.record(r)
+	s.advance(2 * time.Millisecond)
+}
+
+func analyzeSynth(t *testing.T, s *synth, buf *bytes.Buffer) *Report {
+	t.Helper()
+	s.close(t)
+	rep, err := Analyze(bytes.NewReader(buf.Bytes()), AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func checksOf(rep *Report, check string) []FaultCheck {
+	var out []FaultCheck
+	for _, c := range rep.FaultChecks {
+		if c.Check == check {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func TestFaultCheckDelay(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		asked, applied time.Duration
+		ok             bool
+	}{
+		{"as asked", 50 * time.Millisecond, 50 * time.Millisecond, true},
+		{"within 10%", 50 * time.Millisecond, 54 * time.Millisecond, true},
+		{"half of it", 100 * time.Millisecond, 50 * time.Millisecond, false},
+		{"small, within 2 ms", 5 * time.Millisecond, 6500 * time.Microsecond, true},
+		{"small, beyond 2 ms", 5 * time.Millisecond, 8 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, buf := faultSynth(t)
+			s.inForceRecord(Record{Kind: KindDelay, Nodes: s.names(0, 1, 2, 3, 4), Impair: &RecordImpairment{DelayNS: int64(tc.asked)}})
+			s.egress = map[int]time.Duration{}
+			for i := range s.nodes {
+				s.egress[i] = tc.applied
+			}
+			s.heartbeats(4, 1, 5)
+			rep := analyzeSynth(t, s, buf)
+			cs := checksOf(rep, CheckDelay)
+			if len(cs) != 1 {
+				t.Fatalf("%d delay checks, want 1: %+v", len(cs), rep.FaultChecks)
+			}
+			c := cs[0]
+			t.Log(c.Detail)
+			if !c.Verified || c.OK != tc.ok {
+				t.Errorf("verified %v ok %v, want verified and ok %v: %s", c.Verified, c.OK, tc.ok, c.Detail)
+			}
+			for _, o := range c.Delays {
+				// Heartbeats go n5 -> others, their ACKs back: those
+				// directions have traffic, the others none.
+				if (o.From == "n5") != (o.To != "n5") && o.Segments != 0 {
+					continue
+				}
+				if o.Segments == 0 {
+					continue
+				}
+				if d := o.P50NS - int64(tc.applied); d < -o.ErrorNS-int64(5*time.Microsecond) || d > o.ErrorNS+int64(5*time.Microsecond) {
+					t.Errorf("%s->%s p50 %s, applied %s ± %s", o.From, o.To, time.Duration(o.P50NS), tc.applied, time.Duration(o.ErrorNS))
+				}
+			}
+			if rep.PathDelay == nil || rep.PathDelay.P50NS > int64(time.Millisecond) {
+				t.Errorf("path delay before the fault %+v, want under 1 ms", rep.PathDelay)
+			}
+		})
+	}
+}
+
+func TestFaultCheckDelayWithoutClock(t *testing.T) {
+	var buf bytes.Buffer
+	s := newSynth(t, &buf, 3, 1)
+	for i := range s.live {
+		s.live[i] = true
+	}
+	s.heartbeats(2, 1, 2)
+	s.inForceRecord(Record{Kind: KindDelay, Nodes: s.names(0, 1, 2), Impair: &RecordImpairment{DelayNS: int64(10 * time.Millisecond)}})
+	s.heartbeats(2, 1, 2)
+	rep := analyzeSynth(t, s, &buf)
+	cs := checksOf(rep, CheckDelay)
+	if len(cs) != 1 || cs[0].Verified || !cs[0].OK {
+		t.Fatalf("checks %+v, want one unverified delay check", cs)
+	}
+	if rep.PathDelay != nil {
+		t.Errorf("path delay %+v without a clock", rep.PathDelay)
+	}
+}
+
+func TestFaultCheckCut(t *testing.T) {
+	for _, crossing := range []bool{false, true} {
+		s, buf := faultSynth(t)
+		s.inForceRecord(Record{Kind: KindPartition, Groups: [][]string{s.names(3, 4), s.names(0, 1, 2)}})
+		s.noAck = !crossing
+		s.heartbeats(4, 1, 3)
+		s.noAck = false
+		s.record(Record{Kind: KindHeal, Nodes: s.names(0, 1, 2, 3, 4)})
+		s.heartbeats(4, 1, 2)
+		rep := analyzeSynth(t, s, buf)
+		cs := checksOf(rep, CheckCut)
+		if len(cs) != 1 {
+			t.Fatalf("%d cut checks, want 1: %+v", len(cs), rep.FaultChecks)
+		}
+		c := cs[0]
+		t.Log(c.Detail)
+		frames, crossed := 0, 0
+		for _, o := range c.Cuts {
+			frames += o.Frames
+			crossed += o.Crossed
+			if o.From != "n5" || o.To == "n4" {
+				t.Errorf("frames counted over the cut %s -> %s", o.From, o.To)
+			}
+		}
+		if frames != 9 {
+			t.Errorf("%d frames over the cut, want 3 rounds x 3 nodes", frames)
+		}
+		if c.OK == crossing || (crossed > 0) != crossing {
+			t.Errorf("crossing %v: ok %v, %d crossed: %s", crossing, c.OK, crossed, c.Detail)
+		}
+	}
+}
+
+func TestFaultCheckLastFrame(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		s, buf := faultSynth(t)
+		s.inForceRecord(Record{Kind: KindCrash, Nodes: s.names(4)})
+		s.live[4] = false
+		if late {
+			s.send(4, 0, s.msg(1, 4, 1, 0)) // a frame its kernel sent after it was gone
+		}
+		s.heartbeats(3, 2, 2)
+		rep := analyzeSynth(t, s, buf)
+		cs := checksOf(rep, CheckLastFrame)
+		if len(cs) != 1 || len(cs[0].Last) != 1 {
+			t.Fatalf("last-frame checks %+v", cs)
+		}
+		c := cs[0]
+		t.Log(c.Detail)
+		if c.OK == late || !c.Verified {
+			t.Errorf("late %v: ok %v verified %v: %s", late, c.OK, c.Verified, c.Detail)
+		}
+		if lf := c.Last[0]; (lf.AfterNS > 0) != late || lf.Sent == nil {
+			t.Errorf("late %v: last frame %+v", late, lf)
+		}
+	}
+}
+
+func TestFaultCheckLoss(t *testing.T) {
+	for _, tc := range []struct {
+		asked float64
+		ok    bool
+	}{{30, true}, {1, false}} {
+		s, buf := faultSynth(t)
+		s.inForceRecord(Record{Kind: KindLoss, Nodes: s.names(0, 1, 2, 3, 4), Impair: &RecordImpairment{Loss: tc.asked}})
+		// Every transmission the synth repeats was, by the capture's
+		// reading, lost: sent again before it was acknowledged.
+		s.retransmit = 0.3
+		s.heartbeats(4, 1, 100)
+		s.retransmit = 0
+		rep := analyzeSynth(t, s, buf)
+		cs := checksOf(rep, CheckLoss)
+		if len(cs) != 1 || cs[0].Loss == nil {
+			t.Fatalf("loss checks %+v", cs)
+		}
+		c := cs[0]
+		t.Log(c.Detail)
+		if !c.Verified || c.OK != tc.ok {
+			t.Errorf("asked %g%%: verified %v ok %v: %s", tc.asked, c.Verified, c.OK, c.Detail)
+		}
+		if o := c.Loss; o.ObservedPct < 20 || o.ObservedPct > 40 {
+			t.Errorf("observed %.1f%%, the synth repeated 30%%", o.ObservedPct)
+		}
+	}
+}
+
+func TestWilson(t *testing.T) {
+	lo, hi := wilson(5, 100, LossConfidenceZ)
+	if lo > 0.05 || hi < 0.05 || lo < 0.005 || hi > 0.2 {
+		t.Errorf("wilson(5, 100) = %.3f..%.3f", lo, hi)
+	}
+	if lo, hi := wilson(0, 10, LossConfidenceZ); lo != 0 || hi < 0.3 {
+		t.Errorf("wilson(0, 10) = %.3f..%.3f: ten trials cannot rule out 30%%", lo, hi)
+	}
+}
+
+func TestSentAtUnwraps(t *testing.T) {
+	w := wireObserver{clock: &ClockInfo{MonotonicOffsetNS: 1_700_000_000e9, TSUnitNS: 1000}}
+	// 5000 s of monotonic time is past one wrap of a microsecond TSval.
+	mono := int64(5000e9)
+	t0 := mono + w.clock.MonotonicOffsetNS
+	sentMono := mono - int64(100*time.Millisecond)
+	tsval := uint32(sentMono / 1000)
+	sent, errNS := w.sentAt(tsval, t0)
+	if d := t0 - sent; d < int64(100*time.Millisecond)-errNS || d > int64(100*time.Millisecond)+errNS {
+		t.Errorf("delay %s, want 100ms ± %dns", time.Duration(d), errNS)
+	}
+}
+
+// FuzzAnalyze: whatever a capture file holds, Analyze returns a report or
+// an error, and the report prints: send times, acknowledgements and fault
+// checks included.
+func FuzzAnalyze(f *testing.F) {
+	var buf bytes.Buffer
+	s := newSynthClock(f, &buf, 3, 3, msClock)
+	for i := range s.live {
+		s.live[i] = true
+	}
+	s.heartbeats(2, 1, 2)
+	s.record(Record{Kind: KindDelay, Nodes: s.names(0, 1, 2), Impair: &RecordImpairment{DelayNS: 1e7, Loss: 5}, InForce: time.Unix(0, s.t)})
+	s.egress = map[int]time.Duration{0: 10 * time.Millisecond, 2: 10 * time.Millisecond}
+	s.retransmit = 0.3
+	s.heartbeats(2, 1, 2)
+	s.record(Record{Kind: KindPartition, Groups: [][]string{s.names(2), s.names(0, 1)}})
+	s.heartbeats(2, 1, 1)
+	s.record(Record{Kind: KindCrash, Nodes: s.names(2)})
+	s.live[2] = false
+	s.elect(0, 1, 0)
+	s.close(f)
+	f.Add(buf.Bytes())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 64<<10 {
+			return
+		}
+		rep, err := Analyze(bytes.NewReader(data), AnalyzeOptions{})
+		if err != nil {
+			return
+		}
+		var out bytes.Buffer
+		if err := rep.WriteText(&out); err != nil {
+			t.Fatal(err)
+		}
+		for n := range rep.Elections {
+			if _, err := rep.ElectionTimeline(n + 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

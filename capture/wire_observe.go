@@ -1,0 +1,186 @@
+package capture
+
+import "net/netip"
+
+// wireObserver keeps what the TCP segments under the frames say: when each
+// frame's sender sent it (its TCP timestamp), when its receiver
+// acknowledged it, the one-way delay of every segment, and the
+// transmissions a receiver never acknowledged.
+type wireObserver struct {
+	clock   *ClockInfo
+	frames  []frameObs
+	pending map[dirKey]*ackQueue // frames awaiting their receiver's ACK
+	xmits   map[dirKey]*ackQueue // data transmissions awaiting theirs
+	delays  map[[2]int32][]delaySample
+	sends   map[[2]int32][]xmitOutcome
+}
+
+// frameObs is one wire frame, any type.
+type frameObs struct {
+	t       int64 // capture timestamp: on the switch, after the sender's egress
+	sent    int64 // the sender's kernel sent it (TSval); 0: unknown
+	sentErr int64
+	acked   int64 // its receiver's ACK of its last byte was on the switch; 0: never
+	ackSent int64 // that ACK's own send time (TSval); 0: unknown
+	pkt     int64
+	from    int32
+	to      int32
+}
+
+// dirKey is one direction of a connection.
+type dirKey struct{ src, dst netip.AddrPort }
+
+// ackQueue holds sequence ranges of one direction in the order sent.
+type ackQueue struct {
+	items []ackItem
+	head  int
+}
+
+type ackItem struct {
+	start, end uint32
+	frame      int32    // frames index, or the transmission's index in sends[pair]
+	pair       [2]int32 // transmissions: sender and receiver
+	t          int64
+}
+
+func (q *ackQueue) push(it ackItem) {
+	if q.head > 64 && q.head*2 > len(q.items) {
+		q.items = append(q.items[:0], q.items[q.head:]...)
+		q.head = 0
+	}
+	q.items = append(q.items, it)
+}
+
+// delaySample is one segment's observed one-way delay: it was sent at sent
+// and on the switch at t.
+type delaySample struct{ t, sent int64 }
+
+// xmitOutcome is one data transmission of a direction: delivered (its
+// receiver acknowledged it before it was sent again) or lost (sent again
+// first); undecided ones are neither.
+type xmitOutcome struct {
+	t               int64
+	delivered, lost bool
+}
+
+func seqLE(a, b uint32) bool { return int32(b-a) >= 0 }
+
+// sentAt reads a TSval as the sender's send time on the capture's clock,
+// given that the segment was on the switch at t, which it cannot precede:
+// the midpoint of the TSval's tick, at most t.
+func (w *wireObserver) sentAt(tsval uint32, t int64) (sent, errNS int64) {
+	c := w.clock
+	if c == nil || c.TSUnitNS <= 0 {
+		return 0, 0
+	}
+	tick := (t - c.MonotonicOffsetNS) / c.TSUnitNS
+	full := tick + int64(int32(tsval-uint32(tick)))
+	sent = full*c.TSUnitNS + c.MonotonicOffsetNS + c.TSUnitNS/2
+	return min(sent, t), c.TSUnitNS/2 + c.OffsetErrorNS
+}
+
+// frame notes a decoded frame of from to to and returns its index.
+func (w *wireObserver) frame(f *Frame, t int64, from, to int32) int32 {
+	fo := frameObs{t: t, pkt: f.Packet, from: from, to: to}
+	if f.HasTS {
+		fo.sent, fo.sentErr = w.sentAt(f.TSval, t)
+	}
+	i := int32(len(w.frames))
+	w.frames = append(w.frames, fo)
+	if w.pending == nil {
+		w.pending = map[dirKey]*ackQueue{}
+	}
+	k := dirKey{f.Src, f.Dst}
+	q := w.pending[k]
+	if q == nil {
+		q = &ackQueue{}
+		w.pending[k] = q
+	}
+	q.push(ackItem{end: f.EndSeq, frame: i, t: t})
+	return i
+}
+
+// Segment implements SegmentHandler.
+func (a *analyzer) Segment(s *Segment) {
+	w := &a.wire
+	t := s.Time.UnixNano()
+	from, to := a.nodeOfAddr(s.Src.Addr()), a.nodeOfAddr(s.Dst.Addr())
+	var sent int64
+	if s.HasTS {
+		sent, _ = w.sentAt(s.TSval, t)
+		if sent != 0 {
+			if w.delays == nil {
+				w.delays = map[[2]int32][]delaySample{}
+			}
+			k := [2]int32{from, to}
+			w.delays[k] = append(w.delays[k], delaySample{t: t, sent: sent})
+		}
+	}
+	fwd := dirKey{s.Src, s.Dst}
+	if s.SYN {
+		// A new connection: what the old one left unacknowledged never
+		// will be.
+		delete(w.pending, fwd)
+		delete(w.xmits, fwd)
+	}
+	if s.ACK {
+		w.acknowledge(dirKey{s.Dst, s.Src}, s.Ack, t, sent)
+	}
+	if s.Len > 0 || s.SYN || s.FIN {
+		w.transmission(fwd, s, t, from, to)
+	}
+}
+
+// acknowledge settles, in direction k, the frames and transmissions that
+// ack covers, acknowledged at t (sent at ackSent).
+func (w *wireObserver) acknowledge(k dirKey, ack uint32, t, ackSent int64) {
+	if q := w.pending[k]; q != nil {
+		for q.head < len(q.items) && seqLE(q.items[q.head].end, ack) {
+			fo := &w.frames[q.items[q.head].frame]
+			fo.acked, fo.ackSent = t, ackSent
+			q.head++
+		}
+	}
+	if q := w.xmits[k]; q != nil {
+		for q.head < len(q.items) && seqLE(q.items[q.head].end, ack) {
+			it := q.items[q.head]
+			w.outcome(it).delivered = true
+			q.head++
+		}
+	}
+}
+
+// transmission notes a data transmission; an earlier one it overlaps that
+// is still unacknowledged was lost: its sender sent those bytes again.
+func (w *wireObserver) transmission(k dirKey, s *Segment, t int64, from, to int32) {
+	if w.xmits == nil {
+		w.xmits = map[dirKey]*ackQueue{}
+		w.sends = map[[2]int32][]xmitOutcome{}
+	}
+	q := w.xmits[k]
+	if q == nil {
+		q = &ackQueue{}
+		w.xmits[k] = q
+	}
+	start := s.Seq
+	end := start + uint32(s.Len)
+	if s.SYN || s.FIN {
+		end++
+	}
+	kept := q.items[:q.head]
+	for _, it := range q.items[q.head:] {
+		if int32(start-it.end) < 0 && int32(end-it.start) > 0 {
+			w.outcome(it).lost = true
+			continue
+		}
+		kept = append(kept, it)
+	}
+	q.items = kept
+	pair := [2]int32{from, to}
+	w.sends[pair] = append(w.sends[pair], xmitOutcome{t: t})
+	q.push(ackItem{start: start, end: end, frame: int32(len(w.sends[pair]) - 1), pair: pair, t: t})
+}
+
+func (w *wireObserver) outcome(it ackItem) *xmitOutcome {
+	return &w.sends[it.pair][it.frame]
+}
