@@ -367,36 +367,37 @@ func originText(seq Sequence) string {
 // sender's TCP timestamp and the receipt its acknowledgement confirms, or
 // level where the capture saw a frame whose send time is unknown.
 func arrowsText(msgs []SequenceMessage) []string {
-	var delivered, dropped, unknownSend, unknownRecv int
-	for _, m := range msgs {
-		switch {
-		case m.SendUnknown:
-			unknownSend++
-		case m.Dropped:
-			dropped++
-		case m.RecvTime.IsZero():
-			unknownRecv++
-		default:
-			delivered++
-		}
-	}
 	if len(msgs) == 0 {
 		return []string{"No message is shown."}
 	}
+	var sendKnown, dropped, unknownSend, unknownRecv int
+	for _, m := range msgs {
+		if m.Dropped {
+			dropped++
+		}
+		switch {
+		case m.SendUnknown:
+			unknownSend++
+		case !m.Dropped && m.RecvTime.IsZero():
+			unknownRecv++
+		default:
+			sendKnown++
+		}
+	}
 	var s []string
-	if delivered > 0 || dropped > 0 {
+	if sendKnown > 0 {
 		s = append(s, "An arrow starts when the sender's kernel sent the message (its TCP timestamp) and ends when the frame reached the receiver's port, which the receiver's acknowledgement confirms; a delay on the sender's egress makes it slope.")
 	}
-	if dropped > 0 {
-		s = append(s, fmt.Sprintf("Messages never acknowledged (%d) end in a cross short of the receiver, where the capture last saw them: dropped by a cut or a loss, or the capture ended first.", dropped))
-	}
 	if unknownSend == len(msgs) {
-		s = append(s, "The capture holds no send times (the senders' TCP timestamps could not be read): every arrow is drawn level and dashed when the capture saw the frame enter the switch, after any delay the sender's egress added, and no receipt is claimed.")
+		s = append(s, "The capture holds no send times (the senders' TCP timestamps could not be read): every arrow is drawn level and dashed when the capture saw the frame enter the switch, after any delay the sender's egress added, so no arrow shows that delay.")
 	} else if unknownSend > 0 {
 		s = append(s, fmt.Sprintf("Messages without a send time (%d) are drawn level and dashed when the capture saw them, after any delay the sender's egress added.", unknownSend))
 	}
 	if unknownRecv > 0 {
 		s = append(s, fmt.Sprintf("Messages whose receipt is unknown (%d) are drawn level and dashed at their send.", unknownRecv))
+	}
+	if dropped > 0 {
+		s = append(s, fmt.Sprintf("Messages never acknowledged (%d) end in a cross short of the receiver, where the capture last saw them: dropped by a cut or a loss, or the capture ended first.", dropped))
 	}
 	return s
 }

@@ -370,7 +370,7 @@ func TestReportSequenceNote(t *testing.T) {
 	t0 := time.Date(2026, 3, 14, 9, 27, 0, 0, time.UTC)
 	bare.Messages = []bench.SequenceMessage{{Time: t0, SendUnknown: true, From: "n2", To: "n1", Type: "COORDINATOR", Epoch: 2}}
 	note := bench.SequenceNote(bare)
-	if want := "Time runs down; the times on the left are from the first event shown. The capture holds no send times (the senders' TCP timestamps could not be read): every arrow is drawn level and dashed when the capture saw the frame enter the switch, after any delay the sender's egress added, and no receipt is claimed."; note != want {
+	if want := "Time runs down; the times on the left are from the first event shown. The capture holds no send times (the senders' TCP timestamps could not be read): every arrow is drawn level and dashed when the capture saw the frame enter the switch, after any delay the sender's egress added, so no arrow shows that delay."; note != want {
 		t.Errorf("note %q, want %q", note, want)
 	}
 }

@@ -268,6 +268,15 @@ func TestSequenceDroppedMessage(t *testing.T) {
 	if got := strings.Count(svg, `l8 8 m0 -8 l-8 8`); got != n+1 {
 		t.Errorf("%d crosses, want one per dropped message and one in the legend (%d)", got, n+1)
 	}
+	note := SequenceNote(election5(100*time.Millisecond, "crash"))
+	for _, want := range []string{"An arrow starts when the sender's kernel sent the message", "Messages never acknowledged (4) end in a cross short of the receiver"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note lacks %q: %s", want, note)
+		}
+	}
+	if strings.Contains(note, "dashed") {
+		t.Errorf("note speaks of dashed arrows where there are none: %s", note)
+	}
 }
 
 // TestSequenceFaultSpans: a partition shades each side's lifelines from
