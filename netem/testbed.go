@@ -382,6 +382,10 @@ func (tb *Testbed) addNode(sw *netlink.Handle, bridge, i int, ns netns.NsHandle)
 	return nil
 }
 
+// usecTimestampsFeature is RTAX_FEATURE_TCP_USEC_TS; tests put a bit no
+// kernel knows in its place to build as on a kernel that predates it.
+var usecTimestampsFeature = unix.RTAX_FEATURE_TCP_USEC_TS
+
 // microsecondTimestamps replaces the subnet route the kernel made for the
 // node's address, once eth0 was up, with the same route asking for
 // microsecond TCP timestamps (the route feature tcp_usec_ts, Linux 6.7):
@@ -400,7 +404,7 @@ func (tb *Testbed) microsecondTimestamps(h *netlink.Handle, ifindex int, addr ne
 		Protocol:  unix.RTPROT_KERNEL,
 		Table:     unix.RT_TABLE_MAIN,
 		Type:      unix.RTN_UNICAST,
-		Features:  unix.RTAX_FEATURE_TCP_USEC_TS,
+		Features:  usecTimestampsFeature,
 	}
 	tb.usecMu.Lock()
 	if tb.usecTried {

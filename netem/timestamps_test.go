@@ -26,10 +26,29 @@ import (
 // TestTCPTimestampsFollowMonotonicClock checks what the capture analysis
 // reads send times from: TSval of every segment between two nodes, in
 // the unit the testbed reports, plus the monotonic clock's offset, is the
-// time the segment was sent, a little before the switch captured it.
+// time the segment was sent, a little before the switch captured it. The
+// second testbed is built as on a kernel that refuses microsecond
+// timestamps, and must fall back to milliseconds on every node.
 func TestTCPTimestampsFollowMonotonicClock(t *testing.T) {
-	tb := netemtest.Star(t, 2)
-	unit := tb.TCPTimestampUnit()
+	t.Run("as-built", func(t *testing.T) {
+		tb := netemtest.Star(t, 2)
+		tsCheckTestbed(t, tb, tb.TCPTimestampUnit())
+	})
+	t.Run("microseconds-refused", func(t *testing.T) {
+		restore := netem.RefuseMicrosecondTimestamps()
+		tb := netemtest.Star(t, 2)
+		restore()
+		if unit := tb.TCPTimestampUnit(); unit != time.Millisecond && unit != 0 {
+			t.Fatalf("a testbed whose kernel refused the route feature reports TSval in %v, want 1ms", unit)
+		}
+		tsCheckTestbed(t, tb, tb.TCPTimestampUnit())
+	})
+}
+
+// tsCheckTestbed checks tb's node namespaces and the timestamps of a
+// connection between two of its nodes against unit.
+func tsCheckTestbed(t *testing.T, tb *netem.Testbed, unit time.Duration) {
+	t.Helper()
 	if unit == 0 {
 		err := tb.TimestampOffsetError()
 		if errors.Is(err, os.ErrNotExist) {
