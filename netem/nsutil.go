@@ -128,11 +128,25 @@ func (c *nsCreator) close(broken bool) {
 // calling thread's namespace.
 func disableIPv6() error {
 	for _, f := range []string{"default", "all"} {
-		if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+f+"/disable_ipv6", []byte("1"), 0); err != nil {
+		if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+f+"/disable_ipv6", []byte("2"), 0); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// tcpTimestampsSysctl is net.ipv4.tcp_timestamps; 2 turns timestamps on
+// without the random offset each connection otherwise adds to TSval.
+const tcpTimestampsSysctl = "/proc/sys/net/ipv4/tcp_timestamps"
+
+// timestampsWithoutOffset makes TCP in the calling thread's namespace
+// send TSval as CLOCK_MONOTONIC in timestamp units (modulo 2^32), so that
+// a capture can read each segment's send time from it. The setting is
+// per namespace since Linux 4.15; older kernels have one host-wide
+// setting that a namespace does not see, so the write fails there and
+// changes nothing on the host.
+func timestampsWithoutOffset() error {
+	return os.WriteFile(tcpTimestampsSysctl, []byte("2"), 0)
 }
 
 // bridgeWithoutNetfilter stops bridged frames from going through the

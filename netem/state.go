@@ -40,6 +40,10 @@ type RunState struct {
 	// 0600, which verifies the tags of frames captured during the run. It
 	// lives in the state directory and goes with it.
 	KeyFile string `json:"key_file,omitempty"`
+	// TCPTimestampUnitNS is Testbed.TCPTimestampUnit in nanoseconds, set
+	// with Complete; 0 when the nodes' TSval does not follow the
+	// monotonic clock.
+	TCPTimestampUnitNS int64 `json:"tcp_timestamp_unit_ns,omitempty"`
 }
 
 // StateNode records one node's kernel objects.

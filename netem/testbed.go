@@ -40,6 +40,15 @@ type Testbed struct {
 	swNs netns.NsHandle
 	sw   *netlink.Handle // switch namespace; Handle serialises requests per socket
 
+	// The nodes' TCP timestamps (see TCPTimestampUnit) are settled during
+	// the build. usecMu is held by the node that tries the route feature
+	// first, so that the others wait for its answer rather than each
+	// asking a kernel that refuses it.
+	usecMu      sync.Mutex
+	usecTried   bool
+	usecRefused bool
+	tsOffsetErr atomic.Pointer[error] // the first node whose timestamps keep a random offset
+
 	// life is held (shared) by operations that create things, and taken
 	// exclusively by Close, so nothing starts once Close has begun.
 	life   sync.RWMutex
@@ -162,6 +171,7 @@ func (tb *Testbed) Construct(ctx context.Context, order []int, nodeBuilt func(i 
 	// Flush must be able to wait for this version too.
 	tb.mu.Lock()
 	tb.state.Complete = true
+	tb.state.TCPTimestampUnitNS = int64(tb.builtTimestampUnit())
 	v := tb.changedLocked()
 	tb.saveLater()
 	err := tb.waitSavedLocked(v)
@@ -305,9 +315,15 @@ func (tb *Testbed) buildNodes(ctx context.Context, bridge int, jobs <-chan int, 
 			return err
 		}
 		var ns netns.NsHandle
-		ns, broken, err = c.create(tb.state.Nodes[i].Namespace, nil)
+		var tsErr error
+		ns, broken, err = c.create(tb.state.Nodes[i].Namespace, func() { tsErr = timestampsWithoutOffset() })
 		if err != nil {
 			return fmt.Errorf("node %s: %w", tb.state.Nodes[i].Name, err)
+		}
+		if tsErr != nil {
+			// The testbed still works; only its captures lose send times.
+			tsErr = fmt.Errorf("node %s: setting %s in %s: %w", tb.state.Nodes[i].Name, tcpTimestampsSysctl, tb.state.Nodes[i].Namespace, tsErr)
+			tb.tsOffsetErr.CompareAndSwap(nil, &tsErr)
 		}
 		tb.nodeNs[i] = ns // each i has one writer; read after wg.Wait
 		if err := tb.addNode(h, bridge, i, ns); err != nil {
@@ -359,6 +375,93 @@ func (tb *Testbed) addNode(sw *netlink.Handle, bridge, i int, ns netns.NsHandle)
 	// lo is interface 1 in every network namespace.
 	if err := h.LinkSetUp(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: 1}}); err != nil {
 		return fmt.Errorf("node %s: setting lo up: %w", sn.Name, err)
+	}
+	if err := tb.microsecondTimestamps(h, eth0.Attrs().Index, n.Addr); err != nil {
+		return fmt.Errorf("node %s: subnet route on %s in %s: %w", sn.Name, NodeVeth, sn.Namespace, err)
+	}
+	return nil
+}
+
+// usecTimestampsFeature is RTAX_FEATURE_TCP_USEC_TS; tests put a bit no
+// kernel knows in its place to build as on a kernel that predates it.
+var usecTimestampsFeature = unix.RTAX_FEATURE_TCP_USEC_TS
+
+// microsecondTimestamps replaces the subnet route the kernel made for the
+// node's address, once eth0 was up, with the same route asking for
+// microsecond TCP timestamps (the route feature tcp_usec_ts, Linux 6.7):
+// TSval in milliseconds cannot order messages sent within a millisecond,
+// and a connection uses the unit its own end's route asks for, so every
+// node gets it or none does. Kernels that predate the feature refuse the
+// bit with EINVAL: then the first node's answer keeps every node on the
+// kernel's own route, in milliseconds.
+func (tb *Testbed) microsecondTimestamps(h *netlink.Handle, ifindex int, addr netip.Addr) error {
+	subnet := tb.topo.Subnet.Masked()
+	route := &netlink.Route{
+		LinkIndex: ifindex,
+		Dst:       &net.IPNet{IP: subnet.Addr().AsSlice(), Mask: net.CIDRMask(subnet.Bits(), 32)},
+		Src:       addr.AsSlice(),
+		Scope:     netlink.SCOPE_LINK,
+		Protocol:  unix.RTPROT_KERNEL,
+		Table:     unix.RT_TABLE_MAIN,
+		Type:      unix.RTN_UNICAST,
+		Features:  usecTimestampsFeature,
+	}
+	tb.usecMu.Lock()
+	if tb.usecTried {
+		refused := tb.usecRefused
+		tb.usecMu.Unlock()
+		if refused {
+			return nil
+		}
+		return h.RouteReplace(route)
+	}
+	defer tb.usecMu.Unlock()
+	err := h.RouteReplace(route)
+	if errors.Is(err, unix.EINVAL) {
+		tb.usecTried, tb.usecRefused = true, true
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	tb.usecTried = true
+	return nil
+}
+
+// builtTimestampUnit is what TCPTimestampUnit reports once every node is
+// built.
+func (tb *Testbed) builtTimestampUnit() time.Duration {
+	if tb.tsOffsetErr.Load() != nil {
+		return 0
+	}
+	tb.usecMu.Lock()
+	defer tb.usecMu.Unlock()
+	if tb.usecTried && !tb.usecRefused {
+		return time.Microsecond
+	}
+	return time.Millisecond
+}
+
+// TCPTimestampUnit returns the tick of the TCP timestamps (TSval) the
+// nodes send: time.Microsecond where the kernel takes the route feature
+// tcp_usec_ts, else time.Millisecond. TSval is then CLOCK_MONOTONIC in
+// that unit modulo 2^32, without a per-connection offset. It returns 0
+// while the testbed is being built, when a node namespace kept the random
+// offset (its kernel has no per-namespace net.ipv4.tcp_timestamps; see
+// TimestampOffsetError), and for runs recorded by versions that did not
+// say.
+func (tb *Testbed) TCPTimestampUnit() time.Duration {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return time.Duration(tb.state.TCPTimestampUnitNS)
+}
+
+// TimestampOffsetError says why TCPTimestampUnit is 0 for a testbed this
+// process built: the first node whose namespace kept random timestamp
+// offsets. nil when none did.
+func (tb *Testbed) TimestampOffsetError() error {
+	if p := tb.tsOffsetErr.Load(); p != nil {
+		return *p
 	}
 	return nil
 }

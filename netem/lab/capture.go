@@ -100,6 +100,13 @@ func (l *Lab) captureTestbed() (capture.TestbedInfo, map[int]capture.NodePort, e
 		s := topo.Nodes[0].Settings
 		tb.HeartbeatNS, tb.FailureTimeoutNS, tb.ElectionTimeoutNS = int64(s.Heartbeat), int64(s.FailureTimeout), int64(s.ElectionTimeout)
 	}
+	if unit := l.tb.TCPTimestampUnit(); unit > 0 {
+		offset, maxErr, err := netem.MonotonicOffset()
+		if err != nil {
+			return tb, nil, fmt.Errorf("capture: run %s: %w", l.Run(), err)
+		}
+		tb.Clock = &capture.ClockInfo{MonotonicOffsetNS: offset.Nanoseconds(), OffsetErrorNS: maxErr.Nanoseconds(), TSUnitNS: unit.Nanoseconds()}
+	}
 	ports := map[int]capture.NodePort{}
 	for _, sn := range l.Testbed().Nodes() {
 		addr, err := netip.ParseAddr(sn.Addr)

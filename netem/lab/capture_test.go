@@ -5,14 +5,19 @@ package lab_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/capture/capturetest"
+	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/netem/lab/labtest"
@@ -199,4 +204,112 @@ func sameCounts(counted map[string]uint64, seen map[string]uint64) bool {
 		}
 	}
 	return true
+}
+
+// TestLabFaultsInForce checks what the capture analysis needs to judge
+// faults and time messages: every fault comes back, and reaches the
+// capture, with the time its change was in force, no earlier than the
+// time it began; and the capture's testbed record says how to read the
+// nodes' TCP timestamps.
+func TestLabFaultsInForce(t *testing.T) {
+	bin := labtest.Binary(t)
+	topo, err := topologies.Load("star3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "star3.pcapng")
+	lb := labtest.Start(t, topo, lab.StartOptions{Binary: bin, Capture: &lab.CaptureOptions{Path: path}})
+	gone := map[int]bool{} // crashed PIDs, as observers saw them
+	lb.OnFault(func(f fault.Fault) {
+		if f.Kind != fault.Crash {
+			return
+		}
+		for _, s := range strings.Fields(strings.TrimPrefix(f.Detail, "SIGKILL to process ")) {
+			pid, _ := strconv.Atoi(strings.TrimSuffix(s, ","))
+			gone[pid] = syscall.Kill(pid, 0) == syscall.ESRCH
+		}
+	})
+
+	applied := []fault.Fault{
+		labDo(t)(lb.Crash("n1")),
+		labDo(t)(lb.Pause("n2")),
+		labDo(t)(lb.Resume("n2")),
+		labDo(t)(lb.Partition([][]string{{"n2"}, {"n3"}}, false)),
+		labDo(t)(lb.Heal()),
+	}
+	for _, f := range applied {
+		if f.InForce.IsZero() || f.InForce.Before(f.Time) {
+			t.Errorf("%s %v: began %v, in force %v; want in force no earlier than it began", f.Kind, f.Nodes, f.Time, f.InForce)
+		}
+	}
+	if len(gone) != 1 {
+		t.Errorf("the crash record names processes %v, want one", gone)
+	}
+	for pid, ok := range gone {
+		if !ok {
+			t.Errorf("process %d of n1 was still there when the crash was recorded in force", pid)
+		}
+	}
+	if _, err := lb.Capture().Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd, err := capture.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []*capture.Record
+	for {
+		p, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Record != nil {
+			recs = append(recs, p.Record)
+		}
+	}
+	if len(recs) == 0 || recs[0].Testbed == nil {
+		t.Fatal("the capture has no testbed record first")
+	}
+	clock := recs[0].Testbed.Clock
+	unit := lb.Testbed().TCPTimestampUnit()
+	offset, offsetErr, err := netem.MonotonicOffset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case clock == nil:
+		t.Errorf("the testbed record has no clock; the testbed's TSval unit is %v", unit)
+	case clock.TSUnitNS != unit.Nanoseconds() || unit == 0:
+		t.Errorf("the testbed record's TSval unit is %dns, the testbed's %v", clock.TSUnitNS, unit)
+	case clock.OffsetErrorNS <= 0 || clock.OffsetErrorNS > int64(time.Millisecond):
+		t.Errorf("the testbed record's clock offset error is %dns, want within (0, 1ms]", clock.OffsetErrorNS)
+	case (time.Duration(clock.MonotonicOffsetNS) - offset).Abs() > offsetErr+time.Duration(clock.OffsetErrorNS)+time.Millisecond:
+		t.Errorf("the testbed record's clock offset is %dns, now it is %v ± %v", clock.MonotonicOffsetNS, offset, offsetErr)
+	default:
+		t.Logf("testbed clock: %+v", *clock)
+	}
+
+	var got []string
+	for _, r := range recs[1:] {
+		if r.Kind == capture.KindEnd {
+			continue
+		}
+		got = append(got, fmt.Sprintf("%s %v %s %s", r.Kind, r.Nodes, r.Time.Format(time.RFC3339Nano), r.InForce.Format(time.RFC3339Nano)))
+	}
+	var want []string
+	for _, f := range applied {
+		want = append(want, fmt.Sprintf("%s %v %s %s", f.Kind, f.Nodes, f.Time.Format(time.RFC3339Nano), f.InForce.Format(time.RFC3339Nano)))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("fault records (kind, nodes, time, in force)\n%s\nwant the faults as applied\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

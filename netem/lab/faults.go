@@ -104,8 +104,18 @@ func (l *Lab) beginOn(kind fault.Kind, names []string, refuse func(n *labNode, s
 	return nodes, end, nil
 }
 
-// done hands f, whose Time the caller set before acting, to the observers.
+// done stamps f in force, unless its caller did, and hands it to the
+// observers; f.Time was set before acting. Callers call it as soon as
+// their change is known to be in force: processes gone, stopped or
+// running again, nftables batches flushed, impairments applied, started
+// processes answering, control calls answered. The capture analysis
+// judges the traffic against a fault from then on, so a stamp taken
+// before the change took hold would blame the fault for what came
+// before it.
 func (l *Lab) done(f fault.Fault) fault.Fault {
+	if f.InForce.IsZero() {
+		f.InForce = time.Now()
+	}
 	l.emit(f)
 	return f
 }
@@ -134,14 +144,14 @@ func (l *Lab) Crash(names ...string) (fault.Fault, error) {
 		n.crashed = true
 		l.mu.Unlock()
 	}
-	if err := netem.KillAll(procs); err != nil {
-		return fault.Fault{}, fmt.Errorf("crash: %w", err)
-	}
 	pids := make([]string, len(procs))
 	for i, p := range procs {
 		pids[i] = strconv.Itoa(p.PID())
 	}
 	f.Detail = "SIGKILL to process " + strings.Join(pids, ", ")
+	if err := netem.KillAll(procs); err != nil {
+		return fault.Fault{}, fmt.Errorf("crash: %w", err)
+	}
 	return l.done(f), nil
 }
 
@@ -956,6 +966,9 @@ func (l *Lab) control(ctx context.Context, kind fault.Kind, names []string, call
 			return fault.Fault{}, fmt.Errorf("%s: node %s: %w", kind, n.name, err)
 		}
 	}
+	// In force once every node answered: a leaving node has announced
+	// LEAVE by then, and its exit below is its own business.
+	f.InForce = time.Now()
 	if kind == fault.Leave {
 		// The node answers, then exits: wait for that, so the lab's view
 		// (exited) is right when this returns.
