@@ -211,8 +211,8 @@ type faultLog struct {
 	// owd is the largest delay in force at any time of the run, which
 	// the SLE2 bound takes: a fault's delay stays in force until cleared.
 	owd time.Duration
-	// lastInForce is when the last fault was in force: observers hear of
-	// it then.
+	// lastInForce is when the last fault was in force: its record's
+	// InForce, else when observers heard of it, which is after.
 	lastInForce time.Time
 }
 
@@ -222,7 +222,10 @@ func (fl *faultLog) watch(lb *lab.Lab) {
 	lb.OnFault(func(f fault.Fault) {
 		fl.faults = append(fl.faults, f)
 		fl.owd = max(fl.owd, lb.MaxDelay())
-		fl.lastInForce = time.Now()
+		fl.lastInForce = f.InForce
+		if f.InForce.IsZero() {
+			fl.lastInForce = time.Now()
+		}
 	})
 }
 
