@@ -56,7 +56,7 @@ type Violation struct {
 
 // Tenure is a span in which a node considered itself leader of an epoch:
 // from its COORDINATOR (or election won) to its crash, its step-down, or
-// the end of the run.
+// the end of the run; a pause suspends it.
 type Tenure struct {
 	Node       string
 	Epoch      uint64
