@@ -11,10 +11,16 @@
 //	                lab, then the outputs
 //	run_one.go      runOne and its runner: setup (lab and capture), settle
 //	                (stable leader, quiet), inject (the scenario, its faults)
-//	run_measure.go  measure: still counters, teardown, the capture's
-//	                analysis, the measured election, the counters cross-check
-//	run_judge.go    judge: checkInput (tenures, disruptions, convergence)
-//	                for Check, and the run's Sequence for the report
+//	run_measure.go  measure: still counters, teardown (which reads the
+//	                nodes' event logs), the capture's analysis, the measured
+//	                election, the counters cross-check
+//	run_judge.go    judge: checkInput (the capture's tenures, disruptions,
+//	                convergence) for Check, and the run's Sequence for the
+//	                report
+//	tenure.go       tenures as spans: the faults' cuts, successors, and the
+//	                capture's and the logs' held to each other
+//	tenure_log.go   the nodes' event logs: read, parsed, put on the
+//	                capture's time line, their tenures
 //	bound.go        node/doc.go's SLE2 bound for a topology and a delay
 //	target.go       labTarget, the scenario.Target on a lab
 //
@@ -76,7 +82,8 @@
 //	    seed              the run's seed: a bench with --seed this --runs 1 replays it
 //	    started           when the run's testbed began to build
 //	    ok                the run passed every check
-//	    failure_kind      why it failed: safety, liveness, counters, step or setup
+//	    failure_kind      why it failed: safety, tenures, liveness, counters, auth,
+//	                      step or setup
 //	    failure           how, in one line
 //	    time_to_leader_ns from the measured election's trigger (below) until the winning
 //	                      COORDINATOR left the leader for the last node it had to reach
@@ -113,7 +120,31 @@
 //	      sle2_bound_ns      the bound convergence was held to: node/doc.go's
 //	                         formula with d from the largest delay in force;
 //	                         absent when loss was still in force at the end
-//	      violations         [{property, detail}]: safety (SLE1) or liveness (SLE2)
+//	      violations         [{property, detail}]: safety (SLE1), tenures (below) or
+//	                         liveness (SLE2)
+//	      tenures            [{node, epoch, start_ns, end_ns, next_leader, next_epoch}]:
+//	                         every lead the capture shows, by start, times from the
+//	                         measured fault, within the capture until the scenario
+//	                         ended. A lead begins at the node's first COORDINATOR of
+//	                         the epoch (the stable leader's, and one seen only by its
+//	                         HEARTBEATs, earlier: see wireSpans) and ends at its first
+//	                         step-down on the wire (an ELECTION or HALT_ACK it sent, a
+//	                         HALT of a later epoch, a later epoch's COORDINATOR from a
+//	                         higher node), its next lead, its crash or leave; a pause
+//	                         suspends it until the resume. next_leader and next_epoch:
+//	                         the leader of the next epoch anyone led, and that epoch;
+//	                         absent when none did
+//	      log_tenures        the same by the nodes' event logs: a lead from the
+//	                         node's election_won to its status leaving normal, its
+//	                         following another leader, or its stop, each process's
+//	                         mono_ns put on the capture's time line by the wall clock
+//	                         of its records (node/eventlog.go), the faults cutting
+//	                         leads as above. The safety checks take both lists; a lead
+//	                         one shows and the other does not, one epoch by the log
+//	                         and another by the frames, or (outside disruptions and
+//	                         their grace) a start or end that differ by more than the
+//	                         time from a decision to its frame, fail the run with
+//	                         failure_kind tenures, as a log that cannot be read does
 //	  summary             over the runs that passed, except the counts
 //	    runs, ok, failed
 //	    time_to_leader    {n, min_ns, mean_ns, p50_ns, p95_ns, p99_ns, max_ns}

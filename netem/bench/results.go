@@ -117,6 +117,7 @@ func ResultOf(sc *scenario.Scenario) (ScenarioResult, error) {
 const (
 	FailSafety   = "safety"   // two leaders while the network was connected (SLE1)
 	FailLiveness = "liveness" // no leader, or not the highest live node, within the bound (SLE2)
+	FailTenures  = "tenures"  // the nodes' event logs and the capture disagree on who led which epoch when
 	FailCounters = "counters" // the nodes' counters disagree with the capture
 	FailAuth     = "auth"     // a frame in the capture failed the cluster key's check, or a HELLO was replayed
 	FailStep     = "step"     // a scenario step could not run (a fault failed, a selector found nobody)

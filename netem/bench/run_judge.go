@@ -24,6 +24,7 @@ func (ru *runner) judge(m *measurement) (Run, *runDetail) {
 	}
 	faults := slices.Concat(ru.settleFaults, ru.faults.faults)
 	in := checkInput(m.rep, topo, faults, ru.faults.lastInForce, agreed, m.fault.Time, ru.ended, bound)
+	ru.addLogTenures(&in, m.rep, faults, m.fault.Time)
 	if m.lossyAtEnd {
 		// SLE2 bounds the time from the network being synchronous again;
 		// with loss still in force it is not (a lost SYN alone costs a

@@ -63,6 +63,8 @@ type runner struct {
 	// settleFaults are the faults settle applied (a cold start's crash),
 	// which end tenures as the scenario's do.
 	settleFaults []fault.Fault
+	// logs are the nodes' event logs, read before the lab closed.
+	logs []nodeLog
 
 	// What inject saw.
 	tgt          *labTarget
