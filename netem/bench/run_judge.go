@@ -101,32 +101,24 @@ func (s *checkSource) tenures() []Tenure {
 }
 
 // wireSpans are the leads the frames claim, one per claim in the capture
-// (a node's first COORDINATOR or HEARTBEAT of an epoch). A lead claimed by
-// COORDINATOR starts there, unless nothing the capture shows of the node
-// before says it did not lead: then, as the stable leader re-asserting
-// itself to a booting node, it led from the capture's start. One claimed
-// by HEARTBEAT, its COORDINATOR not in the capture, began earlier: after
-// the last thing the capture shows of the node that it did not lead then
-// (its previous lead's end, a step-down, its crash, restart, leave or
-// join), else at the capture's start, as the stable leader's does. A lead
-// ends at the node's first step-down after its start, or its next claim.
+// (a node's first COORDINATOR or HEARTBEAT of an epoch), from the claim:
+// the wire shows a lead no earlier, and a node elected where its frames
+// could not reach the wire (a partition's other side, an isolation) may
+// have led a while before. The capture's first claim is the stable
+// leader's, which led from the capture's start, unless it is a fresh win
+// (a COORDINATOR after its own HALTs of the epoch). A lead ends at the
+// node's first step-down after its start, or its next claim.
 func (s *checkSource) wireSpans() []span {
 	steps := s.stepDowns()
-	coord := s.coordinators()
 	var out []span
 	last := map[string]int{} // node -> index in out of its last lead
-	for _, c := range s.rep.Claims {
-		prev, hasPrev := last[c.Node]
-		if hasPrev {
+	for i, c := range s.rep.Claims {
+		if prev, ok := last[c.Node]; ok {
 			out[prev].end = minTime(out[prev].end, c.Time)
 		}
 		start := c.Time
-		evidence := maxTime(steps.lastBefore(c.Node, c.Time), s.lastLifecycle(c.Node, c.Time))
-		if !coord[claimKey{c.Packet, c.Node, c.Epoch}] || !hasPrev && evidence.IsZero() {
-			start = maxTime(s.rep.Start, evidence)
-			if hasPrev {
-				start = maxTime(start, out[prev].end)
-			}
+		if i == 0 && !s.halted(c.Node, c.Epoch, c.Time) {
+			start = s.rep.Start
 		}
 		out = append(out, span{node: c.Node, epoch: c.Epoch, start: start, end: steps.stop(c.Node, c.Epoch, start, forever)})
 		last[c.Node] = len(out) - 1
@@ -134,39 +126,17 @@ func (s *checkSource) wireSpans() []span {
 	return out
 }
 
-// claimKey identifies a COORDINATOR frame: its packet, sender and epoch.
-type claimKey struct {
-	packet int64
-	node   string
-	epoch  uint64
-}
-
-// coordinators are the COORDINATOR frames in the elections' timelines.
-func (s *checkSource) coordinators() map[claimKey]bool {
-	out := map[claimKey]bool{}
+// halted reports whether node sent a HALT of epoch before t, in the
+// elections' timelines.
+func (s *checkSource) halted(node string, epoch uint64, t time.Time) bool {
 	for _, tl := range s.timelines {
 		for _, en := range tl.Entries {
-			if en.Type == wire.TypeCoordinator.String() {
-				out[claimKey{en.Packet, en.From, en.Epoch}] = true
+			if en.Type == wire.TypeHalt.String() && en.From == node && en.Epoch == epoch && en.Time.Before(t) {
+				return true
 			}
 		}
 	}
-	return out
-}
-
-// lastLifecycle is the time of node's last crash, restart, leave or join
-// before t; zero when none came.
-func (s *checkSource) lastLifecycle(node string, t time.Time) time.Time {
-	var last time.Time
-	for _, f := range s.faults {
-		switch f.Kind {
-		case fault.Crash, fault.Restart, fault.Leave, fault.Join:
-			if slices.Contains(f.Nodes, node) && f.Time.Before(t) && f.Time.After(last) {
-				last = f.Time
-			}
-		}
-	}
-	return last
+	return false
 }
 
 // stepDowns are the step-downs of each node on the wire: a leader that
@@ -219,18 +189,6 @@ func (steps stepDowns) stop(n string, epoch uint64, from, end time.Time) time.Ti
 		}
 	}
 	return stop
-}
-
-// lastBefore is the time of n's last step-down before t; zero when none
-// came.
-func (steps stepDowns) lastBefore(n string, t time.Time) time.Time {
-	var last time.Time
-	for _, sd := range steps[n] {
-		if sd.at.Before(t) && sd.at.After(last) {
-			last = sd.at
-		}
-	}
-	return last
 }
 
 // disruptions are the partitions and isolations until healed, the
