@@ -98,6 +98,9 @@
 //	                      when nothing had to be detected (cold start) or no record
 //	                      triggered the election
 //	    leader, epoch     who led after the measured election
+//	    election          the measured election's number in the capture's analysis
+//	                      (n, as `bullylab analyze` lists them); absent when the
+//	                      capture holds none
 //	    messages          wire type -> frames of the measured election in the
 //	                      capture, HEARTBEATs left out
 //	    counters          ok: the nodes' frame counters match the capture;

@@ -158,6 +158,10 @@ type Run struct {
 	DetectionNS *int64 `json:"detection_ns,omitempty"`
 	Leader      string `json:"leader,omitempty"`
 	Epoch       uint64 `json:"epoch,omitempty"`
+	// Election is the measured election's number in the capture's
+	// analysis (capture.Election.N, as `bullylab analyze` lists them); 0
+	// when the capture holds none.
+	Election int `json:"election,omitempty"`
 	// Messages counts the frames of the measured election on the wire, by
 	// wire type name; HEARTBEATs are left out.
 	Messages map[string]int `json:"messages"`

@@ -221,10 +221,11 @@ func measuredElection(rep *capture.Report, fault time.Time, leader string) *capt
 	return nil
 }
 
-// recordElection records what the capture measured of el: its time to
-// leader, its detection (none for a cold start, where nothing had to be
-// detected) and its messages but the HEARTBEATs.
+// recordElection records what the capture measured of el: its number,
+// its time to leader, its detection (none for a cold start, where nothing
+// had to be detected) and its messages but the HEARTBEATs.
 func (ru *runner) recordElection(el *capture.Election) {
+	ru.r.Election = el.N
 	if el.TimeToLeaderNS != nil {
 		ru.r.TimeToLeaderNS = *el.TimeToLeaderNS
 	}
