@@ -128,15 +128,15 @@
 //	      tenures            [{node, epoch, start_ns, end_ns, next_leader, next_epoch}]:
 //	                         every lead the capture shows, by start, times from the
 //	                         measured fault, within the capture until the scenario
-//	                         ended. A lead begins at the node's first COORDINATOR of
-//	                         the epoch (the stable leader's, and one seen only by its
-//	                         HEARTBEATs, earlier: see wireSpans) and ends at its first
-//	                         step-down on the wire (an ELECTION or HALT_ACK it sent, a
-//	                         HALT of a later epoch, a later epoch's COORDINATOR from a
-//	                         higher node), its next lead, its crash or leave; a pause
-//	                         suspends it until the resume. next_leader and next_epoch:
-//	                         the leader of the next epoch anyone led, and that epoch;
-//	                         absent when none did
+//	                         ended. A lead begins at the node's first COORDINATOR or
+//	                         HEARTBEAT of the epoch (the stable leader's at the
+//	                         capture's start) and ends at its first step-down on the
+//	                         wire (an ELECTION or HALT_ACK it sent, a HALT of a later
+//	                         epoch, a later epoch's COORDINATOR from a higher node),
+//	                         its next lead, its crash or leave; a pause suspends it
+//	                         until the resume. next_leader and next_epoch: the leader
+//	                         of the next epoch anyone led, and that epoch; absent when
+//	                         none did
 //	      log_tenures        the same by the nodes' event logs: a lead from the
 //	                         node's election_won to its status leaving normal, its
 //	                         following another leader, or its stop, each process's
