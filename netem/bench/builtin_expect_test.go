@@ -45,6 +45,10 @@ type expectation struct {
 	why           string // how floor and detect follow from the timings
 }
 
+// unbounded is an expectation's maxStep when E may exceed B by any
+// number.
+const unbounded = 1 << 62
+
 // hbLate is how late a leader's heartbeat timer may fire on a loaded
 // host: the last HEARTBEAT before a crash left at most HeartbeatInterval
 // plus this before it.
@@ -142,7 +146,7 @@ func (m *measured) expect() (expectation, error) {
 		// Everything healed, restarted and resumed: the highest node
 		// leads, at the highest epoch yet, B itself when it led B all
 		// along (checked below).
-		return expectation{leader: m.top(1), minStep: 0, maxStep: 1 << 62, why: "random faults; measured from the last"}, nil
+		return expectation{leader: m.top(1), minStep: 0, maxStep: unbounded, why: "random faults; measured from the last"}, nil
 	}
 	return expectation{}, fmt.Errorf("no expectation for scenario %s", m.sc.Name)
 }
@@ -252,8 +256,16 @@ func checkMeasured(t *testing.T, topo *topologies.Topology, sc *scenario.Scenari
 	if r.DetectionNS != nil {
 		det = time.Duration(*r.DetectionNS)
 	}
-	t.Logf("expected: leader %s, epoch B+%d..B+%d (B=%d), time to leader in [%s, %s], detection at least %s (%s)",
-		x.leader, x.minStep, min(x.maxStep, 99), m.before, x.floor, time.Duration(r.Checks.BoundNS), x.detect, x.why)
+	steps := fmt.Sprintf("B+%d..B+%d", x.minStep, x.maxStep)
+	if x.maxStep >= unbounded {
+		steps = fmt.Sprintf("B+%d or more", x.minStep)
+	}
+	upper := time.Duration(r.Checks.BoundNS).String()
+	if r.Checks.BoundNS == 0 {
+		upper = "none (loss in force at the end)"
+	}
+	t.Logf("expected: leader %s, epoch %s (B=%d), time to leader from %s up to %s, detection at least %s (%s)",
+		x.leader, steps, m.before, x.floor, upper, x.detect, x.why)
 	t.Logf("measured: leader %s epoch %d (capture: election %d won by %s at epoch %d), time to leader %s, detection %s",
 		r.Leader, r.Epoch, m.el.N, m.el.Leader, m.el.Epoch, time.Duration(r.TimeToLeaderNS), det)
 
