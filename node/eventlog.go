@@ -21,7 +21,13 @@ import (
 //	time       string  wall clock when the record was written, RFC 3339 with
 //	                   nanoseconds, UTC
 //	mono_ns    int     the node's monotonic clock (ns since the process
-//	                   started its node): the Machine's time of the event
+//	                   started its node): the Machine's time of the event.
+//	                   A record is written at or after its event, so time
+//	                   less mono_ns is at or after the wall-clock time at
+//	                   which mono_ns was 0; the least of these over a
+//	                   process's records (node_started's, written as the
+//	                   clock starts, is within microseconds) puts its
+//	                   events on the wall clock
 //	node       string  the ID of the node writing the log
 //	event      string  one of the kinds below
 //

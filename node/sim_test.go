@@ -45,6 +45,10 @@ type simNode struct {
 	state *State        // what the node last persisted
 	peers []wire.Member // the peers it boots with; nil means every node
 	join  bool          // announce itself with JOIN at boot
+	// What its event log says it leads: since its last election_won,
+	// until its status left normal or it followed another leader.
+	logLeads bool
+	logEpoch uint64
 }
 
 type delivery struct {
@@ -153,6 +157,7 @@ func (s *simNetwork) start(i int) {
 		s.t.Fatalf("NewMachine(n%d): %v", i, err)
 	}
 	n.m, n.up = m, true
+	n.logLeads = false
 	s.tracef("n%d up (epoch %d)", i, m.Epoch())
 	s.flush(n)
 }
@@ -176,13 +181,27 @@ func (s *simNetwork) flush(n *simNode) {
 		switch e.Kind {
 		case EventStatus:
 			s.tracef("n%d %s -> %s", n.idx, e.From, e.To)
+			if e.To != StatusNormal {
+				n.logLeads = false
+			}
 		case EventElectionStarted:
 			s.tracef("n%d election (%s)", n.idx, e.Reason)
+		case EventElectionWon:
+			n.logLeads, n.logEpoch = true, e.Epoch
 		case EventLeaderChanged:
 			s.tracef("n%d leader n%d epoch %d", n.idx, s.byID[e.Leader].idx, e.Epoch)
+			if e.Leader != n.id {
+				n.logLeads = false
+			}
 		}
 	}
 	for _, env := range out.Messages {
+		// The log and the wire agree: a node claims to lead (COORDINATOR,
+		// HEARTBEAT) only the epoch its log says it won, and only while
+		// its log says it leads.
+		if t := env.Msg.Type; (t == wire.TypeCoordinator || t == wire.TypeHeartbeat) && (!n.logLeads || env.Msg.Epoch != n.logEpoch) {
+			s.t.Fatalf("n%d sent %s epoch %d, its log having it lead epoch %d: %v", n.idx, t, env.Msg.Epoch, n.logEpoch, n.logLeads)
+		}
 		to := s.byID[env.To]
 		s.sent[env.Msg.Type&15]++
 		link := [2]int{n.idx, to.idx}

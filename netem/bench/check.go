@@ -30,6 +30,10 @@ type Checks struct {
 	BoundNS int64 `json:"sle2_bound_ns,omitempty"`
 	// Violations are what failed the run; empty when it passed.
 	Violations []Violation `json:"violations,omitempty"`
+	// Tenures are the leads the capture shows, LogTenures those the
+	// nodes' event logs show (when the run compared them), by start.
+	Tenures    []TenureRecord `json:"tenures,omitempty"`
+	LogTenures []TenureRecord `json:"log_tenures,omitempty"`
 }
 
 // EpochLeaders is who led one epoch.
@@ -48,7 +52,9 @@ type SplitBrain struct {
 	Connected bool `json:"connected"`
 }
 
-// Violation is a broken property: "safety" (SLE1) or "liveness" (SLE2).
+// Violation is a broken property: "safety" (SLE1), "liveness" (SLE2), or
+// "tenures" (the nodes' logs and the capture disagree on who led which
+// epoch when).
 type Violation struct {
 	Property string `json:"property"`
 	Detail   string `json:"detail"`
@@ -56,7 +62,7 @@ type Violation struct {
 
 // Tenure is a span in which a node considered itself leader of an epoch:
 // from its COORDINATOR (or election won) to its crash, its step-down, or
-// the end of the run.
+// the end of the run; a pause suspends it.
 type Tenure struct {
 	Node       string
 	Epoch      uint64
@@ -72,7 +78,18 @@ type Disruption struct {
 
 // CheckInput is what Check needs of a run.
 type CheckInput struct {
+	// Tenures are the leads the capture shows; LogTenures those the
+	// nodes' event logs show, compared with them when CompareLogs is set,
+	// and LogProblems the logs that could not be read, one line each.
+	// The safety checks take the tenures of both.
 	Tenures     []Tenure
+	LogTenures  []Tenure
+	CompareLogs bool
+	LogProblems []string
+	// TenureSlack is how long the two sources may differ at a change of
+	// leader: the time from a node's decision, which its log records, to
+	// its frame on the wire.
+	TenureSlack time.Duration
 	Disruptions []Disruption
 	// Grace extends every disruption: after a partition heals its two
 	// leaders coexist until they hear each other, which SLE2 bounds. Pass
@@ -93,13 +110,19 @@ func Check(in CheckInput) Checks {
 	k := newChecker(in)
 	k.checkEpochs()
 	k.checkSplitBrain()
+	k.checkSources()
 	k.checkLiveness()
+	k.c.Tenures = tenureRecords(in.Tenures)
+	if in.CompareLogs {
+		k.c.LogTenures = tenureRecords(in.LogTenures)
+	}
 	return k.c
 }
 
 // checker derives the Checks of one run.
 type checker struct {
 	in          CheckInput
+	tenures     []Tenure     // of both sources
 	disruptions []Disruption // by start
 	c           Checks
 }
@@ -107,7 +130,11 @@ type checker struct {
 func newChecker(in CheckInput) *checker {
 	ds := slices.Clone(in.Disruptions)
 	slices.SortFunc(ds, func(a, b Disruption) int { return cmp.Compare(a.Start, b.Start) })
-	return &checker{in: in, disruptions: ds, c: Checks{LeadersPerEpoch: []EpochLeaders{}, SplitBrain: []SplitBrain{}}}
+	ts := slices.Clone(in.Tenures)
+	if in.CompareLogs {
+		ts = append(ts, in.LogTenures...)
+	}
+	return &checker{in: in, tenures: ts, disruptions: ds, c: Checks{LeadersPerEpoch: []EpochLeaders{}, SplitBrain: []SplitBrain{}}}
 }
 
 func (k *checker) violate(property, format string, args ...any) {
@@ -135,7 +162,7 @@ func (k *checker) excused(start, end time.Duration) bool {
 // with the network connected.
 func (k *checker) checkEpochs() {
 	byEpoch := map[uint64][]Tenure{}
-	for _, t := range k.in.Tenures {
+	for _, t := range k.tenures {
 		byEpoch[t.Epoch] = append(byEpoch[t.Epoch], t)
 	}
 	for _, e := range slices.Sorted(maps.Keys(byEpoch)) {
@@ -202,7 +229,7 @@ func tenureEdges(tenures []Tenure) []tenureEdge {
 func (k *checker) checkSplitBrain() {
 	leading := map[string]int{}
 	var open *SplitBrain
-	for _, e := range tenureEdges(k.in.Tenures) {
+	for _, e := range tenureEdges(k.tenures) {
 		leading[e.node] += e.delta
 		if leading[e.node] == 0 {
 			delete(leading, e.node)
@@ -237,6 +264,19 @@ func (k *checker) closeSplitBrain(open *SplitBrain, end time.Duration) {
 	}
 }
 
+// checkSources holds the capture's tenures and the logs' to each other.
+func (k *checker) checkSources() {
+	for _, p := range k.in.LogProblems {
+		k.violate("tenures", "%s", p)
+	}
+	if !k.in.CompareLogs {
+		return
+	}
+	for _, d := range tenureDisagreements(k.in.Tenures, k.in.LogTenures, k.in.TenureSlack, k.excused) {
+		k.violate("tenures", "%s", d)
+	}
+}
+
 // checkLiveness records the convergence and holds it to the bound.
 func (k *checker) checkLiveness() {
 	in := k.in
@@ -255,16 +295,15 @@ func (k *checker) checkLiveness() {
 }
 
 // Failure returns the failure kind and reason the checks give a run, or
-// "", "" when they pass: the first violation, safety before liveness.
+// "", "" when they pass: the first violation, safety before tenures
+// before liveness.
 func (c Checks) Failure() (kind, reason string) {
-	for _, prop := range []string{"safety", "liveness"} {
+	for _, prop := range []struct{ property, kind string }{
+		{"safety", FailSafety}, {"tenures", FailTenures}, {"liveness", FailLiveness},
+	} {
 		for _, v := range c.Violations {
-			if v.Property == prop {
-				kind := FailSafety
-				if prop == "liveness" {
-					kind = FailLiveness
-				}
-				return kind, v.Detail
+			if v.Property == prop.property {
+				return prop.kind, v.Detail
 			}
 		}
 	}

@@ -11,10 +11,16 @@
 //	                lab, then the outputs
 //	run_one.go      runOne and its runner: setup (lab and capture), settle
 //	                (stable leader, quiet), inject (the scenario, its faults)
-//	run_measure.go  measure: still counters, teardown, the capture's
-//	                analysis, the measured election, the counters cross-check
-//	run_judge.go    judge: checkInput (tenures, disruptions, convergence)
-//	                for Check, and the run's Sequence for the report
+//	run_measure.go  measure: still counters, teardown (which reads the
+//	                nodes' event logs), the capture's analysis, the measured
+//	                election, the counters cross-check
+//	run_judge.go    judge: checkInput (the capture's tenures, disruptions,
+//	                convergence) for Check, and the run's Sequence for the
+//	                report
+//	tenure.go       tenures as spans: the faults' cuts, successors, and the
+//	                capture's and the logs' held to each other
+//	tenure_log.go   the nodes' event logs: read, parsed, put on the
+//	                capture's time line, their tenures
 //	bound.go        node/doc.go's SLE2 bound for a topology and a delay
 //	target.go       labTarget, the scenario.Target on a lab
 //
@@ -80,8 +86,8 @@
 //	    seed              the run's seed: a bench with --seed this --runs 1 replays it
 //	    started           when the run's testbed began to build
 //	    ok                the run passed every check
-//	    failure_kind      why it failed: safety, liveness, counters, fault, auth, step
-//	                      or setup
+//	    failure_kind      why it failed: safety, tenures, liveness, counters, fault,
+//	                      auth, step or setup
 //	    failure           how, in one line
 //	    time_to_leader_ns from the measured election's trigger (below) until the winning
 //	                      COORDINATOR left the leader for the last node it had to reach
@@ -96,6 +102,9 @@
 //	                      when nothing had to be detected (cold start) or no record
 //	                      triggered the election
 //	    leader, epoch     who led after the measured election
+//	    election          the measured election's number in the capture's analysis
+//	                      (n, as `bullylab analyze` lists them); absent when the
+//	                      capture holds none
 //	    messages          wire type -> frames of the measured election in the
 //	                      capture, HEARTBEATs left out
 //	    counters          ok: the nodes' frame counters match the capture;
@@ -118,18 +127,8 @@
 //	      sle2_bound_ns      the bound convergence was held to: node/doc.go's
 //	                         formula with d from the largest delay in force;
 //	                         absent when loss was still in force at the end
-//	      violations         [{property, detail}]: safety (SLE1) or liveness (SLE2)
-//	    fault_checks      [capture.FaultCheck]: for each fault record, what the capture
-//	                      observed next to what it asked (capture's package doc,
-//	                      Faults verified on the wire): check delay (per direction:
-//	                      requested_ns, p50_ns, min_ns, max_ns, segments, error_ns,
-//	                      tolerance_ns = max(2 ms, 10%)), loss (delivered, lost,
-//	                      observed_pct and its 99.9% interval), cut (frames sent
-//	                      over each cut direction and crossed, which must be 0),
-//	                      last-frame (a crashed or paused node's last frame, after_ns
-//	                      from when the fault was in force); ok false on any fails
-//	                      the run with failure_kind fault, verified false says the
-//	                      capture could not tell (no traffic, no send times)
+//	    failure_kind      why it failed: safety, tenures, liveness, counters, fault,
+//	                      auth, step or setup
 //	  summary             over the runs that passed, except the counts
 //	    runs, ok, failed
 //	    time_to_leader    {n, min_ns, mean_ns, p50_ns, p95_ns, p99_ns, max_ns}

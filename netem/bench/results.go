@@ -118,6 +118,7 @@ func ResultOf(sc *scenario.Scenario) (ScenarioResult, error) {
 const (
 	FailSafety   = "safety"   // two leaders while the network was connected (SLE1)
 	FailLiveness = "liveness" // no leader, or not the highest live node, within the bound (SLE2)
+	FailTenures  = "tenures"  // the nodes' event logs and the capture disagree on who led which epoch when
 	FailCounters = "counters" // the nodes' counters disagree with the capture
 	FailFault    = "fault"    // the capture shows a fault not doing what was asked (see capture.FaultCheck)
 	FailAuth     = "auth"     // a frame in the capture failed the cluster key's check, or a HELLO was replayed
@@ -159,6 +160,10 @@ type Run struct {
 	DetectionNS *int64 `json:"detection_ns,omitempty"`
 	Leader      string `json:"leader,omitempty"`
 	Epoch       uint64 `json:"epoch,omitempty"`
+	// Election is the measured election's number in the capture's
+	// analysis (capture.Election.N, as `bullylab analyze` lists them); 0
+	// when the capture holds none.
+	Election int `json:"election,omitempty"`
 	// Messages counts the frames of the measured election on the wire, by
 	// wire type name; HEARTBEATs are left out.
 	Messages map[string]int `json:"messages"`

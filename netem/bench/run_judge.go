@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -23,7 +24,9 @@ func (ru *runner) judge(m *measurement) (Run, *runDetail) {
 	if ag, ok := ru.tgt.lastAgreement(); ok {
 		agreed = &ag
 	}
-	in := checkInput(m.rep, topo, ru.faults.faults, ru.faults.lastInForce, agreed, m.fault.Time, ru.ended, bound)
+	faults := slices.Concat(ru.settleFaults, ru.faults.faults)
+	in := checkInput(m.rep, topo, faults, ru.faults.lastInForce, agreed, m.fault.Time, ru.ended, bound)
+	ru.addLogTenures(&in, m.rep, faults, m.fault.Time)
 	if m.lossyAtEnd {
 		// SLE2 bounds the time from the network being synchronous again;
 		// with loss still in force it is not (a lost SYN alone costs a
@@ -97,89 +100,69 @@ func newCheckSource(rep *capture.Report, topo *topologies.Topology, faults []fau
 // rel is t relative to the measured fault.
 func (s *checkSource) rel(t time.Time) time.Duration { return t.Sub(s.origin) }
 
-// firstEpoch is the epoch node first claimed to lead in the capture (its
-// HEARTBEATs as the stable leader), 0 if it claimed none.
-func (s *checkSource) firstEpoch(node string) uint64 {
-	for _, c := range s.rep.Claims {
-		if c.Node == node {
-			return c.Epoch
-		}
-	}
-	return 0
-}
-
-// tenures are the stable leader's from the start, then every election's
-// winner's from its first COORDINATOR; a tenure ends at its node's
-// step-down, crash, pause, leave or isolation, or when another tenure of
-// the same node starts.
+// tenures are the leads the frames claim (wireSpans), cut by the faults
+// as the logs' are (cutSpans), within the capture until the scenario's
+// end.
 func (s *checkSource) tenures() []Tenure {
+	return spanTenures(cutSpans(s.wireSpans(), s.faults), s.rep.Start, s.end, s.origin)
+}
+
+// wireSpans are the leads the frames claim, one per claim in the capture
+// (a node's first COORDINATOR or HEARTBEAT of an epoch), from the claim:
+// the wire shows a lead no earlier, and a node elected where its frames
+// could not reach the wire (a partition's other side, an isolation) may
+// have led a while before. The capture's first claim is the stable
+// leader's, which led from the capture's start, unless it is a fresh win
+// (a COORDINATOR after its own HALTs of the epoch). A lead ends at the
+// node's first step-down after its start, or its next claim.
+func (s *checkSource) wireSpans() []span {
 	steps := s.stepDowns()
-	var tenures []Tenure
-	if len(s.names) > 0 {
-		n := s.names[len(s.names)-1]
-		epoch := s.firstEpoch(n)
-		tenures = append(tenures, Tenure{Node: n, Epoch: epoch, Start: s.rel(s.rep.Start), End: s.rel(steps.stop(n, 0, s.rep.Start, s.end))})
-	}
-	for i := range s.rep.Elections {
-		e := &s.rep.Elections[i]
-		if e.Leader == "" {
-			continue
+	var out []span
+	last := map[string]int{} // node -> index in out of its last lead
+	for i, c := range s.rep.Claims {
+		if prev, ok := last[c.Node]; ok {
+			out[prev].end = minTime(out[prev].end, c.Time)
 		}
-		at := coordinatorAt(e, s.timelines[e.N])
-		// The same node's earlier tenure ends here.
-		for j := range tenures {
-			if tenures[j].Node == e.Leader && tenures[j].End == s.rel(s.end) {
-				tenures[j].End = s.rel(at)
-			}
+		start := c.Time
+		if i == 0 && !s.halted(c.Node, c.Epoch, c.Time) {
+			start = s.rep.Start
 		}
-		tenures = append(tenures, Tenure{Node: e.Leader, Epoch: e.Epoch, Start: s.rel(at), End: s.rel(steps.stop(e.Leader, e.Epoch, at, s.end))})
+		out = append(out, span{node: c.Node, epoch: c.Epoch, start: start, end: steps.stop(c.Node, c.Epoch, start, forever)})
+		last[c.Node] = len(out) - 1
 	}
-	for _, f := range s.faults {
-		switch f.Kind {
-		case fault.Crash, fault.Pause, fault.Leave, fault.Isolate:
-			for _, n := range f.Nodes {
-				endTenures(tenures, n, s.rel(f.Time))
-			}
-		}
-	}
-	return tenures
+	return out
 }
 
-// endTenures ends node n's tenures in force at t there.
-func endTenures(tenures []Tenure, n string, t time.Duration) {
-	for j := range tenures {
-		if tenures[j].Node == n && tenures[j].Start <= t && tenures[j].End > t {
-			tenures[j].End = t
+// halted reports whether node sent a HALT of epoch before t, in the
+// elections' timelines.
+func (s *checkSource) halted(node string, epoch uint64, t time.Time) bool {
+	for _, tl := range s.timelines {
+		for _, en := range tl.Entries {
+			if en.Type == wire.TypeHalt.String() && en.From == node && en.Epoch == epoch && en.Time.Before(t) {
+				return true
+			}
 		}
 	}
-}
-
-// coordinatorAt is when e's winner sent its first COORDINATOR of e's
-// epoch in tl, or e's start when tl (which may be nil) has none.
-func coordinatorAt(e *capture.Election, tl *capture.Timeline) time.Time {
-	if tl == nil {
-		return e.Start
-	}
-	for _, en := range tl.Entries {
-		if en.Type == wire.TypeCoordinator.String() && en.From == e.Leader && en.Epoch == e.Epoch {
-			return en.Time
-		}
-	}
-	return e.Start
+	return false
 }
 
 // stepDowns are the step-downs of each node on the wire: a leader that
-// sends ELECTION or HALT_ACK has left Normal, and one that proposes a
-// later epoch with HALT no longer leads its own.
+// sends ELECTION or HALT_ACK has left Normal, one that proposes a later
+// epoch with HALT no longer leads its own, and one sent a COORDINATOR of a
+// later epoch by a higher node follows it.
 type stepDowns map[string][]stepDown
 
 type stepDown struct {
 	at    time.Time
-	epoch uint64 // for HALT: the epoch proposed; 0 otherwise
+	epoch uint64 // for HALT and COORDINATOR: the epoch; 0 otherwise
 }
 
 // stepDowns finds the step-downs in the elections' timelines.
 func (s *checkSource) stepDowns() stepDowns {
+	rank := map[string]int{}
+	for i, n := range s.names {
+		rank[n] = i
+	}
 	steps := stepDowns{}
 	for i := range s.rep.Elections {
 		tl := s.timelines[s.rep.Elections[i].N]
@@ -192,6 +175,10 @@ func (s *checkSource) stepDowns() stepDowns {
 				steps[en.From] = append(steps[en.From], stepDown{at: en.Time})
 			case wire.TypeHalt.String():
 				steps[en.From] = append(steps[en.From], stepDown{at: en.Time, epoch: en.Epoch})
+			case wire.TypeCoordinator.String():
+				if rf, ok := rank[en.From]; ok && rf > rank[en.To] {
+					steps[en.To] = append(steps[en.To], stepDown{at: en.Time, epoch: en.Epoch})
+				}
 			}
 		}
 	}
@@ -211,9 +198,12 @@ func (steps stepDowns) stop(n string, epoch uint64, from, end time.Time) time.Ti
 	return stop
 }
 
-// disruptions are the partitions and isolations until healed, and the
-// impairments until cleared; those never healed or cleared last to the
-// end.
+// disruptions are the partitions and isolations until healed, the
+// impairments until cleared, and each node's pause until it is resumed
+// (or killed): what a paused node sends comes later than any timeout, and
+// once resumed it leads, if it led, until it hears the new leader, as a
+// healed partition's leader does. Those never healed, cleared or resumed
+// last to the end.
 func (s *checkSource) disruptions() []Disruption {
 	var out []Disruption
 	open := map[string]time.Time{}
@@ -241,9 +231,17 @@ func (s *checkSource) disruptions() []Disruption {
 			finish(string(fault.Isolate), f.Time)
 		case fault.Clear:
 			finish("impair", f.Time)
+		case fault.Pause:
+			for _, n := range f.Nodes {
+				begin("pause "+n, f.Time)
+			}
+		case fault.Resume, fault.Crash, fault.Leave:
+			for _, n := range f.Nodes {
+				finish("pause "+n, f.Time)
+			}
 		}
 	}
-	for k := range open {
+	for _, k := range slices.Sorted(maps.Keys(open)) {
 		finish(k, s.end)
 	}
 	return out

@@ -12,10 +12,11 @@ import (
 )
 
 // TestCheckInputFaults derives a check input from faults alone, with a
-// capture that holds no election: the stable leader's tenure ends at its
-// crash, a partition lasts until healed, a delay never cleared until the
-// end, and convergence counts from the last fault in force to the
-// agreement on the highest node that agreed.
+// capture that holds no election, only the stable leader's HEARTBEATs: its
+// tenure runs from the capture's start to its crash, a partition lasts
+// until healed, a delay never cleared until the end, and convergence
+// counts from the last fault in force to the agreement on the highest node
+// that agreed.
 func TestCheckInputFaults(t *testing.T) {
 	topo, err := topologies.Star(3)
 	if err != nil {
@@ -29,12 +30,12 @@ func TestCheckInputFaults(t *testing.T) {
 		{Time: at(3), Kind: fault.Crash, Nodes: []string{"n3"}},
 		{Time: at(4), Kind: fault.Heal},
 	}
-	rep := &capture.Report{Start: t0}
+	rep := &capture.Report{Start: t0, Claims: []capture.LeaderClaim{{Node: "n3", Epoch: 1, Time: t0.Add(100 * time.Millisecond), Packet: 7}}}
 	const bound = 5 * time.Second
 	agreed := &lab.Leader{Node: "n2", Nodes: []string{"n1", "n2"}, At: at(6)}
 	in := checkInput(rep, topo, faults, at(4), agreed, at(1), at(10), bound)
 
-	wantTenures := []Tenure{{Node: "n3", Start: -time.Second, End: 2 * time.Second}}
+	wantTenures := []Tenure{{Node: "n3", Epoch: 1, Start: -time.Second, End: 2 * time.Second}}
 	if !reflect.DeepEqual(in.Tenures, wantTenures) {
 		t.Errorf("tenures %+v, want %+v", in.Tenures, wantTenures)
 	}
@@ -129,5 +130,38 @@ func TestFaultMarks(t *testing.T) {
 	}
 	if got := nodeList([]string{"n1", "n2", "n3", "n4", "n9"}, names); got != "n1,n2…n9 (5)" {
 		t.Errorf("nodeList %q", got)
+	}
+}
+
+// TestCheckInputPause: a pause suspends the paused leader's tenure until
+// it is resumed (it still believes it leads, and says so once it runs),
+// and is a disruption until then.
+func TestCheckInputPause(t *testing.T) {
+	topo, err := topologies.Star(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	faults := []fault.Fault{
+		{Time: at(1), Kind: fault.Pause, Nodes: []string{"n3"}},
+		{Time: at(4), Kind: fault.Resume, Nodes: []string{"n1", "n2", "n3"}},
+		{Time: at(5), Kind: fault.Pause, Nodes: []string{"n2"}},
+	}
+	rep := &capture.Report{Start: t0, Claims: []capture.LeaderClaim{{Node: "n3", Epoch: 1, Time: t0.Add(100 * time.Millisecond), Packet: 7}}}
+	in := checkInput(rep, topo, faults, at(5), nil, at(1), at(10), time.Second)
+	wantTenures := []Tenure{
+		{Node: "n3", Epoch: 1, Start: -time.Second, End: 0},
+		{Node: "n3", Epoch: 1, Start: 3 * time.Second, End: 9 * time.Second},
+	}
+	if !reflect.DeepEqual(in.Tenures, wantTenures) {
+		t.Errorf("tenures %+v, want %+v", in.Tenures, wantTenures)
+	}
+	wantDisruptions := []Disruption{
+		{Start: 0, End: 3 * time.Second, What: "pause n3"},
+		{Start: 4 * time.Second, End: 9 * time.Second, What: "pause n2"},
+	}
+	if !reflect.DeepEqual(in.Disruptions, wantDisruptions) {
+		t.Errorf("disruptions %+v, want %+v", in.Disruptions, wantDisruptions)
 	}
 }

@@ -108,13 +108,16 @@ func waitStill(ctx context.Context, lb *lab.Lab, quiet, timeout time.Duration) {
 	}
 }
 
-// teardown stops the capture and closes the lab, then fails the run for
-// the first of a failed step, the capture, and the lab's close.
+// teardown stops the capture, reads the nodes' event logs and closes the
+// lab, then fails the run for the first of a failed step, the capture,
+// and the lab's close.
 func (ru *runner) teardown(stepErr error) *runFailure {
 	// Let frames in flight reach the capture before stopping it: a
 	// delayer may hold what a node wrote last for the delay in force.
 	time.Sleep(ru.lab.MaxDelay() + 50*time.Millisecond)
 	_, capErr := ru.lab.Capture().Stop()
+	// The logs go with the lab's state.
+	ru.logs = readLogs(ru.lab)
 	closeErr := ru.closeLab()
 	if stepErr != nil {
 		kind := FailStep
@@ -218,10 +221,11 @@ func measuredElection(rep *capture.Report, fault time.Time, leader string) *capt
 	return nil
 }
 
-// recordElection records what the capture measured of el: its time to
-// leader, its detection (none for a cold start, where nothing had to be
-// detected) and its messages but the HEARTBEATs.
+// recordElection records what the capture measured of el: its number,
+// its time to leader, its detection (none for a cold start, where nothing
+// had to be detected) and its messages but the HEARTBEATs.
 func (ru *runner) recordElection(el *capture.Election) {
+	ru.r.Election = el.N
 	if el.TimeToLeaderNS != nil {
 		ru.r.TimeToLeaderNS = *el.TimeToLeaderNS
 	}

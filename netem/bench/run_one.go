@@ -60,6 +60,12 @@ type runner struct {
 	before   map[string]map[string]uint64
 	baseline time.Time
 
+	// settleFaults are the faults settle applied (a cold start's crash),
+	// which end tenures as the scenario's do.
+	settleFaults []fault.Fault
+	// logs are the nodes' event logs, read before the lab closed.
+	logs []nodeLog
+
 	// What inject saw.
 	tgt          *labTarget
 	faults       faultLog
@@ -140,9 +146,11 @@ func (ru *runner) settle(ctx context.Context) *runFailure {
 		return failure(FailSetup, "no stable leader before the scenario: %v", err)
 	}
 	if ru.sc.Start == scenario.StartCold {
-		if _, err := ru.lab.Crash(ru.names...); err != nil {
+		f, err := ru.lab.Crash(ru.names...)
+		if err != nil {
 			return failure(FailSetup, "stopping the nodes for a cold start: %v", err)
 		}
+		ru.settleFaults = append(ru.settleFaults, f)
 	}
 	ru.before, ru.baseline = stillCounters(ctx, ru.lab)
 	return nil

@@ -175,8 +175,10 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 
 // TestRunBenchEveryBuiltin runs every built-in scenario once on star5 with
 // slow timeouts (see slowStar5; the latency sweep at 10 ms and 100 ms, loss
-// at 5% only) with live capture, analysis, the counter cross-check and the
-// safety and liveness checks: every run must pass them all.
+// at 5% only) with live capture, analysis, the counter cross-check, the
+// safety and liveness checks and the tenures of the capture against the
+// nodes' logs: every run must pass them all, and measure the election its
+// scenario means (checkMeasured).
 func TestRunBenchEveryBuiltin(t *testing.T) {
 	netemtest.RequireImpairment(t) // the latency sweep delays links
 	if testing.Short() {
@@ -212,20 +214,26 @@ func TestRunBenchEveryBuiltin(t *testing.T) {
 				t.Logf("schedule: %v", r.Schedule)
 				t.Logf("ok=%v leader %s time to leader %s messages %v counters %+v bound %s",
 					r.OK, r.Leader, time.Duration(r.TimeToLeaderNS), r.Messages, r.Counters, time.Duration(r.Checks.BoundNS))
+				for _, tn := range r.Checks.Tenures {
+					t.Logf("wire: %+v", tn)
+				}
+				for _, tn := range r.Checks.LogTenures {
+					t.Logf("log:  %+v", tn)
+				}
 				if !r.OK {
 					t.Fatalf("failed (%s): %s", r.FailureKind, r.Failure)
 				}
 				if !r.Counters.OK {
 					t.Errorf("counters: %v", r.Counters.Mismatches)
 				}
-				// The measured election is the one the scenario means: its
-				// leader, and within the SLE2 bound of its fault.
-				if want, ok := measuredLeader[name]; ok && r.Leader != want {
-					t.Errorf("measured leader %s, want %s", r.Leader, want)
+				// Both sources of tenures were compared (a disagreement
+				// fails the run), and the measured election is the one
+				// the scenario means: its leader, its epoch, and its
+				// time between the timeouts' floor and the SLE2 bound.
+				if len(r.Checks.LogTenures) == 0 {
+					t.Error("the run shows no tenure from the nodes' logs")
 				}
-				if r.Checks.BoundNS > 0 && r.TimeToLeaderNS > r.Checks.BoundNS {
-					t.Errorf("time to leader %s over the SLE2 bound %s", time.Duration(r.TimeToLeaderNS), time.Duration(r.Checks.BoundNS))
-				}
+				checkMeasured(t, topo, sc, r, out)
 				if name == "churn" {
 					// Nodes really left and joined: LEAVE, JOIN and
 					// MEMBERS crossed the wire.
@@ -242,18 +250,6 @@ func TestRunBenchEveryBuiltin(t *testing.T) {
 			})
 		}
 	}
-}
-
-// measuredLeader is who leads after the measured step of the built-in
-// scenarios on star5, whose node IDs are in topology order: the majority's
-// highest (n3) while n4 and n5 are cut off; n5 again once the majority
-// partition heals; n4 when what n5 sends is dropped; n4 when the leader,
-// n5, leaves.
-var measuredLeader = map[string]string{
-	"partition-minority": "n3",
-	"partition-majority": "n5",
-	"one-way-partition":  "n4",
-	"churn":              "n4",
 }
 
 // checkLeaderCrashCounts holds the messages of one leader-crash election

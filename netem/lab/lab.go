@@ -847,6 +847,18 @@ func (l *Lab) NodeName(id uuid.UUID) string {
 	return ""
 }
 
+// LogPath returns where a node's output goes: its JSON event log, with
+// whatever else its process writes to stdout and stderr, every
+// incarnation appended. Close removes it unless StartOptions.LogDir
+// holds it.
+func (l *Lab) LogPath(name string) (string, error) {
+	n, err := l.node(name)
+	if err != nil {
+		return "", err
+	}
+	return n.log, nil
+}
+
 // Client returns the control-socket client of a node.
 func (l *Lab) Client(name string) (*node.ControlClient, error) {
 	n, err := l.node(name)
