@@ -136,7 +136,9 @@ type Report struct {
 	// Claims are the nodes' claims to lead, in time order: each node's
 	// first COORDINATOR or HEARTBEAT of each epoch it led, which tells a
 	// leader's epoch from the wire even when its election is not in the
-	// capture.
+	// capture. Frames of an epoch below one the node's process already
+	// claimed are stale (written before, delivered late: a minority
+	// leader's queue flushing at a heal) and claim nothing again.
 	Claims    []LeaderClaim  `json:"claims"`
 	Final     Final          `json:"final"`
 	Anomalies []Anomaly      `json:"anomalies"`
@@ -339,6 +341,11 @@ type nodeState struct {
 	firstSeen  int64 // 0: never
 	claimEpoch uint64
 	claimed    bool
+	// topClaim is the highest epoch the node's process claimed: frames
+	// of a lower one are stale, written before and delivered late (a
+	// minority leader's queue flushing at a heal), no new claim.
+	topClaim   uint64
+	claimedTop bool
 	trans      []transition // liveness changes from records, in time order
 }
 
@@ -649,6 +656,9 @@ func (a *analyzer) record(p *Packet, ts int64) {
 		for _, name := range rec.Nodes {
 			if i, ok := a.byName[name]; ok {
 				a.nodes[i].trans = append(a.nodes[i].trans, transition{ts, up})
+				if rec.Kind == KindRestart || rec.Kind == KindJoin {
+					a.nodes[i].claimedTop = false // a new process
+				}
 			}
 		}
 	}
@@ -715,7 +725,10 @@ func (a *analyzer) claim(node int32, epoch uint64, t, pkt int64) {
 		return
 	}
 	ns.claimed, ns.claimEpoch = true, epoch
-	a.rep.Claims = append(a.rep.Claims, LeaderClaim{Node: ns.Name, Epoch: epoch, Time: time.Unix(0, t).UTC(), Packet: pkt})
+	if !ns.claimedTop || epoch > ns.topClaim {
+		ns.topClaim, ns.claimedTop = epoch, true
+		a.rep.Claims = append(a.rep.Claims, LeaderClaim{Node: ns.Name, Epoch: epoch, Time: time.Unix(0, t).UTC(), Packet: pkt})
+	}
 	c, ok := a.claims[epoch]
 	if !ok {
 		a.claims[epoch] = claim{node, t, pkt}

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 	"time"
 )
@@ -273,4 +274,28 @@ func FuzzAnalyze(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStaleClaims: a leader's frames of earlier epochs that reach the wire
+// after a later one (its queue flushing at a heal) are no new claim to
+// lead; a restarted process claims afresh.
+func TestStaleClaims(t *testing.T) {
+	var buf bytes.Buffer
+	s := newSynth(t, &buf, 3, 5)
+	for i := range s.live {
+		s.live[i] = true
+	}
+	for _, e := range []uint64{3, 4, 3, 4, 5, 4} {
+		s.send(2, 0, s.msg(6, 2, e, 0)) // COORDINATOR
+	}
+	s.restart(2)
+	s.send(2, 0, s.msg(6, 2, 2, 0))
+	rep := analyzeSynth(t, s, &buf)
+	var got []uint64
+	for _, c := range rep.Claims {
+		got = append(got, c.Epoch)
+	}
+	if want := []uint64{3, 4, 5, 2}; !slices.Equal(got, want) {
+		t.Errorf("claims of epochs %v, want %v", got, want)
+	}
 }

@@ -144,6 +144,10 @@ type nfqDelayer struct {
 	lastErr string
 	errRun  int // receive errors since the last packet
 
+	// tsUnit is the tick of the namespace's TCP timestamps, which count
+	// CLOCK_MONOTONIC; 0: they do not (see ImpairerOptions).
+	tsUnit time.Duration
+
 	lastRecv atomic.Int64 // UnixNano of the last packet received
 	wake     chan struct{}
 	done     chan struct{}
@@ -152,7 +156,7 @@ type nfqDelayer struct {
 }
 
 // startDelayer binds queue delayerQueue in namespace ns and starts serving it.
-func startDelayer(ns netns.NsHandle) (*nfqDelayer, error) {
+func startDelayer(ns netns.NsHandle, tsUnit time.Duration) (*nfqDelayer, error) {
 	var rawFD int
 	err := inNamespace(ns, func() error {
 		var err error
@@ -208,6 +212,7 @@ func startDelayer(ns netns.NsHandle) (*nfqDelayer, error) {
 		cancel: cancel,
 		rawFD:  rawFD,
 		rng:    rand.New(rand.NewPCG(seed, seed^0x626c6c62)),
+		tsUnit: tsUnit,
 		pairs:  map[netip.Addr]fault.Impairment{},
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
@@ -277,7 +282,8 @@ func (d *nfqDelayer) onPacket(a nfqueue.Attribute) int {
 		if !found {
 			imp = d.link
 		}
-		h.at = now.Add(d.sampleDelay(imp))
+		delay := d.sampleDelay(imp)
+		h.at = now.Add(delay - min(delay, queuedFor(pkt, d.tsUnit)))
 		if imp.Duplicate > 0 && d.rng.Float64()*100 < imp.Duplicate {
 			h.dup = append([]byte(nil), pkt...)
 		}

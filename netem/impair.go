@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/vishvananda/netns"
@@ -23,6 +24,12 @@ type ImpairerOptions struct {
 	// Backend forces BackendNetem or BackendNFQueue; "" picks netem when
 	// Probe finds it, else nfqueue.
 	Backend string
+	// TCPTimestampUnit is the tick of the node's TCP timestamps when they
+	// count CLOCK_MONOTONIC (Testbed.TCPTimestampUnit), 0 when they do not.
+	// With it the NFQUEUE delayer counts a TCP segment's delay from when
+	// the kernel built it, not from when the delayer read it off the queue,
+	// so a busy host does not lengthen the delay.
+	TCPTimestampUnit time.Duration
 }
 
 // Impairer applies impairments to what one node sends through its link,
@@ -87,7 +94,7 @@ func NewImpairer(ns netns.NsHandle, run, link string, opts ImpairerOptions) (*Im
 			why += "; per-peer impairments unavailable: kernel has no sch_htb"
 		}
 	} else {
-		b, err = newNFQBackend(own, run, link)
+		b, err = newNFQBackend(own, run, link, opts.TCPTimestampUnit)
 		why += "; impairs only IPv4 TCP and UDP leaving " + link + " (ICMP and ARP pass untouched)" +
 			"; duplicates are copies re-sent through a raw socket after the delay, exempt from loss"
 	}

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"slices"
 	"syscall"
+	"time"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -35,10 +36,11 @@ type nfqBackend struct {
 	chain   *nftables.Chain
 	l4      *nftables.Set
 	link    string
-	delayer *nfqDelayer // running only while some rule queues packets
+	tsUnit  time.Duration // ImpairerOptions.TCPTimestampUnit
+	delayer *nfqDelayer   // running only while some rule queues packets
 }
 
-func newNFQBackend(ns netns.NsHandle, run, link string) (*nfqBackend, error) {
+func newNFQBackend(ns netns.NsHandle, run, link string, tsUnit time.Duration) (*nfqBackend, error) {
 	conn, err := nftables.New(nftables.WithNetNSFd(int(ns)), nftables.AsLasting())
 	if err != nil {
 		return nil, fmt.Errorf("opening nftables in namespace: %w", err)
@@ -56,7 +58,7 @@ func newNFQBackend(ns netns.NsHandle, run, link string) (*nfqBackend, error) {
 		_ = conn.CloseLasting()
 		return nil, fmt.Errorf("link %s: %w", link, err)
 	}
-	b := &nfqBackend{ns: ns, conn: conn, link: link}
+	b := &nfqBackend{ns: ns, conn: conn, link: link, tsUnit: tsUnit}
 	b.table = &nftables.Table{Name: NftTable(run), Family: nftables.TableFamilyINet}
 	b.chain = &nftables.Chain{Name: impairChain, Table: b.table, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookOutput, Priority: nftables.ChainPriorityFilter}
@@ -93,7 +95,7 @@ func (b *nfqBackend) apply(link fault.Impairment, pairs map[netip.Addr]fault.Imp
 	// The delayer starts before the rules so that no packet meets the
 	// bypass path while the queue is still unbound.
 	if queue && b.delayer == nil {
-		d, err := startDelayer(b.ns)
+		d, err := startDelayer(b.ns, b.tsUnit)
 		if err != nil {
 			return err
 		}

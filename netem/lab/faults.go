@@ -798,7 +798,7 @@ func (l *Lab) applyImpairments(n *labNode) error {
 		if err != nil {
 			return err
 		}
-		if imp, err = netem.NewImpairer(ns, l.tb.Run(), netem.NodeVeth, netem.ImpairerOptions{Backend: l.opts.Backend}); err != nil {
+		if imp, err = netem.NewImpairer(ns, l.tb.Run(), netem.NodeVeth, netem.ImpairerOptions{Backend: l.opts.Backend, TCPTimestampUnit: l.tb.TCPTimestampUnit()}); err != nil {
 			return fmt.Errorf("node %s: %w", n.name, err)
 		}
 		l.mu.Lock()
