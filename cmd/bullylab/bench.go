@@ -201,11 +201,15 @@ func compareCommand() *cli.Command {
 		Usage:     "compare two benches (results.json or bench.txt) and fail on a regression",
 		ArgsUsage: "BASE NEW",
 		Description: "Compares per scenario the time to leader p50/p95/p99/max, the detection p50/p95,\n" +
-			"the mean messages per election and the share of failed runs. Exits 0 when nothing\n" +
-			"regressed beyond --max-regress, 1 on a regression, 2 when the inputs cannot be compared.",
+			"the mean messages per election and the share of failed runs. A metric regressed when it\n" +
+			"grew beyond --max-regress and the Mann-Whitney U test of the two sides' runs gives\n" +
+			"p < --alpha (a side needs 4 passed runs for that to be possible; with fewer, only failed\n" +
+			"runs can regress, and a note says so). Exits 0 when nothing regressed, 1 on a regression,\n" +
+			"2 when the inputs cannot be compared.",
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return &benchExit{err.Error(), 2} },
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "max-regress", Value: "10%", Usage: "largest growth of a metric that is not a regression"},
+			&cli.StringFlag{Name: "max-regress", Value: "10%", Usage: "largest growth of a metric that is not a regression, a percentage such as 10%"},
+			&cli.Float64Flag{Name: "alpha", Value: bench.DefaultAlpha, Usage: "significance level of the Mann-Whitney U test, in (0, 1)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
@@ -213,9 +217,12 @@ func compareCommand() *cli.Command {
 			}
 			th, err := bench.ParseThreshold(c.String("max-regress"))
 			if err != nil {
-				return &benchExit{fmt.Sprintf("compare: --max-regress: %v", err), 2}
+				return &benchExit{fmt.Sprintf("compare: %v", err), 2}
 			}
-			cmp, err := bench.CompareFiles(c.Args().Get(0), c.Args().Get(1), bench.CompareOptions{MaxRegress: th})
+			if a := c.Float64("alpha"); !(a > 0 && a < 1) {
+				return &benchExit{fmt.Sprintf("compare: --alpha %g: want a significance level in (0, 1), such as 0.05", a), 2}
+			}
+			cmp, err := bench.CompareFiles(c.Args().Get(0), c.Args().Get(1), bench.CompareOptions{MaxRegress: th, Alpha: c.Float64("alpha")})
 			v := bench.VerdictOf(cmp, err)
 			if err != nil {
 				return &benchExit{fmt.Sprintf("compare: %v", err), v.ExitCode()}

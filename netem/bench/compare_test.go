@@ -3,6 +3,7 @@ package bench_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -184,15 +185,82 @@ func TestCompareNotes(t *testing.T) {
 }
 
 func TestParseThreshold(t *testing.T) {
-	for in, want := range map[string]float64{"10%": 0.10, "10": 0.10, " 2.5% ": 0.025, "0": 0, "150%": 1.5} {
+	for in, want := range map[string]float64{"10%": 0.10, " 2.5% ": 0.025, "0%": 0, "150%": 1.5} {
 		got, err := bench.ParseThreshold(in)
 		if err != nil || math.Abs(got-want) > 1e-12 {
 			t.Errorf("%q: %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "%", "-5%", "ten", "NaN", "1e9", "10%%"} {
+	for _, in := range []string{"", "%", "-5%", "ten", "NaN", "1e9", "10%%", "1001%"} {
 		if got, err := bench.ParseThreshold(in); err == nil {
 			t.Errorf("%q parsed as %v", in, got)
 		}
+	}
+	// A bare number could be a fraction or a percentage: refused, with
+	// the percentage spelled out.
+	for _, in := range []string{"0.01", "10", "0"} {
+		_, err := bench.ParseThreshold(in)
+		if err == nil || !strings.Contains(err.Error(), "ambiguous") || !strings.Contains(err.Error(), in+"%") {
+			t.Errorf("%q: %v, want it refused as ambiguous", in, err)
+		}
+	}
+}
+
+// TestCompareNoise: two benches of the same code, seeds 1 and 2, differ
+// by a few percent at p50 by chance; with a 1% threshold the test keeps
+// that from being a regression, and each change carries n and P.
+func TestCompareNoise(t *testing.T) {
+	c, err := bench.Compare("a", sampleResults(1), "b", sampleResults(2), bench.CompareOptions{MaxRegress: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range c.Changes {
+		if ch.Status == bench.Regression {
+			t.Errorf("%s %s %+.1f%% p %v: a regression of noise", ch.Scenario, ch.Metric, ch.Delta*100, *ch.P)
+		}
+	}
+	ch := change(t, c, "leader-crash", "time to leader p50")
+	okA, okB := sampleResults(1).Scenarios[0].Summary.OK, sampleResults(2).Scenarios[0].Summary.OK
+	if ch.P == nil || ch.BaseN != okA || ch.NewN != okB {
+		t.Errorf("time to leader p50: n %d/%d, want %d/%d, p %v", ch.BaseN, ch.NewN, okA, okB, ch.P)
+	}
+	var out bytes.Buffer
+	if err := bench.WriteComparison(&out, c); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "n base/new") || !strings.Contains(out.String(), fmt.Sprintf("%d/%d", okA, okB)) || !strings.Contains(out.String(), "p < 0.05") {
+		t.Errorf("table without n and p:\n%s", out.String())
+	}
+}
+
+// TestCompareTooFewRuns: three runs a side can never reach p < 0.05, so a
+// large slowdown is no regression, and a note says why; a failed run
+// still is.
+func TestCompareTooFewRuns(t *testing.T) {
+	base, slow := sampleResults(1), slower()
+	for _, r := range []*bench.Results{base, slow} {
+		for i := range r.Scenarios {
+			r.Scenarios[i].Runs = r.Scenarios[i].Runs[:3]
+		}
+		r.Summarize()
+	}
+	slow.Scenarios[0].Runs[2].OK, slow.Scenarios[0].Runs[2].FailureKind = false, bench.FailSafety
+	slow.Summarize()
+	c, err := bench.Compare("base", base, "new", slow, bench.CompareOptions{MaxRegress: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch := change(t, c, "leader-crash", "time to leader p50"); ch.Status != bench.Same {
+		t.Errorf("time to leader p50 %+.1f%% p %v with 3 and 2 runs: %s", ch.Delta*100, *ch.P, ch.Status)
+	}
+	if ch := change(t, c, "leader-crash", "failed runs"); ch.Status != bench.Regression {
+		t.Errorf("failed runs: %s", ch.Status)
+	}
+	found := false
+	for _, n := range c.Notes {
+		found = found || (strings.Contains(n, "leader-crash: with 3 and 2 passed runs") && strings.Contains(n, "no change"))
+	}
+	if !found {
+		t.Errorf("no note on too few runs: %q", c.Notes)
 	}
 }

@@ -111,11 +111,11 @@ func messagesCell(s Summary) string {
 // WriteComparison prints c as a table of changes, then the verdict.
 func WriteComparison(w io.Writer, c *Comparison) error {
 	L, R := tw.AlignLeft, tw.AlignRight
-	t := newTable(w, []string{"scenario", "metric", "base", "new", "change", "verdict"},
-		[]tw.Align{L, L, R, R, R, L})
+	t := newTable(w, []string{"scenario", "metric", "base", "new", "change", "n base/new", "p", "verdict"},
+		[]tw.Align{L, L, R, R, R, R, R, L})
 	for _, ch := range c.Changes {
 		if err := t.Append([]string{ch.Scenario, ch.Metric, fmtValue(ch, ch.Base, ch.HasBase, ch.BaseRuns),
-			fmtValue(ch, ch.New, ch.HasNew, ch.NewRuns), fmtDelta(ch), string(ch.Status)}); err != nil {
+			fmtValue(ch, ch.New, ch.HasNew, ch.NewRuns), fmtDelta(ch), fmtN(ch), fmtP(ch.P), string(ch.Status)}); err != nil {
 			return err
 		}
 	}
@@ -128,7 +128,7 @@ func WriteComparison(w io.Writer, c *Comparison) error {
 	regs := c.Regressions()
 	threshold := strconv.FormatFloat(c.MaxRegress*100, 'g', -1, 64) + "%"
 	if len(regs) == 0 {
-		_, err := fmt.Fprintf(w, "ok: no metric of %s regressed beyond %s\n", c.Topology, threshold)
+		_, err := fmt.Fprintf(w, "ok: no metric of %s regressed beyond %s with p < %g (Mann-Whitney U)\n", c.Topology, threshold, c.Alpha)
 		return err
 	}
 	var names []string
@@ -137,6 +137,25 @@ func WriteComparison(w io.Writer, c *Comparison) error {
 	}
 	_, err := fmt.Fprintf(w, "REGRESSED beyond %s: %s\n", threshold, strings.Join(names, "; "))
 	return err
+}
+
+// fmtN is the runs behind a change, "-" for failed runs, whose counts
+// are the values.
+func fmtN(ch Change) string {
+	if ch.Unit == "runs" {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d", ch.BaseN, ch.NewN)
+}
+
+func fmtP(p *float64) string {
+	switch {
+	case p == nil:
+		return "-"
+	case *p < 0.001:
+		return "<0.001"
+	}
+	return strconv.FormatFloat(*p, 'f', 3, 64)
 }
 
 func fmtValue(ch Change, v float64, has bool, runs int) string {
