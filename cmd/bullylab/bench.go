@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -210,6 +211,7 @@ func compareCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "max-regress", Value: "10%", Usage: "largest growth of a metric that is not a regression, a percentage such as 10%"},
 			&cli.Float64Flag{Name: "alpha", Value: bench.DefaultAlpha, Usage: "significance level of the Mann-Whitney U test, in (0, 1)"},
+			&cli.StringFlag{Name: "format", Value: bench.FormatTable, Usage: "output: " + strings.Join(bench.ComparisonFormats, ", ") + " (markdown fits a CI job summary)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
@@ -219,6 +221,9 @@ func compareCommand() *cli.Command {
 			if err != nil {
 				return &benchExit{fmt.Sprintf("compare: %v", err), 2}
 			}
+			if f := c.String("format"); !slices.Contains(bench.ComparisonFormats, f) {
+				return &benchExit{fmt.Sprintf("compare: --format %q: want one of %s", f, strings.Join(bench.ComparisonFormats, ", ")), 2}
+			}
 			if a := c.Float64("alpha"); !(a > 0 && a < 1) {
 				return &benchExit{fmt.Sprintf("compare: --alpha %g: want a significance level in (0, 1), such as 0.05", a), 2}
 			}
@@ -227,7 +232,7 @@ func compareCommand() *cli.Command {
 			if err != nil {
 				return &benchExit{fmt.Sprintf("compare: %v", err), v.ExitCode()}
 			}
-			if err := bench.WriteComparison(c.App.Writer, cmp); err != nil {
+			if err := bench.WriteComparisonAs(c.App.Writer, cmp, c.String("format")); err != nil {
 				return err
 			}
 			if v != bench.Pass {

@@ -44,6 +44,11 @@ func TestCompareUnusable(t *testing.T) {
 	if code, out := runCmd(t, compareCommand(), "--max-regress", "lots", "a", "b"); code != 2 {
 		t.Errorf("bad threshold: exit %d, want 2: %s", code, out)
 	}
+	for _, args := range [][]string{{"--max-regress", "0.01", "a", "b"}, {"--format", "yaml", "a", "b"}, {"--alpha", "1.5", "a", "b"}} {
+		if code, out := runCmd(t, compareCommand(), args...); code != 2 || strings.Count(strings.TrimSpace(out), "\n") > 0 {
+			t.Errorf("%q: exit %d, want 2 and one line: %s", args, code, out)
+		}
+	}
 }
 
 // TestBenchBadInput: what is wrong with bench's input is said in one

@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -262,5 +263,55 @@ func TestCompareTooFewRuns(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no note on too few runs: %q", c.Notes)
+	}
+}
+
+// TestComparisonFormats: the JSON document carries the verdict, exit code,
+// n and p of every change; the markdown is one table row per change with
+// the regressions in bold, cells that hold a '|' escaped.
+func TestComparisonFormats(t *testing.T) {
+	c, err := bench.Compare("base|1", sampleResults(1), "new", slower(), bench.CompareOptions{MaxRegress: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js bytes.Buffer
+	if err := bench.WriteComparisonAs(&js, c, bench.FormatJSON); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Schema   string `json:"schema"`
+		Verdict  string `json:"verdict"`
+		ExitCode int    `json:"exit_code"`
+		Changes  []struct {
+			Metric string   `json:"metric"`
+			P      *float64 `json:"p"`
+			NBase  int      `json:"n_base"`
+			Status string   `json:"status"`
+		} `json:"changes"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatalf("%v:\n%s", err, js.String())
+	}
+	if doc.Schema != bench.CompareSchema || doc.Verdict != "regressed" || doc.ExitCode != 1 || len(doc.Changes) != len(c.Changes) {
+		t.Errorf("document %+v", doc)
+	}
+	if ch := doc.Changes[0]; ch.Metric != "time to leader p50" || ch.P == nil || ch.NBase == 0 || ch.Status != "REGRESSED" {
+		t.Errorf("first change %+v", ch)
+	}
+	var md bytes.Buffer
+	if err := bench.WriteComparisonAs(&md, c, bench.FormatMarkdown); err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for _, l := range strings.Split(md.String(), "\n") {
+		if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| scenario |") {
+			rows++
+		}
+	}
+	if rows != len(c.Changes) || !strings.Contains(md.String(), "**REGRESSED**") || !strings.Contains(md.String(), `base\|1`) {
+		t.Errorf("%d rows for %d changes:\n%s", rows, len(c.Changes), md.String())
+	}
+	if err := bench.WriteComparisonAs(&md, c, "yaml"); err == nil || !strings.Contains(err.Error(), "table, json, markdown") {
+		t.Errorf("format yaml: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bullylab/bullylab/wire/bounded"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
@@ -217,4 +219,122 @@ func joinInts(v []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ", ")
+}
+
+// Comparison output formats (--format).
+const (
+	FormatTable    = "table"
+	FormatJSON     = "json"
+	FormatMarkdown = "markdown"
+)
+
+// ComparisonFormats lists the formats WriteComparisonAs takes.
+var ComparisonFormats = []string{FormatTable, FormatJSON, FormatMarkdown}
+
+// WriteComparisonAs prints c in format: a table for people, a JSON
+// document (schema CompareSchema) for programs, or a markdown table that
+// fits a CI job's summary page.
+func WriteComparisonAs(w io.Writer, c *Comparison, format string) error {
+	switch format {
+	case FormatTable, "":
+		return WriteComparison(w, c)
+	case FormatJSON:
+		return writeComparisonJSON(w, c)
+	case FormatMarkdown:
+		return writeComparisonMarkdown(w, c)
+	}
+	return fmt.Errorf("format %s: want one of %s", bounded.Quote(format), strings.Join(ComparisonFormats, ", "))
+}
+
+// CompareSchema names the JSON document of a comparison.
+const CompareSchema = "bullylab.compare/v1"
+
+type comparisonJSON struct {
+	Schema     string       `json:"schema"`
+	Base       string       `json:"base"`
+	New        string       `json:"new"`
+	Topology   string       `json:"topology"`
+	MaxRegress float64      `json:"max_regress"` // a fraction: 0.1 for 10%
+	Alpha      float64      `json:"alpha"`
+	Verdict    string       `json:"verdict"` // pass or regressed
+	ExitCode   int          `json:"exit_code"`
+	Changes    []changeJSON `json:"changes"`
+	Notes      []string     `json:"notes"`
+}
+
+type changeJSON struct {
+	Scenario string   `json:"scenario"`
+	Metric   string   `json:"metric"`
+	Unit     string   `json:"unit"`
+	Base     *float64 `json:"base"` // null: that side has no value
+	New      *float64 `json:"new"`
+	// Delta is the relative change, null when it cannot be had (a side
+	// without value, or growth from 0).
+	Delta  *float64 `json:"delta"`
+	BaseN  int      `json:"n_base"`
+	NewN   int      `json:"n_new"`
+	P      *float64 `json:"p"`
+	Status string   `json:"status"`
+}
+
+func writeComparisonJSON(w io.Writer, c *Comparison) error {
+	v := c.Verdict()
+	doc := comparisonJSON{Schema: CompareSchema, Base: c.Base, New: c.New, Topology: c.Topology, MaxRegress: c.MaxRegress,
+		Alpha: c.Alpha, Verdict: v.String(), ExitCode: v.ExitCode(), Changes: []changeJSON{}, Notes: c.Notes}
+	if doc.Notes == nil {
+		doc.Notes = []string{}
+	}
+	for _, ch := range c.Changes {
+		j := changeJSON{Scenario: ch.Scenario, Metric: ch.Metric, Unit: ch.Unit, BaseN: ch.BaseN, NewN: ch.NewN, P: ch.P, Status: string(ch.Status)}
+		if ch.HasBase {
+			j.Base = ptr(ch.Base)
+		}
+		if ch.HasNew {
+			j.New = ptr(ch.New)
+		}
+		if ch.Status != Unavailable && !math.IsInf(ch.Delta, 0) && !math.IsNaN(ch.Delta) {
+			j.Delta = ptr(ch.Delta)
+		}
+		doc.Changes = append(doc.Changes, j)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+func ptr(f float64) *float64 { return &f }
+
+// writeComparisonMarkdown writes a GitHub-flavoured markdown table, the
+// regressions in bold, then the notes and the verdict.
+func writeComparisonMarkdown(w io.Writer, c *Comparison) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### bullylab compare: %s\n\n", mdCell(c.Topology))
+	fmt.Fprintf(&b, "`%s` against `%s`; a regression grows beyond %s with p < %g (Mann-Whitney U).\n\n",
+		mdCell(c.New), mdCell(c.Base), strconv.FormatFloat(c.MaxRegress*100, 'g', -1, 64)+"%", c.Alpha)
+	b.WriteString("| scenario | metric | base | new | change | n base/new | p | verdict |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|---|\n")
+	for _, ch := range c.Changes {
+		verdict := string(ch.Status)
+		if ch.Status == Regression {
+			verdict = "**" + verdict + "**"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(ch.Scenario), mdCell(ch.Metric),
+			fmtValue(ch, ch.Base, ch.HasBase, ch.BaseRuns), fmtValue(ch, ch.New, ch.HasNew, ch.NewRuns),
+			fmtDelta(ch), fmtN(ch), fmtP(ch.P), verdict)
+	}
+	for _, n := range c.Notes {
+		b.WriteString("\n> note: " + mdCell(n) + "\n")
+	}
+	if regs := c.Regressions(); len(regs) > 0 {
+		fmt.Fprintf(&b, "\n**Regressed** (%d metrics): exit 1\n", len(regs))
+	} else {
+		b.WriteString("\n**OK**: nothing regressed: exit 0\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// mdCell keeps a value from breaking a markdown table row.
+func mdCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ").Replace(s)
 }
