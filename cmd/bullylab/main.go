@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -40,29 +41,85 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
+// exitUsage is the exit status of a command line that is wrong: an unknown
+// flag, a flag value that does not parse or is out of range, missing or
+// extra arguments. 1 is for failures of the work itself.
+const exitUsage = 2
+
+// exitError is an error carrying the exit status a command wants: run
+// honours cli.ExitCoder.
+type exitError struct {
+	msg  string
+	code int
+}
+
+func (e *exitError) Error() string { return e.msg }
+func (e *exitError) ExitCode() int { return e.code }
+
+var _ cli.ExitCoder = (*exitError)(nil)
+
+// usagef is a usage error, exit status 2.
+func usagef(format string, a ...any) error {
+	return &exitError{fmt.Sprintf(format, a...), exitUsage}
+}
+
+// onUsageError makes cli's flag errors usage errors, keeps cli from
+// printing the whole help text before them, and says them as the help
+// does: --flag, prefixed with the command.
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	msg := flagErrorText(err.Error())
+	if c != nil && c.Command != nil && c.Command.Name != "" {
+		msg = c.Command.Name + ": " + msg
+	}
+	return &exitError{msg, exitUsage}
+}
+
+var (
+	undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
+	flagNoValue   = regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
+	flagBadValue  = regexp.MustCompile(`^invalid value "(.*)" for flag -+([^:]*): (.*)$`)
+)
+
+// flagErrorText rewrites the flag package's messages, which name flags
+// with one dash and say "parse error", into ours.
+func flagErrorText(msg string) string {
+	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("unknown flag --%s", m[1])
+	}
+	if m := flagNoValue.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("flag --%s needs a value", m[1])
+	}
+	if m := flagBadValue.FindStringSubmatch(msg); m != nil {
+		why := m[3]
+		if why == "parse error" {
+			why = "not a valid value"
+		}
+		return fmt.Sprintf("--%s %q: %s", m[2], m[1], why)
+	}
+	return msg
+}
+
 func newApp(stdout, stderr io.Writer) *cli.App {
-	// Without this, flag errors print the whole help text before the error.
-	usageError := func(_ *cli.Context, err error, _ bool) error { return err }
 	app := &cli.App{
 		Name:            "bullylab",
 		Usage:           "measure Bully leader election under real network faults",
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
-		OnUsageError:    usageError,
+		OnUsageError:    onUsageError,
 		// run prints errors and picks the exit code; cli would os.Exit.
 		ExitErrHandler: func(*cli.Context, error) {},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return fmt.Errorf("unknown command %q (see bullylab --help)", c.Args().First())
+				return usagef("unknown command %q (see bullylab --help)", c.Args().First())
 			}
 			return cli.ShowAppHelp(c)
 		},
 		Commands: slices.Concat(
 			[]*cli.Command{
-				nodeCommand(usageError),
-				keygenCommand(usageError),
-				demoCommand(usageError),
+				nodeCommand(),
+				keygenCommand(),
+				demoCommand(),
 				analyzeCommand(),
 			},
 			testbedCommands(),
@@ -74,9 +131,13 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 
 func versionCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "version",
-		Usage: "print the version, Go version and VCS revision",
+		Name:         "version",
+		Usage:        "print the version, Go version and VCS revision",
+		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("version: unexpected argument %q", c.Args().First())
+			}
 			fmt.Fprint(c.App.Writer, versionText())
 			return nil
 		},
