@@ -48,7 +48,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "delays", Usage: "latency-sweep: comma-separated delays (default 0,10ms,50ms,100ms)"},
 			&cli.StringFlag{Name: "loss", Usage: "loss: comma-separated percentages dropped, one scenario each (default 1,5,10,20)"},
 			&cli.IntFlag{Name: "faults", Usage: "chaos: how many faults (default 10)"},
-			&cli.StringFlag{Name: "backend", Usage: "impairment backend: netem or nfqueue (default: probe)"},
+			backendFlag,
 			&cli.StringFlag{Name: "diagram-runs", Value: bench.DefaultDiagramRuns, Usage: "the runs of each scenario whose election report.html draws: run numbers and median, slowest or all, comma-separated"},
 		},
 		Action: func(c *cli.Context) error {

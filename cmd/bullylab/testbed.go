@@ -110,6 +110,9 @@ func checkBackend(b string) error {
 	return usagef("--backend %s: want %s or %s", bounded.Quote(b), netem.BackendNetem, netem.BackendNFQueue)
 }
 
+// backendFlag is --backend, which up and bench share.
+var backendFlag = &cli.StringFlag{Name: "backend", Usage: "impairment backend: netem or nfqueue (default: netem when the kernel has it, else nfqueue)"}
+
 var runFlag = &cli.StringFlag{Name: "run", Usage: "run `ID` of the testbed (default: the only one up)"}
 
 func upCommand() *cli.Command {
@@ -128,7 +131,7 @@ func upCommand() *cli.Command {
 			&cli.Int64Flag{Name: "seed", Usage: "draw the node IDs from this seed, to reproduce a run (default: random)"},
 			&cli.StringFlag{Name: "binary", Usage: "bullylab `executable` the nodes run (default: this one)"},
 			&cli.StringFlag{Name: "log-dir", Usage: "keep the node logs in `DIR` (default: the run's state directory, removed on exit)"},
-			&cli.StringFlag{Name: "backend", Usage: "impairment backend: netem or nfqueue (default: probe)"},
+			backendFlag,
 			&cli.StringFlag{Name: "capture", Usage: "capture the switch from before the first node starts until teardown into pcapng `FILE`, faults included"},
 		},
 		Action: runUp,
@@ -411,7 +414,7 @@ const faultHelp = `Faults (NODE is a node name; GROUP a comma list of nodes or a
   campaign NODE...         have the nodes start an election
   leave NODE...            have the nodes announce LEAVE and exit
   join NODE...             start nodes that are down as newcomers announcing JOIN
---run ID picks the testbed when several are up.`
+--run ID picks the testbed when several are up; flags may follow the arguments.`
 
 func faultCommand() *cli.Command {
 	return &cli.Command{
@@ -422,7 +425,14 @@ func faultCommand() *cli.Command {
 		// Flags may follow the arguments (`delay n1 50ms --jitter 5ms`),
 		// which the flag package does not allow: parseFaultArgs does it.
 		SkipFlagParsing: true,
-		Action:          runFault,
+		HideHelpCommand: true,
+		// For the help only: parseFaultArgs reads them.
+		Flags: []cli.Flag{
+			runFlag,
+			&cli.BoolFlag{Name: "one-way", Usage: "partition: cut only what the first group sends to the second"},
+			&cli.StringFlag{Name: "jitter", Usage: "delay: vary the delay by up to `DURATION`"},
+		},
+		Action: runFault,
 	}
 }
 
@@ -571,9 +581,8 @@ func parseDelay(what, s string) (time.Duration, error) {
 func runFault(c *cli.Context) error {
 	fa, err := parseFaultArgs(c.Args().Slice())
 	if errors.Is(err, errFaultHelp) {
-		fmt.Fprintln(c.App.Writer, "usage: bullylab fault KIND ARGS... [--run ID]")
-		fmt.Fprintln(c.App.Writer, faultHelp)
-		return nil
+		// The help every command has: fault parses its own flags.
+		return cli.ShowCommandHelp(c.Lineage()[1], c.Command.Name)
 	}
 	if err != nil {
 		return err
