@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bullylab/bullylab/wire/suggest"
 	"github.com/urfave/cli/v2"
 )
 
@@ -111,7 +112,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		ExitErrHandler: func(*cli.Context, error) {},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return usagef("unknown command %q (see bullylab --help)", c.Args().First())
+				var names []string
+				for _, cmd := range c.App.VisibleCommands() {
+					names = append(names, cmd.Name)
+				}
+				name := c.Args().First()
+				return usagef("unknown command %q (see bullylab --help)%s", name, suggest.Hint(name, names))
 			}
 			return cli.ShowAppHelp(c)
 		},

@@ -199,6 +199,9 @@ func upOptions(c *cli.Context) (*topologies.Topology, lab.StartOptions, error) {
 		return nil, opts, usagef("up: want one topology (a built-in such as star5, or a file), got %d arguments", len(args))
 	}
 	topo, err := topologies.Load(args[0])
+	if errors.Is(err, topologies.ErrNotFound) {
+		return nil, opts, usagef("up: %v", err)
+	}
 	if err != nil {
 		return nil, opts, err
 	}

@@ -368,7 +368,7 @@ func requireRunKey(t *testing.T, st *netem.RunState) {
 
 func TestTestbedCLIErrors(t *testing.T) {
 	netemtest.RequireRoot(t)
-	wantError(t, `topology "nosuch": no such file or built-in topology`, "up", "nosuch")
+	wantUsage(t, `topology "nosuch": no such file or built-in topology`, "up", "nosuch")
 	wantUsage(t, "up: want one topology", "up")
 	wantUsage(t, `--run "x1": not a run ID`, "up", "star3", "--run", "x1")
 	wantError(t, "no testbed is up with run ID blffff", "status", "--run", "blffff")

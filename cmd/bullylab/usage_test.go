@@ -91,4 +91,10 @@ func TestUsageErrors(t *testing.T) {
 	}
 	checkUsage(t, "--no-such-flag", "--no-such-flag")
 	checkUsage(t, `unknown command "nosuch"`, "nosuch")
+	checkUsage(t, `unknown command "benhc" (see bullylab --help); did you mean bench?`, "benhc")
+	checkUsage(t, `did you mean star16, star3, star5 or star64?`, "up", "star6")
+	if runtime.GOOS == "linux" {
+		checkUsage(t, `did you mean leader-crash?`, "bench", "--scenario", "leader-crsh")
+		checkUsage(t, `did you mean star5?`, "bench", "--topology", "star05")
+	}
 }
