@@ -39,7 +39,7 @@ func benchCommand() *cli.Command {
 			"scenario against the topology included, so that a mistake costs no testbed.",
 		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "topology", Value: "star16", Usage: "built-in topology `NAME` or a topology file"},
+			&cli.StringFlag{Name: "topology", Value: "star16", Usage: "built-in topology `NAME` or a topology file (built-ins: " + strings.Join(topologies.Names(), ", ") + ")"},
 			&cli.StringFlag{Name: "scenario", Value: "leader-crash", Usage: "built-in scenario `NAME` or a scenario file (.yaml) (built-ins: " + strings.Join(scenario.BuiltinNames(), ", ") + ")"},
 			&cli.IntFlag{Name: "runs", Value: 30, Usage: "runs per scenario"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of run 1; run i uses seed+i-1"},

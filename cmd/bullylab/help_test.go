@@ -1,6 +1,10 @@
 package main
 
 import (
+	"slices"
+
+	"github.com/bullylab/bullylab/topologies"
+	"github.com/urfave/cli/v2"
 	"runtime"
 	"strings"
 	"testing"
@@ -21,6 +25,7 @@ func TestHelp(t *testing.T) {
 			if !strings.HasPrefix(out, "NAME:\n   bullylab "+cmd.Name+" - ") || !strings.Contains(out, "\nUSAGE:\n") {
 				t.Errorf("%s --help is not in the commands' format:\n%s", cmd.Name, out)
 			}
+			inExamples, examples := false, 0
 			for _, line := range strings.Split(out, "\n") {
 				if strings.Count(line, "(default") > 1 {
 					t.Errorf("%s --help says a default twice: %q", cmd.Name, line)
@@ -28,10 +33,49 @@ func TestHelp(t *testing.T) {
 				if strings.Contains(line, "(default ") {
 					t.Errorf("%s --help says a default as (default X), not (default: X): %q", cmd.Name, line)
 				}
+				ex := strings.TrimPrefix(strings.TrimSpace(line), "sudo ")
+				if ex, ok := strings.CutPrefix(ex, "bullylab "+cmd.Name+" "); ok && inExamples {
+					checkExample(t, cmd, ex)
+				}
+				if strings.TrimSpace(line) == "Examples:" {
+					inExamples, examples = true, examples+1
+				} else if line == "" {
+					inExamples = false
+				}
 				if strings.Contains(line, "--backend") && strings.Contains(line, "probe") {
 					t.Errorf("%s --help: --backend names a default that is not a backend: %q", cmd.Name, line)
 				}
 			}
+			if examples != 1 || !strings.Contains(out, " bullylab "+cmd.Name) {
+				t.Errorf("%s --help has no examples of it:\n%s", cmd.Name, out)
+			}
 		})
+	}
+	out, _, _ := runApp("bench", "--help")
+	for _, name := range topologies.Names() {
+		if !strings.Contains(out, name) {
+			t.Errorf("bench --help does not list the built-in topology %s", name)
+		}
+	}
+}
+
+// checkExample checks that the flags an example of cmd gives are cmd's.
+func checkExample(t *testing.T, cmd *cli.Command, args string) {
+	t.Helper()
+	for _, a := range strings.Fields(args) {
+		if a == "--" {
+			return
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		found := false
+		for _, f := range cmd.Flags {
+			found = found || slices.Contains(f.Names(), name)
+		}
+		if !found {
+			t.Errorf("%s --help: example %q gives %s, not a flag of %s", cmd.Name, args, a, cmd.Name)
+		}
 	}
 }

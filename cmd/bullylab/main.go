@@ -134,8 +134,61 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	}
 	for _, cmd := range app.Commands {
 		defaultTexts(cmd.Flags)
+		if ex := examples[cmd.Name]; len(ex) > 0 {
+			cmd.Description = withExamples(cmd.Description, ex)
+		}
 	}
 	return app
+}
+
+// examples are the command lines each command's help shows, commands that
+// work as they are (with the files they name).
+var examples = map[string][]string{
+	"node": {
+		"bullylab keygen --out cluster.key",
+		"bullylab node --listen 127.0.0.1:7001 --data-dir ./n1 --peers peers.txt --cluster-key cluster.key",
+	},
+	"keygen": {"bullylab keygen --out cluster.key"},
+	"demo":   {"bullylab demo", "bullylab demo --nodes 7 --keep"},
+	"analyze": {
+		"bullylab analyze up.pcapng",
+		"bullylab analyze --json --timeline 1 up.pcapng",
+	},
+	"bench": {
+		"sudo bullylab bench --topology star5 --scenario leader-crash --runs 10",
+		"sudo bullylab bench --topology star16 --scenario cascade -k 2 --out cascade-out",
+	},
+	"compare": {
+		"bullylab compare base-out/results.json bench-out/results.json",
+		"bullylab compare --max-regress 5% base-out/bench.txt bench-out/bench.txt",
+	},
+	"up": {
+		"sudo bullylab up star5",
+		"sudo bullylab up topologies/example.yaml --capture up.pcapng",
+	},
+	"status": {"sudo bullylab status", "sudo bullylab status --run bl1a2b --json"},
+	"fault": {
+		"sudo bullylab fault crash n5",
+		"sudo bullylab fault partition n1,n2 n3,n4,n5",
+		"sudo bullylab fault delay n1 50ms --jitter 5ms",
+	},
+	"exec":    {"sudo bullylab exec n1 -- ping -c 3 10.77.0.3"},
+	"down":    {"sudo bullylab down", "sudo bullylab down --run bl1a2b"},
+	"clean":   {"sudo bullylab clean"},
+	"version": {"bullylab version"},
+}
+
+// withExamples appends an Examples section to a command's description.
+func withExamples(description string, lines []string) string {
+	var b strings.Builder
+	if description != "" {
+		b.WriteString(description + "\n\n")
+	}
+	b.WriteString("Examples:")
+	for _, l := range lines {
+		b.WriteString("\n  " + l)
+	}
+	return b.String()
 }
 
 // usageDefault is a default said at the end of a flag's usage text.
