@@ -110,7 +110,19 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		OnUsageError:    onUsageError,
 		// run prints errors and picks the exit code; cli would os.Exit.
 		ExitErrHandler: func(*cli.Context, error) {},
+		// --version is ours: cli's would print only "bullylab version dev".
+		HideVersion: true,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "version", Usage: "print the version, Go version and VCS revision (as bullylab version)"},
+		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("version") {
+				if c.NArg() > 0 {
+					return usagef("--version: unexpected argument %q", c.Args().First())
+				}
+				fmt.Fprint(c.App.Writer, versionText())
+				return nil
+			}
 			if c.NArg() > 0 {
 				var names []string
 				for _, cmd := range c.App.VisibleCommands() {
@@ -129,7 +141,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				analyzeCommand(),
 			},
 			testbedCommands(),
-			[]*cli.Command{versionCommand()},
+			[]*cli.Command{versionCommand(), completionCommand()},
 		),
 	}
 	for _, cmd := range app.Commands {
@@ -175,7 +187,12 @@ var examples = map[string][]string{
 	"exec":    {"sudo bullylab exec n1 -- ping -c 3 10.77.0.3"},
 	"down":    {"sudo bullylab down", "sudo bullylab down --run bl1a2b"},
 	"clean":   {"sudo bullylab clean"},
-	"version": {"bullylab version"},
+	"version": {"bullylab version", "bullylab --version"},
+	"completion": {
+		"source <(bullylab completion bash)",
+		"bullylab completion zsh > \"${fpath[1]}/_bullylab\"",
+		"bullylab completion fish > ~/.config/fish/completions/bullylab.fish",
+	},
 }
 
 // withExamples appends an Examples section to a command's description.

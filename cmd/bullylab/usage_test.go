@@ -31,19 +31,20 @@ func TestUsageErrors(t *testing.T) {
 	// Argument lists of the wrong length per command, and what the error
 	// names.
 	wrongArgs := map[string][][]string{
-		"node":    {{"extra"}},
-		"keygen":  {{"extra"}},
-		"demo":    {{"extra"}},
-		"analyze": {{}, {"a.pcapng", "b.pcapng"}},
-		"bench":   {{"extra"}},
-		"compare": {{}, {"base.json"}, {"a", "b", "c"}},
-		"up":      {{}, {"star5", "extra"}},
-		"status":  {{"extra"}},
-		"fault":   {{}, {"heal", "extra"}, {"crash"}},
-		"exec":    {{}, {"n1"}},
-		"down":    {{"extra"}},
-		"clean":   {{"extra"}},
-		"version": {{"extra"}},
+		"node":       {{"extra"}},
+		"keygen":     {{"extra"}},
+		"demo":       {{"extra"}},
+		"analyze":    {{}, {"a.pcapng", "b.pcapng"}},
+		"bench":      {{"extra"}},
+		"compare":    {{}, {"base.json"}, {"a", "b", "c"}},
+		"up":         {{}, {"star5", "extra"}},
+		"status":     {{"extra"}},
+		"fault":      {{}, {"heal", "extra"}, {"crash"}},
+		"exec":       {{}, {"n1"}},
+		"down":       {{"extra"}},
+		"clean":      {{"extra"}},
+		"version":    {{"extra"}},
+		"completion": {{}, {"bash", "extra"}},
 	}
 	// The flag each names comes first.
 	badValues := [][]string{
@@ -79,7 +80,7 @@ func TestUsageErrors(t *testing.T) {
 				if len(args) > 0 {
 					want = args[len(args)-1]
 				}
-				if cmd.Name == "compare" || cmd.Name == "exec" || cmd.Name == "analyze" || len(args) == 0 {
+				if cmd.Name == "compare" || cmd.Name == "exec" || cmd.Name == "analyze" || cmd.Name == "completion" || len(args) == 0 {
 					want = cmd.Name // the error says what it wants
 				}
 				checkUsage(t, want, append([]string{cmd.Name}, args...)...)
@@ -90,6 +91,7 @@ func TestUsageErrors(t *testing.T) {
 		checkUsage(t, args[0], args[1:]...)
 	}
 	checkUsage(t, "--no-such-flag", "--no-such-flag")
+	checkUsage(t, `--version: unexpected argument "x"`, "--version", "x")
 	checkUsage(t, `unknown command "nosuch"`, "nosuch")
 	checkUsage(t, `unknown command "benhc" (see bullylab --help); did you mean bench?`, "benhc")
 	checkUsage(t, `did you mean star16, star3, star5 or star64?`, "up", "star6")
