@@ -82,7 +82,7 @@ func completionCommands(app *cli.App) []completionCmd {
 	}
 	out := []completionCmd{{name: "", flags: flags(app.Flags)}}
 	for _, cmd := range app.VisibleCommands() {
-		cc := completionCmd{name: cmd.Name, usage: cmd.Usage, flags: flags(cmd.Flags)}
+		cc := completionCmd{name: cmd.Name, usage: strings.ReplaceAll(cmd.Usage, "`", ""), flags: flags(cmd.Flags)}
 		switch cmd.Name {
 		case "up":
 			cc.args = topologies.Names()
@@ -97,7 +97,8 @@ func completionCommands(app *cli.App) []completionCmd {
 func completionFlagOf(f cli.Flag) completionFlag {
 	cf := completionFlag{name: f.Names()[0]}
 	if df, ok := f.(cli.DocGenerationFlag); ok {
-		cf.usage = df.GetUsage()
+		// The help's placeholders are `NAME`; a completion shows the words.
+		cf.usage = strings.ReplaceAll(df.GetUsage(), "`", "")
 		cf.takesValue = df.TakesValue()
 	}
 	switch cf.name {
