@@ -67,9 +67,9 @@ func usagef(format string, a ...any) error {
 // onUsageError makes cli's flag errors usage errors, keeps cli from
 // printing the whole help text before them, and says them as the help
 // does: --flag, prefixed with the command.
-func onUsageError(c *cli.Context, err error, _ bool) error {
+func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
 	msg := flagErrorText(err.Error())
-	if c != nil && c.Command != nil && c.Command.Name != "" {
+	if isSubcommand && c != nil && c.Command != nil && c.Command.Name != "" {
 		msg = c.Command.Name + ": " + msg
 	}
 	return &exitError{msg, exitUsage}
@@ -123,12 +123,23 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				fmt.Fprint(c.App.Writer, versionText())
 				return nil
 			}
-			if c.NArg() > 0 {
+			name := c.Args().First()
+			// `bullylab help [COMMAND]`, which cli's help command would
+			// do but list itself among the commands.
+			if name == "help" && c.NArg() <= 2 {
+				name = c.Args().Get(1)
+				if name == "" {
+					return cli.ShowAppHelp(c)
+				}
+				if c.App.Command(name) != nil {
+					return cli.ShowCommandHelp(c, name)
+				}
+			}
+			if name != "" {
 				var names []string
 				for _, cmd := range c.App.VisibleCommands() {
 					names = append(names, cmd.Name)
 				}
-				name := c.Args().First()
 				return usagef("unknown command %q (see bullylab --help)%s", name, suggest.Hint(name, names))
 			}
 			return cli.ShowAppHelp(c)

@@ -585,7 +585,10 @@ func runFault(c *cli.Context) error {
 	fa, err := parseFaultArgs(c.Args().Slice())
 	if errors.Is(err, errFaultHelp) {
 		// The help every command has: fault parses its own flags.
-		return cli.ShowCommandHelp(c.Lineage()[1], c.Command.Name)
+		if l := c.Lineage(); len(l) > 1 {
+			return cli.ShowCommandHelp(l[1], c.Command.Name)
+		}
+		return cli.ShowSubcommandHelp(c)
 	}
 	if err != nil {
 		return err

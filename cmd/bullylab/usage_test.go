@@ -91,6 +91,13 @@ func TestUsageErrors(t *testing.T) {
 		checkUsage(t, args[0], args[1:]...)
 	}
 	checkUsage(t, "--no-such-flag", "--no-such-flag")
+	if _, stderr, _ := runApp("--no-such-flag"); stderr != "bullylab: unknown flag --no-such-flag\n" {
+		t.Errorf("bullylab --no-such-flag: stderr %q", stderr)
+	}
+	checkUsage(t, `unknown command "benhc" (see bullylab --help); did you mean bench?`, "help", "benhc")
+	if out, _, code := runApp("help", "bench"); code != 0 || !strings.HasPrefix(out, "NAME:\n   bullylab bench - ") {
+		t.Errorf("bullylab help bench: exit %d, %q", code, out)
+	}
 	checkUsage(t, `--version: unexpected argument "x"`, "--version", "x")
 	checkUsage(t, `unknown command "nosuch"`, "nosuch")
 	checkUsage(t, `unknown command "benhc" (see bullylab --help); did you mean bench?`, "benhc")
