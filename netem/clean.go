@@ -54,7 +54,7 @@ type leftovers struct {
 // start time) and any process still inside their namespaces, deletes their
 // namespaces, any veth in this namespace named after them, and their state
 // directories. It touches only objects named with a run ID, and leaves runs
-// whose owner still runs (a concurrent `bullylab run` or test) alone.
+// whose owner still runs (a concurrent `bullylab up`, bench or test) alone.
 func Clean(ctx context.Context) (CleanReport, error) {
 	var rep CleanReport
 	runs := map[string]*leftovers{}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bullylab/bullylab/wire"
 	"github.com/bullylab/bullylab/wire/bounded"
+	"github.com/bullylab/bullylab/wire/suggest"
 )
 
 //go:embed *.yaml
@@ -197,14 +198,19 @@ func Load(nameOrPath string) (*Topology, error) {
 	}
 	data, err := bounded.ReadFile("topology", nameOrPath, MaxFileSize)
 	if errors.Is(err, fs.ErrNotExist) && !strings.ContainsRune(nameOrPath, '/') {
-		return nil, fmt.Errorf("topology %s: no such file or built-in topology (built in: %s)",
-			bounded.Quote(nameOrPath), strings.Join(Names(), ", "))
+		return nil, fmt.Errorf("topology %s: %w (built in: %s)%s",
+			bounded.Quote(nameOrPath), ErrNotFound, strings.Join(Names(), ", "),
+			suggest.Hint(strings.TrimSuffix(nameOrPath, ".yaml"), Names()))
 	}
 	if err != nil {
 		return nil, err
 	}
 	return Parse(nameOrPath, data)
 }
+
+// ErrNotFound is what Load returns for a name that is neither a file nor
+// a built-in topology.
+var ErrNotFound = errors.New("no such file or built-in topology")
 
 // Star returns a topology of n nodes n1..nN with every default, for tests
 // and benchmarks that need a size rather than a file.

@@ -24,7 +24,7 @@ func analyzeCommand() *cli.Command {
 			"A capture cut short (its writer killed) is analyzed up to the cut, with a warning on stderr.\n" +
 			"With --cluster-key, the tags of authenticated connections are verified too, and the\n" +
 			"command exits 1 after the report when a frame fails or a HELLO was replayed.",
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
+		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "write the report as JSON (schema " + capture.Schema + ")"},
 			&cli.IntFlag{Name: "timeline", Usage: "also list the messages of election `N` in order"},
@@ -35,17 +35,17 @@ func analyzeCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 && strings.HasPrefix(c.Args().Get(1), "-") {
-				return fmt.Errorf("analyze: options go before the file: bullylab analyze [--json] [--timeline N] [--port PORT] [--cluster-key FILE] FILE")
+				return usagef("analyze: options go before the file: bullylab analyze [--json] [--timeline N] [--port PORT] [--cluster-key FILE] FILE")
 			}
 			if c.NArg() != 1 {
-				return fmt.Errorf("analyze: want one capture file, got %d arguments", c.NArg())
+				return usagef("analyze: want one capture file, got %d arguments", c.NArg())
 			}
 			file := c.Args().First()
 			opts := capture.AnalyzeOptions{Name: file, Quiet: c.Duration("quiet"), TriggerWindow: c.Duration("trigger-window")}
 			if c.IsSet("port") {
 				p := c.Uint("port")
 				if p == 0 || p > 65535 {
-					return fmt.Errorf("analyze %s: --port %d: want 1..65535", file, p)
+					return usagef("analyze %s: --port %d: want 1..65535", file, p)
 				}
 				opts.Ports = []uint16{uint16(p)}
 			}

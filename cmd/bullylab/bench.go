@@ -21,18 +21,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// benchExit is an error carrying the exit status a command wants: run in
-// main.go honours cli.ExitCoder (2: unusable input, 1: a regression).
-type benchExit struct {
-	msg  string
-	code int
-}
-
-func (e *benchExit) Error() string { return e.msg }
-func (e *benchExit) ExitCode() int { return e.code }
-
-var _ cli.ExitCoder = (*benchExit)(nil)
-
 // benchCommand is `bullylab bench`.
 func benchCommand() *cli.Command {
 	return &cli.Command{
@@ -50,9 +38,9 @@ func benchCommand() *cli.Command {
 			"Writes results.json, bench.txt (benchstat input), report.html and one pcapng per run to --out,\n" +
 			"all mode 0644. Needs root: it creates network namespaces. The inputs are checked first, the\n" +
 			"scenario against the topology included, so that a mistake costs no testbed.",
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
+		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "topology", Value: "star16", Usage: "built-in topology `NAME` or a topology file"},
+			&cli.StringFlag{Name: "topology", Value: "star16", Usage: "built-in topology `NAME` or a topology file (built-ins: " + strings.Join(topologies.Names(), ", ") + ")"},
 			&cli.StringFlag{Name: "scenario", Value: "leader-crash", Usage: "built-in scenario `NAME` or a scenario file (.yaml) (built-ins: " + strings.Join(scenario.BuiltinNames(), ", ") + ")"},
 			&cli.IntFlag{Name: "runs", Value: 30, Usage: "runs per scenario"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of run 1; run i uses seed+i-1"},
@@ -61,30 +49,30 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "delays", Usage: "latency-sweep: comma-separated delays (default 0,10ms,50ms,100ms)"},
 			&cli.StringFlag{Name: "loss", Usage: "loss: comma-separated percentages dropped, one scenario each (default 1,5,10,20)"},
 			&cli.IntFlag{Name: "faults", Usage: "chaos: how many faults (default 10)"},
-			&cli.StringFlag{Name: "backend", Usage: "impairment backend: netem or nfqueue (default: probe)"},
+			backendFlag,
 			&cli.StringFlag{Name: "diagram-runs", Value: bench.DefaultDiagramRuns, Usage: "the runs of each scenario whose election report.html draws: run numbers and median, slowest or all, comma-separated"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return &benchExit{fmt.Sprintf("bench: unexpected argument %s (options only)", bounded.Quote(c.Args().First())), 2}
+				return &exitError{fmt.Sprintf("bench: unexpected argument %s (options only)", bounded.Quote(c.Args().First())), 2}
 			}
 			runs := c.Int("runs")
 			if runs < 1 {
-				return &benchExit{fmt.Sprintf("bench: --runs %d: want at least 1", runs), 2}
+				return &exitError{fmt.Sprintf("bench: --runs %d: want at least 1", runs), 2}
 			}
 			if err := checkBackend(c.String("backend")); err != nil {
-				return &benchExit{err.Error(), 2}
+				return &exitError{err.Error(), 2}
 			}
 			diagramRuns, err := bench.ParseDiagramRuns(c.String("diagram-runs"))
 			if err == nil {
 				err = diagramRuns.CheckRuns(runs)
 			}
 			if err != nil {
-				return &benchExit{fmt.Sprintf("bench: --diagram-runs: %v", err), 2}
+				return &exitError{fmt.Sprintf("bench: --diagram-runs: %v", err), 2}
 			}
 			topo, err := topologies.Load(c.String("topology"))
 			if err != nil {
-				return &benchExit{fmt.Sprintf("bench: --topology: %v", err), 2}
+				return &exitError{fmt.Sprintf("bench: --topology: %v", err), 2}
 			}
 			params := scenario.Params{Nodes: len(topo.Nodes), K: c.Int("k"),
 				Faults: c.Int("faults"), Seed: c.Int64("seed")}
@@ -99,27 +87,27 @@ func benchCommand() *cli.Command {
 			}
 			if c.IsSet("delays") {
 				if params.Delays, err = parseDelays(c.String("delays")); err != nil {
-					return &benchExit{fmt.Sprintf("bench: --delays: %v", err), 2}
+					return &exitError{fmt.Sprintf("bench: --delays: %v", err), 2}
 				}
 			}
 			if c.IsSet("loss") {
 				if params.Losses, err = parseLosses(c.String("loss")); err != nil {
-					return &benchExit{fmt.Sprintf("bench: --loss: %v", err), 2}
+					return &exitError{fmt.Sprintf("bench: --loss: %v", err), 2}
 				}
 				// As results.json said it when --loss took one number.
 				given["loss"] = formatLosses(params.Losses)
 			}
 			scs, err := scenario.Lookup(c.String("scenario"), params)
 			if err != nil {
-				return &benchExit{fmt.Sprintf("bench: --scenario: %v", err), 2}
+				return &exitError{fmt.Sprintf("bench: --scenario: %v", err), 2}
 			}
 			if err := bench.CheckScenarios(topo, scs); err != nil {
-				return &benchExit{fmt.Sprintf("bench: --scenario: %v", err), 2}
+				return &exitError{fmt.Sprintf("bench: --scenario: %v", err), 2}
 			}
 			// Last of the checks: what is wrong with the input is worth
 			// knowing before sudo.
 			if os.Geteuid() != 0 {
-				return &benchExit{"bench needs root to build network namespaces: run it with sudo", 2}
+				return &exitError{"bench needs root to build network namespaces: run it with sudo", 2}
 			}
 			bin, err := os.Executable()
 			if err != nil {
@@ -148,7 +136,7 @@ func benchCommand() *cli.Command {
 				if failed == 1 {
 					what = "1 run failed"
 				}
-				return &benchExit{fmt.Sprintf("bench: %s (see %s/results.json)", what, out), 1}
+				return &exitError{fmt.Sprintf("bench: %s (see %s/results.json)", what, out), 1}
 			}
 			return nil
 		},
@@ -207,7 +195,7 @@ func compareCommand() *cli.Command {
 			"p < --alpha (a side needs 4 passed runs for that to be possible; with fewer, only failed\n" +
 			"runs can regress, and a note says so). Exits 0 when nothing regressed, 1 on a regression,\n" +
 			"2 when the inputs cannot be compared.",
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return &benchExit{err.Error(), 2} },
+		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "max-regress", Value: "10%", Usage: "largest growth of a metric that is not a regression, a percentage such as 10%"},
 			&cli.Float64Flag{Name: "alpha", Value: bench.DefaultAlpha, Usage: "significance level of the Mann-Whitney U test, in (0, 1)"},
@@ -215,28 +203,28 @@ func compareCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
-				return &benchExit{fmt.Sprintf("compare: want BASE and NEW, got %d arguments", c.NArg()), 2}
+				return &exitError{fmt.Sprintf("compare: want BASE and NEW, got %d arguments", c.NArg()), 2}
 			}
 			th, err := bench.ParseThreshold(c.String("max-regress"))
 			if err != nil {
-				return &benchExit{fmt.Sprintf("compare: %v", err), 2}
+				return &exitError{fmt.Sprintf("compare: %v", err), 2}
 			}
 			if f := c.String("format"); !slices.Contains(bench.ComparisonFormats, f) {
 				return &benchExit{fmt.Sprintf("compare: --format %q: want one of %s", f, strings.Join(bench.ComparisonFormats, ", ")), 2}
 			}
 			if a := c.Float64("alpha"); !(a > 0 && a < 1) {
-				return &benchExit{fmt.Sprintf("compare: --alpha %g: want a significance level in (0, 1), such as 0.05", a), 2}
+				return &exitError{fmt.Sprintf("compare: --alpha %g: want a significance level in (0, 1), such as 0.05", a), 2}
 			}
 			cmp, err := bench.CompareFiles(c.Args().Get(0), c.Args().Get(1), bench.CompareOptions{MaxRegress: th, Alpha: c.Float64("alpha")})
 			v := bench.VerdictOf(cmp, err)
 			if err != nil {
-				return &benchExit{fmt.Sprintf("compare: %v", err), v.ExitCode()}
+				return &exitError{fmt.Sprintf("compare: %v", err), v.ExitCode()}
 			}
 			if err := bench.WriteComparisonAs(c.App.Writer, cmp, c.String("format")); err != nil {
 				return err
 			}
 			if v != bench.Pass {
-				return &benchExit{"compare: " + strconv.Itoa(len(cmp.Regressions())) + " metrics regressed beyond " + c.String("max-regress"), v.ExitCode()}
+				return &exitError{"compare: " + strconv.Itoa(len(cmp.Regressions())) + " metrics regressed beyond " + c.String("max-regress"), v.ExitCode()}
 			}
 			return nil
 		},

@@ -14,11 +14,11 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func demoCommand(usageError cli.OnUsageErrorFunc) *cli.Command {
+func demoCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "demo",
 		Usage:        "run a local cluster, kill -9 its leader, restart it, and time each election",
-		OnUsageError: usageError,
+		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "nodes", Value: 5, Usage: "cluster size"},
 			&cli.DurationFlag{Name: "phase-timeout", Value: 15 * time.Second, Usage: "give up when a phase takes longer"},
@@ -29,15 +29,18 @@ func demoCommand(usageError cli.OnUsageErrorFunc) *cli.Command {
 }
 
 func runDemo(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usagef("demo: unexpected argument %q", c.Args().First())
+	}
 	n := c.Int("nodes")
 	if n < 2 {
-		return fmt.Errorf("--nodes %d: need at least 2", n)
+		return usagef("--nodes %d: need at least 2", n)
 	}
 	if n > 100 {
-		return fmt.Errorf("--nodes %d: at most 100", n)
+		return usagef("--nodes %d: at most 100", n)
 	}
 	if c.Duration("phase-timeout") <= 0 {
-		return fmt.Errorf("--phase-timeout %v: must be positive", c.Duration("phase-timeout"))
+		return usagef("--phase-timeout %v: must be positive", c.Duration("phase-timeout"))
 	}
 	exe, err := os.Executable()
 	if err != nil {

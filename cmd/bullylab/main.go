@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
 
+	"github.com/bullylab/bullylab/wire/suggest"
 	"github.com/urfave/cli/v2"
 )
 
@@ -40,43 +42,226 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
+// exitUsage is the exit status of a command line that is wrong: an unknown
+// flag, a flag value that does not parse or is out of range, missing or
+// extra arguments. 1 is for failures of the work itself.
+const exitUsage = 2
+
+// exitError is an error carrying the exit status a command wants: run
+// honours cli.ExitCoder.
+type exitError struct {
+	msg  string
+	code int
+}
+
+func (e *exitError) Error() string { return e.msg }
+func (e *exitError) ExitCode() int { return e.code }
+
+var _ cli.ExitCoder = (*exitError)(nil)
+
+// usagef is a usage error, exit status 2.
+func usagef(format string, a ...any) error {
+	return &exitError{fmt.Sprintf(format, a...), exitUsage}
+}
+
+// onUsageError makes cli's flag errors usage errors, keeps cli from
+// printing the whole help text before them, and says them as the help
+// does: --flag, prefixed with the command.
+func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
+	msg := flagErrorText(err.Error())
+	if isSubcommand && c != nil && c.Command != nil && c.Command.Name != "" {
+		msg = c.Command.Name + ": " + msg
+	}
+	return &exitError{msg, exitUsage}
+}
+
+var (
+	undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
+	flagNoValue   = regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
+	flagBadValue  = regexp.MustCompile(`^invalid value "(.*)" for flag -+([^:]*): (.*)$`)
+)
+
+// flagErrorText rewrites the flag package's messages, which name flags
+// with one dash and say "parse error", into ours.
+func flagErrorText(msg string) string {
+	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("unknown flag --%s", m[1])
+	}
+	if m := flagNoValue.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("flag --%s needs a value", m[1])
+	}
+	if m := flagBadValue.FindStringSubmatch(msg); m != nil {
+		why := m[3]
+		if why == "parse error" {
+			why = "not a valid value"
+		}
+		return fmt.Sprintf("--%s %q: %s", m[2], m[1], why)
+	}
+	return msg
+}
+
 func newApp(stdout, stderr io.Writer) *cli.App {
-	// Without this, flag errors print the whole help text before the error.
-	usageError := func(_ *cli.Context, err error, _ bool) error { return err }
 	app := &cli.App{
 		Name:            "bullylab",
 		Usage:           "measure Bully leader election under real network faults",
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
-		OnUsageError:    usageError,
+		OnUsageError:    onUsageError,
 		// run prints errors and picks the exit code; cli would os.Exit.
 		ExitErrHandler: func(*cli.Context, error) {},
+		// --version is ours: cli's would print only "bullylab version dev".
+		HideVersion: true,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "version", Usage: "print the version, Go version and VCS revision (as bullylab version)"},
+		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return fmt.Errorf("unknown command %q (see bullylab --help)", c.Args().First())
+			if c.Bool("version") {
+				if c.NArg() > 0 {
+					return usagef("--version: unexpected argument %q", c.Args().First())
+				}
+				fmt.Fprint(c.App.Writer, versionText())
+				return nil
+			}
+			name := c.Args().First()
+			// `bullylab help [COMMAND]`, which cli's help command would
+			// do but list itself among the commands.
+			if name == "help" && c.NArg() <= 2 {
+				name = c.Args().Get(1)
+				if name == "" {
+					return cli.ShowAppHelp(c)
+				}
+				if c.App.Command(name) != nil {
+					return cli.ShowCommandHelp(c, name)
+				}
+			}
+			if name != "" {
+				var names []string
+				for _, cmd := range c.App.VisibleCommands() {
+					names = append(names, cmd.Name)
+				}
+				return usagef("unknown command %q (see bullylab --help)%s", name, suggest.Hint(name, names))
 			}
 			return cli.ShowAppHelp(c)
 		},
 		Commands: slices.Concat(
 			[]*cli.Command{
-				nodeCommand(usageError),
-				keygenCommand(usageError),
-				demoCommand(usageError),
+				nodeCommand(),
+				keygenCommand(),
+				demoCommand(),
 				analyzeCommand(),
 			},
 			testbedCommands(),
-			[]*cli.Command{versionCommand()},
+			[]*cli.Command{versionCommand(), completionCommand()},
 		),
+	}
+	for _, cmd := range app.Commands {
+		defaultTexts(cmd.Flags)
+		if ex := examples[cmd.Name]; len(ex) > 0 {
+			cmd.Description = withExamples(cmd.Description, ex)
+		}
 	}
 	return app
 }
 
+// examples are the command lines each command's help shows, commands that
+// work as they are (with the files they name).
+var examples = map[string][]string{
+	"node": {
+		"bullylab keygen --out cluster.key",
+		"bullylab node --listen 127.0.0.1:7001 --data-dir ./n1 --peers peers.txt --cluster-key cluster.key",
+	},
+	"keygen": {"bullylab keygen --out cluster.key"},
+	"demo":   {"bullylab demo", "bullylab demo --nodes 7 --keep"},
+	"analyze": {
+		"bullylab analyze up.pcapng",
+		"bullylab analyze --json --timeline 1 up.pcapng",
+	},
+	"bench": {
+		"sudo bullylab bench --topology star5 --scenario leader-crash --runs 10",
+		"sudo bullylab bench --topology star16 --scenario cascade -k 2 --out cascade-out",
+	},
+	"compare": {
+		"bullylab compare base-out/results.json bench-out/results.json",
+		"bullylab compare --max-regress 5% base-out/bench.txt bench-out/bench.txt",
+	},
+	"up": {
+		"sudo bullylab up star5",
+		"sudo bullylab up topologies/example.yaml --capture up.pcapng",
+	},
+	"status": {"sudo bullylab status", "sudo bullylab status --run bl1a2b --json"},
+	"fault": {
+		"sudo bullylab fault crash n5",
+		"sudo bullylab fault partition n1,n2 n3,n4,n5",
+		"sudo bullylab fault delay n1 50ms --jitter 5ms",
+	},
+	"exec":    {"sudo bullylab exec n1 -- ping -c 3 10.77.0.3"},
+	"down":    {"sudo bullylab down", "sudo bullylab down --run bl1a2b"},
+	"clean":   {"sudo bullylab clean"},
+	"version": {"bullylab version", "bullylab --version"},
+	"completion": {
+		"source <(bullylab completion bash)",
+		"bullylab completion zsh > \"${fpath[1]}/_bullylab\"",
+		"bullylab completion fish > ~/.config/fish/completions/bullylab.fish",
+	},
+}
+
+// withExamples appends an Examples section to a command's description.
+func withExamples(description string, lines []string) string {
+	var b strings.Builder
+	if description != "" {
+		b.WriteString(description + "\n\n")
+	}
+	b.WriteString("Examples:")
+	for _, l := range lines {
+		b.WriteString("\n  " + l)
+	}
+	return b.String()
+}
+
+// usageDefault is a default said at the end of a flag's usage text.
+var usageDefault = regexp.MustCompile(`\s*\(default:? ([^()]*(?:\([^()]*\)[^()]*)*)\)$`)
+
+// defaultTexts moves a default said at the end of a flag's usage, such as
+// "(default 3)", into its DefaultText, where the help says it once as
+// "(default: 3)" instead of after it the flag's zero value.
+func defaultTexts(flags []cli.Flag) {
+	for _, f := range flags {
+		var usage, text *string
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			usage, text = &f.Usage, &f.DefaultText
+		case *cli.IntFlag:
+			usage, text = &f.Usage, &f.DefaultText
+		case *cli.Int64Flag:
+			usage, text = &f.Usage, &f.DefaultText
+		case *cli.UintFlag:
+			usage, text = &f.Usage, &f.DefaultText
+		case *cli.Float64Flag:
+			usage, text = &f.Usage, &f.DefaultText
+		case *cli.DurationFlag:
+			usage, text = &f.Usage, &f.DefaultText
+		case *cli.BoolFlag:
+			usage, text = &f.Usage, &f.DefaultText
+		default:
+			continue
+		}
+		if m := usageDefault.FindStringSubmatchIndex(*usage); m != nil && *text == "" {
+			*text = (*usage)[m[2]:m[3]]
+			*usage = (*usage)[:m[0]]
+		}
+	}
+}
+
 func versionCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "version",
-		Usage: "print the version, Go version and VCS revision",
+		Name:         "version",
+		Usage:        "print the version, Go version and VCS revision",
+		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("version: unexpected argument %q", c.Args().First())
+			}
 			fmt.Fprint(c.App.Writer, versionText())
 			return nil
 		},

@@ -83,6 +83,22 @@ func wantError(t *testing.T, want string, args ...string) {
 	}
 }
 
+// wantUsage runs the binary expecting a usage error: exit status 2 and a
+// one-line error containing want.
+func wantUsage(t *testing.T, want string, args ...string) {
+	t.Helper()
+	_, stderr, code := runBin(t, args...)
+	if code != 2 {
+		t.Errorf("%v: exit %d, want 2; stderr %q", args, code, stderr)
+	}
+	if !strings.Contains(stderr, want) {
+		t.Errorf("%v: stderr %q does not contain %q", args, stderr, want)
+	}
+	if strings.Count(stderr, "\n") != 1 {
+		t.Errorf("%v: stderr is not one line: %q", args, stderr)
+	}
+}
+
 func freeAddr(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -103,19 +119,19 @@ func writeFile(t *testing.T, name, text string) string {
 func TestFlagErrors(t *testing.T) {
 	dir := t.TempDir()
 	addr := "127.0.0.1:0"
-	wantError(t, "--listen is required", "node", "--data-dir", dir)
-	wantError(t, "--data-dir is required", "node", "--listen", addr)
-	wantError(t, `--heartbeat "soon": not a duration`, "node", "--listen", addr, "--data-dir", dir, "--heartbeat", "soon")
-	wantError(t, "--election-timeout -1s: must be positive", "node", "--listen", addr, "--data-dir", dir, "--election-timeout", "-1s")
-	wantError(t, "--failure-timeout 50ms: must be longer than --heartbeat 100ms", "node", "--listen", addr, "--data-dir", dir, "--failure-timeout", "50ms")
-	wantError(t, "--detection-stagger -5ms: must not be negative", "node", "--listen", addr, "--data-dir", dir, "--detection-stagger", "-5ms")
-	wantError(t, `--id "nope": not a UUID`, "node", "--listen", addr, "--data-dir", dir, "--id", "nope")
-	wantError(t, `--log: unknown log format "xml"`, "node", "--listen", addr, "--data-dir", dir, "--log", "xml")
-	wantError(t, "flag provided but not defined: -bogus", "node", "--bogus")
-	wantError(t, "--peers nowhere: no such file", "node", "--listen", addr, "--data-dir", dir, "--peers", "nowhere")
+	wantUsage(t, "--listen is required", "node", "--data-dir", dir)
+	wantUsage(t, "--data-dir is required", "node", "--listen", addr)
+	wantUsage(t, `--heartbeat "soon": not a duration`, "node", "--listen", addr, "--data-dir", dir, "--heartbeat", "soon")
+	wantUsage(t, "--election-timeout -1s: must be positive", "node", "--listen", addr, "--data-dir", dir, "--election-timeout", "-1s")
+	wantUsage(t, "--failure-timeout 50ms: must be longer than --heartbeat 100ms", "node", "--listen", addr, "--data-dir", dir, "--failure-timeout", "50ms")
+	wantUsage(t, "--detection-stagger -5ms: must not be negative", "node", "--listen", addr, "--data-dir", dir, "--detection-stagger", "-5ms")
+	wantUsage(t, `--id "nope": not a UUID`, "node", "--listen", addr, "--data-dir", dir, "--id", "nope")
+	wantUsage(t, `--log: unknown log format "xml"`, "node", "--listen", addr, "--data-dir", dir, "--log", "xml")
+	wantUsage(t, "node: unknown flag --bogus", "node", "--bogus")
+	wantUsage(t, "--peers nowhere: no such file", "node", "--listen", addr, "--data-dir", dir, "--peers", "nowhere")
 	wantError(t, "no specific host", "node", "--listen", ":0", "--data-dir", dir, "--cluster-key", keyFile)
-	wantError(t, "--nodes 1: need at least 2", "demo", "--nodes", "1")
-	wantError(t, `unknown command "bogus"`, "bogus")
+	wantUsage(t, "--nodes 1: need at least 2", "demo", "--nodes", "1")
+	wantUsage(t, `unknown command "bogus"`, "bogus")
 }
 
 func TestPeersErrors(t *testing.T) {
@@ -127,7 +143,7 @@ func TestPeersErrors(t *testing.T) {
 	wantError(t, dup+":2: duplicate ID "+id.String(), "node", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--peers", dup)
 
 	list := fmt.Sprintf("%s@127.0.0.1:7001,%s@127.0.0.1:7002", id, id)
-	wantError(t, "duplicate ID", "node", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--peers", list)
+	wantUsage(t, "duplicate ID", "node", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--peers", list)
 
 	unreadable := filepath.Join(t.TempDir(), "dir")
 	os.Mkdir(unreadable, 0o700)

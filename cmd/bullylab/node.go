@@ -15,12 +15,12 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func nodeCommand(usageError cli.OnUsageErrorFunc) *cli.Command {
+func nodeCommand() *cli.Command {
 	def := node.DefaultConfig()
 	return &cli.Command{
 		Name:         "node",
 		Usage:        "run one election node",
-		OnUsageError: usageError,
+		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "id", Usage: "node ID, a version-4 UUID (default: the one in --data-dir, or a new one stored there)"},
 			&cli.StringFlag{Name: "listen", Usage: "TCP `host:port` to accept peers on"},
@@ -45,7 +45,7 @@ func nodeCommand(usageError cli.OnUsageErrorFunc) *cli.Command {
 
 func runNode(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return fmt.Errorf("node: unexpected argument %q", c.Args().First())
+		return usagef("node: unexpected argument %q", c.Args().First())
 	}
 	o := node.ServeOptions{
 		Listen:     c.String("listen"),
@@ -68,7 +68,7 @@ func runNode(c *cli.Context) error {
 	} {
 		v, err := time.ParseDuration(c.String(d.flag))
 		if err != nil {
-			return fmt.Errorf("--%s %q: not a duration (like 250ms or 1s)", d.flag, c.String(d.flag))
+			return usagef("--%s %q: not a duration (like 250ms or 1s)", d.flag, c.String(d.flag))
 		}
 		*d.dst = v
 	}
@@ -77,27 +77,27 @@ func runNode(c *cli.Context) error {
 		// An explicit nil ID is refused, not taken to mean "none given".
 		id, err := node.ParseID(c.String("id"))
 		if err != nil {
-			return fmt.Errorf("--id %v", err)
+			return usagef("--id %v", err)
 		}
 		o.ID = id
 	}
 	if o.Listen == "" {
-		return errors.New("--listen is required (host:port to accept peers on)")
+		return usagef("--listen is required (host:port to accept peers on)")
 	}
 	if o.DataDir == "" {
-		return errors.New("--data-dir is required")
+		return usagef("--data-dir is required")
 	}
 	if err := checkTimeouts(o); err != nil {
 		return err
 	}
 	format, err := node.ParseLogFormat(c.String("log"))
 	if err != nil {
-		return fmt.Errorf("--log: %v", err)
+		return usagef("--log: %v", err)
 	}
 	o.LogFormat = format
 	if o.Advertise != "" {
 		if _, err := node.CanonicalAddr(o.Advertise); err != nil {
-			return fmt.Errorf("--advertise: %v", err)
+			return usagef("--advertise: %v", err)
 		}
 	}
 	if o.Peers, o.PeersFrom, o.PeersSource, err = loadPeers(c.String("peers")); err != nil {
@@ -124,7 +124,7 @@ func clusterKey(c *cli.Context, o *node.ServeOptions) error {
 	path, insecure := c.String("cluster-key"), c.Bool("insecure")
 	switch {
 	case path != "" && insecure:
-		return errors.New("--cluster-key and --insecure exclude each other: give one")
+		return usagef("--cluster-key and --insecure exclude each other: give one")
 	case insecure:
 		o.Insecure = true
 	case path != "":
@@ -134,9 +134,9 @@ func clusterKey(c *cli.Context, o *node.ServeOptions) error {
 		}
 		o.ClusterKey = &k
 	case c.IsSet("cluster-key"):
-		return errors.New("--cluster-key: empty path")
+		return usagef("--cluster-key: empty path")
 	default:
-		return node.ErrNoClusterKey
+		return &exitError{node.ErrNoClusterKey.Error(), exitUsage}
 	}
 	return nil
 }
@@ -153,14 +153,14 @@ func checkTimeouts(o node.ServeOptions) error {
 		{"--election-timeout", o.ElectionTimeout, o.ElectionTimeout <= 0},
 	} {
 		if f.bad {
-			return fmt.Errorf("%s %v: must be positive", f.name, f.v)
+			return usagef("%s %v: must be positive", f.name, f.v)
 		}
 	}
 	if o.FailureTimeout <= o.HeartbeatInterval {
-		return fmt.Errorf("--failure-timeout %v: must be longer than --heartbeat %v", o.FailureTimeout, o.HeartbeatInterval)
+		return usagef("--failure-timeout %v: must be longer than --heartbeat %v", o.FailureTimeout, o.HeartbeatInterval)
 	}
 	if o.DetectionStagger != nil && *o.DetectionStagger < 0 {
-		return fmt.Errorf("--detection-stagger %v: must not be negative (0 disables it)", *o.DetectionStagger)
+		return usagef("--detection-stagger %v: must not be negative (0 disables it)", *o.DetectionStagger)
 	}
 	return nil
 }
@@ -182,12 +182,12 @@ func loadPeers(v string) (ms []wire.Member, from []string, source string, err er
 	if strings.Contains(v, "@") {
 		ms, from, err := node.ParsePeerListFrom(v)
 		if err != nil {
-			return nil, nil, "", fmt.Errorf("--peers: %v", err)
+			return nil, nil, "", usagef("--peers: %v", err)
 		}
 		for i := range from {
 			from[i] = "--peers " + strings.TrimPrefix(from[i], "peer list ")
 		}
 		return ms, from, "--peers", nil
 	}
-	return nil, nil, "", fmt.Errorf("--peers %s: no such file (a list takes the form ID@host:port,...)", v)
+	return nil, nil, "", usagef("--peers %s: no such file (a list takes the form ID@host:port,...)", v)
 }

@@ -58,14 +58,14 @@ func TestKeygen(t *testing.T) {
 	if after, _ := os.ReadFile(out); string(after) != string(before) {
 		t.Error("keygen --out overwrote an existing key")
 	}
-	wantError(t, `keygen: unexpected argument "x"`, "keygen", "x")
+	wantUsage(t, `keygen: unexpected argument "x"`, "keygen", "x")
 }
 
 func TestNodeClusterKeyFlags(t *testing.T) {
 	dir := t.TempDir()
 	addr := "127.0.0.1:0"
-	wantError(t, "no cluster key: give --cluster-key FILE (make one with `bullylab keygen --out FILE`), or --insecure", "node", "--listen", addr, "--data-dir", dir)
-	wantError(t, "--cluster-key and --insecure exclude each other", "node", "--listen", addr, "--data-dir", dir, "--cluster-key", keyFile, "--insecure")
+	wantUsage(t, "no cluster key: give --cluster-key FILE (make one with `bullylab keygen --out FILE`), or --insecure", "node", "--listen", addr, "--data-dir", dir)
+	wantUsage(t, "--cluster-key and --insecure exclude each other", "node", "--listen", addr, "--data-dir", dir, "--cluster-key", keyFile, "--insecure")
 	wantError(t, "--cluster-key: cluster key /nonexistent/key: no such file or directory", "node", "--listen", addr, "--data-dir", dir, "--cluster-key", "/nonexistent/key")
 
 	readable := filepath.Join(t.TempDir(), "key")
@@ -145,9 +145,9 @@ func TestNodeStateMissing(t *testing.T) {
 func TestNodeIDFlag(t *testing.T) {
 	dir := t.TempDir()
 	base := []string{"node", "--listen", "127.0.0.1:0", "--data-dir", dir, "--cluster-key", keyFile, "--id"}
-	wantError(t, "--id 00000000-0000-0000-0000-000000000000 is not a version-4 UUID: it is the nil UUID", append(base, "00000000-0000-0000-0000-000000000000")...)
-	wantError(t, "--id c3a1f0de-7b62-1e35-a9d4-1e2f3a4b5c6d is not a version-4 UUID: it is version 1", append(base, "c3a1f0de-7b62-1e35-a9d4-1e2f3a4b5c6d")...)
-	wantError(t, `--id "": not a UUID`, append(base, "")...)
+	wantUsage(t, "--id 00000000-0000-0000-0000-000000000000 is not a version-4 UUID: it is the nil UUID", append(base, "00000000-0000-0000-0000-000000000000")...)
+	wantUsage(t, "--id c3a1f0de-7b62-1e35-a9d4-1e2f3a4b5c6d is not a version-4 UUID: it is version 1", append(base, "c3a1f0de-7b62-1e35-a9d4-1e2f3a4b5c6d")...)
+	wantUsage(t, `--id "": not a UUID`, append(base, "")...)
 	if names, _ := os.ReadDir(dir); len(names) != 0 {
 		t.Errorf("data dir holds %v after refused IDs", names)
 	}
@@ -171,8 +171,8 @@ func TestNodeOwnEntry(t *testing.T) {
 	absent := writeFile(t, "peers", fmt.Sprintf("%s 127.0.0.1:2\n", other))
 	wantError(t, absent+": no entry for this node's ID "+own.String(), append(base(t.TempDir()), "--peers", absent)...)
 
-	wantError(t, `--advertise: bad address "not an addr"`, append(base(t.TempDir()), "--advertise", "not an addr")...)
-	wantError(t, `--advertise: bad address "0.0.0.0:7000": 0.0.0.0 is a listen address`, append(base(t.TempDir()), "--advertise", "0.0.0.0:7000")...)
+	wantUsage(t, `--advertise: bad address "not an addr"`, append(base(t.TempDir()), "--advertise", "not an addr")...)
+	wantUsage(t, `--advertise: bad address "0.0.0.0:7000": 0.0.0.0 is a listen address`, append(base(t.TempDir()), "--advertise", "0.0.0.0:7000")...)
 
 	// A joining node is not listed yet.
 	dir := t.TempDir()

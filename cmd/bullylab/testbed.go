@@ -81,20 +81,20 @@ func positional(c *cli.Context) ([]string, error) {
 			}
 		}
 		if flag == nil {
-			return nil, fmt.Errorf("%s: unknown flag %q", c.Command.Name, a)
+			return nil, usagef("%s: unknown flag %q", c.Command.Name, a)
 		}
 		if _, isBool := flag.(*cli.BoolFlag); isBool && !hasVal {
 			val, hasVal = "true", true
 		}
 		if !hasVal {
 			if i+1 >= len(args) {
-				return nil, fmt.Errorf("%s: flag %s needs a value", c.Command.Name, a)
+				return nil, usagef("%s: flag %s needs a value", c.Command.Name, a)
 			}
 			i++
 			val = args[i]
 		}
 		if err := c.Set(name, val); err != nil {
-			return nil, fmt.Errorf("%s: flag %s: %v", c.Command.Name, a, err)
+			return nil, usagef("%s: flag %s: %v", c.Command.Name, a, err)
 		}
 	}
 	return pos, nil
@@ -107,8 +107,11 @@ func checkBackend(b string) error {
 	case "", netem.BackendNetem, netem.BackendNFQueue:
 		return nil
 	}
-	return fmt.Errorf("--backend %s: want %s or %s", bounded.Quote(b), netem.BackendNetem, netem.BackendNFQueue)
+	return usagef("--backend %s: want %s or %s", bounded.Quote(b), netem.BackendNetem, netem.BackendNFQueue)
 }
+
+// backendFlag is --backend, which up and bench share.
+var backendFlag = &cli.StringFlag{Name: "backend", Usage: "impairment backend: netem or nfqueue (default: netem when the kernel has it, else nfqueue)"}
 
 var runFlag = &cli.StringFlag{Name: "run", Usage: "run `ID` of the testbed (default: the only one up)"}
 
@@ -122,13 +125,13 @@ func upCommand() *cli.Command {
 			"Ctrl-C, SIGTERM or `bullylab down` tear it down: the node processes first, then the namespaces.\n" +
 			"--capture FILE records every frame on the switch and every fault (as a comment record) for\n" +
 			"`bullylab analyze` and Wireshark; the file is complete once up has exited.",
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
+		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "run", Usage: "run `ID` to use (default: a fresh one)"},
 			&cli.Int64Flag{Name: "seed", Usage: "draw the node IDs from this seed, to reproduce a run (default: random)"},
 			&cli.StringFlag{Name: "binary", Usage: "bullylab `executable` the nodes run (default: this one)"},
 			&cli.StringFlag{Name: "log-dir", Usage: "keep the node logs in `DIR` (default: the run's state directory, removed on exit)"},
-			&cli.StringFlag{Name: "backend", Usage: "impairment backend: netem or nfqueue (default: probe)"},
+			backendFlag,
 			&cli.StringFlag{Name: "capture", Usage: "capture the switch from before the first node starts until teardown into pcapng `FILE`, faults included"},
 		},
 		Action: runUp,
@@ -189,16 +192,22 @@ func upOptions(c *cli.Context) (*topologies.Topology, lab.StartOptions, error) {
 	if err != nil {
 		return nil, opts, err
 	}
+	if len(args) > 1 {
+		return nil, opts, usagef("up: unexpected argument %q (want one topology)", args[1])
+	}
 	if len(args) != 1 {
-		return nil, opts, fmt.Errorf("up: want one topology (a built-in such as star5, or a file), got %d arguments", len(args))
+		return nil, opts, usagef("up: want one topology (a built-in such as star5, or a file), got %d arguments", len(args))
 	}
 	topo, err := topologies.Load(args[0])
+	if errors.Is(err, topologies.ErrNotFound) {
+		return nil, opts, usagef("up: %v", err)
+	}
 	if err != nil {
 		return nil, opts, err
 	}
 	run := c.String("run")
 	if run != "" && !netem.ValidRunID(run) {
-		return nil, opts, fmt.Errorf("--run %q: not a run ID (%s and 4 hex digits, like bl1a2b)", run, netem.RunPrefix)
+		return nil, opts, usagef("--run %q: not a run ID (%s and 4 hex digits, like bl1a2b)", run, netem.RunPrefix)
 	}
 	if err := checkBackend(c.String("backend")); err != nil {
 		return nil, opts, err
@@ -335,7 +344,7 @@ func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "status",
 		Usage:        "show the nodes of a testbed that is up: process, election status, leader, faults in force, capture",
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
+		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			runFlag,
 			&cli.BoolFlag{Name: "json", Usage: "print the status as JSON"},
@@ -344,7 +353,7 @@ func statusCommand() *cli.Command {
 			if args, err := positional(c); err != nil {
 				return err
 			} else if len(args) > 0 {
-				return fmt.Errorf("status: unexpected argument %q", args[0])
+				return usagef("status: unexpected argument %q", args[0])
 			}
 			if err := requirePrivilege("status"); err != nil {
 				return err
@@ -408,7 +417,7 @@ const faultHelp = `Faults (NODE is a node name; GROUP a comma list of nodes or a
   campaign NODE...         have the nodes start an election
   leave NODE...            have the nodes announce LEAVE and exit
   join NODE...             start nodes that are down as newcomers announcing JOIN
---run ID picks the testbed when several are up.`
+--run ID picks the testbed when several are up; flags may follow the arguments.`
 
 func faultCommand() *cli.Command {
 	return &cli.Command{
@@ -419,7 +428,14 @@ func faultCommand() *cli.Command {
 		// Flags may follow the arguments (`delay n1 50ms --jitter 5ms`),
 		// which the flag package does not allow: parseFaultArgs does it.
 		SkipFlagParsing: true,
-		Action:          runFault,
+		HideHelpCommand: true,
+		// For the help only: parseFaultArgs reads them.
+		Flags: []cli.Flag{
+			runFlag,
+			&cli.BoolFlag{Name: "one-way", Usage: "partition: cut only what the first group sends to the second"},
+			&cli.StringFlag{Name: "jitter", Usage: "delay: vary the delay by up to `DURATION`"},
+		},
+		Action: runFault,
 	}
 }
 
@@ -445,7 +461,7 @@ func parseFaultArgs(args []string) (faultArgs, error) {
 				return val, nil
 			}
 			if i+1 >= len(args) {
-				return "", fmt.Errorf("fault: flag --%s needs a value", name)
+				return "", usagef("fault: flag --%s needs a value", name)
 			}
 			i++
 			return args[i], nil
@@ -458,13 +474,13 @@ func parseFaultArgs(args []string) (faultArgs, error) {
 			fa.jitter, err = value()
 		case "one-way":
 			if hasVal {
-				return fa, fmt.Errorf("fault: flag --one-way takes no value")
+				return fa, usagef("fault: flag --one-way takes no value")
 			}
 			fa.oneWay = true
 		case "h", "help":
 			return fa, errFaultHelp
 		default:
-			return fa, fmt.Errorf("fault: unknown flag %q (flags: --run, --one-way, --jitter)", a)
+			return fa, usagef("fault: unknown flag %q (flags: --run, --one-way, --jitter)", a)
 		}
 		if err != nil {
 			return fa, err
@@ -478,38 +494,38 @@ var errFaultHelp = errors.New("help")
 // faultRequest turns the arguments into the fault to apply.
 func faultRequest(fa faultArgs) (fault.Fault, error) {
 	if len(fa.pos) == 0 {
-		return fault.Fault{}, fmt.Errorf("fault: which fault? (%s; see bullylab fault --help)", fault.KindList())
+		return fault.Fault{}, usagef("fault: which fault? (%s; see bullylab fault --help)", fault.KindList())
 	}
 	kind, args := fault.Kind(fa.pos[0]), fa.pos[1:]
 	f := fault.Fault{Kind: kind}
 	if fa.oneWay && kind != fault.Partition {
-		return f, fmt.Errorf("fault %s: --one-way is for partition", kind)
+		return f, usagef("fault %s: --one-way is for partition", kind)
 	}
 	if fa.jitter != "" && kind != fault.Delay {
-		return f, fmt.Errorf("fault %s: --jitter is for delay", kind)
+		return f, usagef("fault %s: --jitter is for delay", kind)
 	}
 	switch kind {
 	case fault.Crash, fault.Restart, fault.Pause, fault.Resume,
 		fault.Isolate, fault.Unisolate, fault.Campaign, fault.Leave, fault.Join:
 		if len(args) == 0 {
-			return f, fmt.Errorf("fault %s: name the nodes (like n1 n2)", kind)
+			return f, usagef("fault %s: name the nodes (like n1 n2)", kind)
 		}
 		f.Nodes = args
 	case fault.Clear:
 		f.Nodes = args
 	case fault.Heal:
 		if len(args) > 0 {
-			return f, fmt.Errorf("fault heal: takes no arguments, got %q", args[0])
+			return f, usagef("fault heal: takes no arguments, got %q", args[0])
 		}
 	case fault.Partition:
 		if len(args) < 2 {
-			return f, fmt.Errorf("fault partition: want two or more groups (like n1,n2 n3,n4 or site-a site-b), got %d", len(args))
+			return f, usagef("fault partition: want two or more groups (like n1,n2 n3,n4 or site-a site-b), got %d", len(args))
 		}
 		for _, g := range args {
 			var group []string
 			for _, n := range strings.Split(g, ",") {
 				if n = strings.TrimSpace(n); n == "" {
-					return f, fmt.Errorf("fault partition: group %q has an empty name", g)
+					return f, usagef("fault partition: group %q has an empty name", g)
 				}
 				group = append(group, n)
 			}
@@ -522,11 +538,11 @@ func faultRequest(fa faultArgs) (fault.Fault, error) {
 			if kind == fault.Loss {
 				what = "PERCENT"
 			}
-			return f, fmt.Errorf("fault %s: want NODE[:PEER] %s, got %d arguments", kind, what, len(args))
+			return f, usagef("fault %s: want NODE[:PEER] %s, got %d arguments", kind, what, len(args))
 		}
 		node, peer, hasPeer := strings.Cut(args[0], ":")
 		if node == "" || hasPeer && peer == "" {
-			return f, fmt.Errorf("fault %s: %q: want NODE or NODE:PEER", kind, args[0])
+			return f, usagef("fault %s: %q: want NODE or NODE:PEER", kind, args[0])
 		}
 		f.Nodes = []string{node}
 		if hasPeer {
@@ -547,12 +563,12 @@ func faultRequest(fa faultArgs) (fault.Fault, error) {
 		} else {
 			p, err := strconv.ParseFloat(strings.TrimSuffix(args[1], "%"), 64)
 			if err != nil || p < 0 || p > 100 {
-				return f, fmt.Errorf("fault loss: %q: want a percentage from 0 to 100 (like 10%%)", args[1])
+				return f, usagef("fault loss: %q: want a percentage from 0 to 100 (like 10%%)", args[1])
 			}
 			f.Impair.Loss = p
 		}
 	default:
-		return f, fmt.Errorf("fault: unknown fault %q (want %s)", kind, fault.KindList())
+		return f, usagef("fault: unknown fault %q (want %s)", kind, fault.KindList())
 	}
 	return f, nil
 }
@@ -560,7 +576,7 @@ func faultRequest(fa faultArgs) (fault.Fault, error) {
 func parseDelay(what, s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		return 0, fmt.Errorf("fault delay: %s %q: want a duration like 50ms", what, s)
+		return 0, usagef("fault delay: %s %q: want a duration like 50ms", what, s)
 	}
 	return d, nil
 }
@@ -568,9 +584,11 @@ func parseDelay(what, s string) (time.Duration, error) {
 func runFault(c *cli.Context) error {
 	fa, err := parseFaultArgs(c.Args().Slice())
 	if errors.Is(err, errFaultHelp) {
-		fmt.Fprintln(c.App.Writer, "usage: bullylab fault KIND ARGS... [--run ID]")
-		fmt.Fprintln(c.App.Writer, faultHelp)
-		return nil
+		// The help every command has: fault parses its own flags.
+		if l := c.Lineage(); len(l) > 1 {
+			return cli.ShowCommandHelp(l[1], c.Command.Name)
+		}
+		return cli.ShowSubcommandHelp(c)
 	}
 	if err != nil {
 		return err
@@ -616,7 +634,7 @@ func execCommand() *cli.Command {
 		Name:         "exec",
 		Usage:        "run a command in a node's network namespace, with this terminal",
 		ArgsUsage:    "NODE -- CMD [ARGS...]",
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
+		OnUsageError: onUsageError,
 		Flags:        []cli.Flag{runFlag},
 		Action: func(c *cli.Context) error {
 			args, err := positional(c)
@@ -627,7 +645,7 @@ func execCommand() *cli.Command {
 				args = append(args[:1], args[2:]...)
 			}
 			if len(args) < 2 {
-				return errors.New("exec: want NODE -- CMD [ARGS...]")
+				return usagef("exec: want NODE -- CMD [ARGS...]")
 			}
 			if err := requirePrivilege("exec"); err != nil {
 				return err
@@ -659,13 +677,13 @@ func downCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "down",
 		Usage:        "tear down a testbed that is up and wait until it is gone",
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
+		OnUsageError: onUsageError,
 		Flags:        []cli.Flag{runFlag},
 		Action: func(c *cli.Context) error {
 			if args, err := positional(c); err != nil {
 				return err
 			} else if len(args) > 0 {
-				return fmt.Errorf("down: unexpected argument %q", args[0])
+				return usagef("down: unexpected argument %q", args[0])
 			}
 			if err := requirePrivilege("down"); err != nil {
 				return err
@@ -689,10 +707,10 @@ func cleanCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "clean",
 		Usage:        "remove what testbeds whose process died left behind (processes, namespaces, links, state)",
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
+		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return fmt.Errorf("clean: unexpected argument %q", c.Args().First())
+				return usagef("clean: unexpected argument %q", c.Args().First())
 			}
 			if err := requirePrivilege("clean"); err != nil {
 				return err

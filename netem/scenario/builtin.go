@@ -11,6 +11,7 @@ import (
 
 	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/wire/bounded"
+	"github.com/bullylab/bullylab/wire/suggest"
 )
 
 // Params tune the built-in scenarios.
@@ -101,7 +102,8 @@ func Builtin(name string, p Params) ([]*Scenario, error) {
 		}
 		return scs, nil
 	}
-	return nil, fmt.Errorf("scenario %s: no such built-in scenario (built in: %s)", bounded.Quote(name), strings.Join(BuiltinNames(), ", "))
+	return nil, fmt.Errorf("scenario %s: no such built-in scenario (built in: %s)%s",
+		bounded.Quote(name), strings.Join(BuiltinNames(), ", "), suggest.Hint(name, BuiltinNames()))
 }
 
 // Lookup returns the built-in scenario called nameOrPath, or parses the
