@@ -210,7 +210,7 @@ func compareCommand() *cli.Command {
 				return &exitError{fmt.Sprintf("compare: %v", err), 2}
 			}
 			if f := c.String("format"); !slices.Contains(bench.ComparisonFormats, f) {
-				return &benchExit{fmt.Sprintf("compare: --format %q: want one of %s", f, strings.Join(bench.ComparisonFormats, ", ")), 2}
+				return usagef("compare: --format %q: want one of %s", f, strings.Join(bench.ComparisonFormats, ", "))
 			}
 			if a := c.Float64("alpha"); !(a > 0 && a < 1) {
 				return &exitError{fmt.Sprintf("compare: --alpha %g: want a significance level in (0, 1), such as 0.05", a), 2}
