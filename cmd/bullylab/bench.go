@@ -153,8 +153,9 @@ func benchCommand() *cli.Command {
 			})
 			if sig := intr.signal(); sig != 0 && (errors.Is(err, bench.ErrInterrupted) || errors.Is(err, bench.ErrAborted)) {
 				msg := fmt.Sprintf("bench: %v", err)
-				if !errors.Is(err, bench.ErrAborted) && res != nil && res.Partial != nil && res.Partial.RunsDone > 0 {
-					msg += fmt.Sprintf("; partial results in %s", out)
+				if res != nil && res.Partial != nil && res.Partial.RunsDone > 0 && !errors.Is(err, bench.ErrAborted) {
+					p := res.Partial
+					msg = fmt.Sprintf("bench: %s after %d of %d runs; partial results in %s", p.Reason, p.RunsDone, p.RunsPlanned, out)
 				}
 				return &benchExit{msg, 128 + int(sig)}
 			}
