@@ -4,13 +4,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,14 +40,18 @@ func benchCommand() *cli.Command {
 			"run, with fewer than 20 p95 too.\n" +
 			"Writes results.json, bench.txt (benchstat input), report.html and one pcapng per run to --out,\n" +
 			"all mode 0644. Needs root: it creates network namespaces. The inputs are checked first, the\n" +
-			"scenario against the topology included, so that a mistake costs no testbed.",
+			"scenario against the topology included, so that a mistake costs no testbed.\n" +
+			"SIGINT or SIGTERM stops the run in progress (its testbed torn down, the run dropped) and\n" +
+			"writes the outputs of the runs that finished, marked partial; the exit status is then 130\n" +
+			"(SIGINT) or 143 (SIGTERM). A second signal skips the writing: the testbed is still torn down.",
 		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "topology", Value: "star16", Usage: "built-in topology `NAME` or a topology file (built-ins: " + strings.Join(topologies.Names(), ", ") + ")"},
 			&cli.StringFlag{Name: "scenario", Value: "leader-crash", Usage: "built-in scenario `NAME` or a scenario file (.yaml) (built-ins: " + strings.Join(scenario.BuiltinNames(), ", ") + ")"},
 			&cli.IntFlag{Name: "runs", Value: 30, Usage: "runs per scenario"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of run 1; run i uses seed+i-1"},
-			&cli.StringFlag{Name: "out", Value: "bench-out", Usage: "output `DIR`"},
+			&cli.StringFlag{Name: "out", Value: "bench-out", Usage: "output `DIR`; one holding another bench's outputs is refused unless --force"},
+			&cli.BoolFlag{Name: "force", Usage: "remove the outputs of another bench in --out first (results.json, bench.txt, report.html, run-*.pcapng; nothing else)"},
 			&cli.IntFlag{Name: "k", Usage: "cascade: how many of the top nodes crash (default 3)"},
 			&cli.StringFlag{Name: "delays", Usage: "latency-sweep: comma-separated delays (default 0,10ms,50ms,100ms)"},
 			&cli.StringFlag{Name: "loss", Usage: "loss: comma-separated percentages dropped, one scenario each (default 1,5,10,20)"},
@@ -104,25 +111,43 @@ func benchCommand() *cli.Command {
 			if err := bench.CheckScenarios(topo, scs); err != nil {
 				return &exitError{fmt.Sprintf("bench: --scenario: %v", err), 2}
 			}
+			out := c.String("out")
+			if !c.Bool("force") {
+				if err := bench.CheckOutDir(out); err != nil {
+					return &exitError{fmt.Sprintf("bench: --out: %v", err), 2}
+				}
+			}
 			// Last of the checks: what is wrong with the input is worth
 			// knowing before sudo.
 			if os.Geteuid() != 0 {
 				return &exitError{"bench needs root to build network namespaces: run it with sudo", 2}
 			}
+			if c.Bool("force") {
+				if err := bench.RemoveOutputs(out); err != nil {
+					return &exitError{fmt.Sprintf("bench: --force: %v", err), 2}
+				}
+			}
 			bin, err := os.Executable()
 			if err != nil {
 				return fmt.Errorf("bench: finding the bullylab binary: %v", err)
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			out := c.String("out")
+			ctx, intr := notifyInterrupt(c.App.ErrWriter)
+			defer intr.stop()
 			res, err := bench.RunBench(ctx, bench.RunOptions{
 				Topology: topo, Scenarios: scs, ScenarioArg: c.String("scenario"), Params: given,
 				Runs: runs, Seed: c.Int64("seed"), OutDir: out, Binary: bin, Version: version,
 				Backend: c.String("backend"), DiagramRuns: diagramRuns,
 				Progress: bench.NewProgress(c.App.ErrWriter, runs*len(scs)),
-				Summary:  c.App.Writer,
+				Summary:  c.App.Writer, Abort: intr.abort,
 			})
+			if sig := intr.signal(); sig != 0 && (errors.Is(err, bench.ErrInterrupted) || errors.Is(err, bench.ErrAborted)) {
+				msg := fmt.Sprintf("bench: %v", err)
+				if res != nil && res.Partial != nil && res.Partial.RunsDone > 0 && !errors.Is(err, bench.ErrAborted) {
+					p := res.Partial
+					msg = fmt.Sprintf("bench: %s after %d of %d runs; partial results in %s", p.Reason, p.RunsDone, p.RunsPlanned, out)
+				}
+				return &exitError{msg, 128 + int(sig)}
+			}
 			if err != nil {
 				return fmt.Errorf("bench: %v", err)
 			}
@@ -141,6 +166,61 @@ func benchCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// interrupt is how `bullylab bench` hears SIGINT and SIGTERM: the first
+// ends the bench's context (cause "interrupted by SIGINT"), the second
+// closes abort.
+type interrupt struct {
+	abort chan struct{}
+	sigs  chan os.Signal
+	done  chan struct{}
+	got   atomic.Int32 // the first signal's number, 0 before
+}
+
+// notifyInterrupt starts listening for SIGINT and SIGTERM, saying on w
+// what each does.
+func notifyInterrupt(w io.Writer) (context.Context, *interrupt) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	in := &interrupt{abort: make(chan struct{}), sigs: make(chan os.Signal, 2), done: make(chan struct{})}
+	signal.Notify(in.sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-in.sigs:
+			sig, _ := s.(syscall.Signal)
+			in.got.Store(int32(sig))
+			fmt.Fprintf(w, "\nbench: %s: stopping the run in progress, then writing the finished runs' results (Ctrl-C again to abort)\n", signalName(sig))
+			cancel(fmt.Errorf("interrupted by %s", signalName(sig)))
+		case <-in.done:
+			return
+		}
+		select {
+		case s := <-in.sigs:
+			fmt.Fprintf(w, "\nbench: %s again: aborting once the testbed is torn down\n", signalName(s.(syscall.Signal)))
+			close(in.abort)
+		case <-in.done:
+		}
+	}()
+	return ctx, in
+}
+
+// signal is the first signal heard, 0 when none was.
+func (in *interrupt) signal() syscall.Signal { return syscall.Signal(in.got.Load()) }
+
+// stop stops listening: signals get their default action again.
+func (in *interrupt) stop() {
+	signal.Stop(in.sigs)
+	close(in.done)
+}
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
 }
 
 func parseDelays(s string) ([]time.Duration, error) {

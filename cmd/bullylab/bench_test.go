@@ -141,3 +141,24 @@ func TestBenchLossParam(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchOutRefused: an --out holding another bench's outputs is
+// refused in one line naming it and a file, exit status 2, before the
+// check for root; nothing in it is touched.
+func TestBenchOutRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"report.html", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out := runCmd(t, benchCommand(), "--topology", "star5", "--runs", "1", "--out", dir)
+	if code != 2 || !strings.Contains(out, dir) || !strings.Contains(out, "report.html") || strings.Count(strings.TrimSpace(out), "\n") > 0 {
+		t.Errorf("exit %d: %q, want 2 and one line naming %s and report.html", code, out, dir)
+	}
+	for _, name := range []string{"report.html", "notes.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("refused, yet: %v", err)
+		}
+	}
+}

@@ -137,6 +137,17 @@
 //	    messages          wire type -> {mean, max} frames per election
 //	    messages_total    {mean, max} of all types together
 //	    failures          [{kind, runs, example}]: failed runs by kind
+//	partial               absent when every planned run finished; when the bench
+//	                      stopped early (SIGINT, SIGTERM: RunBench's ctx ended):
+//	  reason              why, such as "interrupted by SIGINT"
+//	  runs_planned        runs of every scenario together, as asked
+//	  runs_done           the runs scenarios[] hold: those that finished. The run
+//	                      in progress at the interrupt is not a result, neither
+//	                      passed nor failed, and its capture is removed; a
+//	                      scenario with no finished run is left out. With no run
+//	                      finished, nothing is written
+//
+// The summary table and report.html say a partial bench is partial.
 //
 // The measured election is the one the capture's analysis attributes to
 // the measured fault, the last fault before the scenario's measured
@@ -189,4 +200,7 @@
 // results.json, bench.txt, report.html and the run captures are written
 // mode 0644 (OutputMode) whatever the umask, so that an unprivileged
 // compare or browser reads what `sudo bullylab bench` wrote.
+//
+// A directory that holds another bench's outputs (OutputFiles) is refused
+// by CheckOutDir; RemoveOutputs removes those files and no other.
 package bench

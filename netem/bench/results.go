@@ -37,6 +37,33 @@ type Results struct {
 	Seed      int64            `json:"seed"`
 	Settings  RunSettings      `json:"settings"`
 	Scenarios []ScenarioResult `json:"scenarios"`
+	// Partial, when not nil, says the bench stopped before every run
+	// finished: Scenarios hold the runs that did.
+	Partial *Partial `json:"partial,omitempty"`
+}
+
+// Partial is why a bench holds fewer runs than it planned.
+type Partial struct {
+	// Reason is why it stopped, such as "interrupted by SIGINT".
+	Reason string `json:"reason"`
+	// RunsPlanned is every scenario's runs; RunsDone those in Scenarios.
+	RunsPlanned int `json:"runs_planned"`
+	RunsDone    int `json:"runs_done"`
+}
+
+// String is the partial bench in one line: "partial: interrupted by
+// SIGINT after 3 of 10 runs".
+func (p *Partial) String() string {
+	return fmt.Sprintf("partial: %s after %d of %d runs", p.Reason, p.RunsDone, p.RunsPlanned)
+}
+
+// runsDone counts the runs in r.
+func (r *Results) runsDone() int {
+	n := 0
+	for _, sc := range r.Scenarios {
+		n += len(sc.Runs)
+	}
+	return n
 }
 
 // Tool is the program that measured.

@@ -48,7 +48,21 @@ type RunOptions struct {
 	// DiagramRuns are the runs of each scenario whose election
 	// report.html draws; the zero value is DefaultDiagramRuns.
 	DiagramRuns DiagramRuns
+	// Abort, when it is closed after ctx ended, tells RunBench not to
+	// write the partial outputs: it returns once the run in progress is
+	// torn down. nil never aborts.
+	Abort <-chan struct{}
 }
+
+// ErrInterrupted is RunBench's error when ctx ended before every run
+// finished. The outputs hold the runs that finished, with Results.Partial
+// saying why the others are missing; the run ctx interrupted is not among
+// them (nor its capture).
+var ErrInterrupted = errors.New("bench interrupted")
+
+// ErrAborted is RunBench's error when opts.Abort closed after ctx ended:
+// the run in progress was torn down and nothing more was written.
+var ErrAborted = errors.New("bench aborted")
 
 // CheckScenarios returns the first error of a scenario that names a node
 // or group topo lacks (Scenario.CheckNames): found before any testbed is
@@ -71,6 +85,12 @@ func CheckScenarios(topo *topologies.Topology, scs []*scenario.Scenario) error {
 // opts.OutDir. A run that fails is recorded as failed, not returned as an
 // error; errors are for what stops the whole bench (a scenario that does
 // not fit the topology, an unwritable OutDir, ctx ending).
+//
+// When ctx ends, the run in progress stops and its testbed is torn down;
+// RunBench then writes the outputs of the runs that finished, marked
+// partial with context.Cause(ctx) as the reason, and returns them with an
+// error wrapping ErrInterrupted (or ErrAborted: see opts.Abort). When no
+// run finished, it writes nothing.
 func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
 	if opts.Topology == nil || len(opts.Scenarios) == 0 || opts.Runs <= 0 {
 		return nil, errNoRuns
@@ -92,17 +112,33 @@ func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
 	var seqs []Sequence
 	for _, sc := range opts.Scenarios {
 		sr, scSeqs, err := runScenario(ctx, opts, sc, backend)
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrInterrupted) {
 			return nil, err
 		}
-		res.Scenarios = append(res.Scenarios, sr)
-		seqs = append(seqs, scSeqs...)
+		if len(sr.Runs) > 0 {
+			res.Scenarios = append(res.Scenarios, sr)
+			seqs = append(seqs, scSeqs...)
+		}
+		if err != nil {
+			res.Partial = &Partial{Reason: interruptReason(ctx), RunsPlanned: opts.Runs * len(opts.Scenarios), RunsDone: res.runsDone()}
+			break
+		}
 	}
 	if opts.Progress != nil {
 		opts.Progress.Finish()
 	}
 	res.Finished = time.Now()
 	res.Summarize()
+	var stopped error
+	if p := res.Partial; p != nil {
+		stopped = fmt.Errorf("%w: %s after %d of %d runs", ErrInterrupted, p.Reason, p.RunsDone, p.RunsPlanned)
+		if aborted(opts.Abort) {
+			return res, fmt.Errorf("%w: %s after %d of %d runs, nothing written", ErrAborted, p.Reason, p.RunsDone, p.RunsPlanned)
+		}
+		if p.RunsDone == 0 {
+			return res, fmt.Errorf("%w, no run finished: nothing written", stopped)
+		}
+	}
 	if err := writeOutputs(opts.OutDir, res, seqs); err != nil {
 		return res, err
 	}
@@ -111,7 +147,27 @@ func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
 			return res, err
 		}
 	}
-	return res, nil
+	return res, stopped
+}
+
+// interruptReason is why ctx ended: its cause, such as "interrupted by
+// SIGINT", or "interrupted" when it has none.
+func interruptReason(ctx context.Context) string {
+	cause := context.Cause(ctx)
+	if cause == nil || errors.Is(cause, context.Canceled) {
+		return "interrupted"
+	}
+	return oneLine(cause.Error())
+}
+
+// aborted reports whether abort is closed.
+func aborted(abort <-chan struct{}) bool {
+	select {
+	case <-abort:
+		return true
+	default:
+		return false
+	}
 }
 
 // impairBackend is backend, or when it is "" the one netem.Probe finds.
@@ -152,15 +208,20 @@ func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, ba
 	}
 	var details []*runDetail
 	for i := range opts.Runs {
-		if err := ctx.Err(); err != nil {
-			return sr, nil, err
+		if ctx.Err() != nil {
+			return sr, diagrams(&sr, details, opts.DiagramRuns), ErrInterrupted
 		}
 		if opts.Progress != nil {
 			opts.Progress.Start(sc.Key(), i+1, opts.Runs)
 		}
 		r, d := runOne(ctx, opts, sc, i, backend)
 		if ctx.Err() != nil {
-			return sr, nil, ctx.Err()
+			// Not a result: the run was cut short, its testbed is down.
+			// Its capture goes with it, as results.json does not name it.
+			if err := os.Remove(filepath.Join(opts.OutDir, r.Capture)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return sr, diagrams(&sr, details, opts.DiagramRuns), fmt.Errorf("bench: %w", err)
+			}
+			return sr, diagrams(&sr, details, opts.DiagramRuns), ErrInterrupted
 		}
 		sr.Runs = append(sr.Runs, r)
 		details = append(details, d)

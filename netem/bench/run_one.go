@@ -32,12 +32,24 @@ func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, 
 		return ru.failed(f)
 	}
 	stepErr := ru.inject(ctx)
+	if ctx.Err() != nil {
+		// Interrupted: RunBench drops the run, so nothing to measure.
+		return ru.failed(failure(failInterrupted, "interrupted: %v", context.Cause(ctx)))
+	}
 	m, f := ru.measure(ctx, stepErr)
 	if f != nil {
 		return ru.failed(f)
 	}
 	return ru.judge(m)
 }
+
+// failInterrupted is the kind of a run ctx interrupted, which RunBench
+// drops: it never reaches results.json.
+const failInterrupted = "interrupted"
+
+// labStarted, when not nil, hears the run ID of every lab a run starts:
+// for the tests, which look for what a run left behind.
+var labStarted func(run string)
 
 // runner is one run of a scenario, in runOne's steps. They fill in r, the
 // run's record, as they go: a run that fails keeps what it measured.
@@ -113,6 +125,9 @@ func (ru *runner) setup(ctx context.Context) *runFailure {
 	}
 	ru.lab = lb
 	ru.key = lb.Key()
+	if labStarted != nil {
+		labStarted(lb.Run())
+	}
 	return nil
 }
 

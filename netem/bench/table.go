@@ -32,7 +32,7 @@ func newTable(w io.Writer, header []string, align []tw.Align) *tablewriter.Table
 // WriteSummary prints the summary table of r: per scenario the time to
 // leader percentiles, the detection time, the messages of an election by
 // type (mean and max); below the table which run each percentile is, and
-// the runs that failed and why.
+// the runs that failed and why; last, when the bench is partial, why.
 func WriteSummary(w io.Writer, r *Results) error {
 	L, R := tw.AlignLeft, tw.AlignRight
 	t := newTable(w,
@@ -68,7 +68,11 @@ func WriteSummary(w io.Writer, r *Results) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
-	for _, f := range append(percentileLines(r.Scenarios), failures...) {
+	lines := append(percentileLines(r.Scenarios), failures...)
+	if r.Partial != nil {
+		lines = append(lines, r.Partial.String())
+	}
+	for _, f := range lines {
 		if _, err := fmt.Fprintln(w, f); err != nil {
 			return err
 		}

@@ -1,0 +1,125 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bullylab/bullylab/netem/bench"
+	"github.com/bullylab/bullylab/netem/lab/labtest"
+	"github.com/bullylab/bullylab/netem/netemtest"
+	"github.com/bullylab/bullylab/netem/scenario"
+	"github.com/bullylab/bullylab/topologies"
+)
+
+// TestRunBenchInterrupted interrupts a bench of three runs once the first
+// finished and the second's testbed is up, as SIGINT does in `bullylab
+// bench`: the second run's testbed is torn down, leaving nothing on the
+// machine; the outputs hold the first run alone, marked partial; the
+// second run and its capture are gone.
+func TestRunBenchInterrupted(t *testing.T) {
+	netemtest.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("-short: the bench builds testbeds and runs real nodes")
+	}
+	bin := labtest.Binary(t)
+	topo, err := topologies.Parse("slow-star5", []byte(slowStar5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scs, err := scenario.Builtin("leader-crash", scenario.Params{Nodes: len(topo.Nodes)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	var (
+		mu   sync.Mutex
+		labs []string
+	)
+	secondUp := make(chan struct{})
+	defer bench.SetLabStarted(func(run string) {
+		mu.Lock()
+		defer mu.Unlock()
+		labs = append(labs, run)
+		if len(labs) == 2 {
+			close(secondUp)
+		}
+	})()
+	// The runs are one after the other: the second lab starts after the
+	// first run's end.
+	go func() {
+		select {
+		case <-secondUp:
+			cancel(errors.New("interrupted by SIGINT"))
+		case <-ctx.Done():
+		}
+	}()
+
+	out := t.TempDir()
+	var progress, summary bytes.Buffer
+	term := false
+	const runs = 3
+	res, err := bench.RunBench(ctx, bench.RunOptions{
+		Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash", Runs: runs, Seed: 1,
+		OutDir: out, Binary: bin, Version: "test",
+		Progress: bench.NewProgress(&progress, runs, bench.ProgressOptions{Terminal: &term}),
+		Summary:  &summary,
+	})
+	t.Logf("progress:\n%s\nsummary:\n%s", progress.String(), summary.String())
+	if !errors.Is(err, bench.ErrInterrupted) {
+		t.Fatalf("RunBench: %v, want ErrInterrupted", err)
+	}
+	mu.Lock()
+	started := append([]string(nil), labs...)
+	mu.Unlock()
+	if len(started) != 2 {
+		t.Errorf("%d labs started (%q), want 2: the bench went on after the interrupt", len(started), started)
+	}
+	for _, run := range started {
+		netemtest.RequireClean(t, run)
+	}
+
+	got, err := bench.ReadResults(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	want := bench.Partial{Reason: "interrupted by SIGINT", RunsPlanned: runs, RunsDone: 1}
+	if got.Partial == nil || *got.Partial != want {
+		t.Errorf("results.json partial %+v, want %+v", got.Partial, want)
+	}
+	if len(got.Scenarios) != 1 || len(got.Scenarios[0].Runs) != 1 || got.Scenarios[0].Runs[0].Index != 1 {
+		t.Fatalf("results.json: %+v, want run 1 of leader-crash alone", got.Scenarios)
+	}
+	if res == nil || res.Partial == nil || *res.Partial != want {
+		t.Errorf("RunBench's results: partial %+v, want %+v", res, want)
+	}
+	if !strings.Contains(summary.String(), "partial: interrupted by SIGINT after 1 of 3 runs") {
+		t.Errorf("the summary does not say the bench is partial:\n%s", summary.String())
+	}
+	html, err := os.ReadFile(filepath.Join(out, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(html, []byte("Partial bench")) {
+		t.Error("report.html does not say the bench is partial")
+	}
+	// bench.txt, and run 1's capture alone: the interrupted run's is gone.
+	requireOutputModes(t, out, "results.json", "bench.txt", "report.html", got.Scenarios[0].Runs[0].Capture)
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 4 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("--out holds %q, want the three outputs and run 1's capture", names)
+	}
+}
