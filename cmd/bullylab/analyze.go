@@ -28,9 +28,9 @@ func analyzeCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "write the report as JSON (schema " + capture.Schema + ")"},
 			&cli.IntFlag{Name: "timeline", Usage: "also list the messages of election `N` in order"},
-			&cli.UintFlag{Name: "port", Usage: "election TCP `PORT` (default: from the capture, else 7946)"},
-			&cli.DurationFlag{Name: "quiet", Usage: "silence that ends an election (default: from the capture's settings, at least 1s)"},
-			&cli.DurationFlag{Name: "trigger-window", Usage: "how long before an election a fault may have triggered it (default 10s)"},
+			&cli.UintFlag{Name: "port", Usage: "election TCP `PORT`", DefaultText: "from the capture, else 7946"},
+			&cli.DurationFlag{Name: "quiet", Usage: "silence that ends an election", DefaultText: "from the capture's settings, at least 1s"},
+			&cli.DurationFlag{Name: "trigger-window", Usage: "how long before an election a fault may have triggered it", DefaultText: "10s"},
 			&cli.StringFlag{Name: "cluster-key", Usage: "verify authenticated connections with the cluster key in `FILE` (base64, mode 0600)"},
 		},
 		Action: func(c *cli.Context) error {

@@ -156,7 +156,6 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		),
 	}
 	for _, cmd := range app.Commands {
-		defaultTexts(cmd.Flags)
 		if ex := examples[cmd.Name]; len(ex) > 0 {
 			cmd.Description = withExamples(cmd.Description, ex)
 		}
@@ -217,40 +216,6 @@ func withExamples(description string, lines []string) string {
 		b.WriteString("\n  " + l)
 	}
 	return b.String()
-}
-
-// usageDefault is a default said at the end of a flag's usage text.
-var usageDefault = regexp.MustCompile(`\s*\(default:? ([^()]*(?:\([^()]*\)[^()]*)*)\)$`)
-
-// defaultTexts moves a default said at the end of a flag's usage, such as
-// "(default 3)", into its DefaultText, where the help says it once as
-// "(default: 3)" instead of after it the flag's zero value.
-func defaultTexts(flags []cli.Flag) {
-	for _, f := range flags {
-		var usage, text *string
-		switch f := f.(type) {
-		case *cli.StringFlag:
-			usage, text = &f.Usage, &f.DefaultText
-		case *cli.IntFlag:
-			usage, text = &f.Usage, &f.DefaultText
-		case *cli.Int64Flag:
-			usage, text = &f.Usage, &f.DefaultText
-		case *cli.UintFlag:
-			usage, text = &f.Usage, &f.DefaultText
-		case *cli.Float64Flag:
-			usage, text = &f.Usage, &f.DefaultText
-		case *cli.DurationFlag:
-			usage, text = &f.Usage, &f.DefaultText
-		case *cli.BoolFlag:
-			usage, text = &f.Usage, &f.DefaultText
-		default:
-			continue
-		}
-		if m := usageDefault.FindStringSubmatchIndex(*usage); m != nil && *text == "" {
-			*text = (*usage)[m[2]:m[3]]
-			*usage = (*usage)[:m[0]]
-		}
-	}
 }
 
 func versionCommand() *cli.Command {

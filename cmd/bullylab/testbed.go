@@ -111,9 +111,9 @@ func checkBackend(b string) error {
 }
 
 // backendFlag is --backend, which up and bench share.
-var backendFlag = &cli.StringFlag{Name: "backend", Usage: "impairment backend: netem or nfqueue (default: netem when the kernel has it, else nfqueue)"}
+var backendFlag = &cli.StringFlag{Name: "backend", Usage: "impairment backend: netem or nfqueue", DefaultText: "netem when the kernel has it, else nfqueue"}
 
-var runFlag = &cli.StringFlag{Name: "run", Usage: "run `ID` of the testbed (default: the only one up)"}
+var runFlag = &cli.StringFlag{Name: "run", Usage: "run `ID` of the testbed", DefaultText: "the only one up"}
 
 func upCommand() *cli.Command {
 	return &cli.Command{
@@ -127,10 +127,10 @@ func upCommand() *cli.Command {
 			"`bullylab analyze` and Wireshark; the file is complete once up has exited.",
 		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "run", Usage: "run `ID` to use (default: a fresh one)"},
-			&cli.Int64Flag{Name: "seed", Usage: "draw the node IDs from this seed, to reproduce a run (default: random)"},
-			&cli.StringFlag{Name: "binary", Usage: "bullylab `executable` the nodes run (default: this one)"},
-			&cli.StringFlag{Name: "log-dir", Usage: "keep the node logs in `DIR` (default: the run's state directory, removed on exit)"},
+			&cli.StringFlag{Name: "run", Usage: "run `ID` to use", DefaultText: "a fresh one"},
+			&cli.Int64Flag{Name: "seed", Usage: "draw the node IDs from this seed, to reproduce a run", DefaultText: "random"},
+			&cli.StringFlag{Name: "binary", Usage: "bullylab `executable` the nodes run", DefaultText: "this one"},
+			&cli.StringFlag{Name: "log-dir", Usage: "keep the node logs in `DIR`", DefaultText: "the run's state directory, removed on exit"},
 			backendFlag,
 			&cli.StringFlag{Name: "capture", Usage: "capture the switch from before the first node starts until teardown into pcapng `FILE`, faults included"},
 		},
