@@ -357,17 +357,31 @@ func (d *Dissector) Packet(num int64, linkType layers.LinkType, data []byte, ci 
 	}
 	d.stats.TCPSegments++
 	d.curTS, d.curHasTS = tcpTimestamp(t)
-	if d.segH != nil {
-		d.handSegment(num, ci.Timestamp, t)
-	}
-	// Pure ACKs, most of the reverse direction, need no stream state.
-	if len(t.Payload) == 0 && !t.SYN && !t.FIN && !t.RST {
+	// Pure ACKs, most of the reverse direction, need no stream state:
+	// only a SegmentHandler sees them.
+	pureACK := len(t.Payload) == 0 && !t.SYN && !t.FIN && !t.RST
+	if pureACK && d.segH == nil {
 		return
 	}
-	// What the segment carried on the wire, when the capture cut it short.
-	missing := 0
-	var key flowKey
-	switch d.decoded[n-2] {
+	key, missing, ok := d.flowKey(t, d.decoded[n-2])
+	if !ok {
+		return
+	}
+	if d.segH != nil {
+		d.handSegment(num, ci.Timestamp, t, key, missing)
+	}
+	if pureACK {
+		return
+	}
+	d.curPacket, d.curTime, d.curIface = num, ci.Timestamp, ci.InterfaceIndex
+	d.segment(key, t, missing)
+}
+
+// flowKey is t's direction of its connection, and what t carried on the
+// wire beyond what was captured (the capture cut it short), from the IP
+// layer net decoded.
+func (d *Dissector) flowKey(t *layers.TCP, net gopacket.LayerType) (key flowKey, missing int, ok bool) {
+	switch net {
 	case layers.LayerTypeIPv4:
 		ip := &d.ip4
 		missing = int(ip.Length) - int(ip.IHL)*4 - int(t.DataOffset)*4 - len(t.Payload)
@@ -382,34 +396,19 @@ func (d *Dissector) Packet(num int64, linkType layers.LinkType, data []byte, ci 
 		copy(key.src[:], ip.SrcIP.To16())
 		copy(key.dst[:], ip.DstIP.To16())
 	default:
-		return
+		return key, 0, false
 	}
 	key.sport, key.dport = uint16(t.SrcPort), uint16(t.DstPort)
-	d.curPacket, d.curTime, d.curIface = num, ci.Timestamp, ci.InterfaceIndex
-	d.segment(key, t, max(missing, 0))
+	return key, max(missing, 0), true
 }
 
 // handSegment gives the segment being processed to the SegmentHandler.
-func (d *Dissector) handSegment(num int64, ts time.Time, t *layers.TCP) {
+func (d *Dissector) handSegment(num int64, ts time.Time, t *layers.TCP, key flowKey, missing int) {
 	s := &d.seg
-	*s = Segment{Packet: num, Time: ts, Seq: t.Seq, Ack: t.Ack, Len: len(t.Payload),
-		SYN: t.SYN, ACK: t.ACK, FIN: t.FIN, RST: t.RST, TSval: d.curTS, HasTS: d.curHasTS}
-	switch d.decoded[len(d.decoded)-2] {
-	case layers.LayerTypeIPv4:
-		ip := &d.ip4
-		s.Len = max(s.Len, int(ip.Length)-int(ip.IHL)*4-int(t.DataOffset)*4)
-		s.Src = netip.AddrPortFrom(netip.AddrFrom4([4]byte(ip.SrcIP.To4())), uint16(t.SrcPort))
-		s.Dst = netip.AddrPortFrom(netip.AddrFrom4([4]byte(ip.DstIP.To4())), uint16(t.DstPort))
-	case layers.LayerTypeIPv6:
-		ip := &d.ip6
-		if ip.Length != 0 {
-			s.Len = max(s.Len, int(ip.Length)-int(t.DataOffset)*4)
-		}
-		s.Src = netip.AddrPortFrom(netip.AddrFrom16([16]byte(ip.SrcIP.To16())), uint16(t.SrcPort))
-		s.Dst = netip.AddrPortFrom(netip.AddrFrom16([16]byte(ip.DstIP.To16())), uint16(t.DstPort))
-	default:
-		return
-	}
+	*s = Segment{Packet: num, Time: ts, Seq: t.Seq, Ack: t.Ack, Len: len(t.Payload) + missing,
+		SYN: t.SYN, ACK: t.ACK, FIN: t.FIN, RST: t.RST, TSval: d.curTS, HasTS: d.curHasTS,
+		Src: netip.AddrPortFrom(netip.AddrFrom16(key.src).Unmap(), key.sport),
+		Dst: netip.AddrPortFrom(netip.AddrFrom16(key.dst).Unmap(), key.dport)}
 	d.segH.Segment(s)
 }
 
