@@ -433,8 +433,16 @@ func passedValues(runs []Run, get func(Run) (float64, bool)) []float64 {
 // for the test ever to reach alpha: then none of its metrics can regress,
 // only its failed runs.
 func fewRunsNote(key string, baseRuns, newRuns []Run, alpha float64) string {
-	nb := len(passedValues(baseRuns, func(Run) (float64, bool) { return 0, true }))
-	nn := len(passedValues(newRuns, func(Run) (float64, bool) { return 0, true }))
+	passed := func(runs []Run) int {
+		n := 0
+		for _, r := range runs {
+			if r.OK {
+				n++
+			}
+		}
+		return n
+	}
+	nb, nn := passed(baseRuns), passed(newRuns)
 	if nb == 0 || nn == 0 || MinP(nb, nn) < alpha {
 		return ""
 	}
