@@ -323,9 +323,13 @@
 //     ACKs included: they take the same egress), its minimum and maximum,
 //     against the record's delay_ns ([DelayObservation]). Each sample's
 //     error is the send time's bound. A direction whose median is more
-//     than max(2 ms, 10%) ([DelayTolerance]) from the asked delay fails
-//     the check; one without segments is not verified. The median is
-//     compared because jitter is symmetric around the delay.
+//     than max(2 ms, 10%) from the asked delay fails the check; one
+//     without segments is not verified. The median is compared because
+//     jitter is symmetric around the delay; under jitter the tolerance
+//     grows by how far the median of that direction's n samples strays by
+//     chance, 3.29 j/sqrt(n+2) and at most j ([DelayTolerance]), so a
+//     direction with three segments is not failed for drawing three long
+//     delays.
 //     [Report.PathDelay] is the same measure outside every delay: what
 //     the testbed itself adds.
 //   - loss: the data transmissions (segments with payload, SYN or FIN) of

@@ -23,14 +23,27 @@ const (
 	DelayToleranceMin  = 2 * time.Millisecond
 	DelayToleranceFrac = 0.10
 	// LossConfidenceZ is the normal quantile of the loss check's two-sided
-	// 99.9% Wilson score interval.
+	// 99.9% Wilson score interval, and of the delay check's allowance for
+	// jitter.
 	LossConfidenceZ = 3.2905
 )
 
-// DelayTolerance is how far an observed delay may be from the requested
-// one: max(2 ms, 10%).
-func DelayTolerance(requested time.Duration) time.Duration {
-	return max(DelayToleranceMin, time.Duration(float64(requested)*DelayToleranceFrac))
+// DelayTolerance is how far a direction's median delay may be from the
+// requested one: max(2 ms, 10%), plus, under jitter, how far the median of
+// that many samples strays by chance ([JitterSpread]).
+func DelayTolerance(requested, jitter time.Duration, samples int) time.Duration {
+	return max(DelayToleranceMin, time.Duration(float64(requested)*DelayToleranceFrac)) + JitterSpread(jitter, samples)
+}
+
+// JitterSpread bounds, at 99.9%, how far the median of n delays drawn
+// uniformly from delay±jitter (netem's model) lies from the delay: the
+// median of n uniform samples on [-j, j] has a standard deviation of
+// j/sqrt(n+2), and no sample lies beyond j.
+func JitterSpread(jitter time.Duration, n int) time.Duration {
+	if jitter <= 0 || n <= 0 {
+		return 0
+	}
+	return min(jitter, time.Duration(LossConfidenceZ*float64(jitter)/math.Sqrt(float64(n+2))))
 }
 
 // FaultCheck is what the capture observed of one fault record next to
@@ -65,7 +78,7 @@ type DelayObservation struct {
 	MinNS       int64  `json:"min_ns"`
 	MaxNS       int64  `json:"max_ns"`
 	ErrorNS     int64  `json:"error_ns"`     // bound of each sample's error
-	ToleranceNS int64  `json:"tolerance_ns"` // DelayTolerance
+	ToleranceNS int64  `json:"tolerance_ns"` // DelayTolerance for these segments
 	OK          bool   `json:"ok"`
 }
 
@@ -234,8 +247,7 @@ func (a *analyzer) delayChecks(wins []impairWindow) []FaultCheck {
 }
 
 func (a *analyzer) observeDelay(w impairWindow) DelayObservation {
-	o := DelayObservation{From: a.name(w.pair[0]), To: a.name(w.pair[1]), RequestedNS: w.delay, JitterNS: w.jitter,
-		ToleranceNS: int64(DelayTolerance(time.Duration(w.delay))), OK: true}
+	o := DelayObservation{From: a.name(w.pair[0]), To: a.name(w.pair[1]), RequestedNS: w.delay, JitterNS: w.jitter, OK: true}
 	var ds []int64
 	for _, s := range a.wire.delays[w.pair] {
 		if s.sent >= w.start && s.sent < w.end {
@@ -246,6 +258,7 @@ func (a *analyzer) observeDelay(w impairWindow) DelayObservation {
 		o.ErrorNS = a.wire.clock.TSUnitNS/2 + a.wire.clock.OffsetErrorNS
 	}
 	o.Segments = len(ds)
+	o.ToleranceNS = int64(DelayTolerance(time.Duration(w.delay), time.Duration(w.jitter), len(ds)))
 	if len(ds) == 0 {
 		return o
 	}
@@ -299,7 +312,12 @@ func (a *analyzer) delayCheck(r *recordAt, obs []DelayObservation) FaultCheck {
 	fc.Detail = fmt.Sprintf("delay %s asked on %d directions: observed p50 %s..%s on %d with traffic (%d segments, each ±%s)",
 		asked, len(obs), fmtDur(lo), fmtDur(hi), seen, segs, fmtDur(obs[0].ErrorNS))
 	if worst != nil {
-		fc.Detail += fmt.Sprintf("; %d outside max(2 ms, 10%%), worst %s->%s p50 %s", bad, worst.From, worst.To, fmtDur(worst.P50NS))
+		within := "max(2 ms, 10%)"
+		if worst.JitterNS > 0 {
+			within += " plus jitter's spread of a median"
+		}
+		fc.Detail += fmt.Sprintf("; %d outside %s, worst %s->%s p50 %s of %d segments (allowed ±%s)",
+			bad, within, worst.From, worst.To, fmtDur(worst.P50NS), worst.Segments, fmtDur(worst.ToleranceNS))
 	}
 	return fc
 }
