@@ -113,7 +113,7 @@ func checkBackend(b string) error {
 // backendFlag is --backend, which up and bench share.
 var backendFlag = &cli.StringFlag{Name: "backend", Usage: "impairment backend: netem or nfqueue", DefaultText: "netem when the kernel has it, else nfqueue"}
 
-var runFlag = &cli.StringFlag{Name: "run", Usage: "run `ID` of the testbed", DefaultText: "the only one up"}
+var runFlag = &cli.StringFlag{Name: "run", Usage: "run `NAME` of the testbed", DefaultText: "the only one up"}
 
 func upCommand() *cli.Command {
 	return &cli.Command{
@@ -127,7 +127,7 @@ func upCommand() *cli.Command {
 			"`bullylab analyze` and Wireshark; the file is complete once up has exited.",
 		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "run", Usage: "run `ID` to use", DefaultText: "a fresh one"},
+			&cli.StringFlag{Name: "run", Usage: "run `NAME` to use: " + netem.RunNameRule, DefaultText: "a fresh ID such as bl3f2a"},
 			&cli.Int64Flag{Name: "seed", Usage: "draw the node IDs from this seed, to reproduce a run", DefaultText: "random"},
 			&cli.StringFlag{Name: "binary", Usage: "bullylab `executable` the nodes run", DefaultText: "this one"},
 			&cli.StringFlag{Name: "log-dir", Usage: "keep the node logs in `DIR`", DefaultText: "the run's state directory, removed on exit"},
@@ -206,8 +206,8 @@ func upOptions(c *cli.Context) (*topologies.Topology, lab.StartOptions, error) {
 		return nil, opts, err
 	}
 	run := c.String("run")
-	if run != "" && !netem.ValidRunID(run) {
-		return nil, opts, usagef("--run %q: not a run ID (%s and 4 hex digits, like bl1a2b)", run, netem.RunPrefix)
+	if run != "" && !netem.ValidRunName(run) {
+		return nil, opts, usagef("--run %q: not a run name (%s)", run, netem.RunNameRule)
 	}
 	if err := checkBackend(c.String("backend")); err != nil {
 		return nil, opts, err
@@ -417,13 +417,13 @@ const faultHelp = `Faults (NODE is a node name; GROUP a comma list of nodes or a
   campaign NODE...         have the nodes start an election
   leave NODE...            have the nodes announce LEAVE and exit
   join NODE...             start nodes that are down as newcomers announcing JOIN
---run ID picks the testbed when several are up; flags may follow the arguments.`
+--run NAME picks the testbed when several are up; flags may follow the arguments.`
 
 func faultCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "fault",
 		Usage:       "inject a fault into a testbed that is up",
-		ArgsUsage:   "KIND ARGS... [--run ID]",
+		ArgsUsage:   "KIND ARGS... [--run NAME]",
 		Description: faultHelp,
 		// Flags may follow the arguments (`delay n1 50ms --jitter 5ms`),
 		// which the flag package does not allow: parseFaultArgs does it.
