@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/netemtest"
+	"golang.org/x/sys/unix"
 )
 
 func TestRunNameValid(t *testing.T) {
@@ -157,4 +159,39 @@ func FuzzRunOfLink(f *testing.F) {
 			t.Fatalf("RunOfLink(%q) = %q, but it is neither %s's bridge nor one of its veths", name, run, run)
 		}
 	})
+}
+
+// TestRunNameCleanAfterKill kills a builder of a run with a free-form name
+// and checks that Clean finds everything it left through its state
+// directory.
+func TestRunNameCleanAfterKill(t *testing.T) {
+	netemtest.RequireRoot(t)
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+	run := "fx" + netem.NewRunID()[2:] + "n" // 7 bytes, no run ID
+	if c := netemtest.CountLeftovers(t, run); c != (netemtest.Leftovers{}) {
+		t.Skipf("run name %s is in use on this machine: %+v", run, c)
+	}
+	cmd, out := tbHelperBuild(t, run, 3, true)
+	if line, err := out.ReadString('\n'); line != "ready\n" {
+		t.Fatalf("builder said %q, %v", line, err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if c := netemtest.CountLeftovers(t, run); c.Namespaces != 4 || c.Processes != 3 || !c.StateDir {
+		t.Fatalf("killed builder left %+v, want 4 namespaces, 3 processes and the state dir", c)
+	}
+	st, err := netem.ReadState(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbCleanRun(t, run)
+	for _, p := range st.Processes {
+		var ws unix.WaitStatus
+		if _, err := unix.Wait4(p.PID, &ws, 0, nil); err != nil {
+			t.Errorf("reaping node process %d: %v", p.PID, err)
+		}
+	}
 }

@@ -115,6 +115,15 @@ var backendFlag = &cli.StringFlag{Name: "backend", Usage: "impairment backend: n
 
 var runFlag = &cli.StringFlag{Name: "run", Usage: "run `NAME` of the testbed", DefaultText: "the only one up"}
 
+// checkRunFlag makes a --run value that cannot name a run a usage error,
+// before anything needs root.
+func checkRunFlag(run string) error {
+	if run != "" && !netem.ValidRunName(run) {
+		return usagef("--run %q: not a run name (%s)", run, netem.RunNameRule)
+	}
+	return nil
+}
+
 func upCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "up",
@@ -206,8 +215,8 @@ func upOptions(c *cli.Context) (*topologies.Topology, lab.StartOptions, error) {
 		return nil, opts, err
 	}
 	run := c.String("run")
-	if run != "" && !netem.ValidRunName(run) {
-		return nil, opts, usagef("--run %q: not a run name (%s)", run, netem.RunNameRule)
+	if err := checkRunFlag(run); err != nil {
+		return nil, opts, err
 	}
 	if err := checkBackend(c.String("backend")); err != nil {
 		return nil, opts, err
@@ -355,6 +364,9 @@ func statusCommand() *cli.Command {
 			} else if len(args) > 0 {
 				return usagef("status: unexpected argument %q", args[0])
 			}
+			if err := checkRunFlag(c.String("run")); err != nil {
+				return err
+			}
 			if err := requirePrivilege("status"); err != nil {
 				return err
 			}
@@ -469,7 +481,9 @@ func parseFaultArgs(args []string) (faultArgs, error) {
 		var err error
 		switch name {
 		case "run":
-			fa.run, err = value()
+			if fa.run, err = value(); err == nil {
+				err = checkRunFlag(fa.run)
+			}
 		case "jitter":
 			fa.jitter, err = value()
 		case "one-way":
@@ -647,6 +661,9 @@ func execCommand() *cli.Command {
 			if len(args) < 2 {
 				return usagef("exec: want NODE -- CMD [ARGS...]")
 			}
+			if err := checkRunFlag(c.String("run")); err != nil {
+				return err
+			}
 			if err := requirePrivilege("exec"); err != nil {
 				return err
 			}
@@ -684,6 +701,9 @@ func downCommand() *cli.Command {
 				return err
 			} else if len(args) > 0 {
 				return usagef("down: unexpected argument %q", args[0])
+			}
+			if err := checkRunFlag(c.String("run")); err != nil {
+				return err
 			}
 			if err := requirePrivilege("down"); err != nil {
 				return err
