@@ -53,8 +53,9 @@ type leftovers struct {
 // kills their recorded processes (only when the PID still has the recorded
 // start time) and any process still inside their namespaces, deletes their
 // namespaces, any veth in this namespace named after them, and their state
-// directories. It touches only objects named with a run ID, and leaves runs
-// whose owner still runs (a concurrent `bullylab up`, bench or test) alone.
+// directories. It touches only objects named after a run that has a state
+// directory, or after a run ID (names.go says why), and leaves runs whose
+// owner still runs (a concurrent `bullylab up`, bench or test) alone.
 func Clean(ctx context.Context) (CleanReport, error) {
 	var rep CleanReport
 	runs := map[string]*leftovers{}
@@ -76,7 +77,7 @@ func Clean(ctx context.Context) (CleanReport, error) {
 		if rest, ok := strings.CutPrefix(name, ".claim-"); ok {
 			run, _, _ = strings.Cut(rest, "-")
 		}
-		if !e.IsDir() || !ValidRunID(run) {
+		if !e.IsDir() || !ValidRunName(run) {
 			continue
 		}
 		dir := filepath.Join(StateRoot, name)
@@ -93,8 +94,9 @@ func Clean(ctx context.Context) (CleanReport, error) {
 		errs = append(errs, fmt.Errorf("listing %s: %w", NetnsDir, err))
 	}
 	for _, ns := range nsNames {
-		run, _ := RunOfNamespace(ns)
-		get(run)
+		if run, _ := RunOfNamespace(ns); ValidRunID(run) || runs[run] != nil {
+			get(run)
+		}
 	}
 
 	links, err := netlink.LinkList()
@@ -103,8 +105,8 @@ func Clean(ctx context.Context) (CleanReport, error) {
 	}
 	for _, l := range links {
 		name := l.Attrs().Name
-		if len(name) > len(RunPrefix)+4 && ValidRunID(name[:len(RunPrefix)+4]) {
-			lo := get(name[:len(RunPrefix)+4])
+		if run, ok := RunOfLink(name); ok && (ValidRunID(run) || runs[run] != nil) {
+			lo := get(run)
 			lo.links = append(lo.links, name)
 		}
 	}

@@ -62,8 +62,8 @@ type impairBackend interface {
 // namespace ns. Nothing is impaired until Set or SetPair. The handle may be
 // closed after the call.
 func NewImpairer(ns netns.NsHandle, run, link string, opts ImpairerOptions) (*Impairer, error) {
-	if !ValidRunID(run) {
-		return nil, fmt.Errorf("impairer: invalid run ID %q", run)
+	if err := CheckRunName(run); err != nil {
+		return nil, fmt.Errorf("impairer: %w", err)
 	}
 	caps, err := Probe()
 	if err != nil {

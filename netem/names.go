@@ -10,11 +10,11 @@ import (
 	"strings"
 )
 
-// Every kernel object a testbed creates carries its run ID, so that two
+// Every kernel object a testbed creates carries its run name, so that two
 // testbeds side by side never clash and `bullylab clean` finds what a killed
 // run left behind without touching anything else.
 //
-//	run ID            bl + 4 hex digits            bl3f2a
+//	run name          1 to 10 of [a-z0-9], a letter first   mylab, bl3f2a
 //	switch namespace  <run>-sw                     bl3f2a-sw
 //	node namespace    <run>-<node>                 bl3f2a-n007
 //	bridge            <run>br (switch namespace)   bl3f2abr
@@ -23,10 +23,37 @@ import (
 //	nftables table    bullylab_<run> (inet family, in each node namespace)
 //	state directory   /run/bullylab/<run>/
 //
-// Interface names must fit IFNAMSIZ-1 = 15 bytes: 6 + 1 + up to 4 digits.
+// A run name is given with --run or drawn by NewRunID: "bl" and 4 hex
+// digits, a run ID. Interface names must fit IFNAMSIZ-1 = 15 bytes: a veth
+// takes the name, "v" and up to 4 digits of node index (topologies allow
+// 1..9999), which leaves 10 bytes for the name. Names hold no "-", so a
+// namespace's run is what precedes its first "-", and no two runs share a
+// kernel name: a veth name ends in digits after its last "v", a bridge name
+// in "br".
+//
+// The kernel names carry no fixed marker: a marker that fits IFNAMSIZ
+// next to a useful name is two letters, and "bl" followed by any name would
+// claim foreign namespaces such as blue-sw. The state directory is the
+// authority instead. Build claims it and writes state.json before it
+// creates anything, and Close removes it last, so every kernel object of a
+// bullylab run has a state directory beside it for as long as it exists;
+// Clean removes the objects of a name only when that directory exists,
+// never someone's foo-sw with no /run/bullylab/foo. Objects named after a
+// run ID (bl and 4 hex digits) are cleaned even without one, as before run
+// names were free-form: that pattern is bullylab's alone, and test
+// fixtures build such namespaces without a state directory. Build refuses
+// a name while namespaces named after it exist, so a state directory is
+// never claimed over someone else's objects.
 
-// RunPrefix starts every run ID.
+// RunPrefix starts every run ID NewRunID draws.
 const RunPrefix = "bl"
+
+// MaxRunName is the longest run name: SwitchVeth of node index 9999 then
+// fills IFNAMSIZ-1 = 15 bytes.
+const MaxRunName = 10
+
+// RunNameRule says what a run name may be, for error messages.
+const RunNameRule = "1 to 10 characters of a-z and 0-9, starting with a letter"
 
 var runIDPattern = regexp.MustCompile(`^bl[0-9a-f]{4}$`)
 
@@ -39,13 +66,58 @@ func NewRunID() string {
 	return RunPrefix + hex.EncodeToString(b[:])
 }
 
-// ValidRunID reports whether s has the form NewRunID returns.
+// ValidRunID reports whether s has the form NewRunID returns. Any valid
+// run name names a run; this form alone also marks kernel objects as
+// bullylab's without a state directory (see above).
 func ValidRunID(s string) bool { return runIDPattern.MatchString(s) }
 
-// RunOfNamespace returns the run ID a namespace name belongs to.
+// CheckRunName returns nil when s may name a run, else an error that
+// quotes s and states the rule.
+func CheckRunName(s string) error {
+	if !ValidRunName(s) {
+		return fmt.Errorf("run name %q: want %s", s, RunNameRule)
+	}
+	return nil
+}
+
+// ValidRunName reports whether s may name a run. Bytes, not runes, are
+// checked: anything beyond ASCII is refused.
+func ValidRunName(s string) bool {
+	if len(s) < 1 || len(s) > MaxRunName || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// RunOfNamespace returns the run name a namespace name belongs to, if it
+// has the form of one; whether the run is bullylab's is for its state
+// directory to say.
 func RunOfNamespace(ns string) (string, bool) {
 	run, _, ok := strings.Cut(ns, "-")
-	return run, ok && ValidRunID(run)
+	return run, ok && ValidRunName(run)
+}
+
+// RunOfLink returns the run name an interface name belongs to, if it has
+// the form of BridgeName or SwitchVeth.
+func RunOfLink(name string) (string, bool) {
+	if run, ok := strings.CutSuffix(name, "br"); ok {
+		return run, ValidRunName(run)
+	}
+	i := strings.LastIndexByte(name, 'v')
+	if i < 0 || i == len(name)-1 {
+		return "", false
+	}
+	for _, c := range []byte(name[i+1:]) {
+		if c < '0' || c > '9' {
+			return "", false
+		}
+	}
+	return name[:i], ValidRunName(name[:i])
 }
 
 // SwitchNamespace names the namespace holding a run's bridge.

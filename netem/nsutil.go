@@ -177,8 +177,8 @@ func deleteNamed(name string) error {
 	return nil
 }
 
-// listNamespaces returns the names under NetnsDir that belong to a run ID
-// (any run when run is "").
+// listNamespaces returns the names under NetnsDir that belong to run (to
+// any run name when run is "").
 func listNamespaces(run string) ([]string, error) {
 	entries, err := os.ReadDir(NetnsDir)
 	if errors.Is(err, os.ErrNotExist) {

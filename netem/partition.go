@@ -57,8 +57,8 @@ type Firewall struct {
 // NftTable(run) of namespace ns. The handle may be closed after the call.
 // Opening a Firewall again on the same namespace resets it.
 func NewFirewall(ns netns.NsHandle, run string) (*Firewall, error) {
-	if !ValidRunID(run) {
-		return nil, fmt.Errorf("firewall: invalid run ID %q", run)
+	if err := CheckRunName(run); err != nil {
+		return nil, fmt.Errorf("firewall: %w", err)
 	}
 	own, err := dupNS(ns)
 	if err != nil {

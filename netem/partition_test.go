@@ -188,8 +188,8 @@ func TestFirewallAPI(t *testing.T) {
 	if got := fw.Blocked(); !slices.Equal(got, []netip.Addr{b.addr}) {
 		t.Errorf("Blocked() = %v", got)
 	}
-	if _, err := NewFirewall(a.ns, "nope"); err == nil {
-		t.Error("invalid run ID accepted")
+	if _, err := NewFirewall(a.ns, "No-pe"); err == nil {
+		t.Error("invalid run name accepted")
 	}
 }
 

@@ -97,8 +97,8 @@ func Build(ctx context.Context, topo *topologies.Topology, run string) (*Testbed
 // a caller that starts work on each node as soon as it is built (the lab
 // boots nodes while the rest of the testbed is built) calls them itself.
 func NewTestbed(topo *topologies.Topology, run string) (*Testbed, error) {
-	if !ValidRunID(run) {
-		return nil, fmt.Errorf("build: invalid run ID %q (want %s and 4 hex digits)", run, RunPrefix)
+	if err := CheckRunName(run); err != nil {
+		return nil, fmt.Errorf("build: %w", err)
 	}
 	if topo == nil || len(topo.Nodes) == 0 {
 		return nil, fmt.Errorf("build %s: topology has no nodes", run)
@@ -106,10 +106,15 @@ func NewTestbed(topo *topologies.Topology, run string) (*Testbed, error) {
 	if err := checkTopology(topo); err != nil {
 		return nil, fmt.Errorf("build %s: %w", run, err)
 	}
+	// The state directory first: a live run has namespaces too, and the
+	// error should say that the name is taken, not that they are left over.
+	if _, err := os.Lstat(StateDir(run)); err == nil {
+		return nil, fmt.Errorf("build %s: %w: %s exists, of a testbed that is up or that a killed run left (`bullylab clean` removes those); pick another run name", run, ErrRunExists, StateDir(run))
+	}
 	if left, err := listNamespaces(run); err != nil {
 		return nil, fmt.Errorf("build %s: listing %s: %w", run, NetnsDir, err)
 	} else if len(left) > 0 {
-		return nil, fmt.Errorf("build %s: %w: %d namespaces such as %s are left from an earlier run; run `bullylab clean`", run, ErrRunExists, len(left), left[0])
+		return nil, fmt.Errorf("build %s: %w: %d namespaces such as %s exist, left from an earlier run (`bullylab clean` removes those) or not bullylab's (pick another run name)", run, ErrRunExists, len(left), left[0])
 	}
 
 	tb := &Testbed{
@@ -559,8 +564,8 @@ func (tb *Testbed) addNeighbours(ns netns.NsHandle, ifindex, i int) error {
 // isolate nodes. Closing an attached testbed only releases its handles; the
 // run stays until its owner closes it or `bullylab clean` runs.
 func Attach(run string) (*Testbed, error) {
-	if !ValidRunID(run) {
-		return nil, fmt.Errorf("attach: invalid run ID %q", run)
+	if err := CheckRunName(run); err != nil {
+		return nil, fmt.Errorf("attach: %w", err)
 	}
 	st, err := ReadState(run)
 	if err != nil {

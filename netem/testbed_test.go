@@ -568,8 +568,8 @@ func TestBuildRefusesTakenRun(t *testing.T) {
 	if c := netemtest.CountLeftovers(t, tb.Run()); c.Namespaces != 2 {
 		t.Errorf("failed build disturbed the first: %+v", c)
 	}
-	if _, err := netem.Build(t.Context(), topo, "nope"); err == nil {
-		t.Error("built with an invalid run ID")
+	if _, err := netem.Build(t.Context(), topo, "No-pe"); err == nil || !strings.Contains(err.Error(), netem.RunNameRule) {
+		t.Errorf("Build with an invalid run name: %v", err)
 	}
 	for _, bad := range []func(*topologies.Topology){
 		func(tp *topologies.Topology) { tp.Nodes[0].Name = "../x" },
@@ -734,8 +734,10 @@ func TestCleanLeavesLiveRuns(t *testing.T) {
 
 func TestCleanIgnoresOthers(t *testing.T) {
 	netemtest.RequireRoot(t)
-	// A namespace without a run ID and one whose prefix only looks like one.
-	for _, name := range []string{"bullylab-test-x", "blzzzz-x"} {
+	// A namespace without a run name, one whose prefix only looks like a
+	// run ID, and two named like a run's but with no state directory.
+	others := []string{"bullylab-test-x", "blzzzz-x", "foo-sw", "blue-sw"}
+	for _, name := range others {
 		done := make(chan error, 1)
 		go func() {
 			runtime.LockOSThread() // never unlocked: the thread is discarded
@@ -753,7 +755,7 @@ func TestCleanIgnoresOthers(t *testing.T) {
 	if _, err := netem.Clean(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"bullylab-test-x", "blzzzz-x"} {
+	for _, name := range others {
 		if _, err := os.Stat(netem.NetnsDir + "/" + name); err != nil {
 			t.Errorf("Clean removed %s: %v", name, err)
 		}

@@ -113,7 +113,16 @@ func checkBackend(b string) error {
 // backendFlag is --backend, which up and bench share.
 var backendFlag = &cli.StringFlag{Name: "backend", Usage: "impairment backend: netem or nfqueue", DefaultText: "netem when the kernel has it, else nfqueue"}
 
-var runFlag = &cli.StringFlag{Name: "run", Usage: "run `ID` of the testbed", DefaultText: "the only one up"}
+var runFlag = &cli.StringFlag{Name: "run", Usage: "run `NAME` of the testbed", DefaultText: "the only one up"}
+
+// checkRunFlag makes a --run value that cannot name a run a usage error,
+// before anything needs root.
+func checkRunFlag(run string) error {
+	if run != "" && !netem.ValidRunName(run) {
+		return usagef("--run %q: not a run name (%s)", run, netem.RunNameRule)
+	}
+	return nil
+}
 
 func upCommand() *cli.Command {
 	return &cli.Command{
@@ -127,7 +136,7 @@ func upCommand() *cli.Command {
 			"`bullylab analyze` and Wireshark; the file is complete once up has exited.",
 		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "run", Usage: "run `ID` to use", DefaultText: "a fresh one"},
+			&cli.StringFlag{Name: "run", Usage: "run `NAME` to use: " + netem.RunNameRule, DefaultText: "a fresh ID such as bl3f2a"},
 			&cli.Int64Flag{Name: "seed", Usage: "draw the node IDs from this seed, to reproduce a run", DefaultText: "random"},
 			&cli.StringFlag{Name: "binary", Usage: "bullylab `executable` the nodes run", DefaultText: "this one"},
 			&cli.StringFlag{Name: "log-dir", Usage: "keep the node logs in `DIR`", DefaultText: "the run's state directory, removed on exit"},
@@ -206,8 +215,8 @@ func upOptions(c *cli.Context) (*topologies.Topology, lab.StartOptions, error) {
 		return nil, opts, err
 	}
 	run := c.String("run")
-	if run != "" && !netem.ValidRunID(run) {
-		return nil, opts, usagef("--run %q: not a run ID (%s and 4 hex digits, like bl1a2b)", run, netem.RunPrefix)
+	if err := checkRunFlag(run); err != nil {
+		return nil, opts, err
 	}
 	if err := checkBackend(c.String("backend")); err != nil {
 		return nil, opts, err
@@ -355,6 +364,9 @@ func statusCommand() *cli.Command {
 			} else if len(args) > 0 {
 				return usagef("status: unexpected argument %q", args[0])
 			}
+			if err := checkRunFlag(c.String("run")); err != nil {
+				return err
+			}
 			if err := requirePrivilege("status"); err != nil {
 				return err
 			}
@@ -417,13 +429,13 @@ const faultHelp = `Faults (NODE is a node name; GROUP a comma list of nodes or a
   campaign NODE...         have the nodes start an election
   leave NODE...            have the nodes announce LEAVE and exit
   join NODE...             start nodes that are down as newcomers announcing JOIN
---run ID picks the testbed when several are up; flags may follow the arguments.`
+--run NAME picks the testbed when several are up; flags may follow the arguments.`
 
 func faultCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "fault",
 		Usage:       "inject a fault into a testbed that is up",
-		ArgsUsage:   "KIND ARGS... [--run ID]",
+		ArgsUsage:   "KIND ARGS... [--run NAME]",
 		Description: faultHelp,
 		// Flags may follow the arguments (`delay n1 50ms --jitter 5ms`),
 		// which the flag package does not allow: parseFaultArgs does it.
@@ -469,7 +481,9 @@ func parseFaultArgs(args []string) (faultArgs, error) {
 		var err error
 		switch name {
 		case "run":
-			fa.run, err = value()
+			if fa.run, err = value(); err == nil {
+				err = checkRunFlag(fa.run)
+			}
 		case "jitter":
 			fa.jitter, err = value()
 		case "one-way":
@@ -647,6 +661,9 @@ func execCommand() *cli.Command {
 			if len(args) < 2 {
 				return usagef("exec: want NODE -- CMD [ARGS...]")
 			}
+			if err := checkRunFlag(c.String("run")); err != nil {
+				return err
+			}
 			if err := requirePrivilege("exec"); err != nil {
 				return err
 			}
@@ -684,6 +701,9 @@ func downCommand() *cli.Command {
 				return err
 			} else if len(args) > 0 {
 				return usagef("down: unexpected argument %q", args[0])
+			}
+			if err := checkRunFlag(c.String("run")); err != nil {
+				return err
 			}
 			if err := requirePrivilege("down"); err != nil {
 				return err

@@ -36,12 +36,18 @@ type upProc struct {
 	err  error // Wait's, once done is closed
 }
 
-// startUp runs `bullylab up TOPOLOGY --run ID args...`; the test's cleanup
-// kills it (by PID) and cleans its run if a test failed half-way.
+// startUp runs `bullylab up TOPOLOGY --run ID args...` under a fresh run
+// ID; the test's cleanup kills it (by PID) and cleans its run if a test
+// failed half-way.
 func startUp(t *testing.T, topo string, args ...string) *upProc {
 	t.Helper()
 	netemtest.RequireRoot(t)
-	run := netemtest.RunID(t)
+	return startUpAs(t, netemtest.RunID(t), topo, args...)
+}
+
+// startUpAs is startUp under the run name run.
+func startUpAs(t *testing.T, run, topo string, args ...string) *upProc {
+	t.Helper()
 	cmd := exec.Command(binary, append([]string{"up", topo, "--run", run}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -370,8 +376,8 @@ func TestTestbedCLIErrors(t *testing.T) {
 	netemtest.RequireRoot(t)
 	wantUsage(t, `topology "nosuch": no such file or built-in topology`, "up", "nosuch")
 	wantUsage(t, "up: want one topology", "up")
-	wantUsage(t, `--run "x1": not a run ID`, "up", "star3", "--run", "x1")
-	wantError(t, "no testbed is up with run ID blffff", "status", "--run", "blffff")
+	wantUsage(t, `--run "my-lab": not a run name (`+netem.RunNameRule+`)`, "up", "star3", "--run", "my-lab")
+	wantError(t, "no testbed is up with run name blffff", "status", "--run", "blffff")
 	wantUsage(t, `fault: unknown fault "explode"`, "fault", "explode", "n1")
 	wantUsage(t, `fault delay: delay "soon": want a duration`, "fault", "delay", "n1", "soon")
 	wantUsage(t, "fault partition: want two or more groups", "fault", "partition", "n1,n2")
@@ -467,4 +473,105 @@ func TestUpTopologyFiles(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || stderr.String() != want {
 		t.Errorf("up /dev/stdin: %v, stderr %q, want exit 1 and %q", err, stderr.String(), want)
 	}
+}
+
+// freeRunName returns a free-form run name of the longest length, which no
+// run on this machine uses.
+func freeRunName(t *testing.T) string {
+	t.Helper()
+	for range 100 {
+		run := "lab" + netem.NewRunID()[2:] + netem.NewRunID()[3:] // 10 bytes
+		if c := netemtest.CountLeftovers(t, run); c == (netemtest.Leftovers{}) {
+			return run
+		}
+	}
+	t.Fatal("no free run name after 100 draws")
+	return ""
+}
+
+// netnsOf returns the namespaces `ip netns list` shows for run.
+func netnsOf(t *testing.T, run string) []string {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		t.Fatalf("ip netns list: %v", err)
+	}
+	var names []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if name, _, _ := strings.Cut(l, " "); strings.HasPrefix(name, run+"-") {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// TestRunNameUpStatusDown runs a testbed under a free-form run name:
+// up, status, fault and down address it by that name, a second up of the
+// name is refused while it is up, and nothing of it is left after down or,
+// killed, after clean.
+func TestRunNameUpStatusDown(t *testing.T) {
+	netemtest.RequireRoot(t)
+	run := freeRunName(t)
+	u := startUpAs(t, run, "star3")
+	u.waitUp(t)
+	if ns := netnsOf(t, run); len(ns) != 4 || !slices.Contains(ns, run+"-sw") || !slices.Contains(ns, run+"-n3") {
+		t.Errorf("ip netns list while up: %v, want %s-sw and n1..n3", ns, run)
+	}
+	if out := mustCLI(t, "status", "--run", run); !strings.Contains(out, " "+run+"-n1 ") || !strings.Contains(out, "\ntestbed "+run+" (star3): ") {
+		t.Errorf("status --run %s said %q", run, out)
+	}
+	if out := mustCLI(t, "fault", "heal", "--run", run); !strings.Contains(out, "(testbed "+run+", ") {
+		t.Errorf("fault heal --run %s said %q", run, out)
+	}
+	wantError(t, "build "+run+": run already exists: "+netem.StateDir(run)+" exists", "up", "star3", "--run", run)
+	st, err := netem.ReadState(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := mustCLI(t, "down", "--run", run); out != "testbed "+run+" down\n" {
+		t.Errorf("down --run %s said %q", run, out)
+	}
+	if code := u.wait(t); code != 0 {
+		t.Errorf("up exited %d after down; output:\n%s", code, u.output())
+	}
+	if ns := netnsOf(t, run); len(ns) > 0 {
+		t.Errorf("ip netns list after down: %v", ns)
+	}
+	requireNoLeftovers(t, run, st.Processes)
+
+	t.Run("killed", func(t *testing.T) {
+		// The nodes outlive their parent; as subreaper this test reaps
+		// them (see TestCleanAfterUpKilled).
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+		u := startUpAs(t, run, "star3")
+		u.waitUp(t)
+		st, err := netem.ReadState(run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.cmd.Process.Kill()
+		u.wait(t)
+		if ns := netnsOf(t, run); len(ns) != 4 {
+			t.Fatalf("killed up left namespaces %v, want 4", ns)
+		}
+		out := mustCLI(t, "clean")
+		t.Log(strings.TrimSpace(out))
+		_, cleaned, _ := strings.Cut(out, "runs cleaned: ")
+		if cleaned, _, _ = strings.Cut(cleaned, "\n"); !slices.Contains(strings.Split(cleaned, ", "), run) {
+			t.Errorf("clean did not name %s among the runs cleaned: %q", run, out)
+		}
+		for _, p := range st.Processes {
+			var ws unix.WaitStatus
+			if _, err := unix.Wait4(p.PID, &ws, 0, nil); err != nil {
+				t.Errorf("reaping node process %d: %v", p.PID, err)
+			}
+		}
+		if ns := netnsOf(t, run); len(ns) > 0 {
+			t.Errorf("ip netns list after clean: %v", ns)
+		}
+		requireNoLeftovers(t, run, st.Processes)
+	})
 }

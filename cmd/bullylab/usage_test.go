@@ -60,7 +60,11 @@ func TestUsageErrors(t *testing.T) {
 			[]string{"--runs", "bench", "--runs", "x"},
 			[]string{"--backend", "bench", "--backend", "tc"},
 			[]string{"--alpha", "compare", "--alpha", "2", "a", "b"},
-			[]string{"--run", "up", "star5", "--run", "x1"},
+			[]string{"--run", "up", "star5", "--run", "my-lab"},
+			[]string{`--run "Lab": not a run name (1 to 10 characters of a-z and 0-9, starting with a letter)`, "status", "--run", "Lab"},
+			[]string{`--run "abcdefghijk": not a run name`, "down", "--run", "abcdefghijk"},
+			[]string{`--run "läb": not a run name`, "fault", "heal", "--run", "läb"},
+			[]string{`--run "1lab": not a run name`, "exec", "--run", "1lab", "n1", "--", "true"},
 			[]string{"--run", "status", "--run"},
 			[]string{"soon", "fault", "delay", "n1", "soon"},
 		)

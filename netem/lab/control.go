@@ -198,7 +198,7 @@ func LiveRuns() ([]string, error) {
 	var runs []string
 	for _, e := range entries {
 		run := e.Name()
-		if !e.IsDir() || !netem.ValidRunID(run) {
+		if !e.IsDir() || !netem.ValidRunName(run) {
 			continue
 		}
 		if _, err := os.Stat(ControlSocket(run)); err != nil {
@@ -216,11 +216,11 @@ func LiveRuns() ([]string, error) {
 // else the only live one. Its errors are meant for the command line.
 func FindRun(run string) (string, error) {
 	if run != "" {
-		if !netem.ValidRunID(run) {
-			return "", fmt.Errorf("--run %q: not a run ID (%s and 4 hex digits, like bl1a2b)", run, netem.RunPrefix)
+		if !netem.ValidRunName(run) {
+			return "", fmt.Errorf("--run %q: not a run name (%s)", run, netem.RunNameRule)
 		}
 		if _, err := os.Stat(netem.StateDir(run)); errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("%w with run ID %s", ErrNoRun, run)
+			return "", fmt.Errorf("%w with run name %s", ErrNoRun, run)
 		}
 		if _, err := os.Stat(ControlSocket(run)); err != nil {
 			return "", fmt.Errorf("testbed %s has no control socket: it is still starting, or was not started by `bullylab up`", run)
