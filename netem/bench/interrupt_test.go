@@ -63,17 +63,31 @@ func TestRunBenchInterrupted(t *testing.T) {
 
 	out := t.TempDir()
 	var progress, summary bytes.Buffer
-	term := false
+	// A terminal's bar, which shows each run's phases.
+	term := true
 	const runs = 3
 	res, err := bench.RunBench(ctx, bench.RunOptions{
 		Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash", Runs: runs, Seed: 1,
 		OutDir: out, Binary: bin, Version: "test",
-		Progress: bench.NewProgress(&progress, runs, bench.ProgressOptions{Terminal: &term}),
+		Progress: bench.NewProgress(&progress, runs, bench.ProgressOptions{Terminal: &term, Width: 200}),
 		Summary:  &summary,
 	})
-	t.Logf("progress:\n%s\nsummary:\n%s", progress.String(), summary.String())
+	t.Logf("progress:\n%q\nsummary:\n%s", progress.String(), summary.String())
 	if !errors.Is(err, bench.ErrInterrupted) {
 		t.Fatalf("RunBench: %v, want ErrInterrupted", err)
+	}
+	// Run 1 went through every phase, its capture analysed after the
+	// teardown; run 2 was torn down as it settled.
+	var phases []string
+	for _, bar := range strings.Split(progress.String(), "\r\x1b[K") {
+		if f := strings.Fields(bar); len(f) > 3 && f[0] == "run" && (len(phases) == 0 || phases[len(phases)-1] != f[1]+" "+f[3]) {
+			phases = append(phases, f[1]+" "+f[3])
+		}
+	}
+	wantPhases := []string{"1/3 build", "1/3 settle", "1/3 inject", "1/3 measure", "1/3 teardown", "1/3 measure",
+		"1/3 leader", "2/3 build", "2/3 settle", "2/3 teardown"}
+	if strings.Join(phases, ", ") != strings.Join(wantPhases, ", ") {
+		t.Errorf("the bar showed\n%q\nwant\n%q", phases, wantPhases)
 	}
 	mu.Lock()
 	started := append([]string(nil), labs...)
