@@ -273,8 +273,9 @@ func compareCommand() *cli.Command {
 			"the mean messages per election and the share of failed runs. A metric regressed when it\n" +
 			"grew beyond --max-regress and the Mann-Whitney U test of the two sides' runs gives\n" +
 			"p < --alpha (a side needs 4 passed runs for that to be possible; with fewer, only failed\n" +
-			"runs can regress, and a note says so). Exits 0 when nothing regressed, 1 on a regression,\n" +
-			"2 when the inputs cannot be compared.",
+			"runs can regress, and a note says so). A results.json of a partial (interrupted) bench is\n" +
+			"compared on the runs it holds, with a warning on stderr and a note. Exits 0 when nothing\n" +
+			"regressed, 1 on a regression, 2 when the inputs cannot be compared.",
 		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "max-regress", Value: "10%", Usage: "largest growth of a metric that is not a regression, a percentage such as 10%"},
@@ -299,6 +300,11 @@ func compareCommand() *cli.Command {
 			v := bench.VerdictOf(cmp, err)
 			if err != nil {
 				return &exitError{fmt.Sprintf("compare: %v", err), v.ExitCode()}
+			}
+			// On stderr as well as among the notes: a partial side's
+			// metrics are of fewer runs than it planned.
+			for _, p := range cmp.Partial {
+				fmt.Fprintf(c.App.ErrWriter, "compare: warning: %s\n", p)
 			}
 			if err := bench.WriteComparisonAs(c.App.Writer, cmp, c.String("format")); err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/bullylab/bullylab/netem/bench"
 	"github.com/urfave/cli/v2"
 )
 
@@ -160,5 +161,46 @@ func TestBenchOutRefused(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("refused, yet: %v", err)
 		}
+	}
+}
+
+// TestComparePartial: compare warns on stderr, one line per partial side
+// naming its file, and still compares.
+func TestComparePartial(t *testing.T) {
+	base, err := bench.ReadResults(filepath.Join("..", "..", "netem", "bench", "baseline", "star5-leader-crash.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	full := filepath.Join(dir, "full.json")
+	if err := base.WriteFile(full); err != nil {
+		t.Fatal(err)
+	}
+	base.Partial = &bench.Partial{Reason: "interrupted by SIGINT", RunsPlanned: 100, RunsDone: 30}
+	cut := filepath.Join(dir, "cut.json")
+	if err := base.WriteFile(cut); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	app := &cli.App{Name: "bullylab", Writer: &stdout, ErrWriter: &stderr, Commands: []*cli.Command{compareCommand()},
+		ExitErrHandler: func(*cli.Context, error) {}}
+	if err := app.Run([]string{"bullylab", "compare", "--format", "markdown", cut, cut}); err != nil {
+		t.Fatalf("compare: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	want := "compare: warning: " + cut + " is partial: interrupted by SIGINT after 30 of 100 runs\n"
+	if stderr.String() != want+want {
+		t.Errorf("stderr %q, want the warning once per side: %q", stderr.String(), want)
+	}
+	if !strings.Contains(stdout.String(), "> note: "+cut+" is partial") {
+		t.Errorf("the markdown lacks the note:\n%s", stdout.String())
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	if err := app.Run([]string{"bullylab", "compare", full, full}); err != nil {
+		t.Fatalf("compare: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	if stderr.Len() != 0 || strings.Contains(stdout.String(), "partial") {
+		t.Errorf("full benches: stderr %q, stdout:\n%s", stderr.String(), stdout.String())
 	}
 }

@@ -135,8 +135,12 @@ type Comparison struct {
 	Alpha      float64
 	Changes    []Change
 	// Notes are differences that do not prevent comparing, such as other
-	// timings or another seed.
+	// timings or another seed, and the Partial warnings first.
 	Notes []string
+	// Partial says, one line per side, which input is a partial bench
+	// (Results.Partial): its runs are those that finished before it
+	// stopped, fewer than planned. `bullylab compare` warns of them.
+	Partial []string
 }
 
 // Verdict is Regressed when some change is a regression.
@@ -254,7 +258,15 @@ func Compare(baseName string, base *Results, newName string, nw *Results, opts C
 		}
 		return nil, unusable("different scenarios: %s", strings.Join(parts, "; "))
 	}
-	c.Notes = notes(baseName, base, newName, nw)
+	for _, side := range []struct {
+		name string
+		r    *Results
+	}{{baseName, base}, {newName, nw}} {
+		if p := side.r.Partial; p != nil {
+			c.Partial = append(c.Partial, fmt.Sprintf("%s is partial: %s after %d of %d runs", side.name, clip(oneLine(p.Reason)), p.RunsDone, p.RunsPlanned))
+		}
+	}
+	c.Notes = append(slices.Clone(c.Partial), notes(baseName, base, newName, nw)...)
 
 	for _, sb := range base.Scenarios {
 		key := sb.Key()

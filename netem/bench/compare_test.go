@@ -315,3 +315,63 @@ func TestComparisonFormats(t *testing.T) {
 		t.Errorf("format yaml: %v", err)
 	}
 }
+
+// A partial side is compared on the runs it holds, and said to be
+// partial: in Partial, one line per side naming its file, and first among
+// the notes every format prints.
+func TestComparePartial(t *testing.T) {
+	full, cut := sampleResults(1), sampleResults(1)
+	cut.Partial = &bench.Partial{Reason: "interrupted by SIGTERM", RunsPlanned: 120, RunsDone: 60}
+	basePath, newPath := writeResults(t, full, "results.json"), writeResults(t, cut, "results.json")
+	c, err := bench.CompareFiles(basePath, newPath, bench.CompareOptions{MaxRegress: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := newPath + " is partial: interrupted by SIGTERM after 60 of 120 runs"
+	if len(c.Partial) != 1 || c.Partial[0] != want {
+		t.Errorf("Partial %q, want [%q]", c.Partial, want)
+	}
+	if len(c.Notes) == 0 || c.Notes[0] != want {
+		t.Errorf("notes %q, want %q first", c.Notes, want)
+	}
+	if v := c.Verdict(); v != bench.Pass {
+		t.Errorf("verdict %v: the same runs, partial or not, are no regression", v)
+	}
+	for _, format := range bench.ComparisonFormats {
+		var out bytes.Buffer
+		if err := bench.WriteComparisonAs(&out, c, format); err != nil {
+			t.Fatal(err)
+		}
+		text := out.String()
+		if format == bench.FormatJSON {
+			var doc struct{ Notes []string }
+			if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			text = strings.Join(doc.Notes, "\n")
+		}
+		if !strings.Contains(text, want) {
+			t.Errorf("%s output does not say %q:\n%s", format, want, out.String())
+		}
+	}
+
+	// Both sides partial: a line each, base first; a reason from the file
+	// is one line.
+	full.Partial = &bench.Partial{Reason: "interrupted\nby SIGINT", RunsPlanned: 90, RunsDone: 60}
+	c, err = bench.Compare("a.json", full, "b.json", cut, bench.CompareOptions{MaxRegress: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBoth := []string{"a.json is partial: interrupted by SIGINT after 60 of 90 runs", "b.json is partial: interrupted by SIGTERM after 60 of 120 runs"}
+	if strings.Join(c.Partial, "\n") != strings.Join(wantBoth, "\n") {
+		t.Errorf("Partial %q, want %q", c.Partial, wantBoth)
+	}
+	// Neither partial: nothing said.
+	c, err = bench.Compare("a.json", sampleResults(1), "b.json", sampleResults(1), bench.CompareOptions{MaxRegress: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Partial) != 0 || len(c.Notes) != 0 {
+		t.Errorf("full benches: Partial %q, notes %q", c.Partial, c.Notes)
+	}
+}

@@ -39,7 +39,8 @@
 //	                marks and spans, seqlabels.go its texts placed so that
 //	                none covers another, seqlegend.go its legend
 //	table.go        the summary and comparison tables
-//	progress.go     the progress display
+//	progress.go     the progress display: the run under way among all the
+//	                bench's, its phase, elapsed time and ETA; a line per run
 //	host.go         Host and Tool: the machine and program that measured
 //
 // # results.json

@@ -63,17 +63,31 @@ func TestRunBenchInterrupted(t *testing.T) {
 
 	out := t.TempDir()
 	var progress, summary bytes.Buffer
-	term := false
+	// A terminal's bar, which shows each run's phases.
+	term := true
 	const runs = 3
 	res, err := bench.RunBench(ctx, bench.RunOptions{
 		Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash", Runs: runs, Seed: 1,
 		OutDir: out, Binary: bin, Version: "test",
-		Progress: bench.NewProgress(&progress, runs, bench.ProgressOptions{Terminal: &term}),
+		Progress: bench.NewProgress(&progress, runs, bench.ProgressOptions{Terminal: &term, Width: 200}),
 		Summary:  &summary,
 	})
-	t.Logf("progress:\n%s\nsummary:\n%s", progress.String(), summary.String())
+	t.Logf("progress:\n%q\nsummary:\n%s", progress.String(), summary.String())
 	if !errors.Is(err, bench.ErrInterrupted) {
 		t.Fatalf("RunBench: %v, want ErrInterrupted", err)
+	}
+	// Run 1 went through every phase, its capture analysed after the
+	// teardown; run 2 was torn down as it settled.
+	var phases []string
+	for _, bar := range strings.Split(progress.String(), "\r\x1b[K") {
+		if f := strings.Fields(bar); len(f) > 3 && f[0] == "run" && (len(phases) == 0 || phases[len(phases)-1] != f[1]+" "+f[3]) {
+			phases = append(phases, f[1]+" "+f[3])
+		}
+	}
+	wantPhases := []string{"1/3 build", "1/3 settle", "1/3 inject", "1/3 measure", "1/3 teardown", "1/3 measure",
+		"1/3 leader", "2/3 build", "2/3 settle", "2/3 teardown"}
+	if strings.Join(phases, ", ") != strings.Join(wantPhases, ", ") {
+		t.Errorf("the bar showed\n%q\nwant\n%q", phases, wantPhases)
 	}
 	mu.Lock()
 	started := append([]string(nil), labs...)
@@ -121,5 +135,89 @@ func TestRunBenchInterrupted(t *testing.T) {
 			names = append(names, e.Name())
 		}
 		t.Errorf("--out holds %q, want the three outputs and run 1's capture", names)
+	}
+}
+
+// TestRunBenchAborted interrupts a bench of three runs as the second
+// run's testbed comes up and closes Abort at once, as a second SIGINT does
+// in `bullylab bench`: RunBench still tears that testbed down, leaving
+// nothing on the machine, but writes no outputs (run 1's capture, written
+// as it ran, stays) and returns ErrAborted.
+func TestRunBenchAborted(t *testing.T) {
+	netemtest.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("-short: the bench builds testbeds and runs real nodes")
+	}
+	bin := labtest.Binary(t)
+	topo, err := topologies.Parse("slow-star5", []byte(slowStar5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scs, err := scenario.Builtin("leader-crash", scenario.Params{Nodes: len(topo.Nodes)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	abort := make(chan struct{})
+	var (
+		mu   sync.Mutex
+		labs []string
+	)
+	// The second lab is up and its run not yet torn down: both signals
+	// arrive now, before RunBench can write anything.
+	defer bench.SetLabStarted(func(run string) {
+		mu.Lock()
+		defer mu.Unlock()
+		labs = append(labs, run)
+		if len(labs) == 2 {
+			cancel(errors.New("interrupted by SIGINT"))
+			close(abort)
+		}
+	})()
+
+	out := t.TempDir()
+	var progress, summary bytes.Buffer
+	term := false
+	const runs = 3
+	res, err := bench.RunBench(ctx, bench.RunOptions{
+		Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash", Runs: runs, Seed: 1,
+		OutDir: out, Binary: bin, Version: "test",
+		Progress: bench.NewProgress(&progress, runs, bench.ProgressOptions{Terminal: &term}),
+		Summary:  &summary, Abort: abort,
+	})
+	t.Logf("progress:\n%s\nsummary:\n%s", progress.String(), summary.String())
+	if !errors.Is(err, bench.ErrAborted) || errors.Is(err, bench.ErrInterrupted) {
+		t.Fatalf("RunBench: %v, want ErrAborted", err)
+	}
+	if want := "bench aborted: interrupted by SIGINT after 1 of 3 runs, nothing written"; err.Error() != want {
+		t.Errorf("RunBench: %q, want %q", err, want)
+	}
+	mu.Lock()
+	started := append([]string(nil), labs...)
+	mu.Unlock()
+	if len(started) != 2 {
+		t.Errorf("%d labs started (%q), want 2: the bench went on after the abort", len(started), started)
+	}
+	for _, run := range started {
+		netemtest.RequireClean(t, run)
+	}
+	want := bench.Partial{Reason: "interrupted by SIGINT", RunsPlanned: runs, RunsDone: 1}
+	if res == nil || res.Partial == nil || *res.Partial != want {
+		t.Errorf("RunBench's results: %+v, want partial %+v", res, want)
+	}
+	if summary.Len() != 0 {
+		t.Errorf("an aborted bench printed its summary:\n%s", summary.String())
+	}
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 1 || names[0] != "run-leader-crash-1.pcapng" {
+		t.Errorf("--out holds %q, want run 1's capture alone", names)
 	}
 }

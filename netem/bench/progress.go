@@ -10,10 +10,12 @@ import (
 	"unicode/utf8"
 )
 
-// Progress reports a bench's runs as they finish: on a terminal a one-line
-// bar redrawn in place, with failures printed above it as they happen;
-// elsewhere (CI logs, a pipe) one plain line per run, which logs keep and
-// grep finds. Its methods are safe for concurrent use.
+// Progress reports a bench's runs: on a terminal a one-line bar redrawn in
+// place, saying which run of all the bench's runs is under way, its phase,
+// the time elapsed and an ETA, with one line per finished run (passed or
+// failed) printed above it; elsewhere (CI logs, a pipe) that one plain
+// line per finished run alone, which logs keep and grep finds. Its methods
+// are safe for concurrent use.
 type Progress struct {
 	mu    sync.Mutex
 	w     io.Writer
@@ -23,10 +25,35 @@ type Progress struct {
 
 	total, done, failed int
 	start               time.Time
-	running             string // "leader-crash 3/30" while a run is under way
-	last                string // what the last run found, for the bar
-	drawn               bool   // a bar is on the current line
+	// busy is the finished runs' durations summed, for the ETA: a run
+	// lasts from its Start (or the previous Done) to its Done.
+	busy     time.Duration
+	mark     time.Time // when the run under way started
+	scenario string    // the run under way's scenario, "" between runs
+	phase    Phase     // and its phase
+	drawn    bool      // a bar is on the current line
 }
+
+// Phase is the step a run is in, as the bar shows it.
+type Phase string
+
+// A run's phases, in order: RunBench reports them as its steps begin.
+const (
+	// PhaseBuild builds the testbed and starts its nodes and capture.
+	PhaseBuild Phase = "build"
+	// PhaseSettle waits for the nodes to follow the boot leader without
+	// electing.
+	PhaseSettle Phase = "settle"
+	// PhaseInject runs the scenario's schedule: its faults and its waits,
+	// the measured wait for a leader included.
+	PhaseInject Phase = "inject"
+	// PhaseMeasure waits for the election's tail to end and reads the
+	// nodes' counters; after the teardown it is the capture's analysis.
+	PhaseMeasure Phase = "measure"
+	// PhaseTeardown stops the capture and the nodes and removes the
+	// testbed.
+	PhaseTeardown Phase = "teardown"
+)
 
 // ProgressOptions override what NewProgress detects, for tests.
 type ProgressOptions struct {
@@ -38,8 +65,9 @@ type ProgressOptions struct {
 	Now func() time.Time
 }
 
-// NewProgress reports total runs on w. w is a terminal when it is an
-// *os.File on which TCGETS succeeds and TERM is not "dumb".
+// NewProgress reports total runs, those of every scenario, on w. w is a
+// terminal when it is an *os.File on which TCGETS succeeds and TERM is not
+// "dumb".
 func NewProgress(w io.Writer, total int, opts ...ProgressOptions) *Progress {
 	var o ProgressOptions
 	if len(opts) > 0 {
@@ -64,57 +92,75 @@ func NewProgress(w io.Writer, total int, opts ...ProgressOptions) *Progress {
 		p.width = func() int { return 80 }
 	}
 	p.start = p.now()
+	p.mark = p.start
 	return p
 }
 
 // RunUpdate is a finished run, as Progress reports it.
 type RunUpdate struct {
 	Scenario string // the scenario's key
-	Index    int    // run number within the scenario, from 1
-	Runs     int    // runs of the scenario
-	OK       bool
-	Leader   string
-	// TimeToLeader is the measured election of a run that passed.
+	// Index and Runs place the run within its scenario; the lines count
+	// the bench's runs instead, those of every scenario.
+	Index int
+	Runs  int
+	OK    bool
+	// Leader and TimeToLeader are the measured election of a run that
+	// passed.
+	Leader       string
 	TimeToLeader time.Duration
 	FailureKind  string
 	Failure      string
 }
 
-// Start says a run began; the bar shows it.
+// Start says the bench's next run, of scenario, began: it builds its
+// testbed first. index and runs place it within its scenario.
 func (p *Progress) Start(scenario string, index, runs int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.running = fmt.Sprintf("%s %d/%d", scenario, index, runs)
+	p.scenario = scenario
+	p.phase = PhaseBuild
+	p.mark = p.now()
 	if p.tty {
 		p.drawLocked()
 	}
 }
 
-// Done reports a finished run.
+// Phase says the run under way entered phase; the bar shows it.
+func (p *Progress) Phase(phase Phase) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.phase == phase {
+		return
+	}
+	p.phase = phase
+	if p.tty && p.scenario != "" {
+		p.drawLocked()
+	}
+}
+
+// Done reports a finished run: one line, numbered among all the bench's
+// runs, "run 4/30 leader-crash: leader n15 after 506ms".
 func (p *Progress) Done(u RunUpdate) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done++
-	p.running = ""
-	line := fmt.Sprintf("run %d/%d %s: ", u.Index, u.Runs, u.Scenario)
+	now := p.now()
+	p.busy += now.Sub(p.mark)
+	p.mark = now
+	p.scenario, p.phase = "", ""
+	line := fmt.Sprintf("run %d/%d %s: ", p.done, p.total, u.Scenario)
 	if u.OK {
 		line += fmt.Sprintf("leader %s after %s", u.Leader, fmtNS(int64(u.TimeToLeader)))
-		p.last = fmt.Sprintf("%s after %s", u.Leader, fmtNS(int64(u.TimeToLeader)))
 	} else {
 		p.failed++
 		line += fmt.Sprintf("FAILED (%s) %s", u.FailureKind, oneLine(u.Failure))
-		p.last = "run failed"
 	}
-	if !p.tty {
-		fmt.Fprintln(p.w, line)
-		return
-	}
-	if !u.OK {
-		// Failures stay on screen, above the bar.
+	if p.tty {
+		// The run's line replaces the bar and stays in the scrollback;
+		// the next Start draws the bar below it.
 		p.clearLocked()
-		fmt.Fprintln(p.w, line)
 	}
-	p.drawLocked()
+	fmt.Fprintln(p.w, line)
 }
 
 // Finish ends the report with a line of totals.
@@ -134,35 +180,30 @@ func (p *Progress) clearLocked() {
 	}
 }
 
-// drawLocked redraws the bar:
+// phaseWidth is the longest phase's: the bar after it stays put.
+const phaseWidth = len(PhaseTeardown)
+
+// drawLocked redraws the bar, its run counted among all the bench's:
 //
-//	leader-crash 4/30 ▕██████░░░░░░░░░░░░▏ 3/30 · 1 failed · n15 after 577ms · ETA 1m20s
+//	run 4/30 leader-crash: inject   ▕█████░░░░░░░░░░░░░░░▏ elapsed 1m02s  ETA 4m10s  1 failed
+//
+// A terminal too narrow for the bar gets the words alone, cut to fit.
 func (p *Progress) drawLocked() {
-	var tail []string
-	tail = append(tail, fmt.Sprintf("%d/%d", p.done, p.total))
+	head := fmt.Sprintf("run %d/%d %s: %-*s", p.done+1, p.total, p.scenario, phaseWidth, p.phase)
+	tail := fmt.Sprintf("elapsed %s  ETA %s", fmtClock(p.now().Sub(p.start)), p.etaLocked())
 	if p.failed > 0 {
-		tail = append(tail, fmt.Sprintf("%d failed", p.failed))
+		tail += fmt.Sprintf("  %d failed", p.failed)
 	}
-	if p.last != "" {
-		tail = append(tail, p.last)
-	}
-	tail = append(tail, "ETA "+p.etaLocked())
-	head := p.running
-	if head == "" {
-		head = "bench"
-	}
-	rest := " " + strings.Join(tail, " · ")
 	width := p.width()
-	barW := min(40, width-utf8.RuneCountInString(head)-utf8.RuneCountInString(rest)-4)
-	var bar string
+	barW := min(40, width-utf8.RuneCountInString(head)-utf8.RuneCountInString(tail)-5)
+	line := head + "  " + tail
 	if barW >= 8 {
 		fill := 0
 		if p.total > 0 {
 			fill = min(barW, barW*p.done/p.total)
 		}
-		bar = " ▕" + strings.Repeat("█", fill) + strings.Repeat("░", barW-fill) + "▏"
+		line = head + " ▕" + strings.Repeat("█", fill) + strings.Repeat("░", barW-fill) + "▏ " + tail
 	}
-	line := head + bar + rest
 	// A line wider than the terminal wraps, and \r then redraws only its
 	// second half.
 	if r := []rune(line); len(r) > width-1 && width > 1 {
@@ -172,14 +213,34 @@ func (p *Progress) drawLocked() {
 	p.drawn = true
 }
 
+// etaLocked is the time the runs not yet finished should take at the mean
+// duration of those that did, less what the run under way has had (but no
+// more than a mean's worth): "--" before any run finished.
 func (p *Progress) etaLocked() string {
-	if p.done == 0 || p.total <= p.done {
-		if p.total <= p.done && p.done > 0 {
-			return "0s"
-		}
+	if p.done == 0 {
 		return "--"
 	}
-	elapsed := p.now().Sub(p.start)
-	eta := elapsed / time.Duration(p.done) * time.Duration(p.total-p.done)
-	return eta.Round(time.Second).String()
+	left := p.total - p.done
+	if left <= 0 {
+		return "0s"
+	}
+	mean := p.busy / time.Duration(p.done)
+	eta := mean * time.Duration(left)
+	if p.scenario != "" {
+		eta -= min(p.now().Sub(p.mark), mean)
+	}
+	return fmtClock(eta)
+}
+
+// fmtClock is d to the second as a clock reads it: "42s", "1m02s",
+// "1h05m00s".
+func fmtClock(d time.Duration) string {
+	s := int64(d.Round(time.Second) / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", max(s, 0))
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	}
+	return fmt.Sprintf("%dh%02dm%02ds", s/3600, s/60%60, s%60)
 }

@@ -42,7 +42,7 @@ func TestProgressDetectsTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pts.Close()
-	if err := unix.IoctlSetWinsize(int(pts.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 60}); err != nil {
+	if err := unix.IoctlSetWinsize(int(pts.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 80}); err != nil {
 		t.Fatal(err)
 	}
 	p := bench.NewProgress(pts, 2)
@@ -56,8 +56,8 @@ func TestProgressDetectsTerminal(t *testing.T) {
 		t.Errorf("terminal got %q, want a bar", s)
 	}
 	for _, line := range strings.Split(s, "\r\x1b[K") {
-		if len([]rune(line)) > 59 {
-			t.Errorf("line wider than the 60-column terminal: %q", line)
+		if len([]rune(line)) > 79 {
+			t.Errorf("line wider than the 80-column terminal: %q", line)
 		}
 	}
 

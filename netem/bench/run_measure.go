@@ -30,9 +30,11 @@ type measurement struct {
 // fails the run once the lab is down.
 func (ru *runner) measure(ctx context.Context, stepErr error) (*measurement, *runFailure) {
 	end := ru.readEnd(ctx)
+	ru.phase(PhaseTeardown)
 	if f := ru.teardown(stepErr); f != nil {
 		return nil, f
 	}
+	ru.phase(PhaseMeasure)
 	rep, f := ru.analyze()
 	if f != nil {
 		return nil, f

@@ -24,18 +24,22 @@ type runDetail struct {
 // runOne runs scenario sc once: run i from 0.
 func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, backend string) (Run, *runDetail) {
 	ru := newRunner(opts, sc, i, backend)
+	ru.phase(PhaseBuild)
 	if f := ru.setup(ctx); f != nil {
 		return ru.failed(f)
 	}
 	defer ru.closeLab()
+	ru.phase(PhaseSettle)
 	if f := ru.settle(ctx); f != nil {
 		return ru.failed(f)
 	}
+	ru.phase(PhaseInject)
 	stepErr := ru.inject(ctx)
 	if ctx.Err() != nil {
 		// Interrupted: RunBench drops the run, so nothing to measure.
 		return ru.failed(failure(failInterrupted, "interrupted: %v", context.Cause(ctx)))
 	}
+	ru.phase(PhaseMeasure)
 	m, f := ru.measure(ctx, stepErr)
 	if f != nil {
 		return ru.failed(f)
@@ -138,7 +142,15 @@ func (ru *runner) closeLab() error {
 		return nil
 	}
 	ru.labClosed = true
+	ru.phase(PhaseTeardown)
 	return ru.lab.Close()
+}
+
+// phase tells the bench's progress, if any, that the run entered p.
+func (ru *runner) phase(p Phase) {
+	if ru.opts.Progress != nil {
+		ru.opts.Progress.Phase(p)
+	}
 }
 
 // settle waits for a stable leader (or, for a cold start, stops every
