@@ -189,7 +189,11 @@ func notifyInterrupt(w io.Writer) (context.Context, *interrupt) {
 		case s := <-in.sigs:
 			sig, _ := s.(syscall.Signal)
 			in.got.Store(int32(sig))
-			fmt.Fprintf(w, "\nbench: %s: stopping the run in progress, then writing the finished runs' results (Ctrl-C again to abort)\n", signalName(sig))
+			again := "Ctrl-C again"
+			if sig == syscall.SIGTERM {
+				again = "SIGINT or SIGTERM again"
+			}
+			fmt.Fprintf(w, "\nbench: %s: stopping the run in progress, then writing the finished runs' results (%s to abort)\n", signalName(sig), again)
 			cancel(fmt.Errorf("interrupted by %s", signalName(sig)))
 		case <-in.done:
 			return

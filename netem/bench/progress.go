@@ -32,6 +32,9 @@ type Progress struct {
 	scenario string    // the run under way's scenario, "" between runs
 	phase    Phase     // and its phase
 	drawn    bool      // a bar is on the current line
+	// tick, on a real terminal, redraws the bar every second so that
+	// elapsed and ETA move during a long phase; Finish closes it.
+	tick chan struct{}
 }
 
 // Phase is the step a run is in, as the bar shows it.
@@ -93,7 +96,30 @@ func NewProgress(w io.Writer, total int, opts ...ProgressOptions) *Progress {
 	}
 	p.start = p.now()
 	p.mark = p.start
+	if p.tty && o.Terminal == nil && o.Now == nil {
+		p.tick = make(chan struct{})
+		go p.ticker(time.Second)
+	}
 	return p
+}
+
+// ticker redraws the bar every interval while a run is under way, until
+// Finish.
+func (p *Progress) ticker(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.tick:
+			return
+		case <-t.C:
+			p.mu.Lock()
+			if p.scenario != "" {
+				p.drawLocked()
+			}
+			p.mu.Unlock()
+		}
+	}
 }
 
 // RunUpdate is a finished run, as Progress reports it.
@@ -167,6 +193,10 @@ func (p *Progress) Done(u RunUpdate) {
 func (p *Progress) Finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.tick != nil {
+		close(p.tick)
+		p.tick = nil
+	}
 	if p.tty {
 		p.clearLocked()
 	}
