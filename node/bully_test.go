@@ -585,3 +585,66 @@ func TestRefusedHalt(t *testing.T) {
 		}
 	})
 }
+
+// A leader that hears a HEARTBEAT from a higher node takes it as that
+// node's COORDINATOR: it follows a claim at an epoch not below its own and
+// rejects an older one, naming its ballot, so that the higher node elects
+// again. Either way two leaders end when the higher one's frame arrives,
+// not only when the lower one's HEARTBEAT gets through to it.
+func TestLowerLeaderHearsHigherHeartbeat(t *testing.T) {
+	ids := simIDs(rand.New(rand.NewPCG(8, 9)), 3)
+	var peers []wire.Member
+	for i, id := range ids {
+		peers = append(peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
+	}
+	// lead makes ids[1] the leader of epoch restored+1: nobody above
+	// answers its ELECTION and the node below refuses its HALT.
+	lead := func(t *testing.T, restored uint64) *Machine {
+		c := simConfig()
+		c.ID, c.Addr, c.Peers = ids[1], "n1", peers
+		var st *State
+		if restored > 0 {
+			st = &State{Epoch: restored, Promise: Ballot{Epoch: restored, ID: ids[1]}, Leader: ids[1], LeaderEpoch: restored}
+		}
+		m, err := NewMachine(c, st, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Tick(0)
+		m.Tick(c.ElectionTimeout)
+		m.Refused(c.ElectionTimeout, ids[0], wire.TypeHalt, restored+1)
+		if _, e := m.Leader(); !m.IsLeader() || e != restored+1 {
+			t.Fatalf("%s, leader %v of epoch %d; want the leader of epoch %d", m.Status(), m.IsLeader(), e, restored+1)
+		}
+		m.Drain()
+		return m
+	}
+	at := time.Second
+
+	t.Run("newer or equal epoch", func(t *testing.T) {
+		m := lead(t, 0)
+		m.Step(at, &wire.Message{Type: wire.TypeHeartbeat, Epoch: 1, From: ids[2]})
+		if l, e := m.Leader(); m.Status() != StatusNormal || l != ids[2] || e != 1 {
+			t.Fatalf("%s following %s at epoch %d, want normal following the higher leader at 1", m.Status(), l, e)
+		}
+		if out := m.Drain(); len(out.Messages) != 0 {
+			t.Errorf("sent %v, want nothing", out.Messages)
+		}
+	})
+	t.Run("older epoch", func(t *testing.T) {
+		m := lead(t, 4)
+		m.Step(at, &wire.Message{Type: wire.TypeHeartbeat, Epoch: 2, From: ids[2]})
+		if !m.IsLeader() {
+			t.Fatalf("%s, want still the leader of epoch 5", m.Status())
+		}
+		out := m.Drain()
+		if len(out.Messages) != 1 {
+			t.Fatalf("sent %d messages, want one REJECT", len(out.Messages))
+		}
+		env := out.Messages[0]
+		id, err := wire.DecodeID(env.Msg.Payload)
+		if env.To != ids[2] || env.Msg.Type != wire.TypeReject || env.Msg.Epoch != 5 || err != nil || id != ids[1] {
+			t.Errorf("sent %s epoch %d naming %s to %s, want REJECT epoch 5 naming itself to the higher node", env.Msg.Type, env.Msg.Epoch, id, env.To)
+		}
+	})
+}

@@ -28,7 +28,9 @@
 //     follower that hears none from its leader for FailureTimeout + its
 //     stagger elects. A leader that hears a HEARTBEAT from a lower leader (a
 //     healed partition) elects, so the higher one takes the cluster under a
-//     new epoch.
+//     new epoch; one that hears a HEARTBEAT from a higher node takes it as
+//     that node's COORDINATOR, since its own HEARTBEATs may not be getting
+//     through (a transport still backing off from a node that was down).
 //   - A node answered or halted waits WaitFactor x ElectionTimeout + its
 //     stagger for a COORDINATOR, then starts over.
 //
@@ -70,7 +72,8 @@
 // deterministically:
 //
 //	ELECTION, ANSWER, HEARTBEAT   any epoch only raises the highest-seen epoch;
-//	                              a HEARTBEAT counts only from the leader at its epoch
+//	                              a HEARTBEAT counts only from the leader at its epoch,
+//	                              or at a leader from a higher node, as a COORDINATOR
 //	HALT (e, c)                   accepted iff (e, c) > promise and e > leader's epoch,
 //	                              else REJECT naming the promise
 //	HALT_ACK e                    counted only for the candidate's current proposal e

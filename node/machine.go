@@ -440,6 +440,14 @@ func (m *Machine) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
 		// Two leaders (a healed partition): the higher one takes over under
 		// a new epoch; the lower one waits to be halted.
 		m.startElection(now, wire.ReasonLowerLeader)
+	case m.leader == m.id:
+		// Two leaders, and this is the lower one. Its own HEARTBEATs may
+		// not reach the higher one (a transport backing off from it since
+		// before it came up drops them for up to a second), so it does
+		// not wait to be halted: the HEARTBEAT claims the higher node's
+		// epoch as its COORDINATOR did, and is taken or rejected by the
+		// same rule.
+		m.onCoordinator(now, Ballot{Epoch: epoch, ID: from})
 	}
 }
 

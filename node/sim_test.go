@@ -35,6 +35,10 @@ type simNetwork struct {
 
 	sent  [16]uint64 // messages handed to the network, by type
 	trace *strings.Builder
+	// tcp, when set, models the TCP transport between the Machines and the
+	// network: dials, refusals and the backoff during which frames are
+	// dropped at the sender (simTCP).
+	tcp *simTCP
 }
 
 type simNode struct {
@@ -57,6 +61,9 @@ type delivery struct {
 	from int
 	to   int
 	msg  wire.Message
+	// refused: the sender's dial was refused; the delivery reports it to
+	// the sender instead of handing msg to the receiver.
+	refused bool
 }
 
 type deliveryHeap []delivery
@@ -204,25 +211,36 @@ func (s *simNetwork) flush(n *simNode) {
 		}
 		to := s.byID[env.To]
 		s.sent[env.Msg.Type&15]++
-		link := [2]int{n.idx, to.idx}
-		if s.loss > 0 && s.rng.Float64() < s.loss {
-			s.tracef("n%d -> n%d %s e%d LOST", n.idx, to.idx, env.Msg.Type, env.Msg.Epoch)
-			continue
+		refused := false
+		if s.tcp != nil {
+			var send bool
+			if send, refused = s.tcp.send(s, n.idx, to.idx, env.Msg); !send {
+				continue
+			}
 		}
-		at := s.now + s.minDly
-		if s.maxDly > s.minDly {
-			at += time.Duration(s.rng.Int64N(int64(s.maxDly - s.minDly + 1)))
-		}
-		// TCP keeps each connection in order.
-		if last := s.fifo[link]; at < last {
-			at = last
-		}
-		s.fifo[link] = at
-		s.seq++
-		msg := env.Msg
-		msg.Payload = slices.Clone(msg.Payload)
-		heap.Push(&s.queue, delivery{at: at, seq: s.seq, from: n.idx, to: to.idx, msg: msg})
+		s.transmit(n.idx, to.idx, env.Msg, refused)
 	}
+}
+
+// transmit puts msg on the link from->to, unless the network loses it.
+func (s *simNetwork) transmit(from, to int, msg wire.Message, refused bool) {
+	if s.loss > 0 && s.rng.Float64() < s.loss {
+		s.tracef("n%d -> n%d %s e%d LOST", from, to, msg.Type, msg.Epoch)
+		return
+	}
+	link := [2]int{from, to}
+	at := s.now + s.minDly
+	if s.maxDly > s.minDly {
+		at += time.Duration(s.rng.Int64N(int64(s.maxDly - s.minDly + 1)))
+	}
+	// TCP keeps each connection in order.
+	if last := s.fifo[link]; at < last {
+		at = last
+	}
+	s.fifo[link] = at
+	s.seq++
+	msg.Payload = slices.Clone(msg.Payload)
+	heap.Push(&s.queue, delivery{at: at, seq: s.seq, from: from, to: to, msg: msg, refused: refused})
 }
 
 // step processes the earliest event at or before limit and reports whether
@@ -243,7 +261,7 @@ func (s *simNetwork) step(limit time.Duration) bool {
 			s.tracef("n%d -> n%d %s e%d dropped", d.from, d.to, d.msg.Type, d.msg.Epoch)
 			return true
 		}
-		if !to.up {
+		if d.refused || !to.up {
 			// A crashed process's host answers with a reset, as TCP does.
 			s.tracef("n%d -> n%d %s e%d refused", d.from, d.to, d.msg.Type, d.msg.Epoch)
 			if from := s.nodes[d.from]; from.up {
@@ -253,6 +271,9 @@ func (s *simNetwork) step(limit time.Duration) bool {
 			return true
 		}
 		s.tracef("n%d -> n%d %s e%d", d.from, d.to, d.msg.Type, d.msg.Epoch)
+		if s.tcp != nil {
+			s.tcp.heard(s, d.to, d.from)
+		}
 		to.m.Step(s.now, &d.msg)
 		s.flush(to)
 		return true

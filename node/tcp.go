@@ -551,10 +551,11 @@ func (p *tcpPeer) write(f tcpFrame) {
 			// rather than drop the queue and back off; this dial is not
 			// abandoned, so that a peer heard from but not reachable (a
 			// one-way partition) costs one more SYN, not one per frame.
+			heard = p.heard.Load()
 			err = p.dial(addr, gen, false)
 		}
 		if err != nil {
-			p.dialFailed(f, err)
+			p.dialFailed(f, err, heard)
 			p.dropQueued(DropUnreachable)
 			return
 		}
@@ -609,11 +610,26 @@ func (p *tcpPeer) heardSince(heard uint64) bool {
 	return p.heard.Load() != heard
 }
 
+// testHookBackoff, when set by a test, runs after a failed dial was found
+// not to have heard from the peer and before its backoff starts.
+var testHookBackoff atomic.Pointer[func()]
+
 // dialFailed starts a backoff after a failed dial for frame f, which it
-// drops; the writer owns p.
-func (p *tcpPeer) dialFailed(f tcpFrame, err error) {
+// drops; the writer owns p. heard is p.heard read before the dial: a frame
+// from the peer that arrived after heardSince looked ends the backoff all
+// the same, although markAlive may have cleared retryAt before this stores
+// it. Otherwise a peer that came up just then, and already sent its first
+// frame, would have everything sent to it dropped until the backoff ran out,
+// up to BackoffMax, while it hears nothing from this node.
+func (p *tcpPeer) dialFailed(f tcpFrame, err error, heard uint64) {
 	p.failures++
+	if hook := testHookBackoff.Load(); hook != nil {
+		(*hook)()
+	}
 	p.retryAt.Store(p.t.mono() + int64(p.backoff()))
+	if p.heard.Load() != heard {
+		p.retryAt.Store(0)
+	}
 	p.drop(f, DropUnreachable)
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		offerRefusal(p.t.refused, Refusal{Peer: p.id, Type: f.typ, Epoch: f.epoch})
@@ -645,7 +661,7 @@ func (p *tcpPeer) dialQuick() bool {
 	p.mu.Lock()
 	f := p.queue[p.head]
 	p.mu.Unlock()
-	p.dialFailed(f, err)
+	p.dialFailed(f, err, heard)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.queue[p.head] = tcpFrame{}

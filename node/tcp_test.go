@@ -456,3 +456,29 @@ func TestTCPRedialsPeerHeardDuringFailedDial(t *testing.T) {
 	default:
 	}
 }
+
+// A frame from a peer that arrives after a failed dial to it was found not
+// to have heard from the peer, but before its backoff starts, still ends
+// the backoff: the next frame to the peer is dialled, not dropped at once.
+func TestTCPHeardAsBackoffStarts(t *testing.T) {
+	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{BackoffMin: time.Minute, BackoffMax: time.Minute})
+	peer := uuid.New()
+	a.SetPeers([]wire.Member{{ID: peer, Addr: deadAddr(t)}})
+	hook := func() {
+		testHookBackoff.Store(nil)
+		a.markAlive(peer) // the peer's first frame, just as the dial failed
+	}
+	testHookBackoff.Store(&hook)
+	t.Cleanup(func() { testHookBackoff.Store(nil) })
+	for epoch := uint64(7); epoch <= 8; epoch++ {
+		a.Send(peer, &wire.Message{Type: wire.TypeHalt, Epoch: epoch, From: a.id})
+		select {
+		case r := <-a.Refusals():
+			if r.Epoch != epoch {
+				t.Fatalf("refusal of epoch %d, want %d", r.Epoch, epoch)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the HALT of epoch %d was not dialled: a backoff the peer's frame ended held", epoch)
+		}
+	}
+}
