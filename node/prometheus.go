@@ -21,6 +21,9 @@ const (
 	metricsReadTimeout       = 10 * time.Second
 	metricsWriteTimeout      = 10 * time.Second
 	metricsIdleTimeout       = 60 * time.Second
+	// metricsScrapeTimeout bounds one scrape's collection, below the
+	// write timeout so that the 503 saying so still reaches the scraper.
+	metricsScrapeTimeout = 5 * time.Second
 	// metricsMaxInFlight bounds concurrent scrapes; more are answered 503.
 	metricsMaxInFlight = 4
 )
@@ -102,7 +105,7 @@ func (s *MetricsServer) Serve(n *Node) {
 		// leaves out its metrics, not the node's.
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: metricsMaxInFlight,
-		Timeout:             metricsWriteTimeout,
+		Timeout:             metricsScrapeTimeout,
 	}))
 	s.srv.Handler = mux
 	go s.srv.Serve(s.ln) // returns ErrServerClosed on Close
