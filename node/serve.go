@@ -37,6 +37,9 @@ type ServeOptions struct {
 	DataDir     string
 	// Control is the control socket's path; "" means DataDir/control.sock.
 	Control string
+	// Metrics is the host:port of the Prometheus endpoint (ListenMetrics);
+	// "" serves none.
+	Metrics string
 	// Join announces the node with JOIN, for a node the peers do not list.
 	Join bool
 	// ClusterKey authenticates the node's connections: it is TCP.Key. A
@@ -73,6 +76,16 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if err := checkServeOptions(o); err != nil {
 		return err
 	}
+	var metrics *MetricsServer
+	if o.Metrics != "" {
+		// Before the data dir: a busy port leaves nothing behind.
+		m, err := ListenMetrics(o.Metrics)
+		if err != nil {
+			return err
+		}
+		metrics = m
+		defer closeMetrics(metrics)
+	}
 	store, err := OpenFileStore(o.DataDir)
 	if err != nil {
 		return err
@@ -94,6 +107,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	n, err := New(Options{Config: cfg, Transport: tr, Store: store, Log: log})
 	if err != nil {
 		return err
+	}
+	if metrics != nil {
+		metrics.Serve(n)
 	}
 	ctlPath := o.Control
 	if ctlPath == "" {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +38,7 @@ func nodeCommand() *cli.Command {
 			&cli.StringFlag{Name: "detection-stagger", Value: def.DetectionStagger.String(), Usage: "extra failure-detection delay per member ranked between this node and its leader, capped at --election-timeout; 0 disables"},
 			&cli.StringFlag{Name: "log", Value: "json", Usage: "event log format on stdout: json or text"},
 			&cli.StringFlag{Name: "control", Usage: "control socket `path`, mode 0600", DefaultText: "<data-dir>/control.sock"},
+			&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics (bullylab_node_*: frames by type and direction, drops by reason, peer issues, elections, leader changes, epoch, is_leader, status; with go_* and process_*) at http://`host:port`/metrics; plain HTTP, so bind it where only your scraper reaches", DefaultText: "off"},
 			&cli.BoolFlag{Name: "join", Usage: "announce this node with JOIN: for a node the peers' lists do not name yet (--peers may then leave it out)"},
 			&cli.BoolFlag{Name: "reset-state", Usage: "start over at epoch 0, keeping the ID, when --data-dir has an id file but its state.json was lost; the node forgets its promises, so use it only knowing the state is gone"},
 		},
@@ -52,6 +55,7 @@ func runNode(c *cli.Context) error {
 		Advertise:  c.String("advertise"),
 		DataDir:    c.String("data-dir"),
 		Control:    c.String("control"),
+		Metrics:    c.String("metrics"),
 		Join:       c.Bool("join"),
 		ResetState: c.Bool("reset-state"),
 		Log:        c.App.Writer,
@@ -88,6 +92,9 @@ func runNode(c *cli.Context) error {
 		return usagef("--data-dir is required")
 	}
 	if err := checkTimeouts(o); err != nil {
+		return err
+	}
+	if err := checkMetricsAddr(c); err != nil {
 		return err
 	}
 	format, err := node.ParseLogFormat(c.String("log"))
@@ -137,6 +144,24 @@ func clusterKey(c *cli.Context, o *node.ServeOptions) error {
 		return usagef("--cluster-key: empty path")
 	default:
 		return &exitError{node.ErrNoClusterKey.Error(), exitUsage}
+	}
+	return nil
+}
+
+// checkMetricsAddr refuses a --metrics that is no host:port as a usage
+// error; a port that is busy or a host that is not this machine's is
+// found when the node listens, and exits 1.
+func checkMetricsAddr(c *cli.Context) error {
+	if !c.IsSet("metrics") {
+		return nil
+	}
+	v := c.String("metrics")
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return usagef("--metrics %q: not a host:port (like 127.0.0.1:9464 or :9464)", v)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return usagef("--metrics %q: port %q is not a number from 0 to 65535", v, port)
 	}
 	return nil
 }

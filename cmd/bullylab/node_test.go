@@ -3,6 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -214,5 +217,48 @@ func TestNodeControlSocketPrivate(t *testing.T) {
 	stopNode(t, cmd, exited)
 	if names, _ := os.ReadDir(shared); len(names) != 0 {
 		t.Errorf("shared dir holds %v after the node stopped", names)
+	}
+}
+
+// --metrics takes a host:port: one that does not parse is a usage error, a
+// busy port an error once the node listens, each one line naming --metrics
+// and leaving the data dir untouched; a node given a free one serves its
+// metrics there until it stops.
+func TestNodeMetricsFlag(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"node", "--listen", "127.0.0.1:0", "--data-dir", dir, "--cluster-key", keyFile, "--metrics"}
+	wantUsage(t, `--metrics "nonsense": not a host:port (like 127.0.0.1:9464 or :9464)`, append(base, "nonsense")...)
+	wantUsage(t, `--metrics "127.0.0.1:99999": port "99999" is not a number from 0 to 65535`, append(base, "127.0.0.1:99999")...)
+	wantUsage(t, `--metrics "127.0.0.1:": port "" is not a number`, append(base, "127.0.0.1:")...)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	wantError(t, "metrics address (--metrics) "+busy.Addr().String()+": bind: address already in use", append(base, busy.Addr().String())...)
+	if names, _ := os.ReadDir(dir); len(names) != 0 {
+		t.Errorf("data dir holds %v after refused starts", names)
+	}
+
+	addr := freeAddr(t)
+	cmd, exited, out := startNode(t, t.TempDir(), "--metrics", addr)
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v; node output: %s", err, out)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %s, %v", resp.Status, err)
+	}
+	for _, name := range []string{"bullylab_node_is_leader ", "bullylab_node_frames_total{", "process_cpu_seconds_total "} {
+		if !strings.Contains(string(body), "\n"+name) {
+			t.Errorf("GET /metrics has no %s:\n%s", name, body)
+		}
+	}
+	stopNode(t, cmd, exited)
+	if conn, err := net.Dial("tcp", addr); err == nil {
+		conn.Close()
+		t.Errorf("%s still accepts connections after the node exited", addr)
 	}
 }

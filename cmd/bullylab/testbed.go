@@ -349,6 +349,26 @@ func writeStatusTable(w io.Writer, nodes []lab.NodeState) error {
 	return t.Render()
 }
 
+// statusSchema names the JSON document of `bullylab status --json`, as
+// bench.CompareSchema names compare's: a program reading it checks the
+// name and knows the fields. A change that would break such a program
+// (a field removed, renamed or given another meaning) takes a new version;
+// new fields do not.
+const statusSchema = "bullylab.status/v1"
+
+// statusJSON is lab.RunStatus under its schema name, which comes first.
+type statusJSON struct {
+	Schema string `json:"schema"`
+	*lab.RunStatus
+}
+
+// writeStatusJSON prints st as `status --json` does.
+func writeStatusJSON(w io.Writer, st *lab.RunStatus) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(statusJSON{Schema: statusSchema, RunStatus: st})
+}
+
 func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "status",
@@ -356,7 +376,7 @@ func statusCommand() *cli.Command {
 		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			runFlag,
-			&cli.BoolFlag{Name: "json", Usage: "print the status as JSON"},
+			&cli.BoolFlag{Name: "json", Usage: "print the status as JSON, a document whose \"schema\" is " + statusSchema},
 		},
 		Action: func(c *cli.Context) error {
 			if args, err := positional(c); err != nil {
@@ -382,9 +402,7 @@ func statusCommand() *cli.Command {
 			}
 			out := c.App.Writer
 			if c.Bool("json") {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				return writeStatusJSON(out, st)
 			}
 			if err := writeStatusTable(out, st.Nodes); err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -574,4 +575,32 @@ func TestRunNameUpStatusDown(t *testing.T) {
 		}
 		requireNoLeftovers(t, run, st.Processes)
 	})
+}
+
+// `status --json` is a document named by its schema, the first field,
+// with the run's status beside it.
+func TestStatusJSON(t *testing.T) {
+	u := startUp(t, "star3")
+	u.waitUp(t)
+	out := mustCLI(t, "status", "--json", "--run", u.run)
+	if !strings.HasPrefix(out, "{\n  \"schema\": \""+statusSchema+"\",\n") {
+		t.Errorf("status --json does not begin with its schema:\n%s", out)
+	}
+	var doc struct {
+		Schema string `json:"schema"`
+		Run    string `json:"run"`
+		Nodes  []struct {
+			Node string `json:"node"`
+		} `json:"nodes"`
+		KeyFile string `json:"key_file"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("status --json: %v:\n%s", err, out)
+	}
+	if doc.Schema != "bullylab.status/v1" || doc.Run != u.run || len(doc.Nodes) != 3 || doc.KeyFile != netem.KeyPath(u.run) {
+		t.Errorf("status --json: schema %q, run %q (want %s), %d nodes (want 3), key file %q:\n%s",
+			doc.Schema, doc.Run, u.run, len(doc.Nodes), doc.KeyFile, out)
+	}
+	mustCLI(t, "down", "--run", u.run)
+	u.wait(t)
 }
