@@ -321,8 +321,11 @@
 //   - delay: per direction (sender to receiver) that carried segments, the
 //     median of each segment's capture timestamp minus its send time (pure
 //     ACKs included: they take the same egress), its minimum and maximum,
-//     against the record's delay_ns ([DelayObservation]). Each sample's
-//     error is the send time's bound. A direction whose median is more
+//     against the record's delay_ns ([DelayObservation]). A segment sent
+//     less than delay+jitter before the next change began is no sample:
+//     the change may let it go early (the NFQUEUE delayer releases what it
+//     holds when it closes). Each sample's error is the send time's bound.
+//     A direction whose median is more
 //     than max(2 ms, 10%) from the asked delay fails the check; one
 //     without segments is not verified. The median is compared because
 //     jitter is symmetric around the delay; under jitter the tolerance
@@ -330,8 +333,8 @@
 //     chance, 3.29 j/sqrt(n+2) and at most j ([DelayTolerance]), so a
 //     direction with three segments is not failed for drawing three long
 //     delays.
-//     [Report.PathDelay] is the same measure outside every delay: what
-//     the testbed itself adds.
+//     [Report.PathDelay] is the same measure outside every delay and
+//     every change of one under way: what the testbed itself adds.
 //   - loss: the data transmissions (segments with payload, SYN or FIN) of
 //     the record's directions, not over a cut, whose fate the capture
 //     shows: delivered (the receiver acknowledged them before they were

@@ -133,12 +133,15 @@ type PathDelay struct {
 // impairWindow is a direction's requested impairment from a record's
 // InForce until the next change of that direction.
 type impairWindow struct {
-	rec            int // a.records index
-	pair           [2]int32
-	start, end     int64
-	delay, jitter  int64
-	loss           float64
-	delayRequested bool
+	rec  int // a.records index
+	pair [2]int32
+	// start is the record's InForce; end the time of the record that
+	// changed the direction next (stamped before it acted), settled that
+	// record's InForce: between the two the change was under way.
+	start, end, settled int64
+	delay, jitter       int64
+	loss                float64
+	delayRequested      bool
 }
 
 // faultChecks compares each fault record with what the capture shows.
@@ -168,9 +171,9 @@ func (r *recordAt) inForce() int64 {
 func (a *analyzer) impairWindows() []impairWindow {
 	var out []impairWindow
 	open := map[[2]int32]int{} // pair -> index in out
-	closeAt := func(pair [2]int32, t int64) {
+	closeAt := func(pair [2]int32, r *recordAt) {
 		if i, ok := open[pair]; ok {
-			out[i].end = t
+			out[i].end, out[i].settled = r.t, max(r.t, r.inForce())
 			delete(open, pair)
 		}
 	}
@@ -182,15 +185,15 @@ func (a *analyzer) impairWindows() []impairWindow {
 				continue
 			}
 			for _, pair := range a.directions(r.Nodes, r.Peers) {
-				closeAt(pair, r.t)
-				out = append(out, impairWindow{rec: ri, pair: pair, start: r.inForce(), end: math.MaxInt64,
+				closeAt(pair, r)
+				out = append(out, impairWindow{rec: ri, pair: pair, start: r.inForce(), end: math.MaxInt64, settled: math.MaxInt64,
 					delay: r.Impair.DelayNS, jitter: r.Impair.JitterNS, loss: r.Impair.Loss,
 					delayRequested: r.Kind == KindDelay})
 				open[pair] = len(out) - 1
 			}
 		case KindClear:
 			for _, pair := range a.directions(r.Nodes, nil) {
-				closeAt(pair, r.t)
+				closeAt(pair, r)
 			}
 		}
 	}
@@ -250,7 +253,11 @@ func (a *analyzer) observeDelay(w impairWindow) DelayObservation {
 	o := DelayObservation{From: a.name(w.pair[0]), To: a.name(w.pair[1]), RequestedNS: w.delay, JitterNS: w.jitter, OK: true}
 	var ds []int64
 	for _, s := range a.wire.delays[w.pair] {
-		if s.sent >= w.start && s.sent < w.end {
+		// A segment still held when the next change began may be let go
+		// early by it (the NFQUEUE delayer releases what it holds when it
+		// closes): only one the delay could hold to its longest is a
+		// sample of it.
+		if s.sent >= w.start && s.sent < w.end && s.sent+w.delay+w.jitter <= w.end {
 			ds = append(ds, s.t-s.sent)
 		}
 	}
@@ -558,7 +565,7 @@ func (a *analyzer) pathDelay(wins []impairWindow) *PathDelay {
 	sample:
 		for _, s := range samples {
 			for _, w := range byPair[pair] {
-				if s.sent >= a.records[w.rec].t && s.sent < w.end {
+				if s.sent >= a.records[w.rec].t && s.sent < w.settled {
 					continue sample
 				}
 			}

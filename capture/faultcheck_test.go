@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/bullylab/bullylab/wire"
 )
 
 // msClock is how the synth's TCP timestamps read: milliseconds of the
@@ -108,6 +110,46 @@ func TestFaultCheckDelay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A delay lifted while segments were held can let them go early (the
+// NFQUEUE delayer releases what it holds as it closes): those segments,
+// sent less than the delay before the lifting began, are no sample of it.
+func TestFaultCheckDelayLiftedEarlyRelease(t *testing.T) {
+	s, buf := faultSynth(t)
+	const asked = 50 * time.Millisecond
+	s.inForceRecord(Record{Kind: KindDelay, Nodes: s.names(0, 1, 2, 3, 4), Impair: &RecordImpairment{DelayNS: int64(asked)}})
+	s.egress = map[int]time.Duration{}
+	for i := range s.nodes {
+		s.egress[i] = asked
+	}
+	s.heartbeats(4, 1, 3)
+	s.advance(100 * time.Millisecond)
+	for i := range s.nodes {
+		s.egress[i] = 5 * time.Millisecond // let go when the lifting began
+	}
+	for range 5 {
+		s.advance(5 * time.Millisecond)
+		for i := range 4 {
+			s.send(4, i, s.msg(wire.TypeHeartbeat, 4, 1, 0))
+		}
+	}
+	for i := range s.nodes {
+		s.egress[i] = 0
+	}
+	s.record(Record{Kind: KindClear})
+	s.heartbeats(4, 1, 2)
+	rep := analyzeSynth(t, s, buf)
+	cs := checksOf(rep, CheckDelay)
+	if len(cs) != 1 || !cs[0].Verified || !cs[0].OK {
+		t.Fatalf("checks %+v, want one verified, passed delay check", cs)
+	}
+	for _, o := range cs[0].Delays {
+		if o.Segments > 0 && o.MinNS < int64(asked)-o.ErrorNS {
+			t.Errorf("%s->%s: min %s of %d segments, want none let go early counted", o.From, o.To, time.Duration(o.MinNS), o.Segments)
+		}
+	}
+	t.Log(cs[0].Detail)
 }
 
 // TestJitterSpread draws medians of n uniform delays the way the delayer
