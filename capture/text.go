@@ -3,18 +3,45 @@ package capture
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/bullylab/bullylab/wire"
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
 )
 
-func ms(d *int64) string {
+// durUnit is the unit of a column of durations: ms, or s when the
+// largest reaches 10 s, so that a column holds one unit, named in its
+// header, and its numbers align on the point.
+type durUnit struct {
+	name     string
+	scale    float64
+	decimals int
+}
+
+// pickDurUnit is the unit of a column of ds, to 10 µs in ms (as the
+// analysis times elections) and to the ms in s.
+func pickDurUnit(ds ...*int64) durUnit {
+	var top int64
+	for _, d := range ds {
+		if d != nil {
+			top = max(top, *d)
+		}
+	}
+	if top >= int64(10*time.Second) {
+		return durUnit{"s", 1e9, 3}
+	}
+	return durUnit{"ms", 1e6, 2}
+}
+
+func (u durUnit) cell(d *int64) string {
 	if d == nil {
 		return "-"
 	}
-	return time.Duration(*d).Round(10 * time.Microsecond).String()
+	return strconv.FormatFloat(float64(*d)/u.scale, 'f', u.decimals, 64)
 }
 
 // textTable is one table of the text report.
@@ -24,17 +51,59 @@ type textTable struct {
 	rows   [][]string
 }
 
-// write prints t after a blank line and its title.
+// write prints t after a blank line and its title, in the table style of
+// bullylab's other commands (bench, compare, status): light box drawing,
+// headers as written, so lower case with the wire's type names (HALT_ACK)
+// intact.
 func (t *textTable) write(w io.Writer) error {
 	fmt.Fprintf(w, "\n%s\n", t.title)
-	tw := tablewriter.NewWriter(w)
+	tb := tablewriter.NewTable(w,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleLight)})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+	)
+	tb.Options(tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: t.align()}))
 	if t.header != nil {
-		tw.Header(t.header)
+		tb.Header(t.header)
 	}
-	if err := tw.Bulk(t.rows); err != nil {
+	if err := tb.Bulk(t.rows); err != nil {
 		return err
 	}
-	return tw.Render()
+	return tb.Render()
+}
+
+// align right-aligns the columns of numbers, as bullylab's other tables
+// do: those whose every cell is a number, a count pair such as 3/0, an
+// offset such as +500.244 or "-".
+func (t *textTable) align() []tw.Align {
+	if len(t.rows) == 0 {
+		return nil
+	}
+	align := make([]tw.Align, len(t.rows[0]))
+	for c := range align {
+		align[c] = tw.AlignRight
+		for _, row := range t.rows {
+			if c < len(row) && !numeric(row[c]) {
+				align[c] = tw.AlignLeft
+				break
+			}
+		}
+	}
+	return align
+}
+
+func numeric(cell string) bool {
+	if cell == "-" {
+		return true
+	}
+	cell = strings.TrimPrefix(cell, "+")
+	for _, part := range strings.Split(cell, "/") {
+		if _, err := strconv.ParseFloat(part, 64); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func typeCells(tc TypeCounts, types []wire.Type) []string {
@@ -55,12 +124,34 @@ func typeNames(types []wire.Type) []string {
 	return s
 }
 
+// framesSummary is the frames the dissector decoded from the TCP streams,
+// of which the election messages (ELECTION .. COORDINATOR), HEARTBEATs and
+// HELLOs.
 func framesSummary(r *Report) string {
-	s := fmt.Sprintf("%d (%d election messages, %d heartbeats", r.Frames, r.ElectionMessages, r.Messages.Heartbeat)
+	s := fmt.Sprintf("%d (%d election messages, %d HEARTBEATs", r.Frames, r.ElectionMessages, r.Messages.Heartbeat)
 	if r.Messages.Hello > 0 {
 		s += fmt.Sprintf(", %d HELLOs", r.Messages.Hello)
 	}
 	return s + ")"
+}
+
+// packetsSummary is every packet of the file: the captured ones, each of
+// which holds any number of frames (a TCP segment) or none (a pure ACK),
+// and the records.
+func packetsSummary(r *Report) string {
+	return fmt.Sprintf("%d (%d of them fault and lifecycle records)", r.Packets, len(r.Records))
+}
+
+// liveCaptureSummary is the end record's counters of the live captures
+// that wrote the file: the kernel's count of the frames their sockets
+// passed, drops included, which holds frames the writer did not keep;
+// and what the writer did with them.
+func liveCaptureSummary(c *CaptureStats) string {
+	s := fmt.Sprintf("%d frames passed its sockets' filters, %d of them dropped by the kernel for lack of ring space", c.Packets, c.Drops)
+	if c.Unmatched+c.WrongSource > 0 {
+		s += fmt.Sprintf(", %d not written (%d from no node's port, %d with another source MAC)", c.Unmatched+c.WrongSource, c.Unmatched, c.WrongSource)
+	}
+	return s + fmt.Sprintf("; %d packets written, %d of them late (out of order)", c.Written, c.Late)
 }
 
 func authSummary(a *AuthReport) string {
@@ -113,8 +204,8 @@ func (r *Report) summaryTable() *textTable {
 		{"file", r.File},
 		{"topology", strings.TrimSpace(r.Topology + " " + r.Run)},
 		{"span", fmt.Sprintf("%s .. %s (%v)", r.Start.Format(time.RFC3339Nano), r.End.Format("15:04:05.000000"), time.Duration(r.DurationNS).Round(time.Millisecond))},
-		{"packets", fmt.Sprint(r.Packets)},
-		{"frames", framesSummary(r)},
+		{"packets in file", packetsSummary(r)},
+		{"frames decoded", framesSummary(r)},
 		{"nodes", fmt.Sprint(len(r.Nodes))},
 		{"elections", fmt.Sprint(len(r.Elections))},
 		{"final leader", leader},
@@ -131,7 +222,7 @@ func (r *Report) summaryExtras() [][]string {
 		rows = append(rows, []string{"authentication", authSummary(a)})
 	}
 	if r.Capture != nil {
-		rows = append(rows, []string{"capture", fmt.Sprintf("%d packets, %d dropped, %d late", r.Capture.Packets, r.Capture.Drops, r.Capture.Late)})
+		rows = append(rows, []string{"live capture", liveCaptureSummary(r.Capture)})
 	}
 	if t := r.Truncated; t != nil {
 		rows = append(rows, []string{"truncated", fmt.Sprintf("the file ends inside a block at byte %d; these are its first %d packets (bytes 0..%d)",
@@ -147,12 +238,18 @@ func (r *Report) summaryExtras() [][]string {
 
 // electionsTable lists the elections with their election messages by type.
 func (r *Report) electionsTable() *textTable {
+	var dets, ttls []*int64
+	for _, e := range r.Elections {
+		dets, ttls = append(dets, e.DetectionNS), append(ttls, e.TimeToLeaderNS)
+	}
+	det, ttl := pickDurUnit(dets...), pickDurUnit(ttls...)
 	var rows [][]string
 	for _, e := range r.Elections {
-		row := []string{fmt.Sprint(e.N), e.Start.Format("15:04:05.000"), triggerCell(&e), ms(e.DetectionNS), ms(e.TimeToLeaderNS), leaderCell(&e), fmt.Sprint(e.Epoch)}
+		row := []string{fmt.Sprint(e.N), e.Start.Format("15:04:05.000"), triggerCell(&e), det.cell(e.DetectionNS), ttl.cell(e.TimeToLeaderNS), leaderCell(&e), fmt.Sprint(e.Epoch)}
 		rows = append(rows, append(row, typeCells(e.Messages, electionTypes)...))
 	}
-	return &textTable{"Elections", append([]string{"#", "start", "trigger", "detection", "to leader", "leader", "epoch"}, typeNames(electionTypes)...), rows}
+	header := []string{"#", "start", "trigger", "detection (" + det.name + ")", "time to leader (" + ttl.name + ")", "leader", "epoch"}
+	return &textTable{"Elections", append(header, typeNames(electionTypes)...), rows}
 }
 
 // triggerCell says what started e: a record's kind and nodes, or its
@@ -286,9 +383,16 @@ func (r *Report) timelineTable() *textTable {
 	if tl == nil {
 		return nil
 	}
+	var offs []*int64
+	for i := range tl.Entries {
+		offs = append(offs, &tl.Entries[i].OffsetNS)
+	}
+	// To the µs, as the entries' offsets are read.
+	u := pickDurUnit(offs...)
+	u.decimals++
 	var rows [][]string
 	for _, e := range tl.Entries {
-		rows = append(rows, []string{"+" + time.Duration(e.OffsetNS).Round(time.Microsecond).String(), e.From + " > " + e.To, e.Type, fmt.Sprint(e.Epoch), e.Reason, fmt.Sprint(e.Packet)})
+		rows = append(rows, []string{"+" + u.cell(&e.OffsetNS), e.From + " > " + e.To, e.Type, fmt.Sprint(e.Epoch), e.Reason, fmt.Sprint(e.Packet)})
 	}
-	return &textTable{fmt.Sprintf("Election %d timeline (offset from its trigger)", tl.Election), []string{"offset", "from > to", "type", "epoch", "reason", "packet"}, rows}
+	return &textTable{fmt.Sprintf("Election %d timeline (offset from its trigger)", tl.Election), []string{"offset (" + u.name + ")", "from > to", "type", "epoch", "reason", "packet"}, rows}
 }

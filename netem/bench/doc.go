@@ -38,7 +38,8 @@
 //	                its time scale and arrows; seqfaults.go its fault
 //	                marks and spans, seqlabels.go its texts placed so that
 //	                none covers another, seqlegend.go its legend
-//	table.go        the summary and comparison tables
+//	table.go        the summary and comparison tables; summary.go the
+//	                summary's two layouts, its columns and their units
 //	progress.go     the progress display: the run under way among all the
 //	                bench's, its phase, elapsed time and ETA; a line per run
 //	host.go         Host and Tool: the machine and program that measured
@@ -162,6 +163,25 @@
 // 20 p95 too, and with 30 p95 is the second largest. report.html and the
 // summary table say, for the number of runs that passed, which run each
 // percentile is (PercentileRanks).
+//
+// # The summary table
+//
+// The summary table shows a percentile only where it is not the max:
+// p95 from 20 values, p99 from 100 (n >= 100/(100-p)); p50 and max always.
+// Its column is there when one scenario shows it, "-" in the others, and a
+// line under the table says which were left out for how many runs. Its
+// detection columns are report.html's, p50 and p95. A column of times has
+// one unit, named in its header: ms, or s when its largest reaches 10 s,
+// with the decimals its values need.
+//
+// It fits the terminal: the full layout (a box, the messages of an
+// election by type) from 100 columns when it fits in them, else the
+// compact one (no box, runs as passed/all, the messages only in all,
+// scenario keys wrapped at their spaces), which fits 80 columns for a
+// dozen scenarios with keys such as "latency-sweep delay=100ms". The
+// width is SummaryOptions.Width, else on a terminal $COLUMNS or the
+// terminal's own (TIOCGWINSZ). Written anywhere else, a file or a pipe,
+// it is the full layout, whatever the width.
 //
 // # bench.txt
 //

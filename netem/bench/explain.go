@@ -22,26 +22,33 @@ import (
 // Percentiles that fall on the same run are named together. It returns ""
 // for no run.
 func PercentileRanks(n int) string {
+	return percentileRanks(n, []string{"p50", "p95", "p99", "max"})
+}
+
+// percentileRanks is PercentileRanks of the percentiles names only.
+func percentileRanks(n int, names []string) string {
 	if n <= 0 {
 		return ""
 	}
 	if n == 1 {
-		return "p50, p95, p99 and max are all that one run"
+		return andList(names) + " are all that one run"
 	}
 	type group struct {
 		names []string
 		rank  int
 	}
 	var groups []group
-	for _, p := range []struct {
-		name string
-		rank int
-	}{{"p50", rank(n, 50)}, {"p95", rank(n, 95)}, {"p99", rank(n, 99)}, {"max", n}} {
-		if k := len(groups) - 1; k >= 0 && groups[k].rank == p.rank {
-			groups[k].names = append(groups[k].names, p.name)
+	for _, name := range names {
+		r := n
+		if name != "max" {
+			p, _ := strconv.ParseFloat(strings.TrimPrefix(name, "p"), 64)
+			r = rank(n, p)
+		}
+		if k := len(groups) - 1; k >= 0 && groups[k].rank == r {
+			groups[k].names = append(groups[k].names, name)
 			continue
 		}
-		groups = append(groups, group{names: []string{p.name}, rank: p.rank})
+		groups = append(groups, group{names: []string{name}, rank: r})
 	}
 	parts := make([]string, len(groups))
 	for i, g := range groups {
@@ -175,8 +182,8 @@ func PercentileSummary(scs []ScenarioResult) string {
 }
 
 // percentileLines are the lines under the summary table that say which
-// run each percentile of time to leader is, one per number of runs that
-// passed.
+// run each percentile of time to leader it shows is, and which it left
+// out for too few runs (pctMinRuns), one per number of runs that passed.
 func percentileLines(scs []ScenarioResult) []string {
 	groups := passGroups(scs)
 	var lines []string
@@ -188,7 +195,25 @@ func percentileLines(scs []ScenarioResult) []string {
 		if len(groups) > 1 {
 			whose = "percentiles of " + andList(g.keys)
 		}
-		lines = append(lines, fmt.Sprintf("%s are nearest-rank over %s: %s", whose, passedRuns(g.n), PercentileRanks(g.n)))
+		var shown, left, need []string
+		for _, p := range timePcts {
+			switch {
+			case pctShown(p.name, g.n):
+				shown = append(shown, p.name)
+			default:
+				left = append(left, p.name)
+				need = append(need, strconv.Itoa(pctMinRuns[p.name]))
+			}
+		}
+		line := fmt.Sprintf("%s are nearest-rank over %s: %s", whose, passedRuns(g.n), percentileRanks(g.n, shown))
+		switch len(left) {
+		case 0:
+		case 1:
+			line += fmt.Sprintf("; %s is left out below %s runs", left[0], need[0])
+		default:
+			line += fmt.Sprintf("; %s are left out below %s runs", andList(left), andList(need))
+		}
+		lines = append(lines, line)
 	}
 	return lines
 }

@@ -291,9 +291,9 @@ func TestPercentileRanks(t *testing.T) {
 // each percentile is for the runs that passed.
 func TestSummaryTablePercentiles(t *testing.T) {
 	for n, want := range map[int]string{
-		1:  "percentiles are nearest-rank over the one run that passed: p50, p95, p99 and max are all that one run\n",
-		5:  "percentiles are nearest-rank over the 5 runs that passed: p50 is the 3rd fastest run; p95, p99 and max are the slowest\n",
-		30: "percentiles of leader-crash are nearest-rank over the 29 runs that passed: p50 is the 15th fastest run; p95 is the 2nd slowest; p99 and max are the slowest\n",
+		1:  "percentiles are nearest-rank over the one run that passed: p50 and max are all that one run; p95 and p99 are left out below 20 and 100 runs\n",
+		5:  "percentiles are nearest-rank over the 5 runs that passed: p50 is the 3rd fastest run; max is the slowest; p95 and p99 are left out below 20 and 100 runs\n",
+		30: "percentiles of leader-crash are nearest-rank over the 29 runs that passed: p50 is the 15th fastest run; p95 is the 2nd slowest; max is the slowest; p99 is left out below 100 runs\n",
 	} {
 		var out bytes.Buffer
 		if err := bench.WriteSummary(&out, firstRuns(n)); err != nil {

@@ -30,45 +30,42 @@ func newTable(w io.Writer, header []string, align []tw.Align) *tablewriter.Table
 }
 
 // WriteSummary prints the summary table of r: per scenario the time to
-// leader percentiles, the detection time, the messages of an election by
-// type (mean and max); below the table which run each percentile is, and
-// the runs that failed and why; last, when the bench is partial, why.
-func WriteSummary(w io.Writer, r *Results) error {
-	L, R := tw.AlignLeft, tw.AlignRight
-	t := newTable(w,
-		[]string{"scenario", "runs", "failed", "time to leader p50", "p95", "p99", "max", "detection p50", "messages per election: mean (max)"},
-		[]tw.Align{L, R, R, R, R, R, R, R, L})
-	var failures []string
-	for i := range r.Scenarios {
-		sc := &r.Scenarios[i]
-		s := sc.Summary
-		if s.Runs == 0 && len(sc.Runs) > 0 {
-			s = Summarize(sc.Runs)
-		}
-		row := []string{sc.Key(), strconv.Itoa(s.Runs), strconv.Itoa(s.Failed)}
-		if s.OK > 0 {
-			d := s.TimeToLeader
-			row = append(row, fmtNS(d.P50NS), fmtNS(d.P95NS), fmtNS(d.P99NS), fmtNS(d.MaxNS))
-		} else {
-			row = append(row, "-", "-", "-", "-")
-		}
-		if s.Detection != nil {
-			row = append(row, fmtNS(s.Detection.P50NS))
-		} else {
-			row = append(row, "-")
-		}
-		row = append(row, messagesCell(s))
-		if err := t.Append(row); err != nil {
+// leader and detection percentiles that its runs support, the messages of
+// an election (mean and max); below the table which run each percentile
+// is and which were left out, and the runs that failed and why; last,
+// when the bench is partial, why. The table fits the width opts give, or
+// the terminal w is (SummaryOptions).
+func WriteSummary(w io.Writer, r *Results, opts ...SummaryOptions) error {
+	width := 0
+	if len(opts) > 0 {
+		width = opts[0].Width
+	}
+	if width == 0 {
+		width = summaryWidth(w)
+	}
+	var table strings.Builder
+	if width < 0 || width >= CompactBelow {
+		if err := writeFullSummary(&table, r); err != nil {
 			return err
 		}
-		for _, g := range s.Failures {
-			failures = append(failures, failureLine(sc.Key(), g, s.Runs))
+	}
+	if width >= 0 && (width < CompactBelow || widest(table.String()) > width) {
+		table.Reset()
+		if err := writeCompactSummary(&table, r, width); err != nil {
+			return err
 		}
 	}
-	if err := t.Render(); err != nil {
+	if _, err := io.WriteString(w, table.String()); err != nil {
 		return err
 	}
-	lines := append(percentileLines(r.Scenarios), failures...)
+	lines := percentileLines(r.Scenarios)
+	for i := range r.Scenarios {
+		sc := &r.Scenarios[i]
+		s := summaryOf(sc)
+		for _, g := range s.Failures {
+			lines = append(lines, failureLine(sc.Key(), g, s.Runs))
+		}
+	}
 	if r.Partial != nil {
 		lines = append(lines, r.Partial.String())
 	}
