@@ -35,6 +35,20 @@ func reportTemplateParsed() *template.Template {
 			}
 			return fmtNS(*p)
 		},
+		// pct is a percentile's cell: "-" where n values do not support
+		// it (pctShown), as in the summary table.
+		"pct": func(name string, d Dist) string {
+			if !pctShown(name, d.N) {
+				return "-"
+			}
+			switch name {
+			case "p95":
+				return fmtNS(d.P95NS)
+			case "p99":
+				return fmtNS(d.P99NS)
+			}
+			return fmtNS(d.P50NS)
+		},
 		"runmsgs":    runMessagesCell,
 		"counters":   countersCell,
 		"faults":     faultsOf,

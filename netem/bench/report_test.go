@@ -213,6 +213,8 @@ func TestReportPercentileWording(t *testing.T) {
 			"Detection over the 5 runs that passed (p50 573ms, p95 596ms, max 596ms): p50 is the 3rd fastest run; p95, p99 and max are the slowest.",
 			"In 3 of these 5 runs the election held no ELECTION: its first election message, where detection ends, was a HALT.",
 			"<summary>all 5 runs</summary>",
+			// p95 and p99 of 5 runs would be the slowest run again.
+			"<td>578ms</td><td>-</td><td>-</td><td>798ms</td>",
 		}, []string{"30 runs", "2nd slowest", "15th"}},
 		{30, []string{
 			// leader-crash lost run 7.
@@ -221,6 +223,7 @@ func TestReportPercentileWording(t *testing.T) {
 			"29 of 30 runs passed. Time to leader over the 29 runs that passed (p50 577ms, p95 776ms, p99 798ms, max 798ms): p50 is the 15th fastest run; p95 is the 2nd slowest; p99 and max are the slowest.",
 			"In 21 of these 29 runs the election held no ELECTION: its first election message, where detection ends, was a HALT.",
 			"<summary>all 30 runs</summary>",
+			"<td>577ms</td><td>776ms</td><td>-</td><td>798ms</td>",
 		}, nil},
 	} {
 		t.Run(strconv.Itoa(tc.runs), func(t *testing.T) {
