@@ -69,6 +69,11 @@ func WriteSummary(w io.Writer, r *Results, opts ...SummaryOptions) error {
 	if r.Partial != nil {
 		lines = append(lines, r.Partial.String())
 	}
+	if width > 0 {
+		// On a terminal the notes wrap at words, as the table's cells do,
+		// rather than wherever the terminal cuts them.
+		lines = wrapWords(lines, width-1)
+	}
 	for _, f := range lines {
 		if _, err := fmt.Fprintln(w, f); err != nil {
 			return err
