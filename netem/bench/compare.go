@@ -388,6 +388,9 @@ func scenarioChanges(key string, baseRuns, newRuns []Run, opts CompareOptions) [
 		{"time to leader p99", func(d Dist) int64 { return d.P99NS }},
 		{"time to leader max", func(d Dist) int64 { return d.MaxNS }},
 	} {
+		if !pctComparable(p.name[len("time to leader "):], b.TimeToLeader, n.TimeToLeader, hb, hn) {
+			continue
+		}
 		add(p.name, "ns", float64(p.get(b.TimeToLeader)), float64(p.get(n.TimeToLeader)), hb, hn, timeFloor)
 	}
 	if b.Detection != nil || n.Detection != nil {
@@ -399,7 +402,9 @@ func scenarioChanges(key string, baseRuns, newRuns []Run, opts CompareOptions) [
 			nd = *n.Detection
 		}
 		add("detection p50", "ns", float64(bd.P50NS), float64(nd.P50NS), b.Detection != nil, n.Detection != nil, timeFloor)
-		add("detection p95", "ns", float64(bd.P95NS), float64(nd.P95NS), b.Detection != nil, n.Detection != nil, timeFloor)
+		if pctComparable("p95", bd, nd, b.Detection != nil, n.Detection != nil) {
+			add("detection p95", "ns", float64(bd.P95NS), float64(nd.P95NS), b.Detection != nil, n.Detection != nil, timeFloor)
+		}
 	}
 	add("messages mean", "msgs", b.MessagesTotal.Mean, n.MessagesTotal.Mean, hb, hn, opts.MinMessages)
 	types := map[string]bool{}
@@ -410,6 +415,9 @@ func scenarioChanges(key string, baseRuns, newRuns []Run, opts CompareOptions) [
 		types[t] = true
 	}
 	for _, t := range sortTypes(types) {
+		if b.Messages[t].Max == 0 && n.Messages[t].Max == 0 {
+			continue // a type neither bench's elections sent: a row of zeros
+		}
 		add(t+" mean", "msgs", b.Messages[t].Mean, n.Messages[t].Mean, hb, hn, opts.MinMessages)
 	}
 
@@ -486,4 +494,14 @@ func relative(base, nw float64) float64 {
 		return math.Inf(1)
 	}
 	return (nw - base) / base
+}
+
+// pctComparable reports whether percentile name is compared: where a
+// side's runs do not support it (pctShown) its value is the slowest run's,
+// which the max row already compares.
+func pctComparable(name string, b, n Dist, hasBase, hasNew bool) bool {
+	if hasBase && !pctShown(name, b.N) {
+		return false
+	}
+	return !hasNew || pctShown(name, n.N)
 }

@@ -375,3 +375,46 @@ func TestComparePartial(t *testing.T) {
 		t.Errorf("full benches: Partial %q, notes %q", c.Partial, c.Notes)
 	}
 }
+
+// TestCompareRowsTheRunsSupport: a percentile the runs of a side do not
+// support is the slowest run again, so it gets no row of its own beside
+// max; nor does a message type that neither bench sent.
+func TestCompareRowsTheRunsSupport(t *testing.T) {
+	for _, tc := range []struct {
+		runs    int
+		want    []string
+		notWant []string
+	}{
+		{10, []string{"time to leader p50", "time to leader max", "detection p50"},
+			[]string{"time to leader p95", "time to leader p99", "detection p95"}},
+		{30, []string{"time to leader p50", "time to leader p95", "time to leader max", "detection p95"},
+			[]string{"time to leader p99"}},
+	} {
+		base, next := firstRuns(tc.runs), firstRuns(tc.runs)
+		c, err := bench.Compare("a", base, "b", next, bench.CompareOptions{MaxRegress: 0.1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		has := map[string]bool{}
+		for _, ch := range c.Changes {
+			has[ch.Metric] = true
+		}
+		for _, m := range tc.want {
+			if !has[m] {
+				t.Errorf("%d runs a side: no %q row", tc.runs, m)
+			}
+		}
+		for _, m := range tc.notWant {
+			if has[m] {
+				t.Errorf("%d runs a side: a %q row", tc.runs, m)
+			}
+		}
+		for _, s := range []bench.Summary{base.Scenarios[0].Summary, next.Scenarios[0].Summary} {
+			for typ, cnt := range s.Messages {
+				if cnt.Max == 0 && has[typ+" mean"] {
+					t.Errorf("%d runs a side: a row for %s, which no run sent", tc.runs, typ)
+				}
+			}
+		}
+	}
+}
