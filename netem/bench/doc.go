@@ -205,16 +205,19 @@
 //
 // # compare
 //
-// Compare matches two benches' scenarios by key and compares, per
-// scenario, the time to leader p50, p95, p99 and max, the detection p50 and
-// p95, the mean messages per election in all and by type, and the share of
-// failed runs. Every metric is lower-is-better: one regresses when it grew
-// by more than CompareOptions.MaxRegress relative to the base and by more
-// than a noise floor (1 ms, half a message); any larger share of failed
-// runs regresses. Verdict maps to the exit status: 0 pass, 1 regressed,
-// 2 unusable input (an unreadable file, another schema, another topology
-// or other scenarios, named in the error). An input larger than
-// MaxResultsSize (64 MiB) is unusable too: compare reads no further.
+// Compare matches two benches' scenarios by key and compares, per scenario,
+// the time to leader p50, p95, p99 and max, the detection p50 and p95, the
+// mean messages per election in all and by type, and the share of failed
+// runs. A p95 or p99 that a side's runs do not support (fewer than 20 or
+// 100, as in the summary table) is left out, being that side's slowest run,
+// which max compares; so is a message type neither bench sent. Every metric
+// is lower-is-better: one regresses when it grew by more than
+// CompareOptions.MaxRegress relative to the base and by more than a noise
+// floor (1 ms, half a message); any larger share of failed runs regresses.
+// Verdict maps to the exit status: 0 pass, 1 regressed, 2 unusable input
+// (an unreadable file, another schema, another topology or other scenarios,
+// named in the error). An input larger than MaxResultsSize (64 MiB) is
+// unusable too: compare reads no further.
 //
 // # Output files
 //
