@@ -157,9 +157,11 @@ type nfqDelayer struct {
 	rawFD  int // IPPROTO_RAW socket in the node namespace, for duplicates
 	late   *lateness
 
-	// wakeFD is the release loop's timerfd, -1 when it waits on a Go
-	// timer and d.wake instead (delayer_wake.go).
-	wakeFD int
+	// wakeFile is the release loop's timerfd and wakeFD its descriptor;
+	// nil and -1 when the loop waits on a Go timer and d.wake instead
+	// (delayer_wake.go).
+	wakeFile *os.File
+	wakeFD   int
 
 	mu      sync.Mutex
 	pending heldHeap
@@ -236,28 +238,29 @@ func startDelayer(ns netns.NsHandle, tsUnit time.Duration, late *lateness) (*nfq
 		}
 	}
 
-	wakeFD, wakeHow := newWakeTimer()
+	wakeFile, wakeFD, wakeHow := newWakeTimer()
 	seed := uint64(time.Now().UnixNano())
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &nfqDelayer{
-		q:       q,
-		cancel:  cancel,
-		rawFD:   rawFD,
-		late:    late,
-		wakeFD:  wakeFD,
-		wakeHow: wakeHow,
-		rng:     rand.New(rand.NewPCG(seed, seed^0x626c6c62)),
-		tsUnit:  tsUnit,
-		pairs:   map[netip.Addr]fault.Impairment{},
-		wake:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
+		q:        q,
+		cancel:   cancel,
+		rawFD:    rawFD,
+		late:     late,
+		wakeFile: wakeFile,
+		wakeFD:   wakeFD,
+		wakeHow:  wakeHow,
+		rng:      rand.New(rand.NewPCG(seed, seed^0x626c6c62)),
+		tsUnit:   tsUnit,
+		pairs:    map[netip.Addr]fault.Impairment{},
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
 	}
 	if err := q.RegisterWithErrorFunc(ctx, d.onPacket, func(err error) int { return d.onError(ctx, err) }); err != nil {
 		cancel()
 		q.Close()
 		unix.Close(rawFD)
-		if wakeFD >= 0 {
-			unix.Close(wakeFD)
+		if wakeFile != nil {
+			wakeFile.Close()
 		}
 		return nil, fmt.Errorf("binding nfqueue %d: %w", delayerQueue, err)
 	}
@@ -390,12 +393,8 @@ func (d *nfqDelayer) signal() {
 func (d *nfqDelayer) releaseLoop() {
 	defer close(d.done)
 	var timer *time.Timer
-	if d.wakeFD >= 0 {
-		how := lockRealtime()
-		d.mu.Lock()
-		d.wakeHow = how
-		d.mu.Unlock()
-		defer unix.Close(d.wakeFD)
+	if d.wakeFile != nil {
+		defer d.wakeFile.Close()
 	} else {
 		timer = time.NewTimer(time.Hour)
 		timer.Stop()
@@ -432,7 +431,7 @@ func (d *nfqDelayer) releaseLoop() {
 			return
 		}
 		if d.wakeFD >= 0 {
-			if err := waitWake(d.wakeFD); err != nil {
+			if err := waitWake(d.wakeFile); err != nil {
 				d.mu.Lock()
 				d.lastErr = err.Error()
 				d.mu.Unlock()

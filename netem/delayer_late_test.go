@@ -65,10 +65,11 @@ func TestLatenessStats(t *testing.T) {
 // BenchmarkDelayerLateness sends UDP datagrams through a 10 ms NFQUEUE
 // delay, one every 500 µs, and reports how late the delayer released them
 // (late-p50-µs, late-p99-µs, late-max-µs, and the share over 1 and 2 ms)
-// for each way its release loop can wake, under three loads: none; as many
-// goroutines as GOMAXPROCS allocating garbage in this process (the bench's
-// capture decoding and GC); two busy processes outside it (nodes and other
-// jobs on the host). Run with -count above 1: each count runs every
+// for each way its release loop can wake, under four loads: none; one
+// goroutine allocating garbage in this process, leaving the runtime a
+// processor to spare (the bench's capture decoding and its GC); as many
+// such goroutines as GOMAXPROCS, leaving none; two busy processes outside
+// it (nodes and other jobs on the host). Run with -count above 1: each count runs every
 // combination once, so the ways are compared under the same host load.
 func BenchmarkDelayerLateness(b *testing.B) {
 	const delay, gap = 10 * time.Millisecond, 500 * time.Microsecond
@@ -87,14 +88,14 @@ func BenchmarkDelayerLateness(b *testing.B) {
 		}
 	}()
 	ways := []struct {
-		name          string
-		timerfd, fifo bool
-	}{{"gotimer", false, false}, {"timerfd", true, false}, {"timerfd-fifo", true, true}}
-	for _, load := range []string{"idle", "gc", "procs"} {
+		name    string
+		timerfd bool
+	}{{"gotimer", false}, {"timerfd", true}}
+	for _, load := range []string{"idle", "alloc1", "allocall", "procs"} {
 		for _, w := range ways {
 			b.Run(load+"/"+w.name, func(b *testing.B) {
-				delayerUseTimerfd, delayerUseFIFO = w.timerfd, w.fifo
-				defer func() { delayerUseTimerfd, delayerUseFIFO = true, true }()
+				delayerUseTimerfd = w.timerfd
+				defer func() { delayerUseTimerfd = true }()
 				im, err := NewImpairer(a.ns, f.run, NodeVeth, ImpairerOptions{Backend: BackendNFQueue})
 				if err != nil {
 					b.Fatal(err)
@@ -145,7 +146,9 @@ func startLoad(b *testing.B, load string) (stop func()) {
 	workers := 0
 	switch load {
 	case "idle":
-	case "gc":
+	case "alloc1":
+		workers = 1
+	case "allocall":
 		workers = runtime.GOMAXPROCS(0)
 	case "procs":
 		for range 2 {
