@@ -62,6 +62,36 @@ func TestLatenessStats(t *testing.T) {
 	}
 }
 
+// TestDelayerLatenessKept checks that an Impairer's lateness covers every
+// delayer it ran: Clear stops the delayer and Close the backend, and a
+// run is judged after both.
+func TestDelayerLatenessKept(t *testing.T) {
+	noLeak(t)
+	f := newFaultsFixture(t, 2)
+	a, b := f.nodes[0], f.nodes[1]
+	im := impairer(t, f, a, BackendNFQueue)
+	applyOrSkip(t, func() error { return im.Set(fault.Impairment{Delay: 5 * time.Millisecond}) })
+	copies, _ := udpBurst(t, a, b, 50)
+	if len(copies) != 50 {
+		t.Fatalf("%d of 50 datagrams arrived", len(copies))
+	}
+	live := im.Stats()
+	t.Logf("while delaying: %+v", live)
+	if live.Wake == "" || live.LateCount < 50 || live.LateMax < live.LateP99 || live.LateP99 < live.LateP50 {
+		t.Errorf("stats %+v: want a wake-up named and the 50 delayed releases measured, p50 <= p99 <= max", live)
+	}
+	if err := im.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	if err := im.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after := im.Stats()
+	if after.LateCount < live.LateCount || after.LateMax < live.LateMax || after.Wake != live.Wake {
+		t.Errorf("after Clear and Close: %+v; want at least what was measured before, %+v", after, live)
+	}
+}
+
 // BenchmarkDelayerLateness sends UDP datagrams through a 10 ms NFQUEUE
 // delay, one every 500 µs, and reports how late the delayer released them
 // (late-p50-µs, late-p99-µs, late-max-µs, and the share over 1 and 2 ms)
