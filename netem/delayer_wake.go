@@ -24,10 +24,10 @@ import (
 // The tails under load are the wait for a core (busy processes) or for a
 // P (this process's own goroutines), which no wake-up removes. A locked
 // SCHED_FIFO thread blocking on the timerfd was tried too: it cut the
-// busy-process tail further (over 2 ms 2.2%) but doubled the in-process
-// one (over 2 ms 29.6% and 74%), because a locked thread woken without a P
-// waits for a P to hand it one; and it would cost a real-time thread per
-// impaired node.
+// busy-process tail further (over 2 ms 2.2%) but lengthened the
+// in-process ones (over 2 ms 29.6% and 74%), because a locked thread woken
+// without a P waits for a P to hand it one; and it would cost a real-time
+// thread per impaired node.
 var delayerUseTimerfd = true // false: a Go timer, for the comparison
 
 // newWakeTimer returns the release loop's timerfd, both as a file read
