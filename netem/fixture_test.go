@@ -80,7 +80,7 @@ func probedCaps(t testing.TB) Capabilities {
 	return caps
 }
 
-func newFaultsFixture(t *testing.T, n int) *fixture {
+func newFaultsFixture(t testing.TB, n int) *fixture {
 	t.Helper()
 	requireRoot(t)
 	f := &fixture{run: NewRunID()}
@@ -181,7 +181,7 @@ func newFaultsFixture(t *testing.T, n int) *fixture {
 // reach the device through linkwatch, which may defer them up to a second;
 // until then the device transmits through the noop qdisc and drops, so the
 // first ARP request vanishes and a UDP burst sent at once is lost whole.
-func (f *fixture) waitOperUp(t *testing.T, hsw *netlink.Handle) {
+func (f *fixture) waitOperUp(t testing.TB, hsw *netlink.Handle) {
 	t.Helper()
 	up := func(h *netlink.Handle, name string) bool {
 		l, err := h.LinkByName(name)
@@ -234,7 +234,7 @@ func dialTCP(t *testing.T, from *fixtureNode, to net.Addr) net.Conn {
 	return c
 }
 
-func udpConn(t *testing.T, nd *fixtureNode) *net.UDPConn {
+func udpConn(t testing.TB, nd *fixtureNode) *net.UDPConn {
 	t.Helper()
 	var c *net.UDPConn
 	err := inNamespace(nd.ns, func() (err error) {

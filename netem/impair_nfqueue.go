@@ -38,6 +38,8 @@ type nfqBackend struct {
 	link    string
 	tsUnit  time.Duration // ImpairerOptions.TCPTimestampUnit
 	delayer *nfqDelayer   // running only while some rule queues packets
+	late    lateness      // of every delayer's releases, for stats
+	wake    string        // how the last delayer woke
 }
 
 func newNFQBackend(ns netns.NsHandle, run, link string, tsUnit time.Duration) (*nfqBackend, error) {
@@ -82,9 +84,13 @@ func newNFQBackend(ns netns.NsHandle, run, link string, tsUnit time.Duration) (*
 
 func (b *nfqBackend) stats() DelayerStats {
 	if b.delayer == nil {
-		return DelayerStats{}
+		s := DelayerStats{Wake: b.wake}
+		b.late.fill(&s)
+		return s
 	}
-	return b.delayer.stats()
+	s := b.delayer.stats()
+	b.wake = s.Wake
+	return s
 }
 
 func (b *nfqBackend) apply(link fault.Impairment, pairs map[netip.Addr]fault.Impairment) error {
@@ -95,7 +101,7 @@ func (b *nfqBackend) apply(link fault.Impairment, pairs map[netip.Addr]fault.Imp
 	// The delayer starts before the rules so that no packet meets the
 	// bypass path while the queue is still unbound.
 	if queue && b.delayer == nil {
-		d, err := startDelayer(b.ns, b.tsUnit)
+		d, err := startDelayer(b.ns, b.tsUnit, &b.late)
 		if err != nil {
 			return err
 		}
@@ -116,6 +122,7 @@ func (b *nfqBackend) apply(link fault.Impairment, pairs map[netip.Addr]fault.Imp
 	if !queue && b.delayer != nil {
 		d := b.delayer
 		b.delayer = nil
+		b.wake = d.stats().Wake
 		if err := d.close(); err != nil {
 			return err
 		}

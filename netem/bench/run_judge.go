@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/topologies"
@@ -46,6 +47,9 @@ func (ru *runner) judge(m *measurement) (Run, *runDetail) {
 		r.FailureKind, r.Failure = FailCounters, r.Counters.Mismatches[0]
 	case faultFailure(r.FaultChecks) != "":
 		r.FailureKind, r.Failure = FailFault, faultFailure(r.FaultChecks)
+		if late := latestDelayer(ru.lab.DelayerStats()); late != "" {
+			r.Failure += "; " + late
+		}
 	case m.el == nil:
 		r.FailureKind, r.Failure = FailLiveness, "the capture holds no election after the measured fault"
 	default:
@@ -56,6 +60,23 @@ func (ru *runner) judge(m *measurement) (Run, *runDetail) {
 		d.seq = sequenceOf(m.rep, m.el, ru.names, ru.faults.faults, m.fault.Time)
 	}
 	return r, d
+}
+
+// latestDelayer names the node whose NFQUEUE delayer released packets
+// latest, with its lateness, "" when none released a delayed packet: next
+// to a failed delay check it tells how much of the error the delayer
+// itself added on this host (netem.DelayerStats).
+func latestDelayer(stats map[string]netem.DelayerStats) string {
+	worst := ""
+	for _, name := range slices.Sorted(maps.Keys(stats)) {
+		if s := stats[name]; s.LateCount > 0 && (worst == "" || s.LateMax > stats[worst].LateMax) {
+			worst = name
+		}
+	}
+	if worst == "" {
+		return ""
+	}
+	return worst + "'s " + stats[worst].LateText()
 }
 
 // checkInput derives tenures and disruptions from the capture and the

@@ -895,6 +895,25 @@ func (l *Lab) Backend() (name, why string) {
 	return name, caps.Reason
 }
 
+// DelayerStats returns the NFQUEUE delayer's counters and lateness
+// (netem.Impairer.Stats) of each node that was impaired, by name; they
+// stay readable after Close, so a run can be judged after teardown.
+func (l *Lab) DelayerStats() map[string]netem.DelayerStats {
+	l.mu.Lock()
+	imps := map[string]*netem.Impairer{}
+	for _, n := range l.nodes {
+		if n.imp != nil {
+			imps[n.name] = n.imp
+		}
+	}
+	l.mu.Unlock()
+	out := make(map[string]netem.DelayerStats, len(imps))
+	for name, im := range imps {
+		out[name] = im.Stats()
+	}
+	return out
+}
+
 // OnFault registers f to be called with every fault once it is applied, in
 // order, on the goroutine that applied it. f must not apply faults itself.
 func (l *Lab) OnFault(f func(fault.Fault)) {
