@@ -18,9 +18,9 @@ const lateBuckets = 128
 // records, any reads; recording allocates nothing. An nfqBackend keeps one
 // across the delayers it starts and stops, so a run's stats cover them all.
 type lateness struct {
-	buckets         [lateBuckets]atomic.Uint64
-	n, over1, over2 atomic.Uint64
-	maxNS           atomic.Int64
+	buckets      [lateBuckets]atomic.Uint64
+	over1, over2 atomic.Uint64
+	maxNS        atomic.Int64
 }
 
 // lateBucket is the bucket of a lateness of us microseconds: 0-3 exactly,
@@ -50,7 +50,6 @@ func (l *lateness) record(d time.Duration) {
 	if d < 0 {
 		return
 	}
-	l.n.Add(1)
 	l.buckets[lateBucket(uint64(d/time.Microsecond))].Add(1)
 	if d > time.Millisecond {
 		l.over1.Add(1)

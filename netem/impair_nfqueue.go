@@ -88,9 +88,7 @@ func (b *nfqBackend) stats() DelayerStats {
 		b.late.fill(&s)
 		return s
 	}
-	s := b.delayer.stats()
-	b.wake = s.Wake
-	return s
+	return b.delayer.stats()
 }
 
 func (b *nfqBackend) apply(link fault.Impairment, pairs map[netip.Addr]fault.Impairment) error {
@@ -105,7 +103,7 @@ func (b *nfqBackend) apply(link fault.Impairment, pairs map[netip.Addr]fault.Imp
 		if err != nil {
 			return err
 		}
-		b.delayer = d
+		b.delayer, b.wake = d, d.wakeHow
 	}
 	if b.delayer != nil {
 		b.delayer.setPolicy(link, pairs)
@@ -122,7 +120,6 @@ func (b *nfqBackend) apply(link fault.Impairment, pairs map[netip.Addr]fault.Imp
 	if !queue && b.delayer != nil {
 		d := b.delayer
 		b.delayer = nil
-		b.wake = d.stats().Wake
 		if err := d.close(); err != nil {
 			return err
 		}

@@ -379,19 +379,12 @@ func scenarioChanges(key string, baseRuns, newRuns []Run, opts CompareOptions) [
 		out = append(out, ch)
 	}
 	hb, hn := b.OK > 0, n.OK > 0
-	for _, p := range []struct {
-		name string
-		get  func(Dist) int64
-	}{
-		{"time to leader p50", func(d Dist) int64 { return d.P50NS }},
-		{"time to leader p95", func(d Dist) int64 { return d.P95NS }},
-		{"time to leader p99", func(d Dist) int64 { return d.P99NS }},
-		{"time to leader max", func(d Dist) int64 { return d.MaxNS }},
-	} {
-		if !pctComparable(p.name[len("time to leader "):], b.TimeToLeader, n.TimeToLeader, hb, hn) {
+	for _, p := range timePcts {
+		bt, nt := b.TimeToLeader, n.TimeToLeader
+		if !pctComparable(p.name, bt, nt, hb, hn) {
 			continue
 		}
-		add(p.name, "ns", float64(p.get(b.TimeToLeader)), float64(p.get(n.TimeToLeader)), hb, hn, timeFloor)
+		add("time to leader "+p.name, "ns", float64(p.of(&bt)), float64(p.of(&nt)), hb, hn, timeFloor)
 	}
 	if b.Detection != nil || n.Detection != nil {
 		var bd, nd Dist

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,16 +39,11 @@ func reportTemplateParsed() *template.Template {
 		// pct is a percentile's cell: "-" where n values do not support
 		// it (pctShown), as in the summary table.
 		"pct": func(name string, d Dist) string {
-			if !pctShown(name, d.N) {
+			i := slices.IndexFunc(timePcts, func(p timePct) bool { return p.name == name })
+			if i < 0 || !pctShown(name, d.N) {
 				return "-"
 			}
-			switch name {
-			case "p95":
-				return fmtNS(d.P95NS)
-			case "p99":
-				return fmtNS(d.P99NS)
-			}
-			return fmtNS(d.P50NS)
+			return fmtNS(timePcts[i].of(&d))
 		},
 		"runmsgs":    runMessagesCell,
 		"counters":   countersCell,
