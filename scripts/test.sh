@@ -64,8 +64,16 @@ GOOS=darwin go vet ./cmd/bullylab ./capture/... ./node/... ./wire/... ./topologi
 step "go build"
 go build -o /dev/null ./cmd/bullylab
 
+# netem/bench holds every built-in scenario to its fault checks, which on a
+# kernel without sch_netem are served by a userspace NFQUEUE delayer: with
+# another package's tests loading both cores it was seen releasing 5 of 17
+# packets over 2 ms late, which the 10 ms delay check rightly fails. So it
+# runs on its own, after the rest (which run in parallel as usual).
 step "go test"
-go test -count=1 -timeout 15m ./...
+go test -count=1 -timeout 15m $(go list ./... | grep -v '/netem/bench$')
+
+step "go test (netem/bench, alone)"
+go test -count=1 -timeout 15m ./netem/bench
 
 step "go test -race (short)"
 go test -count=1 -race -short -timeout 10m ./node/... ./wire/...
