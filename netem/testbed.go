@@ -478,17 +478,36 @@ func (tb *Testbed) TimestampOffsetError() error {
 // reaches it, and past it connects and packets fail with "neighbor table
 // overflow" (4.9 million times while 250 nodes booted, and they never
 // elected). Permanent entries are exempt from the limit, and spare every
-// node an ARP broadcast flooded to all ports for each peer. All entries go
-// in one netlink batch: one request per entry cost a round trip each, 62
-// thousand for 250 nodes.
+// node an ARP broadcast flooded to all ports for each peer.
 func (tb *Testbed) addNeighbours(ns netns.NsHandle, ifindex, i int) error {
-	var peers []netip.Addr
+	var peers []neighbour
 	for j := range tb.topo.Nodes {
 		if j != i {
-			peers = append(peers, tb.topo.Nodes[j].Addr)
+			a := tb.topo.Nodes[j].Addr
+			peers = append(peers, neighbour{a, NodeMAC(a)})
 		}
 	}
-	if len(peers) == 0 {
+	return addPermanentNeighbours(ns, ifindex, peers)
+}
+
+// neighbour is one permanent neighbour entry: an address and its MAC.
+type neighbour struct {
+	addr netip.Addr
+	mac  net.HardwareAddr
+}
+
+// neighbourBatch is how many entries go in one sendmsg. One request per
+// entry cost a round trip each, 62 thousand for 250 nodes; one datagram
+// for all of them queues an acknowledgement per entry before any is read,
+// and 499 of them overflowed the socket's receive buffer (rmem_default,
+// 212992 bytes here): building 500 nodes failed with ENOBUFS. A batch's
+// acknowledgements are read before the next batch is sent.
+const neighbourBatch = 256
+
+// addPermanentNeighbours adds entries on ifindex in ns, replacing any
+// there, in batches of neighbourBatch.
+func addPermanentNeighbours(ns netns.NsHandle, ifindex int, entries []neighbour) error {
+	if len(entries) == 0 {
 		return nil
 	}
 	var fd int
@@ -503,58 +522,62 @@ func (tb *Testbed) addNeighbours(ns netns.NsHandle, ifindex, i int) error {
 	defer unix.Close(fd)
 
 	const msgLen = unix.SizeofNlMsghdr + unix.SizeofNdMsg + 8 + 12 // header, ndmsg, NDA_DST (4+4), NDA_LLADDR (4+6, padded)
-	buf := make([]byte, 0, msgLen*len(peers))
-	ne := binary.NativeEndian
-	for k, a := range peers {
-		ip := a.As4()
-		m := make([]byte, msgLen)
-		ne.PutUint32(m[0:], msgLen)
-		ne.PutUint16(m[4:], unix.RTM_NEWNEIGH)
-		ne.PutUint16(m[6:], unix.NLM_F_REQUEST|unix.NLM_F_ACK|unix.NLM_F_CREATE|unix.NLM_F_REPLACE)
-		ne.PutUint32(m[8:], uint32(k+1)) // sequence number
-		nd := m[unix.SizeofNlMsghdr:]
-		nd[0] = unix.AF_INET
-		ne.PutUint32(nd[4:], uint32(ifindex))
-		ne.PutUint16(nd[8:], unix.NUD_PERMANENT)
-		attr := nd[unix.SizeofNdMsg:]
-		ne.PutUint16(attr[0:], 8)
-		ne.PutUint16(attr[2:], unix.NDA_DST)
-		copy(attr[4:], ip[:])
-		ne.PutUint16(attr[8:], 10)
-		ne.PutUint16(attr[10:], unix.NDA_LLADDR)
-		copy(attr[12:], NodeMAC(a))
-		buf = append(buf, m...)
-	}
-	// The kernel processes a datagram's messages in order and queues one
-	// acknowledgement per message.
-	if err := unix.Sendto(fd, buf, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return fmt.Errorf("neighbour entries: sending: %w", err)
-	}
+	buf := make([]byte, 0, msgLen*min(len(entries), neighbourBatch))
 	rb := make([]byte, 64<<10)
-	for acked := 0; acked < len(peers); {
-		n, _, err := unix.Recvfrom(fd, rb, 0)
-		if errors.Is(err, unix.EINTR) {
-			continue
+	ne := binary.NativeEndian
+	for start := 0; start < len(entries); start += neighbourBatch {
+		batch := entries[start:min(start+neighbourBatch, len(entries))]
+		buf = buf[:0]
+		for k, e := range batch {
+			ip := e.addr.As4()
+			m := make([]byte, msgLen)
+			ne.PutUint32(m[0:], msgLen)
+			ne.PutUint16(m[4:], unix.RTM_NEWNEIGH)
+			ne.PutUint16(m[6:], unix.NLM_F_REQUEST|unix.NLM_F_ACK|unix.NLM_F_CREATE|unix.NLM_F_REPLACE)
+			ne.PutUint32(m[8:], uint32(start+k+1)) // sequence number
+			nd := m[unix.SizeofNlMsghdr:]
+			nd[0] = unix.AF_INET
+			ne.PutUint32(nd[4:], uint32(ifindex))
+			ne.PutUint16(nd[8:], unix.NUD_PERMANENT)
+			attr := nd[unix.SizeofNdMsg:]
+			ne.PutUint16(attr[0:], 8)
+			ne.PutUint16(attr[2:], unix.NDA_DST)
+			copy(attr[4:], ip[:])
+			ne.PutUint16(attr[8:], 10)
+			ne.PutUint16(attr[10:], unix.NDA_LLADDR)
+			copy(attr[12:], e.mac)
+			buf = append(buf, m...)
 		}
-		if err != nil {
-			return fmt.Errorf("neighbour entries: reading acknowledgements: %w", err)
+		// The kernel processes a datagram's messages in order and queues
+		// one acknowledgement per message.
+		if err := unix.Sendto(fd, buf, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+			return fmt.Errorf("neighbour entries: sending entries %d..%d: %w", start+1, start+len(batch), err)
 		}
-		msgs, err := syscall.ParseNetlinkMessage(rb[:n])
-		if err != nil {
-			return fmt.Errorf("neighbour entries: %w", err)
-		}
-		for _, m := range msgs {
-			if m.Header.Type != unix.NLMSG_ERROR || len(m.Data) < 4 {
+		for acked := 0; acked < len(batch); {
+			n, _, err := unix.Recvfrom(fd, rb, 0)
+			if errors.Is(err, unix.EINTR) {
 				continue
 			}
-			if code := int32(ne.Uint32(m.Data)); code != 0 {
-				k := int(m.Header.Seq) - 1
-				if k >= 0 && k < len(peers) {
-					return fmt.Errorf("neighbour entry for %s: %w", peers[k], syscall.Errno(-code))
-				}
-				return fmt.Errorf("neighbour entries: %w", syscall.Errno(-code))
+			if err != nil {
+				return fmt.Errorf("neighbour entries: reading acknowledgements: %w", err)
 			}
-			acked++
+			msgs, err := syscall.ParseNetlinkMessage(rb[:n])
+			if err != nil {
+				return fmt.Errorf("neighbour entries: %w", err)
+			}
+			for _, m := range msgs {
+				if m.Header.Type != unix.NLMSG_ERROR || len(m.Data) < 4 {
+					continue
+				}
+				if code := int32(ne.Uint32(m.Data)); code != 0 {
+					k := int(m.Header.Seq) - 1
+					if k >= 0 && k < len(entries) {
+						return fmt.Errorf("neighbour entry for %s: %w", entries[k].addr, syscall.Errno(-code))
+					}
+					return fmt.Errorf("neighbour entries: %w", syscall.Errno(-code))
+				}
+				acked++
+			}
 		}
 	}
 	return nil
