@@ -97,6 +97,11 @@ func Build(ctx context.Context, topo *topologies.Topology, run string) (*Testbed
 // a caller that starts work on each node as soon as it is built (the lab
 // boots nodes while the rest of the testbed is built) calls them itself.
 func NewTestbed(topo *topologies.Topology, run string) (*Testbed, error) {
+	return newTestbed(topo, run, "")
+}
+
+// newTestbed is NewTestbed with the kind of switch (RunState.Switch).
+func newTestbed(topo *topologies.Topology, run, switchKind string) (*Testbed, error) {
 	if err := CheckRunName(run); err != nil {
 		return nil, fmt.Errorf("build: %w", err)
 	}
@@ -137,7 +142,11 @@ func NewTestbed(topo *topologies.Topology, run string) (*Testbed, error) {
 		Port:            topo.Port,
 		SwitchNamespace: SwitchNamespace(run),
 		Bridge:          BridgeName(run),
+		Switch:          switchKind,
 		Nodes:           make([]StateNode, len(topo.Nodes)),
+	}
+	if switchKind == RoutedSwitch {
+		tb.state.Bridge = ""
 	}
 	for i, n := range topo.Nodes {
 		tb.byName[n.Name] = i
@@ -272,8 +281,16 @@ func (tb *Testbed) buildSwitch() (int, error) {
 			resc <- result{netns.None(), err}
 			return
 		}
-		ns, broken, err := c.create(SwitchNamespace(tb.run), bridgeWithoutNetfilter)
+		configure := bridgeWithoutNetfilter
+		var serr error
+		if tb.routed() {
+			configure = func() { serr = routerSysctls() }
+		}
+		ns, broken, err := c.create(SwitchNamespace(tb.run), configure)
 		c.close(broken)
+		if err == nil && serr != nil {
+			err = fmt.Errorf("making %s a router: %w", SwitchNamespace(tb.run), serr)
+		}
 		resc <- result{ns, err}
 	}()
 	res := <-resc
@@ -286,6 +303,9 @@ func (tb *Testbed) buildSwitch() (int, error) {
 		return 0, fmt.Errorf("netlink in %s: %w", SwitchNamespace(tb.run), err)
 	}
 	tb.sw = sw
+	if tb.routed() {
+		return 0, tb.switchBlackhole()
+	}
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: BridgeName(tb.run), Flags: net.FlagUp}}
 	if err := tb.sw.LinkAdd(br); err != nil {
 		return 0, fmt.Errorf("creating bridge %s: %w", br.Name, err)
@@ -353,10 +373,18 @@ func (tb *Testbed) addNode(sw *netlink.Handle, bridge, i int, ns netns.NsHandle)
 		PeerNamespace:    netlink.NsFd(ns),
 		PeerHardwareAddr: NodeMAC(n.Addr),
 	}
+	if tb.routed() {
+		veth.HardwareAddr = SwitchMAC
+	}
 	if err := sw.LinkAdd(veth); err != nil {
 		return fmt.Errorf("node %s: creating veth %s: %w", sn.Name, sn.SwitchVeth, err)
 	}
 	tb.vethIndex[i] = veth.Index
+	if tb.routed() {
+		if err := tb.addSwitchRoute(sw, i, veth.Index); err != nil {
+			return err
+		}
+	}
 
 	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
@@ -367,7 +395,12 @@ func (tb *Testbed) addNode(sw *netlink.Handle, bridge, i int, ns netns.NsHandle)
 	if err != nil {
 		return fmt.Errorf("node %s: finding %s in %s: %w", sn.Name, NodeVeth, sn.Namespace, err)
 	}
-	if err := tb.addNeighbours(ns, eth0.Attrs().Index, i); err != nil {
+	if tb.routed() {
+		err = addPermanentNeighbours(ns, eth0.Attrs().Index, []neighbour{{SwitchGateway, SwitchMAC}})
+	} else {
+		err = tb.addNeighbours(ns, eth0.Attrs().Index, i)
+	}
+	if err != nil {
 		return fmt.Errorf("node %s: %w", sn.Name, err)
 	}
 	addr := &netlink.Addr{IPNet: &net.IPNet{IP: n.Addr.AsSlice(), Mask: net.CIDRMask(tb.topo.Subnet.Bits(), 32)}}
@@ -411,12 +444,22 @@ func (tb *Testbed) microsecondTimestamps(h *netlink.Handle, ifindex int, addr ne
 		Type:      unix.RTN_UNICAST,
 		Features:  usecTimestampsFeature,
 	}
+	// Behind a routed switch the subnet is reached through the switch,
+	// whatever the kernel says to the feature.
+	var fallback func() error
+	if tb.routed() {
+		route = tb.gatewayRoute(ifindex, addr)
+		route.Features = usecTimestampsFeature
+		fallback = func() error { return h.RouteReplace(tb.gatewayRoute(ifindex, addr)) }
+	} else {
+		fallback = func() error { return nil }
+	}
 	tb.usecMu.Lock()
 	if tb.usecTried {
 		refused := tb.usecRefused
 		tb.usecMu.Unlock()
 		if refused {
-			return nil
+			return fallback()
 		}
 		return h.RouteReplace(route)
 	}
@@ -424,7 +467,7 @@ func (tb *Testbed) microsecondTimestamps(h *netlink.Handle, ifindex int, addr ne
 	err := h.RouteReplace(route)
 	if errors.Is(err, unix.EINVAL) {
 		tb.usecTried, tb.usecRefused = true, true
-		return nil
+		return fallback()
 	}
 	if err != nil {
 		return err
@@ -695,6 +738,13 @@ func (tb *Testbed) SetNodeLink(node string, up bool) error {
 	}
 	if err != nil {
 		return fmt.Errorf("node %s: setting %s up=%v: %w", node, name, up, err)
+	}
+	if up && tb.routed() {
+		// Taking the port down deleted the switch's route and neighbour
+		// entry through it.
+		if err := tb.addSwitchRoute(tb.sw, i, link.Attrs().Index); err != nil {
+			return err
+		}
 	}
 	if up {
 		// Reconnected only once the carrier is through: until then the
