@@ -215,3 +215,76 @@ func TestRoutedCapture(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutedPartition cuts n2 -> n1 with the receiver's firewall, as the
+// lab partitions, behind a routed switch: the switch keeps source
+// addresses, so the cut holds for n2 alone, and the sender sees no error.
+func TestRoutedPartition(t *testing.T) {
+	tb := routedStar(t, 3)
+	udp := func(node string) *net.UDPConn {
+		var c *net.UDPConn
+		var err error
+		tbInNode(t, tb, node, func() {
+			c, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(tbAddr(t, tb, node), 0)))
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", node, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	u1, u2, u3 := udp("n1"), udp("n2"), udp("n3")
+	// count sends 20 datagrams tagged tag from src to n1 and returns how
+	// many n1 received; it waits 300 ms past the last for stragglers.
+	count := func(src *net.UDPConn, tag byte) int {
+		to := u1.LocalAddr().(*net.UDPAddr)
+		for range 20 {
+			if _, err := src.WriteToUDP([]byte{tag}, to); err != nil {
+				t.Fatalf("UDP send: %v (a sender must see no error)", err)
+			}
+		}
+		got := 0
+		buf := make([]byte, 16)
+		for {
+			_ = u1.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			m, err := u1.Read(buf)
+			if err != nil {
+				return got
+			}
+			if m == 1 && buf[0] == tag {
+				got++
+			}
+		}
+	}
+	ns, err := tb.NamespaceHandle("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := netem.NewFirewall(ns, tb.Run())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := fw.Close(); err != nil {
+			t.Errorf("closing firewall: %v", err)
+		}
+	}()
+	if got := count(u2, 1); got != 20 {
+		t.Errorf("connected: n1 got %d of 20 from n2", got)
+	}
+	if err := fw.Block(tbAddr(t, tb, "n2")); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(u2, 2); got != 0 {
+		t.Errorf("cut: n1 got %d of 20 from n2, want 0", got)
+	}
+	if got := count(u3, 3); got != 20 {
+		t.Errorf("cut: n1 got %d of 20 from n3, want 20", got)
+	}
+	if err := fw.Unblock(tbAddr(t, tb, "n2")); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(u2, 4); got != 20 {
+		t.Errorf("healed: n1 got %d of 20 from n2", got)
+	}
+}
