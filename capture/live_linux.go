@@ -71,7 +71,10 @@ func Start(ctx context.Context, switchNS netns.NsHandle, ports map[int]NodePort,
 		mac   net.HardwareAddr
 	}
 	byIfindex := map[int]portInfo{}
-	bridge := 0
+	// A routed switch (netem.BuildRouted) has no bridge: its ports have no
+	// master, the only copies left to drop are the outgoing ones, and
+	// ifindex 0 matches no frame.
+	bridge, first := 0, true
 	for index, p := range ports {
 		link, err := h.LinkByName(p.Veth)
 		if err != nil {
@@ -83,10 +86,10 @@ func Start(ctx context.Context, switchNS netns.NsHandle, ports map[int]NodePort,
 		}
 		byIfindex[link.Attrs().Index] = portInfo{iface, p.MAC}
 		switch m := link.Attrs().MasterIndex; {
-		case m == 0:
-			return nil, fmt.Errorf("capture: switch port %s is on no bridge", p.Veth)
-		case bridge == 0:
-			bridge = m
+		case first:
+			bridge, first = m, false
+		case bridge != m && (bridge == 0 || m == 0):
+			return nil, fmt.Errorf("capture: switch port %s: some ports are on a bridge and some on none", p.Veth)
 		case bridge != m:
 			return nil, fmt.Errorf("capture: switch ports are on two bridges (ifindex %d and %d)", bridge, m)
 		}

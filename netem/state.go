@@ -27,12 +27,16 @@ type RunState struct {
 	Created  time.Time `json:"created"`
 	// Owner is the process that built the run. Clean leaves a run alone
 	// while its owner lives.
-	Owner           ProcRef     `json:"owner"`
-	Subnet          string      `json:"subnet"`
-	Port            int         `json:"port"`
-	SwitchNamespace string      `json:"switch_namespace"`
-	Bridge          string      `json:"bridge"`
-	Nodes           []StateNode `json:"nodes"`
+	Owner           ProcRef `json:"owner"`
+	Subnet          string  `json:"subnet"`
+	Port            int     `json:"port"`
+	SwitchNamespace string  `json:"switch_namespace"`
+	Bridge          string  `json:"bridge"`
+	// Switch is RoutedSwitch when the switch namespace routes between
+	// the nodes (BuildRouted) rather than bridging them; Bridge then
+	// names nothing.
+	Switch string      `json:"switch,omitempty"`
+	Nodes  []StateNode `json:"nodes"`
 	// Complete is set once every namespace and link exists.
 	Complete  bool           `json:"complete"`
 	Processes []StateProcess `json:"processes,omitempty"`

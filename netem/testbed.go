@@ -97,6 +97,11 @@ func Build(ctx context.Context, topo *topologies.Topology, run string) (*Testbed
 // a caller that starts work on each node as soon as it is built (the lab
 // boots nodes while the rest of the testbed is built) calls them itself.
 func NewTestbed(topo *topologies.Topology, run string) (*Testbed, error) {
+	return newTestbed(topo, run, "")
+}
+
+// newTestbed is NewTestbed with the kind of switch (RunState.Switch).
+func newTestbed(topo *topologies.Topology, run, switchKind string) (*Testbed, error) {
 	if err := CheckRunName(run); err != nil {
 		return nil, fmt.Errorf("build: %w", err)
 	}
@@ -137,7 +142,11 @@ func NewTestbed(topo *topologies.Topology, run string) (*Testbed, error) {
 		Port:            topo.Port,
 		SwitchNamespace: SwitchNamespace(run),
 		Bridge:          BridgeName(run),
+		Switch:          switchKind,
 		Nodes:           make([]StateNode, len(topo.Nodes)),
+	}
+	if switchKind == RoutedSwitch {
+		tb.state.Bridge = ""
 	}
 	for i, n := range topo.Nodes {
 		tb.byName[n.Name] = i
@@ -272,8 +281,16 @@ func (tb *Testbed) buildSwitch() (int, error) {
 			resc <- result{netns.None(), err}
 			return
 		}
-		ns, broken, err := c.create(SwitchNamespace(tb.run), bridgeWithoutNetfilter)
+		configure := bridgeWithoutNetfilter
+		var serr error
+		if tb.routed() {
+			configure = func() { serr = routerSysctls() }
+		}
+		ns, broken, err := c.create(SwitchNamespace(tb.run), configure)
 		c.close(broken)
+		if err == nil && serr != nil {
+			err = fmt.Errorf("making %s a router: %w", SwitchNamespace(tb.run), serr)
+		}
 		resc <- result{ns, err}
 	}()
 	res := <-resc
@@ -286,6 +303,9 @@ func (tb *Testbed) buildSwitch() (int, error) {
 		return 0, fmt.Errorf("netlink in %s: %w", SwitchNamespace(tb.run), err)
 	}
 	tb.sw = sw
+	if tb.routed() {
+		return 0, tb.switchBlackhole()
+	}
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: BridgeName(tb.run), Flags: net.FlagUp}}
 	if err := tb.sw.LinkAdd(br); err != nil {
 		return 0, fmt.Errorf("creating bridge %s: %w", br.Name, err)
@@ -353,10 +373,18 @@ func (tb *Testbed) addNode(sw *netlink.Handle, bridge, i int, ns netns.NsHandle)
 		PeerNamespace:    netlink.NsFd(ns),
 		PeerHardwareAddr: NodeMAC(n.Addr),
 	}
+	if tb.routed() {
+		veth.HardwareAddr = SwitchMAC
+	}
 	if err := sw.LinkAdd(veth); err != nil {
 		return fmt.Errorf("node %s: creating veth %s: %w", sn.Name, sn.SwitchVeth, err)
 	}
 	tb.vethIndex[i] = veth.Index
+	if tb.routed() {
+		if err := tb.addSwitchRoute(sw, i, veth.Index); err != nil {
+			return err
+		}
+	}
 
 	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
@@ -367,7 +395,12 @@ func (tb *Testbed) addNode(sw *netlink.Handle, bridge, i int, ns netns.NsHandle)
 	if err != nil {
 		return fmt.Errorf("node %s: finding %s in %s: %w", sn.Name, NodeVeth, sn.Namespace, err)
 	}
-	if err := tb.addNeighbours(ns, eth0.Attrs().Index, i); err != nil {
+	if tb.routed() {
+		err = addPermanentNeighbours(ns, eth0.Attrs().Index, []neighbour{{SwitchGateway, SwitchMAC}})
+	} else {
+		err = tb.addNeighbours(ns, eth0.Attrs().Index, i)
+	}
+	if err != nil {
 		return fmt.Errorf("node %s: %w", sn.Name, err)
 	}
 	addr := &netlink.Addr{IPNet: &net.IPNet{IP: n.Addr.AsSlice(), Mask: net.CIDRMask(tb.topo.Subnet.Bits(), 32)}}
@@ -411,12 +444,22 @@ func (tb *Testbed) microsecondTimestamps(h *netlink.Handle, ifindex int, addr ne
 		Type:      unix.RTN_UNICAST,
 		Features:  usecTimestampsFeature,
 	}
+	// Behind a routed switch the subnet is reached through the switch,
+	// whatever the kernel says to the feature.
+	var fallback func() error
+	if tb.routed() {
+		route = tb.gatewayRoute(ifindex, addr)
+		route.Features = usecTimestampsFeature
+		fallback = func() error { return h.RouteReplace(tb.gatewayRoute(ifindex, addr)) }
+	} else {
+		fallback = func() error { return nil }
+	}
 	tb.usecMu.Lock()
 	if tb.usecTried {
 		refused := tb.usecRefused
 		tb.usecMu.Unlock()
 		if refused {
-			return nil
+			return fallback()
 		}
 		return h.RouteReplace(route)
 	}
@@ -424,7 +467,7 @@ func (tb *Testbed) microsecondTimestamps(h *netlink.Handle, ifindex int, addr ne
 	err := h.RouteReplace(route)
 	if errors.Is(err, unix.EINVAL) {
 		tb.usecTried, tb.usecRefused = true, true
-		return nil
+		return fallback()
 	}
 	if err != nil {
 		return err
@@ -478,17 +521,36 @@ func (tb *Testbed) TimestampOffsetError() error {
 // reaches it, and past it connects and packets fail with "neighbor table
 // overflow" (4.9 million times while 250 nodes booted, and they never
 // elected). Permanent entries are exempt from the limit, and spare every
-// node an ARP broadcast flooded to all ports for each peer. All entries go
-// in one netlink batch: one request per entry cost a round trip each, 62
-// thousand for 250 nodes.
+// node an ARP broadcast flooded to all ports for each peer.
 func (tb *Testbed) addNeighbours(ns netns.NsHandle, ifindex, i int) error {
-	var peers []netip.Addr
+	var peers []neighbour
 	for j := range tb.topo.Nodes {
 		if j != i {
-			peers = append(peers, tb.topo.Nodes[j].Addr)
+			a := tb.topo.Nodes[j].Addr
+			peers = append(peers, neighbour{a, NodeMAC(a)})
 		}
 	}
-	if len(peers) == 0 {
+	return addPermanentNeighbours(ns, ifindex, peers)
+}
+
+// neighbour is one permanent neighbour entry: an address and its MAC.
+type neighbour struct {
+	addr netip.Addr
+	mac  net.HardwareAddr
+}
+
+// neighbourBatch is how many entries go in one sendmsg. One request per
+// entry cost a round trip each, 62 thousand for 250 nodes; one datagram
+// for all of them queues an acknowledgement per entry before any is read,
+// and 499 of them overflowed the socket's receive buffer (rmem_default,
+// 212992 bytes here): building 500 nodes failed with ENOBUFS. A batch's
+// acknowledgements are read before the next batch is sent.
+const neighbourBatch = 256
+
+// addPermanentNeighbours adds entries on ifindex in ns, replacing any
+// there, in batches of neighbourBatch.
+func addPermanentNeighbours(ns netns.NsHandle, ifindex int, entries []neighbour) error {
+	if len(entries) == 0 {
 		return nil
 	}
 	var fd int
@@ -503,58 +565,62 @@ func (tb *Testbed) addNeighbours(ns netns.NsHandle, ifindex, i int) error {
 	defer unix.Close(fd)
 
 	const msgLen = unix.SizeofNlMsghdr + unix.SizeofNdMsg + 8 + 12 // header, ndmsg, NDA_DST (4+4), NDA_LLADDR (4+6, padded)
-	buf := make([]byte, 0, msgLen*len(peers))
-	ne := binary.NativeEndian
-	for k, a := range peers {
-		ip := a.As4()
-		m := make([]byte, msgLen)
-		ne.PutUint32(m[0:], msgLen)
-		ne.PutUint16(m[4:], unix.RTM_NEWNEIGH)
-		ne.PutUint16(m[6:], unix.NLM_F_REQUEST|unix.NLM_F_ACK|unix.NLM_F_CREATE|unix.NLM_F_REPLACE)
-		ne.PutUint32(m[8:], uint32(k+1)) // sequence number
-		nd := m[unix.SizeofNlMsghdr:]
-		nd[0] = unix.AF_INET
-		ne.PutUint32(nd[4:], uint32(ifindex))
-		ne.PutUint16(nd[8:], unix.NUD_PERMANENT)
-		attr := nd[unix.SizeofNdMsg:]
-		ne.PutUint16(attr[0:], 8)
-		ne.PutUint16(attr[2:], unix.NDA_DST)
-		copy(attr[4:], ip[:])
-		ne.PutUint16(attr[8:], 10)
-		ne.PutUint16(attr[10:], unix.NDA_LLADDR)
-		copy(attr[12:], NodeMAC(a))
-		buf = append(buf, m...)
-	}
-	// The kernel processes a datagram's messages in order and queues one
-	// acknowledgement per message.
-	if err := unix.Sendto(fd, buf, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return fmt.Errorf("neighbour entries: sending: %w", err)
-	}
+	buf := make([]byte, 0, msgLen*min(len(entries), neighbourBatch))
 	rb := make([]byte, 64<<10)
-	for acked := 0; acked < len(peers); {
-		n, _, err := unix.Recvfrom(fd, rb, 0)
-		if errors.Is(err, unix.EINTR) {
-			continue
+	ne := binary.NativeEndian
+	for start := 0; start < len(entries); start += neighbourBatch {
+		batch := entries[start:min(start+neighbourBatch, len(entries))]
+		buf = buf[:0]
+		for k, e := range batch {
+			ip := e.addr.As4()
+			m := make([]byte, msgLen)
+			ne.PutUint32(m[0:], msgLen)
+			ne.PutUint16(m[4:], unix.RTM_NEWNEIGH)
+			ne.PutUint16(m[6:], unix.NLM_F_REQUEST|unix.NLM_F_ACK|unix.NLM_F_CREATE|unix.NLM_F_REPLACE)
+			ne.PutUint32(m[8:], uint32(start+k+1)) // sequence number
+			nd := m[unix.SizeofNlMsghdr:]
+			nd[0] = unix.AF_INET
+			ne.PutUint32(nd[4:], uint32(ifindex))
+			ne.PutUint16(nd[8:], unix.NUD_PERMANENT)
+			attr := nd[unix.SizeofNdMsg:]
+			ne.PutUint16(attr[0:], 8)
+			ne.PutUint16(attr[2:], unix.NDA_DST)
+			copy(attr[4:], ip[:])
+			ne.PutUint16(attr[8:], 10)
+			ne.PutUint16(attr[10:], unix.NDA_LLADDR)
+			copy(attr[12:], e.mac)
+			buf = append(buf, m...)
 		}
-		if err != nil {
-			return fmt.Errorf("neighbour entries: reading acknowledgements: %w", err)
+		// The kernel processes a datagram's messages in order and queues
+		// one acknowledgement per message.
+		if err := unix.Sendto(fd, buf, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+			return fmt.Errorf("neighbour entries: sending entries %d..%d: %w", start+1, start+len(batch), err)
 		}
-		msgs, err := syscall.ParseNetlinkMessage(rb[:n])
-		if err != nil {
-			return fmt.Errorf("neighbour entries: %w", err)
-		}
-		for _, m := range msgs {
-			if m.Header.Type != unix.NLMSG_ERROR || len(m.Data) < 4 {
+		for acked := 0; acked < len(batch); {
+			n, _, err := unix.Recvfrom(fd, rb, 0)
+			if errors.Is(err, unix.EINTR) {
 				continue
 			}
-			if code := int32(ne.Uint32(m.Data)); code != 0 {
-				k := int(m.Header.Seq) - 1
-				if k >= 0 && k < len(peers) {
-					return fmt.Errorf("neighbour entry for %s: %w", peers[k], syscall.Errno(-code))
-				}
-				return fmt.Errorf("neighbour entries: %w", syscall.Errno(-code))
+			if err != nil {
+				return fmt.Errorf("neighbour entries: reading acknowledgements: %w", err)
 			}
-			acked++
+			msgs, err := syscall.ParseNetlinkMessage(rb[:n])
+			if err != nil {
+				return fmt.Errorf("neighbour entries: %w", err)
+			}
+			for _, m := range msgs {
+				if m.Header.Type != unix.NLMSG_ERROR || len(m.Data) < 4 {
+					continue
+				}
+				if code := int32(ne.Uint32(m.Data)); code != 0 {
+					k := int(m.Header.Seq) - 1
+					if k >= 0 && k < len(entries) {
+						return fmt.Errorf("neighbour entry for %s: %w", entries[k].addr, syscall.Errno(-code))
+					}
+					return fmt.Errorf("neighbour entries: %w", syscall.Errno(-code))
+				}
+				acked++
+			}
 		}
 	}
 	return nil
@@ -672,6 +738,13 @@ func (tb *Testbed) SetNodeLink(node string, up bool) error {
 	}
 	if err != nil {
 		return fmt.Errorf("node %s: setting %s up=%v: %w", node, name, up, err)
+	}
+	if up && tb.routed() {
+		// Taking the port down deleted the switch's route and neighbour
+		// entry through it.
+		if err := tb.addSwitchRoute(tb.sw, i, link.Attrs().Index); err != nil {
+			return err
+		}
 	}
 	if up {
 		// Reconnected only once the carrier is through: until then the
