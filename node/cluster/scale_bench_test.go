@@ -20,16 +20,32 @@ import (
 // steady CPU. Run one size at a time on a shared host:
 //
 //	go test ./node/cluster -run '^$' -bench 'BootToLeader/n=500' -benchtime 1x
+//
+// Each size runs twice: "now", and "procs=2" with the nodes' GOMAXPROCS at
+// 2, as they ran before a node took one P by default, so that one run
+// gives the ratio. -bin runs another build of bullylab instead of this
+// one's.
 func BenchmarkBootToLeader(b *testing.B) {
+	bin := binary
+	if *otherBinary != "" {
+		bin = *otherBinary
+	}
 	for _, n := range []int{100, 250, 500, 1000} {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			needFDs(b, n)
-			for range b.N {
-				bootToLeader(b, n)
-			}
-		})
+		for _, v := range []struct {
+			name string
+			env  []string
+		}{{"now", nil}, {"procs=2", []string{"GOMAXPROCS=2"}}} {
+			b.Run(fmt.Sprintf("n=%d/%s", n, v.name), func(b *testing.B) {
+				needFDs(b, n)
+				for range b.N {
+					bootToLeader(b, Spec{Binary: bin, Nodes: n, Env: v.env})
+				}
+			})
+		}
 	}
 }
+
+var otherBinary = flag.String("bin", "", "BenchmarkBootToLeader: the bullylab binary to run, instead of one built from this tree")
 
 // BenchmarkNodeStart measures the CPU of one node process from exec until
 // its control socket answers, with no peers to elect against: the fixed
@@ -53,10 +69,12 @@ func BenchmarkNodeStart(b *testing.B) {
 // cluster's heartbeats; a longer one leaves time to profile a node.
 var steadyWindow = flag.Duration("steady", 3*time.Second, "BenchmarkBootToLeader: how long to measure the agreed cluster's heartbeats")
 
-func bootToLeader(b *testing.B, n int) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+func bootToLeader(b *testing.B, spec Spec) {
+	n := spec.Nodes
+	spec.Dir, spec.StartTimeout = b.TempDir(), 2*time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	c, err := Start(ctx, Spec{Binary: binary, Nodes: n, Dir: b.TempDir(), StartTimeout: time.Minute})
+	c, err := Start(ctx, spec)
 	if err != nil {
 		b.Fatal(err)
 	}
