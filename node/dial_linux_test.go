@@ -151,6 +151,12 @@ func TestRawReader(t *testing.T) {
 	if _, ok := r.(rawReader); !ok {
 		t.Fatalf("newConnReader(%T) = %T, want rawReader", s, r)
 	}
+	// The transport reads an accepted connection wrapped in an
+	// inboundConn, which must not hide the descriptor.
+	ir := (&inboundConn{Conn: s}).payloadReader()
+	if _, ok := ir.(rawReader); !ok {
+		t.Fatalf("an accepted connection's frames are read with %T, want rawReader", ir)
+	}
 	go func() {
 		c.Write([]byte("frame"))
 		c.Close()

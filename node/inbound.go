@@ -44,6 +44,14 @@ type inboundConn struct {
 	from     uuid.UUID // the sender it authenticated as, once bound
 }
 
+// payloadReader returns the reader of ic's frames: newConnReader of the
+// accepted connection itself, not of ic, whose embedded net.Conn interface
+// hides the TCP connection's SyscallConn; through ic every read was an
+// ordinary syscall, which wakes the runtime's sysmon (rawio_linux.go): an
+// idle follower of 100 on loopback spent 3.6 to 4.2 ms of CPU a second
+// with them, 2.4 without (BenchmarkBootToLeader, procs=2).
+func (ic *inboundConn) payloadReader() io.Reader { return newConnReader(ic.Conn) }
+
 func (t *TCPTransport) acceptLoop() {
 	defer t.wg.Done()
 	var delay time.Duration
@@ -186,7 +194,7 @@ func (t *TCPTransport) readLoop(ic *inboundConn) {
 		t.wg.Done()
 	}()
 	remote := ic.RemoteAddr().String()
-	dr := &deadlineReader{c: ic, rd: newConnReader(ic), frameTimeout: t.cfg.FrameTimeout}
+	dr := &deadlineReader{c: ic, rd: ic.payloadReader(), frameTimeout: t.cfg.FrameTimeout}
 	r := wire.NewReader(dr, t.cfg.MaxFrame)
 	dr.r = r
 	dr.setIdleDeadline(ic.accepted.Add(t.cfg.HandshakeTimeout))

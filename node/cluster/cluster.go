@@ -42,6 +42,10 @@ type Spec struct {
 	// writes it to Dir/cluster.key (mode 0600) for the nodes'
 	// --cluster-key.
 	Key *wire.Key
+	// Env is added to the nodes' environment, which is otherwise this
+	// process's: GOMAXPROCS=2, say, to measure a node as it ran before
+	// it took one P by default.
+	Env []string
 	// StartTimeout bounds the wait for a node's control socket after it is
 	// started. Default 10s.
 	StartTimeout time.Duration
@@ -281,6 +285,9 @@ func (c *Cluster) spawn(n *Process) error {
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.SysProcAttr = sysProcAttr()
+	if len(c.opts.Env) > 0 {
+		cmd.Env = append(os.Environ(), c.opts.Env...)
+	}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("cluster: start %s: %w", n, err)
