@@ -38,7 +38,7 @@ import (
 // 0.1 ms of CPU per heartbeat received).
 func BenchmarkLab(b *testing.B) {
 	const settle = time.Second
-	for _, n := range []int{10, 100, 250} {
+	for _, n := range []int{10, 100, 250, 500, 1000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			bin := labtest.Binary(b)
 			topo, err := topologies.Star(n)
