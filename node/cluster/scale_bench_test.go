@@ -19,7 +19,14 @@ import (
 // together), the CPU per second of the steady state, and the leader's own
 // steady CPU. Run one size at a time on a shared host:
 //
-//	go test ./node/cluster -run '^$' -bench 'BootToLeader/n=500' -benchtime 1x
+//	go test ./node/cluster -run '^$' -bench 'BootToLeader/n=250/' -benchtime 1x
+//
+// It stops at 250: booted all at once, every node's ELECTION reaches every
+// higher node that is up, and each such pair keeps its connection. At 1000
+// nodes that was 255,000 TCP sockets in use and 14 GB of memory, and the
+// processes took minutes to exit. The testbed's lab boots the highest node
+// first and the rest in ascending order, which keeps about two
+// connections per node (netem/lab's BenchmarkLab measures 500 and 1000).
 //
 // Each size runs twice: "now", and "procs=2" with the nodes' GOMAXPROCS at
 // 2, as they ran before a node took one P by default, so that one run
@@ -30,7 +37,7 @@ func BenchmarkBootToLeader(b *testing.B) {
 	if *otherBinary != "" {
 		bin = *otherBinary
 	}
-	for _, n := range []int{100, 250, 500, 1000} {
+	for _, n := range []int{100, 250} {
 		for _, v := range []struct {
 			name string
 			env  []string
