@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"runtime"
-	"runtime/metrics"
 	"strconv"
 	"strings"
 	"time"
@@ -206,18 +205,15 @@ func writeNodeMetrics(e *expoWriter, n *Node) {
 	e.sample(p+"info", 1, "id", st.ID.String(), "addr", st.Addr)
 }
 
-// heapObjectsMetric is runtime/metrics' name for what MemStats.HeapAlloc
-// counts; reading it does not stop the world as ReadMemStats does.
-const heapObjectsMetric = "/memory/classes/heap/objects:bytes"
-
 // writeStdMetrics writes the go_* and process_* families.
 func writeStdMetrics(e *expoWriter) {
 	e.single("go_goroutines", "gauge", "Number of goroutines that currently exist.", float64(runtime.NumGoroutine()))
-	heap := []metrics.Sample{{Name: heapObjectsMetric}}
-	metrics.Read(heap)
-	if heap[0].Value.Kind() == metrics.KindUint64 {
-		e.single("go_memstats_heap_alloc_bytes", "gauge", "Number of heap bytes allocated and currently in use.", float64(heap[0].Value.Uint64()))
-	}
+	// ReadMemStats stops the world for a moment, which once a scrape can
+	// afford; runtime/metrics would not, but its package init costs every
+	// node process more at start than this costs a scrape.
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	e.single("go_memstats_heap_alloc_bytes", "gauge", "Number of heap bytes allocated and currently in use.", float64(ms.HeapAlloc))
 	writeProcessMetrics(e)
 }
 
