@@ -3,14 +3,16 @@ package node
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bullylab/bullylab/wire"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Timeouts of the metrics endpoint: a scraper that is slow to send its
@@ -29,10 +31,12 @@ const (
 )
 
 // MetricsServer is a node's metrics endpoint (`bullylab node --metrics
-// ADDR`): it serves GET /metrics over plain HTTP in the Prometheus
-// exposition formats (text, or what the scraper negotiates); every other
-// path is 404. The node's own metrics, read from its counters and its
-// published view at each scrape:
+// ADDR`): it serves GET (and HEAD) /metrics over plain HTTP in the
+// Prometheus text exposition format 0.0.4, uncompressed; another method
+// is 405 and every other path 404. Beyond metricsMaxInFlight concurrent
+// scrapes, and past metricsScrapeTimeout, a scrape is answered 503. The
+// node's own metrics, read from its counters and its published view at
+// each scrape:
 //
 //	bullylab_node_frames_total{direction,type}       counter  frames sent (direction="sent": the socket
 //	                                                          took all of it) or read off a socket
@@ -57,10 +61,28 @@ const (
 // Every wire type, drop reason, issue and status has its series from the
 // first scrape, zero or not, so that rates and alerts need no absent();
 // a frame of a type this build does not know shows up as type="TYPE(n)".
-// The standard go_* and process_* metrics come with them.
+// Beside them, a few standard metrics with their usual names and meaning:
+//
+//	go_goroutines                  gauge    goroutines that exist
+//	go_memstats_heap_alloc_bytes   gauge    bytes of allocated heap objects
+//	process_cpu_seconds_total      counter  user and system CPU time spent
+//	process_resident_memory_bytes  gauge    resident memory size
+//	process_open_fds               gauge    open file descriptors
+//	process_max_fds                gauge    the limit on open file descriptors
+//	process_start_time_seconds     gauge    process start time, in seconds since the Unix epoch
+//
+// The process_* ones are read from /proc/self, so only on Linux; one that
+// cannot be read is left out of the scrape, and the others still answer.
+//
+// The endpoint writes the format itself rather than link a Prometheus
+// client library: every node process would pay that library's package
+// initialisation at start, metrics or not, and a testbed starts hundreds.
 type MetricsServer struct {
 	ln  net.Listener
 	srv *http.Server
+	// inFlight holds a token per scrape being answered; a scrape that
+	// finds it full is answered 503 at once.
+	inFlight chan struct{}
 }
 
 // ListenMetrics listens on addr (host:port; port 0 picks one) for the
@@ -76,7 +98,7 @@ func ListenMetrics(addr string) (*MetricsServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics address (--metrics) %s: %v", addr, err)
 	}
-	return &MetricsServer{ln: ln, srv: &http.Server{
+	return &MetricsServer{ln: ln, inFlight: make(chan struct{}, metricsMaxInFlight), srv: &http.Server{
 		ReadHeaderTimeout: metricsReadHeaderTimeout,
 		ReadTimeout:       metricsReadTimeout,
 		WriteTimeout:      metricsWriteTimeout,
@@ -88,25 +110,33 @@ func ListenMetrics(addr string) (*MetricsServer, error) {
 // Addr returns the address the endpoint listens on.
 func (s *MetricsServer) Addr() string { return s.ln.Addr().String() }
 
-// Serve starts answering scrapes with n's metrics, on a registry of its own
-// (not the process-wide default, which any imported package may fill).
-// A scrape reads atomics and n's published view only: it never waits on
-// the goroutine that runs n.
+// metricsContentType is the text exposition format's media type.
+const metricsContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// Serve starts answering scrapes with n's metrics. A scrape reads atomics,
+// n's published view and the process's own counters only: it never waits
+// on the goroutine that runs n.
 func (s *MetricsServer) Serve(n *Node) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newNodeCollector(n),
-	)
+	scrape := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s.inFlight <- struct{}{}:
+			defer func() { <-s.inFlight }()
+		default:
+			http.Error(w, "Limit of concurrent requests reached ("+strconv.Itoa(metricsMaxInFlight)+"), try again later.", http.StatusServiceUnavailable)
+			return
+		}
+		// The whole body is built before the header goes out, so that a
+		// scrape cut off by the timeout is a clean 503, never half a body.
+		var e expoWriter
+		writeNodeMetrics(&e, n)
+		writeStdMetrics(&e)
+		w.Header().Set("Content-Type", metricsContentType)
+		w.Header().Set("Content-Length", strconv.Itoa(len(e.b)))
+		w.Write(e.b)
+	})
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		// A collector that fails (process_* on a system without /proc)
-		// leaves out its metrics, not the node's.
-		ErrorHandling:       promhttp.ContinueOnError,
-		MaxRequestsInFlight: metricsMaxInFlight,
-		Timeout:             metricsScrapeTimeout,
-	}))
+	mux.Handle("GET /metrics", http.TimeoutHandler(scrape, metricsScrapeTimeout,
+		fmt.Sprintf("Exceeded configured timeout of %v.\n", metricsScrapeTimeout)))
 	s.srv.Handler = mux
 	go s.srv.Serve(s.ln) // returns ErrServerClosed on Close
 }
@@ -122,86 +152,69 @@ func (s *MetricsServer) Close() error {
 	return err
 }
 
-// nodeCollector reads a Node's counters when scraped, so that the node
-// keeps one set of counts for /status, the event log and Prometheus.
-type nodeCollector struct {
-	n *Node
-
-	frames, dropped, droppedByType, rejected, rxErrors, issues *prometheus.Desc
-	started, won, changes                                      *prometheus.Desc
-	epoch, maxEpoch, isLeader, status, members, info           *prometheus.Desc
-}
-
-func newNodeCollector(n *Node) *nodeCollector {
-	d := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc("bullylab_node_"+name, help, labels, nil)
-	}
-	return &nodeCollector{
-		n:             n,
-		frames:        d("frames_total", "Frames written to a socket (direction=sent) or read off one (direction=received), by wire type.", "direction", "type"),
-		dropped:       d("frames_dropped_total", "Frames given up on instead of written, by reason.", "reason"),
-		droppedByType: d("frames_dropped_by_type_total", "Frames given up on instead of written, by wire type.", "type"),
-		rejected:      d("frames_rejected_total", "Received frames not handed to the election because their payload was malformed."),
-		rxErrors:      d("rx_errors_total", "Inbound connections closed on a framing error."),
-		issues:        d("peer_issues_total", "What peers did wrong, by issue (auth_failed: failed authentication).", "issue"),
-		started:       d("elections_started_total", "Elections this node started."),
-		won:           d("elections_won_total", "Elections this node won."),
-		changes:       d("leader_changes_total", "Leaders this node accepted."),
-		epoch:         d("epoch", "The epoch of this node's leader."),
-		maxEpoch:      d("max_epoch", "The highest epoch this node has seen."),
-		isLeader:      d("is_leader", "1 while this node leads, else 0."),
-		status:        d("status", "1 for the node's current election status, 0 for the others.", "status"),
-		members:       d("members", "Members in this node's list, itself included."),
-		info:          d("info", "Always 1; names the node.", "id", "addr"),
-	}
-}
-
-func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.frames, c.dropped, c.droppedByType, c.rejected, c.rxErrors, c.issues,
-		c.started, c.won, c.changes, c.epoch, c.maxEpoch, c.isLeader, c.status, c.members, c.info} {
-		ch <- d
-	}
-}
-
-func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
-	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
-	}
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
-	ctr := c.n.tr.Counters()
+// writeNodeMetrics writes n's bullylab_node_* families, read from its
+// counters and published view, so that the node keeps one set of counts
+// for /status, the event log and Prometheus.
+func writeNodeMetrics(e *expoWriter, n *Node) {
+	ctr := n.tr.Counters()
+	// Load each count once, so that a type's series and the choice to
+	// show an unknown type at all agree within the scrape.
+	var sent, recv, drop [len(ctr.sent)]uint64
+	var types []wire.Type
 	for i := range ctr.sent {
 		t := wire.Type(i)
-		sent, recv, drop := ctr.sent[i].Load(), ctr.received[i].Load(), ctr.dropped[i].Load()
-		if !t.Valid() && sent+recv+drop == 0 {
-			continue
+		sent[i], recv[i], drop[i] = ctr.sent[i].Load(), ctr.received[i].Load(), ctr.dropped[i].Load()
+		if t.Valid() || sent[i]+recv[i]+drop[i] != 0 {
+			types = append(types, t)
 		}
-		counter(c.frames, sent, "sent", t.String())
-		counter(c.frames, recv, "received", t.String())
-		counter(c.droppedByType, drop, t.String())
 	}
+	const p = "bullylab_node_"
+	e.family(p+"frames_total", "counter", "Frames written to a socket (direction=sent) or read off one (direction=received), by wire type.")
+	for _, t := range types {
+		e.sample(p+"frames_total", float64(sent[t]), "direction", "sent", "type", t.String())
+		e.sample(p+"frames_total", float64(recv[t]), "direction", "received", "type", t.String())
+	}
+	e.family(p+"frames_dropped_total", "counter", "Frames given up on instead of written, by reason.")
 	for r := range numDropReasons {
-		counter(c.dropped, ctr.byReason[r].Load(), r.String())
+		e.sample(p+"frames_dropped_total", float64(ctr.byReason[r].Load()), "reason", r.String())
 	}
-	counter(c.rejected, ctr.rejected.Load())
-	counter(c.rxErrors, ctr.rxErrors.Load())
+	e.family(p+"frames_dropped_by_type_total", "counter", "Frames given up on instead of written, by wire type.")
+	for _, t := range types {
+		e.sample(p+"frames_dropped_by_type_total", float64(drop[t]), "type", t.String())
+	}
+	e.single(p+"frames_rejected_total", "counter", "Received frames not handed to the election because their payload was malformed.", float64(ctr.rejected.Load()))
+	e.single(p+"rx_errors_total", "counter", "Inbound connections closed on a framing error.", float64(ctr.rxErrors.Load()))
+	e.family(p+"peer_issues_total", "counter", "What peers did wrong, by issue (auth_failed: failed authentication).")
 	for i := range numPeerIssues {
-		counter(c.issues, ctr.peerIssues[i].Load(), i.String())
+		e.sample(p+"peer_issues_total", float64(ctr.peerIssues[i].Load()), "issue", i.String())
 	}
 
-	st := c.n.status.Load()
-	counter(c.started, st.ElectionsStarted)
-	counter(c.won, st.ElectionsWon)
-	counter(c.changes, st.LeaderChanges)
-	gauge(c.epoch, float64(st.Epoch))
-	gauge(c.maxEpoch, float64(st.MaxEpoch))
-	gauge(c.isLeader, b2f(st.IsLeader))
+	st := n.status.Load()
+	e.single(p+"elections_started_total", "counter", "Elections this node started.", float64(st.ElectionsStarted))
+	e.single(p+"elections_won_total", "counter", "Elections this node won.", float64(st.ElectionsWon))
+	e.single(p+"leader_changes_total", "counter", "Leaders this node accepted.", float64(st.LeaderChanges))
+	e.single(p+"epoch", "gauge", "The epoch of this node's leader.", float64(st.Epoch))
+	e.single(p+"max_epoch", "gauge", "The highest epoch this node has seen.", float64(st.MaxEpoch))
+	e.single(p+"is_leader", "gauge", "1 while this node leads, else 0.", b2f(st.IsLeader))
+	e.family(p+"status", "gauge", "1 for the node's current election status, 0 for the others.")
 	for _, s := range []Status{StatusElecting, StatusHalting, StatusWaiting, StatusNormal} {
-		gauge(c.status, b2f(s.String() == st.Status), s.String())
+		e.sample(p+"status", b2f(s.String() == st.Status), "status", s.String())
 	}
-	gauge(c.members, float64(len(st.Members)))
-	gauge(c.info, 1, st.ID.String(), st.Addr)
+	e.single(p+"members", "gauge", "Members in this node's list, itself included.", float64(len(st.Members)))
+	e.family(p+"info", "gauge", "Always 1; names the node.")
+	e.sample(p+"info", 1, "id", st.ID.String(), "addr", st.Addr)
+}
+
+// writeStdMetrics writes the go_* and process_* families.
+func writeStdMetrics(e *expoWriter) {
+	e.single("go_goroutines", "gauge", "Number of goroutines that currently exist.", float64(runtime.NumGoroutine()))
+	// ReadMemStats stops the world for a moment, which once a scrape can
+	// afford; runtime/metrics would not, but its package init costs every
+	// node process more at start than this costs a scrape.
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	e.single("go_memstats_heap_alloc_bytes", "gauge", "Number of heap bytes allocated and currently in use.", float64(ms.HeapAlloc))
+	writeProcessMetrics(e)
 }
 
 func b2f(b bool) float64 {
@@ -211,7 +224,86 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-var _ prometheus.Collector = (*nodeCollector)(nil)
+// expoWriter builds a body in the Prometheus text exposition format
+// 0.0.4: each family's HELP and TYPE lines, then its samples, one a line.
+// Names are the caller's constants; label values and help texts are
+// escaped here, as the format asks.
+type expoWriter struct{ b []byte }
+
+// family starts the family name of type typ ("counter" or "gauge").
+func (e *expoWriter) family(name, typ, help string) {
+	e.b = append(e.b, "# HELP "...)
+	e.b = append(e.b, name...)
+	e.b = append(e.b, ' ')
+	e.b = appendEscaped(e.b, help, false)
+	e.b = append(e.b, "\n# TYPE "...)
+	e.b = append(e.b, name...)
+	e.b = append(e.b, ' ')
+	e.b = append(e.b, typ...)
+	e.b = append(e.b, '\n')
+}
+
+// sample writes one series of the current family; labels are name, value
+// pairs.
+func (e *expoWriter) sample(name string, v float64, labels ...string) {
+	e.b = append(e.b, name...)
+	if len(labels) > 0 {
+		e.b = append(e.b, '{')
+		for i := 0; i+1 < len(labels); i += 2 {
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			e.b = append(e.b, labels[i]...)
+			e.b = append(e.b, `="`...)
+			e.b = appendEscaped(e.b, labels[i+1], true)
+			e.b = append(e.b, '"')
+		}
+		e.b = append(e.b, '}')
+	}
+	e.b = append(e.b, ' ')
+	switch {
+	case math.IsInf(v, 1):
+		e.b = append(e.b, "+Inf"...)
+	case math.IsInf(v, -1):
+		e.b = append(e.b, "-Inf"...)
+	case math.IsNaN(v):
+		e.b = append(e.b, "NaN"...)
+	case v == math.Trunc(v) && math.Abs(v) < 1<<53:
+		// A count in full, as a reader of the body expects, not 1e+06.
+		e.b = strconv.AppendInt(e.b, int64(v), 10)
+	default:
+		e.b = strconv.AppendFloat(e.b, v, 'g', -1, 64)
+	}
+	e.b = append(e.b, '\n')
+}
+
+// single writes a family of one series without labels.
+func (e *expoWriter) single(name, typ, help string, v float64) {
+	e.family(name, typ, help)
+	e.sample(name, v)
+}
+
+// appendEscaped appends s to b with backslash and newline escaped, and
+// the double quote too in a label value (quoted, unlike a help text).
+// Invalid UTF-8, which the format does not allow, becomes U+FFFD.
+func appendEscaped(b []byte, s string, quoted bool) []byte {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			b = append(b, `\\`...)
+		case c == '\n':
+			b = append(b, `\n`...)
+		case c == '"' && quoted:
+			b = append(b, `\"`...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
 
 // closeMetrics closes s, if any, for Serve's shutdown; its error is
 // dropped, as a scraper cut off is no failure of the node.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -36,8 +38,8 @@ func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %s", url, resp.Status)
 	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
-		t.Errorf("GET %s: Content-Type %q, want the text format", url, ct)
+	if ct := resp.Header.Get("Content-Type"); ct != "text/plain; version=0.0.4; charset=utf-8" {
+		t.Errorf("GET %s: Content-Type %q, want the text format 0.0.4", url, ct)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := parser.TextToMetricFamilies(resp.Body)
@@ -90,7 +92,8 @@ func hasLabel(m *dto.Metric, name, v string) bool {
 // TestPrometheusMetrics runs three nodes, each with its endpoint on
 // 127.0.0.1:0, until they agree on the highest, and checks what a scrape
 // of each says against the node's own status: its frames by type, its
-// epoch, one leader among them, and the standard collectors beside.
+// epoch, one leader among them, the standard metrics beside, and the
+// leader's HEARTBEATs counted as it sends them.
 func TestPrometheusMetrics(t *testing.T) {
 	c := newTestCluster(t, 3)
 	leader := highest(c.nodes)
@@ -182,9 +185,21 @@ func TestPrometheusMetrics(t *testing.T) {
 		if got := value(t, fams, "bullylab_node_peer_issues_total", "issue", "auth_failed"); got != 0 {
 			t.Errorf("node %s: %v auth failures among honest peers", n.id, got)
 		}
-		for _, std := range []string{"go_goroutines", "process_cpu_seconds_total"} {
-			if _, ok := fams[std]; !ok {
-				t.Errorf("node %s: no %s", n.id, std)
+		checkStdMetrics(t, fams)
+		if n == leader {
+			// The leader keeps sending HEARTBEATs: the counter moves.
+			hb := func(fams map[string]*dto.MetricFamily) float64 {
+				return value(t, fams, "bullylab_node_frames_total", "direction", "sent", "type", wire.TypeHeartbeat.String())
+			}
+			first := hb(fams)
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				if got := hb(scrape(t, url)); got > first {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("leader %s: frames_total{sent,HEARTBEAT} still %v after 10s", n.id, first)
+				}
+				time.Sleep(10 * time.Millisecond) // a poll interval: the deadline bounds the wait
 			}
 		}
 	}
@@ -193,7 +208,151 @@ func TestPrometheusMetrics(t *testing.T) {
 	}
 }
 
-// The endpoint serves /metrics alone, and cuts off a client that does not
+// checkStdMetrics checks the go_* and process_* metrics of a scrape of
+// this test process against what it knows of itself.
+func checkStdMetrics(t *testing.T, fams map[string]*dto.MetricFamily) {
+	t.Helper()
+	if got := value(t, fams, "go_goroutines"); got < 2 {
+		t.Errorf("go_goroutines %v, with a node and an endpoint running", got)
+	}
+	if got := value(t, fams, "go_memstats_heap_alloc_bytes"); got <= 0 {
+		t.Errorf("go_memstats_heap_alloc_bytes %v", got)
+	}
+	if runtime.GOOS != "linux" {
+		return
+	}
+	if got := value(t, fams, "process_cpu_seconds_total"); got <= 0 {
+		t.Errorf("process_cpu_seconds_total %v", got)
+	}
+	if got := value(t, fams, "process_resident_memory_bytes"); got < 1<<20 {
+		t.Errorf("process_resident_memory_bytes %v, below 1 MiB", got)
+	}
+	open, max := value(t, fams, "process_open_fds"), value(t, fams, "process_max_fds")
+	if open < 3 || max < open {
+		t.Errorf("process_open_fds %v, process_max_fds %v", open, max)
+	}
+	// The test binary started before this test and within its timeout;
+	// the boot time in /proc/stat is whole seconds, hence the slack.
+	start := time.Unix(0, int64(value(t, fams, "process_start_time_seconds")*1e9))
+	if now := time.Now(); start.After(now.Add(2*time.Second)) || start.Before(now.Add(-time.Hour)) {
+		t.Errorf("process_start_time_seconds says %v, now is %v", start, now)
+	}
+}
+
+// TestPrometheusFirstScrape checks that a node's first scrape has every
+// family with its HELP and TYPE, and every series of every wire type,
+// drop reason, issue and status, zero or not.
+func TestPrometheusFirstScrape(t *testing.T) {
+	c := newTestCluster(t, 1)
+	ms, err := ListenMetrics("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms.Serve(c.nodes[0].Node)
+	defer ms.Close()
+	fams := scrape(t, "http://"+ms.Addr()+"/metrics")
+	counter, gauge := dto.MetricType_COUNTER, dto.MetricType_GAUGE
+	want := map[string]struct {
+		typ    dto.MetricType
+		series int
+	}{
+		"bullylab_node_frames_total":                 {counter, 2 * len(wire.Types)},
+		"bullylab_node_frames_dropped_total":         {counter, int(numDropReasons)},
+		"bullylab_node_frames_dropped_by_type_total": {counter, len(wire.Types)},
+		"bullylab_node_frames_rejected_total":        {counter, 1},
+		"bullylab_node_rx_errors_total":              {counter, 1},
+		"bullylab_node_peer_issues_total":            {counter, int(numPeerIssues)},
+		"bullylab_node_elections_started_total":      {counter, 1},
+		"bullylab_node_elections_won_total":          {counter, 1},
+		"bullylab_node_leader_changes_total":         {counter, 1},
+		"bullylab_node_epoch":                        {gauge, 1},
+		"bullylab_node_max_epoch":                    {gauge, 1},
+		"bullylab_node_is_leader":                    {gauge, 1},
+		"bullylab_node_status":                       {gauge, 4},
+		"bullylab_node_members":                      {gauge, 1},
+		"bullylab_node_info":                         {gauge, 1},
+		"go_goroutines":                              {gauge, 1},
+		"go_memstats_heap_alloc_bytes":               {gauge, 1},
+	}
+	if runtime.GOOS == "linux" {
+		want["process_cpu_seconds_total"] = struct {
+			typ    dto.MetricType
+			series int
+		}{counter, 1}
+		for _, g := range []string{"process_resident_memory_bytes", "process_open_fds", "process_max_fds", "process_start_time_seconds"} {
+			want[g] = struct {
+				typ    dto.MetricType
+				series int
+			}{gauge, 1}
+		}
+	}
+	for name, w := range want {
+		f, ok := fams[name]
+		if !ok {
+			t.Errorf("no %s in the first scrape", name)
+			continue
+		}
+		if f.GetHelp() == "" || f.GetType() != w.typ || len(f.GetMetric()) != w.series {
+			t.Errorf("%s: help %q, type %v, %d series; want a help, %v, %d series", name, f.GetHelp(), f.GetType(), len(f.GetMetric()), w.typ, w.series)
+		}
+	}
+	for name := range fams {
+		if _, ok := want[name]; !ok {
+			t.Errorf("%s in the scrape, not in the documented list", name)
+		}
+	}
+	for _, typ := range wire.Types {
+		value(t, fams, "bullylab_node_frames_total", "direction", "sent", "type", typ.String())
+		value(t, fams, "bullylab_node_frames_total", "direction", "received", "type", typ.String())
+		value(t, fams, "bullylab_node_frames_dropped_by_type_total", "type", typ.String())
+	}
+	for i := range numPeerIssues {
+		value(t, fams, "bullylab_node_peer_issues_total", "issue", i.String())
+	}
+	checkStdMetrics(t, fams)
+}
+
+// TestPrometheusEscaping writes label values and a help text holding what
+// the format must escape, and values it spells specially, and parses them
+// back with Prometheus's own parser.
+func TestPrometheusEscaping(t *testing.T) {
+	hostile := "a\\b\"c\nd} e=\"f\",g{\\n\xff"
+	var e expoWriter
+	e.family("x_total", "counter", "Help with \\ and \n and \"quotes\".")
+	e.sample("x_total", 1e6, "addr", hostile, "id", "")
+	e.sample("x_total", 0.5, "addr", "plain", "id", "1")
+	e.family("y", "gauge", "Infinities.")
+	e.sample("y", math.Inf(1), "s", "+")
+	e.sample("y", math.Inf(-1), "s", "-")
+	if !strings.Contains(string(e.b), " 1000000\n") {
+		t.Errorf("1e6 not written in full:\n%s", e.b)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(string(e.b)))
+	if err != nil {
+		t.Fatalf("%v in:\n%s", err, e.b)
+	}
+	// Invalid UTF-8 is not allowed in the format; it comes out replaced.
+	want := strings.ToValidUTF8(hostile, "\uFFFD")
+	if got := value(t, fams, "x_total", "addr", want, "id", ""); got != 1e6 {
+		t.Errorf("x_total{addr=hostile} %v, want 1e6", got)
+	}
+	if got := value(t, fams, "x_total", "addr", "plain", "id", "1"); got != 0.5 {
+		t.Errorf("x_total{addr=plain} %v, want 0.5", got)
+	}
+	if got := fams["x_total"].GetHelp(); got != "Help with \\ and \n and \"quotes\"." {
+		t.Errorf("help %q", got)
+	}
+	if got := value(t, fams, "y", "s", "+"); !math.IsInf(got, 1) {
+		t.Errorf("y{s=+} %v", got)
+	}
+	if got := value(t, fams, "y", "s", "-"); !math.IsInf(got, -1) {
+		t.Errorf("y{s=-} %v", got)
+	}
+}
+
+// The endpoint serves GET and HEAD /metrics alone, answers 503 beyond
+// metricsMaxInFlight scrapes at once, and cuts off a client that does not
 // finish its request instead of keeping its connection.
 func TestPrometheusEndpoint(t *testing.T) {
 	c := newTestCluster(t, 1)
@@ -204,16 +363,47 @@ func TestPrometheusEndpoint(t *testing.T) {
 	ms.srv.ReadHeaderTimeout = 100 * time.Millisecond // for the slow client below
 	ms.Serve(c.nodes[0].Node)
 	defer ms.Close()
-	for path, want := range map[string]int{"/metrics": 200, "/": 404, "/status": 404, "/metrics/x": 404, "/debug/pprof/": 404} {
-		resp, err := http.Get("http://" + ms.Addr() + path)
+	do := func(method, path string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, "http://"+ms.Addr()+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("GET %s: %s, want %d", path, resp.Status, want)
+		return resp
+	}
+	for _, r := range []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/metrics", 200}, {"HEAD", "/metrics", 200},
+		{"GET", "/", 404}, {"GET", "/status", 404}, {"GET", "/metrics/x", 404}, {"GET", "/debug/pprof/", 404},
+		{"POST", "/metrics", 405}, {"PUT", "/metrics", 405}, {"DELETE", "/metrics", 405},
+	} {
+		if resp := do(r.method, r.path); resp.StatusCode != r.want {
+			t.Errorf("%s %s: %s, want %d", r.method, r.path, resp.Status, r.want)
 		}
+	}
+
+	// Hold every in-flight slot as scrapes in progress would: one more
+	// is refused at once, and answered again once one slot is free.
+	for range metricsMaxInFlight {
+		ms.inFlight <- struct{}{}
+	}
+	if resp := do("GET", "/metrics"); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("GET /metrics beyond %d in flight: %s, want 503", metricsMaxInFlight, resp.Status)
+	}
+	<-ms.inFlight
+	if resp := do("GET", "/metrics"); resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /metrics with a slot free: %s, want 200", resp.Status)
+	}
+	for range metricsMaxInFlight - 1 {
+		<-ms.inFlight
 	}
 
 	conn, err := net.Dial("tcp", ms.Addr())
