@@ -218,7 +218,7 @@ run_bl() {
 	echo "$(calc "$end - $start - $BENCH_SETTLE") $inside" >>"$work/bl.$n"
 }
 
-median() { sort -n | awk '{v[NR] = $1} END {if (NR % 2) printf "%.2f", v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+median() { sort -n | awk '{v[NR] = $1} END {if (NR % 2) printf "%.3f", v[(NR + 1) / 2]; else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 for n in "${sizes[@]}"; do
 	settle=${SETTLE:-$((1 + n / 250))}
