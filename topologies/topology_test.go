@@ -19,7 +19,7 @@ import (
 )
 
 func TestBuiltinsParse(t *testing.T) {
-	want := []string{"example", "star16", "star1000", "star250", "star3", "star5", "star500", "star64", "two-site"}
+	want := []string{"example", "star1000", "star16", "star250", "star3", "star5", "star500", "star64", "two-site"}
 	if got := topologies.Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
