@@ -75,9 +75,8 @@
 // Frames carry no packet options.
 //
 // The live capture ([Start]) gets that from the switch: its socket's filter
-// keeps the copy of each frame that enters the bridge by a port (not the
-// copies leaving by the receivers' ports, nor the bridge device's own),
-// and each frame is written on the interface of the node whose port it
+// keeps the copy of each frame that enters the switch by a port (not the
+// copy the switch routes out by the receiver's port), and each frame is written on the interface of the node whose port it
 // came in by ([NodePort.Veth], matched by interface index). What it cannot
 // attribute it does not write, but counts in the end record: frames from
 // an interface that is no node's port ([CaptureStats.Unmatched]) and, for
@@ -288,7 +287,7 @@
 // sender's port. On a bullylab testbed every delay and jitter is added on
 // the sender's egress (before the switch) and every cut and loss drops on
 // the receiver's arrival (after it), so the capture timestamp is also when
-// the frame reached its receiver's kernel, within the bridge's forwarding
+// the frame reached its receiver's kernel, within the switch's forwarding
 // time (microseconds): the receipt time ([MessageRef.Time]). A frame
 // dropped at arrival has no receipt, and the capture tells it by the
 // receiver's acknowledgement: [MessageRef.Acked] is when the receiver's

@@ -20,13 +20,11 @@ import (
 
 // Live capture in the switch namespace.
 //
-// One AF_PACKET socket, not bound to an interface, sees every frame on the
-// bridge twice (ingress on the sender's port, egress on the receiver's
-// port) plus flood copies and the bridge device's own copy. The socket's
-// classic BPF filter keeps only frames that are not outgoing
-// (SKF_AD_PKTTYPE != PACKET_OUTGOING) and not on the bridge device
-// (SKF_AD_IFINDEX != bridge): exactly one copy of each frame, on the port
-// of the node that sent it.
+// One AF_PACKET socket, not bound to an interface, sees every frame the
+// switch routes twice: incoming on the sender's port and outgoing on the
+// receiver's. The socket's classic BPF filter keeps only frames that are
+// not outgoing (SKF_AD_PKTTYPE != PACKET_OUTGOING): exactly one copy of
+// each frame, on the port of the node that sent it.
 //
 // The filter can only be attached once the socket exists, and gopacket's
 // afpacket binds and maps the ring first, so frames arriving in between
@@ -34,7 +32,7 @@ import (
 // tell without the packet type: frames from an interface that is no node's
 // port are dropped (Unmatched), and, for ports whose node MAC is known,
 // frames whose source MAC is not the node's are dropped (WrongSource): an
-// outgoing copy on a port carries another node's MAC. Start the capture
+// outgoing copy on a port carries the switch's MAC. Start the capture
 // before the nodes to make the window moot.
 
 // Live is a running capture.
@@ -71,10 +69,6 @@ func Start(ctx context.Context, switchNS netns.NsHandle, ports map[int]NodePort,
 		mac   net.HardwareAddr
 	}
 	byIfindex := map[int]portInfo{}
-	// A routed switch (netem.BuildRouted) has no bridge: its ports have no
-	// master, the only copies left to drop are the outgoing ones, and
-	// ifindex 0 matches no frame.
-	bridge, first := 0, true
 	for index, p := range ports {
 		link, err := h.LinkByName(p.Veth)
 		if err != nil {
@@ -84,21 +78,16 @@ func Start(ctx context.Context, switchNS netns.NsHandle, ports map[int]NodePort,
 		if !ok {
 			return nil, fmt.Errorf("capture: the writer has no interface for node %d", index)
 		}
-		byIfindex[link.Attrs().Index] = portInfo{iface, p.MAC}
-		switch m := link.Attrs().MasterIndex; {
-		case first:
-			bridge, first = m, false
-		case bridge != m && (bridge == 0 || m == 0):
-			return nil, fmt.Errorf("capture: switch port %s: some ports are on a bridge and some on none", p.Veth)
-		case bridge != m:
-			return nil, fmt.Errorf("capture: switch ports are on two bridges (ifindex %d and %d)", bridge, m)
+		if m := link.Attrs().MasterIndex; m != 0 {
+			// A switch built by an older version, a bridge: the filter
+			// would keep the bridge device's copy of every frame too.
+			return nil, fmt.Errorf("capture: switch port %s is on a bridge (ifindex %d): the run was built by an older bullylab", p.Veth, m)
 		}
+		byIfindex[link.Attrs().Index] = portInfo{iface, p.MAC}
 	}
 	filter, err := bpf.Assemble([]bpf.Instruction{
 		bpf.LoadExtension{Num: bpf.ExtType},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.PACKET_OUTGOING, SkipTrue: 3},
-		bpf.LoadExtension{Num: bpf.ExtInterfaceIndex},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(bridge), SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.PACKET_OUTGOING, SkipTrue: 1},
 		bpf.RetConstant{Val: DefaultSnapLen},
 		bpf.RetConstant{Val: 0},
 	})

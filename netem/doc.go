@@ -11,28 +11,28 @@
 //
 // # Design: per-node kernel state at 1000 nodes
 //
-// Build's switch is a bridge, and every node holds a permanent neighbour
-// entry for every peer (addNeighbours says why: no ARP floods, and no
-// overflow of the neighbour table's garbage-collection limit). That is
-// N-1 entries per node, N(N-1) in all: a million at 1000 nodes. They are
-// added in batches of neighbourBatch (256) per sendmsg with each batch's
-// acknowledgements read before the next; one datagram of 499 overflowed
-// the socket's receive buffer and a 500-node build failed with ENOBUFS.
+// The switch namespace routes between the nodes (routed.go): each node
+// holds one neighbour entry, permanent (the switch's gateway, at
+// SwitchMAC), and one route (its subnet, through the gateway); the switch
+// holds a /32 route and a permanent neighbour entry per node, with
+// forwarding on in its namespace only (no host sysctl is touched). A
+// node's kernel state is thus constant in N, no ARP is ever sent, and the
+// kernel's shared neighbour table stays far below its garbage-collection
+// limit (net.ipv4.neigh.default.gc_thresh3, 1024 by default): 2N entries
+// in all. There is no bridge, so no limit of 1023 ports: one switch
+// namespace holds a veth per node, and topologies.MaxNodes is the limit.
+// The capture keeps each frame once, on its sender's port
+// (TestSwitchCapture), and Close and Clean remove a testbed by deleting
+// its namespaces (BenchmarkScale checks that nothing is left).
 //
-// BuildRouted (routed.go; a prototype the lab does not use yet) keeps
-// each node's state constant in N: one neighbour entry (the switch's
-// gateway) and one route; the switch namespace routes, with a /32 route
-// and a neighbour entry per node, and has no bridge, so no limit of 1023
-// ports: one switch namespace holds 1000 nodes and more (a veth per node;
-// MaxNodes in topologies is the limit left). It needs no host sysctl:
-// forwarding is switched on in the switch namespace only. The capture
-// still keeps each frame once on its sender's port (TestRoutedCapture),
-// and Close and Clean remove it as they remove a bridged testbed: by
-// deleting the namespaces (BenchmarkScale checks that nothing is left).
-//
-// Measured with BenchmarkScale (namespaces and links, no node
-// processes; two runs on a 2-core VM shared with other builds, kernel
-// 6.18; build times vary twofold with the other load, slab is steadier):
+// The switch was a bridge before, and every node held a permanent
+// neighbour entry for every peer, since ARP entries past gc_thresh3 failed
+// connects with "neighbor table overflow" (4.9 million times while 250
+// nodes booted): N-1 entries per node, N(N-1) in all, a million at 1000
+// nodes. Measured with BenchmarkScale before the bridge was replaced,
+// building both (namespaces and links, no node processes; two runs on a
+// 2-core VM shared with other builds, kernel 6.18; build times vary
+// twofold with the other load, slab is steadier):
 //
 //	nodes  design  build (ms)   slab/node (KiB)  neighbours/node  switch
 //	  100  bridge   231, 244     255, 250           99               0
@@ -48,17 +48,16 @@
 // neighbour entries 1/999 per node (2000 in all against 999,000).
 // Teardown (unmounting the namespaces) is 0.26-0.79 s at 1000 either way.
 // A permanent neighbour entry costs about 0.5 KiB of slab: at 1000 nodes
-// the bridge's entries hold about 500 MB of kernel memory.
+// the bridge's entries held about 500 MB of kernel memory.
 //
-// Left to do: the lab, `bullylab up` and the bench still build bridges;
-// moving them to BuildRouted needs the lab's tests (capture, partitions,
-// impairments, with node processes) run on it. Partitions and impairments
-// act in the node namespaces on addresses the routed switch does not
-// change; TCP, isolation, a partition and the capture were tested routed,
-// impairments not yet. The receiver sees the switch's MAC as source and a
-// TTL one lower. Past 1000 nodes, topologies.MaxNodes and checkTopology
-// (which still speak of a bridge) are the limit, and node names and veth
-// indexes allow 9999.
+// What the routed switch changes for the nodes: the frame a receiver gets
+// has the switch's MAC as source and a TTL one lower than sent; addresses
+// are unchanged, so partitions (nftables on source addresses at the
+// receiver) and impairments (egress qdiscs and NFQUEUE in the node
+// namespaces) act as before. A frame to a node whose port is down meets a
+// blackhole route and vanishes, as on a bridge, rather than drawing an
+// ICMP unreachable. Node names and veth indexes allow 9999 nodes; the
+// build time and slab per node above are what limit MaxNodes.
 package netem
 
 import "errors"

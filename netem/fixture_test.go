@@ -21,10 +21,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The fault tests build their own small testbed (independent of testbed.go):
-// a switch namespace with a bridge and n node namespaces, each joined to it
-// by a veth, addressed fixtureSubnet.x. Traffic never leaves these
-// namespaces.
+// The fault tests build their own small testbed (independent of Build,
+// but wired as it wires, with routed.go's helpers): a switch namespace that
+// routes and n node namespaces, each joined to it by a veth, addressed
+// fixtureSubnet.x. Traffic never leaves these namespaces.
 
 var fixtureSubnet = netip.MustParsePrefix("10.213.0.0/24")
 
@@ -105,6 +105,10 @@ func newFaultsFixture(t testing.TB, n int) *fixture {
 		if sw, err = netns.NewNamed(swName); err != nil {
 			return fmt.Errorf("switch namespace: %w", err)
 		}
+		// NewNamed left this thread in the switch namespace.
+		if err := routerSysctls(); err != nil {
+			return fmt.Errorf("switch namespace: %w", err)
+		}
 		for i := range n {
 			node := fmt.Sprintf("n%03d", i+1)
 			name := NodeNamespace(f.run, node)
@@ -128,26 +132,26 @@ func newFaultsFixture(t testing.TB, n int) *fixture {
 		t.Fatal(err)
 	}
 	defer hsw.Close()
-	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: BridgeName(f.run)}}
-	if err := hsw.LinkAdd(br); err != nil {
-		t.Fatalf("adding bridge: %v", err)
-	}
-	if err := hsw.LinkSetUp(br); err != nil {
+	if err := addSwitchBlackhole(hsw, fixtureSubnet); err != nil {
 		t.Fatal(err)
 	}
 	for i, nd := range f.nodes {
 		// Creating the veth from the switch side with the peer placed
 		// straight into the node namespace avoids a slow move later.
 		v := &netlink.Veth{
-			LinkAttrs:     netlink.LinkAttrs{Name: SwitchVeth(f.run, i+1), MasterIndex: br.Index},
-			PeerName:      NodeVeth,
-			PeerNamespace: netlink.NsFd(nd.ns),
+			LinkAttrs:        netlink.LinkAttrs{Name: SwitchVeth(f.run, i+1), HardwareAddr: SwitchMAC},
+			PeerName:         NodeVeth,
+			PeerNamespace:    netlink.NsFd(nd.ns),
+			PeerHardwareAddr: NodeMAC(nd.addr),
 		}
 		if err := hsw.LinkAdd(v); err != nil {
 			t.Fatalf("adding veth for %s: %v", nd.name, err)
 		}
 		if err := hsw.LinkSetUp(v); err != nil {
 			t.Fatal(err)
+		}
+		if err := addSwitchRoute(hsw, v.Index, nd.addr); err != nil {
+			t.Fatalf("%s: %v", nd.name, err)
 		}
 		h, err := netlink.NewHandleAt(nd.ns)
 		if err != nil {
@@ -169,6 +173,16 @@ func newFaultsFixture(t testing.TB, n int) *fixture {
 			if err := h.LinkSetUp(l); err != nil {
 				h.Close()
 				t.Fatal(err)
+			}
+			if ifname == NodeVeth {
+				if err := h.NeighSet(gatewayNeighbour(l.Attrs().Index)); err != nil {
+					h.Close()
+					t.Fatalf("%s: gateway neighbour: %v", nd.name, err)
+				}
+				if err := h.RouteReplace(gatewayRoute(fixtureSubnet, l.Attrs().Index, nd.addr)); err != nil {
+					h.Close()
+					t.Fatalf("%s: gateway route: %v", nd.name, err)
+				}
 			}
 		}
 		h.Close()

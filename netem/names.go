@@ -17,7 +17,6 @@ import (
 //	run name          1 to 10 of [a-z0-9], a letter first   mylab, bl3f2a
 //	switch namespace  <run>-sw                     bl3f2a-sw
 //	node namespace    <run>-<node>                 bl3f2a-n007
-//	bridge            <run>br (switch namespace)   bl3f2abr
 //	switch-side veth  <run>v<index>                bl3f2av7
 //	node-side veth    eth0 (node namespace)
 //	nftables table    bullylab_<run> (inet family, in each node namespace)
@@ -28,8 +27,9 @@ import (
 // takes the name, "v" and up to 4 digits of node index (topologies allow
 // 1..9999), which leaves 10 bytes for the name. Names hold no "-", so a
 // namespace's run is what precedes its first "-", and no two runs share a
-// kernel name: a veth name ends in digits after its last "v", a bridge name
-// in "br".
+// kernel name: a veth name ends in digits after its last "v". (Runs built
+// before the switch routed also had a bridge, <run>br, inside their switch
+// namespace; deleting the namespace deletes it.)
 //
 // The kernel names carry no fixed marker: a marker that fits IFNAMSIZ
 // next to a useful name is two letters, and "bl" followed by any name would
@@ -103,11 +103,8 @@ func RunOfNamespace(ns string) (string, bool) {
 }
 
 // RunOfLink returns the run name an interface name belongs to, if it has
-// the form of BridgeName or SwitchVeth.
+// the form of SwitchVeth.
 func RunOfLink(name string) (string, bool) {
-	if run, ok := strings.CutSuffix(name, "br"); ok {
-		return run, ValidRunName(run)
-	}
 	i := strings.LastIndexByte(name, 'v')
 	if i < 0 || i == len(name)-1 {
 		return "", false
@@ -120,14 +117,11 @@ func RunOfLink(name string) (string, bool) {
 	return name[:i], ValidRunName(name[:i])
 }
 
-// SwitchNamespace names the namespace holding a run's bridge.
+// SwitchNamespace names the namespace of a run's switch.
 func SwitchNamespace(run string) string { return run + "-sw" }
 
 // NodeNamespace names the namespace of a run's node.
 func NodeNamespace(run, node string) string { return run + "-" + node }
-
-// BridgeName names a run's bridge.
-func BridgeName(run string) string { return run + "br" }
 
 // SwitchVeth names the switch-side end of node index i's veth.
 func SwitchVeth(run string, i int) string { return fmt.Sprintf("%sv%d", run, i) }
@@ -137,8 +131,8 @@ const NodeVeth = "eth0"
 
 // NodeMAC is the hardware address of a node's eth0: locally administered,
 // 02:62 ('b') followed by the node's IPv4 address, so that a capture names
-// the node by its MAC too and every node knows every peer's MAC without
-// asking (see Build).
+// the node by its MAC too, and the switch knows every node's MAC without
+// asking (see addSwitchRoute).
 func NodeMAC(addr netip.Addr) net.HardwareAddr {
 	a := addr.As4()
 	return net.HardwareAddr{0x02, 0x62, a[0], a[1], a[2], a[3]}

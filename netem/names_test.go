@@ -85,14 +85,6 @@ func TestRunNameKernelNames(t *testing.T) {
 		if !netem.ValidRunName(run) {
 			t.Fatalf("%q is not a run name", run)
 		}
-		br := netem.BridgeName(run)
-		if len(br) > ifnamsiz-1 {
-			t.Errorf("bridge %s: %d bytes, more than %d", br, len(br), ifnamsiz-1)
-		}
-		if r, ok := netem.RunOfLink(br); !ok || r != run {
-			t.Errorf("RunOfLink(%q) = %q, %v; want %q", br, r, ok, run)
-		}
-		claim(br, run)
 		for _, i := range []int{1, 9, 10, 12, 99, 100, 999, 1000, maxIndex} {
 			v := netem.SwitchVeth(run, i)
 			if len(v) > ifnamsiz-1 {
@@ -137,8 +129,8 @@ func TestRunNameOfForeignNames(t *testing.T) {
 	}
 }
 
-// FuzzRunOfLink checks that whatever RunOfLink accepts is exactly a bridge
-// or a switch veth of the run it returns.
+// FuzzRunOfLink checks that whatever RunOfLink accepts is exactly a switch
+// veth of the run it returns.
 func FuzzRunOfLink(f *testing.F) {
 	for _, s := range []string{"bl3f2abr", "bl3f2av7", "mylabv9999", "abrv1", "av1br", "eth0", "v1", "brbr", "labv007"} {
 		f.Add(s)
@@ -151,12 +143,9 @@ func FuzzRunOfLink(f *testing.F) {
 		if !netem.ValidRunName(run) {
 			t.Fatalf("RunOfLink(%q) = %q, not a run name", name, run)
 		}
-		if name == netem.BridgeName(run) {
-			return
-		}
 		idx, found := strings.CutPrefix(name, run+"v")
 		if !found || idx == "" || strings.Trim(idx, "0123456789") != "" {
-			t.Fatalf("RunOfLink(%q) = %q, but it is neither %s's bridge nor one of its veths", name, run, run)
+			t.Fatalf("RunOfLink(%q) = %q, but it is not one of %s's veths", name, run, run)
 		}
 	})
 }

@@ -149,20 +149,6 @@ func timestampsWithoutOffset() error {
 	return os.WriteFile(tcpTimestampsSysctl, []byte("2"), 0)
 }
 
-// bridgeWithoutNetfilter stops bridged frames from going through the
-// IPv4, IPv6 and ARP netfilter hooks of the calling thread's namespace.
-// Kernels with br_netfilter (built in here, and loaded wherever Docker
-// runs) send every frame a bridge forwards through them, in a namespace's
-// own copy of these switches, which starts on. The testbed's switch
-// filters nothing at layer 3, and the detour was 3% of the node
-// processes' CPU while 250 of them booted. Kernels without br_netfilter
-// lack the files, which is fine.
-func bridgeWithoutNetfilter() {
-	for _, f := range []string{"iptables", "ip6tables", "arptables"} {
-		_ = os.WriteFile("/proc/sys/net/bridge/bridge-nf-call-"+f, []byte("0"), 0)
-	}
-}
-
 // deleteNamed unmounts and removes NetnsDir/name; the namespace itself goes
 // when its last process and file descriptor are gone, taking its links with
 // it. Missing or half-created entries are fine.

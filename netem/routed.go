@@ -1,71 +1,52 @@
 package netem
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
 
-	"github.com/bullylab/bullylab/topologies"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
-// A routed switch (BuildRouted, a prototype beside Build) keeps each
-// node's kernel state constant in N: the node has one neighbour entry,
-// the switch's, and one route, the subnet via the switch. The switch
-// namespace has no bridge: IPv4 forwarding is on in it (a per-namespace
-// sysctl), every switch-side veth carries the same MAC (SwitchMAC), and it
-// holds one /32 route and one permanent neighbour entry per node, the
-// O(N) state a switch needs anyway. Without a bridge there is no limit of
-// 1023 ports.
+// The switch namespace routes between the nodes rather than bridging
+// them, which keeps each node's kernel state constant in N: the node has
+// one neighbour entry, the switch's, and one route, the subnet via the
+// switch. IPv4 forwarding is on in the switch namespace (a per-namespace
+// sysctl: the host's is untouched), every switch-side veth carries the
+// same MAC (SwitchMAC), and the switch holds one /32 route and one
+// permanent neighbour entry per node, the O(N) state a switch needs
+// anyway. No ARP is sent on the testbed at all. There is no bridge and so
+// no limit of 1023 ports (doc.go has the measurements that chose this).
 //
-// What stays as with the bridge: a frame enters the switch on its
-// sender's port, unchanged (the node's MAC as source), and leaves on the
-// receiver's port as an outgoing frame, so the capture's filter (not
-// outgoing, not on the bridge device) still keeps exactly one copy on the
-// sender's port. Partitions (nftables on source addresses at the
-// receivers) and impairments (egress in the node namespaces) see the same
-// addresses. What differs: the frame the receiver gets has the switch's
-// MAC as source and a TTL one lower; frames to a node whose port is down
-// meet a blackhole route for the subnet, dropped as silently as on a
-// bridge rather than answered with ICMP unreachable; and taking a switch port down (node
-// isolation) deletes its route and neighbour entry, which SetNodeLink puts
-// back when it brings the port up.
+// A frame enters the switch on its sender's port, unchanged (the node's
+// MAC as source), and leaves on the receiver's port as an outgoing frame,
+// so the capture keeps exactly one copy, the incoming one on the sender's
+// port. Partitions (nftables on source addresses at the receivers) and
+// impairments (egress in the node namespaces) see the nodes' addresses,
+// which the switch does not change. The frame the receiver gets has the
+// switch's MAC as source and a TTL one lower. Frames to a node whose port
+// is down meet a blackhole route for the subnet and are dropped silently,
+// as a real network would, rather than answered with ICMP unreachable;
+// and taking a switch port down (node isolation) deletes its route and
+// neighbour entry, which SetNodeLink puts back when it brings the port up.
 
-// SwitchMAC is the hardware address of every switch-side veth of a routed
-// switch: locally administered, 02:73 ('s'), distinct from any NodeMAC
+// SwitchMAC is the hardware address of every switch-side veth: locally administered, 02:73 ('s'), distinct from any NodeMAC
 // (02:62).
 var SwitchMAC = net.HardwareAddr{0x02, 0x73, 0, 0, 0, 1}
 
-// SwitchGateway is the address through which nodes of a routed switch
-// reach their subnet. It is never configured on any interface: each node
-// holds a permanent neighbour entry mapping it to SwitchMAC, and the
-// route is on-link, so it only has to be outside every topology's subnet.
+// SwitchGateway is the address through which the nodes reach their
+// subnet. It is never configured on any interface: each node holds a
+// permanent neighbour entry mapping it to SwitchMAC, and the route is
+// on-link, so it only has to be outside the topology's subnet (Build
+// checks).
 var SwitchGateway = netip.MustParseAddr("169.254.0.1")
 
-// RoutedSwitch is RunState.Switch for a routed switch; "" is a bridge.
+// RoutedSwitch is RunState.Switch of every run this version builds. An
+// empty Switch is a run recorded by an older version, whose switch was a
+// bridge: Attach refuses it, and Clean removes it by its namespaces.
 const RoutedSwitch = "routed"
-
-// BuildRouted is Build with a routed switch instead of a bridge.
-func BuildRouted(ctx context.Context, topo *topologies.Topology, run string) (*Testbed, error) {
-	if topo != nil && topo.Subnet.Contains(SwitchGateway) {
-		return nil, fmt.Errorf("build %s: topology %s: subnet %s holds the switch's gateway %s", run, topo.Name, topo.Subnet, SwitchGateway)
-	}
-	tb, err := newTestbed(topo, run, RoutedSwitch)
-	if err != nil {
-		return nil, err
-	}
-	if err := tb.Construct(ctx, nil, nil); err != nil {
-		return nil, errors.Join(err, tb.Close())
-	}
-	return tb, nil
-}
-
-// routed reports whether the testbed's switch routes rather than bridges.
-func (tb *Testbed) routed() bool { return tb.state.Switch == RoutedSwitch }
 
 // routerSysctls turns the calling thread's namespace into a router:
 // forwarding on, no reverse-path filter (a new namespace may inherit the
@@ -85,14 +66,9 @@ func routerSysctls() error {
 	return nil
 }
 
-// addSwitchRoute gives a routed switch its route and permanent neighbour
-// entry for node i on the switch-side veth ifindex.
-func (tb *Testbed) addSwitchRoute(sw *netlink.Handle, i, ifindex int) error {
-	sn := tb.state.Nodes[i]
-	addr, err := netip.ParseAddr(sn.Addr)
-	if err != nil {
-		return fmt.Errorf("node %s: address %q: %w", sn.Name, sn.Addr, err)
-	}
+// addSwitchRoute gives the switch (sw) its route and permanent neighbour
+// entry for the node at addr behind the switch-side veth ifindex.
+func addSwitchRoute(sw *netlink.Handle, ifindex int, addr netip.Addr) error {
 	ne := &netlink.Neigh{
 		LinkIndex:    ifindex,
 		Family:       unix.AF_INET,
@@ -101,7 +77,7 @@ func (tb *Testbed) addSwitchRoute(sw *netlink.Handle, i, ifindex int) error {
 		HardwareAddr: NodeMAC(addr),
 	}
 	if err := sw.NeighSet(ne); err != nil {
-		return fmt.Errorf("node %s: neighbour entry on %s: %w", sn.Name, sn.SwitchVeth, err)
+		return fmt.Errorf("neighbour entry for %s: %w", addr, err)
 	}
 	route := &netlink.Route{
 		LinkIndex: ifindex,
@@ -110,32 +86,46 @@ func (tb *Testbed) addSwitchRoute(sw *netlink.Handle, i, ifindex int) error {
 		Protocol:  unix.RTPROT_STATIC,
 	}
 	if err := sw.RouteReplace(route); err != nil {
-		return fmt.Errorf("node %s: route to %s on %s: %w", sn.Name, addr, sn.SwitchVeth, err)
+		return fmt.Errorf("route to %s: %w", addr, err)
 	}
 	return nil
 }
 
-// switchBlackhole makes a routed switch drop, silently, what it has no
+// addSwitchBlackhole makes the switch (sw) drop, silently, what it has no
 // node's route for: a node whose port is down. Without it the switch
 // answered with ICMP unreachable and the sender's connect failed at once,
-// where a real network (and the bridge) is silent.
-func (tb *Testbed) switchBlackhole() error {
-	subnet := tb.topo.Subnet.Masked()
+// where a real network is silent.
+func addSwitchBlackhole(sw *netlink.Handle, subnet netip.Prefix) error {
+	subnet = subnet.Masked()
 	route := &netlink.Route{
 		Dst:      &net.IPNet{IP: subnet.Addr().AsSlice(), Mask: net.CIDRMask(subnet.Bits(), 32)},
 		Type:     unix.RTN_BLACKHOLE,
 		Protocol: unix.RTPROT_STATIC,
 		Table:    unix.RT_TABLE_MAIN,
 	}
-	if err := tb.sw.RouteAdd(route); err != nil {
-		return fmt.Errorf("blackhole route for %s in %s: %w", subnet, SwitchNamespace(tb.run), err)
+	if err := sw.RouteAdd(route); err != nil {
+		return fmt.Errorf("blackhole route for %s: %w", subnet, err)
 	}
 	return nil
 }
 
-// gatewayRoute is the subnet route of a node behind a routed switch.
-func (tb *Testbed) gatewayRoute(ifindex int, addr netip.Addr) *netlink.Route {
-	subnet := tb.topo.Subnet.Masked()
+// gatewayNeighbour is a node's one neighbour entry, on its eth0 (ifindex):
+// the switch's gateway at SwitchMAC, permanent, so the node never asks.
+func gatewayNeighbour(ifindex int) *netlink.Neigh {
+	return &netlink.Neigh{
+		LinkIndex:    ifindex,
+		Family:       unix.AF_INET,
+		State:        netlink.NUD_PERMANENT,
+		IP:           SwitchGateway.AsSlice(),
+		HardwareAddr: SwitchMAC,
+	}
+}
+
+// gatewayRoute is the subnet route of the node at addr on eth0 (ifindex):
+// through the switch's gateway, on-link since no address of the node's
+// covers the gateway.
+func gatewayRoute(subnet netip.Prefix, ifindex int, addr netip.Addr) *netlink.Route {
+	subnet = subnet.Masked()
 	return &netlink.Route{
 		LinkIndex: ifindex,
 		Dst:       &net.IPNet{IP: subnet.Addr().AsSlice(), Mask: net.CIDRMask(subnet.Bits(), 32)},

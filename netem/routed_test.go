@@ -20,9 +20,9 @@ import (
 	"github.com/vishvananda/netns"
 )
 
-// routedStar builds a star of n nodes on a routed switch and closes it
-// when the test ends, checking that it left nothing behind.
-func routedStar(t *testing.T, n int) *netem.Testbed {
+// cleanStar builds a star of n nodes and closes it when the test ends,
+// checking that it left nothing behind.
+func cleanStar(t *testing.T, n int) *netem.Testbed {
 	t.Helper()
 	netemtest.RequireRoot(t)
 	topo, err := topologies.Star(n)
@@ -31,12 +31,12 @@ func routedStar(t *testing.T, n int) *netem.Testbed {
 	}
 	for range 10 {
 		run := netemtest.RunID(t)
-		tb, err := netem.BuildRouted(t.Context(), topo, run)
+		tb, err := netem.Build(t.Context(), topo, run)
 		if errors.Is(err, netem.ErrRunExists) {
 			continue
 		}
 		if err != nil {
-			t.Fatalf("building %s routed: %v", topo.Name, err)
+			t.Fatalf("building %s: %v", topo.Name, err)
 		}
 		t.Cleanup(func() {
 			if err := tb.Close(); err != nil {
@@ -50,11 +50,11 @@ func routedStar(t *testing.T, n int) *netem.Testbed {
 	return nil
 }
 
-// TestRoutedSwitch checks that a node behind a routed switch holds one
-// neighbour entry whatever N, and that TCP and isolation work as on the
-// bridge.
-func TestRoutedSwitch(t *testing.T) {
-	tb := routedStar(t, 5)
+// TestSwitchRoutes checks that a node holds one neighbour entry whatever
+// N, that TCP and isolation work through the switch, and that the switch
+// routes to a node again once it is reconnected.
+func TestSwitchRoutes(t *testing.T) {
+	tb := cleanStar(t, 5)
 	for _, nd := range tb.Nodes() {
 		ns, err := netns.GetFromName(nd.Namespace)
 		if err != nil {
@@ -98,12 +98,11 @@ func TestRoutedSwitch(t *testing.T) {
 	}
 }
 
-// TestRoutedCapture captures a routed switch as the lab does and checks
-// that each frame is kept once, on the port of the node that sent it:
-// the capture's filter drops the outgoing copy on the receiver's port, and
-// there is no bridge copy to drop.
-func TestRoutedCapture(t *testing.T) {
-	tb := routedStar(t, 3)
+// TestSwitchCapture captures the switch as the lab does and checks that
+// each frame is kept once, on the port of the node that sent it: the
+// capture's filter drops the outgoing copy on the receiver's port.
+func TestSwitchCapture(t *testing.T) {
+	tb := cleanStar(t, 3)
 	var nodes []capture.NodeInfo
 	ports := map[int]capture.NodePort{}
 	for _, sn := range tb.Nodes() {
@@ -216,11 +215,11 @@ func TestRoutedCapture(t *testing.T) {
 	}
 }
 
-// TestRoutedPartition cuts n2 -> n1 with the receiver's firewall, as the
-// lab partitions, behind a routed switch: the switch keeps source
-// addresses, so the cut holds for n2 alone, and the sender sees no error.
-func TestRoutedPartition(t *testing.T) {
-	tb := routedStar(t, 3)
+// TestSwitchPartition cuts n2 -> n1 with the receiver's firewall, as the
+// lab partitions: the switch keeps source addresses, so the cut holds for
+// n2 alone, and the sender sees no error.
+func TestSwitchPartition(t *testing.T) {
+	tb := cleanStar(t, 3)
 	udp := func(node string) *net.UDPConn {
 		var c *net.UDPConn
 		var err error

@@ -31,10 +31,10 @@ type RunState struct {
 	Subnet          string  `json:"subnet"`
 	Port            int     `json:"port"`
 	SwitchNamespace string  `json:"switch_namespace"`
-	Bridge          string  `json:"bridge"`
-	// Switch is RoutedSwitch when the switch namespace routes between
-	// the nodes (BuildRouted) rather than bridging them; Bridge then
-	// names nothing.
+	// Switch is RoutedSwitch: the switch namespace routes between the
+	// nodes. Records of older versions have none, and a "bridge" field
+	// naming their switch's bridge, which reading ignores: Clean removes
+	// those runs by their namespaces, as any other.
 	Switch string      `json:"switch,omitempty"`
 	Nodes  []StateNode `json:"nodes"`
 	// Complete is set once every namespace and link exists.

@@ -2,7 +2,6 @@ package netem
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -77,10 +76,10 @@ type Testbed struct {
 }
 
 // Build creates the testbed of topo for run in-process through netlink: a
-// switch namespace with a bridge and, per node, a named namespace linked to
-// the bridge by a veth whose node end is eth0 with the node's address. It
-// records everything in StateDir(run)/state.json before creating it. On
-// error it removes what it created.
+// switch namespace that routes between the nodes (routed.go) and, per node,
+// a named namespace linked to it by a veth whose node end is eth0 with the
+// node's address. It records everything in StateDir(run)/state.json before
+// creating it. On error it removes what it created.
 func Build(ctx context.Context, topo *topologies.Topology, run string) (*Testbed, error) {
 	tb, err := NewTestbed(topo, run)
 	if err != nil {
@@ -97,11 +96,6 @@ func Build(ctx context.Context, topo *topologies.Topology, run string) (*Testbed
 // a caller that starts work on each node as soon as it is built (the lab
 // boots nodes while the rest of the testbed is built) calls them itself.
 func NewTestbed(topo *topologies.Topology, run string) (*Testbed, error) {
-	return newTestbed(topo, run, "")
-}
-
-// newTestbed is NewTestbed with the kind of switch (RunState.Switch).
-func newTestbed(topo *topologies.Topology, run, switchKind string) (*Testbed, error) {
 	if err := CheckRunName(run); err != nil {
 		return nil, fmt.Errorf("build: %w", err)
 	}
@@ -141,12 +135,8 @@ func newTestbed(topo *topologies.Topology, run, switchKind string) (*Testbed, er
 		Subnet:          topo.Subnet.String(),
 		Port:            topo.Port,
 		SwitchNamespace: SwitchNamespace(run),
-		Bridge:          BridgeName(run),
-		Switch:          switchKind,
+		Switch:          RoutedSwitch,
 		Nodes:           make([]StateNode, len(topo.Nodes)),
-	}
-	if switchKind == RoutedSwitch {
-		tb.state.Bridge = ""
 	}
 	for i, n := range topo.Nodes {
 		tb.byName[n.Name] = i
@@ -200,10 +190,13 @@ func (tb *Testbed) Construct(ctx context.Context, order []int, nodeBuilt func(i 
 // topologies assembled in code rather than parsed.
 func checkTopology(topo *topologies.Topology) error {
 	if len(topo.Nodes) > topologies.MaxNodes {
-		return fmt.Errorf("topology %s: %d nodes, at most %d fit on a bridge", topo.Name, len(topo.Nodes), topologies.MaxNodes)
+		return fmt.Errorf("topology %s: %d nodes, more than the %d a testbed holds", topo.Name, len(topo.Nodes), topologies.MaxNodes)
 	}
 	if !topo.Subnet.IsValid() || !topo.Subnet.Addr().Is4() {
 		return fmt.Errorf("topology %s: subnet %s is not IPv4", topo.Name, topo.Subnet)
+	}
+	if topo.Subnet.Contains(SwitchGateway) {
+		return fmt.Errorf("topology %s: subnet %s holds the switch's gateway %s", topo.Name, topo.Subnet, SwitchGateway)
 	}
 	names := make(map[string]bool, len(topo.Nodes))
 	indexes := make(map[int]bool, len(topo.Nodes))
@@ -229,8 +222,7 @@ func checkTopology(topo *topologies.Topology) error {
 }
 
 func (tb *Testbed) build(ctx context.Context, order []int, nodeBuilt func(i int)) error {
-	bridge, err := tb.buildSwitch()
-	if err != nil {
+	if err := tb.buildSwitch(); err != nil {
 		return err
 	}
 	if order == nil {
@@ -256,7 +248,7 @@ func (tb *Testbed) build(ctx context.Context, order []int, nodeBuilt func(i int)
 	}
 	for range min(buildWorkers, len(tb.state.Nodes)) {
 		wg.Go(func() {
-			if err := tb.buildNodes(ctx, bridge, jobs, &failed, nodeBuilt); err != nil {
+			if err := tb.buildNodes(ctx, jobs, &failed, nodeBuilt); err != nil {
 				fail(err)
 			}
 		})
@@ -265,9 +257,9 @@ func (tb *Testbed) build(ctx context.Context, order []int, nodeBuilt func(i int)
 	return firstErr
 }
 
-// buildSwitch creates the switch namespace with its bridge and returns the
-// bridge's interface index.
-func (tb *Testbed) buildSwitch() (int, error) {
+// buildSwitch creates the switch namespace, makes it a router and gives it
+// the blackhole route for the subnet.
+func (tb *Testbed) buildSwitch() error {
 	// The switch namespace is created on a goroutine of its own so that a
 	// thread that cannot be restored dies with it, not with the caller.
 	type result struct {
@@ -281,12 +273,8 @@ func (tb *Testbed) buildSwitch() (int, error) {
 			resc <- result{netns.None(), err}
 			return
 		}
-		configure := bridgeWithoutNetfilter
 		var serr error
-		if tb.routed() {
-			configure = func() { serr = routerSysctls() }
-		}
-		ns, broken, err := c.create(SwitchNamespace(tb.run), configure)
+		ns, broken, err := c.create(SwitchNamespace(tb.run), func() { serr = routerSysctls() })
 		c.close(broken)
 		if err == nil && serr != nil {
 			err = fmt.Errorf("making %s a router: %w", SwitchNamespace(tb.run), serr)
@@ -295,30 +283,23 @@ func (tb *Testbed) buildSwitch() (int, error) {
 	}()
 	res := <-resc
 	if res.err != nil {
-		return 0, res.err
+		return res.err
 	}
 	tb.swNs = res.ns
 	sw, err := netlink.NewHandleAt(tb.swNs, unix.NETLINK_ROUTE)
 	if err != nil {
-		return 0, fmt.Errorf("netlink in %s: %w", SwitchNamespace(tb.run), err)
+		return fmt.Errorf("netlink in %s: %w", SwitchNamespace(tb.run), err)
 	}
 	tb.sw = sw
-	if tb.routed() {
-		return 0, tb.switchBlackhole()
+	if err := addSwitchBlackhole(tb.sw, tb.topo.Subnet); err != nil {
+		return fmt.Errorf("%s: %w", SwitchNamespace(tb.run), err)
 	}
-	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: BridgeName(tb.run), Flags: net.FlagUp}}
-	if err := tb.sw.LinkAdd(br); err != nil {
-		return 0, fmt.Errorf("creating bridge %s: %w", br.Name, err)
-	}
-	if br.Index == 0 {
-		return 0, fmt.Errorf("creating bridge %s: no interface index", br.Name)
-	}
-	return br.Index, nil
+	return nil
 }
 
 // buildNodes is one build worker: it builds the nodes it takes from jobs
 // until they run out, failed is set or ctx ends.
-func (tb *Testbed) buildNodes(ctx context.Context, bridge int, jobs <-chan int, failed *atomic.Bool, nodeBuilt func(i int)) error {
+func (tb *Testbed) buildNodes(ctx context.Context, jobs <-chan int, failed *atomic.Bool, nodeBuilt func(i int)) error {
 	// Each worker has its own switch socket: requests on one socket are
 	// serialised for their whole round trip.
 	h, err := netlink.NewHandleAt(tb.swNs, unix.NETLINK_ROUTE)
@@ -351,7 +332,7 @@ func (tb *Testbed) buildNodes(ctx context.Context, bridge int, jobs <-chan int, 
 			tb.tsOffsetErr.CompareAndSwap(nil, &tsErr)
 		}
 		tb.nodeNs[i] = ns // each i has one writer; read after wg.Wait
-		if err := tb.addNode(h, bridge, i, ns); err != nil {
+		if err := tb.addNode(h, i, ns); err != nil {
 			return err
 		}
 		if nodeBuilt != nil {
@@ -361,29 +342,26 @@ func (tb *Testbed) buildNodes(ctx context.Context, bridge int, jobs <-chan int, 
 	return nil
 }
 
-// addNode links node i's namespace to the bridge and configures eth0.
-func (tb *Testbed) addNode(sw *netlink.Handle, bridge, i int, ns netns.NsHandle) error {
+// addNode links node i's namespace to the switch, routes to it there, and
+// configures eth0 with the node's address, its one neighbour entry (the
+// switch's gateway) and its subnet route through the gateway.
+func (tb *Testbed) addNode(sw *netlink.Handle, i int, ns netns.NsHandle) error {
 	sn := tb.state.Nodes[i]
 	// The peer is created directly in the node namespace: moving a link
 	// between namespaces afterwards costs several times more.
 	n := &tb.topo.Nodes[i]
 	veth := &netlink.Veth{
-		LinkAttrs:        netlink.LinkAttrs{Name: sn.SwitchVeth, MasterIndex: bridge, Flags: net.FlagUp},
+		LinkAttrs:        netlink.LinkAttrs{Name: sn.SwitchVeth, HardwareAddr: SwitchMAC, Flags: net.FlagUp},
 		PeerName:         NodeVeth,
 		PeerNamespace:    netlink.NsFd(ns),
 		PeerHardwareAddr: NodeMAC(n.Addr),
-	}
-	if tb.routed() {
-		veth.HardwareAddr = SwitchMAC
 	}
 	if err := sw.LinkAdd(veth); err != nil {
 		return fmt.Errorf("node %s: creating veth %s: %w", sn.Name, sn.SwitchVeth, err)
 	}
 	tb.vethIndex[i] = veth.Index
-	if tb.routed() {
-		if err := tb.addSwitchRoute(sw, i, veth.Index); err != nil {
-			return err
-		}
+	if err := addSwitchRoute(sw, veth.Index, n.Addr); err != nil {
+		return fmt.Errorf("node %s: on %s: %w", sn.Name, sn.SwitchVeth, err)
 	}
 
 	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
@@ -395,13 +373,8 @@ func (tb *Testbed) addNode(sw *netlink.Handle, bridge, i int, ns netns.NsHandle)
 	if err != nil {
 		return fmt.Errorf("node %s: finding %s in %s: %w", sn.Name, NodeVeth, sn.Namespace, err)
 	}
-	if tb.routed() {
-		err = addPermanentNeighbours(ns, eth0.Attrs().Index, []neighbour{{SwitchGateway, SwitchMAC}})
-	} else {
-		err = tb.addNeighbours(ns, eth0.Attrs().Index, i)
-	}
-	if err != nil {
-		return fmt.Errorf("node %s: %w", sn.Name, err)
+	if err := h.NeighSet(gatewayNeighbour(eth0.Attrs().Index)); err != nil {
+		return fmt.Errorf("node %s: neighbour entry for %s on %s: %w", sn.Name, SwitchGateway, NodeVeth, err)
 	}
 	addr := &netlink.Addr{IPNet: &net.IPNet{IP: n.Addr.AsSlice(), Mask: net.CIDRMask(tb.topo.Subnet.Bits(), 32)}}
 	if err := h.AddrAdd(eth0, addr); err != nil {
@@ -425,35 +398,17 @@ func (tb *Testbed) addNode(sw *netlink.Handle, bridge, i int, ns netns.NsHandle)
 var usecTimestampsFeature = unix.RTAX_FEATURE_TCP_USEC_TS
 
 // microsecondTimestamps replaces the subnet route the kernel made for the
-// node's address, once eth0 was up, with the same route asking for
-// microsecond TCP timestamps (the route feature tcp_usec_ts, Linux 6.7):
-// TSval in milliseconds cannot order messages sent within a millisecond,
-// and a connection uses the unit its own end's route asks for, so every
-// node gets it or none does. Kernels that predate the feature refuse the
-// bit with EINVAL: then the first node's answer keeps every node on the
-// kernel's own route, in milliseconds.
+// node's address, once eth0 was up, with the route through the switch's
+// gateway, asking for microsecond TCP timestamps (the route feature
+// tcp_usec_ts, Linux 6.7): TSval in milliseconds cannot order messages
+// sent within a millisecond, and a connection uses the unit its own end's
+// route asks for, so every node gets it or none does. Kernels that predate
+// the feature refuse the bit with EINVAL: then the first node's answer
+// keeps every node on the gateway route without it, in milliseconds.
 func (tb *Testbed) microsecondTimestamps(h *netlink.Handle, ifindex int, addr netip.Addr) error {
-	subnet := tb.topo.Subnet.Masked()
-	route := &netlink.Route{
-		LinkIndex: ifindex,
-		Dst:       &net.IPNet{IP: subnet.Addr().AsSlice(), Mask: net.CIDRMask(subnet.Bits(), 32)},
-		Src:       addr.AsSlice(),
-		Scope:     netlink.SCOPE_LINK,
-		Protocol:  unix.RTPROT_KERNEL,
-		Table:     unix.RT_TABLE_MAIN,
-		Type:      unix.RTN_UNICAST,
-		Features:  usecTimestampsFeature,
-	}
-	// Behind a routed switch the subnet is reached through the switch,
-	// whatever the kernel says to the feature.
-	var fallback func() error
-	if tb.routed() {
-		route = tb.gatewayRoute(ifindex, addr)
-		route.Features = usecTimestampsFeature
-		fallback = func() error { return h.RouteReplace(tb.gatewayRoute(ifindex, addr)) }
-	} else {
-		fallback = func() error { return nil }
-	}
+	route := gatewayRoute(tb.topo.Subnet, ifindex, addr)
+	route.Features = usecTimestampsFeature
+	fallback := func() error { return h.RouteReplace(gatewayRoute(tb.topo.Subnet, ifindex, addr)) }
 	tb.usecMu.Lock()
 	if tb.usecTried {
 		refused := tb.usecRefused
@@ -514,118 +469,6 @@ func (tb *Testbed) TimestampOffsetError() error {
 	return nil
 }
 
-// addNeighbours gives node i's namespace a permanent neighbour (ARP) entry
-// for every other node. The kernel's neighbour table is one for all
-// namespaces, with a limit (net.ipv4.neigh.default.gc_thresh3, 1024 by
-// default) on the entries it may garbage-collect: a full mesh of 32 nodes
-// reaches it, and past it connects and packets fail with "neighbor table
-// overflow" (4.9 million times while 250 nodes booted, and they never
-// elected). Permanent entries are exempt from the limit, and spare every
-// node an ARP broadcast flooded to all ports for each peer.
-func (tb *Testbed) addNeighbours(ns netns.NsHandle, ifindex, i int) error {
-	var peers []neighbour
-	for j := range tb.topo.Nodes {
-		if j != i {
-			a := tb.topo.Nodes[j].Addr
-			peers = append(peers, neighbour{a, NodeMAC(a)})
-		}
-	}
-	return addPermanentNeighbours(ns, ifindex, peers)
-}
-
-// neighbour is one permanent neighbour entry: an address and its MAC.
-type neighbour struct {
-	addr netip.Addr
-	mac  net.HardwareAddr
-}
-
-// neighbourBatch is how many entries go in one sendmsg. One request per
-// entry cost a round trip each, 62 thousand for 250 nodes; one datagram
-// for all of them queues an acknowledgement per entry before any is read,
-// and 499 of them overflowed the socket's receive buffer (rmem_default,
-// 212992 bytes here): building 500 nodes failed with ENOBUFS. A batch's
-// acknowledgements are read before the next batch is sent.
-const neighbourBatch = 256
-
-// addPermanentNeighbours adds entries on ifindex in ns, replacing any
-// there, in batches of neighbourBatch.
-func addPermanentNeighbours(ns netns.NsHandle, ifindex int, entries []neighbour) error {
-	if len(entries) == 0 {
-		return nil
-	}
-	var fd int
-	err := inNamespace(ns, func() error {
-		var err error
-		fd, err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("neighbour entries: netlink socket: %w", err)
-	}
-	defer unix.Close(fd)
-
-	const msgLen = unix.SizeofNlMsghdr + unix.SizeofNdMsg + 8 + 12 // header, ndmsg, NDA_DST (4+4), NDA_LLADDR (4+6, padded)
-	buf := make([]byte, 0, msgLen*min(len(entries), neighbourBatch))
-	rb := make([]byte, 64<<10)
-	ne := binary.NativeEndian
-	for start := 0; start < len(entries); start += neighbourBatch {
-		batch := entries[start:min(start+neighbourBatch, len(entries))]
-		buf = buf[:0]
-		for k, e := range batch {
-			ip := e.addr.As4()
-			m := make([]byte, msgLen)
-			ne.PutUint32(m[0:], msgLen)
-			ne.PutUint16(m[4:], unix.RTM_NEWNEIGH)
-			ne.PutUint16(m[6:], unix.NLM_F_REQUEST|unix.NLM_F_ACK|unix.NLM_F_CREATE|unix.NLM_F_REPLACE)
-			ne.PutUint32(m[8:], uint32(start+k+1)) // sequence number
-			nd := m[unix.SizeofNlMsghdr:]
-			nd[0] = unix.AF_INET
-			ne.PutUint32(nd[4:], uint32(ifindex))
-			ne.PutUint16(nd[8:], unix.NUD_PERMANENT)
-			attr := nd[unix.SizeofNdMsg:]
-			ne.PutUint16(attr[0:], 8)
-			ne.PutUint16(attr[2:], unix.NDA_DST)
-			copy(attr[4:], ip[:])
-			ne.PutUint16(attr[8:], 10)
-			ne.PutUint16(attr[10:], unix.NDA_LLADDR)
-			copy(attr[12:], e.mac)
-			buf = append(buf, m...)
-		}
-		// The kernel processes a datagram's messages in order and queues
-		// one acknowledgement per message.
-		if err := unix.Sendto(fd, buf, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-			return fmt.Errorf("neighbour entries: sending entries %d..%d: %w", start+1, start+len(batch), err)
-		}
-		for acked := 0; acked < len(batch); {
-			n, _, err := unix.Recvfrom(fd, rb, 0)
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("neighbour entries: reading acknowledgements: %w", err)
-			}
-			msgs, err := syscall.ParseNetlinkMessage(rb[:n])
-			if err != nil {
-				return fmt.Errorf("neighbour entries: %w", err)
-			}
-			for _, m := range msgs {
-				if m.Header.Type != unix.NLMSG_ERROR || len(m.Data) < 4 {
-					continue
-				}
-				if code := int32(ne.Uint32(m.Data)); code != 0 {
-					k := int(m.Header.Seq) - 1
-					if k >= 0 && k < len(entries) {
-						return fmt.Errorf("neighbour entry for %s: %w", entries[k].addr, syscall.Errno(-code))
-					}
-					return fmt.Errorf("neighbour entries: %w", syscall.Errno(-code))
-				}
-				acked++
-			}
-		}
-	}
-	return nil
-}
-
 // Attach opens the testbed another process built, to run commands in it or
 // isolate nodes. Closing an attached testbed only releases its handles; the
 // run stays until its owner closes it or `bullylab clean` runs.
@@ -644,6 +487,11 @@ func Attach(run string) (*Testbed, error) {
 		vethIndex: make([]int, len(st.Nodes)),
 		nodeNs:    make([]netns.NsHandle, len(st.Nodes)),
 		procs:     map[*Process]struct{}{},
+	}
+	if st.Switch != RoutedSwitch {
+		// Its ports are a bridge's, whose addresses and routes this
+		// version would get wrong; deleting its namespaces still works.
+		return nil, fmt.Errorf("attach %s: built by an older bullylab with a bridge for a switch; `bullylab clean` removes it", run)
 	}
 	tb.savedCond = sync.NewCond(&tb.mu)
 	for i, n := range st.Nodes {
@@ -739,11 +587,15 @@ func (tb *Testbed) SetNodeLink(node string, up bool) error {
 	if err != nil {
 		return fmt.Errorf("node %s: setting %s up=%v: %w", node, name, up, err)
 	}
-	if up && tb.routed() {
+	if up {
 		// Taking the port down deleted the switch's route and neighbour
 		// entry through it.
-		if err := tb.addSwitchRoute(tb.sw, i, link.Attrs().Index); err != nil {
-			return err
+		addr, err := netip.ParseAddr(tb.state.Nodes[i].Addr)
+		if err != nil {
+			return fmt.Errorf("node %s: address %q: %w", node, tb.state.Nodes[i].Addr, err)
+		}
+		if err := addSwitchRoute(tb.sw, link.Attrs().Index, addr); err != nil {
+			return fmt.Errorf("node %s: on %s: %w", node, name, err)
 		}
 	}
 	if up {
@@ -757,9 +609,9 @@ func (tb *Testbed) SetNodeLink(node string, up bool) error {
 
 // Carrier changes reach a device's operational state through the kernel's
 // linkwatch, which may defer them by up to a second; until then a veth
-// transmits through the noop qdisc and drops everything, and the bridge
-// port is not forwarding. Measured: the first ARP request of a fresh node
-// vanished and cost its first connection a one-second retry.
+// transmits through the noop qdisc and drops everything. Measured when the
+// switch was a bridge: the first ARP request of a fresh node vanished and
+// cost its first connection a one-second retry.
 const (
 	linkUpTimeout = 10 * time.Second
 	linkUpPoll    = 2 * time.Millisecond

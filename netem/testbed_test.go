@@ -215,7 +215,8 @@ func TestBuildTeardown(t *testing.T) {
 	}
 }
 
-// tbCheckWiring checks every node's eth0 and the bridge's ports.
+// tbCheckWiring checks the switch's ports and routes and every node's
+// eth0, neighbour entry and subnet route.
 func tbCheckWiring(t *testing.T, tb *netem.Testbed) {
 	t.Helper()
 	sw, err := netns.GetFromName(netem.SwitchNamespace(tb.Run()))
@@ -228,36 +229,20 @@ func tbCheckWiring(t *testing.T, tb *netem.Testbed) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	br, err := h.LinkByName(netem.BridgeName(tb.Run()))
-	if err != nil {
-		t.Fatal(err)
+	if v := tbSysctlIn(t, sw, "/proc/sys/net/ipv4/ip_forward"); v != "1" {
+		t.Errorf("switch namespace: ip_forward = %s, want 1", v)
 	}
-	if br.Attrs().Flags&net.FlagUp == 0 {
-		t.Error("bridge is down")
-	}
-	links, err := h.LinkList()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ports := 0
-	for _, l := range links {
-		if l.Attrs().MasterIndex == br.Attrs().Index {
-			ports++
-			if l.Attrs().Flags&net.FlagUp == 0 {
-				t.Errorf("switch port %s is down", l.Attrs().Name)
-			}
+	for _, nd := range tb.Nodes() {
+		l, err := h.LinkByName(nd.SwitchVeth)
+		if err != nil {
+			t.Fatalf("node %s: switch port: %v", nd.Name, err)
 		}
-	}
-	if ports != len(tb.Nodes()) {
-		t.Errorf("bridge has %d ports, want %d", ports, len(tb.Nodes()))
-	}
-	if _, err := os.Stat("/proc/sys/net/bridge"); err == nil {
-		// br_netfilter is in this kernel: the switch must not send what it
-		// forwards through iptables.
-		for _, f := range []string{"iptables", "ip6tables", "arptables"} {
-			if v := tbSysctlIn(t, sw, "/proc/sys/net/bridge/bridge-nf-call-"+f); v != "0" {
-				t.Errorf("switch namespace: bridge-nf-call-%s = %s, want 0", f, v)
-			}
+		if a := l.Attrs(); a.Flags&net.FlagUp == 0 || a.MasterIndex != 0 || a.HardwareAddr.String() != netem.SwitchMAC.String() {
+			t.Errorf("switch port %s: up %v, master %d, MAC %s; want up, none, %s", a.Name, a.Flags&net.FlagUp != 0, a.MasterIndex, a.HardwareAddr, netem.SwitchMAC)
+		}
+		routes, err := h.RouteGet(netip.MustParseAddr(nd.Addr).AsSlice())
+		if err != nil || len(routes) != 1 || routes[0].LinkIndex != l.Attrs().Index {
+			t.Errorf("switch: route to %s (%s) = %v, %v; want through %s", nd.Name, nd.Addr, routes, err, nd.SwitchVeth)
 		}
 	}
 	for _, nd := range tb.Nodes() {
@@ -277,25 +262,26 @@ func tbCheckWiring(t *testing.T, tb *netem.Testbed) {
 		}
 		addrs, _ := nh.AddrList(eth0, netlink.FAMILY_V4)
 		lo, _ := nh.LinkByIndex(1)
-		neighs, err := nh.NeighList(eth0.Attrs().Index, netlink.FAMILY_V4)
-		nh.Close()
+		neighs, err := nh.NeighList(0, netlink.FAMILY_V4)
 		if err != nil {
+			nh.Close()
 			t.Fatal(err)
 		}
+		// A peer is reached through the gateway, whatever N.
+		peer := netip.MustParseAddr(tb.Nodes()[(nd.Index)%len(tb.Nodes())].Addr)
+		routes, rerr := nh.RouteGet(peer.AsSlice())
+		nh.Close()
 		if want := netem.NodeMAC(netip.MustParseAddr(nd.Addr)); eth0.Attrs().HardwareAddr.String() != want.String() {
 			t.Errorf("node %s: eth0 has MAC %s, want %s", nd.Name, eth0.Attrs().HardwareAddr, want)
 		}
-		// Every peer has a permanent entry, so that no ARP is needed and
-		// the kernel's shared neighbour table cannot overflow.
-		perm := 0
-		for _, ne := range neighs {
-			a, _ := netip.AddrFromSlice(ne.IP.To4())
-			if ne.State == netlink.NUD_PERMANENT && ne.HardwareAddr.String() == netem.NodeMAC(a).String() {
-				perm++
-			}
+		// One permanent entry, the gateway's: no ARP is ever sent, and the
+		// node's state does not grow with N.
+		if len(neighs) != 1 || neighs[0].State != netlink.NUD_PERMANENT || neighs[0].LinkIndex != eth0.Attrs().Index ||
+			neighs[0].IP.String() != netem.SwitchGateway.String() || neighs[0].HardwareAddr.String() != netem.SwitchMAC.String() {
+			t.Errorf("node %s: neighbours %v, want only %s at %s on eth0, permanent", nd.Name, neighs, netem.SwitchGateway, netem.SwitchMAC)
 		}
-		if perm != len(tb.Nodes())-1 {
-			t.Errorf("node %s: %d permanent neighbour entries with the peers' MACs, want %d", nd.Name, perm, len(tb.Nodes())-1)
+		if rerr != nil || len(routes) != 1 || routes[0].Gw.String() != netem.SwitchGateway.String() || routes[0].LinkIndex != eth0.Attrs().Index {
+			t.Errorf("node %s: route to %s = %v, %v; want through %s on eth0", nd.Name, peer, routes, rerr, netem.SwitchGateway)
 		}
 		if eth0.Attrs().Flags&net.FlagUp == 0 || lo == nil || lo.Attrs().Flags&net.FlagUp == 0 {
 			t.Errorf("node %s: eth0 or lo is down", nd.Name)

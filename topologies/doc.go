@@ -1,5 +1,5 @@
 // Package topologies parses bullylab's YAML topology files and ships a few
-// built-in ones (star3 … star250, two-site), embedded so that
+// built-in ones (star3 … star1000, two-site), embedded so that
 // `--topology star5` works from an installed binary.
 //
 // A topology, in the spirit of containerlab:

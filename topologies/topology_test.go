@@ -19,11 +19,11 @@ import (
 )
 
 func TestBuiltinsParse(t *testing.T) {
-	want := []string{"example", "star16", "star250", "star3", "star5", "star64", "two-site"}
+	want := []string{"example", "star1000", "star16", "star250", "star3", "star5", "star500", "star64", "two-site"}
 	if got := topologies.Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
-	sizes := map[string]int{"star3": 3, "star5": 5, "star16": 16, "star64": 64, "star250": 250, "two-site": 5, "example": 5}
+	sizes := map[string]int{"star3": 3, "star5": 5, "star16": 16, "star64": 64, "star250": 250, "star500": 500, "star1000": 1000, "two-site": 5, "example": 5}
 	for _, name := range topologies.Names() {
 		topo, err := topologies.Load(name)
 		if err != nil {

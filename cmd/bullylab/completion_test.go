@@ -34,7 +34,7 @@ func TestCompletion(t *testing.T) {
 			"bullylab ben":                         "bench",
 			"bullylab bench --scen":                "--scenario",
 			"bullylab bench --scenario leader-c":   "leader-crash",
-			"bullylab up sta":                      "star16 star250 star3 star5 star64",
+			"bullylab up sta":                      "star1000 star16 star250 star3 star5 star500 star64",
 			"bullylab -":                           "--version --help",
 			"bullylab bench --topology star5 --ru": "--runs",
 			"bullylab completion z":                "zsh",
