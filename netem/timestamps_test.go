@@ -162,8 +162,8 @@ func tsCheckNodes(t *testing.T, tb *netem.Testbed, unit time.Duration) {
 			if usec != (unit == time.Microsecond) {
 				t.Errorf("node %s: route to %s has features %#x, unit %v", nd.Name, subnet, r.Features, unit)
 			}
-			if r.Src.String() != nd.Addr || r.Scope != netlink.SCOPE_LINK {
-				t.Errorf("node %s: route to %s from %s scope %v, want from %s scope link", nd.Name, subnet, r.Src, r.Scope, nd.Addr)
+			if r.Src.String() != nd.Addr || r.Gw.String() != netem.SwitchGateway.String() {
+				t.Errorf("node %s: route to %s from %s via %s, want from %s via the switch's %s", nd.Name, subnet, r.Src, r.Gw, nd.Addr, netem.SwitchGateway)
 			}
 		}
 		if found != 1 {
