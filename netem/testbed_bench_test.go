@@ -23,6 +23,7 @@ func BenchmarkBuild(b *testing.B) {
 	for _, n := range []int{10, 100, 250, 500, 1000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			netemtest.RequireRoot(b)
+			netemtest.SkipAboveMaxNodes(b, n)
 			topo, err := topologies.Star(n)
 			if err != nil {
 				b.Fatal(err)

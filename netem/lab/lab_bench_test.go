@@ -40,6 +40,7 @@ func BenchmarkLab(b *testing.B) {
 	const settle = time.Second
 	for _, n := range []int{10, 100, 250, 500, 1000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			netemtest.SkipAboveMaxNodes(b, n)
 			bin := labtest.Binary(b)
 			topo, err := topologies.Star(n)
 			if err != nil {

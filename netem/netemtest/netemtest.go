@@ -192,3 +192,25 @@ func RequireClean(t testing.TB, run string) {
 			run, c.Namespaces, c.RootLinks, c.Processes, c.StateDir)
 	}
 }
+
+// MaxNodesEnv caps the testbed sizes a benchmark builds: scripts/test.sh
+// sets it so that CI's one pass over every benchmark fits its time limit,
+// and a developer sets it to keep a shared machine usable.
+const MaxNodesEnv = "BULLYLAB_BENCH_MAX_NODES"
+
+// SkipAboveMaxNodes skips a benchmark of n nodes when $BULLYLAB_BENCH_MAX_NODES
+// is set below n; it fails on a value that is no positive number.
+func SkipAboveMaxNodes(b *testing.B, n int) {
+	b.Helper()
+	v := os.Getenv(MaxNodesEnv)
+	if v == "" {
+		return
+	}
+	limit, err := strconv.Atoi(v)
+	if err != nil || limit < 1 {
+		b.Fatalf("%s=%q: want a positive number of nodes", MaxNodesEnv, v)
+	}
+	if n > limit {
+		b.Skipf("%d nodes: over %s=%d", n, MaxNodesEnv, limit)
+	}
+}

@@ -43,6 +43,12 @@ func BenchmarkBootToLeader(b *testing.B) {
 			env  []string
 		}{{"now", nil}, {"procs=2", []string{"GOMAXPROCS=2"}}} {
 			b.Run(fmt.Sprintf("n=%d/%s", n, v.name), func(b *testing.B) {
+				if v := os.Getenv("BULLYLAB_BENCH_MAX_NODES"); v != "" {
+					// As netemtest.SkipAboveMaxNodes, which this package cannot import.
+					if limit, err := strconv.Atoi(v); err != nil || n > limit {
+						b.Skipf("%d nodes: over BULLYLAB_BENCH_MAX_NODES=%s", n, v)
+					}
+				}
 				needFDs(b, n)
 				for range b.N {
 					bootToLeader(b, Spec{Binary: bin, Nodes: n, Env: v.env})
