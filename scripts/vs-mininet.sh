@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Times building and tearing down a star of N hosts on one Linux bridge,
-# Mininet against bullylab's testbed, side by side on this machine in one
-# run, and prints the medians. Needs root.
+# Times building and tearing down a star of N hosts on one switch, Mininet
+# (a Linux bridge) against bullylab's testbed (a routed switch), side by
+# side on this machine in one run, and prints the medians. Needs root.
 #
 #   scripts/vs-mininet.sh              # N = 100 250 500 1000, 3 rounds
 #   ROUNDS=5 scripts/vs-mininet.sh 100 250
@@ -20,9 +20,10 @@
 #             started, no test run, stopped.
 #   bullylab  BenchmarkBuild/N (netem/testbed_bench_test.go), one
 #             iteration, from a test binary compiled once: N node
-#             namespaces and a switch namespace with a bridge and a veth
-#             per node, plus a permanent neighbour entry on every node for
-#             every peer, built and torn down; no node processes.
+#             namespaces and a switch namespace that routes between them
+#             (a veth per node; a route and a permanent neighbour entry per
+#             node on the switch, one of each on every node), built and
+#             torn down; no node processes.
 #
 # The numbers, in seconds:
 #

@@ -19,9 +19,10 @@ import (
 // together), the CPU per second of the steady state, and the leader's own
 // steady CPU. Run one size at a time on a shared host:
 //
-//	go test ./node/cluster -run '^$' -bench 'BootToLeader/n=250/' -benchtime 1x
+//	go test ./node/cluster -run '^$' -bench 'BootToLeader/n=100/' -benchtime 1x
 //
-// It stops at 250: booted all at once, every node's ELECTION reaches every
+// It stops at 100 (a 250-node run did not come up on a loaded 2-core
+// host): booted all at once, every node's ELECTION reaches every
 // higher node that is up, and each such pair keeps its connection. At 1000
 // nodes that was 255,000 TCP sockets in use and 14 GB of memory, and the
 // processes took minutes to exit. The testbed's lab boots the highest node
@@ -37,7 +38,7 @@ func BenchmarkBootToLeader(b *testing.B) {
 	if *otherBinary != "" {
 		bin = *otherBinary
 	}
-	for _, n := range []int{100, 250} {
+	for _, n := range []int{100} {
 		for _, v := range []struct {
 			name string
 			env  []string
