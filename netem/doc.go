@@ -23,16 +23,16 @@
 // namespace holds a veth per node, and topologies.MaxNodes is the limit.
 // The capture keeps each frame once, on its sender's port
 // (TestSwitchCapture), and Close and Clean remove a testbed by deleting
-// its namespaces (BenchmarkScale checks that nothing is left).
+// its namespaces (BenchmarkBuild checks that nothing is left).
 //
 // The switch was a bridge before, and every node held a permanent
 // neighbour entry for every peer, since ARP entries past gc_thresh3 failed
 // connects with "neighbor table overflow" (4.9 million times while 250
 // nodes booted): N-1 entries per node, N(N-1) in all, a million at 1000
-// nodes. Measured with BenchmarkScale before the bridge was replaced,
-// building both (namespaces and links, no node processes; two runs on a
-// 2-core VM shared with other builds, kernel 6.18; build times vary
-// twofold with the other load, slab is steadier):
+// nodes. Measured before the bridge was replaced, by a benchmark since
+// folded into BenchmarkBuild, building both (namespaces and links, no node
+// processes; two runs on a 2-core VM shared with other builds, kernel
+// 6.18; build times vary twofold with the other load, slab is steadier):
 //
 //	nodes  design  build (ms)   slab/node (KiB)  neighbours/node  switch
 //	  100  bridge   231, 244     255, 250           99               0

@@ -1,17 +1,14 @@
 package netem_test
 
 import (
-	"fmt"
 	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/netemtest"
-	"github.com/bullylab/bullylab/topologies"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
@@ -69,57 +66,6 @@ func listNeighbours(t testing.TB, ns string) []netlink.Neigh {
 		t.Fatalf("%s: listing neighbours: %v", ns, err)
 	}
 	return neighs
-}
-
-// BenchmarkScale builds stars of 100 to 1000 nodes (namespaces and links,
-// no processes) and reports per build: ms/build, ms/teardown,
-// slab-KiB/node (the growth of Slab in /proc/meminfo over the build, per
-// node; other work on the machine adds noise), neigh/node (IPv4 neighbour
-// entries in the node namespaces, per node) and neigh-switch (in the
-// switch namespace). Run it with -benchtime=1x. doc.go keeps what it
-// measured when it also built the bridge the switch replaced.
-func BenchmarkScale(b *testing.B) {
-	const settle = 2 * time.Second
-	for _, n := range []int{100, 250, 500, 1000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			netemtest.RequireRoot(b)
-			netemtest.SkipAboveMaxNodes(b, n)
-			topo, err := topologies.Star(n)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var built, torn time.Duration
-			var slab, neigh, swNeigh float64
-			for range b.N {
-				time.Sleep(settle) // the kernel frees the last run's namespaces asynchronously
-				run := netemtest.RunID(b)
-				before := meminfoKiB(b, "Slab")
-				start := time.Now()
-				tb, err := netem.Build(b.Context(), topo, run)
-				if err != nil {
-					b.Fatal(err)
-				}
-				built += time.Since(start)
-				slab += float64(meminfoKiB(b, "Slab")-before) / float64(n)
-				for _, nd := range tb.Nodes() {
-					neigh += float64(len(listNeighbours(b, nd.Namespace))) / float64(n)
-				}
-				swNeigh += float64(len(listNeighbours(b, netem.SwitchNamespace(run))))
-				start = time.Now()
-				if err := tb.Close(); err != nil {
-					b.Fatal(err)
-				}
-				torn += time.Since(start)
-				netemtest.RequireClean(b, run)
-			}
-			per := float64(b.N)
-			b.ReportMetric(float64(built.Microseconds())/1e3/per, "ms/build")
-			b.ReportMetric(float64(torn.Microseconds())/1e3/per, "ms/teardown")
-			b.ReportMetric(slab/per, "slab-KiB/node")
-			b.ReportMetric(neigh/per, "neigh/node")
-			b.ReportMetric(swNeigh/per, "neigh-switch")
-		})
-	}
 }
 
 // meminfoKiB returns a field of /proc/meminfo in KiB.

@@ -11,8 +11,10 @@ import (
 )
 
 // BenchmarkBuild measures building and tearing down star testbeds of 10
-// to 1000 nodes, namespaces and links alone (no node processes): ms/build
-// and ms/teardown (ns/op also counts a pause between iterations). Pick a
+// to 1000 nodes, namespaces and links alone (no node processes): ms/build,
+// ms/teardown and slab-KiB/node, the growth of the kernel's slab over the
+// build per node (other work on the machine adds noise; ns/op also counts
+// a pause between iterations). TestBuild500 checks the neighbour entries. Pick a
 // size with -bench 'Build/500$'.
 // Teardown returns once the namespaces are unmounted; the kernel frees them
 // asynchronously, holding the locks a build needs, so each iteration first
@@ -29,23 +31,29 @@ func BenchmarkBuild(b *testing.B) {
 				b.Fatal(err)
 			}
 			var build, teardown time.Duration
+			var slab float64
 			for range b.N {
 				time.Sleep(settle)
 				run := netemtest.RunID(b)
+				before := meminfoKiB(b, "Slab")
 				start := time.Now()
 				tb, err := netem.Build(b.Context(), topo, run)
 				if err != nil {
 					b.Fatal(err)
 				}
 				built := time.Now()
+				slab += float64(meminfoKiB(b, "Slab")-before) / float64(n)
+				closing := time.Now()
 				if err := tb.Close(); err != nil {
 					b.Fatal(err)
 				}
 				build += built.Sub(start)
-				teardown += time.Since(built)
+				teardown += time.Since(closing)
+				netemtest.RequireClean(b, run)
 			}
 			b.ReportMetric(float64(build.Microseconds())/1e3/float64(b.N), "ms/build")
 			b.ReportMetric(float64(teardown.Microseconds())/1e3/float64(b.N), "ms/teardown")
+			b.ReportMetric(slab/float64(b.N), "slab-KiB/node")
 		})
 	}
 }
