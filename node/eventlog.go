@@ -118,7 +118,7 @@ type LogRecord struct {
 // election.
 type EventLog struct {
 	mu     sync.Mutex
-	w      io.Writer
+	w      io.Writer // nil once silenced
 	format LogFormat
 	node   uuid.UUID
 	buf    []byte
@@ -161,16 +161,30 @@ func RecordOf(e Event) LogRecord {
 	return r
 }
 
+// silence drops every record from now on: a node killed as SIGKILL would
+// kill its process writes nothing more.
+func (l *EventLog) silence() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.w = nil
+	l.mu.Unlock()
+}
+
 // Event writes one Machine event.
 func (l *EventLog) Event(e Event) { l.Write(RecordOf(e)) }
 
 // Write fills in r's Time and Node and writes it.
 func (l *EventLog) Write(r LogRecord) {
-	if l == nil || l.w == nil {
+	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.w == nil {
+		return
+	}
 	r.Time = l.now().UTC().Format(time.RFC3339Nano)
 	r.Node = l.node.String()
 	switch l.format {

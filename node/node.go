@@ -356,6 +356,26 @@ func (n *Node) do(ctx context.Context, f func()) error {
 	return nil
 }
 
+// hold parks the Run goroutine, as SIGSTOP parks a node's process, until
+// release is closed or stop ends: no timer fires and nothing is stepped,
+// saved or sent meanwhile. It returns once the goroutine is parked.
+func (n *Node) hold(release, stop <-chan struct{}) error {
+	parked := make(chan struct{})
+	select {
+	case n.ctrl <- func() {
+		close(parked)
+		select {
+		case <-release:
+		case <-stop:
+		}
+	}:
+	case <-n.done:
+		return ErrNotRunning
+	}
+	<-parked
+	return nil
+}
+
 // Campaign starts an election now (Reason manual), unless the node is
 // already electing.
 func (n *Node) Campaign(ctx context.Context) error {

@@ -8,6 +8,8 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bullylab/bullylab/wire"
@@ -73,27 +75,67 @@ var ErrNoClusterKey = errors.New("no cluster key: give --cluster-key FILE (make 
 // socket, and runs the Node. Errors are one line and name what failed (the
 // data dir, the listen address, a peer, the control socket).
 func Serve(ctx context.Context, o ServeOptions) error {
-	if err := checkServeOptions(o); err != nil {
+	r, err := Start(o)
+	if err != nil {
 		return err
 	}
+	select {
+	case <-ctx.Done():
+		r.Stop()
+	case <-r.Done():
+	}
+	<-r.Done()
+	return r.Err()
+}
+
+// Running is a node Start started: what Serve runs, as a handle, for a
+// process that hosts many nodes and stops, kills and pauses each on its
+// own as signals would its process.
+type Running struct {
+	n       *Node
+	tr      *TCPTransport
+	ctl     *ControlServer
+	log     *EventLog
+	cancel  context.CancelFunc
+	stopped <-chan struct{} // the Run context's Done
+	done    chan struct{}
+	err     error // set before done is closed
+	killed  atomic.Bool
+
+	mu      sync.Mutex
+	release chan struct{} // non-nil while paused
+}
+
+// Start starts a node as Serve does and returns once it listens for peers
+// and on its control socket.
+func Start(o ServeOptions) (r *Running, err error) {
+	if err := checkServeOptions(o); err != nil {
+		return nil, err
+	}
+	var cleanup []func()
+	defer func() {
+		if err != nil {
+			for _, f := range slices.Backward(cleanup) {
+				f()
+			}
+		}
+	}()
 	var metrics *MetricsServer
 	if o.Metrics != "" {
 		// Before the data dir: a busy port leaves nothing behind.
-		m, err := ListenMetrics(o.Metrics)
-		if err != nil {
-			return err
+		if metrics, err = ListenMetrics(o.Metrics); err != nil {
+			return nil, err
 		}
-		metrics = m
-		defer closeMetrics(metrics)
+		cleanup = append(cleanup, func() { closeMetrics(metrics) })
 	}
 	store, err := OpenFileStore(o.DataDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer store.Close()
+	cleanup = append(cleanup, func() { store.Close() })
 	cfg, err := serveConfig(o, store)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var log *EventLog
 	if o.Log != nil {
@@ -101,21 +143,119 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	tr, err := listenPeers(o, &cfg, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer tr.Close()
+	cleanup = append(cleanup, func() { tr.Close() })
 	n, err := New(Options{Config: cfg, Transport: tr, Store: store, Log: log})
 	if err != nil {
-		return err
-	}
-	if metrics != nil {
-		metrics.Serve(n)
+		return nil, err
 	}
 	ctlPath := o.Control
 	if ctlPath == "" {
 		ctlPath = filepath.Join(o.DataDir, ControlSocketName)
 	}
-	return runControlled(ctx, n, ctlPath, tr, log)
+	ctl, err := ListenControl(ctlPath, n)
+	if err != nil {
+		return nil, err
+	}
+	if metrics != nil {
+		metrics.Serve(n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r = &Running{n: n, tr: tr, ctl: ctl, log: log, cancel: cancel, stopped: ctx.Done(), done: make(chan struct{})}
+	go func() {
+		r.err = r.run(ctx)
+		store.Close()
+		if metrics != nil {
+			closeMetrics(metrics)
+		}
+		close(r.done)
+	}()
+	return r, nil
+}
+
+// run runs the node and, unless it was killed, shuts it down as a process
+// that exits does: the control socket answers what is in progress, the
+// transport closes, and the messages it sent are logged.
+func (r *Running) run(ctx context.Context) error {
+	runErr := r.n.Run(ctx)
+	if r.killed.Load() {
+		return nil
+	}
+	// A /leave request is still waiting for its answer; give it a moment.
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := r.ctl.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		runErr = errors.Join(runErr, err)
+	}
+	// Once the transport is closed every frame is sent or dropped: the
+	// counts are final.
+	r.tr.Close()
+	r.log.Write(LogRecord{Event: "node_counters", MonoNS: int64(r.n.now()), Sent: sentCounts(r.tr.Counters())})
+	return runErr
+}
+
+// Done is closed once the node has stopped and released its data dir.
+func (r *Running) Done() <-chan struct{} { return r.done }
+
+// Err is why the node stopped, once Done is closed: nil after Stop, Kill
+// or a LEAVE.
+func (r *Running) Err() error {
+	<-r.done
+	return r.err
+}
+
+// Node returns the running Node.
+func (r *Running) Node() *Node { return r.n }
+
+// Stop shuts the node down as Serve does when its context ends (SIGTERM to
+// a node process), and returns at once: Done says when it is over.
+func (r *Running) Stop() { r.cancel() }
+
+// Kill stops the node as SIGKILL stops a node process: its connections and
+// listeners close now, it logs, saves and sends nothing more, and what its
+// transport still queued is lost. It returns once the node is gone.
+func (r *Running) Kill() {
+	if r.killed.CompareAndSwap(false, true) {
+		r.log.silence()
+		r.cancel()
+		r.tr.Close()
+		closed, cancel := context.WithCancel(context.Background())
+		cancel()
+		r.ctl.Shutdown(closed) // closes at once; the socket file goes too
+	}
+	<-r.done
+}
+
+// Pause parks the node's event loop as SIGSTOP parks a node process: no
+// timer fires and no frame is stepped, saved or sent until Resume. Its
+// transport still reads what arrives until its receive queue is full; the
+// kernel's socket buffers then fill as they would for a stopped process.
+// It returns once the loop is parked.
+func (r *Running) Pause() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.release != nil {
+		return errors.New("node is paused already")
+	}
+	release := make(chan struct{})
+	if err := r.n.hold(release, r.stopped); err != nil {
+		return err
+	}
+	r.release = release
+	return nil
+}
+
+// Resume lets a paused node's event loop run again.
+func (r *Running) Resume() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.release == nil {
+		return errors.New("node is not paused")
+	}
+	close(r.release)
+	r.release = nil
+	return nil
 }
 
 // checkServeOptions checks what o says before anything is opened: a
@@ -201,27 +341,6 @@ func listenPeers(o ServeOptions, cfg *Config, log *EventLog) (*TCPTransport, err
 		return nil, err
 	}
 	return tr, nil
-}
-
-// runControlled runs n, serving its control API at ctlPath meanwhile, and
-// logs the messages it sent once it stopped.
-func runControlled(ctx context.Context, n *Node, ctlPath string, tr *TCPTransport, log *EventLog) error {
-	ctl, err := ListenControl(ctlPath, n)
-	if err != nil {
-		return err
-	}
-	runErr := n.Run(ctx)
-	// A /leave request is still waiting for its answer; give it a moment.
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := ctl.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		runErr = errors.Join(runErr, err)
-	}
-	// Once the transport is closed every frame is sent or dropped: the
-	// counts are final.
-	tr.Close()
-	log.Write(LogRecord{Event: "node_counters", MonoNS: int64(n.now()), Sent: sentCounts(tr.Counters())})
-	return runErr
 }
 
 // sentCounts returns c's sent counts by type name, without the zeros.

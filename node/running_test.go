@@ -1,0 +1,163 @@
+package node
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// hosted is one of several nodes Start runs in the test's process, as a
+// shared host process runs them.
+type hosted struct {
+	opts ServeOptions
+	log  *syncBuffer
+	r    *Running
+	ctl  *ControlClient
+}
+
+// startHosted starts n nodes on loopback in this process, IDs ascending.
+func startHosted(t *testing.T, n int) []*hosted {
+	t.Helper()
+	key, err := wire.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]uuid.UUID, n)
+	for i := range ids {
+		ids[i] = uuid.New()
+	}
+	sortIDs(ids)
+	members := make([]wire.Member, n)
+	for i := range members {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		members[i] = wire.Member{ID: ids[i], Addr: ln.Addr().String()}
+		ln.Close()
+	}
+	out := make([]*hosted, n)
+	for i, m := range members {
+		dir := t.TempDir()
+		h := &hosted{log: &syncBuffer{}, ctl: NewControlClient(filepath.Join(dir, ControlSocketName))}
+		h.opts = ServeOptions{ID: m.ID, Listen: m.Addr, Peers: members, DataDir: dir, ClusterKey: &key,
+			HeartbeatInterval: 50 * time.Millisecond, FailureTimeout: 250 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond,
+			Log: h.log, LogFormat: LogJSON}
+		h.start(t)
+		out[i] = h
+	}
+	return out
+}
+
+func (h *hosted) start(t *testing.T) {
+	t.Helper()
+	r, err := Start(h.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.r = r
+	t.Cleanup(func() {
+		r.Stop()
+		<-r.Done()
+	})
+}
+
+// waitAgreed waits until every node in live is Normal under leader.
+func waitAgreed(t *testing.T, live []*hosted, leader *hosted) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		agreed := true
+		for _, h := range live {
+			if st := h.r.Node().Status(); st.Status != "normal" || st.Leader != leader.opts.ID {
+				agreed = false
+			}
+		}
+		if agreed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no agreement on leader %s after 30s", leader.opts.ID)
+		}
+		time.Sleep(5 * time.Millisecond) // a poll interval: the deadline bounds the wait
+	}
+}
+
+func sortIDs(ids []uuid.UUID) {
+	for i := 1; i < len(ids); i++ {
+		for j := i; j > 0 && Less(ids[j], ids[j-1]); j-- {
+			ids[j], ids[j-1] = ids[j-1], ids[j]
+		}
+	}
+}
+
+// TestRunningKill kills the leader as SIGKILL would: it writes nothing
+// more to its log, its control socket is gone, the others elect the next
+// node, and the killed node starts again from its data dir (its lock is
+// released) and takes the lead back.
+func TestRunningKill(t *testing.T) {
+	nodes := startHosted(t, 3)
+	top := nodes[2]
+	waitAgreed(t, nodes, top)
+	before := len(top.log.records(t))
+	top.r.Kill()
+	select {
+	case <-top.r.Done():
+	default:
+		t.Fatal("Kill returned before the node was done")
+	}
+	if err := top.r.Err(); err != nil {
+		t.Errorf("killed node's Err = %v, want nil", err)
+	}
+	if recs := top.log.records(t); len(recs) != before {
+		t.Errorf("killed node logged %d records after Kill, want none: %+v", len(recs)-before, recs[before:])
+	}
+	if _, err := os.Stat(filepath.Join(top.opts.DataDir, ControlSocketName)); !os.IsNotExist(err) {
+		t.Errorf("control socket after Kill: %v, want it gone", err)
+	}
+	waitAgreed(t, nodes[:2], nodes[1])
+	top.start(t)
+	waitAgreed(t, nodes, top)
+}
+
+// TestRunningPause pauses the leader: it stops heartbeating, so the others
+// elect the next node; resumed, it takes the lead back.
+func TestRunningPause(t *testing.T) {
+	nodes := startHosted(t, 3)
+	top := nodes[2]
+	waitAgreed(t, nodes, top)
+	if err := top.r.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := top.r.Pause(); err == nil {
+		t.Error("a second Pause succeeded")
+	}
+	beats := top.r.Node().Status().Counters.Sent[wire.TypeHeartbeat.String()]
+	waitAgreed(t, nodes[:2], nodes[1])
+	if got := top.r.Node().Status().Counters.Sent[wire.TypeHeartbeat.String()]; got != beats {
+		t.Errorf("paused leader sent %d HEARTBEATs while paused", got-beats)
+	}
+	if err := top.r.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := top.r.Resume(); err == nil {
+		t.Error("Resume of a running node succeeded")
+	}
+	waitAgreed(t, nodes, top)
+}
+
+// TestRunningKillPaused kills a paused node: Kill must not wait for Resume.
+func TestRunningKillPaused(t *testing.T) {
+	nodes := startHosted(t, 2)
+	waitAgreed(t, nodes, nodes[1])
+	if err := nodes[1].r.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	nodes[1].r.Kill()
+	waitAgreed(t, nodes[:1], nodes[0])
+}
