@@ -24,7 +24,7 @@ type Error = yamlfile.Error
 const maxPairWork = 4_000_000
 
 var (
-	topFields      = []string{"name", "nodes", "subnet", "port", "impair", "settings", "groups", "links"}
+	topFields      = []string{"name", "nodes", "subnet", "port", "hosting", "impair", "settings", "groups", "links"}
 	nodeFields     = []string{"name", "heartbeat", "failure_timeout", "election_timeout", "detection_stagger", "impair"}
 	settingsFields = []string{"heartbeat", "failure_timeout", "election_timeout", "detection_stagger"}
 	impairFields   = []string{"delay", "jitter", "loss", "duplicate", "reorder"}
@@ -126,11 +126,12 @@ func (p *parser) parse(data []byte) (*Topology, error) {
 		return nil, err
 	}
 	t := &Topology{
-		Name:   yamlfile.DefaultName(p.File, "topology"),
-		Source: p.File,
-		Subnet: DefaultSubnet,
-		Port:   DefaultPort,
-		Groups: map[string][]string{},
+		Name:    yamlfile.DefaultName(p.File, "topology"),
+		Source:  p.File,
+		Subnet:  DefaultSubnet,
+		Port:    DefaultPort,
+		Hosting: HostingProcess,
+		Groups:  map[string][]string{},
 	}
 	raw, err := p.fields(top, t)
 	if err != nil {
@@ -175,6 +176,8 @@ func (p *parser) fields(top *yaml.Node, t *Topology) (rawTopology, error) {
 			t.Subnet, err = p.subnet(v, fp)
 		case "port":
 			t.Port, err = p.port(v, fp)
+		case "hosting":
+			t.Hosting, err = p.hosting(v, fp)
 		case "impair":
 			raw.impair, err = p.impair(v, fp)
 		case "settings":
@@ -239,6 +242,18 @@ func (p *parser) placeNodes(t *Topology, top *yaml.Node, raw rawTopology) error 
 		t.byName[rn.name] = i
 	}
 	return nil
+}
+
+func (p *parser) hosting(v *yaml.Node, path string) (Hosting, error) {
+	s, err := p.Scalar(v, path)
+	if err != nil {
+		return "", err
+	}
+	switch h := Hosting(s); h {
+	case HostingProcess, HostingShared:
+		return h, nil
+	}
+	return "", p.ErrAt(v, path, "%q is not a hosting (want process or shared)", s)
 }
 
 func (p *parser) port(v *yaml.Node, path string) (int, error) {

@@ -38,6 +38,15 @@ func TestBuiltinsParse(t *testing.T) {
 		if topo.Port != 7946 {
 			t.Errorf("%s: port %d, want 7946", name, topo.Port)
 		}
+		// The stars past 250 run in one host process: a process per node
+		// is too slow to start there.
+		wantHosting := topologies.HostingProcess
+		if sizes[name] > 250 {
+			wantHosting = topologies.HostingShared
+		}
+		if topo.Hosting != wantHosting {
+			t.Errorf("%s: hosting %q, want %q", name, topo.Hosting, wantHosting)
+		}
 		for i, n := range topo.Nodes {
 			if n.Index != i+1 {
 				t.Errorf("%s: node %s index %d, want %d", name, n.Name, n.Index, i+1)
@@ -187,6 +196,8 @@ func TestBadFiles(t *testing.T) {
 		{"unknown top field", "nodes: 3\nnode: 4\n", "bad.yaml:2: node: unknown field"},
 		{"unknown nested field", "nodes: 3\nsettings:\n  heartbeat: 10ms\n  hartbeat: 10ms\n", "bad.yaml:4: settings.hartbeat: unknown field"},
 		{"repeated field", "nodes: 3\nport: 1\nport: 2\n", "bad.yaml:3: port: repeated (first at line 2)"},
+		{"bad hosting", "nodes: 3\nhosting: threads\n", `bad.yaml:2: hosting: "threads" is not a hosting (want process or shared)`},
+		{"hosting list", "nodes: 3\nhosting: [shared]\n", "bad.yaml:2: hosting: "},
 		{"zero nodes", "nodes: 0\n", "bad.yaml:1: nodes: 0 nodes; want 1..1000"},
 		{"too many nodes", "nodes: 1001\n", "bad.yaml:1: nodes: 1001 nodes; want 1..1000"},
 		{"count as string", "nodes: \"5\"\n", `bad.yaml:1: nodes: want a count or a list of nodes, got "5"`},
