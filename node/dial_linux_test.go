@@ -25,7 +25,7 @@ func TestQuickDialRefused(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nobody listens there now
-	c, done, err := quickDial(addr, time.Second)
+	c, done, err := quickDial(addr, time.Second, nil)
 	if !done || c != nil || !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("quickDial(%s) = %v, done %v, %v; want a refusal", addr, c, done, err)
 	}
@@ -41,7 +41,7 @@ func TestQuickDialConnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	c, done, err := quickDial(ln.Addr().String(), 1500*time.Millisecond)
+	c, done, err := quickDial(ln.Addr().String(), 1500*time.Millisecond, nil)
 	if !done || err != nil {
 		t.Fatalf("quickDial = done %v, %v; want a connection", done, err)
 	}
@@ -76,7 +76,7 @@ func TestQuickDialConnects(t *testing.T) {
 // accept queue is full drops the SYN) is left to net.Dialer.
 func TestQuickDialLeavesPendingConnects(t *testing.T) {
 	_, port := fullListener(t) // it fails unless a quickDial was left pending
-	if _, done, _ := quickDial(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 0); done {
+	if _, done, _ := quickDial(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 0, nil); done {
 		t.Fatal("a connect to a listener with a full accept queue completed at once")
 	}
 }
@@ -105,7 +105,7 @@ func fullListener(t *testing.T) (fd, port int) {
 	port = sa.(*unix.SockaddrInet4).Port
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	for range 8 {
-		c, done, err := quickDial(addr, 0)
+		c, done, err := quickDial(addr, 0, nil)
 		if !done {
 			return fd, port
 		}

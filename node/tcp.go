@@ -77,7 +77,16 @@ type TCPConfig struct {
 	FrameTimeout time.Duration
 	// Log receives peer_refused records (see PeerIssue); nil logs nothing.
 	Log *EventLog
+	// Socket, when not nil, creates every socket the transport listens or
+	// dials on, in place of socket(2) in the calling thread's network
+	// namespace: a process hosting nodes of many namespaces creates each
+	// node's sockets in its own (Linux only). Addresses must then be IP
+	// literals, and a dial waits on its own socket instead of net.Dialer's.
+	Socket SocketFunc
 }
+
+// SocketFunc creates a socket as socket(2) does and returns its descriptor.
+type SocketFunc func(domain, typ, proto int) (int, error)
 
 func (c TCPConfig) withDefaults() TCPConfig {
 	def := func(v *time.Duration, d time.Duration) {
@@ -194,7 +203,13 @@ var (
 // ListenTCP listens on addr and returns a transport for node id. A bind
 // failure reads "listen ADDR: address already in use".
 func ListenTCP(addr string, id uuid.UUID, cfg TCPConfig) (*TCPTransport, error) {
-	ln, err := net.Listen("tcp", addr)
+	var ln net.Listener
+	var err error
+	if cfg.Socket != nil {
+		ln, err = listenVia(cfg.Socket, addr)
+	} else {
+		ln, err = net.Listen("tcp", addr)
+	}
 	if err != nil {
 		return nil, listenError(addr, err)
 	}
@@ -647,7 +662,7 @@ func (p *tcpPeer) dialFailed(f tcpFrame, err error, heard uint64) {
 func (p *tcpPeer) dialQuick() bool {
 	addr, gen := p.target()
 	heard := p.heard.Load()
-	nc, done, err := quickDial(addr, p.t.cfg.UserTimeout)
+	nc, done, err := quickDial(addr, p.t.cfg.UserTimeout, p.t.cfg.Socket)
 	switch {
 	case !done:
 		p.slowDial = true
@@ -685,17 +700,26 @@ func (p *tcpPeer) dial(addr string, gen uint64, abandonable bool) error {
 		err  error
 	)
 	if !p.slowDial {
-		nc, done, err = quickDial(addr, t.cfg.UserTimeout)
+		nc, done, err = quickDial(addr, t.cfg.UserTimeout, t.cfg.Socket)
 	}
 	p.slowDial = false
-	if !done && abandonable {
-		ctx, cancel := context.WithCancel(t.ctx)
-		p.abandonDial.Store(&cancel)
-		nc, err = t.dialer.DialContext(ctx, "tcp", addr)
-		p.abandonDial.Store(nil)
-		cancel()
-	} else if !done {
-		nc, err = t.dialer.DialContext(t.ctx, "tcp", addr)
+	if !done {
+		ctx := t.ctx
+		if abandonable {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(t.ctx)
+			p.abandonDial.Store(&cancel)
+			defer func() {
+				p.abandonDial.Store(nil)
+				cancel()
+			}()
+		}
+		if t.cfg.Socket != nil {
+			// net.Dialer would make its socket in this thread's namespace.
+			nc, err = dialVia(ctx, t.cfg.Socket, addr, t.cfg.DialTimeout, t.cfg.UserTimeout)
+		} else {
+			nc, err = t.dialer.DialContext(ctx, "tcp", addr)
+		}
 	}
 	if err != nil {
 		return err

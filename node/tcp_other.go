@@ -3,6 +3,9 @@
 package node
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"syscall"
@@ -22,4 +25,14 @@ func newConnReader(c net.Conn) io.Reader { return c }
 func newConnWriter(c net.Conn) io.Writer { return c }
 
 // quickDial leaves every dial to net.Dialer.
-func quickDial(string, time.Duration) (net.Conn, bool, error) { return nil, false, nil }
+func quickDial(string, time.Duration, SocketFunc) (net.Conn, bool, error) { return nil, false, nil }
+
+// dialVia is Linux's: TCPConfig.Socket is for testbeds of namespaces.
+func dialVia(context.Context, SocketFunc, string, time.Duration, time.Duration) (net.Conn, error) {
+	return nil, fmt.Errorf("dial with TCPConfig.Socket: %w", errors.ErrUnsupported)
+}
+
+// listenVia is Linux's, as dialVia.
+func listenVia(SocketFunc, string) (net.Listener, error) {
+	return nil, fmt.Errorf("listen with TCPConfig.Socket: %w", errors.ErrUnsupported)
+}
