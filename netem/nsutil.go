@@ -374,3 +374,39 @@ func runNamespaceIDs(run string) (map[nsID]bool, error) {
 	}
 	return ids, nil
 }
+
+// NamespaceSocket returns a socket(2) that creates its sockets in the named
+// network namespace, for a process that hosts nodes of many namespaces
+// (node.TCPConfig.Socket): a socket stays in the namespace it was created
+// in, wherever it is then used. Each call switches its thread into the
+// namespace and back, two setns(2) calls; release closes the handles.
+func NamespaceSocket(name string) (socket func(domain, typ, proto int) (int, error), release func(), err error) {
+	target, err := netns.GetFromName(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("namespace %s: %w", name, classify(err))
+	}
+	var home netns.NsHandle
+	if err := onLockedThread(func() (err error) { home, err = netns.Get(); return err }); err != nil {
+		target.Close()
+		return nil, nil, fmt.Errorf("this process's network namespace: %w", err)
+	}
+	socket = func(domain, typ, proto int) (int, error) {
+		runtime.LockOSThread()
+		if err := netns.Set(target); err != nil {
+			runtime.UnlockOSThread()
+			return -1, fmt.Errorf("entering namespace %s: %w", name, err)
+		}
+		fd, serr := unix.Socket(domain, typ, proto)
+		if err := netns.Set(home); err != nil {
+			// Left locked: the runtime discards the thread with its
+			// goroutine instead of running others in the wrong namespace.
+			if serr == nil {
+				unix.Close(fd)
+			}
+			return -1, fmt.Errorf("leaving namespace %s: %w", name, err)
+		}
+		runtime.UnlockOSThread()
+		return fd, serr
+	}
+	return socket, func() { target.Close(); home.Close() }, nil
+}

@@ -88,14 +88,6 @@ func (tb *Testbed) start(node string, argv []string, env []string, logPath strin
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("node %s: start: empty command", node)
 	}
-	if !tb.owned {
-		return nil, fmt.Errorf("node %s: start: run %s belongs to process %d; only its owner starts recorded processes", node, tb.run, tb.state.Owner.PID)
-	}
-	tb.life.RLock()
-	defer tb.life.RUnlock()
-	if tb.closed {
-		return nil, fmt.Errorf("node %s: start: testbed %s is closed", node, tb.run)
-	}
 	ns, err := tb.NamespaceHandle(node)
 	if err != nil {
 		return nil, err
@@ -115,19 +107,46 @@ func (tb *Testbed) start(node string, argv []string, env []string, logPath strin
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = f, f
+	return tb.launch(node, ns, cmd, logPath, wait)
+}
+
+// StartHost starts cmd, a process that hosts nodes (their sockets in their
+// namespaces, see NamespaceSocket), in this process's namespace, and
+// records it as Start does, under label, so that Close and `bullylab
+// clean` kill it. logPath names where cmd's output goes, for the record.
+func (tb *Testbed) StartHost(label string, cmd *exec.Cmd, logPath string) (*Process, error) {
+	return tb.launch(label, netns.None(), cmd, logPath, true)
+}
+
+// launch starts cmd in its own process group, in ns unless ns is
+// netns.None(), and records it for Close and `bullylab clean`.
+func (tb *Testbed) launch(node string, ns netns.NsHandle, cmd *exec.Cmd, logPath string, wait bool) (*Process, error) {
+	if !tb.owned {
+		return nil, fmt.Errorf("node %s: start: run %s belongs to process %d; only its owner starts recorded processes", node, tb.run, tb.state.Owner.PID)
+	}
+	tb.life.RLock()
+	defer tb.life.RUnlock()
+	if tb.closed {
+		return nil, fmt.Errorf("node %s: start: testbed %s is closed", node, tb.run)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := startIn(ns, cmd); err != nil {
-		return nil, fmt.Errorf("node %s: starting %s: %w", node, argv[0], err)
+	start := cmd.Start
+	if ns.IsOpen() {
+		start = func() error { return startIn(ns, cmd) }
+	}
+	if err := start(); err != nil {
+		return nil, fmt.Errorf("node %s: starting %s: %w", node, cmd.Path, err)
 	}
 	p := &Process{
 		Node: node,
-		Argv: slices.Clone(argv),
+		Argv: slices.Clone(cmd.Args),
 		Log:  logPath,
 		tb:   tb,
 		cmd:  cmd,
 		done: make(chan struct{}),
 	}
 	p.ref.PID = cmd.Process.Pid
+	var err error
 	// Not yet reaped, so the PID cannot have been recycled.
 	if p.ref.StartTime, err = ProcStartTime(p.ref.PID); err != nil {
 		_ = cmd.Process.Kill()

@@ -1,6 +1,9 @@
 package main
 
-import "github.com/urfave/cli/v2"
+import (
+	"github.com/bullylab/bullylab/netem/lab"
+	"github.com/urfave/cli/v2"
+)
 
 // testbedCommands are the commands that build testbeds of network
 // namespaces, which only Linux has.
@@ -14,5 +17,20 @@ func testbedCommands() []*cli.Command {
 		execCommand(),
 		downCommand(),
 		cleanCommand(),
+		labHostCommand(),
+	}
+}
+
+// labHostCommand is the shared host process a lab starts for a topology
+// with `hosting: shared`; it speaks the lab's protocol on its standard
+// input and output, so it is not for people.
+func labHostCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "lab-host",
+		Usage:  "run the nodes of a lab in one process (started by the lab)",
+		Hidden: true,
+		Action: func(c *cli.Context) error {
+			return lab.RunHost(c.App.Reader, c.App.Writer)
+		},
 	}
 }

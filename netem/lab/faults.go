@@ -133,16 +133,32 @@ func (l *Lab) Crash(names ...string) (fault.Fault, error) {
 	}
 	defer end()
 	var procs []*netem.Process
+	var hosted []string
 	l.mu.Lock()
 	for _, n := range nodes {
-		procs = append(procs, n.proc)
+		if p, ok := n.proc.(*netem.Process); ok {
+			procs = append(procs, p)
+		} else {
+			hosted = append(hosted, n.name)
+		}
+		n.crashed = true
 	}
 	l.mu.Unlock()
 	f := fault.Fault{Time: time.Now(), Kind: fault.Crash, Nodes: slices.Clone(names)}
-	for _, n := range nodes {
-		l.mu.Lock()
-		n.crashed = true
-		l.mu.Unlock()
+	if len(hosted) > 0 {
+		f.Detail = fmt.Sprintf("killed in shared host process %d, as SIGKILL would its own process", l.host.proc.PID())
+		if err := l.hostAll(hostKill, hosted); err != nil {
+			return fault.Fault{}, fmt.Errorf("crash: %w", err)
+		}
+		for _, n := range nodes {
+			// The host reports the end after the kill's answer.
+			select {
+			case <-n.proc.Done():
+			case <-time.After(10 * time.Second):
+				return fault.Fault{}, fmt.Errorf("crash: node %s still running 10s after the shared host killed it", n.name)
+			}
+		}
+		return l.done(f), nil
 	}
 	pids := make([]string, len(procs))
 	for i, p := range procs {
@@ -198,10 +214,14 @@ func (l *Lab) startNodes(ctx context.Context, kind fault.Kind, names []string) (
 		pids = append(pids, strconv.Itoa(n.proc.PID()))
 	}
 	l.mu.Unlock()
-	f.Detail = "started as process " + strings.Join(pids, ", ") + "; control sockets answering"
-	if kind == fault.Join {
-		f.Detail = "started with --join as process " + strings.Join(pids, ", ") + "; control sockets answering"
+	how := "as process " + strings.Join(pids, ", ")
+	if l.host != nil {
+		how = "in shared host process " + pids[0]
 	}
+	if kind == fault.Join {
+		how = "with --join " + how
+	}
+	f.Detail = "started " + how + "; control sockets answering"
 	return l.done(f), nil
 }
 
@@ -241,18 +261,22 @@ func (l *Lab) signal(kind fault.Kind, names []string, sig syscall.Signal) (fault
 	}
 	defer end()
 	f := fault.Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names)}
+	if l.host != nil {
+		return l.hostSignal(f, nodes, pause)
+	}
 	var pids []string
 	for _, n := range nodes {
-		if err := n.proc.Signal(sig); err != nil {
+		p := n.proc.(*netem.Process)
+		if err := p.Signal(sig); err != nil {
 			return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
 		}
 		l.mu.Lock()
 		n.paused = pause
 		l.mu.Unlock()
-		pids = append(pids, strconv.Itoa(n.proc.PID()))
+		pids = append(pids, strconv.Itoa(p.PID()))
 	}
 	for _, n := range nodes {
-		if err := n.proc.WaitStopped(l.ctx, pause); err != nil {
+		if err := n.proc.(*netem.Process).WaitStopped(l.ctx, pause); err != nil {
 			return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
 		}
 	}

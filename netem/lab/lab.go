@@ -66,6 +66,8 @@ type StartOptions struct {
 	// file (see CaptureOptions), stopped by Close before anything is torn
 	// down.
 	Capture *CaptureOptions
+
+	hostEnv []string // a shared host's environment
 }
 
 // NodeRuntimeEnv tunes the Go runtime of node processes when Options.Env
@@ -114,6 +116,7 @@ type Lab struct {
 	times   Times
 	tmpfs   bool // mounted a tmpfs on DataRoot(run)
 	capture *Capture
+	host    *sharedHost // runs the nodes when the topology's hosting is shared
 
 	// ctx ends when Close begins, aborting waits in faults in progress.
 	ctx    context.Context
@@ -138,6 +141,13 @@ type Lab struct {
 	closeErr  error
 }
 
+// nodeProc is a node's running incarnation: its own process
+// (*netem.Process), or a node in the lab's shared host (*hostedProc).
+type nodeProc interface {
+	PID() int
+	Done() <-chan struct{}
+}
+
 type labNode struct {
 	name    string
 	index   int
@@ -152,7 +162,7 @@ type labNode struct {
 	client  *node.ControlClient
 
 	// Guarded by Lab.mu.
-	proc     *netem.Process
+	proc     nodeProc
 	crashed  bool // ended by a crash fault, not by itself
 	join     bool // the next start announces the node with JOIN
 	paused   bool
@@ -244,8 +254,12 @@ func (opts StartOptions) withDefaults(topo *topologies.Topology) (StartOptions, 
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 30 * time.Second
 	}
+	opts.hostEnv = opts.Env
 	if opts.Env == nil {
 		opts.Env = nodeEnv()
+		// NodeRuntimeEnv is for one node a process; a shared host runs
+		// them all on every core.
+		opts.hostEnv = os.Environ()
 	}
 	if topo == nil || len(topo.Nodes) == 0 {
 		return opts, errors.New("lab: topology has no nodes")
@@ -456,6 +470,15 @@ func (l *Lab) start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if l.topo.Hosting == topologies.HostingShared {
+		log := netem.LogPath(l.tb.Run(), "host")
+		if l.opts.LogDir != "" {
+			log = filepath.Join(l.opts.LogDir, "host.log")
+		}
+		if l.host, err = startSharedHost(l.tb, l.opts.Binary, l.opts.hostEnv, log); err != nil {
+			return err
+		}
+	}
 	// The highest node boots first and becomes leader; the rest boot in
 	// ascending order, so a booting node's ELECTION reaches only that
 	// leader (which re-asserts itself: ANSWER and COORDINATOR) and nodes
@@ -577,12 +600,18 @@ func (l *Lab) startProc(n *labNode) error {
 		return fmt.Errorf("node %s: lab %s is closed", n.name, l.tb.Run())
 	}
 	l.mu.Lock()
-	argv := n.argv
-	if n.join {
+	argv, join := n.argv, n.join
+	if join {
 		argv = append(slices.Clone(argv), "--join")
 	}
 	l.mu.Unlock()
-	p, err := l.tb.StartUnflushed(n.name, argv, l.opts.Env, n.log)
+	var p nodeProc
+	var err error
+	if l.host != nil {
+		p, err = l.host.start(l.ctx, n.name, l.hostedSpec(n, join))
+	} else {
+		p, err = l.tb.StartUnflushed(n.name, argv, l.opts.Env, n.log)
+	}
 	if err != nil {
 		return err
 	}
@@ -995,8 +1024,8 @@ func (l *Lab) Close() error {
 		var imps []*netem.Impairer
 		var fws []*netem.Firewall
 		for _, n := range l.nodes {
-			if n.proc != nil {
-				procs = append(procs, n.proc)
+			if p, ok := n.proc.(*netem.Process); ok {
+				procs = append(procs, p)
 			}
 			if n.imp != nil {
 				imps = append(imps, n.imp)
@@ -1012,6 +1041,9 @@ func (l *Lab) Close() error {
 			errs = append(errs, l.capture.stopOnClose())
 		}
 		errs = append(errs, netem.KillAll(procs))
+		if l.host != nil {
+			errs = append(errs, l.host.kill())
+		}
 		for _, im := range imps {
 			errs = append(errs, im.Close())
 		}

@@ -26,10 +26,20 @@ func TestMain(m *testing.M) {
 
 func labStart(t *testing.T, topoName string) *lab.Lab {
 	t.Helper()
+	return labStartHosted(t, topoName, "")
+}
+
+// labStartHosted starts topoName with its nodes hosted as hosting says (""
+// keeps the topology's).
+func labStartHosted(t *testing.T, topoName string, hosting topologies.Hosting) *lab.Lab {
+	t.Helper()
 	bin := labtest.Binary(t)
 	topo, err := topologies.Load(topoName)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if hosting != "" {
+		topo.Hosting = hosting
 	}
 	lb := labtest.Start(t, topo, lab.StartOptions{Binary: bin})
 	t.Cleanup(func() {
@@ -107,8 +117,16 @@ func labState(t *testing.T, lb *lab.Lab, node string) lab.NodeState {
 	return lab.NodeState{}
 }
 
+// TestLabFailover crashes, restarts, pauses and resumes the leader, with
+// each node in its own process and with all of them in a shared host.
 func TestLabFailover(t *testing.T) {
-	lb := labStart(t, "star5")
+	for _, hosting := range []topologies.Hosting{topologies.HostingProcess, topologies.HostingShared} {
+		t.Run(string(hosting), func(t *testing.T) { testLabFailover(t, hosting) })
+	}
+}
+
+func testLabFailover(t *testing.T, hosting topologies.Hosting) {
+	lb := labStartHosted(t, "star5", hosting)
 	var faults []fault.Fault
 	var mu sync.Mutex
 	lb.OnFault(func(f fault.Fault) {
@@ -281,8 +299,16 @@ func TestLabImpairments(t *testing.T) {
 	labWait(t, lb, "campaign n2", "n5", 0)
 }
 
+// TestLabIsolateLeave isolates, restarts, leaves and joins a node, with each
+// node in its own process and with all of them in a shared host.
 func TestLabIsolateLeave(t *testing.T) {
-	lb := labStart(t, "star5")
+	for _, hosting := range []topologies.Hosting{topologies.HostingProcess, topologies.HostingShared} {
+		t.Run(string(hosting), func(t *testing.T) { testLabIsolateLeave(t, hosting) })
+	}
+}
+
+func testLabIsolateLeave(t *testing.T, hosting topologies.Hosting) {
+	lb := labStartHosted(t, "star5", hosting)
 	first := labFirst(t, lb, "n5")
 	labDo(t)(lb.Isolate("n5"))
 	isolated := labWait(t, lb, "isolate n5", "n4", first.Epoch, "n1", "n2", "n3", "n4")
@@ -377,8 +403,18 @@ func labRequireKey(t *testing.T, lb *lab.Lab) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.KeyFile != path || len(st.Processes) != len(lb.Nodes()) {
-		t.Fatalf("state.json: key file %q, %d processes", st.KeyFile, len(st.Processes))
+	if st.KeyFile != path {
+		t.Fatalf("state.json: key file %q", st.KeyFile)
+	}
+	if lb.Topology().Hosting == topologies.HostingShared {
+		// The host reads the key file named in each node's start.
+		if len(st.Processes) != 1 || st.Processes[0].Node != "host" || !slices.Contains(st.Processes[0].Argv, "lab-host") {
+			t.Fatalf("state.json of a shared host: processes %+v, want the one host", st.Processes)
+		}
+		return
+	}
+	if len(st.Processes) != len(lb.Nodes()) {
+		t.Fatalf("state.json: %d processes", len(st.Processes))
 	}
 	for _, p := range st.Processes {
 		if i := slices.Index(p.Argv, "--cluster-key"); i < 0 || i+1 >= len(p.Argv) || p.Argv[i+1] != path {

@@ -1,0 +1,453 @@
+package lab
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// A shared host is one process that runs every node of a lab whose
+// topology says `hosting: shared`, each node's sockets created in its own
+// namespace. A node process costs about 25 ms of CPU to start and a
+// process wake-up per frame it receives; at 1000 nodes on 2 cores that was
+// most of a minute before a leader. The lab drives the host with JSON
+// lines on its standard input (hostRequest) and reads hostReply lines from
+// its standard output; the host's standard error is its log.
+
+// Host operations.
+const (
+	hostStart  = "start"  // start a node (hostRequest.Start)
+	hostKill   = "kill"   // as SIGKILL to a node process
+	hostPause  = "pause"  // as SIGSTOP
+	hostResume = "resume" // as SIGCONT
+)
+
+// hostRequest is one request to the host.
+type hostRequest struct {
+	ID    uint64      `json:"id"`
+	Op    string      `json:"op"`
+	Node  string      `json:"node"`
+	Start *hostedSpec `json:"start,omitempty"`
+}
+
+// hostedSpec is what `bullylab node` takes as flags, for a node the host
+// runs.
+type hostedSpec struct {
+	Namespace        string        `json:"namespace"`
+	ID               uuid.UUID     `json:"id"`
+	Listen           string        `json:"listen"`
+	Peers            string        `json:"peers"` // file, parsed once for all nodes
+	DataDir          string        `json:"data_dir"`
+	KeyFile          string        `json:"key_file"`
+	Log              string        `json:"log"` // the node's JSON event log, appended to
+	Join             bool          `json:"join,omitempty"`
+	Heartbeat        time.Duration `json:"heartbeat"`
+	FailureTimeout   time.Duration `json:"failure_timeout"`
+	ElectionTimeout  time.Duration `json:"election_timeout"`
+	DetectionStagger time.Duration `json:"detection_stagger"`
+}
+
+// hostReply answers the request with its ID, or (ID 0, Exited) reports a
+// node that stopped: killed, left, or failed.
+type hostReply struct {
+	ID     uint64 `json:"id,omitempty"`
+	Node   string `json:"node,omitempty"`
+	Exited bool   `json:"exited,omitempty"`
+	Err    string `json:"error,omitempty"`
+}
+
+// RunHost runs a shared host: it reads hostRequests from in and writes
+// hostReplies to out until in ends (the lab closed it, or died), then kills
+// every node it runs.
+func RunHost(in io.Reader, out io.Writer) error {
+	h := &hostServer{
+		out:   json.NewEncoder(out),
+		nodes: make(map[string]*node.Running),
+		peers: make(map[string][]wire.Member),
+		keys:  make(map[string]wire.Key),
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var wg sync.WaitGroup
+	for sc.Scan() {
+		var req hostRequest
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			h.killAll()
+			return fmt.Errorf("host: request %.80q: %v", sc.Bytes(), err)
+		}
+		wg.Go(func() { h.reply(hostReply{ID: req.ID, Node: req.Node, Err: errText(h.handle(req, &wg))}) })
+	}
+	h.killAll()
+	wg.Wait()
+	return sc.Err()
+}
+
+type hostServer struct {
+	outMu sync.Mutex
+	out   *json.Encoder
+
+	mu    sync.Mutex
+	nodes map[string]*node.Running // running, by node name
+	peers map[string][]wire.Member // parsed peers files, by path
+	keys  map[string]wire.Key      // cluster keys, by file
+}
+
+func (h *hostServer) reply(r hostReply) {
+	h.outMu.Lock()
+	defer h.outMu.Unlock()
+	h.out.Encode(r) // a lab that stopped reading is gone; stdin's end follows
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func (h *hostServer) handle(req hostRequest, wg *sync.WaitGroup) error {
+	if req.Op == hostStart {
+		if req.Start == nil {
+			return fmt.Errorf("node %s: start without a spec", req.Node)
+		}
+		return h.start(req.Node, *req.Start, wg)
+	}
+	h.mu.Lock()
+	r := h.nodes[req.Node]
+	h.mu.Unlock()
+	if r == nil {
+		return fmt.Errorf("node %s is not running", req.Node)
+	}
+	switch req.Op {
+	case hostKill:
+		r.Kill()
+		return nil
+	case hostPause:
+		return r.Pause()
+	case hostResume:
+		return r.Resume()
+	}
+	return fmt.Errorf("node %s: unknown operation %q", req.Node, req.Op)
+}
+
+// start starts a node and reports its end once it stops.
+func (h *hostServer) start(name string, s hostedSpec, wg *sync.WaitGroup) error {
+	peers, key, err := h.shared(s)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", name, err)
+	}
+	socket, release, err := netem.NamespaceSocket(s.Namespace)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", name, err)
+	}
+	os.MkdirAll(filepath.Dir(s.Log), 0o755) // OpenFile says what failed
+	log, err := os.OpenFile(s.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		release()
+		return fmt.Errorf("node %s: %w", name, err)
+	}
+	stagger := s.DetectionStagger
+	o := node.ServeOptions{
+		ID: s.ID, Listen: s.Listen, Peers: peers, PeersSource: s.Peers, DataDir: s.DataDir,
+		Join: s.Join, ClusterKey: &key,
+		HeartbeatInterval: s.Heartbeat, FailureTimeout: s.FailureTimeout, ElectionTimeout: s.ElectionTimeout,
+		DetectionStagger: &stagger,
+		Log:              log, LogFormat: node.LogJSON,
+		TCP: node.TCPConfig{Socket: socket},
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.nodes[name] != nil {
+		log.Close()
+		release()
+		return fmt.Errorf("node %s is running already", name)
+	}
+	r, err := node.Start(o)
+	if err != nil {
+		fmt.Fprintf(log, "bullylab: %v\n", err) // where a node process writes why it exited
+		log.Close()
+		release()
+		return fmt.Errorf("node %s: %w", name, err)
+	}
+	h.nodes[name] = r
+	wg.Go(func() {
+		err := r.Err()
+		if err != nil {
+			fmt.Fprintf(log, "bullylab: %v\n", err)
+		}
+		log.Close()
+		release()
+		h.mu.Lock()
+		delete(h.nodes, name)
+		h.mu.Unlock()
+		h.reply(hostReply{Node: name, Exited: true, Err: errText(err)})
+	})
+	return nil
+}
+
+// shared returns the peers and key s names, read once for all nodes.
+func (h *hostServer) shared(s hostedSpec) ([]wire.Member, wire.Key, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	peers, ok := h.peers[s.Peers]
+	if !ok {
+		var err error
+		if peers, err = node.ParsePeersFile(s.Peers); err != nil {
+			return nil, wire.Key{}, err
+		}
+		h.peers[s.Peers] = peers
+	}
+	key, ok := h.keys[s.KeyFile]
+	if !ok {
+		var err error
+		if key, err = wire.ReadKeyFile(s.KeyFile); err != nil {
+			return nil, wire.Key{}, fmt.Errorf("cluster key: %w", err)
+		}
+		h.keys[s.KeyFile] = key
+	}
+	return peers, key, nil
+}
+
+func (h *hostServer) killAll() {
+	h.mu.Lock()
+	var rs []*node.Running
+	for _, r := range h.nodes {
+		rs = append(rs, r)
+	}
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, r := range rs {
+		wg.Go(r.Kill)
+	}
+	wg.Wait()
+}
+
+// sharedHost is the lab's end of a shared host process.
+type sharedHost struct {
+	proc *netem.Process
+	log  string
+	in   *os.File // the host's standard input
+
+	mu    sync.Mutex
+	enc   *json.Encoder
+	next  uint64
+	calls map[uint64]chan hostReply
+	exits map[string]*hostedProc // the incarnation running, by node
+	gone  bool                   // the host's output ended
+}
+
+// hostedProc is a node running in the shared host: a nodeProc.
+type hostedProc struct {
+	host *sharedHost
+	done chan struct{}
+}
+
+func (p *hostedProc) PID() int              { return p.host.proc.PID() }
+func (p *hostedProc) Done() <-chan struct{} { return p.done }
+
+// startSharedHost starts `binary lab-host` in this process's namespace,
+// its standard error appended to logPath.
+func startSharedHost(tb *netem.Testbed, binary string, env []string, logPath string) (*sharedHost, error) {
+	os.MkdirAll(filepath.Dir(logPath), 0o755) // OpenFile says what failed
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lab: shared host log: %w", err)
+	}
+	defer logf.Close()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("lab: shared host: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("lab: shared host: %w", err)
+	}
+	cmd := exec.Command(binary, "lab-host")
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, logf
+	p, err := tb.StartHost("host", cmd, logPath)
+	inR.Close() // the child's ends
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, fmt.Errorf("lab: %w", err)
+	}
+	h := &sharedHost{proc: p, log: logPath, in: inW, enc: json.NewEncoder(inW),
+		calls: make(map[uint64]chan hostReply), exits: make(map[string]*hostedProc)}
+	go h.read(outR)
+	return h, nil
+}
+
+// read delivers the host's replies until its output ends; then every call
+// waiting fails and every node counts as exited.
+func (h *sharedHost) read(out *os.File) {
+	defer out.Close()
+	dec := json.NewDecoder(bufio.NewReader(out))
+	for {
+		var r hostReply
+		if err := dec.Decode(&r); err != nil {
+			break
+		}
+		h.mu.Lock()
+		switch {
+		case r.ID != 0:
+			if c := h.calls[r.ID]; c != nil {
+				delete(h.calls, r.ID)
+				c <- r
+			}
+		case r.Exited:
+			if p := h.exits[r.Node]; p != nil {
+				delete(h.exits, r.Node)
+				close(p.done)
+			}
+		}
+		h.mu.Unlock()
+	}
+	h.mu.Lock()
+	h.gone = true
+	for id, c := range h.calls {
+		delete(h.calls, id)
+		close(c)
+	}
+	for name, p := range h.exits {
+		delete(h.exits, name)
+		close(p.done)
+	}
+	h.mu.Unlock()
+}
+
+// call sends req and waits for its answer.
+func (h *sharedHost) call(ctx context.Context, req hostRequest) error {
+	c := make(chan hostReply, 1)
+	h.mu.Lock()
+	if h.gone {
+		h.mu.Unlock()
+		return h.goneErr()
+	}
+	h.next++
+	req.ID = h.next
+	h.calls[req.ID] = c
+	err := h.enc.Encode(req)
+	if err != nil {
+		delete(h.calls, req.ID)
+	}
+	h.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("shared host process %d: %w", h.proc.PID(), err)
+	}
+	select {
+	case r, ok := <-c:
+		switch {
+		case !ok:
+			return h.goneErr()
+		case r.Err != "":
+			return errors.New(r.Err)
+		}
+		return nil
+	case <-ctx.Done():
+		h.mu.Lock()
+		delete(h.calls, req.ID)
+		h.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+func (h *sharedHost) goneErr() error {
+	return fmt.Errorf("shared host process %d exited: %s", h.proc.PID(), logTail(h.log, 3))
+}
+
+// start starts a node in the host and returns it once it listens.
+func (h *sharedHost) start(ctx context.Context, name string, spec hostedSpec) (*hostedProc, error) {
+	p := &hostedProc{host: h, done: make(chan struct{})}
+	h.mu.Lock()
+	if old := h.exits[name]; old != nil {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("node %s is running already", name)
+	}
+	h.exits[name] = p
+	h.mu.Unlock()
+	if err := h.call(ctx, hostRequest{Op: hostStart, Node: name, Start: &spec}); err != nil {
+		h.mu.Lock()
+		if h.exits[name] == p {
+			delete(h.exits, name)
+			close(p.done)
+		}
+		h.mu.Unlock()
+		return nil, err
+	}
+	return p, nil
+}
+
+// do asks the host to kill, pause or resume a node.
+func (h *sharedHost) do(ctx context.Context, op, name string) error {
+	return h.call(ctx, hostRequest{Op: op, Node: name})
+}
+
+// kill SIGKILLs the host, and with it every node it runs: what Close does
+// to node processes.
+func (h *sharedHost) kill() error {
+	err := h.proc.Kill()
+	h.in.Close()
+	return err
+}
+
+// hostedSpec is what n's argv says, for the shared host.
+func (l *Lab) hostedSpec(n *labNode, join bool) hostedSpec {
+	tn, _ := l.topo.Node(n.name)
+	return hostedSpec{
+		Namespace: n.ns, ID: n.id, Listen: n.listen, Peers: l.peers, DataDir: n.dataDir, KeyFile: l.keyFile,
+		Log: n.log, Join: join,
+		Heartbeat: tn.Settings.Heartbeat, FailureTimeout: tn.Settings.FailureTimeout,
+		ElectionTimeout: tn.Settings.ElectionTimeout, DetectionStagger: tn.Settings.DetectionStagger,
+	}
+}
+
+// hostAll asks the shared host to do op to every node in names at once.
+func (l *Lab) hostAll(op string, names []string) error {
+	errs := make([]error, len(names))
+	parallel(len(names), len(names), func(i int) bool {
+		errs[i] = l.host.do(l.ctx, op, names[i])
+		return true
+	})
+	return errors.Join(errs...)
+}
+
+// hostSignal pauses or resumes nodes in the shared host: their event
+// loops park or run again, as SIGSTOP and SIGCONT would their processes.
+func (l *Lab) hostSignal(f fault.Fault, nodes []*labNode, pause bool) (fault.Fault, error) {
+	op, how := hostResume, "event loop resumed, as SIGCONT would its process,"
+	if pause {
+		op, how = hostPause, "event loop parked, as SIGSTOP would its process,"
+	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.name
+	}
+	if err := l.hostAll(op, names); err != nil {
+		return fault.Fault{}, fmt.Errorf("%s: %w", f.Kind, err)
+	}
+	l.mu.Lock()
+	for _, n := range nodes {
+		n.paused = pause
+	}
+	l.mu.Unlock()
+	f.Detail = fmt.Sprintf("%s in shared host process %d", how, l.host.proc.PID())
+	return l.done(f), nil
+}
