@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -160,4 +161,33 @@ func TestRunningKillPaused(t *testing.T) {
 	}
 	nodes[1].r.Kill()
 	waitAgreed(t, nodes[:1], nodes[0])
+}
+
+// A node accepts four connections per member: a new leader is dialled by
+// every member at once.
+func TestMaxInboundGrowsWithMembers(t *testing.T) {
+	peers := make([]wire.Member, 300)
+	for i := range peers {
+		peers[i] = wire.Member{ID: uuid.New(), Addr: "10.0.0.1:" + strconv.Itoa(1000+i)}
+	}
+	for _, tc := range []struct {
+		peers []wire.Member
+		set   int
+		want  int
+	}{
+		{nil, 0, DefaultMaxInbound},
+		{peers, 0, 1200},
+		{peers, 10, 10},
+	} {
+		o := ServeOptions{Listen: "127.0.0.1:0", Advertise: "127.0.0.1:1", Peers: tc.peers, TCP: TCPConfig{MaxInbound: tc.set}, Join: true}
+		cfg := Config{ID: uuid.New()}
+		tr, err := listenPeers(o, &cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tr.cfg.MaxInbound; got != tc.want {
+			t.Errorf("%d peers, MaxInbound %d given: %d, want %d", len(tc.peers), tc.set, got, tc.want)
+		}
+		tr.Close()
+	}
 }

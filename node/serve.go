@@ -322,12 +322,20 @@ func serveConfig(o ServeOptions, store *FileStore) (Config, error) {
 	return cfg, nil
 }
 
+// inboundPerMember is how many accepted connections per member a node
+// allows at once (TCPConfig.MaxInbound): every member dialling in, with
+// room for the connections of restarted members not yet closed.
+const inboundPerMember = 4
+
 // listenPeers listens for peers at o.Listen, sets cfg.Addr to the address
 // they dial, and checks the node's own entry in o.Peers against it.
 func listenPeers(o ServeOptions, cfg *Config, log *EventLog) (*TCPTransport, error) {
 	tcp := o.TCP
 	tcp.Key = o.ClusterKey
 	tcp.Log = log
+	if tcp.MaxInbound <= 0 {
+		tcp.MaxInbound = max(DefaultMaxInbound, inboundPerMember*len(o.Peers))
+	}
 	tr, err := ListenTCP(o.Listen, cfg.ID, tcp)
 	if err != nil {
 		return nil, err

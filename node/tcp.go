@@ -65,9 +65,10 @@ type TCPConfig struct {
 	// (see helloClock). Default 5m, Kerberos's long-standing choice.
 	MaxClockSkew time.Duration
 	// MaxInbound bounds the accepted connections open at once; more are
-	// closed on arrival (IssueTooManyConnections). Default 1024: every
-	// member of the largest shipped topology (250 nodes) dialling in, four
-	// times over.
+	// closed on arrival (IssueTooManyConnections). Default 1024; Serve
+	// and Start raise it to four per member: a new leader of 1000 nodes
+	// is dialled by every member at once with its HALT_ACK, and with 1024
+	// it closed 145 of them and won only when its election timed out.
 	MaxInbound int
 	// HandshakeTimeout is how long an accepted connection may take to
 	// deliver its first frame (its HELLO, with a Key). Default 5s.

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
 )
 
 // A shared host is one process that runs every node of a lab whose
@@ -74,6 +77,9 @@ type hostReply struct {
 // hostReplies to out until in ends (the lab closed it, or died), then kills
 // every node it runs.
 func RunHost(in io.Reader, out io.Writer) error {
+	if err := raiseFileLimit(); err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
 	h := &hostServer{
 		out:   json.NewEncoder(out),
 		nodes: make(map[string]*node.Running),
@@ -450,4 +456,29 @@ func (l *Lab) hostSignal(f fault.Fault, nodes []*labNode, pause bool) (fault.Fau
 	l.mu.Unlock()
 	f.Detail = fmt.Sprintf("%s in shared host process %d", how, l.host.proc.PID())
 	return l.done(f), nil
+}
+
+// raiseFileLimit lifts the host's limit on open files to the most the
+// kernel allows (fs.nr_open). A node process had the limit to itself; the
+// host holds every node's sockets and files. After the leader of 1000
+// nodes crashed, the election's connections used up a limit of 20,000 in
+// seconds, and nodes that could not save their state stopped.
+func raiseFileLimit() error {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return fmt.Errorf("open files limit: %w", err)
+	}
+	want := lim.Max
+	if b, err := os.ReadFile("/proc/sys/fs/nr_open"); err == nil {
+		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && n > want {
+			want = n
+		}
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: want, Max: want}); err != nil {
+		// Not privileged to raise the hard limit: take what it allows.
+		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: lim.Max, Max: lim.Max}); err != nil {
+			return fmt.Errorf("open files limit: %w", err)
+		}
+	}
+	return nil
 }

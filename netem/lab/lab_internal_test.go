@@ -11,6 +11,7 @@ import (
 	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/node"
 	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
 )
 
 func TestNodeIDs(t *testing.T) {
@@ -188,5 +189,26 @@ func TestNotifyGrowth(t *testing.T) {
 	case <-poll:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the poll does not tick")
+	}
+}
+
+// The shared host lifts its open files limit to the kernel's most, or at
+// least to its hard limit.
+func TestRaiseFileLimit(t *testing.T) {
+	var before, after unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &before); err != nil {
+		t.Fatal(err)
+	}
+	if err := raiseFileLimit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Cur < before.Max {
+		t.Errorf("open files limit %d after raising, below the hard limit %d before", after.Cur, before.Max)
+	}
+	if after.Cur != after.Max {
+		t.Errorf("open files limit %d, below its hard limit %d", after.Cur, after.Max)
 	}
 }
