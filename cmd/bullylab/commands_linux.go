@@ -26,10 +26,14 @@ func testbedCommands() []*cli.Command {
 // input and output, so it is not for people.
 func labHostCommand() *cli.Command {
 	return &cli.Command{
-		Name:   "lab-host",
-		Usage:  "run the nodes of a lab in one process (started by the lab)",
-		Hidden: true,
+		Name:         "lab-host",
+		Usage:        "run the nodes of a lab in one process (started by the lab)",
+		Hidden:       true,
+		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("lab-host: unexpected argument %q", c.Args().First())
+			}
 			return lab.RunHost(c.App.Reader, c.App.Writer)
 		},
 	}

@@ -43,6 +43,7 @@ func TestUsageErrors(t *testing.T) {
 		"exec":       {{}, {"n1"}},
 		"down":       {{"extra"}},
 		"clean":      {{"extra"}},
+		"lab-host":   {{"extra"}},
 		"version":    {{"extra"}},
 		"completion": {{}, {"bash", "extra"}},
 	}

@@ -1,6 +1,8 @@
-// Package lab runs one `bullylab node` process per topology node on a
-// testbed and applies faults to them: the fixture that scenarios, the
-// bench and `bullylab up` drive.
+// Package lab runs a topology's nodes on a testbed and applies faults to
+// them: the fixture that scenarios, the bench and `bullylab up` drive. Each
+// node runs as a `bullylab node` process of its own, or, for a topology
+// with `hosting: shared`, inside one `bullylab lab-host` process that makes
+// each node's sockets in its own namespace (host.go).
 //
 // Start builds the testbed, boots the nodes and, with StartOptions.Capture,
 // captures the switch into a pcapng file with every fault recorded. Apply

@@ -100,8 +100,8 @@ func nodeEnv() []string {
 	return env
 }
 
-// Lab is a Testbed running one `bullylab node` process per topology node,
-// plus fault injection. Its methods are safe for concurrent use; faults are
+// Lab is a Testbed running a topology's nodes, a process each or all in a
+// shared host, plus fault injection. Its methods are safe for concurrent use; faults are
 // applied one at a time, in the order observers see them.
 type Lab struct {
 	tb      *netem.Testbed

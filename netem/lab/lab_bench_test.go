@@ -31,14 +31,16 @@ import (
 // iterations: namespaces are freed by the kernel after teardown returns,
 // holding locks a build needs (see BenchmarkBuild).
 //
-// On 2 cores s/boot is CPU-bound by the node processes themselves, some
-// 40-50 ms of CPU each at 250 nodes: starting the bullylab binary (runtime
-// and package initialisation, page faults: 15-20 ms), its boot election (an
-// ELECTION to each higher node, most of them not up yet, refused within
-// connect(2)), and the leader's heartbeats while the rest boot (about
-// 0.1 ms of CPU per heartbeat received). The last two grow with N: a
-// node used 51, 71 and 102 ms of CPU at 250, 500 and 1000 nodes, and the
-// 1000-node lab took 69 s to an agreed leader.
+// On 2 cores s/boot is CPU-bound. With a process per node most of it is
+// the processes themselves, 50-100 ms of CPU each: starting the bullylab
+// binary (runtime and package initialisation, page faults: 15-20 ms), its
+// boot election (an ELECTION to each higher node, most of them not up
+// yet, refused within connect(2)), and a process wake-up per heartbeat
+// received while the rest boot; 1000 of them took 65-69 s to an agreed
+// leader. A shared host (the hosting of star500 and star1000) starts a
+// node in about a millisecond and wakes once for many frames: 1000 nodes
+// in about 21 s, some 32 ms of CPU per node, most of it the refused boot
+// ELECTIONs and the state files.
 func BenchmarkLab(b *testing.B) {
 	for _, n := range []int{10, 100, 250, 500, 1000} {
 		// The shipped star of that size when there is one: its settings
