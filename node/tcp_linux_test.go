@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/wire"
+	"golang.org/x/sys/unix"
 )
 
 func TestTCPSetsUserTimeoutAndNoDelay(t *testing.T) {
@@ -38,4 +39,19 @@ func TestTCPSetsUserTimeoutAndNoDelay(t *testing.T) {
 	if nerr != nil || nd == 0 {
 		t.Errorf("TCP_NODELAY = %d, %v; want set", nd, nerr)
 	}
+}
+
+// sendQueued returns the bytes in c's send queue, not yet acknowledged.
+func sendQueued(t *testing.T, c net.Conn) int {
+	t.Helper()
+	rc, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var ierr error
+	if err := rc.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ) }); err != nil || ierr != nil {
+		t.Fatalf("SIOCOUTQ: %v %v", err, ierr)
+	}
+	return n
 }

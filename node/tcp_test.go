@@ -248,21 +248,24 @@ func TestTCPStalledPeerQueueFullAndExpiry(t *testing.T) {
 		sent++
 	}
 	// The peer never reads: the writer fills the socket buffers until a
-	// write stalls, which a Flush that cannot finish shows. 400 frames are
-	// 24 MB, far more than the buffers set above hold.
+	// write stalls, which a Flush that cannot finish shows while the send
+	// queue holds a full buffer (a Flush alone also fails on a writer that
+	// a loaded host, or the race detector, merely slowed down). 400
+	// frames are 24 MB, far more than the buffers set above hold.
+	var c *tcpConn
 	stalled := false
 	for !stalled && sent < 400 {
 		send()
-		stalled = !a.Flush(20 * time.Millisecond)
+		if a.Flush(20 * time.Millisecond) {
+			continue
+		}
+		a.mu.RLock()
+		c = a.peers[peer].cur.Load()
+		a.mu.RUnlock()
+		stalled = c != nil && sendQueued(t, c.Conn) >= sendBuf
 	}
 	if !stalled {
 		t.Fatalf("writes of %d frames of 60 KiB to a peer that never reads did not stall", sent)
-	}
-	a.mu.RLock()
-	c := a.peers[peer].cur.Load()
-	a.mu.RUnlock()
-	if c == nil {
-		t.Fatal("no connection to the stalled peer")
 	}
 	if got := sockoptInt(t, c.Conn, syscall.SO_SNDBUF); got > 2*sendBuf {
 		t.Fatalf("SO_SNDBUF of the transport's connection is %d, want at most %d: SendBuffer was not applied", got, 2*sendBuf)
