@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/vishvananda/netns"
@@ -385,8 +386,8 @@ func NamespaceSocket(name string) (socket func(domain, typ, proto int) (int, err
 	if err != nil {
 		return nil, nil, fmt.Errorf("namespace %s: %w", name, classify(err))
 	}
-	var home netns.NsHandle
-	if err := onLockedThread(func() (err error) { home, err = netns.Get(); return err }); err != nil {
+	home, err := homeNamespace()
+	if err != nil {
 		target.Close()
 		return nil, nil, fmt.Errorf("this process's network namespace: %w", err)
 	}
@@ -408,5 +409,12 @@ func NamespaceSocket(name string) (socket func(domain, typ, proto int) (int, err
 		runtime.UnlockOSThread()
 		return fd, serr
 	}
-	return socket, func() { target.Close(); home.Close() }, nil
+	return socket, func() { target.Close() }, nil
 }
+
+// homeNamespace is this process's network namespace, opened once: a host
+// of 1000 nodes held a descriptor of it per node.
+var homeNamespace = sync.OnceValues(func() (home netns.NsHandle, err error) {
+	err = onLockedThread(func() (err error) { home, err = netns.Get(); return err })
+	return home, err
+})
