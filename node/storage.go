@@ -271,7 +271,7 @@ func (s *FileStore) noteEpoch(st *State) {
 // a State whose Epoch is lower than the saved one.
 func (s *FileStore) Save(st *State) error {
 	if st == nil {
-		return errors.New("save state: nil State")
+		return errors.New("nil State")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -284,7 +284,7 @@ func (s *FileStore) Save(st *State) error {
 		// overwrite a corrupt file that nobody has looked at.
 		prev, err := s.load()
 		if err != nil {
-			return fmt.Errorf("save state: %w", err)
+			return fmt.Errorf("reading the saved state first: %w", err)
 		}
 		s.noteEpoch(prev)
 	}
@@ -293,15 +293,16 @@ func (s *FileStore) Save(st *State) error {
 	}
 	data, err := encodeState(st)
 	if err != nil {
-		return fmt.Errorf("save state: %w", err)
+		return err
 	}
+	// Save's caller says "save state"; writeAtomic's errors name the file.
 	renamed, err := writeAtomic(s.dir, stateFileName, data)
 	if renamed {
 		// Even if the dir fsync failed, the new file is what a reader sees now.
 		s.epoch = st.Epoch
 	}
 	if err != nil {
-		return fmt.Errorf("save state: %w", err)
+		return err
 	}
 	return nil
 }

@@ -89,7 +89,7 @@
 //	    started           when the run's testbed began to build
 //	    ok                the run passed every check
 //	    failure_kind      why it failed: safety, tenures, liveness, counters, fault,
-//	                      auth, step or setup
+//	                      auth, step, setup or node (a node stopped by itself)
 //	    failure           how, in one line
 //	    time_to_leader_ns from the measured election's trigger (below) until the winning
 //	                      COORDINATOR left the leader for the last node it had to reach
@@ -130,7 +130,7 @@
 //	                         formula with d from the largest delay in force;
 //	                         absent when loss was still in force at the end
 //	    failure_kind      why it failed: safety, tenures, liveness, counters, fault,
-//	                      auth, step or setup
+//	                      auth, step, setup or node (a node stopped by itself)
 //	  summary             over the runs that passed, except the counts
 //	    runs, ok, failed
 //	    time_to_leader    {n, min_ns, mean_ns, p50_ns, p95_ns, p99_ns, max_ns}

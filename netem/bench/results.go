@@ -151,6 +151,7 @@ const (
 	FailAuth     = "auth"     // a frame in the capture failed the cluster key's check, or a HELLO was replayed
 	FailStep     = "step"     // a scenario step could not run (a fault failed, a selector found nobody)
 	FailSetup    = "setup"    // the testbed, the nodes or the capture did not come up
+	FailNode     = "node"     // a node stopped by itself, no fault stopping it (its error is named)
 )
 
 // Where a run's time to leader comes from (Run.TimeToLeaderFrom).

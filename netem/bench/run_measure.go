@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/bullylab/bullylab/capture"
@@ -118,9 +119,15 @@ func (ru *runner) teardown(stepErr error) *runFailure {
 	// delayer may hold what a node wrote last for the delay in force.
 	time.Sleep(ru.lab.MaxDelay() + 50*time.Millisecond)
 	_, capErr := ru.lab.Capture().Stop()
+	failed := ru.lab.Failed()
 	// The logs go with the lab's state.
 	ru.logs = readLogs(ru.lab)
 	closeErr := ru.closeLab()
+	if len(failed) > 0 {
+		// Before the step's error, which is often this one's consequence
+		// (no leader, or not the expected one).
+		return nodeFailure(failed)
+	}
 	if stepErr != nil {
 		kind := FailStep
 		if errors.Is(stepErr, scenario.ErrNoLeader) || errors.Is(stepErr, scenario.ErrUnexpectedLeader) {
@@ -136,6 +143,24 @@ func (ru *runner) teardown(stepErr error) *runFailure {
 	}
 	return nil
 }
+
+// nodeFailure fails a run in which nodes stopped by themselves, naming
+// them and the first one's reason.
+func nodeFailure(failed []lab.NodeFailure) *runFailure {
+	names := make([]string, 0, min(len(failed), maxNamed))
+	for _, f := range failed[:min(len(failed), maxNamed)] {
+		names = append(names, f.Node)
+	}
+	more := ""
+	if len(failed) > maxNamed {
+		more = fmt.Sprintf(" and %d more", len(failed)-maxNamed)
+	}
+	return failure(FailNode, "%d node(s) stopped by themselves, no fault stopping them: %s%s; %s: %s",
+		len(failed), strings.Join(names, ", "), more, failed[0].Node, failed[0].Reason)
+}
+
+// maxNamed is how many nodes a failure names before it counts the rest.
+const maxNamed = 8
 
 // analyze analyses the capture and checks its authentication.
 func (ru *runner) analyze() (*capture.Report, *runFailure) {

@@ -162,7 +162,7 @@ func (ru *runner) settle(ctx context.Context) *runFailure {
 	_, err := ru.lab.WaitLeader(wctx, func(l lab.Leader) bool { return l.Node == highest })
 	cancel()
 	if err != nil {
-		return failure(FailSetup, "no stable leader before the scenario: %v", err)
+		return ru.setupFailure("no stable leader before the scenario: %v", err)
 	}
 	// Stable: the boot elections over, so that the analysis does not fold
 	// the measured election into them and the cluster the fault strikes
@@ -170,7 +170,7 @@ func (ru *runner) settle(ctx context.Context) *runFailure {
 	// large cluster on a loaded host can agree on its highest node while
 	// nodes that boot late still elect.
 	if err := waitQuiet(ctx, ru.lab, highest, settleTime(ru.opts.Topology), ru.opts.StableTimeout); err != nil {
-		return failure(FailSetup, "no stable leader before the scenario: %v", err)
+		return ru.setupFailure("no stable leader before the scenario: %v", err)
 	}
 	if ru.sc.Start == scenario.StartCold {
 		f, err := ru.lab.Crash(ru.names...)
@@ -181,6 +181,15 @@ func (ru *runner) settle(ctx context.Context) *runFailure {
 	}
 	ru.before, ru.baseline = stillCounters(ctx, ru.lab)
 	return nil
+}
+
+// setupFailure fails the run in setup, or for the nodes that stopped by
+// themselves meanwhile, the likelier cause.
+func (ru *runner) setupFailure(format string, args ...any) *runFailure {
+	if failed := ru.lab.Failed(); len(failed) > 0 {
+		return nodeFailure(failed)
+	}
+	return failure(FailSetup, format, args...)
 }
 
 // waitQuiet waits until every running node has followed leader, and no

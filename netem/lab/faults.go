@@ -1002,6 +1002,9 @@ func (l *Lab) control(ctx context.Context, kind fault.Kind, names []string, call
 			case <-time.After(5 * time.Second):
 				return fault.Fault{}, fmt.Errorf("leave: node %s did not exit 5s after leaving", n.name)
 			}
+			l.mu.Lock()
+			n.left = true
+			l.mu.Unlock()
 		}
 	}
 	return l.done(f), nil

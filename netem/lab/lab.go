@@ -164,6 +164,7 @@ type labNode struct {
 	// Guarded by Lab.mu.
 	proc     nodeProc
 	crashed  bool // ended by a crash fault, not by itself
+	left     bool // ended by itself after a leave fault
 	join     bool // the next start announces the node with JOIN
 	paused   bool
 	isolated bool
@@ -616,9 +617,57 @@ func (l *Lab) startProc(n *labNode) error {
 		return err
 	}
 	l.mu.Lock()
-	n.proc, n.crashed, n.paused, n.join = p, false, false, false
+	n.proc, n.crashed, n.left, n.paused, n.join = p, false, false, false, false
 	l.mu.Unlock()
 	return nil
+}
+
+// NodeFailure is a node that stopped although no fault stopped it.
+type NodeFailure struct {
+	Node string
+	// Reason is the node's last words in its log ("bullylab: ..."),
+	// or what the log lacks.
+	Reason string
+}
+
+// Failed returns the nodes, lowest ID first, that were started and have
+// exited by themselves: not crashed, and not after a leave fault. A node
+// that stops on its own (its state could not be saved, say) is no longer
+// measured, and an election among the others is not the one asked for.
+func (l *Lab) Failed() []NodeFailure {
+	l.mu.Lock()
+	var out []NodeFailure
+	for _, n := range l.nodes {
+		if n.proc != nil && !n.left && l.procStateLocked(n) == ProcExited {
+			out = append(out, NodeFailure{Node: n.name, Reason: n.log})
+		}
+	}
+	l.mu.Unlock()
+	for i := range out {
+		out[i].Reason = lastWords(out[i].Reason)
+	}
+	return out
+}
+
+// lastWords returns the last line a node wrote to the log at path that is
+// not an event record: where the node says why it stopped.
+func lastWords(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Sprintf("no log: %v", err)
+	}
+	defer f.Close()
+	const tail = 16 << 10
+	buf := make([]byte, tail)
+	size, _ := f.Seek(0, io.SeekEnd)
+	n, _ := f.ReadAt(buf, max(size-tail, 0))
+	lines := strings.Split(strings.TrimRight(string(buf[:n]), "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "{") {
+			return l
+		}
+	}
+	return "exited without saying why (log " + path + ")"
 }
 
 // waitReady polls until n's control socket answers GET /status. The socket

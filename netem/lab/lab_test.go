@@ -3,6 +3,7 @@ package lab_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -337,6 +338,30 @@ func testLabIsolateLeave(t *testing.T, hosting topologies.Hosting) {
 		t.Errorf("joining a running node: %v", err)
 	}
 	labWait(t, lb, "n5 joins", "n5", left.Epoch)
+	if f := lb.Failed(); len(f) != 0 {
+		t.Errorf("after leave and join, failed by themselves: %+v", f)
+	}
+
+	// A node that cannot save its state stops, by itself: the lab names
+	// it and its reason. A directory where n1's state file goes fails its
+	// next save, root or not; n4 halting n1, once n5 crashed, makes it
+	// save its promise.
+	state := filepath.Join(lab.DataRoot(lb.Run()), "n1", "state.json")
+	if err := os.Remove(state); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(state, "in-the-way"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	labDo(t)(lb.Crash("n5"))
+	deadline := time.Now().Add(30 * time.Second)
+	for len(lb.Failed()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond) // polling the lab's view, with a deadline
+	}
+	f := lb.Failed()
+	if len(f) != 1 || f[0].Node != "n1" || !strings.HasPrefix(f[0].Reason, "bullylab: ") || !strings.Contains(f[0].Reason, "n1") {
+		t.Errorf("n1 unable to save: failed %+v, want n1 with its reason", f)
+	}
 }
 
 // TestLabImpairSeveral sets delay and loss on several nodes, and on pairs,
