@@ -73,14 +73,14 @@ func (t *TCPTransport) acceptLoop() {
 		}
 		delay = 0
 		ic := &inboundConn{Conn: c, host: remoteHost(c), accepted: time.Now()}
-		t.mu.Lock()
-		if t.closed {
-			t.mu.Unlock()
+		t.inMu.Lock()
+		if t.inClosed {
+			t.inMu.Unlock()
 			c.Close()
 			return
 		}
 		if why := t.admit(ic); why != "" {
-			t.mu.Unlock()
+			t.inMu.Unlock()
 			c.Close()
 			t.issues.report(IssueTooManyConnections, c.RemoteAddr().String(), uuid.Nil, why)
 			continue
@@ -89,8 +89,8 @@ func (t *TCPTransport) acceptLoop() {
 		t.inbound[ic] = struct{}{}
 		t.unbound[ic.host]++
 		t.unboundConns[ic] = struct{}{}
-		t.wg.Add(1)
-		t.mu.Unlock()
+		t.wg.Add(1) // under inMu: Close cannot be waiting for t.wg yet
+		t.inMu.Unlock()
 		go t.readLoop(ic)
 		if evicted != nil {
 			t.issues.report(IssueTooManyConnections, evicted.RemoteAddr().String(), uuid.Nil,
@@ -100,7 +100,7 @@ func (t *TCPTransport) acceptLoop() {
 }
 
 // makeUnboundRoom closes the oldest connection without a first frame when
-// they hold their whole share of MaxInbound, and returns it; t.mu is held.
+// they hold their whole share of MaxInbound, and returns it; t.inMu is held.
 func (t *TCPTransport) makeUnboundRoom() *inboundConn {
 	if len(t.unboundConns) < max(t.cfg.MaxInbound/unboundShare, 1) {
 		return nil
@@ -116,7 +116,7 @@ func (t *TCPTransport) makeUnboundRoom() *inboundConn {
 	return oldest
 }
 
-// admit says why ic may not stay open, or "" when it may; t.mu is held.
+// admit says why ic may not stay open, or "" when it may; t.inMu is held.
 func (t *TCPTransport) admit(ic *inboundConn) string {
 	if len(t.inbound) >= t.cfg.MaxInbound {
 		return fmt.Sprintf("%d inbound connections open, the limit", len(t.inbound))
@@ -131,8 +131,8 @@ func (t *TCPTransport) admit(ic *inboundConn) string {
 // from's connections past maxConnsPerPeer. It reports false when ic was
 // closed to make room meanwhile.
 func (t *TCPTransport) bind(ic *inboundConn, from uuid.UUID) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.inMu.Lock()
+	defer t.inMu.Unlock()
 	if _, ok := t.unboundConns[ic]; !ok {
 		return false // evicted meanwhile
 	}
@@ -148,7 +148,7 @@ func (t *TCPTransport) bind(ic *inboundConn, from uuid.UUID) bool {
 }
 
 // unboundDone takes ic out of the connections without a first frame, if it
-// is there; t.mu is held.
+// is there; t.inMu is held.
 func (t *TCPTransport) unboundDone(ic *inboundConn) {
 	if _, ok := t.unboundConns[ic]; !ok {
 		return
@@ -160,8 +160,8 @@ func (t *TCPTransport) unboundDone(ic *inboundConn) {
 }
 
 func (t *TCPTransport) forget(ic *inboundConn) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.inMu.Lock()
+	defer t.inMu.Unlock()
 	delete(t.inbound, ic)
 	if !ic.bound {
 		t.unboundDone(ic)

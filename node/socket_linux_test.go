@@ -123,3 +123,37 @@ func TestSocketFuncNeedsAddresses(t *testing.T) {
 		t.Errorf("listen on a name with Socket: %v", err)
 	}
 }
+
+// Connection attempts the kernel does not settle at once take a slot each,
+// MaxDialing at most; a frame whose slot does not come before it expires is
+// dropped as expired, without a dial or a backoff.
+func TestTCPMaxDialing(t *testing.T) {
+	_, port := fullListener(t)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	var sockets atomic.Int64
+	const slots, peers = 2, 5
+	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{
+		Socket: countingSocket(&sockets), MaxDialing: slots,
+		DialTimeout: 2 * time.Second, FrameTTL: 200 * time.Millisecond,
+	})
+	members := []wire.Member{{ID: a.id, Addr: a.LocalAddr()}}
+	for range peers {
+		members = append(members, wire.Member{ID: uuid.New(), Addr: addr})
+	}
+	a.SetPeers(members)
+	sockets.Store(0) // the listener's
+	for _, m := range members[1:] {
+		a.Send(m.ID, &wire.Message{Type: wire.TypeElection, Epoch: 1, From: a.id})
+	}
+	c := a.Counters()
+	waitFor(t, 5*time.Second, "frames expired waiting for a slot", func() bool { return c.DroppedFor(DropExpired) == peers-slots })
+	waitFor(t, 10*time.Second, "dials timed out", func() bool { return c.DroppedFor(DropUnreachable) == slots })
+	// One quick connect per peer, closed when the SYN went unanswered, and
+	// one waited-for dial per slot.
+	if got, want := sockets.Load(), int64(peers+slots); got != want {
+		t.Errorf("%d sockets made, want %d: %d quick connects and %d dials", got, want, peers, slots)
+	}
+	if got := c.DroppedFor(DropExpired) + c.DroppedFor(DropUnreachable); got != peers {
+		t.Errorf("%d frames dropped, want %d", got, peers)
+	}
+}

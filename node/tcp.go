@@ -30,6 +30,17 @@ type TCPConfig struct {
 	InboundLen int
 	// DialTimeout bounds one connection attempt. Default 500ms.
 	DialTimeout time.Duration
+	// MaxDialing bounds the connection attempts in flight at once: dials
+	// that connect(2) did not settle, each holding a socket until the
+	// peer answers or DialTimeout passes. Behind a silent partition every
+	// peer on the far side is such a dial, and a node that elects sends
+	// ELECTION to each of them at once: the 501 nodes of a 1000-node
+	// cluster cut off from 499 start 501 x 498 such dials. A writer waits for a
+	// free slot only while its frame may still be sent (FrameTTL); a frame
+	// that expires waiting costs no dial. Dials the kernel settles within
+	// connect(2), a peer on this host up or down, need no slot. Default
+	// DefaultMaxDialing.
+	MaxDialing int
 	// WriteTimeout bounds one frame's write, so that a peer that stopped
 	// reading (or a partition that drops packets silently) cannot stall its
 	// queue forever. Default 1s.
@@ -105,6 +116,9 @@ func (c TCPConfig) withDefaults() TCPConfig {
 		c.InboundLen = 1024
 	}
 	def(&c.DialTimeout, 500*time.Millisecond)
+	if c.MaxDialing <= 0 {
+		c.MaxDialing = DefaultMaxDialing
+	}
 	def(&c.WriteTimeout, time.Second)
 	def(&c.FrameTTL, time.Second)
 	def(&c.UserTimeout, 2*time.Second)
@@ -124,6 +138,12 @@ func (c TCPConfig) withDefaults() TCPConfig {
 
 // DefaultMaxInbound is TCPConfig.MaxInbound's default.
 const DefaultMaxInbound = 1024
+
+// DefaultMaxDialing is TCPConfig.MaxDialing's default: at 500 ms a dial,
+// 128 peers found unreachable a second, while a node's sockets stay within
+// any descriptor limit. libp2p's dial limiter bounds its file-descriptor
+// dials likewise, at 160 a host.
+const DefaultMaxDialing = 64
 
 // TCPTransport is a Transport over TCP. Connections are one-way: a node
 // dials each peer it sends to and only writes on that connection, and only
@@ -180,17 +200,29 @@ type TCPTransport struct {
 	counters Counters
 	start    time.Time
 	dialer   net.Dialer
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	issues   *issueReporter
-	hellos   helloClock
+	// dialing holds a token for each connection attempt in flight
+	// (TCPConfig.MaxDialing).
+	dialing chan struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	issues  *issueReporter
+	hellos  helloClock
 
-	mu      sync.RWMutex
-	closed  bool
-	peers   map[uuid.UUID]*tcpPeer
-	inbound map[*inboundConn]struct{}
-	unbound map[string]int // by remote host: connections without a first frame yet
+	mu     sync.RWMutex
+	closed bool
+	peers  map[uuid.UUID]*tcpPeer
+
+	// inMu guards the accepted connections' bookkeeping apart from the
+	// peers: a node that a whole cluster dials at once (a new leader's
+	// HALT_ACKs, an all-detect election's ELECTIONs) binds and forgets
+	// them while its own Sends go on. Under one lock with Send, 1000 nodes
+	// electing in one process parked 19,000 readers, connections open,
+	// in a convoy on it.
+	inMu     sync.Mutex
+	inClosed bool
+	inbound  map[*inboundConn]struct{}
+	unbound  map[string]int // by remote host: connections without a first frame yet
 	// unboundConns are those connections; at most MaxInbound/unboundShare.
 	unboundConns map[*inboundConn]struct{}
 	byPeer       map[uuid.UUID][]*inboundConn // bound connections by sender, oldest first
@@ -244,6 +276,7 @@ func NewTCPTransport(ln net.Listener, id uuid.UUID, cfg TCPConfig) *TCPTransport
 			Timeout: cfg.DialTimeout,
 			Control: func(_, _ string, c syscall.RawConn) error { return setUserTimeout(c, cfg.UserTimeout) },
 		},
+		dialing:      make(chan struct{}, cfg.MaxDialing),
 		ctx:          ctx,
 		cancel:       cancel,
 		hellos:       helloClock{skew: cfg.MaxClockSkew, max: 4 * cfg.MaxInbound, last: make(map[uuid.UUID]int64)},
@@ -378,9 +411,12 @@ func (t *TCPTransport) Close() error {
 	t.closed = true
 	t.cancel()
 	err := t.ln.Close()
+	t.inMu.Lock()
+	t.inClosed = true
 	for c := range t.inbound {
 		c.Close()
 	}
+	t.inMu.Unlock()
 	for id, p := range t.peers {
 		delete(t.peers, id)
 		p.stop()
@@ -558,8 +594,9 @@ func (p *tcpPeer) write(f tcpFrame) {
 			return
 		}
 		heard := p.heard.Load()
-		err := p.dial(addr, gen, true)
-		if err != nil && p.heardSince(heard) {
+		expires := f.at + int64(t.cfg.FrameTTL)
+		err := p.dial(addr, gen, true, expires)
+		if err != nil && !errors.Is(err, errDialSlotExpired) && p.heardSince(heard) {
 			// The peer's frames arrived while this dial failed or hung:
 			// its process was not yet listening, or its host not yet
 			// reachable, when the dial began (a booting node, whose
@@ -568,7 +605,14 @@ func (p *tcpPeer) write(f tcpFrame) {
 			// abandoned, so that a peer heard from but not reachable (a
 			// one-way partition) costs one more SYN, not one per frame.
 			heard = p.heard.Load()
-			err = p.dial(addr, gen, false)
+			err = p.dial(addr, gen, false, expires)
+		}
+		if errors.Is(err, errDialSlotExpired) {
+			// Nothing was dialled, so nothing is known of the peer: no
+			// backoff, and the next frame waits for a slot in its turn.
+			p.slowDial = true
+			p.drop(f, DropExpired)
+			return
 		}
 		if err != nil {
 			p.dialFailed(f, err, heard)
@@ -691,9 +735,15 @@ func (p *tcpPeer) dialQuick() bool {
 	return true
 }
 
+// errDialSlotExpired: every slot for a connection attempt stayed taken
+// until the frame to send expired (TCPConfig.MaxDialing).
+var errDialSlotExpired = errors.New("no free slot to dial before the frame expired")
+
 // dial connects the writer to p at addr, for address generation gen.
-// When abandonable, a frame from the peer cancels a dial in progress.
-func (p *tcpPeer) dial(addr string, gen uint64, abandonable bool) error {
+// When abandonable, a frame from the peer cancels a dial in progress. A
+// dial connect(2) does not settle waits for a slot until expires, the
+// transport clock reading at which the frame to send expires.
+func (p *tcpPeer) dial(addr string, gen uint64, abandonable bool, expires int64) error {
 	t := p.t
 	var (
 		nc   net.Conn
@@ -715,6 +765,10 @@ func (p *tcpPeer) dial(addr string, gen uint64, abandonable bool) error {
 				cancel()
 			}()
 		}
+		if err := t.acquireDialSlot(ctx, expires); err != nil {
+			return err
+		}
+		defer func() { <-t.dialing }()
 		if t.cfg.Socket != nil {
 			// net.Dialer would make its socket in this thread's namespace.
 			nc, err = dialVia(ctx, t.cfg.Socket, addr, t.cfg.DialTimeout, t.cfg.UserTimeout)
@@ -727,6 +781,30 @@ func (p *tcpPeer) dial(addr string, gen uint64, abandonable bool) error {
 	}
 	p.adopt(nc, gen)
 	return nil
+}
+
+// acquireDialSlot takes a slot for a connection attempt, waiting until
+// expires (a transport clock reading) at most.
+func (t *TCPTransport) acquireDialSlot(ctx context.Context, expires int64) error {
+	select {
+	case t.dialing <- struct{}{}:
+		return nil
+	default:
+	}
+	wait := time.Duration(expires - t.mono())
+	if wait <= 0 {
+		return errDialSlotExpired
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case t.dialing <- struct{}{}:
+		return nil
+	case <-timer.C:
+		return errDialSlotExpired
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // adopt makes nc the writer's connection to p, dialled for address

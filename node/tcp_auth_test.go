@@ -246,8 +246,8 @@ func TestTCPInboundLimits(t *testing.T) {
 			dialT(t, b.LocalAddr())
 		}
 		waitFor(t, 5*time.Second, "connections accepted", func() bool {
-			b.mu.RLock()
-			defer b.mu.RUnlock()
+			b.inMu.Lock()
+			defer b.inMu.Unlock()
 			return len(b.inbound) == MaxUnauthenticatedPerHost
 		})
 		// One more from the same host, without a HELLO: refused at once.
@@ -257,8 +257,8 @@ func TestTCPInboundLimits(t *testing.T) {
 		// Another host is not affected.
 		dialFromT(t, "127.0.0.9", b.LocalAddr())
 		waitFor(t, 5*time.Second, "the other host's connection accepted", func() bool {
-			b.mu.RLock()
-			defer b.mu.RUnlock()
+			b.inMu.Lock()
+			defer b.inMu.Unlock()
 			return b.unbound["127.0.0.9"] == 1
 		})
 	})
@@ -269,8 +269,8 @@ func TestTCPInboundLimits(t *testing.T) {
 		for i := range maxInbound / unboundShare {
 			conns = append(conns, dialFromT(t, fmt.Sprintf("127.0.0.%d", 10+i), b.LocalAddr()))
 			waitFor(t, 5*time.Second, "accepted", func() bool {
-				b.mu.RLock()
-				defer b.mu.RUnlock()
+				b.inMu.Lock()
+				defer b.inMu.Unlock()
 				return len(b.inbound) == i+1
 			})
 		}

@@ -77,10 +77,12 @@ type hostReply struct {
 // hostReplies to out until in ends (the lab closed it, or died), then kills
 // every node it runs.
 func RunHost(in io.Reader, out io.Writer) error {
-	if err := raiseFileLimit(); err != nil {
+	files, err := raiseFileLimit()
+	if err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
 	h := &hostServer{
+		files: files,
 		out:   json.NewEncoder(out),
 		nodes: make(map[string]*node.Running),
 		peers: make(map[string][]wire.Member),
@@ -105,6 +107,10 @@ func RunHost(in io.Reader, out io.Writer) error {
 type hostServer struct {
 	outMu sync.Mutex
 	out   *json.Encoder
+
+	// files is the host's limit on open files, which every node's
+	// sockets share.
+	files uint64
 
 	mu    sync.Mutex
 	nodes map[string]*node.Running // running, by node name
@@ -173,7 +179,7 @@ func (h *hostServer) start(name string, s hostedSpec, wg *sync.WaitGroup) error 
 		HeartbeatInterval: s.Heartbeat, FailureTimeout: s.FailureTimeout, ElectionTimeout: s.ElectionTimeout,
 		DetectionStagger: &stagger,
 		Log:              log, LogFormat: node.LogJSON,
-		TCP: node.TCPConfig{Socket: socket},
+		TCP: node.TCPConfig{Socket: socket, MaxDialing: dialSlots(h.files, len(peers))},
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -458,15 +464,28 @@ func (l *Lab) hostSignal(f fault.Fault, nodes []*labNode, pause bool) (fault.Fau
 	return l.done(f), nil
 }
 
+// dialSlots is the connection attempts each node of a cluster of members
+// may have in flight (node.TCPConfig.MaxDialing) in a host allowed files
+// open files: an eighth of them shared by every member, as if the whole
+// cluster ran here. The rest hold what the nodes need at rest (about ten
+// files a node at 1000: both ends of its connections, its listeners, log,
+// lock and namespace) and their state saves. Behind a partition of 1000
+// nodes, 501 of them each dialled 498 unreachable peers at once: 250,000
+// sockets waiting on SYNs that go unanswered, without the bound.
+func dialSlots(files uint64, members int) int {
+	return int(min(max(files/8/uint64(max(members, 1)), 2), node.DefaultMaxDialing))
+}
+
 // raiseFileLimit lifts the host's limit on open files to the most the
-// kernel allows (fs.nr_open). A node process had the limit to itself; the
-// host holds every node's sockets and files. After the leader of 1000
-// nodes crashed, the election's connections used up a limit of 20,000 in
-// seconds, and nodes that could not save their state stopped.
-func raiseFileLimit() error {
+// kernel allows (fs.nr_open), and returns the limit it got. A node
+// process had the limit to itself; the host holds every node's sockets
+// and files. After the leader of 1000 nodes crashed, the election's
+// connections used up a limit of 20,000 in seconds, and nodes that could
+// not save their state stopped.
+func raiseFileLimit() (uint64, error) {
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
-		return fmt.Errorf("open files limit: %w", err)
+		return 0, fmt.Errorf("open files limit: %w", err)
 	}
 	want := lim.Max
 	if b, err := os.ReadFile("/proc/sys/fs/nr_open"); err == nil {
@@ -476,9 +495,10 @@ func raiseFileLimit() error {
 	}
 	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: want, Max: want}); err != nil {
 		// Not privileged to raise the hard limit: take what it allows.
-		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: lim.Max, Max: lim.Max}); err != nil {
-			return fmt.Errorf("open files limit: %w", err)
+		want = lim.Max
+		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: want, Max: want}); err != nil {
+			return 0, fmt.Errorf("open files limit: %w", err)
 		}
 	}
-	return nil
+	return want, nil
 }

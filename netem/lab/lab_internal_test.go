@@ -199,16 +199,37 @@ func TestRaiseFileLimit(t *testing.T) {
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &before); err != nil {
 		t.Fatal(err)
 	}
-	if err := raiseFileLimit(); err != nil {
+	got, err := raiseFileLimit()
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &after); err != nil {
 		t.Fatal(err)
+	}
+	if got != after.Cur {
+		t.Errorf("raiseFileLimit returned %d, the limit is %d", got, after.Cur)
 	}
 	if after.Cur < before.Max {
 		t.Errorf("open files limit %d after raising, below the hard limit %d before", after.Cur, before.Max)
 	}
 	if after.Cur != after.Max {
 		t.Errorf("open files limit %d, below its hard limit %d", after.Cur, after.Max)
+	}
+}
+
+// A host's nodes share an eighth of its open files for connection
+// attempts, between 2 and the default each.
+func TestDialSlots(t *testing.T) {
+	for _, c := range []struct {
+		files   uint64
+		members int
+		want    int
+	}{
+		{20000, 1000, 2}, {20000, 500, 5}, {20000, 250, 10}, {20000, 10, node.DefaultMaxDialing},
+		{1024, 1000, 2}, {1 << 20, 1000, node.DefaultMaxDialing}, {20000, 0, node.DefaultMaxDialing},
+	} {
+		if got := dialSlots(c.files, c.members); got != c.want {
+			t.Errorf("dialSlots(%d, %d) = %d, want %d", c.files, c.members, got, c.want)
+		}
 	}
 }
