@@ -23,6 +23,7 @@ func FuzzParse(f *testing.F) {
 		"nodes: 3\nsubnet: ::/0\n",
 		"nodes: 3\nsettings: {heartbeat: 10ms, failure_timeout: 50ms, election_timeout: 20ms, detection_stagger: 1ms}\n",
 		"nodes: 3\nsubnet: " + strings.Repeat("x", 300) + "\n",
+		"nodes: 5\nhosts:\n  - {name: a, ssh: 192.0.2.1, nodes: [n5]}\n  - {ssh: \"b.example:2222\", user: root, key: k}\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -47,7 +48,19 @@ func FuzzParse(f *testing.F) {
 		if !topo.Subnet.Addr().Is4() || topo.Subnet.Addr().IsLoopback() || topo.Subnet.Addr().IsMulticast() || topo.Subnet.Addr().IsUnspecified() {
 			t.Fatalf("subnet %s accepted", topo.Subnet)
 		}
+		onHost := map[string]string{}
+		for _, h := range topo.Hosts {
+			if len(h.Nodes) == 0 {
+				t.Fatalf("host %s runs no node", h.Name)
+			}
+			for _, name := range h.Nodes {
+				onHost[name] = h.Name
+			}
+		}
 		for i, n := range topo.Nodes {
+			if len(topo.Hosts) > 0 && onHost[n.Name] != n.Host {
+				t.Fatalf("node %s on host %q, listed under %q", n.Name, n.Host, onHost[n.Name])
+			}
 			s := n.Settings
 			if n.Index != i+1 || !topo.Subnet.Contains(n.Addr) || s.Heartbeat >= s.FailureTimeout ||
 				n.Addr.IsLoopback() || n.Addr.IsMulticast() || !n.Addr.IsGlobalUnicast() && !n.Addr.IsLinkLocalUnicast() {

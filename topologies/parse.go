@@ -24,7 +24,7 @@ type Error = yamlfile.Error
 const maxPairWork = 4_000_000
 
 var (
-	topFields      = []string{"name", "nodes", "subnet", "port", "hosting", "impair", "settings", "groups", "links"}
+	topFields      = []string{"name", "nodes", "subnet", "port", "hosting", "impair", "settings", "groups", "links", "hosts"}
 	nodeFields     = []string{"name", "heartbeat", "failure_timeout", "election_timeout", "detection_stagger", "impair"}
 	settingsFields = []string{"heartbeat", "failure_timeout", "election_timeout", "detection_stagger"}
 	impairFields   = []string{"delay", "jitter", "loss", "duplicate", "reorder"}
@@ -107,10 +107,10 @@ type rawNode struct {
 // nodes, which needs every field: settings and impair may come after nodes
 // in the file, and groups and links name nodes.
 type rawTopology struct {
-	nodesVal, subnetVal, groupsVal, linksVal *yaml.Node
-	nodes                                    []rawNode
-	impair                                   rawImpair
-	settings                                 rawSettings
+	nodesVal, subnetVal, groupsVal, linksVal, hostsVal *yaml.Node
+	nodes                                              []rawNode
+	impair                                             rawImpair
+	settings                                           rawSettings
 }
 
 func (p *parser) parse(data []byte) (*Topology, error) {
@@ -156,6 +156,11 @@ func (p *parser) parse(data []byte) (*Topology, error) {
 			return nil, err
 		}
 	}
+	if raw.hostsVal != nil {
+		if err := p.hosts(t, raw.hostsVal, "hosts"); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
 }
 
@@ -188,6 +193,8 @@ func (p *parser) fields(top *yaml.Node, t *Topology) (rawTopology, error) {
 			raw.groupsVal = v
 		case "links":
 			raw.linksVal = v
+		case "hosts":
+			raw.hostsVal = v
 		}
 		return err
 	})

@@ -94,6 +94,9 @@ type Topology struct {
 	// per unordered pair with A's index below B's, sorted; they apply both
 	// ways, on top of each node's own Impair.
 	PairImpairs []PairImpair
+	// Hosts are the machines the testbed spans, in file order; none when
+	// it runs on the controller's machine alone.
+	Hosts []Host
 
 	byName map[string]int
 	byPair map[[2]int]int
@@ -106,6 +109,8 @@ type Node struct {
 	Addr     netip.Addr // subnet host Index+1
 	Settings Settings
 	Impair   Impair // impairment of the node's own link
+	// Host names the Hosts entry that runs the node; "" without hosts.
+	Host string
 }
 
 // Settings are the election timings of a node.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -198,6 +199,17 @@ func TestBadFiles(t *testing.T) {
 		{"repeated field", "nodes: 3\nport: 1\nport: 2\n", "bad.yaml:3: port: repeated (first at line 2)"},
 		{"bad hosting", "nodes: 3\nhosting: threads\n", `bad.yaml:2: hosting: "threads" is not a hosting (want process or shared)`},
 		{"hosting list", "nodes: 3\nhosting: [shared]\n", "bad.yaml:2: hosting: "},
+		{"no hosts", "nodes: 3\nhosts: []\n", "bad.yaml:2: hosts: no hosts"},
+		{"host without ssh", "nodes: 3\nhosts:\n  - name: a\n", "bad.yaml:3: hosts[0].ssh: missing"},
+		{"host bad port", "nodes: 3\nhosts:\n  - ssh: a.example:99999\n", `bad.yaml:3: hosts[0].ssh: "a.example:99999": port "99999" is not 1..65535`},
+		{"host bad name", "nodes: 3\nhosts:\n  - ssh: 'a b'\n", `bad.yaml:3: hosts[0].ssh: "a b": "a b" is neither an IP address nor a host name`},
+		{"host named as node", "nodes: 3\nhosts:\n  - {name: n1, ssh: a}\n", `bad.yaml:3: hosts[0].name: host "n1" has the name of a node`},
+		{"host repeated", "nodes: 3\nhosts:\n  - {name: a, ssh: a}\n  - {name: a, ssh: b}\n", `bad.yaml:4: hosts[1]: host "a" is repeated (first at line 3)`},
+		{"host unknown node", "nodes: 3\nhosts:\n  - {ssh: a, nodes: [n4]}\n", `bad.yaml:3: hosts[0].nodes[0]: unknown node "n4"`},
+		{"node on two hosts", "nodes: 3\nhosts:\n  - {ssh: a, nodes: [n1]}\n  - {ssh: b, nodes: [n1]}\n", `bad.yaml:4: hosts[1].nodes[0]: node "n1" is listed under two hosts`},
+		{"more hosts than nodes", "nodes: 1\nhosts: [{ssh: a}, {ssh: b}]\n", "bad.yaml:2: hosts: 2 hosts for 1 nodes"},
+		{"host bad user", "nodes: 3\nhosts:\n  - {ssh: a, user: '-x'}\n", `bad.yaml:3: hosts[0].user: "-x" is not a user name`},
+		{"host unknown field", "nodes: 3\nhosts:\n  - {ssh: a, password: x}\n", "bad.yaml:3: hosts[0].password: unknown field"},
 		{"zero nodes", "nodes: 0\n", "bad.yaml:1: nodes: 0 nodes; want 1..1000"},
 		{"too many nodes", "nodes: 1001\n", "bad.yaml:1: nodes: 1001 nodes; want 1..1000"},
 		{"count as string", "nodes: \"5\"\n", `bad.yaml:1: nodes: want a count or a list of nodes, got "5"`},
@@ -458,5 +470,41 @@ func TestLongValuesInErrors(t *testing.T) {
 		if strings.Contains(msg, "xxxxx") && !strings.Contains(msg, "bytes)") {
 			t.Errorf("%.40q...: a value is cut without saying so: %s", src, msg)
 		}
+	}
+}
+
+// Nodes a host lists run there; the others go to the host with the fewest
+// so far, in node order; the ssh address gets its port.
+func TestHosts(t *testing.T) {
+	topo, err := topologies.Parse("hosts.yaml", []byte(`nodes: 7
+hosts:
+  - {name: rack-a, ssh: 192.0.2.10, user: root, key: /root/.ssh/id_ed25519, nodes: [n7, n6, n5]}
+  - {ssh: "b.example:2222"}
+  - {ssh: "[2001:db8::1]:22", known_hosts: /etc/ssh/ssh_known_hosts}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []topologies.Host{
+		{Name: "rack-a", SSH: "192.0.2.10:22", User: "root", Key: "/root/.ssh/id_ed25519", Nodes: []string{"n5", "n6", "n7"}},
+		{Name: "h2", SSH: "b.example:2222", Nodes: []string{"n1", "n3"}},
+		{Name: "h3", SSH: "[2001:db8::1]:22", KnownHosts: "/etc/ssh/ssh_known_hosts", Nodes: []string{"n2", "n4"}},
+	}
+	if !reflect.DeepEqual(topo.Hosts, want) {
+		t.Errorf("hosts\n  %+v\nwant\n  %+v", topo.Hosts, want)
+	}
+	for _, h := range topo.Hosts {
+		for _, name := range h.Nodes {
+			if n, _ := topo.Node(name); n.Host != h.Name {
+				t.Errorf("node %s on host %q, listed under %s", name, n.Host, h.Name)
+			}
+		}
+	}
+	one, err := topologies.Star(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.Hosts != nil || one.Nodes[0].Host != "" {
+		t.Errorf("a topology without hosts has hosts %+v, n1 on %q", one.Hosts, one.Nodes[0].Host)
 	}
 }

@@ -200,6 +200,11 @@ const (
 // Node IDs are random version-4 UUIDs assigned in ascending order, so a
 // node's index is its Bully priority: in star5, n5 is the highest and wins.
 func Start(ctx context.Context, topo *topologies.Topology, opts StartOptions) (*Lab, error) {
+	if len(topo.Hosts) > 0 {
+		// Refused rather than run here in full: a testbed of the wrong
+		// machines measures something else.
+		return nil, fmt.Errorf("lab: topology %s spans %d hosts (hosts:); testbeds across hosts are not built yet: leave the hosts section out to run every node on this machine", topo.Name, len(topo.Hosts))
+	}
 	opts, err := opts.withDefaults(topo)
 	if err != nil {
 		return nil, err

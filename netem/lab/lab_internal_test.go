@@ -5,11 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/topologies"
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
 )
@@ -231,5 +233,18 @@ func TestDialSlots(t *testing.T) {
 		if got := dialSlots(c.files, c.members); got != c.want {
 			t.Errorf("dialSlots(%d, %d) = %d, want %d", c.files, c.members, got, c.want)
 		}
+	}
+}
+
+// A topology that spans hosts is refused, naming them, before anything is
+// built: it is not run on this machine instead.
+func TestStartRefusesHosts(t *testing.T) {
+	topo, err := topologies.Parse("two-hosts.yaml", []byte("nodes: 4\nhosts: [{ssh: 192.0.2.1}, {ssh: 192.0.2.2}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Start(t.Context(), topo, StartOptions{})
+	if err == nil || !strings.Contains(err.Error(), "spans 2 hosts") {
+		t.Errorf("Start: %v, want a refusal naming the 2 hosts", err)
 	}
 }
