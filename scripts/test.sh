@@ -32,6 +32,8 @@ need_pkg ca-certificates
 need_pkg git
 # The capture tests check the Lua dissector and bullylab analyze against it.
 need_pkg tshark
+# netem/remote's tests log in to a real sshd on loopback.
+need_pkg openssh-server
 if [ ${#packages[@]} -gt 0 ]; then
 	step "apt-get install ${packages[*]}"
 	if [ "$(id -u)" -eq 0 ]; then
