@@ -32,8 +32,10 @@ need_pkg ca-certificates
 need_pkg git
 # The capture tests check the Lua dissector and bullylab analyze against it.
 need_pkg tshark
-# netem/remote's tests log in to a real sshd on loopback.
+# netem/remote's tests log in to real sshds, on loopback and in namespaces
+# the stand-in hosts are made of (ip netns).
 need_pkg openssh-server
+need_pkg iproute2
 if [ ${#packages[@]} -gt 0 ]; then
 	step "apt-get install ${packages[*]}"
 	if [ "$(id -u)" -eq 0 ]; then

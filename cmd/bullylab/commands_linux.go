@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/bullylab/bullylab/netem/lab"
+	"github.com/bullylab/bullylab/netem/remote"
 	"github.com/urfave/cli/v2"
 )
 
@@ -18,6 +19,7 @@ func testbedCommands() []*cli.Command {
 		downCommand(),
 		cleanCommand(),
 		labHostCommand(),
+		agentCommand(),
 	}
 }
 
@@ -35,6 +37,24 @@ func labHostCommand() *cli.Command {
 				return usagef("lab-host: unexpected argument %q", c.Args().First())
 			}
 			return lab.RunHost(c.App.Reader, c.App.Writer)
+		},
+	}
+}
+
+// agentCommand is what a controller runs on each host of a testbed that
+// spans hosts, over SSH; it speaks the agent protocol on its standard input
+// and output (netem/remote), so it is not for people.
+func agentCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "agent",
+		Usage:        "serve a testbed's controller on this host (started over SSH)",
+		Hidden:       true,
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("agent: unexpected argument %q", c.Args().First())
+			}
+			return remote.RunAgent(c.App.Reader, c.App.Writer, version)
 		},
 	}
 }

@@ -44,6 +44,7 @@ func TestUsageErrors(t *testing.T) {
 		"down":       {{"extra"}},
 		"clean":      {{"extra"}},
 		"lab-host":   {{"extra"}},
+		"agent":      {{"extra"}},
 		"version":    {{"extra"}},
 		"completion": {{}, {"bash", "extra"}},
 	}

@@ -39,6 +39,18 @@ type Client struct {
 // with h.Key (else the SSH agent at SSH_AUTH_SOCK), and only if the host
 // presents the key h.KnownHosts (else ~/.ssh/known_hosts) has for it.
 func Dial(ctx context.Context, h topologies.Host) (*Client, error) {
+	var d net.Dialer
+	return DialWith(ctx, h, func(ctx context.Context, addr string) (net.Conn, error) {
+		return d.DialContext(ctx, "tcp", addr)
+	})
+}
+
+// DialFunc makes the TCP connection an SSH connection runs over.
+type DialFunc func(ctx context.Context, addr string) (net.Conn, error)
+
+// DialWith is Dial over a connection dial makes: from another network
+// namespace, say.
+func DialWith(ctx context.Context, h topologies.Host, dial DialFunc) (*Client, error) {
 	c := &Client{host: h}
 	cfg, err := c.config()
 	if err != nil {
@@ -47,8 +59,7 @@ func Dial(ctx context.Context, h topologies.Host) (*Client, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, DialTimeout)
 	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", h.SSH)
+	nc, err := dial(ctx, h.SSH)
 	if err != nil {
 		c.closeAgent()
 		return nil, fmt.Errorf("host %s: %w", h.Name, err)

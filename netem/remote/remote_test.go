@@ -1,9 +1,11 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -270,5 +272,26 @@ func FuzzPidThenTail(f *testing.F) {
 			t.Fatalf("kept %d bytes", len(w.b))
 		}
 		w.lastLine()
+	})
+}
+
+// Whatever a controller sends, the agent answers each request it can read
+// with one line, or stops with a one-line error naming the request.
+func FuzzRunAgent(f *testing.F) {
+	f.Add([]byte("{\"op\":\"hello\"}\n{\"op\":\"clock\"}\n"))
+	f.Add([]byte("{\"op\":\"nope\"}\n"))
+	f.Add([]byte("not json\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var out strings.Builder
+		err := RunAgent(bytes.NewReader(in), &out, "test")
+		if err != nil && strings.ContainsAny(err.Error(), "\n") {
+			t.Fatalf("error is not one line: %q", err)
+		}
+		for line := range strings.SplitSeq(strings.TrimSuffix(out.String(), "\n"), "\n") {
+			var r agentReply
+			if line != "" && json.Unmarshal([]byte(line), &r) != nil {
+				t.Fatalf("reply %q is not JSON", line)
+			}
+		}
 	})
 }

@@ -1,0 +1,195 @@
+package remote
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The agent protocol: the controller writes one JSON agentRequest a line
+// to `bullylab agent`'s standard input over SSH, and the agent answers each
+// with one agentReply a line on its standard output, in order. The agent
+// exits when its input ends: a lost SSH connection ends it too.
+type agentRequest struct {
+	Op string `json:"op"`
+}
+
+const (
+	opHello = "hello" // who the agent is
+	opClock = "clock" // the agent's clock, read on arrival
+)
+
+type agentReply struct {
+	Error string `json:"error,omitempty"`
+	// hello
+	Version  string `json:"version,omitempty"`
+	Hostname string `json:"hostname,omitempty"`
+	Kernel   string `json:"kernel,omitempty"`
+	// clock: the agent's wall clock, Unix ns
+	Wall int64 `json:"wall,omitempty"`
+}
+
+// maxAgentLine bounds one line of the protocol.
+const maxAgentLine = 64 << 10
+
+// RunAgent serves the agent protocol on in and out until in ends; version
+// is the binary's, which the controller checks against its own.
+func RunAgent(in io.Reader, out io.Writer, version string) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 4096), maxAgentLine)
+	enc := json.NewEncoder(out)
+	for sc.Scan() {
+		var req agentRequest
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			return fmt.Errorf("agent: request %.80q: %v", sc.Bytes(), err)
+		}
+		if err := enc.Encode(answer(req, version)); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+	}
+	return sc.Err()
+}
+
+func answer(req agentRequest, version string) agentReply {
+	switch req.Op {
+	case opClock:
+		return agentReply{Wall: time.Now().UnixNano()}
+	case opHello:
+		host, _ := os.Hostname()
+		var uts unix.Utsname
+		unix.Uname(&uts)
+		return agentReply{Version: version, Hostname: host, Kernel: unix.ByteSliceToString(uts.Release[:])}
+	}
+	return agentReply{Error: fmt.Sprintf("unknown operation %q", req.Op)}
+}
+
+// Agent is `bullylab agent` running on a host, driven over its SSH
+// connection.
+type Agent struct {
+	client *Client
+	name   string
+	cancel context.CancelFunc
+	done   chan error
+
+	mu  sync.Mutex // one request in flight
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+// AgentInfo is what an agent says of itself.
+type AgentInfo struct {
+	Version, Hostname, Kernel string
+}
+
+// StartAgent runs `binary agent` on the host, binary being the path of a
+// bullylab binary there (see EnsureFile).
+func (c *Client) StartAgent(ctx context.Context, binary string) (*Agent, error) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(ctx)
+	a := &Agent{client: c, name: c.host.Name, cancel: cancel, done: make(chan error, 1), in: inW}
+	a.out = bufio.NewScanner(outR)
+	a.out.Buffer(make([]byte, 4096), maxAgentLine)
+	go func() {
+		err := c.Run(ctx, shellQuote(binary)+" agent", inR, outW)
+		outW.CloseWithError(fmt.Errorf("agent on host %s ended: %v", c.host.Name, err))
+		inR.Close()
+		a.done <- err
+	}()
+	return a, nil
+}
+
+// call sends req and reads its reply.
+func (a *Agent) call(req agentRequest) (agentReply, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	line, _ := json.Marshal(req)
+	if _, err := a.in.Write(append(line, '\n')); err != nil {
+		return agentReply{}, fmt.Errorf("host %s: agent: %w", a.name, err)
+	}
+	if !a.out.Scan() {
+		err := a.out.Err()
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return agentReply{}, fmt.Errorf("host %s: agent: %w", a.name, err)
+	}
+	var r agentReply
+	if err := json.Unmarshal(a.out.Bytes(), &r); err != nil {
+		return agentReply{}, fmt.Errorf("host %s: agent reply %.80q: %v", a.name, a.out.Bytes(), err)
+	}
+	if r.Error != "" {
+		return r, fmt.Errorf("host %s: agent: %s", a.name, r.Error)
+	}
+	return r, nil
+}
+
+// Hello asks the agent who it is.
+func (a *Agent) Hello() (AgentInfo, error) {
+	r, err := a.call(agentRequest{Op: opHello})
+	return AgentInfo{Version: r.Version, Hostname: r.Hostname, Kernel: r.Kernel}, err
+}
+
+// ClockOffset is how far a host's clock is ahead of the controller's,
+// within Bound: the true offset lies in [Offset-Bound, Offset+Bound].
+type ClockOffset struct {
+	Offset, Bound time.Duration
+	// Samples is how many round trips were taken, the tightest kept.
+	Samples int
+}
+
+func (o ClockOffset) String() string {
+	return fmt.Sprintf("%+v ± %v", o.Offset, o.Bound)
+}
+
+// ClockOffset measures the host's clock against this one over n round
+// trips of the control channel, as NTP does: the agent read its clock
+// between the request's departure and the reply's arrival, so the offset
+// is its reading less the midpoint, within half the round trip. The
+// round trip with the tightest bound is kept.
+func (a *Agent) ClockOffset(n int) (ClockOffset, error) {
+	if n < 1 {
+		return ClockOffset{}, errors.New("no samples asked for")
+	}
+	best := ClockOffset{Bound: -1}
+	for range n {
+		sent := time.Now()
+		r, err := a.call(agentRequest{Op: opClock})
+		if err != nil {
+			return ClockOffset{}, err
+		}
+		rtt := time.Since(sent) // monotonic
+		mid := sent.Add(rtt / 2)
+		o := ClockOffset{Offset: time.Unix(0, r.Wall).Sub(mid), Bound: (rtt + 1) / 2}
+		if best.Bound < 0 || o.Bound < best.Bound {
+			best = o
+		}
+	}
+	best.Samples = n
+	return best, nil
+}
+
+// Close ends the agent: its input closes, and it exits.
+func (a *Agent) Close() error {
+	a.in.Close()
+	select {
+	case err := <-a.done:
+		if err != nil && !strings.Contains(err.Error(), "context canceled") {
+			return err
+		}
+		return nil
+	case <-time.After(killWait):
+		a.cancel()
+		<-a.done
+		return fmt.Errorf("host %s: agent did not exit %v after its input closed", a.name, killWait)
+	}
+}

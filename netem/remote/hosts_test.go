@@ -1,0 +1,74 @@
+package remote_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/netem/lab/labtest"
+	"github.com/bullylab/bullylab/netem/remote/remotetest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	labtest.RemoveBinary()
+	os.Exit(code)
+}
+
+// Each stand-in host is reached over the underlay, by its own sshd, in its
+// own namespace.
+func TestStandInHosts(t *testing.T) {
+	hs := remotetest.Start(t, 3)
+	for i, h := range hs.Hosts {
+		c, err := hs.Dial(t.Context(), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.Output(t.Context(), "ip -o -4 addr show scope global")
+		c.Close()
+		addr := strings.TrimSuffix(h.SSH, ":22")
+		if err != nil || !strings.Contains(string(out), " "+addr+"/24 ") || strings.Count(string(out), "\n") != 1 {
+			t.Errorf("host %d (%s): %q, %v: want its underlay address alone", i+1, h.SSH, out, err)
+		}
+	}
+}
+
+// The controller's binary is copied to each host once, and the agent it
+// starts there answers; the hosts share this machine's clock, so each
+// measured offset's interval holds 0, within a bound of a few milliseconds.
+func TestAgentClock(t *testing.T) {
+	hs := remotetest.Start(t, 2)
+	bin := labtest.Binary(t)
+	for _, h := range hs.Hosts {
+		c, err := hs.Dial(t.Context(), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		remoteBin := filepath.Join(t.TempDir(), "bullylab")
+		if copied, err := c.EnsureFile(t.Context(), bin, remoteBin); err != nil || !copied {
+			t.Fatalf("%s: copying the binary: copied %v, %v", h.Name, copied, err)
+		}
+		a, err := c.StartAgent(t.Context(), remoteBin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := a.Hello()
+		if err != nil || info.Version == "" || info.Kernel == "" {
+			t.Fatalf("%s: hello: %+v, %v", h.Name, info, err)
+		}
+		off, err := a.ClockOffset(20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: agent %s on kernel %s, clock offset %v", h.Name, info.Version, info.Kernel, off)
+		if off.Bound <= 0 || off.Bound > 50*time.Millisecond || off.Offset-off.Bound > 0 || off.Offset+off.Bound < 0 {
+			t.Errorf("%s: offset %v on the same clock: want an interval holding 0, bound under 50ms", h.Name, off)
+		}
+		if err := a.Close(); err != nil {
+			t.Errorf("%s: closing the agent: %v", h.Name, err)
+		}
+	}
+}

@@ -1,0 +1,245 @@
+// Package remotetest makes stand-in hosts for tests of testbeds across
+// hosts: network namespaces on this machine, each running a real sshd on
+// an underlay of veths to a hub namespace, from which the test dials.
+package remotetest
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+	"golang.org/x/sys/unix"
+
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/netemtest"
+	"github.com/bullylab/bullylab/netem/remote"
+	"github.com/bullylab/bullylab/topologies"
+)
+
+// SSHD is the sshd binary of Debian's openssh-server.
+const SSHD = "/usr/sbin/sshd"
+
+// underlay is the hosts' network inside the test's namespaces: the hub
+// is .1, host k is .10+k.
+var underlay = netip.MustParsePrefix("10.213.0.0/24")
+
+// Hosts are stand-in hosts and how to reach them.
+type Hosts struct {
+	Run   string
+	Hosts []topologies.Host // user root, a key and known_hosts made for the test
+	// Hub is the namespace the underlay meets in; dial from it.
+	Hub string
+}
+
+// Dial connects to h from the hub namespace.
+func (hs *Hosts) Dial(ctx context.Context, h topologies.Host) (*remote.Client, error) {
+	return remote.DialWith(ctx, h, hs.DialTCP)
+}
+
+// DialTCP makes a TCP connection to addr from the hub namespace.
+func (hs *Hosts) DialTCP(ctx context.Context, addr string) (net.Conn, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	socket, release, err := netem.NamespaceSocket(hs.Hub)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	fd, err := socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		tv := unix.NsecToTimeval(time.Until(dl).Nanoseconds())
+		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv)
+	}
+	sa := &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	if err := unix.Connect(fd, sa); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("connect %s: %w", addr, err)
+	}
+	f := os.NewFile(uintptr(fd), "ssh")
+	defer f.Close()
+	return net.FileConn(f)
+}
+
+// Start makes k hosts h1..hk under a fresh run ID and removes them, and
+// checks that nothing is left, when the test ends. It skips without root
+// or sshd.
+func Start(t *testing.T, k int) *Hosts {
+	t.Helper()
+	netemtest.RequireRoot(t)
+	if _, err := os.Stat(SSHD); err != nil {
+		t.Skipf("%s is missing: install Debian's openssh-server (scripts/test.sh does)", SSHD)
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("ip is missing: install Debian's iproute2 (scripts/test.sh does)")
+	}
+	run := netemtest.RunID(t)
+	hs := &Hosts{Run: run, Hub: run + "-hub"}
+	t.Cleanup(func() {
+		for _, ns := range append([]string{hs.Hub}, hostNamespaces(run, k)...) {
+			exec.Command("ip", "netns", "del", ns).Run()
+		}
+		netemtest.RequireClean(t, run)
+	})
+	dir := t.TempDir()
+	privsepDir(t)
+	clientPub := writeKey(t, filepath.Join(dir, "client_key"))
+	must(t, os.WriteFile(filepath.Join(dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), 0o600))
+	ipCmd(t, "netns", "add", hs.Hub)
+	ipCmd(t, "-n", hs.Hub, "link", "set", "lo", "up")
+	ipCmd(t, "-n", hs.Hub, "link", "add", run+"br", "type", "bridge")
+	ipCmd(t, "-n", hs.Hub, "addr", "add", hostPrefix(0).String(), "dev", run+"br")
+	ipCmd(t, "-n", hs.Hub, "link", "set", run+"br", "up")
+	var known []string
+	for i, ns := range hostNamespaces(run, k) {
+		addr := hostPrefix(10 + i + 1)
+		pub := hs.addHost(t, dir, ns, i+1, addr)
+		sshAddr := net.JoinHostPort(addr.Addr().String(), "22")
+		known = append(known, knownhosts.Line([]string{knownhosts.Normalize(sshAddr)}, pub))
+		hs.Hosts = append(hs.Hosts, topologies.Host{
+			Name: fmt.Sprintf("h%d", i+1), SSH: sshAddr, User: "root",
+			Key: filepath.Join(dir, "client_key"), KnownHosts: filepath.Join(dir, "known_hosts"),
+		})
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "known_hosts"), []byte(strings.Join(known, "\n")+"\n"), 0o600))
+	for _, h := range hs.Hosts {
+		hs.waitListening(t, h.SSH)
+	}
+	return hs
+}
+
+func hostNamespaces(run string, k int) []string {
+	out := make([]string, k)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-h%d", run, i+1)
+	}
+	return out
+}
+
+func hostPrefix(host int) netip.Prefix {
+	a := underlay.Addr().As4()
+	a[3] = byte(host + 1)
+	return netip.PrefixFrom(netip.AddrFrom4(a), underlay.Bits())
+}
+
+// addHost makes namespace ns, joins it to the hub's bridge with address
+// addr, and runs an sshd in it with a host key of its own, whose public
+// key it returns.
+func (hs *Hosts) addHost(t *testing.T, dir, ns string, k int, addr netip.Prefix) ssh.PublicKey {
+	t.Helper()
+	run := hs.Run
+	ipCmd(t, "netns", "add", ns)
+	ipCmd(t, "-n", ns, "link", "set", "lo", "up")
+	// Made in the hub and moved, so that no link of the test's ever sits in
+	// this process's own namespace.
+	here, peer := fmt.Sprintf("%su%d", run, k), fmt.Sprintf("%sp%d", run, k)
+	ipCmd(t, "-n", hs.Hub, "link", "add", here, "type", "veth", "peer", "name", peer)
+	ipCmd(t, "-n", hs.Hub, "link", "set", here, "netns", ns)
+	ipCmd(t, "-n", hs.Hub, "link", "set", peer, "master", run+"br", "up")
+	ipCmd(t, "-n", ns, "addr", "add", addr.String(), "dev", here)
+	ipCmd(t, "-n", ns, "link", "set", here, "up")
+	hostKey := filepath.Join(dir, fmt.Sprintf("host%d_key", k))
+	pub := writeKey(t, hostKey)
+	cfg := filepath.Join(dir, fmt.Sprintf("sshd%d_config", k))
+	must(t, os.WriteFile(cfg, fmt.Appendf(nil, `ListenAddress %s:22
+HostKey %s
+AuthorizedKeysFile %s/authorized_keys
+PidFile none
+StrictModes no
+UsePAM no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+LogLevel ERROR
+`, addr.Addr(), hostKey, dir), 0o600))
+	cmd := exec.Command("ip", "netns", "exec", ns, SSHD, "-D", "-e", "-f", cfg)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	must(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill() // ip netns exec execs sshd: this PID is sshd's
+		<-exited
+		if s := stderr.String(); s != "" && t.Failed() {
+			t.Logf("sshd in %s: %s", ns, s)
+		}
+	})
+	return pub
+}
+
+// waitListening waits until addr accepts a connection from the hub.
+func (hs *Hosts) waitListening(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		c, err := hs.DialTCP(ctx, addr)
+		cancel()
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sshd on %s not accepting after 10s: %v", addr, err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the port, with a deadline
+	}
+}
+
+// privsepDir makes sshd's privilege separation directory, which the
+// package's init script makes at boot, for the test's length.
+func privsepDir(t *testing.T) {
+	if _, err := os.Stat("/run/sshd"); errors.Is(err, os.ErrNotExist) {
+		must(t, os.Mkdir("/run/sshd", 0o755))
+		t.Cleanup(func() { os.Remove("/run/sshd") })
+	}
+}
+
+// writeKey writes a new ed25519 private key in OpenSSH's format to path
+// and returns its public key.
+func writeKey(t *testing.T, path string) ssh.PublicKey {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	must(t, err)
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	must(t, err)
+	must(t, os.WriteFile(path, pem.EncodeToMemory(block), 0o600))
+	sp, err := ssh.NewPublicKey(pub)
+	must(t, err)
+	return sp
+}
+
+func ipCmd(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
