@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package remotetest makes stand-in hosts for tests of testbeds across
 // hosts: network namespaces on this machine, each running a real sshd on
 // an underlay of veths to a hub namespace, from which the test dials.
