@@ -42,6 +42,10 @@ var underlay = netip.MustParsePrefix("10.213.0.0/24")
 type Hosts struct {
 	Run   string
 	Hosts []topologies.Host // user root, a key and known_hosts made for the test
+	// Namespaces are the hosts' namespaces, and Underlay their addresses
+	// on the hosts' network, in the order of Hosts.
+	Namespaces []string
+	Underlay   []netip.Addr
 	// Hub is the namespace the underlay meets in; dial from it.
 	Hub string
 }
@@ -113,6 +117,8 @@ func Start(t *testing.T, k int) *Hosts {
 	for i, ns := range hostNamespaces(run, k) {
 		addr := hostPrefix(10 + i + 1)
 		pub := hs.addHost(t, dir, ns, i+1, addr)
+		hs.Namespaces = append(hs.Namespaces, ns)
+		hs.Underlay = append(hs.Underlay, addr.Addr())
 		sshAddr := net.JoinHostPort(addr.Addr().String(), "22")
 		known = append(known, knownhosts.Line([]string{knownhosts.Normalize(sshAddr)}, pub))
 		hs.Hosts = append(hs.Hosts, topologies.Host{
