@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/netem/remote"
 	"github.com/urfave/cli/v2"
@@ -54,7 +55,7 @@ func agentCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return usagef("agent: unexpected argument %q", c.Args().First())
 			}
-			return remote.RunAgent(c.App.Reader, c.App.Writer, version)
+			return remote.RunAgent(c.App.Reader, c.App.Writer, version, netem.ProbeNamespaces)
 		},
 	}
 }

@@ -150,6 +150,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				keygenCommand(),
 				demoCommand(),
 				analyzeCommand(),
+				hostsCommand(),
 			},
 			testbedCommands(),
 			[]*cli.Command{versionCommand(), completionCommand()},
@@ -171,6 +172,7 @@ var examples = map[string][]string{
 		"bullylab node --listen 127.0.0.1:7001 --data-dir ./n1 --peers peers.txt --cluster-key cluster.key",
 	},
 	"keygen": {"bullylab keygen --out cluster.key"},
+	"hosts":  {"bullylab hosts racks.yaml"},
 	"demo":   {"bullylab demo", "bullylab demo --nodes 7 --keep"},
 	"analyze": {
 		"bullylab analyze up.pcapng",

@@ -45,6 +45,7 @@ func TestUsageErrors(t *testing.T) {
 		"clean":      {{"extra"}},
 		"lab-host":   {{"extra"}},
 		"agent":      {{"extra"}},
+		"hosts":      {{}, {"a.yaml", "b.yaml"}},
 		"version":    {{"extra"}},
 		"completion": {{}, {"bash", "extra"}},
 	}

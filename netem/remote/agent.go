@@ -26,6 +26,7 @@ type agentRequest struct {
 const (
 	opHello = "hello" // who the agent is
 	opClock = "clock" // the agent's clock, read on arrival
+	opProbe = "probe" // whether the host can run a testbed
 )
 
 type agentReply struct {
@@ -36,14 +37,20 @@ type agentReply struct {
 	Kernel   string `json:"kernel,omitempty"`
 	// clock: the agent's wall clock, Unix ns
 	Wall int64 `json:"wall,omitempty"`
+	// probe: why the host cannot run a testbed, "" when it can
+	Unfit string `json:"unfit,omitempty"`
 }
+
+// ProbeFunc says why this host cannot run a testbed, or nil.
+type ProbeFunc func() error
 
 // maxAgentLine bounds one line of the protocol.
 const maxAgentLine = 64 << 10
 
 // RunAgent serves the agent protocol on in and out until in ends; version
-// is the binary's, which the controller checks against its own.
-func RunAgent(in io.Reader, out io.Writer, version string) error {
+// is the binary's, which the controller checks against its own, and probe
+// what answers a probe.
+func RunAgent(in io.Reader, out io.Writer, version string, probe ProbeFunc) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 4096), maxAgentLine)
 	enc := json.NewEncoder(out)
@@ -52,15 +59,20 @@ func RunAgent(in io.Reader, out io.Writer, version string) error {
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
 			return fmt.Errorf("agent: request %.80q: %v", sc.Bytes(), err)
 		}
-		if err := enc.Encode(answer(req, version)); err != nil {
+		if err := enc.Encode(answer(req, version, probe)); err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
 	}
 	return sc.Err()
 }
 
-func answer(req agentRequest, version string) agentReply {
+func answer(req agentRequest, version string, probe ProbeFunc) agentReply {
 	switch req.Op {
+	case opProbe:
+		if err := probe(); err != nil {
+			return agentReply{Unfit: err.Error()}
+		}
+		return agentReply{}
 	case opClock:
 		return agentReply{Wall: time.Now().UnixNano()}
 	case opHello:
@@ -137,6 +149,13 @@ func (a *Agent) call(req agentRequest) (agentReply, error) {
 func (a *Agent) Hello() (AgentInfo, error) {
 	r, err := a.call(agentRequest{Op: opHello})
 	return AgentInfo{Version: r.Version, Hostname: r.Hostname, Kernel: r.Kernel}, err
+}
+
+// Probe asks the agent whether its host can run a testbed: "" when it
+// can, else why not.
+func (a *Agent) Probe() (string, error) {
+	r, err := a.call(agentRequest{Op: opProbe})
+	return r.Unfit, err
 }
 
 // ClockOffset is how far a host's clock is ahead of the controller's,

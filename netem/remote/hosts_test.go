@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem/lab/labtest"
+	"github.com/bullylab/bullylab/netem/remote"
 	"github.com/bullylab/bullylab/netem/remote/remotetest"
 )
 
@@ -72,5 +73,40 @@ func TestAgentClock(t *testing.T) {
 		if err := a.Close(); err != nil {
 			t.Errorf("%s: closing the agent: %v", h.Name, err)
 		}
+	}
+}
+
+// Check reaches every host, copies the binary once, and finds each fit to
+// run a testbed, with a clock offset whose interval holds 0 (one clock).
+func TestCheck(t *testing.T) {
+	hs := remotetest.Start(t, 3)
+	opts := remote.CheckOptions{Binary: labtest.Binary(t), BinaryDir: t.TempDir(), Dial: hs.DialTCP}
+	first := remote.Check(t.Context(), hs.Hosts, opts)
+	for i, r := range first {
+		if r.Err != nil || r.Unfit != "" || r.Agent.Kernel == "" {
+			t.Fatalf("host %d: %+v", i+1, r)
+		}
+		if r.Clock.Offset-r.Clock.Bound > 0 || r.Clock.Offset+r.Clock.Bound < 0 {
+			t.Errorf("%s: clock offset %v on one clock", r.Host.Name, r.Clock)
+		}
+	}
+	// The stand-in hosts share a file system: the first to copy wins.
+	copies := 0
+	for _, r := range first {
+		if r.Copied {
+			copies++
+		}
+	}
+	if copies < 1 {
+		t.Errorf("no host had the binary copied")
+	}
+	for _, r := range remote.Check(t.Context(), hs.Hosts, opts) {
+		if r.Err != nil || r.Copied {
+			t.Errorf("second check of %s: copied %v, %v", r.Host.Name, r.Copied, r.Err)
+		}
+	}
+	opts.Version = "not-this-one"
+	if r := remote.Check(t.Context(), hs.Hosts[:1], opts)[0]; r.Err == nil || !strings.Contains(r.Err.Error(), `the controller's is "not-this-one"`) {
+		t.Errorf("version mismatch: %v", r.Err)
 	}
 }

@@ -278,12 +278,12 @@ func FuzzPidThenTail(f *testing.F) {
 // Whatever a controller sends, the agent answers each request it can read
 // with one line, or stops with a one-line error naming the request.
 func FuzzRunAgent(f *testing.F) {
-	f.Add([]byte("{\"op\":\"hello\"}\n{\"op\":\"clock\"}\n"))
+	f.Add([]byte("{\"op\":\"hello\"}\n{\"op\":\"clock\"}\n{\"op\":\"probe\"}\n"))
 	f.Add([]byte("{\"op\":\"nope\"}\n"))
 	f.Add([]byte("not json\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var out strings.Builder
-		err := RunAgent(bytes.NewReader(in), &out, "test")
+		err := RunAgent(bytes.NewReader(in), &out, "test", func() error { return errors.New("no namespaces") })
 		if err != nil && strings.ContainsAny(err.Error(), "\n") {
 			t.Fatalf("error is not one line: %q", err)
 		}

@@ -1,0 +1,113 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"sync"
+
+	"github.com/bullylab/bullylab/topologies"
+)
+
+// DefaultBinaryDir is where a host keeps the controllers' binaries, each
+// named by its SHA-256, so that controllers of two versions never replace
+// each other's.
+const DefaultBinaryDir = "/var/lib/bullylab/bin"
+
+// clockSamples is how many round trips a check's clock offset takes.
+const clockSamples = 16
+
+// CheckOptions configure Check.
+type CheckOptions struct {
+	// Binary is the controller's own bullylab, copied to every host.
+	Binary string
+	// Version is the controller's version; an agent of another is an
+	// error.
+	Version string
+	// BinaryDir is where on the hosts; "" is DefaultBinaryDir.
+	BinaryDir string
+	// Dial makes the hosts' TCP connections; nil dials from this
+	// process's namespace.
+	Dial DialFunc
+}
+
+// HostReport is what Check found of one host.
+type HostReport struct {
+	Host   topologies.Host
+	Agent  AgentInfo
+	Copied bool // the binary was copied: the host had another or none
+	Clock  ClockOffset
+	// Unfit says why the host cannot run a testbed; "" when it can.
+	Unfit string
+	// Err is why the check did not get through; the fields above hold
+	// what it found before.
+	Err error
+}
+
+// Check reaches every host at once, over SSH: it copies the controller's
+// binary there when the host's differs, starts the agent, and asks it who
+// it is, for its clock and whether the host can run a testbed.
+func Check(ctx context.Context, hosts []topologies.Host, opts CheckOptions) []HostReport {
+	if opts.BinaryDir == "" {
+		opts.BinaryDir = DefaultBinaryDir
+	}
+	out := make([]HostReport, len(hosts))
+	sum, err := fileSHA256(opts.Binary)
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		out[i].Host = h
+		if err != nil {
+			out[i].Err = fmt.Errorf("the controller's binary: %w", err)
+			continue
+		}
+		remoteBin := path.Join(opts.BinaryDir, "bullylab-"+sum[:16])
+		wg.Go(func() { out[i] = checkHost(ctx, h, opts, remoteBin) })
+	}
+	wg.Wait()
+	return out
+}
+
+func checkHost(ctx context.Context, h topologies.Host, opts CheckOptions, remoteBin string) (r HostReport) {
+	r.Host = h
+	dial := opts.Dial
+	var (
+		c   *Client
+		err error
+	)
+	if dial == nil {
+		c, err = Dial(ctx, h)
+	} else {
+		c, err = DialWith(ctx, h, dial)
+	}
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	defer c.Close()
+	if r.Copied, err = c.EnsureFile(ctx, opts.Binary, remoteBin); err != nil {
+		r.Err = err
+		return r
+	}
+	a, err := c.StartAgent(ctx, remoteBin)
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	defer a.Close()
+	if r.Agent, err = a.Hello(); err != nil {
+		r.Err = err
+		return r
+	}
+	if opts.Version != "" && r.Agent.Version != opts.Version {
+		r.Err = fmt.Errorf("host %s: agent version %q, the controller's is %q", h.Name, r.Agent.Version, opts.Version)
+		return r
+	}
+	if r.Clock, err = a.ClockOffset(clockSamples); err != nil {
+		r.Err = err
+		return r
+	}
+	if r.Unfit, err = a.Probe(); err != nil {
+		r.Err = err
+	}
+	return r
+}
