@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -14,10 +15,13 @@ import (
 // Overlay joins a testbed's switch on one host to its switches on the
 // other hosts: a VXLAN device (RFC 7348) made in the host's own namespace,
 // so that its UDP socket rides the hosts' network, then moved into the
-// switch namespace. One all-zeros forwarding entry per other host sends
-// what the switch has no address for to each of them by unicast, as
-// containerlab's vxlan-stitch and Docker's overlay networks do; nothing
-// needs multicast on the hosts' network.
+// switch namespace, as containerlab's vxlan-stitch and Docker's overlay
+// networks do; nothing needs multicast on the hosts' network. As on one
+// host, every address is known in advance: each peer switch's device has
+// a permanent forwarding entry (its MAC at its host) and a permanent
+// neighbour entry (its overlay address at that MAC), so nothing is
+// flooded or learned. A peer given without a MAC gets an all-zeros entry
+// instead, which sends what has no entry to its host too.
 type Overlay struct {
 	// Name is the device's name, with the run's prefix.
 	Name string
@@ -26,12 +30,24 @@ type Overlay struct {
 	VNI uint32
 	// Port is the UDP port on every host; 0 is IANA's 4789.
 	Port int
-	// Local is this host's address on the hosts' network, Remotes the
-	// other hosts'.
-	Local   netip.Addr
+	// Local is this host's address on the hosts' network.
+	Local netip.Addr
+	// Remotes are the other hosts' addresses on it, for peers whose
+	// device's MAC is not known.
 	Remotes []netip.Addr
-	// Addr, when valid, is the switch's own address on the overlay.
+	// Peers are the switches of the other hosts.
+	Peers []OverlayPeer
+	// Addr, when valid, is the switch's own address on the overlay, and
+	// MAC, when set, its device's.
 	Addr netip.Prefix
+	MAC  net.HardwareAddr
+}
+
+// OverlayPeer is another host's switch on the overlay.
+type OverlayPeer struct {
+	Underlay netip.Addr // its host's address on the hosts' network
+	Addr     netip.Addr // its address on the overlay
+	MAC      net.HardwareAddr
 }
 
 // DefaultVXLANPort is IANA's VXLAN port.
@@ -51,7 +67,14 @@ func (o Overlay) validate() error {
 	case !o.Local.IsValid():
 		return fmt.Errorf("overlay %s: no local underlay address", o.Name)
 	}
-	for _, r := range o.Remotes {
+	remotes := slices.Clone(o.Remotes)
+	for _, p := range o.Peers {
+		if len(p.MAC) != 6 || !p.Addr.IsValid() {
+			return fmt.Errorf("overlay %s: peer at %s needs a MAC and an overlay address", o.Name, p.Underlay)
+		}
+		remotes = append(remotes, p.Underlay)
+	}
+	for _, r := range remotes {
 		if !r.IsValid() || r == o.Local || r.Is4() != o.Local.Is4() {
 			return fmt.Errorf("overlay %s: remote %s is not another host's address of the family of %s", o.Name, r, o.Local)
 		}
@@ -82,7 +105,7 @@ func AddOverlay(underlay, sw string, o Overlay) error {
 	}
 	defer swNS.Close()
 	vx := &netlink.Vxlan{
-		LinkAttrs: netlink.LinkAttrs{Name: o.Name},
+		LinkAttrs: netlink.LinkAttrs{Name: o.Name, HardwareAddr: o.MAC},
 		VxlanId:   int(o.VNI),
 		SrcAddr:   net.IP(o.Local.AsSlice()),
 		Port:      port,
@@ -132,17 +155,31 @@ func (o Overlay) configure(h *netlink.Handle) error {
 			return fmt.Errorf("overlay %s: address %s: %w", o.Name, o.Addr, err)
 		}
 	}
-	for _, r := range o.Remotes {
-		fdb := &netlink.Neigh{
-			LinkIndex:    link.Attrs().Index,
-			Family:       unix.AF_BRIDGE,
-			Flags:        netlink.NTF_SELF,
-			State:        netlink.NUD_PERMANENT | netlink.NUD_NOARP,
-			IP:           net.IP(r.AsSlice()),
-			HardwareAddr: net.HardwareAddr{0, 0, 0, 0, 0, 0},
+	index := link.Attrs().Index
+	fdb := func(mac net.HardwareAddr, host netip.Addr) error {
+		err := h.NeighAppend(&netlink.Neigh{
+			LinkIndex: index, Family: unix.AF_BRIDGE, Flags: netlink.NTF_SELF,
+			State: netlink.NUD_PERMANENT | netlink.NUD_NOARP,
+			IP:    net.IP(host.AsSlice()), HardwareAddr: mac,
+		})
+		if err != nil {
+			return fmt.Errorf("overlay %s: forwarding entry for host %s: %w", o.Name, host, err)
 		}
-		if err := h.NeighAppend(fdb); err != nil {
-			return fmt.Errorf("overlay %s: forwarding entry for host %s: %w", o.Name, r, err)
+		return nil
+	}
+	for _, r := range o.Remotes {
+		if err := fdb(net.HardwareAddr{0, 0, 0, 0, 0, 0}, r); err != nil {
+			return err
+		}
+	}
+	for _, p := range o.Peers {
+		if err := fdb(p.MAC, p.Underlay); err != nil {
+			return err
+		}
+		ne := &netlink.Neigh{LinkIndex: index, Family: unix.AF_INET, State: netlink.NUD_PERMANENT,
+			IP: net.IP(p.Addr.AsSlice()), HardwareAddr: p.MAC}
+		if err := h.NeighSet(ne); err != nil {
+			return fmt.Errorf("overlay %s: neighbour entry for %s: %w", o.Name, p.Addr, err)
 		}
 	}
 	if err := h.LinkSetUp(link); err != nil {
@@ -163,4 +200,40 @@ func handleIn(name string) (*netlink.Handle, error) {
 	}
 	defer ns.Close()
 	return netlink.NewHandleAt(ns)
+}
+
+// RemoteNode is a node of another host, reached through that host's
+// switch on the overlay.
+type RemoteNode struct {
+	Addr netip.Addr // the node's address in the topology's subnet
+	Via  netip.Addr // its host's switch's overlay address
+}
+
+// JoinOverlay joins the switch of tb, the share of a topology that one
+// host builds (topologies.Topology.Share), to the other hosts' switches
+// through o (see AddOverlay; underlay is the namespace of the hosts'
+// network, "" for this process's) and routes each remote node through its
+// host's switch. The nodes' own routes stay as they are: through their
+// switch, which now knows the remote nodes too.
+func (tb *Testbed) JoinOverlay(underlay string, o Overlay, remote []RemoteNode) error {
+	sw := SwitchNamespace(tb.run)
+	if err := AddOverlay(underlay, sw, o); err != nil {
+		return err
+	}
+	link, err := tb.sw.LinkByName(o.Name)
+	if err != nil {
+		return fmt.Errorf("overlay %s: %w", o.Name, err)
+	}
+	for _, r := range remote {
+		route := &netlink.Route{
+			LinkIndex: link.Attrs().Index,
+			Dst:       &net.IPNet{IP: net.IP(r.Addr.AsSlice()), Mask: net.CIDRMask(32, 32)},
+			Gw:        net.IP(r.Via.AsSlice()),
+			Protocol:  unix.RTPROT_STATIC,
+		}
+		if err := tb.sw.RouteReplace(route); err != nil {
+			return fmt.Errorf("overlay %s: route to %s via %s: %w", o.Name, r.Addr, r.Via, err)
+		}
+	}
+	return nil
 }

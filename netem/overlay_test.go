@@ -13,6 +13,7 @@ import (
 
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/remote/remotetest"
+	"github.com/bullylab/bullylab/topologies"
 )
 
 // Two stand-in hosts' switches joined by the overlay reach each other over
@@ -32,6 +33,7 @@ func TestOverlay(t *testing.T) {
 			Name: fmt.Sprintf("%sx%d", hs.Run, i+1), VNI: 4242,
 			Local: hs.Underlay[i], Remotes: []netip.Addr{hs.Underlay[1-i]}, Addr: addr,
 		}
+		// Flooded to the one other host, as a peer without a MAC.
 		if err := netem.AddOverlay(hs.Namespaces[i], sw, o); err != nil {
 			t.Fatal(err)
 		}
@@ -113,4 +115,71 @@ func socketIn(t *testing.T, ns string) int {
 		t.Fatal(err)
 	}
 	return fd
+}
+
+// A topology split over two stand-in hosts, each building its share and
+// joining the overlay, is one network: a node on one host connects to a
+// node on the other at its address in the topology.
+func TestOverlayShares(t *testing.T) {
+	hs := remotetest.Start(t, 2)
+	topo, err := topologies.Parse("two-hosts.yaml", []byte("nodes: 4\nhosts: [{name: a, ssh: 192.0.2.1}, {name: b, ssh: 192.0.2.2}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlayAddr := func(k int) netip.Addr { return netip.AddrFrom4([4]byte{169, 254, 1, byte(k + 1)}) }
+	mac := func(k int) net.HardwareAddr { return net.HardwareAddr{0x02, 0x76, 0, 0, 0, byte(k + 1)} }
+	runs := []string{hs.Run + "a", hs.Run + "b"}
+	for k, h := range topo.Hosts {
+		share, err := topo.Share(h.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb, err := netem.Build(t.Context(), share, runs[k])
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := tb.Close(); err != nil {
+				t.Errorf("closing %s: %v", runs[k], err)
+			}
+		})
+		other := 1 - k
+		var remote []netem.RemoteNode
+		for _, n := range topo.Nodes {
+			if n.Host != h.Name {
+				remote = append(remote, netem.RemoteNode{Addr: n.Addr, Via: overlayAddr(other)})
+			}
+		}
+		o := netem.Overlay{
+			Name: runs[k] + "vx", VNI: 77, Local: hs.Underlay[k],
+			Addr: netip.PrefixFrom(overlayAddr(k), 24), MAC: mac(k),
+			Peers: []netem.OverlayPeer{{Underlay: hs.Underlay[other], Addr: overlayAddr(other), MAC: mac(other)}},
+		}
+		if err := tb.JoinOverlay(hs.Namespaces[k], o, remote); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n1, _ := topo.Node("n1")
+	n2, _ := topo.Node("n2")
+	if n1.Host == n2.Host {
+		t.Fatalf("n1 and n2 both on %s", n1.Host)
+	}
+	ln := listenIn(t, netem.NodeNamespace(runs[1], "n2"), n2.Addr)
+	defer ln.Close()
+	accepted := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			if got := c.RemoteAddr().(*net.TCPAddr).IP.String(); got != n1.Addr.String() {
+				err = fmt.Errorf("connection from %s, want n1's %s", got, n1.Addr)
+			}
+			c.Close()
+		}
+		accepted <- err
+	}()
+	c := dialIn(t, netem.NodeNamespace(runs[0], "n1"), netip.AddrPortFrom(n2.Addr, uint16(ln.Addr().(*net.TCPAddr).Port)))
+	c.Close()
+	if err := <-accepted; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -236,4 +237,48 @@ func validUser(s string) bool {
 		}
 	}
 	return true
+}
+
+// Share returns the part of t that host runs: a copy holding only its
+// nodes, each with its index, address and settings as in t, and the links
+// between them. It is what the host builds; the others reach its nodes at
+// the same addresses.
+func (t *Topology) Share(host string) (*Topology, error) {
+	i := slices.IndexFunc(t.Hosts, func(h Host) bool { return h.Name == host })
+	if i < 0 {
+		return nil, fmt.Errorf("topology %s has no host %s", t.Name, bounded.Quote(host))
+	}
+	s := *t
+	s.Nodes = nil
+	s.byName = map[string]int{}
+	for _, n := range t.Nodes {
+		if n.Host == host {
+			s.byName[n.Name] = len(s.Nodes)
+			s.Nodes = append(s.Nodes, n)
+		}
+	}
+	s.Groups = map[string][]string{}
+	for g, members := range t.Groups {
+		var local []string
+		for _, m := range members {
+			if _, ok := s.byName[m]; ok {
+				local = append(local, m)
+			}
+		}
+		if len(local) > 0 {
+			s.Groups[g] = local
+		}
+	}
+	s.PairImpairs = nil
+	s.byPair = map[[2]int]int{}
+	for _, p := range t.PairImpairs {
+		a, oka := s.byName[p.A]
+		b, okb := s.byName[p.B]
+		if oka && okb {
+			s.byPair[[2]int{a, b}] = len(s.PairImpairs)
+			s.PairImpairs = append(s.PairImpairs, p)
+		}
+	}
+	s.Hosts = slices.Clone(t.Hosts)
+	return &s, nil
 }

@@ -508,3 +508,45 @@ hosts:
 		t.Errorf("a topology without hosts has hosts %+v, n1 on %q", one.Hosts, one.Nodes[0].Host)
 	}
 }
+
+// A host's share holds its nodes as the whole topology has them, and the
+// links between them.
+func TestShare(t *testing.T) {
+	topo, err := topologies.Parse("share.yaml", []byte(`nodes: 4
+groups: {odd: [n1, n3], even: [n2, n4]}
+links:
+  - {between: [n1, n3], impair: {delay: 5ms}}
+  - {between: [n1, n2], impair: {delay: 9ms}}
+hosts: [{name: a, ssh: 192.0.2.1}, {name: b, ssh: 192.0.2.2}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := topo.Share("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range s.Nodes {
+		full, _ := topo.Node(n.Name)
+		if n != *full {
+			t.Errorf("share's %s is %+v, the topology's %+v", n.Name, n, *full)
+		}
+		got = append(got, n.Name)
+	}
+	if !reflect.DeepEqual(got, []string{"n1", "n3"}) {
+		t.Errorf("host a's share: %v, want [n1 n3]", got)
+	}
+	if im, ok := s.PairImpair("n3", "n1"); !ok || im.Delay != 5*time.Millisecond {
+		t.Errorf("n1-n3 in the share: %+v, %v", im, ok)
+	}
+	if _, ok := s.PairImpair("n1", "n2"); ok {
+		t.Error("the share has a link to a node of another host")
+	}
+	if !reflect.DeepEqual(s.Groups, map[string][]string{"odd": {"n1", "n3"}}) {
+		t.Errorf("share's groups: %v", s.Groups)
+	}
+	if _, err := topo.Share("c"); err == nil || !strings.Contains(err.Error(), `no host "c"`) {
+		t.Errorf("unknown host: %v", err)
+	}
+}
