@@ -4,12 +4,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/remote/remotetest"
@@ -38,21 +35,7 @@ func TestOverlay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ln := listenIn(t, hs.Run+"-s2", addrs[1].Addr())
-	defer ln.Close()
-	accepted := make(chan error, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			c.Close()
-		}
-		accepted <- err
-	}()
-	c := dialIn(t, hs.Run+"-s1", netip.AddrPortFrom(addrs[1].Addr(), uint16(ln.Addr().(*net.TCPAddr).Port)))
-	c.Close()
-	if err := <-accepted; err != nil {
-		t.Fatal(err)
-	}
+	remotetest.Connect(t, hs.Run+"-s1", hs.Run+"-s2", addrs[1].Addr())
 	// Nothing is left in the hosts' own namespaces: the devices moved.
 	for _, ns := range hs.Namespaces {
 		out, _ := exec.Command("ip", "-n", ns, "-o", "link", "show", "type", "vxlan").CombinedOutput()
@@ -63,58 +46,6 @@ func TestOverlay(t *testing.T) {
 	if err := netem.AddOverlay(hs.Namespaces[0], hs.Run+"-s1", netem.Overlay{Name: "x", VNI: 1 << 24, Local: hs.Underlay[0]}); err == nil || !strings.Contains(err.Error(), "VNI 16777216 is not 1..16777215") {
 		t.Errorf("VNI out of range: %v", err)
 	}
-}
-
-// listenIn listens on addr, port 0, in namespace ns.
-func listenIn(t *testing.T, ns string, addr netip.Addr) net.Listener {
-	t.Helper()
-	fd := socketIn(t, ns)
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: addr.As4()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Listen(fd, 8); err != nil {
-		t.Fatal(err)
-	}
-	f := os.NewFile(uintptr(fd), "listener")
-	defer f.Close()
-	ln, err := net.FileListener(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ln
-}
-
-// dialIn connects to ap from namespace ns.
-func dialIn(t *testing.T, ns string, ap netip.AddrPort) net.Conn {
-	t.Helper()
-	fd := socketIn(t, ns)
-	tv := unix.Timeval{Sec: 5}
-	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv)
-	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}); err != nil {
-		unix.Close(fd)
-		t.Fatalf("connecting to %s from %s across the overlay: %v", ap, ns, err)
-	}
-	f := os.NewFile(uintptr(fd), "conn")
-	defer f.Close()
-	c, err := net.FileConn(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func socketIn(t *testing.T, ns string) int {
-	t.Helper()
-	socket, release, err := netem.NamespaceSocket(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	fd, err := socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fd
 }
 
 // A topology split over two stand-in hosts, each building its share and
@@ -164,22 +95,5 @@ func TestOverlayShares(t *testing.T) {
 	if n1.Host == n2.Host {
 		t.Fatalf("n1 and n2 both on %s", n1.Host)
 	}
-	ln := listenIn(t, netem.NodeNamespace(runs[1], "n2"), n2.Addr)
-	defer ln.Close()
-	accepted := make(chan error, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			if got := c.RemoteAddr().(*net.TCPAddr).IP.String(); got != n1.Addr.String() {
-				err = fmt.Errorf("connection from %s, want n1's %s", got, n1.Addr)
-			}
-			c.Close()
-		}
-		accepted <- err
-	}()
-	c := dialIn(t, netem.NodeNamespace(runs[0], "n1"), netip.AddrPortFrom(n2.Addr, uint16(ln.Addr().(*net.TCPAddr).Port)))
-	c.Close()
-	if err := <-accepted; err != nil {
-		t.Fatal(err)
-	}
+	remotetest.Connect(t, netem.NodeNamespace(runs[0], "n1"), netem.NodeNamespace(runs[1], "n2"), n2.Addr)
 }

@@ -216,6 +216,19 @@ func startIn(ns netns.NsHandle, cmd *exec.Cmd) error {
 	return inNamespace(ns, cmd.Start)
 }
 
+// StartInNamespace starts cmd in the named network namespace, and in this
+// process's namespaces otherwise: unlike ip netns exec, which gives the
+// command a mount namespace of its own, where namespaces it names under
+// /run/netns would stay invisible to everyone else.
+func StartInNamespace(name string, cmd *exec.Cmd) error {
+	ns, err := netns.GetFromName(name)
+	if err != nil {
+		return fmt.Errorf("namespace %s: %w", name, err)
+	}
+	defer ns.Close()
+	return startIn(ns, cmd)
+}
+
 // PID returns the process ID.
 func (p *Process) PID() int { return p.ref.PID }
 

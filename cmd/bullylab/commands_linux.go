@@ -55,7 +55,8 @@ func agentCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return usagef("agent: unexpected argument %q", c.Args().First())
 			}
-			return remote.RunAgent(c.App.Reader, c.App.Writer, version, netem.ProbeNamespaces)
+			return remote.RunAgent(c.App.Reader, c.App.Writer,
+				remote.AgentConfig{Version: version, Probe: netem.ProbeNamespaces, Shares: &remote.HostShares{}})
 		},
 	}
 }

@@ -20,14 +20,58 @@ import (
 // with one agentReply a line on its standard output, in order. The agent
 // exits when its input ends: a lost SSH connection ends it too.
 type agentRequest struct {
-	Op string `json:"op"`
+	Op    string        `json:"op"`
+	Build *ShareRequest `json:"build,omitempty"`
 }
 
 const (
 	opHello = "hello" // who the agent is
 	opClock = "clock" // the agent's clock, read on arrival
 	opProbe = "probe" // whether the host can run a testbed
+	opBuild = "build" // build this host's share of a testbed
+	opDown  = "down"  // tear it down
 )
+
+// ShareRequest asks an agent to build its host's share of a testbed.
+type ShareRequest struct {
+	// Run names the share's objects on this host.
+	Run string `json:"run"`
+	// Topology is the whole topology file, Source its name.
+	Topology []byte `json:"topology"`
+	Source   string `json:"source"`
+	// Host is the hosts entry this agent's host is.
+	Host string `json:"host"`
+	// VNI is the testbed's overlay identifier, Port its UDP port.
+	VNI  uint32 `json:"vni"`
+	Port int    `json:"port,omitempty"`
+	// Switches are every host's switch on the overlay, in the order of
+	// the topology's hosts.
+	Switches []OverlaySwitch `json:"switches"`
+}
+
+// OverlaySwitch is one host's switch on a testbed's overlay.
+type OverlaySwitch struct {
+	Underlay string `json:"underlay"` // the host's address on the hosts' network
+	Addr     string `json:"addr"`     // the switch's overlay address
+	MAC      string `json:"mac"`      // the switch's overlay device's MAC
+}
+
+// Shares is what builds and tears down this host's share of testbeds for
+// the agent: netem's on Linux.
+type Shares interface {
+	Build(ShareRequest) error
+	// Down tears the share down; also when the agent's input ends.
+	Down() error
+}
+
+// AgentConfig is what RunAgent serves with.
+type AgentConfig struct {
+	// Version is the binary's, which the controller checks against its
+	// own.
+	Version string
+	Probe   ProbeFunc
+	Shares  Shares
+}
 
 type agentReply struct {
 	Error string `json:"error,omitempty"`
@@ -47,10 +91,15 @@ type ProbeFunc func() error
 // maxAgentLine bounds one line of the protocol.
 const maxAgentLine = 64 << 10
 
-// RunAgent serves the agent protocol on in and out until in ends; version
-// is the binary's, which the controller checks against its own, and probe
-// what answers a probe.
-func RunAgent(in io.Reader, out io.Writer, version string, probe ProbeFunc) error {
+// RunAgent serves the agent protocol on in and out until in ends, then
+// tears down what it built: a controller that is gone, or whose SSH
+// connection broke, leaves nothing running here.
+func RunAgent(in io.Reader, out io.Writer, cfg AgentConfig) (err error) {
+	defer func() {
+		if cfg.Shares != nil {
+			err = errors.Join(err, cfg.Shares.Down())
+		}
+	}()
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 4096), maxAgentLine)
 	enc := json.NewEncoder(out)
@@ -59,17 +108,38 @@ func RunAgent(in io.Reader, out io.Writer, version string, probe ProbeFunc) erro
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
 			return fmt.Errorf("agent: request %.80q: %v", sc.Bytes(), err)
 		}
-		if err := enc.Encode(answer(req, version, probe)); err != nil {
+		if err := enc.Encode(answer(req, cfg)); err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
 	}
 	return sc.Err()
 }
 
-func answer(req agentRequest, version string, probe ProbeFunc) agentReply {
+func answer(req agentRequest, cfg AgentConfig) agentReply {
+	version := cfg.Version
+	errReply := func(err error) agentReply {
+		if err != nil {
+			return agentReply{Error: err.Error()}
+		}
+		return agentReply{}
+	}
 	switch req.Op {
+	case opBuild, opDown:
+		if cfg.Shares == nil {
+			return agentReply{Error: "this agent builds no testbeds (not Linux)"}
+		}
+		if req.Op == opDown {
+			return errReply(cfg.Shares.Down())
+		}
+		if req.Build == nil {
+			return agentReply{Error: "build without a request"}
+		}
+		return errReply(cfg.Shares.Build(*req.Build))
 	case opProbe:
-		if err := probe(); err != nil {
+		if cfg.Probe == nil {
+			return agentReply{Unfit: "this agent cannot probe its host (not Linux)"}
+		}
+		if err := cfg.Probe(); err != nil {
 			return agentReply{Unfit: err.Error()}
 		}
 		return agentReply{}
@@ -149,6 +219,18 @@ func (a *Agent) call(req agentRequest) (agentReply, error) {
 func (a *Agent) Hello() (AgentInfo, error) {
 	r, err := a.call(agentRequest{Op: opHello})
 	return AgentInfo{Version: r.Version, Hostname: r.Hostname, Kernel: r.Kernel}, err
+}
+
+// Build asks the agent to build its host's share of a testbed.
+func (a *Agent) Build(req ShareRequest) error {
+	_, err := a.call(agentRequest{Op: opBuild, Build: &req})
+	return err
+}
+
+// Down asks the agent to tear its share down.
+func (a *Agent) Down() error {
+	_, err := a.call(agentRequest{Op: opDown})
+	return err
 }
 
 // Probe asks the agent whether its host can run a testbed: "" when it

@@ -67,41 +67,14 @@ func Check(ctx context.Context, hosts []topologies.Host, opts CheckOptions) []Ho
 	return out
 }
 
-func checkHost(ctx context.Context, h topologies.Host, opts CheckOptions, remoteBin string) (r HostReport) {
-	r.Host = h
-	dial := opts.Dial
-	var (
-		c   *Client
-		err error
-	)
-	if dial == nil {
-		c, err = Dial(ctx, h)
-	} else {
-		c, err = DialWith(ctx, h, dial)
-	}
-	if err != nil {
-		r.Err = err
+func checkHost(ctx context.Context, h topologies.Host, opts CheckOptions, remoteBin string) HostReport {
+	c, a, r := connectHost(ctx, h, opts, remoteBin)
+	if r.Err != nil {
 		return r
 	}
 	defer c.Close()
-	if r.Copied, err = c.EnsureFile(ctx, opts.Binary, remoteBin); err != nil {
-		r.Err = err
-		return r
-	}
-	a, err := c.StartAgent(ctx, remoteBin)
-	if err != nil {
-		r.Err = err
-		return r
-	}
 	defer a.Close()
-	if r.Agent, err = a.Hello(); err != nil {
-		r.Err = err
-		return r
-	}
-	if opts.Version != "" && r.Agent.Version != opts.Version {
-		r.Err = fmt.Errorf("host %s: agent version %q, the controller's is %q", h.Name, r.Agent.Version, opts.Version)
-		return r
-	}
+	var err error
 	if r.Clock, err = a.ClockOffset(clockSamples); err != nil {
 		r.Err = err
 		return r
@@ -110,4 +83,45 @@ func checkHost(ctx context.Context, h topologies.Host, opts CheckOptions, remote
 		r.Err = err
 	}
 	return r
+}
+
+// connectHost reaches h, copies the binary there when the host's differs,
+// starts the agent and checks its version. On error it closes what it
+// opened and returns nil client and agent.
+func connectHost(ctx context.Context, h topologies.Host, opts CheckOptions, remoteBin string) (_ *Client, _ *Agent, r HostReport) {
+	r.Host = h
+	var (
+		c   *Client
+		err error
+	)
+	if opts.Dial == nil {
+		c, err = Dial(ctx, h)
+	} else {
+		c, err = DialWith(ctx, h, opts.Dial)
+	}
+	if err != nil {
+		r.Err = err
+		return nil, nil, r
+	}
+	fail := func(err error) (*Client, *Agent, HostReport) {
+		c.Close()
+		r.Err = err
+		return nil, nil, r
+	}
+	if r.Copied, err = c.EnsureFile(ctx, opts.Binary, remoteBin); err != nil {
+		return fail(err)
+	}
+	// The agent outlives ctx, which may be a check's: the connection's
+	// end stops it.
+	a, err := c.StartAgent(context.WithoutCancel(ctx), remoteBin)
+	if err != nil {
+		return fail(err)
+	}
+	if r.Agent, err = a.Hello(); err != nil {
+		return fail(err)
+	}
+	if opts.Version != "" && r.Agent.Version != opts.Version {
+		return fail(fmt.Errorf("host %s: agent version %q, the controller's is %q", h.Name, r.Agent.Version, opts.Version))
+	}
+	return c, a, r
 }

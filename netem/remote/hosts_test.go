@@ -3,11 +3,17 @@
 package remote_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/netemtest"
+	"github.com/bullylab/bullylab/topologies"
 
 	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/netem/remote"
@@ -108,5 +114,61 @@ func TestCheck(t *testing.T) {
 	opts.Version = "not-this-one"
 	if r := remote.Check(t.Context(), hs.Hosts[:1], opts)[0]; r.Err == nil || !strings.Contains(r.Err.Error(), `the controller's is "not-this-one"`) {
 		t.Errorf("version mismatch: %v", r.Err)
+	}
+}
+
+// A topology across three stand-in hosts, each share built by its agent,
+// is one network; closing the span leaves nothing, and a host whose SSH
+// connection is lost tears its share down by itself.
+func TestSpan(t *testing.T) {
+	hs := remotetest.Start(t, 3)
+	var yaml strings.Builder
+	yaml.WriteString("nodes: 6\nhosts:\n")
+	for _, h := range hs.Hosts {
+		fmt.Fprintf(&yaml, "  - {name: %s, ssh: %q, user: root, key: %q, known_hosts: %q}\n", h.Name, h.SSH, h.Key, h.KnownHosts)
+	}
+	file := []byte(yaml.String())
+	topo, err := topologies.Parse("span.yaml", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := remote.CheckOptions{Binary: labtest.Binary(t), BinaryDir: t.TempDir(), Dial: hs.DialTCP}
+	sp, err := remote.BuildSpan(t.Context(), topo, "span.yaml", file, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sp.Close()
+		netemtest.RequireClean(t, sp.Run)
+	})
+	ns := func(node string) string {
+		n, _ := topo.Node(node)
+		k := slices.IndexFunc(topo.Hosts, func(h topologies.Host) bool { return h.Name == n.Host })
+		return netem.NodeNamespace(sp.Runs[k], node)
+	}
+	// Every node reaches a node of each other host.
+	for _, pair := range [][2]string{{"n1", "n2"}, {"n2", "n3"}, {"n3", "n1"}, {"n4", "n6"}} {
+		from, to := pair[0], pair[1]
+		a, _ := topo.Node(from)
+		b, _ := topo.Node(to)
+		if a.Host == b.Host {
+			t.Fatalf("%s and %s are both on %s", from, to, a.Host)
+		}
+		remotetest.Connect(t, ns(from), ns(to), b.Addr)
+	}
+	// The first host's connection ends: its agent sees its input end and
+	// tears the share down.
+	if err := sp.CloseHost(0); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for netemtest.CountLeftovers(t, sp.Runs[0]).Namespaces > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("host h1's share still has namespaces 30s after its connection ended")
+		}
+		time.Sleep(50 * time.Millisecond) // polling the namespaces, with a deadline
+	}
+	if err := sp.Close(); err != nil {
+		t.Errorf("closing the span: %v", err)
 	}
 }

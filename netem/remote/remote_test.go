@@ -281,9 +281,10 @@ func FuzzRunAgent(f *testing.F) {
 	f.Add([]byte("{\"op\":\"hello\"}\n{\"op\":\"clock\"}\n{\"op\":\"probe\"}\n"))
 	f.Add([]byte("{\"op\":\"nope\"}\n"))
 	f.Add([]byte("not json\n"))
+	f.Add([]byte("{\"op\":\"build\",\"build\":{\"run\":\"x\",\"vni\":1}}\n{\"op\":\"down\"}\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var out strings.Builder
-		err := RunAgent(bytes.NewReader(in), &out, "test", func() error { return errors.New("no namespaces") })
+		err := RunAgent(bytes.NewReader(in), &out, AgentConfig{Version: "test", Probe: func() error { return errors.New("no namespaces") }, Shares: fakeShares{}})
 		if err != nil && strings.ContainsAny(err.Error(), "\n") {
 			t.Fatalf("error is not one line: %q", err)
 		}
@@ -295,3 +296,9 @@ func FuzzRunAgent(f *testing.F) {
 		}
 	})
 }
+
+// fakeShares builds nothing and says so.
+type fakeShares struct{}
+
+func (fakeShares) Build(r ShareRequest) error { return fmt.Errorf("not building %q here", r.Run) }
+func (fakeShares) Down() error                { return nil }

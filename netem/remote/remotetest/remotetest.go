@@ -177,17 +177,17 @@ KbdInteractiveAuthentication no
 PermitRootLogin prohibit-password
 LogLevel ERROR
 `, addr.Addr(), hostKey, dir), 0o600))
-	cmd := exec.Command("ip", "netns", "exec", ns, SSHD, "-D", "-e", "-f", cfg)
+	cmd := exec.Command(SSHD, "-D", "-e", "-f", cfg)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	must(t, cmd.Start())
+	must(t, netem.StartInNamespace(ns, cmd))
 	exited := make(chan struct{})
 	go func() {
 		cmd.Wait()
 		close(exited)
 	}()
 	t.Cleanup(func() {
-		cmd.Process.Kill() // ip netns exec execs sshd: this PID is sshd's
+		cmd.Process.Kill()
 		<-exited
 		if s := stderr.String(); s != "" && t.Failed() {
 			t.Logf("sshd in %s: %s", ns, s)
@@ -250,4 +250,37 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Connect opens a TCP connection from namespace from to addr, on a port
+// namespace to listens on, and fails the test if it does not open.
+func Connect(t *testing.T, from, to string, addr netip.Addr) {
+	t.Helper()
+	lfd := socketIn(t, to)
+	defer unix.Close(lfd)
+	if err := unix.Bind(lfd, &unix.SockaddrInet4{Addr: addr.As4()}); err != nil {
+		t.Fatalf("binding %s in %s: %v", addr, to, err)
+	}
+	must(t, unix.Listen(lfd, 4))
+	sa, err := unix.Getsockname(lfd)
+	must(t, err)
+	port := sa.(*unix.SockaddrInet4).Port
+	cfd := socketIn(t, from)
+	defer unix.Close(cfd)
+	tv := unix.Timeval{Sec: 5}
+	must(t, unix.SetsockoptTimeval(cfd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv))
+	if err := unix.Connect(cfd, &unix.SockaddrInet4{Port: port, Addr: addr.As4()}); err != nil {
+		t.Errorf("connecting from %s to %s:%d (in %s): %v", from, addr, port, to, err)
+	}
+}
+
+// socketIn makes a TCP socket in namespace ns.
+func socketIn(t *testing.T, ns string) int {
+	t.Helper()
+	socket, release, err := netem.NamespaceSocket(ns)
+	must(t, err)
+	defer release()
+	fd, err := socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	must(t, err)
+	return fd
 }
