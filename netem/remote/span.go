@@ -159,17 +159,18 @@ func (sp *Span) CloseHost(k int) error {
 }
 
 func (sp *Span) closeHost(k int, down bool) error {
+	a, c := sp.agents[k], sp.clients[k]
+	sp.agents[k], sp.clients[k] = nil, nil
 	var err error
-	if a := sp.agents[k]; a != nil {
-		if down {
-			err = a.Down()
-		}
-		sp.agents[k] = nil
-		defer a.Close()
+	if a != nil && down {
+		// Torn down, then its input closed: it exits by itself.
+		err = errors.Join(a.Down(), a.Close())
 	}
-	if c := sp.clients[k]; c != nil {
-		sp.clients[k] = nil
+	if c != nil {
 		c.Close()
+	}
+	if a != nil && !down {
+		a.Close() // reaps the session the connection's end ended
 	}
 	return err
 }
