@@ -172,3 +172,38 @@ func TestSpan(t *testing.T) {
 		t.Errorf("closing the span: %v", err)
 	}
 }
+
+// BenchmarkSpan builds star64 over three stand-in hosts and tears it down:
+// SSH to each, the agents' shares and the overlay (s/up), and every
+// share's teardown (s/down). The binary is on the hosts already.
+func BenchmarkSpan(b *testing.B) {
+	hs := remotetest.Start(b, 3)
+	var yaml strings.Builder
+	yaml.WriteString("name: star64x3\nnodes: 64\nhosts:\n")
+	for _, h := range hs.Hosts {
+		fmt.Fprintf(&yaml, "  - {name: %s, ssh: %q, user: root, key: %q, known_hosts: %q}\n", h.Name, h.SSH, h.Key, h.KnownHosts)
+	}
+	file := []byte(yaml.String())
+	topo, err := topologies.Parse("star64x3.yaml", file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := remote.CheckOptions{Binary: labtest.Binary(b), BinaryDir: b.TempDir(), Dial: hs.DialTCP}
+	var up, down time.Duration
+	for b.Loop() {
+		start := time.Now()
+		sp, err := remote.BuildSpan(b.Context(), topo, "star64x3.yaml", file, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		built := time.Now()
+		if err := sp.Close(); err != nil {
+			b.Fatal(err)
+		}
+		up += built.Sub(start)
+		down += time.Since(built)
+		netemtest.RequireClean(b, sp.Run)
+	}
+	b.ReportMetric(up.Seconds()/float64(b.N), "s/up")
+	b.ReportMetric(down.Seconds()/float64(b.N), "s/down")
+}

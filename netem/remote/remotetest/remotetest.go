@@ -87,7 +87,7 @@ func (hs *Hosts) DialTCP(ctx context.Context, addr string) (net.Conn, error) {
 // Start makes k hosts h1..hk under a fresh run ID and removes them, and
 // checks that nothing is left, when the test ends. It skips without root
 // or sshd.
-func Start(t *testing.T, k int) *Hosts {
+func Start(t testing.TB, k int) *Hosts {
 	t.Helper()
 	netemtest.RequireRoot(t)
 	if _, err := os.Stat(SSHD); err != nil {
@@ -150,7 +150,7 @@ func hostPrefix(host int) netip.Prefix {
 // addHost makes namespace ns, joins it to the hub's bridge with address
 // addr, and runs an sshd in it with a host key of its own, whose public
 // key it returns.
-func (hs *Hosts) addHost(t *testing.T, dir, ns string, k int, addr netip.Prefix) ssh.PublicKey {
+func (hs *Hosts) addHost(t testing.TB, dir, ns string, k int, addr netip.Prefix) ssh.PublicKey {
 	t.Helper()
 	run := hs.Run
 	ipCmd(t, "netns", "add", ns)
@@ -197,7 +197,7 @@ LogLevel ERROR
 }
 
 // waitListening waits until addr accepts a connection from the hub.
-func (hs *Hosts) waitListening(t *testing.T, addr string) {
+func (hs *Hosts) waitListening(t testing.TB, addr string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -217,7 +217,7 @@ func (hs *Hosts) waitListening(t *testing.T, addr string) {
 
 // privsepDir makes sshd's privilege separation directory, which the
 // package's init script makes at boot, for the test's length.
-func privsepDir(t *testing.T) {
+func privsepDir(t testing.TB) {
 	if _, err := os.Stat("/run/sshd"); errors.Is(err, os.ErrNotExist) {
 		must(t, os.Mkdir("/run/sshd", 0o755))
 		t.Cleanup(func() { os.Remove("/run/sshd") })
@@ -226,7 +226,7 @@ func privsepDir(t *testing.T) {
 
 // writeKey writes a new ed25519 private key in OpenSSH's format to path
 // and returns its public key.
-func writeKey(t *testing.T, path string) ssh.PublicKey {
+func writeKey(t testing.TB, path string) ssh.PublicKey {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	must(t, err)
@@ -238,14 +238,14 @@ func writeKey(t *testing.T, path string) ssh.PublicKey {
 	return sp
 }
 
-func ipCmd(t *testing.T, args ...string) {
+func ipCmd(t testing.TB, args ...string) {
 	t.Helper()
 	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +254,7 @@ func must(t *testing.T, err error) {
 
 // Connect opens a TCP connection from namespace from to addr, on a port
 // namespace to listens on, and fails the test if it does not open.
-func Connect(t *testing.T, from, to string, addr netip.Addr) {
+func Connect(t testing.TB, from, to string, addr netip.Addr) {
 	t.Helper()
 	lfd := socketIn(t, to)
 	defer unix.Close(lfd)
@@ -275,7 +275,7 @@ func Connect(t *testing.T, from, to string, addr netip.Addr) {
 }
 
 // socketIn makes a TCP socket in namespace ns.
-func socketIn(t *testing.T, ns string) int {
+func socketIn(t testing.TB, ns string) int {
 	t.Helper()
 	socket, release, err := netem.NamespaceSocket(ns)
 	must(t, err)
