@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +97,7 @@ func Start(t testing.TB, k int) *Hosts {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("ip is missing: install Debian's iproute2 (scripts/test.sh does)")
 	}
-	run := netemtest.RunID(t)
+	run := standInRun(t)
 	hs := &Hosts{Run: run, Hub: run + "-hub"}
 	t.Cleanup(func() {
 		for _, ns := range append([]string{hs.Hub}, hostNamespaces(run, k)...) {
@@ -131,6 +132,26 @@ func Start(t testing.TB, k int) *Hosts {
 		hs.waitListening(t, h.SSH)
 	}
 	return hs
+}
+
+// standInRun draws a name for a set of stand-in hosts: "st" and 4 hex
+// digits, which no namespace on this machine starts with. Not a run ID
+// (bl...): netem.Clean removes namespaces named after a run ID that no
+// state directory claims, and the tests of other packages clean while
+// these run.
+func standInRun(t testing.TB) string {
+	t.Helper()
+	for range 100 {
+		var b [2]byte
+		rand.Read(b[:])
+		run := fmt.Sprintf("st%02x%02x", b[0], b[1])
+		entries, _ := os.ReadDir(netem.NetnsDir)
+		if !slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), run) }) {
+			return run
+		}
+	}
+	t.Fatal("no free stand-in name after 100 draws")
+	return ""
 }
 
 func hostNamespaces(run string, k int) []string {
