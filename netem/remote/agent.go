@@ -25,11 +25,12 @@ type agentRequest struct {
 }
 
 const (
-	opHello = "hello" // who the agent is
-	opClock = "clock" // the agent's clock, read on arrival
-	opProbe = "probe" // whether the host can run a testbed
-	opBuild = "build" // build this host's share of a testbed
-	opDown  = "down"  // tear it down
+	opHello  = "hello"  // who the agent is
+	opClock  = "clock"  // the agent's clock, read on arrival
+	opProbe  = "probe"  // whether the host can run a testbed
+	opBuild  = "build"  // build this host's share of a testbed
+	opDown   = "down"   // tear it down
+	opStatus = "status" // the share's nodes
 )
 
 // ShareRequest asks an agent to build its host's share of a testbed.
@@ -47,6 +48,32 @@ type ShareRequest struct {
 	// Switches are every host's switch on the overlay, in the order of
 	// the topology's hosts.
 	Switches []OverlaySwitch `json:"switches"`
+	// Nodes, when set, has the agent start its share's nodes.
+	Nodes *SpanNodes `json:"nodes,omitempty"`
+}
+
+// SpanNodes is what every host's nodes share: the cluster's membership
+// and key. Each node runs as a `bullylab node` process of the agent's own
+// binary, with the topology's settings.
+type SpanNodes struct {
+	// Peers is the peers file of every node of the topology.
+	Peers []byte `json:"peers"`
+	// Key is the cluster key, as its file holds it (wire.Key.Encode).
+	Key string `json:"key"`
+	// IDs are the nodes' IDs by name.
+	IDs map[string]string `json:"ids"`
+}
+
+// SpanNodeState is one node of a share as its agent sees it.
+type SpanNodeState struct {
+	Node    string `json:"node"`
+	Running bool   `json:"running"`
+	// From its control socket, when it answered: its status, the ID of
+	// its leader and the leader's epoch.
+	Status string `json:"status,omitempty"`
+	Leader string `json:"leader,omitempty"`
+	Epoch  uint64 `json:"epoch,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // OverlaySwitch is one host's switch on a testbed's overlay.
@@ -60,6 +87,8 @@ type OverlaySwitch struct {
 // the agent: netem's on Linux.
 type Shares interface {
 	Build(ShareRequest) error
+	// Status reads the share's nodes.
+	Status() ([]SpanNodeState, error)
 	// Down tears the share down; also when the agent's input ends.
 	Down() error
 }
@@ -83,6 +112,8 @@ type agentReply struct {
 	Wall int64 `json:"wall,omitempty"`
 	// probe: why the host cannot run a testbed, "" when it can
 	Unfit string `json:"unfit,omitempty"`
+	// status
+	Nodes []SpanNodeState `json:"nodes,omitempty"`
 }
 
 // ProbeFunc says why this host cannot run a testbed, or nil.
@@ -124,12 +155,18 @@ func answer(req agentRequest, cfg AgentConfig) agentReply {
 		return agentReply{}
 	}
 	switch req.Op {
-	case opBuild, opDown:
+	case opBuild, opDown, opStatus:
 		if cfg.Shares == nil {
 			return agentReply{Error: "this agent builds no testbeds (not Linux)"}
 		}
-		if req.Op == opDown {
+		switch req.Op {
+		case opDown:
 			return errReply(cfg.Shares.Down())
+		case opStatus:
+			nodes, err := cfg.Shares.Status()
+			r := errReply(err)
+			r.Nodes = nodes
+			return r
 		}
 		if req.Build == nil {
 			return agentReply{Error: "build without a request"}
@@ -225,6 +262,12 @@ func (a *Agent) Hello() (AgentInfo, error) {
 func (a *Agent) Build(req ShareRequest) error {
 	_, err := a.call(agentRequest{Op: opBuild, Build: &req})
 	return err
+}
+
+// Status asks the agent for its share's nodes.
+func (a *Agent) Status() ([]SpanNodeState, error) {
+	r, err := a.call(agentRequest{Op: opStatus})
+	return r.Nodes, err
 }
 
 // Down asks the agent to tear its share down.

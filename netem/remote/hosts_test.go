@@ -132,7 +132,7 @@ func TestSpan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := remote.CheckOptions{Binary: labtest.Binary(t), BinaryDir: t.TempDir(), Dial: hs.DialTCP}
+	opts := remote.SpanOptions{CheckOptions: remote.CheckOptions{Binary: labtest.Binary(t), BinaryDir: t.TempDir(), Dial: hs.DialTCP}}
 	sp, err := remote.BuildSpan(t.Context(), topo, "span.yaml", file, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func BenchmarkSpan(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := remote.CheckOptions{Binary: labtest.Binary(b), BinaryDir: b.TempDir(), Dial: hs.DialTCP}
+	opts := remote.SpanOptions{CheckOptions: remote.CheckOptions{Binary: labtest.Binary(b), BinaryDir: b.TempDir(), Dial: hs.DialTCP}}
 	var up, down time.Duration
 	for b.Loop() {
 		start := time.Now()
@@ -206,4 +206,69 @@ func BenchmarkSpan(b *testing.B) {
 	}
 	b.ReportMetric(up.Seconds()/float64(b.N), "s/up")
 	b.ReportMetric(down.Seconds()/float64(b.N), "s/down")
+}
+
+// The nodes of a span, started by the agents, elect one leader across the
+// hosts: the node with the highest ID, whichever host runs it.
+func TestSpanElects(t *testing.T) {
+	hs := remotetest.Start(t, 3)
+	file := []byte(spanTopology(hs, "nodes: 6\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\n"))
+	topo, err := topologies.Parse("elect.yaml", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := remote.NewSpanNodes(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := remote.SpanOptions{CheckOptions: remote.CheckOptions{Binary: labtest.Binary(t), BinaryDir: t.TempDir(), Dial: hs.DialTCP}, Nodes: nodes}
+	start := time.Now()
+	sp, err := remote.BuildSpan(t.Context(), topo, "elect.yaml", file, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := sp.Close(); err != nil {
+			t.Errorf("closing the span: %v", err)
+		}
+		netemtest.RequireClean(t, sp.Run)
+	})
+	highest := ""
+	for _, id := range nodes.IDs {
+		if highest == "" || idAbove(id, highest) {
+			highest = id
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		states, err := sp.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if leader, epoch, ok := remote.Agreed(states); ok {
+			if leader != highest {
+				t.Fatalf("the nodes agree on %s at epoch %d, want the highest ID %s", leader, epoch, highest)
+			}
+			t.Logf("6 nodes over 3 hosts agree on the highest at epoch %d, %v after the span began", epoch, time.Since(start).Round(time.Millisecond))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no agreed leader 30s in: %+v", states)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the agents, with a deadline
+	}
+}
+
+// idAbove reports whether UUID a is above b as the election orders them:
+// as unsigned 128-bit big-endian numbers, which their text orders too.
+func idAbove(a, b string) bool { return a > b }
+
+// spanTopology is head followed by a hosts section of hs's hosts.
+func spanTopology(hs *remotetest.Hosts, head string) string {
+	var b strings.Builder
+	b.WriteString(head + "hosts:\n")
+	for _, h := range hs.Hosts {
+		fmt.Fprintf(&b, "  - {name: %s, ssh: %q, user: root, key: %q, known_hosts: %q}\n", h.Name, h.SSH, h.Key, h.KnownHosts)
+	}
+	return b.String()
 }

@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/wire"
 )
 
 // shareBuildTimeout bounds building a host's share.
@@ -19,8 +23,16 @@ const shareBuildTimeout = 5 * time.Minute
 // HostShares builds this host's share of a testbed with netem, one at a
 // time: an agent serves one controller.
 type HostShares struct {
-	mu sync.Mutex
-	tb *netem.Testbed
+	mu    sync.Mutex
+	tb    *netem.Testbed
+	nodes []shareNode // started, in topology order
+}
+
+// shareNode is a node the agent started.
+type shareNode struct {
+	name    string
+	proc    *netem.Process
+	control *node.ControlClient
 }
 
 var _ Shares = (*HostShares)(nil)
@@ -77,8 +89,94 @@ func (s *HostShares) Build(r ShareRequest) error {
 		tb.Close()
 		return err
 	}
+	if r.Nodes != nil {
+		nodes, err := startShareNodes(tb, share, r.Run, *r.Nodes)
+		if err != nil {
+			tb.Close()
+			return err
+		}
+		s.nodes = nodes
+	}
 	s.tb = tb
 	return nil
+}
+
+// startShareNodes starts a `bullylab node` process of this binary for each
+// node of share, in its namespace, its files in the run's state directory,
+// which the testbed's Close removes.
+func startShareNodes(tb *netem.Testbed, share *topologies.Topology, run string, sn SpanNodes) ([]shareNode, error) {
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	dir := netem.StateDir(run)
+	peers, keyFile := filepath.Join(dir, "peers.txt"), filepath.Join(dir, "cluster.key")
+	if err := os.WriteFile(peers, sn.Peers, 0o644); err != nil {
+		return nil, err
+	}
+	key, err := wire.ParseKey(sn.Key)
+	if err != nil {
+		return nil, err
+	}
+	if err := wire.WriteKeyFile(keyFile, key); err != nil {
+		return nil, err
+	}
+	var out []shareNode
+	for _, n := range share.Nodes {
+		id, ok := sn.IDs[n.Name]
+		if !ok {
+			return nil, fmt.Errorf("no ID for node %s", n.Name)
+		}
+		data := filepath.Join(dir, "nodes", n.Name)
+		st := n.Settings
+		argv := []string{bin, "node", "--id", id,
+			"--listen", netip.AddrPortFrom(n.Addr, uint16(share.Port)).String(),
+			"--peers", peers, "--data-dir", data, "--cluster-key", keyFile,
+			"--heartbeat", st.Heartbeat.String(), "--failure-timeout", st.FailureTimeout.String(),
+			"--election-timeout", st.ElectionTimeout.String(), "--detection-stagger", st.DetectionStagger.String(),
+			"--log", "json"}
+		p, err := tb.StartUnflushed(n.Name, argv, nil, netem.LogPath(run, n.Name))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, shareNode{name: n.Name, proc: p, control: node.NewControlClient(filepath.Join(data, node.ControlSocketName))})
+	}
+	return out, tb.Flush()
+}
+
+// statusTimeout bounds one node's answer to a status request.
+const statusTimeout = 2 * time.Second
+
+// Status reads every node the share started from its control socket.
+func (s *HostShares) Status() ([]SpanNodeState, error) {
+	s.mu.Lock()
+	nodes := slices.Clone(s.nodes)
+	s.mu.Unlock()
+	out := make([]SpanNodeState, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() {
+			st := SpanNodeState{Node: n.name}
+			select {
+			case <-n.proc.Done():
+				out[i] = st
+				return
+			default:
+				st.Running = true
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
+			defer cancel()
+			v, err := n.control.StatusBrief(ctx)
+			if err != nil {
+				st.Error = err.Error()
+			} else {
+				st.Status, st.Leader, st.Epoch = v.Status, v.Leader.String(), v.Epoch
+			}
+			out[i] = st
+		})
+	}
+	wg.Wait()
+	return out, nil
 }
 
 func parseSwitches(in []OverlaySwitch) ([]netem.OverlayPeer, error) {
@@ -108,7 +206,7 @@ func (s *HostShares) Down() error {
 	if s.tb == nil {
 		return nil
 	}
-	err := s.tb.Close()
-	s.tb = nil
+	err := s.tb.Close() // kills the nodes first
+	s.tb, s.nodes = nil, nil
 	return err
 }

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,7 +13,11 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/google/uuid"
+
+	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/wire"
 )
 
 // OverlayBits is the prefix length of the overlay's switch addresses:
@@ -35,11 +40,45 @@ type Span struct {
 	agents  []*Agent
 }
 
+// SpanOptions configure BuildSpan.
+type SpanOptions struct {
+	CheckOptions
+	// Nodes, when set, has every agent start its share's nodes, members
+	// of one cluster (see NewSpanNodes).
+	Nodes *SpanNodes
+}
+
+// NewSpanNodes makes the membership of topo's nodes: a fresh ID each, a
+// fresh cluster key, and the peers file listing every node at its address.
+func NewSpanNodes(topo *topologies.Topology) (*SpanNodes, error) {
+	key, err := wire.NewKey()
+	if err != nil {
+		return nil, err
+	}
+	sn := &SpanNodes{Key: key.Encode(), IDs: map[string]string{}}
+	var members []wire.Member
+	for _, n := range topo.Nodes {
+		id, err := uuid.NewRandom()
+		if err != nil {
+			return nil, err
+		}
+		sn.IDs[n.Name] = id.String()
+		members = append(members, wire.Member{ID: id, Addr: netip.AddrPortFrom(n.Addr, uint16(topo.Port)).String()})
+	}
+	var buf bytes.Buffer
+	if err := node.FormatPeers(&buf, members); err != nil {
+		return nil, err
+	}
+	sn.Peers = buf.Bytes()
+	return sn, nil
+}
+
 // BuildSpan builds topo, parsed from file source whose contents are
 // topoFile, across its hosts: it reaches each (as Check does), then has
 // every agent build its host's share at once. On error what was built is
 // torn down.
-func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, topoFile []byte, opts CheckOptions) (*Span, error) {
+func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, topoFile []byte, sopts SpanOptions) (*Span, error) {
+	opts := sopts.CheckOptions
 	if len(topo.Hosts) == 0 {
 		return nil, fmt.Errorf("topology %s has no hosts", topo.Name)
 	}
@@ -63,7 +102,8 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 	errs := make([]error, len(topo.Hosts))
 	var wg sync.WaitGroup
 	for k, h := range topo.Hosts {
-		req := ShareRequest{Run: sp.Runs[k], Topology: topoFile, Source: source, Host: h.Name, VNI: sp.VNI, Switches: switches}
+		req := ShareRequest{Run: sp.Runs[k], Topology: topoFile, Source: source, Host: h.Name, VNI: sp.VNI,
+			Switches: switches, Nodes: sopts.Nodes}
 		wg.Go(func() { errs[k] = sp.agents[k].Build(req) })
 	}
 	wg.Wait()
@@ -137,6 +177,37 @@ func overlaySwitch(k int, underlay netip.Addr) OverlaySwitch {
 	addr := netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
 	mac := net.HardwareAddr{0x02, 0x76, 0, 0, byte((k + 1) >> 8), byte(k + 1)}
 	return OverlaySwitch{Underlay: underlay.String(), Addr: addr.String(), MAC: mac.String()}
+}
+
+// Status reads every host's nodes from its agent, in host order.
+func (sp *Span) Status() ([]SpanNodeState, error) {
+	all := make([][]SpanNodeState, len(sp.agents))
+	errs := make([]error, len(sp.agents))
+	var wg sync.WaitGroup
+	for k, a := range sp.agents {
+		if a == nil {
+			continue
+		}
+		wg.Go(func() { all[k], errs[k] = a.Status() })
+	}
+	wg.Wait()
+	var out []SpanNodeState
+	for _, nodes := range all {
+		out = append(out, nodes...)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Agreed reports the leader's ID when every node in states runs, is
+// Normal and follows one leader at one epoch.
+func Agreed(states []SpanNodeState) (leader string, epoch uint64, ok bool) {
+	for i, s := range states {
+		if !s.Running || s.Status != "normal" || i > 0 && (s.Leader != leader || s.Epoch != epoch) {
+			return "", 0, false
+		}
+		leader, epoch = s.Leader, s.Epoch
+	}
+	return leader, epoch, len(states) > 0
 }
 
 // Close tears every share down and ends the agents and connections.
