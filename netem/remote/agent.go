@@ -22,6 +22,7 @@ import (
 type agentRequest struct {
 	Op    string        `json:"op"`
 	Build *ShareRequest `json:"build,omitempty"`
+	Node  string        `json:"node,omitempty"` // crash's
 }
 
 const (
@@ -31,6 +32,7 @@ const (
 	opBuild  = "build"  // build this host's share of a testbed
 	opDown   = "down"   // tear it down
 	opStatus = "status" // the share's nodes
+	opCrash  = "crash"  // SIGKILL one of them
 )
 
 // ShareRequest asks an agent to build its host's share of a testbed.
@@ -89,6 +91,8 @@ type Shares interface {
 	Build(ShareRequest) error
 	// Status reads the share's nodes.
 	Status() ([]SpanNodeState, error)
+	// Crash kills node with SIGKILL and returns once it is gone.
+	Crash(node string) error
 	// Down tears the share down; also when the agent's input ends.
 	Down() error
 }
@@ -155,7 +159,7 @@ func answer(req agentRequest, cfg AgentConfig) agentReply {
 		return agentReply{}
 	}
 	switch req.Op {
-	case opBuild, opDown, opStatus:
+	case opBuild, opDown, opStatus, opCrash:
 		if cfg.Shares == nil {
 			return agentReply{Error: "this agent builds no testbeds (not Linux)"}
 		}
@@ -167,6 +171,8 @@ func answer(req agentRequest, cfg AgentConfig) agentReply {
 			r := errReply(err)
 			r.Nodes = nodes
 			return r
+		case opCrash:
+			return errReply(cfg.Shares.Crash(req.Node))
 		}
 		if req.Build == nil {
 			return agentReply{Error: "build without a request"}
@@ -268,6 +274,12 @@ func (a *Agent) Build(req ShareRequest) error {
 func (a *Agent) Status() ([]SpanNodeState, error) {
 	r, err := a.call(agentRequest{Op: opStatus})
 	return r.Nodes, err
+}
+
+// Crash asks the agent to kill one of its nodes with SIGKILL.
+func (a *Agent) Crash(node string) error {
+	_, err := a.call(agentRequest{Op: opCrash, Node: node})
+	return err
 }
 
 // Down asks the agent to tear its share down.

@@ -209,7 +209,8 @@ func BenchmarkSpan(b *testing.B) {
 }
 
 // The nodes of a span, started by the agents, elect one leader across the
-// hosts: the node with the highest ID, whichever host runs it.
+// hosts: the node with the highest ID, whichever host runs it; when it
+// crashes, the next highest.
 func TestSpanElects(t *testing.T) {
 	hs := remotetest.Start(t, 3)
 	file := []byte(spanTopology(hs, "nodes: 6\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\n"))
@@ -233,24 +234,50 @@ func TestSpanElects(t *testing.T) {
 		}
 		netemtest.RequireClean(t, sp.Run)
 	})
-	highest := ""
-	for _, id := range nodes.IDs {
-		if highest == "" || idAbove(id, highest) {
-			highest = id
-		}
+	// UUIDs order as the election does (unsigned 128-bit big-endian) in
+	// their text form too.
+	byID := map[string]string{}
+	var ids []string
+	for name, id := range nodes.IDs {
+		byID[id] = name
+		ids = append(ids, id)
 	}
+	slices.Sort(ids)
+	first := waitAgreed(t, sp, ids[len(ids)-1], "")
+	t.Logf("6 nodes over 3 hosts agree on the highest at epoch %d, %v after the span began", first, time.Since(start).Round(time.Millisecond))
+
+	// The leader crashes on its host; the next highest, on whichever
+	// host, takes over under a new epoch.
+	leader, _ := topo.Node(byID[ids[len(ids)-1]])
+	host := slices.IndexFunc(topo.Hosts, func(h topologies.Host) bool { return h.Name == leader.Host })
+	crashed := time.Now()
+	if err := sp.Crash(host, leader.Name); err != nil {
+		t.Fatal(err)
+	}
+	next, _ := topo.Node(byID[ids[len(ids)-2]])
+	if epoch := waitAgreed(t, sp, ids[len(ids)-2], ids[len(ids)-1]); epoch <= first {
+		t.Errorf("new leader at epoch %d, not above %d", epoch, first)
+	}
+	t.Logf("leader %s on %s crashed; %s on %s leads the other 5, %v later", leader.Name, leader.Host, next.Name, next.Host, time.Since(crashed).Round(time.Millisecond))
+}
+
+// waitAgreed polls sp until its running nodes agree on leader, and
+// returns the epoch; it fails the test on another agreed leader than
+// leader or gone, the one the nodes follow until they detect its crash,
+// or after 30 s.
+func waitAgreed(t *testing.T, sp *remote.Span, leader, gone string) uint64 {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		states, err := sp.Status()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if leader, epoch, ok := remote.Agreed(states); ok {
-			if leader != highest {
-				t.Fatalf("the nodes agree on %s at epoch %d, want the highest ID %s", leader, epoch, highest)
+		if got, epoch, ok := remote.Agreed(states); ok && got != gone {
+			if got != leader {
+				t.Fatalf("the nodes agree on %s at epoch %d, want %s", got, epoch, leader)
 			}
-			t.Logf("6 nodes over 3 hosts agree on the highest at epoch %d, %v after the span began", epoch, time.Since(start).Round(time.Millisecond))
-			return
+			return epoch
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no agreed leader 30s in: %+v", states)
@@ -258,10 +285,6 @@ func TestSpanElects(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // polling the agents, with a deadline
 	}
 }
-
-// idAbove reports whether UUID a is above b as the election orders them:
-// as unsigned 128-bit big-endian numbers, which their text orders too.
-func idAbove(a, b string) bool { return a > b }
 
 // spanTopology is head followed by a hosts section of hs's hosts.
 func spanTopology(hs *remotetest.Hosts, head string) string {

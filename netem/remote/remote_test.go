@@ -281,7 +281,7 @@ func FuzzRunAgent(f *testing.F) {
 	f.Add([]byte("{\"op\":\"hello\"}\n{\"op\":\"clock\"}\n{\"op\":\"probe\"}\n"))
 	f.Add([]byte("{\"op\":\"nope\"}\n"))
 	f.Add([]byte("not json\n"))
-	f.Add([]byte("{\"op\":\"build\",\"build\":{\"run\":\"x\",\"vni\":1}}\n{\"op\":\"status\"}\n{\"op\":\"down\"}\n"))
+	f.Add([]byte("{\"op\":\"build\",\"build\":{\"run\":\"x\",\"vni\":1}}\n{\"op\":\"status\"}\n{\"op\":\"crash\",\"node\":\"n1\"}\n{\"op\":\"down\"}\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var out strings.Builder
 		err := RunAgent(bytes.NewReader(in), &out, AgentConfig{Version: "test", Probe: func() error { return errors.New("no namespaces") }, Shares: fakeShares{}})
@@ -302,6 +302,7 @@ type fakeShares struct{}
 
 func (fakeShares) Build(r ShareRequest) error { return fmt.Errorf("not building %q here", r.Run) }
 func (fakeShares) Down() error                { return nil }
+func (fakeShares) Crash(n string) error       { return fmt.Errorf("no node %q here", n) }
 func (fakeShares) Status() ([]SpanNodeState, error) {
 	return []SpanNodeState{{Node: "n1", Running: true, Status: "normal"}}, nil
 }

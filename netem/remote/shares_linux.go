@@ -144,6 +144,25 @@ func startShareNodes(tb *netem.Testbed, share *topologies.Topology, run string, 
 	return out, tb.Flush()
 }
 
+// Crash kills node with SIGKILL, as a crash fault does on one host, and
+// returns once its process is reaped.
+func (s *HostShares) Crash(name string) error {
+	s.mu.Lock()
+	i := slices.IndexFunc(s.nodes, func(n shareNode) bool { return n.name == name })
+	var p *netem.Process
+	if i >= 0 {
+		p = s.nodes[i].proc
+	}
+	s.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("node %s does not run on this host", name)
+	}
+	if err := p.Kill(); err != nil {
+		return fmt.Errorf("node %s: %w", name, err)
+	}
+	return nil
+}
+
 // statusTimeout bounds one node's answer to a status request.
 const statusTimeout = 2 * time.Second
 

@@ -198,16 +198,31 @@ func (sp *Span) Status() ([]SpanNodeState, error) {
 	return out, errors.Join(errs...)
 }
 
-// Agreed reports the leader's ID when every node in states runs, is
+// Crash kills node, on whichever host runs it, with SIGKILL. host is the
+// index of that host in the topology's hosts.
+func (sp *Span) Crash(host int, node string) error {
+	if host < 0 || host >= len(sp.agents) || sp.agents[host] == nil {
+		return fmt.Errorf("no host %d in the span", host)
+	}
+	return sp.agents[host].Crash(node)
+}
+
+// Agreed reports the leader's ID when every node in states that runs is
 // Normal and follows one leader at one epoch.
+// Crashed nodes (not running) are left out.
 func Agreed(states []SpanNodeState) (leader string, epoch uint64, ok bool) {
-	for i, s := range states {
-		if !s.Running || s.Status != "normal" || i > 0 && (s.Leader != leader || s.Epoch != epoch) {
+	n := 0
+	for _, s := range states {
+		if !s.Running {
+			continue
+		}
+		if s.Status != "normal" || n > 0 && (s.Leader != leader || s.Epoch != epoch) {
 			return "", 0, false
 		}
 		leader, epoch = s.Leader, s.Epoch
+		n++
 	}
-	return leader, epoch, len(states) > 0
+	return leader, epoch, n > 0
 }
 
 // Close tears every share down and ends the agents and connections.
