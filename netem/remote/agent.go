@@ -22,17 +22,20 @@ import (
 type agentRequest struct {
 	Op    string        `json:"op"`
 	Build *ShareRequest `json:"build,omitempty"`
-	Node  string        `json:"node,omitempty"` // crash's
+	Node  string        `json:"node,omitempty"`   // crash's
+	Cut   [][]string    `json:"groups,omitempty"` // partition's
 }
 
 const (
-	opHello  = "hello"  // who the agent is
-	opClock  = "clock"  // the agent's clock, read on arrival
-	opProbe  = "probe"  // whether the host can run a testbed
-	opBuild  = "build"  // build this host's share of a testbed
-	opDown   = "down"   // tear it down
-	opStatus = "status" // the share's nodes
-	opCrash  = "crash"  // SIGKILL one of them
+	opHello     = "hello"     // who the agent is
+	opClock     = "clock"     // the agent's clock, read on arrival
+	opProbe     = "probe"     // whether the host can run a testbed
+	opBuild     = "build"     // build this host's share of a testbed
+	opDown      = "down"      // tear it down
+	opStatus    = "status"    // the share's nodes
+	opCrash     = "crash"     // SIGKILL one of them
+	opPartition = "partition" // cut groups of nodes from each other
+	opHeal      = "heal"      // end every cut
 )
 
 // ShareRequest asks an agent to build its host's share of a testbed.
@@ -93,6 +96,11 @@ type Shares interface {
 	Status() ([]SpanNodeState, error)
 	// Crash kills node with SIGKILL and returns once it is gone.
 	Crash(node string) error
+	// Partition drops, at each of this host's nodes in one of groups,
+	// what arrives from the nodes of the other groups, wherever they run;
+	// it replaces any partition before. Heal ends it.
+	Partition(groups [][]string) error
+	Heal() error
 	// Down tears the share down; also when the agent's input ends.
 	Down() error
 }
@@ -159,7 +167,7 @@ func answer(req agentRequest, cfg AgentConfig) agentReply {
 		return agentReply{}
 	}
 	switch req.Op {
-	case opBuild, opDown, opStatus, opCrash:
+	case opBuild, opDown, opStatus, opCrash, opPartition, opHeal:
 		if cfg.Shares == nil {
 			return agentReply{Error: "this agent builds no testbeds (not Linux)"}
 		}
@@ -173,6 +181,10 @@ func answer(req agentRequest, cfg AgentConfig) agentReply {
 			return r
 		case opCrash:
 			return errReply(cfg.Shares.Crash(req.Node))
+		case opPartition:
+			return errReply(cfg.Shares.Partition(req.Cut))
+		case opHeal:
+			return errReply(cfg.Shares.Heal())
 		}
 		if req.Build == nil {
 			return agentReply{Error: "build without a request"}
@@ -279,6 +291,18 @@ func (a *Agent) Status() ([]SpanNodeState, error) {
 // Crash asks the agent to kill one of its nodes with SIGKILL.
 func (a *Agent) Crash(node string) error {
 	_, err := a.call(agentRequest{Op: opCrash, Node: node})
+	return err
+}
+
+// Partition asks the agent to cut groups from each other at its nodes.
+func (a *Agent) Partition(groups [][]string) error {
+	_, err := a.call(agentRequest{Op: opPartition, Cut: groups})
+	return err
+}
+
+// Heal asks the agent to end the partition at its nodes.
+func (a *Agent) Heal() error {
+	_, err := a.call(agentRequest{Op: opHeal})
 	return err
 }
 

@@ -212,28 +212,8 @@ func BenchmarkSpan(b *testing.B) {
 // hosts: the node with the highest ID, whichever host runs it; when it
 // crashes, the next highest.
 func TestSpanElects(t *testing.T) {
-	hs := remotetest.Start(t, 3)
-	file := []byte(spanTopology(hs, "nodes: 6\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\n"))
-	topo, err := topologies.Parse("elect.yaml", file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodes, err := remote.NewSpanNodes(topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := remote.SpanOptions{CheckOptions: remote.CheckOptions{Binary: labtest.Binary(t), BinaryDir: t.TempDir(), Dial: hs.DialTCP}, Nodes: nodes}
 	start := time.Now()
-	sp, err := remote.BuildSpan(t.Context(), topo, "elect.yaml", file, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := sp.Close(); err != nil {
-			t.Errorf("closing the span: %v", err)
-		}
-		netemtest.RequireClean(t, sp.Run)
-	})
+	topo, nodes, sp := startElectingSpan(t)
 	// UUIDs order as the election does (unsigned 128-bit big-endian) in
 	// their text form too.
 	byID := map[string]string{}
@@ -267,20 +247,30 @@ func TestSpanElects(t *testing.T) {
 // or after 30 s.
 func waitAgreed(t *testing.T, sp *remote.Span, leader, gone string) uint64 {
 	t.Helper()
+	return pollSpan(t, sp, "agreement on "+leader, func(states []remote.SpanNodeState) (uint64, bool) {
+		got, epoch, ok := remote.Agreed(states)
+		if ok && got != gone && got != leader {
+			t.Fatalf("the nodes agree on %s at epoch %d, want %s", got, epoch, leader)
+		}
+		return epoch, ok && got == leader
+	})
+}
+
+// pollSpan reads sp's nodes until done says so, and returns what it
+// returned; it fails the test after 30 s.
+func pollSpan(t *testing.T, sp *remote.Span, what string, done func([]remote.SpanNodeState) (uint64, bool)) uint64 {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		states, err := sp.Status()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, epoch, ok := remote.Agreed(states); ok && got != gone {
-			if got != leader {
-				t.Fatalf("the nodes agree on %s at epoch %d, want %s", got, epoch, leader)
-			}
-			return epoch
+		if v, ok := done(states); ok {
+			return v
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no agreed leader 30s in: %+v", states)
+			t.Fatalf("no %s 30s in: %+v", what, states)
 		}
 		time.Sleep(50 * time.Millisecond) // polling the agents, with a deadline
 	}
@@ -294,4 +284,90 @@ func spanTopology(hs *remotetest.Hosts, head string) string {
 		fmt.Fprintf(&b, "  - {name: %s, ssh: %q, user: root, key: %q, known_hosts: %q}\n", h.Name, h.SSH, h.Key, h.KnownHosts)
 	}
 	return b.String()
+}
+
+// A partition between whole hosts: the nodes of the first host are cut
+// from the nodes of the other two. Each side agrees on its own highest;
+// once healed, all six agree on the highest again, under a new epoch.
+func TestSpanPartitionHosts(t *testing.T) {
+	topo, nodes, sp := startElectingSpan(t)
+	highest := func(names []string) string {
+		best := ""
+		for _, n := range names {
+			best = max(best, nodes.IDs[n])
+		}
+		return best
+	}
+	var first, rest []string
+	for _, n := range topo.Nodes {
+		if n.Host == topo.Hosts[0].Name {
+			first = append(first, n.Name)
+		} else {
+			rest = append(rest, n.Name)
+		}
+	}
+	all := append(slices.Clone(first), rest...)
+	before := waitAgreedAmong(t, sp, all, highest(all))
+	cut := time.Now()
+	if err := sp.Partition([][]string{first, rest}); err != nil {
+		t.Fatal(err)
+	}
+	// The side without the leader elects its own highest; the other keeps
+	// or re-elects its own.
+	waitAgreedAmong(t, sp, first, highest(first))
+	waitAgreedAmong(t, sp, rest, highest(rest))
+	t.Logf("host %s cut from the other two: both sides lead themselves %v later", topo.Hosts[0].Name, time.Since(cut).Round(time.Millisecond))
+	healed := time.Now()
+	if err := sp.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if epoch := waitAgreedAmong(t, sp, all, highest(all)); epoch <= before {
+		t.Errorf("after healing, epoch %d, not above %d", epoch, before)
+	}
+	t.Logf("healed: all six follow the highest again %v later", time.Since(healed).Round(time.Millisecond))
+}
+
+// waitAgreedAmong polls sp until the nodes named agree on leader (by ID),
+// and returns their epoch; it fails the test after 30 s.
+func waitAgreedAmong(t *testing.T, sp *remote.Span, names []string, leader string) uint64 {
+	t.Helper()
+	return pollSpan(t, sp, fmt.Sprintf("agreement of %v on %s", names, leader), func(states []remote.SpanNodeState) (uint64, bool) {
+		var among []remote.SpanNodeState
+		for _, s := range states {
+			if slices.Contains(names, s.Node) {
+				among = append(among, s)
+			}
+		}
+		got, epoch, ok := remote.Agreed(among)
+		return epoch, ok && got == leader
+	})
+}
+
+// startElectingSpan builds 6 nodes over three stand-in hosts, with their
+// nodes started, and closes it, checking nothing is left, when the test
+// ends.
+func startElectingSpan(t *testing.T) (*topologies.Topology, *remote.SpanNodes, *remote.Span) {
+	t.Helper()
+	hs := remotetest.Start(t, 3)
+	file := []byte(spanTopology(hs, "nodes: 6\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\n"))
+	topo, err := topologies.Parse("six.yaml", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := remote.NewSpanNodes(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := remote.SpanOptions{CheckOptions: remote.CheckOptions{Binary: labtest.Binary(t), BinaryDir: t.TempDir(), Dial: hs.DialTCP}, Nodes: nodes}
+	sp, err := remote.BuildSpan(t.Context(), topo, "six.yaml", file, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := sp.Close(); err != nil {
+			t.Errorf("closing the span: %v", err)
+		}
+		netemtest.RequireClean(t, sp.Run)
+	})
+	return topo, nodes, sp
 }

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -25,7 +26,11 @@ const shareBuildTimeout = 5 * time.Minute
 type HostShares struct {
 	mu    sync.Mutex
 	tb    *netem.Testbed
-	nodes []shareNode // started, in topology order
+	topo  *topologies.Topology // the whole topology
+	nodes []shareNode          // started, in topology order
+	// firewalls cut this host's nodes from others, by node; made on the
+	// first partition.
+	firewalls map[string]*netem.Firewall
 }
 
 // shareNode is a node the agent started.
@@ -97,8 +102,102 @@ func (s *HostShares) Build(r ShareRequest) error {
 		}
 		s.nodes = nodes
 	}
-	s.tb = tb
+	s.tb, s.topo = tb, topo
 	return nil
+}
+
+// Partition cuts groups from each other at this host's nodes (see
+// Shares); the other hosts' agents do the same at theirs, so each
+// direction is dropped at its receiver, as on one host.
+func (s *HostShares) Partition(groups [][]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tb == nil {
+		return errors.New("no share is built")
+	}
+	blocks, err := s.blocks(groups)
+	if err != nil {
+		return err
+	}
+	if err := s.healLocked(); err != nil {
+		return err
+	}
+	for _, n := range s.tb.Topology().Nodes {
+		srcs := blocks[n.Name]
+		if len(srcs) == 0 {
+			continue
+		}
+		fw, err := s.firewall(n.Name)
+		if err != nil {
+			return err
+		}
+		if err := fw.Block(srcs...); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+	}
+	return nil
+}
+
+// blocks maps each node in groups to the addresses of the nodes of the
+// other groups.
+func (s *HostShares) blocks(groups [][]string) (map[string][]netip.Addr, error) {
+	group := map[string]int{}
+	for g, names := range groups {
+		for _, name := range names {
+			if _, ok := s.topo.Node(name); !ok {
+				return nil, fmt.Errorf("partition: unknown node %q", name)
+			}
+			if prev, ok := group[name]; ok && prev != g {
+				return nil, fmt.Errorf("partition: node %s is in two groups", name)
+			}
+			group[name] = g
+		}
+	}
+	out := map[string][]netip.Addr{}
+	for name, g := range group {
+		for other, h := range group {
+			if h != g {
+				n, _ := s.topo.Node(other)
+				out[name] = append(out[name], n.Addr)
+			}
+		}
+	}
+	return out, nil
+}
+
+// firewall is node's, made on first use; s.mu is held.
+func (s *HostShares) firewall(name string) (*netem.Firewall, error) {
+	if fw := s.firewalls[name]; fw != nil {
+		return fw, nil
+	}
+	ns, err := s.tb.NamespaceHandle(name)
+	if err != nil {
+		return nil, err
+	}
+	fw, err := netem.NewFirewall(ns, s.tb.Run())
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", name, err)
+	}
+	if s.firewalls == nil {
+		s.firewalls = map[string]*netem.Firewall{}
+	}
+	s.firewalls[name] = fw
+	return fw, nil
+}
+
+// Heal ends the partition at this host's nodes.
+func (s *HostShares) Heal() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.healLocked()
+}
+
+func (s *HostShares) healLocked() error {
+	var errs []error
+	for _, fw := range s.firewalls {
+		errs = append(errs, fw.Clear())
+	}
+	return errors.Join(errs...)
 }
 
 // startShareNodes starts a `bullylab node` process of this binary for each
@@ -225,7 +324,11 @@ func (s *HostShares) Down() error {
 	if s.tb == nil {
 		return nil
 	}
-	err := s.tb.Close() // kills the nodes first
-	s.tb, s.nodes = nil, nil
-	return err
+	var errs []error
+	for _, fw := range s.firewalls {
+		errs = append(errs, fw.Close())
+	}
+	errs = append(errs, s.tb.Close()) // kills the nodes first
+	s.tb, s.topo, s.nodes, s.firewalls = nil, nil, nil, nil
+	return errors.Join(errs...)
 }

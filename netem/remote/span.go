@@ -207,6 +207,30 @@ func (sp *Span) Crash(host int, node string) error {
 	return sp.agents[host].Crash(node)
 }
 
+// Partition cuts groups of nodes from each other, at every host; it
+// replaces any partition before.
+func (sp *Span) Partition(groups [][]string) error {
+	return sp.each(func(a *Agent) error { return a.Partition(groups) })
+}
+
+// Heal ends the partition at every host.
+func (sp *Span) Heal() error {
+	return sp.each(func(a *Agent) error { return a.Heal() })
+}
+
+// each calls fn on every agent at once.
+func (sp *Span) each(fn func(*Agent) error) error {
+	errs := make([]error, len(sp.agents))
+	var wg sync.WaitGroup
+	for k, a := range sp.agents {
+		if a != nil {
+			wg.Go(func() { errs[k] = fn(a) })
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // Agreed reports the leader's ID when every node in states that runs is
 // Normal and follows one leader at one epoch.
 // Crashed nodes (not running) are left out.
