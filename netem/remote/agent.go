@@ -22,7 +22,7 @@ import (
 type agentRequest struct {
 	Op    string        `json:"op"`
 	Build *ShareRequest `json:"build,omitempty"`
-	Node  string        `json:"node,omitempty"`   // crash's
+	Node  string        `json:"node,omitempty"`   // crash's, pause's, resume's
 	Cut   [][]string    `json:"groups,omitempty"` // partition's
 }
 
@@ -34,6 +34,8 @@ const (
 	opDown      = "down"      // tear it down
 	opStatus    = "status"    // the share's nodes
 	opCrash     = "crash"     // SIGKILL one of them
+	opPause     = "pause"     // SIGSTOP one of them
+	opResume    = "resume"    // SIGCONT it
 	opPartition = "partition" // cut groups of nodes from each other
 	opHeal      = "heal"      // end every cut
 )
@@ -73,6 +75,7 @@ type SpanNodes struct {
 type SpanNodeState struct {
 	Node    string `json:"node"`
 	Running bool   `json:"running"`
+	Paused  bool   `json:"paused,omitempty"` // stopped by a pause; not asked
 	// From its control socket, when it answered: its status, the ID of
 	// its leader and the leader's epoch.
 	Status string `json:"status,omitempty"`
@@ -96,6 +99,10 @@ type Shares interface {
 	Status() ([]SpanNodeState, error)
 	// Crash kills node with SIGKILL and returns once it is gone.
 	Crash(node string) error
+	// Pause stops node with SIGSTOP, a node that hangs, and returns once
+	// it is stopped; Resume continues it.
+	Pause(node string) error
+	Resume(node string) error
 	// Partition drops, at each of this host's nodes in one of groups,
 	// what arrives from the nodes of the other groups, wherever they run;
 	// it replaces any partition before. Heal ends it.
@@ -167,7 +174,7 @@ func answer(req agentRequest, cfg AgentConfig) agentReply {
 		return agentReply{}
 	}
 	switch req.Op {
-	case opBuild, opDown, opStatus, opCrash, opPartition, opHeal:
+	case opBuild, opDown, opStatus, opCrash, opPause, opResume, opPartition, opHeal:
 		if cfg.Shares == nil {
 			return agentReply{Error: "this agent builds no testbeds (not Linux)"}
 		}
@@ -181,6 +188,10 @@ func answer(req agentRequest, cfg AgentConfig) agentReply {
 			return r
 		case opCrash:
 			return errReply(cfg.Shares.Crash(req.Node))
+		case opPause:
+			return errReply(cfg.Shares.Pause(req.Node))
+		case opResume:
+			return errReply(cfg.Shares.Resume(req.Node))
 		case opPartition:
 			return errReply(cfg.Shares.Partition(req.Cut))
 		case opHeal:
@@ -291,6 +302,18 @@ func (a *Agent) Status() ([]SpanNodeState, error) {
 // Crash asks the agent to kill one of its nodes with SIGKILL.
 func (a *Agent) Crash(node string) error {
 	_, err := a.call(agentRequest{Op: opCrash, Node: node})
+	return err
+}
+
+// Pause asks the agent to stop one of its nodes with SIGSTOP.
+func (a *Agent) Pause(node string) error {
+	_, err := a.call(agentRequest{Op: opPause, Node: node})
+	return err
+}
+
+// Resume asks the agent to continue a paused node.
+func (a *Agent) Resume(node string) error {
+	_, err := a.call(agentRequest{Op: opResume, Node: node})
 	return err
 }
 

@@ -371,3 +371,39 @@ func startElectingSpan(t *testing.T) (*topologies.Topology, *remote.SpanNodes, *
 	})
 	return topo, nodes, sp
 }
+
+// The leader pauses (SIGSTOP, a node that hangs) on its host: the other
+// five elect the next highest; once it resumes, all six follow it again
+// under a new epoch.
+func TestSpanPause(t *testing.T) {
+	topo, nodes, sp := startElectingSpan(t)
+	var ids []string
+	byID := map[string]string{}
+	for name, id := range nodes.IDs {
+		ids = append(ids, id)
+		byID[id] = name
+	}
+	slices.Sort(ids)
+	top, next := ids[len(ids)-1], ids[len(ids)-2]
+	first := waitAgreed(t, sp, top, "")
+	leader, _ := topo.Node(byID[top])
+	host := slices.IndexFunc(topo.Hosts, func(h topologies.Host) bool { return h.Name == leader.Host })
+	paused := time.Now()
+	if err := sp.Pause(host, leader.Name); err != nil {
+		t.Fatal(err)
+	}
+	second := waitAgreed(t, sp, next, top)
+	t.Logf("leader %s on %s paused: the other five follow the next highest %v later", leader.Name, leader.Host, time.Since(paused).Round(time.Millisecond))
+	if err := sp.Resume(host, leader.Name); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.Now()
+	third := pollSpan(t, sp, "agreement on the resumed leader", func(states []remote.SpanNodeState) (uint64, bool) {
+		got, epoch, ok := remote.Agreed(states)
+		return epoch, ok && got == top && epoch > second
+	})
+	if !(first < second && second < third) {
+		t.Errorf("epochs %d, %d, %d: want each above the one before", first, second, third)
+	}
+	t.Logf("resumed: all six follow %s again at epoch %d, %v later", leader.Name, third, time.Since(resumed).Round(time.Millisecond))
+}

@@ -281,7 +281,7 @@ func FuzzRunAgent(f *testing.F) {
 	f.Add([]byte("{\"op\":\"hello\"}\n{\"op\":\"clock\"}\n{\"op\":\"probe\"}\n"))
 	f.Add([]byte("{\"op\":\"nope\"}\n"))
 	f.Add([]byte("not json\n"))
-	f.Add([]byte("{\"op\":\"build\",\"build\":{\"run\":\"x\",\"vni\":1}}\n{\"op\":\"status\"}\n{\"op\":\"crash\",\"node\":\"n1\"}\n{\"op\":\"partition\",\"groups\":[[\"n1\"],[\"n2\"]]}\n{\"op\":\"heal\"}\n{\"op\":\"down\"}\n"))
+	f.Add([]byte("{\"op\":\"build\",\"build\":{\"run\":\"x\",\"vni\":1}}\n{\"op\":\"status\"}\n{\"op\":\"crash\",\"node\":\"n1\"}\n{\"op\":\"partition\",\"groups\":[[\"n1\"],[\"n2\"]]}\n{\"op\":\"heal\"}\n{\"op\":\"pause\",\"node\":\"n2\"}\n{\"op\":\"resume\",\"node\":\"n2\"}\n{\"op\":\"down\"}\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var out strings.Builder
 		err := RunAgent(bytes.NewReader(in), &out, AgentConfig{Version: "test", Probe: func() error { return errors.New("no namespaces") }, Shares: fakeShares{}})
@@ -308,3 +308,5 @@ func (fakeShares) Status() ([]SpanNodeState, error) {
 }
 func (fakeShares) Partition([][]string) error { return nil }
 func (fakeShares) Heal() error                { return nil }
+func (fakeShares) Pause(string) error         { return nil }
+func (fakeShares) Resume(string) error        { return nil }

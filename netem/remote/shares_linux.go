@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -31,6 +32,7 @@ type HostShares struct {
 	// firewalls cut this host's nodes from others, by node; made on the
 	// first partition.
 	firewalls map[string]*netem.Firewall
+	paused    map[string]bool
 }
 
 // shareNode is a node the agent started.
@@ -246,6 +248,49 @@ func startShareNodes(tb *netem.Testbed, share *topologies.Topology, run string, 
 // Crash kills node with SIGKILL, as a crash fault does on one host, and
 // returns once its process is reaped.
 func (s *HostShares) Crash(name string) error {
+	return s.signal(name, (*netem.Process).Kill)
+}
+
+// pauseWait bounds the wait for a signalled node to stop or continue.
+const pauseWait = 10 * time.Second
+
+// Pause stops node with SIGSTOP, as a pause fault does on one host, and
+// returns once the kernel shows it stopped.
+func (s *HostShares) Pause(name string) error { return s.stopOrContinue(name, true) }
+
+// Resume continues a paused node.
+func (s *HostShares) Resume(name string) error { return s.stopOrContinue(name, false) }
+
+func (s *HostShares) stopOrContinue(name string, stop bool) error {
+	return s.signal(name, func(p *netem.Process) error {
+		send := p.Resume
+		if stop {
+			send = p.Pause
+		}
+		if err := send(); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), pauseWait)
+		defer cancel()
+		if err := p.WaitStopped(ctx, stop); err != nil {
+			return err
+		}
+		s.setPaused(name, stop)
+		return nil
+	})
+}
+
+func (s *HostShares) setPaused(name string, paused bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paused == nil {
+		s.paused = map[string]bool{}
+	}
+	s.paused[name] = paused
+}
+
+// signal applies fn to the process of node, one of this host's.
+func (s *HostShares) signal(name string, fn func(*netem.Process) error) error {
 	s.mu.Lock()
 	i := slices.IndexFunc(s.nodes, func(n shareNode) bool { return n.name == name })
 	var p *netem.Process
@@ -256,7 +301,7 @@ func (s *HostShares) Crash(name string) error {
 	if p == nil {
 		return fmt.Errorf("node %s does not run on this host", name)
 	}
-	if err := p.Kill(); err != nil {
+	if err := fn(p); err != nil {
 		return fmt.Errorf("node %s: %w", name, err)
 	}
 	return nil
@@ -269,6 +314,7 @@ const statusTimeout = 2 * time.Second
 func (s *HostShares) Status() ([]SpanNodeState, error) {
 	s.mu.Lock()
 	nodes := slices.Clone(s.nodes)
+	paused := maps.Clone(s.paused)
 	s.mu.Unlock()
 	out := make([]SpanNodeState, len(nodes))
 	var wg sync.WaitGroup
@@ -281,6 +327,11 @@ func (s *HostShares) Status() ([]SpanNodeState, error) {
 				return
 			default:
 				st.Running = true
+			}
+			if paused[n.name] {
+				st.Paused = true // it would not answer
+				out[i] = st
+				return
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
 			defer cancel()
@@ -329,6 +380,6 @@ func (s *HostShares) Down() error {
 		errs = append(errs, fw.Close())
 	}
 	errs = append(errs, s.tb.Close()) // kills the nodes first
-	s.tb, s.topo, s.nodes, s.firewalls = nil, nil, nil, nil
+	s.tb, s.topo, s.nodes, s.firewalls, s.paused = nil, nil, nil, nil, nil
 	return errors.Join(errs...)
 }

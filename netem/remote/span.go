@@ -198,13 +198,27 @@ func (sp *Span) Status() ([]SpanNodeState, error) {
 	return out, errors.Join(errs...)
 }
 
-// Crash kills node, on whichever host runs it, with SIGKILL. host is the
-// index of that host in the topology's hosts.
+// Crash kills node with SIGKILL on host, the index of the host that runs
+// it in the topology's hosts.
 func (sp *Span) Crash(host int, node string) error {
+	return sp.on(host, func(a *Agent) error { return a.Crash(node) })
+}
+
+// Pause stops node with SIGSTOP on host (see Crash); Resume continues it.
+func (sp *Span) Pause(host int, node string) error {
+	return sp.on(host, func(a *Agent) error { return a.Pause(node) })
+}
+
+// Resume continues a node Pause stopped.
+func (sp *Span) Resume(host int, node string) error {
+	return sp.on(host, func(a *Agent) error { return a.Resume(node) })
+}
+
+func (sp *Span) on(host int, fn func(*Agent) error) error {
 	if host < 0 || host >= len(sp.agents) || sp.agents[host] == nil {
 		return fmt.Errorf("no host %d in the span", host)
 	}
-	return sp.agents[host].Crash(node)
+	return fn(sp.agents[host])
 }
 
 // Partition cuts groups of nodes from each other, at every host; it
@@ -233,11 +247,11 @@ func (sp *Span) each(fn func(*Agent) error) error {
 
 // Agreed reports the leader's ID when every node in states that runs is
 // Normal and follows one leader at one epoch.
-// Crashed nodes (not running) are left out.
+// Crashed and paused nodes are left out.
 func Agreed(states []SpanNodeState) (leader string, epoch uint64, ok bool) {
 	n := 0
 	for _, s := range states {
-		if !s.Running {
+		if !s.Running || s.Paused {
 			continue
 		}
 		if s.Status != "normal" || n > 0 && (s.Leader != leader || s.Epoch != epoch) {
