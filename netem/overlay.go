@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -20,8 +19,7 @@ import (
 // host, every address is known in advance: each peer switch's device has
 // a permanent forwarding entry (its MAC at its host) and a permanent
 // neighbour entry (its overlay address at that MAC), so nothing is
-// flooded or learned. A peer given without a MAC gets an all-zeros entry
-// instead, which sends what has no entry to its host too.
+// flooded or learned.
 type Overlay struct {
 	// Name is the device's name, with the run's prefix.
 	Name string
@@ -32,9 +30,6 @@ type Overlay struct {
 	Port int
 	// Local is this host's address on the hosts' network.
 	Local netip.Addr
-	// Remotes are the other hosts' addresses on it, for peers whose
-	// device's MAC is not known.
-	Remotes []netip.Addr
 	// Peers are the switches of the other hosts.
 	Peers []OverlayPeer
 	// Addr, when valid, is the switch's own address on the overlay, and
@@ -67,15 +62,11 @@ func (o Overlay) validate() error {
 	case !o.Local.IsValid():
 		return fmt.Errorf("overlay %s: no local underlay address", o.Name)
 	}
-	remotes := slices.Clone(o.Remotes)
 	for _, p := range o.Peers {
 		if len(p.MAC) != 6 || !p.Addr.IsValid() {
 			return fmt.Errorf("overlay %s: peer at %s needs a MAC and an overlay address", o.Name, p.Underlay)
 		}
-		remotes = append(remotes, p.Underlay)
-	}
-	for _, r := range remotes {
-		if !r.IsValid() || r == o.Local || r.Is4() != o.Local.Is4() {
+		if r := p.Underlay; !r.IsValid() || r == o.Local || r.Is4() != o.Local.Is4() {
 			return fmt.Errorf("overlay %s: remote %s is not another host's address of the family of %s", o.Name, r, o.Local)
 		}
 	}
@@ -156,25 +147,11 @@ func (o Overlay) configure(h *netlink.Handle) error {
 		}
 	}
 	index := link.Attrs().Index
-	fdb := func(mac net.HardwareAddr, host netip.Addr) error {
-		err := h.NeighAppend(&netlink.Neigh{
-			LinkIndex: index, Family: unix.AF_BRIDGE, Flags: netlink.NTF_SELF,
-			State: netlink.NUD_PERMANENT | netlink.NUD_NOARP,
-			IP:    net.IP(host.AsSlice()), HardwareAddr: mac,
-		})
-		if err != nil {
-			return fmt.Errorf("overlay %s: forwarding entry for host %s: %w", o.Name, host, err)
-		}
-		return nil
-	}
-	for _, r := range o.Remotes {
-		if err := fdb(net.HardwareAddr{0, 0, 0, 0, 0, 0}, r); err != nil {
-			return err
-		}
-	}
 	for _, p := range o.Peers {
-		if err := fdb(p.MAC, p.Underlay); err != nil {
-			return err
+		fdb := &netlink.Neigh{LinkIndex: index, Family: unix.AF_BRIDGE, Flags: netlink.NTF_SELF,
+			State: netlink.NUD_PERMANENT | netlink.NUD_NOARP, IP: net.IP(p.Underlay.AsSlice()), HardwareAddr: p.MAC}
+		if err := h.NeighAppend(fdb); err != nil {
+			return fmt.Errorf("overlay %s: forwarding entry for host %s: %w", o.Name, p.Underlay, err)
 		}
 		ne := &netlink.Neigh{LinkIndex: index, Family: unix.AF_INET, State: netlink.NUD_PERMANENT,
 			IP: net.IP(p.Addr.AsSlice()), HardwareAddr: p.MAC}

@@ -27,10 +27,9 @@ func TestOverlay(t *testing.T) {
 		addr := netip.MustParsePrefix(fmt.Sprintf("10.251.0.%d/24", i+1))
 		addrs = append(addrs, addr)
 		o := netem.Overlay{
-			Name: fmt.Sprintf("%sx%d", hs.Run, i+1), VNI: 4242,
-			Local: hs.Underlay[i], Remotes: []netip.Addr{hs.Underlay[1-i]}, Addr: addr,
+			Name: fmt.Sprintf("%sx%d", hs.Run, i+1), VNI: 4242, Local: hs.Underlay[i], Addr: addr, MAC: overlayMAC(i),
+			Peers: []netem.OverlayPeer{{Underlay: hs.Underlay[1-i], Addr: netip.MustParseAddr(fmt.Sprintf("10.251.0.%d", 2-i)), MAC: overlayMAC(1 - i)}},
 		}
-		// Flooded to the one other host, as a peer without a MAC.
 		if err := netem.AddOverlay(hs.Namespaces[i], sw, o); err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +57,6 @@ func TestOverlayShares(t *testing.T) {
 		t.Fatal(err)
 	}
 	overlayAddr := func(k int) netip.Addr { return netip.AddrFrom4([4]byte{169, 254, 1, byte(k + 1)}) }
-	mac := func(k int) net.HardwareAddr { return net.HardwareAddr{0x02, 0x76, 0, 0, 0, byte(k + 1)} }
 	runs := []string{hs.Run + "a", hs.Run + "b"}
 	for k, h := range topo.Hosts {
 		share, err := topo.Share(h.Name)
@@ -83,8 +81,8 @@ func TestOverlayShares(t *testing.T) {
 		}
 		o := netem.Overlay{
 			Name: runs[k] + "vx", VNI: 77, Local: hs.Underlay[k],
-			Addr: netip.PrefixFrom(overlayAddr(k), 24), MAC: mac(k),
-			Peers: []netem.OverlayPeer{{Underlay: hs.Underlay[other], Addr: overlayAddr(other), MAC: mac(other)}},
+			Addr: netip.PrefixFrom(overlayAddr(k), 24), MAC: overlayMAC(k),
+			Peers: []netem.OverlayPeer{{Underlay: hs.Underlay[other], Addr: overlayAddr(other), MAC: overlayMAC(other)}},
 		}
 		if err := tb.JoinOverlay(hs.Namespaces[k], o, remote); err != nil {
 			t.Fatal(err)
@@ -97,3 +95,6 @@ func TestOverlayShares(t *testing.T) {
 	}
 	remotetest.Connect(t, netem.NodeNamespace(runs[0], "n1"), netem.NodeNamespace(runs[1], "n2"), n2.Addr)
 }
+
+// overlayMAC is stand-in host k's overlay device's MAC.
+func overlayMAC(k int) net.HardwareAddr { return net.HardwareAddr{0x02, 0x76, 0, 0, 0, byte(k + 1)} }

@@ -470,8 +470,8 @@ func (l *Lab) hostSignal(f fault.Fault, nodes []*labNode, pause bool) (fault.Fau
 // cluster ran here. The rest hold what the nodes need at rest (about ten
 // files a node at 1000: both ends of its connections, its listeners, log,
 // lock and namespace) and their state saves. Behind a partition of 1000
-// nodes, 501 of them each dialled 498 unreachable peers at once: 250,000
-// sockets waiting on SYNs that go unanswered, without the bound.
+// nodes, 501 of them each dial 498 unreachable peers at once: without the
+// bound, 501 x 498 sockets would wait on SYNs that go unanswered.
 func dialSlots(files uint64, members int) int {
 	return int(min(max(files/8/uint64(max(members, 1)), 2), node.DefaultMaxDialing))
 }

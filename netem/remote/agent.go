@@ -223,7 +223,6 @@ func answer(req agentRequest, cfg AgentConfig) agentReply {
 // Agent is `bullylab agent` running on a host, driven over its SSH
 // connection.
 type Agent struct {
-	client *Client
 	name   string
 	cancel context.CancelFunc
 	done   chan error
@@ -244,7 +243,7 @@ func (c *Client) StartAgent(ctx context.Context, binary string) (*Agent, error) 
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(ctx)
-	a := &Agent{client: c, name: c.host.Name, cancel: cancel, done: make(chan error, 1), in: inW}
+	a := &Agent{name: c.host.Name, cancel: cancel, done: make(chan error, 1), in: inW}
 	a.out = bufio.NewScanner(outR)
 	a.out.Buffer(make([]byte, 4096), maxAgentLine)
 	go func() {

@@ -48,23 +48,33 @@ type HostReport struct {
 // binary there when the host's differs, starts the agent, and asks it who
 // it is, for its clock and whether the host can run a testbed.
 func Check(ctx context.Context, hosts []topologies.Host, opts CheckOptions) []HostReport {
-	if opts.BinaryDir == "" {
-		opts.BinaryDir = DefaultBinaryDir
-	}
 	out := make([]HostReport, len(hosts))
-	sum, err := fileSHA256(opts.Binary)
+	remoteBin, err := remoteBinary(opts)
 	var wg sync.WaitGroup
 	for i, h := range hosts {
 		out[i].Host = h
 		if err != nil {
-			out[i].Err = fmt.Errorf("the controller's binary: %w", err)
+			out[i].Err = err
 			continue
 		}
-		remoteBin := path.Join(opts.BinaryDir, "bullylab-"+sum[:16])
 		wg.Go(func() { out[i] = checkHost(ctx, h, opts, remoteBin) })
 	}
 	wg.Wait()
 	return out
+}
+
+// remoteBinary is where on a host the controller's binary goes: in
+// opts.BinaryDir (DefaultBinaryDir when empty), named by its SHA-256.
+func remoteBinary(opts CheckOptions) (string, error) {
+	sum, err := fileSHA256(opts.Binary)
+	if err != nil {
+		return "", fmt.Errorf("the controller's binary: %w", err)
+	}
+	dir := opts.BinaryDir
+	if dir == "" {
+		dir = DefaultBinaryDir
+	}
+	return path.Join(dir, "bullylab-"+sum[:16]), nil
 }
 
 func checkHost(ctx context.Context, h topologies.Host, opts CheckOptions, remoteBin string) HostReport {

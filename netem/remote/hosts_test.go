@@ -122,12 +122,7 @@ func TestCheck(t *testing.T) {
 // connection is lost tears its share down by itself.
 func TestSpan(t *testing.T) {
 	hs := remotetest.Start(t, 3)
-	var yaml strings.Builder
-	yaml.WriteString("nodes: 6\nhosts:\n")
-	for _, h := range hs.Hosts {
-		fmt.Fprintf(&yaml, "  - {name: %s, ssh: %q, user: root, key: %q, known_hosts: %q}\n", h.Name, h.SSH, h.Key, h.KnownHosts)
-	}
-	file := []byte(yaml.String())
+	file := []byte(spanTopology(hs, "nodes: 6\n"))
 	topo, err := topologies.Parse("span.yaml", file)
 	if err != nil {
 		t.Fatal(err)
@@ -175,20 +170,20 @@ func TestSpan(t *testing.T) {
 
 // BenchmarkSpan builds star64 over three stand-in hosts and tears it down:
 // SSH to each, the agents' shares and the overlay (s/up), and every
-// share's teardown (s/down). The binary is on the hosts already.
+// share's teardown (s/down). The binary is copied to the hosts before.
 func BenchmarkSpan(b *testing.B) {
 	hs := remotetest.Start(b, 3)
-	var yaml strings.Builder
-	yaml.WriteString("name: star64x3\nnodes: 64\nhosts:\n")
-	for _, h := range hs.Hosts {
-		fmt.Fprintf(&yaml, "  - {name: %s, ssh: %q, user: root, key: %q, known_hosts: %q}\n", h.Name, h.SSH, h.Key, h.KnownHosts)
-	}
-	file := []byte(yaml.String())
+	file := []byte(spanTopology(hs, "name: star64x3\nnodes: 64\n"))
 	topo, err := topologies.Parse("star64x3.yaml", file)
 	if err != nil {
 		b.Fatal(err)
 	}
 	opts := remote.SpanOptions{CheckOptions: remote.CheckOptions{Binary: labtest.Binary(b), BinaryDir: b.TempDir(), Dial: hs.DialTCP}}
+	for _, r := range remote.Check(b.Context(), hs.Hosts, opts.CheckOptions) {
+		if r.Err != nil {
+			b.Fatal(r.Err)
+		}
+	}
 	var up, down time.Duration
 	for b.Loop() {
 		start := time.Now()

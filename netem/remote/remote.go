@@ -219,9 +219,6 @@ func expandHome(path string) string {
 	return path
 }
 
-// Host is the host c reaches.
-func (c *Client) Host() topologies.Host { return c.host }
-
 // Close closes the connection; whatever runs over it is cut off.
 func (c *Client) Close() error {
 	err := c.conn.Close()

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"path"
 	"strconv"
 	"sync"
 
@@ -82,14 +81,10 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 	if len(topo.Hosts) == 0 {
 		return nil, fmt.Errorf("topology %s has no hosts", topo.Name)
 	}
-	if opts.BinaryDir == "" {
-		opts.BinaryDir = DefaultBinaryDir
-	}
-	sum, err := fileSHA256(opts.Binary)
+	remoteBin, err := remoteBinary(opts)
 	if err != nil {
-		return nil, fmt.Errorf("the controller's binary: %w", err)
+		return nil, err
 	}
-	remoteBin := path.Join(opts.BinaryDir, "bullylab-"+sum[:16])
 	sp, err := newSpan(len(topo.Hosts))
 	if err != nil {
 		return nil, err

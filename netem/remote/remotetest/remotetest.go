@@ -47,6 +47,8 @@ type Hosts struct {
 	// on the hosts' network, in the order of Hosts.
 	Namespaces []string
 	Underlay   []netip.Addr
+	// HostKeys are the hosts' public keys, which known_hosts holds.
+	HostKeys []ssh.PublicKey
 	// Hub is the namespace the underlay meets in; dial from it.
 	Hub string
 }
@@ -107,7 +109,7 @@ func Start(t testing.TB, k int) *Hosts {
 	})
 	dir := t.TempDir()
 	privsepDir(t)
-	clientPub := writeKey(t, filepath.Join(dir, "client_key"))
+	clientPub := WriteKey(t, filepath.Join(dir, "client_key"))
 	must(t, os.WriteFile(filepath.Join(dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub), 0o600))
 	ipCmd(t, "netns", "add", hs.Hub)
 	ipCmd(t, "-n", hs.Hub, "link", "set", "lo", "up")
@@ -120,6 +122,7 @@ func Start(t testing.TB, k int) *Hosts {
 		pub := hs.addHost(t, dir, ns, i+1, addr)
 		hs.Namespaces = append(hs.Namespaces, ns)
 		hs.Underlay = append(hs.Underlay, addr.Addr())
+		hs.HostKeys = append(hs.HostKeys, pub)
 		sshAddr := net.JoinHostPort(addr.Addr().String(), "22")
 		known = append(known, knownhosts.Line([]string{knownhosts.Normalize(sshAddr)}, pub))
 		hs.Hosts = append(hs.Hosts, topologies.Host{
@@ -185,7 +188,7 @@ func (hs *Hosts) addHost(t testing.TB, dir, ns string, k int, addr netip.Prefix)
 	ipCmd(t, "-n", ns, "addr", "add", addr.String(), "dev", here)
 	ipCmd(t, "-n", ns, "link", "set", here, "up")
 	hostKey := filepath.Join(dir, fmt.Sprintf("host%d_key", k))
-	pub := writeKey(t, hostKey)
+	pub := WriteKey(t, hostKey)
 	cfg := filepath.Join(dir, fmt.Sprintf("sshd%d_config", k))
 	must(t, os.WriteFile(cfg, fmt.Appendf(nil, `ListenAddress %s:22
 HostKey %s
@@ -245,9 +248,9 @@ func privsepDir(t testing.TB) {
 	}
 }
 
-// writeKey writes a new ed25519 private key in OpenSSH's format to path
+// WriteKey writes a new ed25519 private key in OpenSSH's format to path
 // and returns its public key.
-func writeKey(t testing.TB, path string) ssh.PublicKey {
+func WriteKey(t testing.TB, path string) ssh.PublicKey {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	must(t, err)
