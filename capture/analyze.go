@@ -145,6 +145,10 @@ type Report struct {
 	Stream    DissectorStats `json:"stream"`
 	// StreamErrors lists corrupt frames, gaps and streams cut inside a frame.
 	StreamErrors []StreamErrorReport `json:"stream_errors"`
+	// ClockErrorNS, in a capture merged from several hosts' (Merge),
+	// bounds the error of the time between two of its items, a time to
+	// leader across hosts included.
+	ClockErrorNS int64 `json:"clock_error_ns,omitempty"`
 	// Capture holds the live capture's counters from the end record.
 	Capture *CaptureStats `json:"capture,omitempty"`
 	// Truncated is set when the file ends inside a block, as the capture
@@ -589,6 +593,7 @@ func (a *analyzer) testbed(tb *TestbedInfo) {
 	for _, n := range tb.Nodes {
 		a.addNode(n)
 	}
+	a.rep.ClockErrorNS = max(a.rep.ClockErrorNS, tb.ClockErrorNS)
 	if tb.Clock != nil && tb.Clock.TSUnitNS > 0 && a.wire.clock == nil {
 		c := *tb.Clock
 		a.wire.clock = &c

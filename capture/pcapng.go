@@ -88,6 +88,12 @@ type TestbedInfo struct {
 	// Clock relates the nodes' TCP timestamps to the capture's time line;
 	// nil when the testbed did not say (then messages have no send times).
 	Clock *ClockInfo `json:"clock,omitempty"`
+	// Hosts, in a capture merged from the hosts of a testbed that spans
+	// them (Merge), say how each host's timestamps were put on the file's
+	// clock; ClockErrorNS bounds the error of the time between any two
+	// items of the file.
+	Hosts        []HostClock `json:"hosts,omitempty"`
+	ClockErrorNS int64       `json:"clock_error_ns,omitempty"`
 }
 
 // ClockInfo says how to read the nodes' TCP timestamp options (TSval) as

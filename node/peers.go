@@ -2,12 +2,17 @@ package node
 
 import (
 	"bufio"
+	"bytes"
+	crand "crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -341,4 +346,32 @@ func peerPlural(n int, word string) string {
 		return word
 	}
 	return word + "s"
+}
+
+// NewIDs draws n version-4 UUIDs and sorts them, Bully priority
+// ascending, so that the i-th goes to a topology's i-th node. A seed other
+// than 0 draws them from an RNG seeded with it, reproducibly; 0 draws them
+// from crypto/rand.
+func NewIDs(n int, seed int64) ([]uuid.UUID, error) {
+	var r io.Reader = crand.Reader
+	if seed != 0 {
+		var s [32]byte
+		binary.LittleEndian.PutUint64(s[:], uint64(seed))
+		r = rand.NewChaCha8(s)
+	}
+	ids := make([]uuid.UUID, n)
+	for i := range ids {
+		id, err := uuid.NewRandomFromReader(r)
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+	}
+	slices.SortFunc(ids, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+	for i := 1; i < n; i++ {
+		if ids[i] == ids[i-1] {
+			return nil, fmt.Errorf("drew %s twice", ids[i])
+		}
+	}
+	return ids, nil
 }

@@ -373,3 +373,30 @@ func TestPeersFrom(t *testing.T) {
 		t.Errorf("ParsePeerListFrom = %q, %v", from, err)
 	}
 }
+
+// A seed reproduces the IDs; they ascend, so that index is priority.
+func TestNewIDs(t *testing.T) {
+	a, err := NewIDs(50, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewIDs(50, 42)
+	c, _ := NewIDs(50, 43)
+	if !slices.Equal(a, b) {
+		t.Error("the same seed drew different IDs")
+	}
+	if slices.Equal(a, c) {
+		t.Error("different seeds drew the same IDs")
+	}
+	for i, id := range a {
+		if id.Version() != 4 || id.Variant() != uuid.RFC4122 {
+			t.Errorf("ID %s is not a version-4 UUID", id)
+		}
+		if i > 0 && !Less(a[i-1], id) {
+			t.Errorf("IDs not ascending at %d: %s then %s", i, a[i-1], id)
+		}
+	}
+	if r, _ := NewIDs(3, 0); len(r) != 3 {
+		t.Errorf("unseeded: %v", r)
+	}
+}

@@ -470,8 +470,8 @@ func (l *Lab) Partition(groups [][]string, oneWay bool) (fault.Fault, error) {
 // series of set updates.
 func (l *Lab) setBlocked(want map[string]map[string]bool) error {
 	for name, srcs := range want {
-		if len(srcs) == 0 {
-			continue
+		if len(srcs) == 0 || l.byName[name].host != "" {
+			continue // another host's lab cuts at its nodes
 		}
 		if err := l.ensureFirewall(l.byName[name]); err != nil {
 			return err
@@ -606,13 +606,19 @@ func (l *Lab) LossNodes(nodes, peers []string, percent float64) (fault.Fault, er
 }
 
 func (l *Lab) impair(kind fault.Kind, names, peerNames []string, change func(*fault.Impairment)) (fault.Fault, error) {
-	nodes, end, err := l.beginOn(kind, names, nil)
+	end, err := l.begin()
 	if err != nil {
 		return fault.Fault{}, err
 	}
 	defer end()
+	// Another host's senders are kept too: receivers here apply the loss
+	// of what they send.
+	nodes, err := l.anyNodesOf(names)
+	if err != nil {
+		return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
+	}
 	if len(peerNames) > 0 {
-		if _, err := l.nodesOf(peerNames); err != nil {
+		if _, err := l.anyNodesOf(peerNames); err != nil {
 			return fault.Fault{}, fmt.Errorf("%s: peer: %w", kind, err)
 		}
 	}
@@ -717,9 +723,9 @@ func (l *Lab) Clear(names ...string) (fault.Fault, error) {
 		return fault.Fault{}, err
 	}
 	defer end()
-	nodes := l.nodes
+	nodes := l.all
 	if len(names) > 0 {
-		if nodes, err = l.nodesOf(names); err != nil {
+		if nodes, err = l.anyNodesOf(names); err != nil {
 			return fault.Fault{}, fmt.Errorf("clear: %w", err)
 		}
 	}
@@ -804,6 +810,9 @@ func (l *Lab) wantedPairsLocked(n *labNode) map[netip.Addr]fault.Impairment {
 // creating it on first need: a lab that never impairs a node costs that
 // node nothing. Loss is left out: the receivers apply it (applyLoss).
 func (l *Lab) applyImpairments(n *labNode) error {
+	if n.host != "" {
+		return nil // its own host's lab impairs what it sends
+	}
 	l.mu.Lock()
 	link, pairs, imp := withoutLoss(n.link), l.wantedPairsLocked(n), n.imp
 	l.mu.Unlock()
@@ -868,7 +877,7 @@ func (l *Lab) applyLoss() error {
 	for _, r := range l.nodes {
 		l.mu.Lock()
 		loss := map[netip.Addr]float64{}
-		for _, s := range l.nodes {
+		for _, s := range l.all {
 			if s == r {
 				continue
 			}
@@ -899,8 +908,8 @@ func (l *Lab) applyLoss() error {
 func (l *Lab) Lossy() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, s := range l.nodes {
-		for _, r := range l.nodes {
+	for _, s := range l.all {
+		for _, r := range l.all {
 			if s != r && l.pairImpairmentLocked(s, r.name).Loss > 0 {
 				return true
 			}
@@ -916,8 +925,8 @@ func (l *Lab) MaxDelay() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var d time.Duration
-	for _, s := range l.nodes {
-		for _, r := range l.nodes {
+	for _, s := range l.all {
+		for _, r := range l.all {
 			if s != r {
 				imp := l.pairImpairmentLocked(s, r.name)
 				d = max(d, imp.Delay+imp.Jitter)
@@ -941,7 +950,7 @@ func (l *Lab) describeImpairments(n *labNode) string {
 	// Peers with the same impairment share one entry.
 	byImp := map[fault.Impairment][]string{}
 	var order []fault.Impairment
-	for _, p := range l.nodes {
+	for _, p := range l.all {
 		imp, ok := pairs[p.addr]
 		if !ok {
 			continue

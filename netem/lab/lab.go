@@ -3,13 +3,10 @@ package lab
 import (
 	"bytes"
 	"context"
-	crand "crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -66,8 +63,30 @@ type StartOptions struct {
 	// file (see CaptureOptions), stopped by Close before anything is torn
 	// down.
 	Capture *CaptureOptions
+	// Share, when set, has the lab build one host's part of a topology
+	// that spans hosts (its hosts: section); nil refuses such a topology.
+	Share *Share
 
 	hostEnv []string // a shared host's environment
+}
+
+// Share is the part of a topology spanning hosts that one host's lab
+// builds and runs: that host's nodes, in members lists naming every node.
+// The nodes of the other hosts are peers the lab knows by name and
+// address, so that partitions and impairments can name them: a partition
+// is cut, and loss applied, at the receivers, so every host's lab takes
+// every partition and every delay or loss fault, and acts on its own
+// nodes. Faults on processes (crash, pause, restart) go to the host that
+// runs the nodes.
+type Share struct {
+	// Host is the hosts entry this lab runs.
+	Host string
+	// IDs are every node's ID, in topology order: the controller draws
+	// them once (node.NewIDs) for all hosts.
+	IDs []uuid.UUID
+	// Join, when not nil, connects the built share to the other hosts'
+	// before any node starts (Testbed.JoinOverlay).
+	Join func(*netem.Testbed) error
 }
 
 // NodeRuntimeEnv tunes the Go runtime of node processes when Options.Env
@@ -109,9 +128,12 @@ type Lab struct {
 	opts    StartOptions
 	peers   string // the peers file every node reads
 	key     wire.Key
-	keyFile string // where key is, for the nodes' --cluster-key
-	nodes   []*labNode
-	byName  map[string]*labNode
+	keyFile string     // where key is, for the nodes' --cluster-key
+	nodes   []*labNode // the nodes this lab runs, in topology order
+	// all are every node of the topology: nodes, and in a Share the other
+	// hosts' nodes too, in topology order.
+	all     []*labNode
+	byName  map[string]*labNode // all of them
 	byID    map[uuid.UUID]*labNode
 	times   Times
 	tmpfs   bool // mounted a tmpfs on DataRoot(run)
@@ -149,6 +171,10 @@ type nodeProc interface {
 }
 
 type labNode struct {
+	// host names the hosts entry that runs the node, when that is not
+	// this lab's host (see Share): the lab only knows its address, and
+	// the impairments of what it sends, which receivers here apply.
+	host    string
 	name    string
 	index   int
 	ns      string
@@ -200,18 +226,18 @@ const (
 // Node IDs are random version-4 UUIDs assigned in ascending order, so a
 // node's index is its Bully priority: in star5, n5 is the highest and wins.
 func Start(ctx context.Context, topo *topologies.Topology, opts StartOptions) (*Lab, error) {
-	if len(topo.Hosts) > 0 {
+	if len(topo.Hosts) > 0 && opts.Share == nil {
 		// Refused rather than run here in full: a testbed of the wrong
 		// machines measures something else.
-		return nil, fmt.Errorf("lab: topology %s spans %d hosts (hosts:); testbeds across hosts are not built yet: leave the hosts section out to run every node on this machine", topo.Name, len(topo.Hosts))
+		return nil, fmt.Errorf("lab: topology %s spans %d hosts (hosts:): build it with --hosts, or leave the hosts section out to run every node on this machine", topo.Name, len(topo.Hosts))
 	}
 	opts, err := opts.withDefaults(topo)
 	if err != nil {
 		return nil, err
 	}
-	ids, err := nodeIDs(len(topo.Nodes), opts.Seed)
+	ids, here, err := opts.share(topo)
 	if err != nil {
-		return nil, fmt.Errorf("lab: node IDs: %w", err)
+		return nil, err
 	}
 	key, err := opts.key()
 	if err != nil {
@@ -222,13 +248,19 @@ func Start(ctx context.Context, topo *topologies.Topology, opts StartOptions) (*
 	// first election, the nodes boot while the testbed is still being
 	// built, in the order they boot in: the kernel serialises the build,
 	// which left a core idle for the 0.6 s 250 nodes take.
-	overlap := (opts.Capture == nil || !opts.Capture.FromBoot) && !topo.Impaired()
-	tb, err := claimTestbed(ctx, topo, opts.Run, !overlap)
+	// A share is joined to the other hosts' before its nodes boot.
+	overlap := (opts.Capture == nil || !opts.Capture.FromBoot) && !topo.Impaired() && opts.Share == nil
+	tb, err := claimTestbed(ctx, here, opts.Run, !overlap)
 	if err != nil {
 		return nil, err
 	}
 	l := newLab(tb, topo, opts, key, ids)
 	l.times = Times{Begin: begin, Built: time.Now()}
+	if s := opts.Share; s != nil && s.Join != nil {
+		if err := s.Join(tb); err != nil {
+			return nil, errors.Join(fmt.Errorf("lab: joining host %s to the others: %w", s.Host, err), l.Close())
+		}
+	}
 	// Written before any node starts, in the state directory that the
 	// testbed claimed (mode 0700), so that Close and Clean remove it.
 	if err := wire.WriteKeyFile(l.keyFile, l.key); err != nil {
@@ -271,6 +303,30 @@ func (opts StartOptions) withDefaults(topo *topologies.Topology) (StartOptions, 
 		return opts, errors.New("lab: topology has no nodes")
 	}
 	return opts, nil
+}
+
+// share returns the IDs of topo's nodes and the topology this host builds:
+// topo, or its share when opts.Share is set.
+func (opts StartOptions) share(topo *topologies.Topology) ([]uuid.UUID, *topologies.Topology, error) {
+	s := opts.Share
+	if s == nil {
+		ids, err := node.NewIDs(len(topo.Nodes), opts.Seed)
+		if err != nil {
+			return nil, nil, fmt.Errorf("lab: node IDs: %w", err)
+		}
+		return ids, topo, nil
+	}
+	if len(s.IDs) != len(topo.Nodes) {
+		return nil, nil, fmt.Errorf("lab: share of host %s: %d IDs for %d nodes", s.Host, len(s.IDs), len(topo.Nodes))
+	}
+	here, err := topo.Share(s.Host)
+	if err != nil {
+		return nil, nil, fmt.Errorf("lab: %w", err)
+	}
+	if len(here.Nodes) == 0 {
+		return nil, nil, fmt.Errorf("lab: host %s of topology %s runs no node", s.Host, topo.Name)
+	}
+	return s.IDs, here, nil
 }
 
 // key returns the cluster key opts give, or a new one.
@@ -321,8 +377,14 @@ func newLab(tb *netem.Testbed, topo *topologies.Topology, opts StartOptions, key
 		cancel:  cancel,
 	}
 	for i := range topo.Nodes {
-		n := l.newNode(&topo.Nodes[i], ids[i])
-		l.nodes = append(l.nodes, n)
+		tn := &topo.Nodes[i]
+		n := l.newNode(tn, ids[i])
+		if opts.Share != nil && tn.Host != opts.Share.Host {
+			n.host = tn.Host
+		} else {
+			l.nodes = append(l.nodes, n)
+		}
+		l.all = append(l.all, n)
 		l.byName[n.name] = n
 		l.byID[n.id] = n
 	}
@@ -366,8 +428,8 @@ func (l *Lab) newNode(tn *topologies.Node, id uuid.UUID) *labNode {
 
 // members lists the nodes as the peers file has them.
 func (l *Lab) members() []wire.Member {
-	members := make([]wire.Member, len(l.nodes))
-	for i, n := range l.nodes {
+	members := make([]wire.Member, len(l.all))
+	for i, n := range l.all {
 		members[i] = wire.Member{ID: n.id, Addr: n.listen}
 	}
 	return members
@@ -505,31 +567,6 @@ func (l *Lab) start(ctx context.Context) error {
 
 // DataRoot holds a lab's node data dirs, one per node, on a tmpfs.
 func DataRoot(run string) string { return filepath.Join(netem.StateDir(run), "nodes") }
-
-// nodeIDs draws n version-4 UUIDs and sorts them, Bully priority ascending.
-func nodeIDs(n int, seed int64) ([]uuid.UUID, error) {
-	var r io.Reader = crand.Reader
-	if seed != 0 {
-		var s [32]byte
-		binary.LittleEndian.PutUint64(s[:], uint64(seed))
-		r = rand.NewChaCha8(s)
-	}
-	ids := make([]uuid.UUID, n)
-	for i := range ids {
-		id, err := uuid.NewRandomFromReader(r)
-		if err != nil {
-			return nil, err
-		}
-		ids[i] = id
-	}
-	slices.SortFunc(ids, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
-	for i := 1; i < n; i++ {
-		if ids[i] == ids[i-1] {
-			return nil, fmt.Errorf("drew %s twice", ids[i])
-		}
-	}
-	return ids, nil
-}
 
 // boot starts the nodes' processes and waits until their control sockets
 // answer, keeping at most bootWindow of them booting at once; with pace, a
@@ -1014,7 +1051,17 @@ func (l *Lab) emit(f fault.Fault) {
 	}
 }
 
+// node returns one of the nodes this lab runs.
 func (l *Lab) node(name string) (*labNode, error) {
+	n, err := l.anyNode(name)
+	if err == nil && n.host != "" {
+		return nil, fmt.Errorf("node %s runs on host %s, not in run %s", name, n.host, l.tb.Run())
+	}
+	return n, err
+}
+
+// anyNode returns any node of the topology, one of another host's too.
+func (l *Lab) anyNode(name string) (*labNode, error) {
 	n := l.byName[name]
 	if n == nil {
 		return nil, fmt.Errorf("run %s has no node %q", l.tb.Run(), name)
@@ -1022,14 +1069,24 @@ func (l *Lab) node(name string) (*labNode, error) {
 	return n, nil
 }
 
+// nodesOf resolves names to nodes this lab runs.
 func (l *Lab) nodesOf(names []string) ([]*labNode, error) {
+	return l.resolve(names, l.node)
+}
+
+// anyNodesOf resolves names to nodes of the topology, wherever they run.
+func (l *Lab) anyNodesOf(names []string) ([]*labNode, error) {
+	return l.resolve(names, l.anyNode)
+}
+
+func (l *Lab) resolve(names []string, lookup func(string) (*labNode, error)) ([]*labNode, error) {
 	if len(names) == 0 {
 		return nil, errors.New("no node given")
 	}
 	out := make([]*labNode, 0, len(names))
 	seen := map[string]bool{}
 	for _, name := range names {
-		n, err := l.node(name)
+		n, err := lookup(name)
 		if err != nil {
 			return nil, err
 		}

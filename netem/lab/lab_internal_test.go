@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,35 +11,8 @@ import (
 	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
-	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
 )
-
-func TestNodeIDs(t *testing.T) {
-	a, err := nodeIDs(50, 42)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := nodeIDs(50, 42)
-	c, _ := nodeIDs(50, 43)
-	if !slices.Equal(a, b) {
-		t.Error("the same seed drew different IDs")
-	}
-	if slices.Equal(a, c) {
-		t.Error("different seeds drew the same IDs")
-	}
-	for i, id := range a {
-		if id.Version() != 4 || id.Variant() != uuid.RFC4122 {
-			t.Errorf("ID %s is not a version-4 UUID", id)
-		}
-		if i > 0 && !node.Less(a[i-1], id) {
-			t.Errorf("IDs not ascending at %d: %s then %s", i, a[i-1], id)
-		}
-	}
-	if r, _ := nodeIDs(3, 0); len(r) != 3 {
-		t.Errorf("unseeded: %v", r)
-	}
-}
 
 func TestCombine(t *testing.T) {
 	got := combine(fault.Impairment{Delay: 5 * time.Millisecond, Loss: 10, Reorder: 5},

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/netem/fault"
 )
 
 // The agent protocol: the controller writes one JSON agentRequest a line
@@ -22,22 +26,18 @@ import (
 type agentRequest struct {
 	Op    string        `json:"op"`
 	Build *ShareRequest `json:"build,omitempty"`
-	Node  string        `json:"node,omitempty"`   // crash's, pause's, resume's
-	Cut   [][]string    `json:"groups,omitempty"` // partition's
+	Fault *fault.Fault  `json:"fault,omitempty"`
 }
 
 const (
-	opHello     = "hello"     // who the agent is
-	opClock     = "clock"     // the agent's clock, read on arrival
-	opProbe     = "probe"     // whether the host can run a testbed
-	opBuild     = "build"     // build this host's share of a testbed
-	opDown      = "down"      // tear it down
-	opStatus    = "status"    // the share's nodes
-	opCrash     = "crash"     // SIGKILL one of them
-	opPause     = "pause"     // SIGSTOP one of them
-	opResume    = "resume"    // SIGCONT it
-	opPartition = "partition" // cut groups of nodes from each other
-	opHeal      = "heal"      // end every cut
+	opHello   = "hello"   // who the agent is
+	opClock   = "clock"   // the agent's clock, read on arrival
+	opProbe   = "probe"   // whether the host can run a testbed
+	opBuild   = "build"   // build this host's share of a testbed
+	opDown    = "down"    // tear it down
+	opStatus  = "status"  // the share's nodes
+	opFault   = "fault"   // apply a fault to the share
+	opCapture = "capture" // stop the share's capture
 )
 
 // ShareRequest asks an agent to build its host's share of a testbed.
@@ -55,33 +55,35 @@ type ShareRequest struct {
 	// Switches are every host's switch on the overlay, in the order of
 	// the topology's hosts.
 	Switches []OverlaySwitch `json:"switches"`
-	// Nodes, when set, has the agent start its share's nodes.
-	Nodes *SpanNodes `json:"nodes,omitempty"`
+	// Cluster is what every host's nodes share.
+	Cluster SpanCluster `json:"cluster"`
+	// Backend forces an impairment backend; "" takes what the host has.
+	Backend string `json:"backend,omitempty"`
+	// Capture has the share capture its switch once its nodes answer,
+	// until the capture op; the file is in the reply.
+	Capture bool `json:"capture,omitempty"`
 }
 
-// SpanNodes is what every host's nodes share: the cluster's membership
-// and key. Each node runs as a `bullylab node` process of the agent's own
-// binary, with the topology's settings.
-type SpanNodes struct {
-	// Peers is the peers file of every node of the topology.
-	Peers []byte `json:"peers"`
+// SpanCluster is what every host's nodes share: their IDs and the
+// cluster key. Each node runs as a `bullylab node` process of the agent's
+// own binary, or in its shared host, as the topology says.
+type SpanCluster struct {
+	// IDs are every node's ID, in topology order, ascending (node.NewIDs).
+	IDs []string `json:"ids"`
 	// Key is the cluster key, as its file holds it (wire.Key.Encode).
 	Key string `json:"key"`
-	// IDs are the nodes' IDs by name.
-	IDs map[string]string `json:"ids"`
 }
 
-// SpanNodeState is one node of a share as its agent sees it.
-type SpanNodeState struct {
-	Node    string `json:"node"`
-	Running bool   `json:"running"`
-	Paused  bool   `json:"paused,omitempty"` // stopped by a pause; not asked
-	// From its control socket, when it answered: its status, the ID of
-	// its leader and the leader's epoch.
-	Status string `json:"status,omitempty"`
-	Leader string `json:"leader,omitempty"`
-	Epoch  uint64 `json:"epoch,omitempty"`
-	Error  string `json:"error,omitempty"`
+// ShareBuilt is what an agent says of the share it built.
+type ShareBuilt struct {
+	// Capture is the path of the share's capture on the host, when asked
+	// for: the controller fetches it after the capture op, before down
+	// removes it.
+	Capture string `json:"capture,omitempty"`
+	// Started is when the share's first node started, Ready when all of
+	// them answered, on the host's clock.
+	Started time.Time `json:"started"`
+	Ready   time.Time `json:"ready"`
 }
 
 // OverlaySwitch is one host's switch on a testbed's overlay.
@@ -92,22 +94,17 @@ type OverlaySwitch struct {
 }
 
 // Shares is what builds and tears down this host's share of testbeds for
-// the agent: netem's on Linux.
+// the agent: a netem lab's on Linux.
 type Shares interface {
-	Build(ShareRequest) error
-	// Status reads the share's nodes.
-	Status() ([]SpanNodeState, error)
-	// Crash kills node with SIGKILL and returns once it is gone.
-	Crash(node string) error
-	// Pause stops node with SIGSTOP, a node that hangs, and returns once
-	// it is stopped; Resume continues it.
-	Pause(node string) error
-	Resume(node string) error
-	// Partition drops, at each of this host's nodes in one of groups,
-	// what arrives from the nodes of the other groups, wherever they run;
-	// it replaces any partition before. Heal ends it.
-	Partition(groups [][]string) error
-	Heal() error
+	Build(ShareRequest) (ShareBuilt, error)
+	// Status reads the share's nodes: lab.NodeState's JSON, which the
+	// controller decodes (the lab builds on Linux alone).
+	Status() (json.RawMessage, error)
+	// Apply applies a fault to the share (lab.Lab.Apply) and returns its
+	// record, stamped with this host's clock.
+	Apply(fault.Fault) (fault.Fault, error)
+	// StopCapture ends the share's capture, flushed to its file.
+	StopCapture() (capture.CaptureStats, error)
 	// Down tears the share down; also when the agent's input ends.
 	Down() error
 }
@@ -131,15 +128,21 @@ type agentReply struct {
 	Wall int64 `json:"wall,omitempty"`
 	// probe: why the host cannot run a testbed, "" when it can
 	Unfit string `json:"unfit,omitempty"`
+	// build
+	Built *ShareBuilt `json:"built,omitempty"`
 	// status
-	Nodes []SpanNodeState `json:"nodes,omitempty"`
+	Nodes json.RawMessage `json:"nodes,omitempty"`
+	// fault: its record
+	Fault *fault.Fault `json:"fault,omitempty"`
+	// capture
+	Stats *capture.CaptureStats `json:"stats,omitempty"`
 }
 
 // ProbeFunc says why this host cannot run a testbed, or nil.
 type ProbeFunc func() error
 
 // maxAgentLine bounds one line of the protocol.
-const maxAgentLine = 64 << 10
+const maxAgentLine = 16 << 20
 
 // RunAgent serves the agent protocol on in and out until in ends, then
 // tears down what it built: a controller that is gone, or whose SSH
@@ -167,40 +170,12 @@ func RunAgent(in io.Reader, out io.Writer, cfg AgentConfig) (err error) {
 
 func answer(req agentRequest, cfg AgentConfig) agentReply {
 	version := cfg.Version
-	errReply := func(err error) agentReply {
-		if err != nil {
-			return agentReply{Error: err.Error()}
-		}
-		return agentReply{}
-	}
 	switch req.Op {
-	case opBuild, opDown, opStatus, opCrash, opPause, opResume, opPartition, opHeal:
+	case opBuild, opDown, opStatus, opFault, opCapture:
 		if cfg.Shares == nil {
 			return agentReply{Error: "this agent builds no testbeds (not Linux)"}
 		}
-		switch req.Op {
-		case opDown:
-			return errReply(cfg.Shares.Down())
-		case opStatus:
-			nodes, err := cfg.Shares.Status()
-			r := errReply(err)
-			r.Nodes = nodes
-			return r
-		case opCrash:
-			return errReply(cfg.Shares.Crash(req.Node))
-		case opPause:
-			return errReply(cfg.Shares.Pause(req.Node))
-		case opResume:
-			return errReply(cfg.Shares.Resume(req.Node))
-		case opPartition:
-			return errReply(cfg.Shares.Partition(req.Cut))
-		case opHeal:
-			return errReply(cfg.Shares.Heal())
-		}
-		if req.Build == nil {
-			return agentReply{Error: "build without a request"}
-		}
-		return errReply(cfg.Shares.Build(*req.Build))
+		return answerShares(req, cfg.Shares)
 	case opProbe:
 		if cfg.Probe == nil {
 			return agentReply{Unfit: "this agent cannot probe its host (not Linux)"}
@@ -218,6 +193,41 @@ func answer(req agentRequest, cfg AgentConfig) agentReply {
 		return agentReply{Version: version, Hostname: host, Kernel: unix.ByteSliceToString(uts.Release[:])}
 	}
 	return agentReply{Error: fmt.Sprintf("unknown operation %q", req.Op)}
+}
+
+// answerShares answers the requests on the host's share.
+func answerShares(req agentRequest, shares Shares) agentReply {
+	var r agentReply
+	var err error
+	switch req.Op {
+	case opDown:
+		err = shares.Down()
+	case opStatus:
+		r.Nodes, err = shares.Status()
+	case opCapture:
+		var st capture.CaptureStats
+		st, err = shares.StopCapture()
+		r.Stats = &st
+	case opFault:
+		if req.Fault == nil {
+			return agentReply{Error: "fault without a fault"}
+		}
+		var f fault.Fault
+		f, err = shares.Apply(*req.Fault)
+		r.Fault = &f
+	case opBuild:
+		if req.Build == nil {
+			return agentReply{Error: "build without a request"}
+		}
+		var b ShareBuilt
+		b, err = shares.Build(*req.Build)
+		r.Built = &b
+	}
+	if err != nil {
+		// One line: the protocol's, and what the controller reports.
+		return agentReply{Error: strings.ReplaceAll(err.Error(), "\n", "; ")}
+	}
+	return r
 }
 
 // Agent is `bullylab agent` running on a host, driven over its SSH
@@ -287,45 +297,36 @@ func (a *Agent) Hello() (AgentInfo, error) {
 }
 
 // Build asks the agent to build its host's share of a testbed.
-func (a *Agent) Build(req ShareRequest) error {
-	_, err := a.call(agentRequest{Op: opBuild, Build: &req})
-	return err
+func (a *Agent) Build(req ShareRequest) (ShareBuilt, error) {
+	r, err := a.call(agentRequest{Op: opBuild, Build: &req})
+	if err != nil || r.Built == nil {
+		return ShareBuilt{}, cmp.Or(err, fmt.Errorf("host %s: agent: build answered without the share", a.name))
+	}
+	return *r.Built, nil
 }
 
-// Status asks the agent for its share's nodes.
-func (a *Agent) Status() ([]SpanNodeState, error) {
+// Status asks the agent for its share's nodes, as lab.NodeState's JSON.
+func (a *Agent) Status() (json.RawMessage, error) {
 	r, err := a.call(agentRequest{Op: opStatus})
 	return r.Nodes, err
 }
 
-// Crash asks the agent to kill one of its nodes with SIGKILL.
-func (a *Agent) Crash(node string) error {
-	_, err := a.call(agentRequest{Op: opCrash, Node: node})
-	return err
+// Apply asks the agent to apply f to its share, and returns its record.
+func (a *Agent) Apply(f fault.Fault) (fault.Fault, error) {
+	r, err := a.call(agentRequest{Op: opFault, Fault: &f})
+	if err != nil || r.Fault == nil {
+		return fault.Fault{}, cmp.Or(err, fmt.Errorf("host %s: agent: fault answered without its record", a.name))
+	}
+	return *r.Fault, nil
 }
 
-// Pause asks the agent to stop one of its nodes with SIGSTOP.
-func (a *Agent) Pause(node string) error {
-	_, err := a.call(agentRequest{Op: opPause, Node: node})
-	return err
-}
-
-// Resume asks the agent to continue a paused node.
-func (a *Agent) Resume(node string) error {
-	_, err := a.call(agentRequest{Op: opResume, Node: node})
-	return err
-}
-
-// Partition asks the agent to cut groups from each other at its nodes.
-func (a *Agent) Partition(groups [][]string) error {
-	_, err := a.call(agentRequest{Op: opPartition, Cut: groups})
-	return err
-}
-
-// Heal asks the agent to end the partition at its nodes.
-func (a *Agent) Heal() error {
-	_, err := a.call(agentRequest{Op: opHeal})
-	return err
+// StopCapture asks the agent to end its share's capture.
+func (a *Agent) StopCapture() (capture.CaptureStats, error) {
+	r, err := a.call(agentRequest{Op: opCapture})
+	if err != nil || r.Stats == nil {
+		return capture.CaptureStats{}, cmp.Or(err, fmt.Errorf("host %s: agent: capture answered without its counts", a.name))
+	}
+	return *r.Stats, nil
 }
 
 // Down asks the agent to tear its share down.

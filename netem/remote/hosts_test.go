@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/topologies"
 
@@ -204,36 +206,30 @@ func BenchmarkSpan(b *testing.B) {
 }
 
 // The nodes of a span, started by the agents, elect one leader across the
-// hosts: the node with the highest ID, whichever host runs it; when it
-// crashes, the next highest.
+// hosts: the node with the highest ID, the last in topology order,
+// whichever host runs it; when it crashes, the next highest.
 func TestSpanElects(t *testing.T) {
 	start := time.Now()
-	topo, nodes, sp := startElectingSpan(t)
-	// UUIDs order as the election does (unsigned 128-bit big-endian) in
-	// their text form too.
-	byID := map[string]string{}
-	var ids []string
-	for name, id := range nodes.IDs {
-		byID[id] = name
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	first := waitAgreed(t, sp, ids[len(ids)-1], "")
+	topo, sp := startElectingSpan(t)
+	first := waitAgreed(t, sp, "n6", "")
 	t.Logf("6 nodes over 3 hosts agree on the highest at epoch %d, %v after the span began", first, time.Since(start).Round(time.Millisecond))
 
 	// The leader crashes on its host; the next highest, on whichever
 	// host, takes over under a new epoch.
-	leader, _ := topo.Node(byID[ids[len(ids)-1]])
-	host := slices.IndexFunc(topo.Hosts, func(h topologies.Host) bool { return h.Name == leader.Host })
 	crashed := time.Now()
-	if err := sp.Crash(host, leader.Name); err != nil {
+	rec, err := sp.Apply(fault.Fault{Kind: fault.Crash, Nodes: []string{"n6"}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	next, _ := topo.Node(byID[ids[len(ids)-2]])
-	if epoch := waitAgreed(t, sp, ids[len(ids)-2], ids[len(ids)-1]); epoch <= first {
+	if rec.InForce.Before(rec.Time) || rec.Time.Before(crashed.Add(-time.Second)) {
+		t.Errorf("crash record from %v in force %v: want in force after begun, begun about now", rec.Time, rec.InForce)
+	}
+	if epoch := waitAgreed(t, sp, "n5", "n6"); epoch <= first {
 		t.Errorf("new leader at epoch %d, not above %d", epoch, first)
 	}
-	t.Logf("leader %s on %s crashed; %s on %s leads the other 5, %v later", leader.Name, leader.Host, next.Name, next.Host, time.Since(crashed).Round(time.Millisecond))
+	n6, _ := topo.Node("n6")
+	n5, _ := topo.Node("n5")
+	t.Logf("leader n6 on %s crashed; n5 on %s leads the other 5, %v later", n6.Host, n5.Host, time.Since(crashed).Round(time.Millisecond))
 }
 
 // waitAgreed polls sp until its running nodes agree on leader, and
@@ -242,7 +238,7 @@ func TestSpanElects(t *testing.T) {
 // or after 30 s.
 func waitAgreed(t *testing.T, sp *remote.Span, leader, gone string) uint64 {
 	t.Helper()
-	return pollSpan(t, sp, "agreement on "+leader, func(states []remote.SpanNodeState) (uint64, bool) {
+	return pollSpan(t, sp, "agreement on "+leader, func(states []lab.NodeState) (uint64, bool) {
 		got, epoch, ok := remote.Agreed(states)
 		if ok && got != gone && got != leader {
 			t.Fatalf("the nodes agree on %s at epoch %d, want %s", got, epoch, leader)
@@ -253,7 +249,7 @@ func waitAgreed(t *testing.T, sp *remote.Span, leader, gone string) uint64 {
 
 // pollSpan reads sp's nodes until done says so, and returns what it
 // returned; it fails the test after 30 s.
-func pollSpan(t *testing.T, sp *remote.Span, what string, done func([]remote.SpanNodeState) (uint64, bool)) uint64 {
+func pollSpan(t *testing.T, sp *remote.Span, what string, done func([]lab.NodeState) (uint64, bool)) uint64 {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -281,18 +277,12 @@ func spanTopology(hs *remotetest.Hosts, head string) string {
 	return b.String()
 }
 
-// A partition between whole hosts: the nodes of the first host are cut
-// from the nodes of the other two. Each side agrees on its own highest;
-// once healed, all six agree on the highest again, under a new epoch.
+// A partition between whole hosts, named by their hosts entries: the
+// nodes of the first host are cut from the nodes of the other two. Each
+// side agrees on its own highest; once healed, all six agree on the
+// highest again, under a new epoch.
 func TestSpanPartitionHosts(t *testing.T) {
-	topo, nodes, sp := startElectingSpan(t)
-	highest := func(names []string) string {
-		best := ""
-		for _, n := range names {
-			best = max(best, nodes.IDs[n])
-		}
-		return best
-	}
+	topo, sp := startElectingSpan(t)
 	var first, rest []string
 	for _, n := range topo.Nodes {
 		if n.Host == topo.Hosts[0].Name {
@@ -302,10 +292,14 @@ func TestSpanPartitionHosts(t *testing.T) {
 		}
 	}
 	all := append(slices.Clone(first), rest...)
-	before := waitAgreedAmong(t, sp, all, highest(all))
+	before := waitAgreedAmong(t, sp, all, "n6")
 	cut := time.Now()
-	if err := sp.Partition([][]string{first, rest}); err != nil {
+	rec, err := sp.Apply(fault.Fault{Kind: fault.Partition, Groups: [][]string{{topo.Hosts[0].Name}, {topo.Hosts[1].Name, topo.Hosts[2].Name}}})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Equal(rec.Groups[0], first) || !slices.Equal(rec.Groups[1], rest) {
+		t.Errorf("partition record's groups %v: want %v and %v", rec.Groups, first, rest)
 	}
 	// The side without the leader elects its own highest; the other keeps
 	// or re-elects its own.
@@ -313,21 +307,24 @@ func TestSpanPartitionHosts(t *testing.T) {
 	waitAgreedAmong(t, sp, rest, highest(rest))
 	t.Logf("host %s cut from the other two: both sides lead themselves %v later", topo.Hosts[0].Name, time.Since(cut).Round(time.Millisecond))
 	healed := time.Now()
-	if err := sp.Heal(); err != nil {
+	if _, err := sp.Apply(fault.Fault{Kind: fault.Heal}); err != nil {
 		t.Fatal(err)
 	}
-	if epoch := waitAgreedAmong(t, sp, all, highest(all)); epoch <= before {
+	if epoch := waitAgreedAmong(t, sp, all, "n6"); epoch <= before {
 		t.Errorf("after healing, epoch %d, not above %d", epoch, before)
 	}
 	t.Logf("healed: all six follow the highest again %v later", time.Since(healed).Round(time.Millisecond))
 }
 
-// waitAgreedAmong polls sp until the nodes named agree on leader (by ID),
-// and returns their epoch; it fails the test after 30 s.
+// highest is the highest of nodes n1..n9: the last in topology order.
+func highest(names []string) string { return slices.Max(names) }
+
+// waitAgreedAmong polls sp until the nodes named agree on leader, and
+// returns their epoch; it fails the test after 30 s.
 func waitAgreedAmong(t *testing.T, sp *remote.Span, names []string, leader string) uint64 {
 	t.Helper()
-	return pollSpan(t, sp, fmt.Sprintf("agreement of %v on %s", names, leader), func(states []remote.SpanNodeState) (uint64, bool) {
-		var among []remote.SpanNodeState
+	return pollSpan(t, sp, fmt.Sprintf("agreement of %v on %s", names, leader), func(states []lab.NodeState) (uint64, bool) {
+		var among []lab.NodeState
 		for _, s := range states {
 			if slices.Contains(names, s.Node) {
 				among = append(among, s)
@@ -338,10 +335,9 @@ func waitAgreedAmong(t *testing.T, sp *remote.Span, names []string, leader strin
 	})
 }
 
-// startElectingSpan builds 6 nodes over three stand-in hosts, with their
-// nodes started, and closes it, checking nothing is left, when the test
-// ends.
-func startElectingSpan(t *testing.T) (*topologies.Topology, *remote.SpanNodes, *remote.Span) {
+// startElectingSpan builds 6 nodes over three stand-in hosts, and closes
+// it, checking nothing is left, when the test ends.
+func startElectingSpan(t *testing.T) (*topologies.Topology, *remote.Span) {
 	t.Helper()
 	hs := remotetest.Start(t, 3)
 	file := []byte(spanTopology(hs, "nodes: 6\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\n"))
@@ -349,11 +345,7 @@ func startElectingSpan(t *testing.T) (*topologies.Topology, *remote.SpanNodes, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, err := remote.NewSpanNodes(topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := remote.SpanOptions{CheckOptions: remote.CheckOptions{Binary: labtest.Binary(t), BinaryDir: t.TempDir(), Dial: hs.DialTCP}, Nodes: nodes}
+	opts := remote.SpanOptions{CheckOptions: remote.CheckOptions{Binary: labtest.Binary(t), BinaryDir: t.TempDir(), Dial: hs.DialTCP}}
 	sp, err := remote.BuildSpan(t.Context(), topo, "six.yaml", file, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -364,41 +356,83 @@ func startElectingSpan(t *testing.T) (*topologies.Topology, *remote.SpanNodes, *
 		}
 		netemtest.RequireClean(t, sp.Run)
 	})
-	return topo, nodes, sp
+	return topo, sp
 }
 
 // The leader pauses (SIGSTOP, a node that hangs) on its host: the other
 // five elect the next highest; once it resumes, all six follow it again
 // under a new epoch.
 func TestSpanPause(t *testing.T) {
-	topo, nodes, sp := startElectingSpan(t)
-	var ids []string
-	byID := map[string]string{}
-	for name, id := range nodes.IDs {
-		ids = append(ids, id)
-		byID[id] = name
-	}
-	slices.Sort(ids)
-	top, next := ids[len(ids)-1], ids[len(ids)-2]
-	first := waitAgreed(t, sp, top, "")
-	leader, _ := topo.Node(byID[top])
-	host := slices.IndexFunc(topo.Hosts, func(h topologies.Host) bool { return h.Name == leader.Host })
+	topo, sp := startElectingSpan(t)
+	first := waitAgreed(t, sp, "n6", "")
 	paused := time.Now()
-	if err := sp.Pause(host, leader.Name); err != nil {
+	if _, err := sp.Apply(fault.Fault{Kind: fault.Pause, Nodes: []string{"n6"}}); err != nil {
 		t.Fatal(err)
 	}
-	second := waitAgreed(t, sp, next, top)
-	t.Logf("leader %s on %s paused: the other five follow the next highest %v later", leader.Name, leader.Host, time.Since(paused).Round(time.Millisecond))
-	if err := sp.Resume(host, leader.Name); err != nil {
+	second := waitAgreed(t, sp, "n5", "n6")
+	n6, _ := topo.Node("n6")
+	t.Logf("leader n6 on %s paused: the other five follow the next highest %v later", n6.Host, time.Since(paused).Round(time.Millisecond))
+	if _, err := sp.Apply(fault.Fault{Kind: fault.Resume, Nodes: []string{"n6"}}); err != nil {
 		t.Fatal(err)
 	}
 	resumed := time.Now()
-	third := pollSpan(t, sp, "agreement on the resumed leader", func(states []remote.SpanNodeState) (uint64, bool) {
+	third := pollSpan(t, sp, "agreement on the resumed leader", func(states []lab.NodeState) (uint64, bool) {
 		got, epoch, ok := remote.Agreed(states)
-		return epoch, ok && got == top && epoch > second
+		return epoch, ok && got == "n6" && epoch > second
 	})
 	if !(first < second && second < third) {
 		t.Errorf("epochs %d, %d, %d: want each above the one before", first, second, third)
 	}
-	t.Logf("resumed: all six follow %s again at epoch %d, %v later", leader.Name, third, time.Since(resumed).Round(time.Millisecond))
+	t.Logf("resumed: all six follow n6 again at epoch %d, %v later", third, time.Since(resumed).Round(time.Millisecond))
+}
+
+// Delay and loss on a host-to-host link, named by hosts: what the first
+// host's nodes send to the second's is delayed, at the senders, and what
+// the second's send to the first's is lost, at the receivers (another
+// host's lab applies it); the third host's links are untouched. Clear
+// puts the topology's links back.
+func TestSpanImpairHosts(t *testing.T) {
+	topo, sp := startElectingSpan(t)
+	h1, h2, h3 := topo.Hosts[0].Name, topo.Hosts[1].Name, topo.Hosts[2].Name
+	on := func(host string) topologies.Node {
+		i := slices.IndexFunc(topo.Nodes, func(n topologies.Node) bool { return n.Host == host })
+		return topo.Nodes[i]
+	}
+	a, b, c := on(h1), on(h2), on(h3)
+	ns := func(n topologies.Node) string {
+		k, _ := sp.HostOf(n.Name)
+		return netem.NodeNamespace(sp.Runs[k], n.Name)
+	}
+	const delay = 400 * time.Millisecond
+	if _, err := sp.Apply(fault.Fault{Kind: fault.Delay, Nodes: []string{h1}, Peers: []string{h2}, Impair: &fault.Impairment{Delay: delay}}); err != nil {
+		t.Fatal(err)
+	}
+	if rtt, err := remotetest.ConnectTime(t, ns(a), ns(b), b.Addr, 5*time.Second); err != nil || rtt < delay {
+		t.Errorf("%s (%s) to %s (%s): connect took %v, %v: want at least the link's %v", a.Name, h1, b.Name, h2, rtt, err, delay)
+	}
+	if rtt, err := remotetest.ConnectTime(t, ns(a), ns(c), c.Addr, 5*time.Second); err != nil || rtt >= delay {
+		t.Errorf("%s (%s) to %s (%s): connect took %v, %v: want under %v, that link is not delayed", a.Name, h1, c.Name, h3, rtt, err, delay)
+	}
+	if _, err := sp.Apply(fault.Fault{Kind: fault.Loss, Nodes: []string{h2}, Peers: []string{h1}, Impair: &fault.Impairment{Loss: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	// The SYN-ACK from the second host is lost at the first.
+	if rtt, err := remotetest.ConnectTime(t, ns(a), ns(b), b.Addr, 2*time.Second); err == nil {
+		t.Errorf("%s to %s connected in %v, with everything %s sends %s lost", a.Name, b.Name, rtt, h2, h1)
+	}
+	states, err := sp.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range states {
+		if s.Node == b.Name && !strings.Contains(s.Impairment, "loss 100%") {
+			t.Errorf("%s's impairment %q: want its loss to %s", b.Name, s.Impairment, h1)
+		}
+	}
+	if _, err := sp.Apply(fault.Fault{Kind: fault.Clear}); err != nil {
+		t.Fatal(err)
+	}
+	if rtt, err := remotetest.ConnectTime(t, ns(a), ns(b), b.Addr, 5*time.Second); err != nil || rtt >= delay {
+		t.Errorf("after clear, %s to %s: connect took %v, %v: want under %v", a.Name, b.Name, rtt, err, delay)
+	}
 }

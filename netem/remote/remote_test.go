@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/topologies"
 )
 
@@ -52,7 +54,7 @@ func FuzzRunAgent(f *testing.F) {
 	f.Add([]byte("{\"op\":\"hello\"}\n{\"op\":\"clock\"}\n{\"op\":\"probe\"}\n"))
 	f.Add([]byte("{\"op\":\"nope\"}\n"))
 	f.Add([]byte("not json\n"))
-	f.Add([]byte("{\"op\":\"build\",\"build\":{\"run\":\"x\",\"vni\":1}}\n{\"op\":\"status\"}\n{\"op\":\"crash\",\"node\":\"n1\"}\n{\"op\":\"partition\",\"groups\":[[\"n1\"],[\"n2\"]]}\n{\"op\":\"heal\"}\n{\"op\":\"pause\",\"node\":\"n2\"}\n{\"op\":\"resume\",\"node\":\"n2\"}\n{\"op\":\"down\"}\n"))
+	f.Add([]byte("{\"op\":\"build\",\"build\":{\"run\":\"x\",\"vni\":1}}\n{\"op\":\"status\"}\n{\"op\":\"fault\",\"fault\":{\"kind\":\"crash\",\"nodes\":[\"n1\"]}}\n{\"op\":\"fault\"}\n{\"op\":\"capture\"}\n{\"op\":\"build\"}\n{\"op\":\"down\"}\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var out strings.Builder
 		err := RunAgent(bytes.NewReader(in), &out, AgentConfig{Version: "test", Probe: func() error { return errors.New("no namespaces") }, Shares: fakeShares{}})
@@ -71,13 +73,14 @@ func FuzzRunAgent(f *testing.F) {
 // fakeShares builds nothing and says so.
 type fakeShares struct{}
 
-func (fakeShares) Build(r ShareRequest) error { return fmt.Errorf("not building %q here", r.Run) }
-func (fakeShares) Down() error                { return nil }
-func (fakeShares) Crash(n string) error       { return fmt.Errorf("no node %q here", n) }
-func (fakeShares) Status() ([]SpanNodeState, error) {
-	return []SpanNodeState{{Node: "n1", Running: true, Status: "normal"}}, nil
+func (fakeShares) Build(r ShareRequest) (ShareBuilt, error) {
+	return ShareBuilt{}, fmt.Errorf("not building %q here", r.Run)
 }
-func (fakeShares) Partition([][]string) error { return nil }
-func (fakeShares) Heal() error                { return nil }
-func (fakeShares) Pause(string) error         { return nil }
-func (fakeShares) Resume(string) error        { return nil }
+func (fakeShares) Down() error { return nil }
+func (fakeShares) Apply(f fault.Fault) (fault.Fault, error) {
+	return fault.Fault{}, fmt.Errorf("no node %v here", f.Nodes)
+}
+func (fakeShares) Status() (json.RawMessage, error) {
+	return json.RawMessage(`[{"node":"n1","state":"running","status":"normal"}]`), nil
+}
+func (fakeShares) StopCapture() (capture.CaptureStats, error) { return capture.CaptureStats{}, nil }

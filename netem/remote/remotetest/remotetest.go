@@ -280,6 +280,15 @@ func must(t testing.TB, err error) {
 // namespace to listens on, and fails the test if it does not open.
 func Connect(t testing.TB, from, to string, addr netip.Addr) {
 	t.Helper()
+	if _, err := ConnectTime(t, from, to, addr, 5*time.Second); err != nil {
+		t.Error(err)
+	}
+}
+
+// ConnectTime is Connect, returning how long connect(2) took, a round trip
+// between the two namespaces, or why it did not complete within timeout.
+func ConnectTime(t testing.TB, from, to string, addr netip.Addr, timeout time.Duration) (time.Duration, error) {
+	t.Helper()
 	lfd := socketIn(t, to)
 	defer unix.Close(lfd)
 	if err := unix.Bind(lfd, &unix.SockaddrInet4{Addr: addr.As4()}); err != nil {
@@ -291,11 +300,13 @@ func Connect(t testing.TB, from, to string, addr netip.Addr) {
 	port := sa.(*unix.SockaddrInet4).Port
 	cfd := socketIn(t, from)
 	defer unix.Close(cfd)
-	tv := unix.Timeval{Sec: 5}
+	tv := unix.NsecToTimeval(timeout.Nanoseconds())
 	must(t, unix.SetsockoptTimeval(cfd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv))
+	start := time.Now()
 	if err := unix.Connect(cfd, &unix.SockaddrInet4{Port: port, Addr: addr.As4()}); err != nil {
-		t.Errorf("connecting from %s to %s:%d (in %s): %v", from, addr, port, to, err)
+		return 0, fmt.Errorf("connecting from %s to %s:%d (in %s): %v", from, addr, port, to, err)
 	}
+	return time.Since(start), nil
 }
 
 // socketIn makes a TCP socket in namespace ns.

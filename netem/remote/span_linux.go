@@ -1,0 +1,440 @@
+package remote
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/netem/lab"
+	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/wire"
+)
+
+// OverlayBits is the prefix length of the overlay's switch addresses:
+// host k's switch is 169.254.1.1 + k, clear of the nodes' gateway,
+// 169.254.0.1, which no interface holds.
+const OverlayBits = 16
+
+// overlayBase is host 0's switch address on the overlay.
+var overlayBase = netip.MustParseAddr("169.254.1.1")
+
+// Span is a testbed across hosts: each host's share of the topology, a
+// lab (lab.Share) built by the agent the controller started there over
+// SSH.
+type Span struct {
+	// Run is the testbed's name; host k's share is Runs[k].
+	Run  string
+	Runs []string
+	VNI  uint32
+
+	topo   *topologies.Topology
+	ids    []uuid.UUID // by topology index - 1
+	key    wire.Key
+	hostOf map[string]int // node name -> host index
+
+	clients []*Client
+	agents  []*Agent
+	// built are what the agents said of their shares; clocks the hosts'
+	// offsets measured once they were built.
+	built  []ShareBuilt
+	clocks []ClockOffset
+}
+
+// SpanOptions configure BuildSpan.
+type SpanOptions struct {
+	CheckOptions
+	// Seed, when not 0, draws the node IDs reproducibly (node.NewIDs).
+	Seed int64
+	// Backend forces every host's impairment backend.
+	Backend string
+	// Capture has every host capture its switch once its nodes answer;
+	// see Captures.
+	Capture bool
+}
+
+// BuildSpan builds topo, parsed from file source whose contents are
+// topoFile, across its hosts: it reaches each (as Check does), then has
+// every agent build its host's share and start its nodes at once, members
+// of one cluster. On error what was built is torn down.
+func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, topoFile []byte, sopts SpanOptions) (*Span, error) {
+	opts := sopts.CheckOptions
+	if len(topo.Hosts) == 0 {
+		return nil, fmt.Errorf("topology %s has no hosts", topo.Name)
+	}
+	remoteBin, err := remoteBinary(opts)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := newSpan(topo, sopts.Seed)
+	if err != nil {
+		return nil, err
+	}
+	switches, err := sp.connect(ctx, topo.Hosts, opts, remoteBin)
+	if err != nil {
+		sp.Close()
+		return nil, err
+	}
+	cluster := SpanCluster{Key: sp.key.Encode()}
+	for _, id := range sp.ids {
+		cluster.IDs = append(cluster.IDs, id.String())
+	}
+	sp.built = make([]ShareBuilt, len(topo.Hosts))
+	sp.clocks = make([]ClockOffset, len(topo.Hosts))
+	errs := make([]error, len(topo.Hosts))
+	var wg sync.WaitGroup
+	for k, h := range topo.Hosts {
+		req := ShareRequest{Run: sp.Runs[k], Topology: topoFile, Source: source, Host: h.Name, VNI: sp.VNI,
+			Switches: switches, Cluster: cluster, Backend: sopts.Backend, Capture: sopts.Capture}
+		wg.Go(func() {
+			if sp.built[k], errs[k] = sp.agents[k].Build(req); errs[k] == nil {
+				sp.clocks[k], errs[k] = sp.agents[k].ClockOffset(clockSamples)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		sp.Close()
+		return nil, err
+	}
+	return sp, nil
+}
+
+// newSpan draws a run name, the overlay's VNI from it, the nodes' IDs
+// and the cluster key.
+func newSpan(topo *topologies.Topology, seed int64) (*Span, error) {
+	var b [2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	sp := &Span{Run: "bl" + hex.EncodeToString(b[:]), VNI: 1<<16 | uint32(b[0])<<8 | uint32(b[1]), topo: topo, hostOf: map[string]int{}}
+	for k, h := range topo.Hosts {
+		// Each host's objects carry its number too, so that hosts sharing
+		// a kernel (the tests' stand-ins) do not collide.
+		sp.Runs = append(sp.Runs, sp.Run+"h"+strconv.Itoa(k+1))
+		for _, n := range topo.Nodes {
+			if n.Host == h.Name {
+				sp.hostOf[n.Name] = k
+			}
+		}
+	}
+	var err error
+	if sp.ids, err = node.NewIDs(len(topo.Nodes), seed); err != nil {
+		return nil, err
+	}
+	if sp.key, err = wire.NewKey(); err != nil {
+		return nil, err
+	}
+	return sp, nil
+}
+
+// connect reaches every host and starts its agent, and returns the
+// overlay's switches, in host order.
+func (sp *Span) connect(ctx context.Context, hosts []topologies.Host, opts CheckOptions, remoteBin string) ([]OverlaySwitch, error) {
+	sp.clients = make([]*Client, len(hosts))
+	sp.agents = make([]*Agent, len(hosts))
+	switches := make([]OverlaySwitch, len(hosts))
+	errs := make([]error, len(hosts))
+	var wg sync.WaitGroup
+	for k, h := range hosts {
+		wg.Go(func() {
+			under, err := underlayAddr(ctx, h)
+			if err != nil {
+				errs[k] = err
+				return
+			}
+			switches[k] = overlaySwitch(k, under)
+			c, a, r := connectHost(ctx, h, opts, remoteBin)
+			sp.clients[k], sp.agents[k], errs[k] = c, a, r.Err
+		})
+	}
+	wg.Wait()
+	return switches, errors.Join(errs...)
+}
+
+// underlayAddr is the address the hosts' network reaches h at: its SSH
+// address, resolved.
+func underlayAddr(ctx context.Context, h topologies.Host) (netip.Addr, error) {
+	host, _, err := net.SplitHostPort(h.SSH)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("host %s: %w", h.Name, err)
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a.Unmap(), nil
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", host)
+	if err != nil || len(addrs) == 0 {
+		return netip.Addr{}, fmt.Errorf("host %s: resolving %s: %v", h.Name, host, err)
+	}
+	return addrs[0].Unmap(), nil
+}
+
+// overlaySwitch is host k's switch on the overlay.
+func overlaySwitch(k int, underlay netip.Addr) OverlaySwitch {
+	b := overlayBase.As4()
+	n := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) + uint32(k)
+	addr := netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
+	mac := net.HardwareAddr{0x02, 0x76, 0, 0, byte((k + 1) >> 8), byte(k + 1)}
+	return OverlaySwitch{Underlay: underlay.String(), Addr: addr.String(), MAC: mac.String()}
+}
+
+// Topology is the topology the span runs.
+func (sp *Span) Topology() *topologies.Topology { return sp.topo }
+
+// Key is the nodes' cluster key.
+func (sp *Span) Key() wire.Key { return sp.key }
+
+// ID returns a node's ID.
+func (sp *Span) ID(name string) (uuid.UUID, bool) {
+	n, ok := sp.topo.Node(name)
+	if !ok {
+		return uuid.Nil, false
+	}
+	return sp.ids[n.Index-1], true
+}
+
+// Clocks are the hosts' clock offsets, measured once they were built.
+func (sp *Span) Clocks() []ClockOffset { return slices.Clone(sp.clocks) }
+
+// HostOf returns the index of the host that runs node.
+func (sp *Span) HostOf(node string) (int, bool) {
+	k, ok := sp.hostOf[node]
+	return k, ok
+}
+
+// Status reads every host's nodes from its agent, in host order; the
+// nodes of a host that does not answer are left out, and its error
+// returned with what the others said.
+func (sp *Span) Status() ([]lab.NodeState, error) {
+	all := make([][]lab.NodeState, len(sp.agents))
+	errs := make([]error, len(sp.agents))
+	sp.each(func(k int, a *Agent) error {
+		raw, err := a.Status()
+		if err == nil {
+			if err = json.Unmarshal(raw, &all[k]); err != nil {
+				err = fmt.Errorf("host %s: agent: status: %v", sp.topo.Hosts[k].Name, err)
+			}
+		}
+		errs[k] = err
+		return nil
+	})
+	var out []lab.NodeState
+	for _, nodes := range all {
+		out = append(out, nodes...)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Apply applies f across the span and returns its record on this
+// machine's clock: a fault on processes (crash, restart, pause, resume,
+// isolate, unisolate, campaign, leave, join) by the hosts that run its
+// nodes, the others (partition, heal, delay, loss, clear) by every host,
+// each acting at its own nodes. A host's name stands for its nodes
+// wherever f names nodes, so that a partition or a delay can be between
+// whole hosts.
+func (sp *Span) Apply(f fault.Fault) (fault.Fault, error) {
+	f = sp.expandHosts(f)
+	type applied struct {
+		k   int
+		rec fault.Fault
+	}
+	var done []applied
+	var mu sync.Mutex
+	err := sp.each(func(k int, a *Agent) error {
+		hf, ok := sp.hostFault(k, f)
+		if !ok {
+			return nil
+		}
+		rec, err := a.Apply(hf)
+		if err == nil {
+			mu.Lock()
+			done = append(done, applied{k, rec})
+			mu.Unlock()
+		}
+		return err
+	})
+	if err != nil {
+		return fault.Fault{}, err
+	}
+	if len(done) == 0 {
+		return fault.Fault{}, fmt.Errorf("%s: no host runs %v", f.Kind, f.Nodes)
+	}
+	// One record: begun when the first host began, in force once the last
+	// one's part was, each on this machine's clock.
+	rec := f
+	rec.Time, rec.InForce, rec.Detail = time.Time{}, time.Time{}, ""
+	var healed []string
+	for _, d := range done {
+		begun, inForce := sp.local(d.k, d.rec.Time), sp.local(d.k, d.rec.InForce)
+		if rec.Time.IsZero() || begun.Before(rec.Time) {
+			rec.Time = begun
+		}
+		if inForce.After(rec.InForce) {
+			rec.InForce = inForce
+		}
+		if rec.Detail == "" {
+			rec.Detail, rec.Impair = d.rec.Detail, d.rec.Impair
+		}
+		healed = append(healed, d.rec.Nodes...)
+	}
+	if f.Kind == fault.Heal {
+		slices.SortFunc(healed, sp.cmpNodes)
+		rec.Nodes = slices.Compact(healed)
+	}
+	return rec, nil
+}
+
+// local puts a time read on host k's clock on this machine's.
+func (sp *Span) local(k int, t time.Time) time.Time {
+	if t.IsZero() || k >= len(sp.clocks) {
+		return t
+	}
+	return t.Add(-sp.clocks[k].Offset)
+}
+
+func (sp *Span) cmpNodes(a, b string) int {
+	na, _ := sp.topo.Node(a)
+	nb, _ := sp.topo.Node(b)
+	if na == nil || nb == nil {
+		return strings.Compare(a, b)
+	}
+	return na.Index - nb.Index
+}
+
+// hostFault is the part of f host k applies, and whether it has one.
+func (sp *Span) hostFault(k int, f fault.Fault) (fault.Fault, bool) {
+	switch f.Kind {
+	case fault.Partition, fault.Heal, fault.Delay, fault.Loss, fault.Clear:
+		return f, true
+	}
+	var mine []string
+	for _, n := range f.Nodes {
+		if h, ok := sp.hostOf[n]; ok && h == k {
+			mine = append(mine, n)
+		}
+	}
+	f.Nodes = mine
+	return f, len(mine) > 0
+}
+
+// expandHosts replaces each host name f gives where it names nodes with
+// that host's nodes, in topology order.
+func (sp *Span) expandHosts(f fault.Fault) fault.Fault {
+	expand := func(names []string) []string {
+		if names == nil {
+			return nil
+		}
+		var out []string
+		hosts := false
+		for _, name := range names {
+			k := slices.IndexFunc(sp.topo.Hosts, func(h topologies.Host) bool { return h.Name == name })
+			if _, isNode := sp.topo.Node(name); isNode || k < 0 {
+				out = append(out, name)
+				continue
+			}
+			hosts = true
+			for _, n := range sp.topo.Nodes {
+				if n.Host == name {
+					out = append(out, n.Name)
+				}
+			}
+		}
+		if hosts {
+			slices.SortStableFunc(out, sp.cmpNodes)
+		}
+		return out
+	}
+	f.Nodes, f.Peers = expand(f.Nodes), expand(f.Peers)
+	if f.Groups != nil {
+		groups := make([][]string, len(f.Groups))
+		for i, g := range f.Groups {
+			groups[i] = expand(g)
+		}
+		f.Groups = groups
+	}
+	return f
+}
+
+// each calls fn on every agent at once, with its host's index.
+func (sp *Span) each(fn func(k int, a *Agent) error) error {
+	errs := make([]error, len(sp.agents))
+	var wg sync.WaitGroup
+	for k, a := range sp.agents {
+		if a != nil {
+			wg.Go(func() { errs[k] = fn(k, a) })
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Agreed reports the leader every running node in states follows, when
+// each is Normal and follows it at one epoch, the leader among them.
+// Crashed, exited and paused nodes are left out.
+func Agreed(states []lab.NodeState) (leader string, epoch uint64, ok bool) {
+	n := 0
+	found := false
+	for _, s := range states {
+		if s.State != lab.ProcRunning {
+			continue
+		}
+		if s.Status != node.StatusNormal.String() || n > 0 && (s.Leader != leader || s.Epoch != epoch) {
+			return "", 0, false
+		}
+		leader, epoch = s.Leader, s.Epoch
+		n++
+	}
+	for _, s := range states {
+		found = found || s.State == lab.ProcRunning && s.Node == leader
+	}
+	return leader, epoch, n > 0 && found
+}
+
+// Close tears every share down and ends the agents and connections.
+func (sp *Span) Close() error {
+	var errs []error
+	for k := range sp.agents {
+		errs = append(errs, sp.closeHost(k, true))
+	}
+	return errors.Join(errs...)
+}
+
+// CloseHost drops host k's SSH connection without asking its agent to tear
+// down first, as a lost connection would: the agent's input ends, and it
+// tears its share down itself.
+func (sp *Span) CloseHost(k int) error {
+	if k < 0 || k >= len(sp.agents) {
+		return fmt.Errorf("no host %d in a span of %d", k, len(sp.agents))
+	}
+	return sp.closeHost(k, false)
+}
+
+func (sp *Span) closeHost(k int, down bool) error {
+	a, c := sp.agents[k], sp.clients[k]
+	sp.agents[k], sp.clients[k] = nil, nil
+	var err error
+	if a != nil && down {
+		// Torn down, then its input closed: it exits by itself.
+		err = errors.Join(a.Down(), a.Close())
+	}
+	if c != nil {
+		c.Close()
+	}
+	if a != nil && !down {
+		a.Close() // reaps the session the connection's end ended
+	}
+	return err
+}
