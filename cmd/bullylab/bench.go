@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem/bench"
+	"github.com/bullylab/bullylab/netem/remote"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire/bounded"
@@ -117,9 +118,14 @@ func benchCommand() *cli.Command {
 					return &exitError{fmt.Sprintf("bench: --out: %v", err), 2}
 				}
 			}
+			hosts, err := spanHosts(c.String("topology"), topo)
+			if err != nil {
+				return &exitError{fmt.Sprintf("bench: --topology: %v", err), 2}
+			}
 			// Last of the checks: what is wrong with the input is worth
-			// knowing before sudo.
-			if os.Geteuid() != 0 {
+			// knowing before sudo. Across hosts, the hosts' agents build
+			// the namespaces.
+			if os.Geteuid() != 0 && hosts == nil {
 				return &exitError{"bench needs root to build network namespaces: run it with sudo", 2}
 			}
 			if c.Bool("force") {
@@ -131,6 +137,9 @@ func benchCommand() *cli.Command {
 			if err != nil {
 				return fmt.Errorf("bench: finding the bullylab binary: %v", err)
 			}
+			if hosts != nil {
+				hosts.Binary = bin
+			}
 			ctx, intr := notifyInterrupt(c.App.ErrWriter)
 			defer intr.stop()
 			res, err := bench.RunBench(ctx, bench.RunOptions{
@@ -138,7 +147,7 @@ func benchCommand() *cli.Command {
 				Runs: runs, Seed: c.Int64("seed"), OutDir: out, Binary: bin, Version: version,
 				Backend: c.String("backend"), DiagramRuns: diagramRuns,
 				Progress: bench.NewProgress(c.App.ErrWriter, runs*len(scs)),
-				Summary:  c.App.Writer, Abort: intr.abort,
+				Summary:  c.App.Writer, Abort: intr.abort, Hosts: hosts,
 			})
 			if sig := intr.signal(); sig != 0 && (errors.Is(err, bench.ErrInterrupted) || errors.Is(err, bench.ErrAborted)) {
 				msg := fmt.Sprintf("bench: %v", err)
@@ -319,4 +328,19 @@ func compareCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// spanHosts is how a bench reaches the hosts of topo, loaded from
+// nameOrPath; nil for a topology without hosts. The file goes to every
+// host's agent, which builds its share from it.
+func spanHosts(nameOrPath string, topo *topologies.Topology) (*bench.HostsOptions, error) {
+	if len(topo.Hosts) == 0 {
+		return nil, nil
+	}
+	// Built-in topologies have no hosts: this is a file.
+	data, err := bounded.ReadFile("topology", nameOrPath, topologies.MaxFileSize)
+	if err != nil {
+		return nil, err
+	}
+	return &bench.HostsOptions{CheckOptions: remote.CheckOptions{Version: version}, Source: nameOrPath, File: data}, nil
 }

@@ -186,7 +186,12 @@ type Run struct {
 	// first (capture.Election.DetectionNS); absent when no failure had to
 	// be detected (cold start) or no record triggered the election.
 	DetectionNS *int64 `json:"detection_ns,omitempty"`
-	Leader      string `json:"leader,omitempty"`
+	// ClockErrorNS, on a testbed across hosts, bounds what the hosts'
+	// clocks add to the error of TimeToLeaderNS and DetectionNS
+	// (capture.Report.ClockErrorNS); 0 on one host, whose one clock
+	// stamps every frame and fault.
+	ClockErrorNS int64  `json:"clock_error_ns,omitempty"`
+	Leader       string `json:"leader,omitempty"`
 	Epoch       uint64 `json:"epoch,omitempty"`
 	// Election is the measured election's number in the capture's
 	// analysis (capture.Election.N, as `bullylab analyze` lists them); 0
@@ -238,6 +243,8 @@ type Summary struct {
 	Messages      map[string]Count `json:"messages"`
 	MessagesTotal Count            `json:"messages_total"`
 	Failures      []FailureGroup   `json:"failures,omitempty"`
+	// ClockErrorNS is the largest of the runs' (Run.ClockErrorNS).
+	ClockErrorNS int64 `json:"clock_error_ns,omitempty"`
 }
 
 // Dist is a distribution of durations; percentiles are nearest-rank (see
@@ -291,6 +298,7 @@ func Summarize(runs []Run) Summary {
 			continue
 		}
 		s.OK++
+		s.ClockErrorNS = max(s.ClockErrorNS, r.ClockErrorNS)
 		ttl = append(ttl, r.TimeToLeaderNS)
 		if r.DetectionNS != nil {
 			det = append(det, *r.DetectionNS)

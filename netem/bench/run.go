@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/remote"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
 )
@@ -48,10 +49,22 @@ type RunOptions struct {
 	// DiagramRuns are the runs of each scenario whose election
 	// report.html draws; the zero value is DefaultDiagramRuns.
 	DiagramRuns DiagramRuns
+	// Hosts reach the hosts of a topology that spans them (its hosts:
+	// section); each run builds its testbed across them.
+	Hosts *HostsOptions
 	// Abort, when it is closed after ctx ended, tells RunBench not to
 	// write the partial outputs: it returns once the run in progress is
 	// torn down. nil never aborts.
 	Abort <-chan struct{}
+}
+
+// HostsOptions reach a topology's hosts over SSH.
+type HostsOptions struct {
+	remote.CheckOptions
+	// Source and File are the topology file's name and contents, which
+	// every host's agent parses.
+	Source string
+	File   []byte
 }
 
 // ErrInterrupted is RunBench's error when ctx ended before every run

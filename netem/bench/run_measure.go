@@ -81,7 +81,7 @@ func (ru *runner) readEnd(ctx context.Context) endCounters {
 
 // waitStill waits until no running node's election counters move for
 // quiet, at most timeout.
-func waitStill(ctx context.Context, lb *lab.Lab, quiet, timeout time.Duration) {
+func waitStill(ctx context.Context, lb testbed, quiet, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	var last uint64
 	since := time.Now()
@@ -118,7 +118,7 @@ func (ru *runner) teardown(stepErr error) *runFailure {
 	// Let frames in flight reach the capture before stopping it: a
 	// delayer may hold what a node wrote last for the delay in force.
 	time.Sleep(ru.lab.MaxDelay() + 50*time.Millisecond)
-	_, capErr := ru.lab.Capture().Stop()
+	_, capErr := ru.lab.StopCapture()
 	failed := ru.lab.Failed()
 	// The logs go with the lab's state.
 	ru.logs = readLogs(ru.lab)
@@ -173,6 +173,7 @@ func (ru *runner) analyze() (*capture.Report, *runFailure) {
 		return nil, failure(FailAuth, "%s", authProblem(a))
 	}
 	ru.r.FramesVerified, ru.r.FramesUnverified = rep.Auth.Verified, rep.Auth.Unverified
+	ru.r.ClockErrorNS = rep.ClockErrorNS
 	return rep, nil
 }
 
@@ -306,7 +307,7 @@ var electionTypes = []wire.Type{wire.TypeElection, wire.TypeAnswer, wire.TypeHal
 // frame on the wire before that time was counted and one after it was
 // not (with no delay in force). It gives up after a few tries, returning
 // the last read, when the nodes keep sending.
-func stillCounters(ctx context.Context, lb *lab.Lab) (map[string]map[string]uint64, time.Time) {
+func stillCounters(ctx context.Context, lb testbed) (map[string]map[string]uint64, time.Time) {
 	prev := sentCounters(lb.NodeStates())
 	for range 20 {
 		at := time.Now()

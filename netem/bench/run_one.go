@@ -10,6 +10,7 @@ import (
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/lab"
+	"github.com/bullylab/bullylab/netem/remote"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
@@ -66,7 +67,7 @@ type runner struct {
 	capName string // the run's capture, in opts.OutDir
 	capPath string
 
-	lab       *lab.Lab
+	lab       testbed
 	labClosed bool
 	key       wire.Key // the lab's cluster key, which goes with the lab's state
 	names     []string // the lab's nodes, lowest ID first
@@ -121,9 +122,7 @@ func (ru *runner) failed(f *runFailure) (Run, *runDetail) {
 // nodes answer: the boot elections are not measured, and the nodes boot
 // while the testbed is built.
 func (ru *runner) setup(ctx context.Context) *runFailure {
-	lb, err := lab.Start(ctx, ru.opts.Topology, lab.StartOptions{Binary: ru.opts.Binary, Seed: ru.seed, Backend: ru.opts.Backend,
-		// Readable by all whatever the umask, as the other outputs.
-		Capture: &lab.CaptureOptions{Path: ru.capPath, Mode: OutputMode}})
+	lb, err := ru.start(ctx)
 	if err != nil {
 		return failure(FailSetup, "starting the lab: %v", err)
 	}
@@ -133,6 +132,27 @@ func (ru *runner) setup(ctx context.Context) *runFailure {
 		labStarted(lb.Run())
 	}
 	return nil
+}
+
+// start builds the run's testbed: a lab here, or across the topology's
+// hosts.
+func (ru *runner) start(ctx context.Context) (testbed, error) {
+	topo := ru.opts.Topology
+	if len(topo.Hosts) == 0 {
+		lb, err := lab.Start(ctx, topo, lab.StartOptions{Binary: ru.opts.Binary, Seed: ru.seed, Backend: ru.opts.Backend,
+			// Readable by all whatever the umask, as the other outputs.
+			Capture: &lab.CaptureOptions{Path: ru.capPath, Mode: OutputMode}})
+		if err != nil {
+			return nil, err
+		}
+		return localLab{lb}, nil
+	}
+	h := ru.opts.Hosts
+	if h == nil {
+		return nil, fmt.Errorf("topology %s spans %d hosts, and no way to reach them was given", topo.Name, len(topo.Hosts))
+	}
+	return remote.BuildSpan(ctx, topo, h.Source, h.File, remote.SpanOptions{CheckOptions: h.CheckOptions,
+		Seed: ru.seed, Backend: ru.opts.Backend, Capture: ru.capPath, CaptureMode: OutputMode})
 }
 
 // closeLab closes the lab once: measure closes it before it analyses the
@@ -195,7 +215,7 @@ func (ru *runner) setupFailure(format string, args ...any) *runFailure {
 // waitQuiet waits until every running node has followed leader, and no
 // node has sent an election message, for quiet: the counters of every
 // node, read through the control sockets, do not move.
-func waitQuiet(ctx context.Context, lb *lab.Lab, leader string, quiet, timeout time.Duration) error {
+func waitQuiet(ctx context.Context, lb testbed, leader string, quiet, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last uint64
 	var since time.Time
@@ -261,7 +281,7 @@ type faultLog struct {
 }
 
 // watch starts recording the faults lb applies.
-func (fl *faultLog) watch(lb *lab.Lab) {
+func (fl *faultLog) watch(lb testbed) {
 	fl.owd = lb.MaxDelay()
 	lb.OnFault(func(f fault.Fault) {
 		fl.faults = append(fl.faults, f)

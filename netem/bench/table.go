@@ -65,6 +65,9 @@ func WriteSummary(w io.Writer, r *Results, opts ...SummaryOptions) error {
 		for _, g := range s.Failures {
 			lines = append(lines, failureLine(sc.Key(), g, s.Runs))
 		}
+		if l := clockLine(sc.Key(), s); l != "" {
+			lines = append(lines, l)
+		}
 	}
 	if r.Partial != nil {
 		lines = append(lines, r.Partial.String())
@@ -80,6 +83,23 @@ func WriteSummary(w io.Writer, r *Results, opts ...SummaryOptions) error {
 		}
 	}
 	return nil
+}
+
+// clockShare is the share of the median time to leader past which the
+// hosts' clocks' error bound is called out as large.
+const clockShare = 0.05
+
+// clockLine says, for runs across hosts, within what the hosts' clocks
+// let the times be known, and whether that is a large share of them.
+func clockLine(key string, s Summary) string {
+	if s.ClockErrorNS == 0 || s.OK == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("%s: across hosts, times are known within ±%s (the hosts' clock offsets)", key, fmtNS(s.ClockErrorNS))
+	if ttl := s.TimeToLeader.P50NS; ttl > 0 && float64(s.ClockErrorNS) > clockShare*float64(ttl) {
+		line += fmt.Sprintf(": %.0f%% of the median time to leader, too large a share to compare it with one host's", 100*float64(s.ClockErrorNS)/float64(ttl))
+	}
+	return line
 }
 
 // failureLine says which runs of a scenario failed on g's kind, and how

@@ -6,16 +6,65 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/lab"
+	"github.com/bullylab/bullylab/netem/remote"
 	"github.com/bullylab/bullylab/netem/scenario"
+	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"
 )
 
-// labTarget drives a *lab.Lab for scenario.Execute. Node lists it is given
-// are lowest ID first, which is topology order on a Lab.
+// testbed is what a run drives: a lab on this host (localLab), or one
+// across hosts (*remote.Span).
+type testbed interface {
+	Run() string
+	Key() wire.Key
+	Topology() *topologies.Topology
+	// Nodes are the node names in topology order, lowest ID first.
+	Nodes() []string
+	NodeStates() []lab.NodeState
+	WaitLeader(ctx context.Context, pred func(lab.Leader) bool) (lab.Leader, error)
+	WaitLeaderAmong(ctx context.Context, names []string, pred func(lab.Leader) bool) (lab.Leader, error)
+	Apply(ctx context.Context, f fault.Fault) (fault.Fault, error)
+	Crash(names ...string) (fault.Fault, error)
+	OnFault(f func(fault.Fault))
+	MaxDelay() time.Duration
+	Lossy() bool
+	Failed() []lab.NodeFailure
+	DelayerStats() map[string]netem.DelayerStats
+	// EventLog returns a node's event log, and how far the clock that
+	// stamped it is ahead of this host's; before Close.
+	EventLog(name string) ([]byte, time.Duration, error)
+	// StopCapture completes the run's capture file.
+	StopCapture() (capture.CaptureStats, error)
+	Close() error
+}
+
+// localLab is a lab on this host as a testbed.
+type localLab struct{ *lab.Lab }
+
+func (l localLab) EventLog(name string) ([]byte, time.Duration, error) {
+	path, err := l.LogPath(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	data, err := readEventLog(path)
+	return data, 0, err
+}
+
+func (l localLab) StopCapture() (capture.CaptureStats, error) { return l.Capture().Stop() }
+
+var (
+	_ testbed = localLab{}
+	_ testbed = (*remote.Span)(nil)
+)
+
+// labTarget drives a testbed for scenario.Execute. Node lists it is given
+// are lowest ID first, which is topology order on a testbed.
 type labTarget struct {
-	lab   *lab.Lab
+	lab   testbed
 	names []string // topology order = ID order
 
 	mu   sync.Mutex
@@ -27,7 +76,7 @@ type labTarget struct {
 // targetPoll is how often WaitElection looks at the nodes.
 const targetPoll = 5 * time.Millisecond
 
-func newLabTarget(lb *lab.Lab) *labTarget {
+func newLabTarget(lb testbed) *labTarget {
 	return &labTarget{lab: lb, names: lb.Nodes(), left: map[string]bool{}}
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem/fault"
-	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/node"
 )
 
@@ -34,20 +33,22 @@ type logEntry struct {
 	line int       // from 1
 }
 
-// readLogs reads every node's event log from the lab, which must still be
-// open (Close removes the logs). The nodes may still be writing: a record
-// cut short at the end is left out.
-func readLogs(lb *lab.Lab) []nodeLog {
+// readLogs reads every node's event log from the testbed, which must
+// still be open (Close removes the logs), on this host's clock. The nodes
+// may still be writing: a record cut short at the end is left out.
+func readLogs(lb testbed) []nodeLog {
 	var out []nodeLog
 	for _, n := range lb.Nodes() {
 		nl := nodeLog{node: n}
-		path, err := lb.LogPath(n)
-		var data []byte
-		if err == nil {
-			data, err = readEventLog(path)
+		data, ahead, err := lb.EventLog(n)
+		if err == nil && len(data) > maxEventLog {
+			err = fmt.Errorf("event log of %s: larger than %d MiB", n, maxEventLog>>20)
 		}
 		if err == nil {
 			nl.entries, err = parseEventLog(data)
+		}
+		for i := range nl.entries {
+			nl.entries[i].wall = nl.entries[i].wall.Add(-ahead)
 		}
 		nl.err = err
 		out = append(out, nl)

@@ -131,15 +131,20 @@ func (lc *Capture) record(f fault.Fault) {
 	if lc.stopped {
 		return
 	}
+	err := lc.w.WriteRecord(FaultRecord(f))
+	if err != nil && lc.err == nil {
+		lc.err = err
+	}
+}
+
+// FaultRecord is fault f as a capture's record.
+func FaultRecord(f fault.Fault) capture.Record {
 	rec := capture.Record{Time: f.Time, InForce: f.InForce, Kind: capture.RecordKind(f.Kind), Nodes: f.Nodes,
 		Peers: f.Peers, Groups: f.Groups, OneWay: f.OneWay, Detail: f.Detail}
 	if f.Impair != nil && (f.Kind == fault.Delay || f.Kind == fault.Loss) {
 		rec.Impair = &capture.RecordImpairment{DelayNS: int64(f.Impair.Delay), JitterNS: int64(f.Impair.Jitter), Loss: f.Impair.Loss}
 	}
-	err := lc.w.WriteRecord(rec)
-	if err != nil && lc.err == nil {
-		lc.err = err
-	}
+	return rec
 }
 
 // Path returns the capture file's path.

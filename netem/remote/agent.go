@@ -38,6 +38,8 @@ const (
 	opStatus  = "status"  // the share's nodes
 	opFault   = "fault"   // apply a fault to the share
 	opCapture = "capture" // stop the share's capture
+	opNetwork = "network" // the impairments in force
+	opLogs    = "logs"    // the share's nodes' event logs
 )
 
 // ShareRequest asks an agent to build its host's share of a testbed.
@@ -86,6 +88,31 @@ type ShareBuilt struct {
 	Ready   time.Time `json:"ready"`
 }
 
+// ShareStatus is a share's nodes as its lab sees them.
+type ShareStatus struct {
+	// Nodes are lab.NodeState's JSON, which the controller decodes (the
+	// lab builds on Linux alone).
+	Nodes json.RawMessage `json:"nodes"`
+	// Failed are the nodes that stopped with no fault stopping them.
+	Failed []ShareFailure `json:"failed,omitempty"`
+	// Delayers are the NFQUEUE delayers' counters by node
+	// (netem.DelayerStats's JSON).
+	Delayers json.RawMessage `json:"delayers,omitempty"`
+}
+
+// ShareFailure is a node that stopped by itself, and its last words.
+type ShareFailure struct {
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+}
+
+// ShareNetwork is what the impairments in force do between any two nodes
+// of the testbed: every host's lab knows them all.
+type ShareNetwork struct {
+	MaxDelay time.Duration `json:"max_delay"`
+	Lossy    bool          `json:"lossy,omitempty"`
+}
+
 // OverlaySwitch is one host's switch on a testbed's overlay.
 type OverlaySwitch struct {
 	Underlay string `json:"underlay"` // the host's address on the hosts' network
@@ -97,9 +124,12 @@ type OverlaySwitch struct {
 // the agent: a netem lab's on Linux.
 type Shares interface {
 	Build(ShareRequest) (ShareBuilt, error)
-	// Status reads the share's nodes: lab.NodeState's JSON, which the
-	// controller decodes (the lab builds on Linux alone).
-	Status() (json.RawMessage, error)
+	// Status reads the share's nodes.
+	Status() (ShareStatus, error)
+	// Network says what the impairments in force do.
+	Network() (ShareNetwork, error)
+	// Logs reads the share's nodes' event logs, by node.
+	Logs() (map[string][]byte, error)
 	// Apply applies a fault to the share (lab.Lab.Apply) and returns its
 	// record, stamped with this host's clock.
 	Apply(fault.Fault) (fault.Fault, error)
@@ -129,9 +159,10 @@ type agentReply struct {
 	// probe: why the host cannot run a testbed, "" when it can
 	Unfit string `json:"unfit,omitempty"`
 	// build
-	Built *ShareBuilt `json:"built,omitempty"`
-	// status
-	Nodes json.RawMessage `json:"nodes,omitempty"`
+	Built   *ShareBuilt       `json:"built,omitempty"`
+	Status  *ShareStatus      `json:"status,omitempty"`
+	Network *ShareNetwork     `json:"network,omitempty"`
+	Logs    map[string][]byte `json:"logs,omitempty"`
 	// fault: its record
 	Fault *fault.Fault `json:"fault,omitempty"`
 	// capture
@@ -171,7 +202,7 @@ func RunAgent(in io.Reader, out io.Writer, cfg AgentConfig) (err error) {
 func answer(req agentRequest, cfg AgentConfig) agentReply {
 	version := cfg.Version
 	switch req.Op {
-	case opBuild, opDown, opStatus, opFault, opCapture:
+	case opBuild, opDown, opStatus, opFault, opCapture, opNetwork, opLogs:
 		if cfg.Shares == nil {
 			return agentReply{Error: "this agent builds no testbeds (not Linux)"}
 		}
@@ -203,7 +234,15 @@ func answerShares(req agentRequest, shares Shares) agentReply {
 	case opDown:
 		err = shares.Down()
 	case opStatus:
-		r.Nodes, err = shares.Status()
+		var st ShareStatus
+		st, err = shares.Status()
+		r.Status = &st
+	case opNetwork:
+		var nw ShareNetwork
+		nw, err = shares.Network()
+		r.Network = &nw
+	case opLogs:
+		r.Logs, err = shares.Logs()
 	case opCapture:
 		var st capture.CaptureStats
 		st, err = shares.StopCapture()
@@ -305,10 +344,28 @@ func (a *Agent) Build(req ShareRequest) (ShareBuilt, error) {
 	return *r.Built, nil
 }
 
-// Status asks the agent for its share's nodes, as lab.NodeState's JSON.
-func (a *Agent) Status() (json.RawMessage, error) {
+// Status asks the agent for its share's nodes.
+func (a *Agent) Status() (ShareStatus, error) {
 	r, err := a.call(agentRequest{Op: opStatus})
-	return r.Nodes, err
+	if err != nil || r.Status == nil {
+		return ShareStatus{}, cmp.Or(err, fmt.Errorf("host %s: agent: status answered without the nodes", a.name))
+	}
+	return *r.Status, nil
+}
+
+// Network asks the agent what the impairments in force do.
+func (a *Agent) Network() (ShareNetwork, error) {
+	r, err := a.call(agentRequest{Op: opNetwork})
+	if err != nil || r.Network == nil {
+		return ShareNetwork{}, cmp.Or(err, fmt.Errorf("host %s: agent: network answered without the impairments", a.name))
+	}
+	return *r.Network, nil
+}
+
+// Logs asks the agent for its nodes' event logs.
+func (a *Agent) Logs() (map[string][]byte, error) {
+	r, err := a.call(agentRequest{Op: opLogs})
+	return r.Logs, err
 }
 
 // Apply asks the agent to apply f to its share, and returns its record.

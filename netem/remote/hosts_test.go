@@ -11,11 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/wire"
 
 	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/netem/remote"
@@ -136,7 +138,7 @@ func TestSpan(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		sp.Close()
-		netemtest.RequireClean(t, sp.Run)
+		netemtest.RequireClean(t, sp.Run())
 	})
 	ns := func(node string) string {
 		n, _ := topo.Node(node)
@@ -199,7 +201,7 @@ func BenchmarkSpan(b *testing.B) {
 		}
 		up += built.Sub(start)
 		down += time.Since(built)
-		netemtest.RequireClean(b, sp.Run)
+		netemtest.RequireClean(b, sp.Run())
 	}
 	b.ReportMetric(up.Seconds()/float64(b.N), "s/up")
 	b.ReportMetric(down.Seconds()/float64(b.N), "s/down")
@@ -208,16 +210,22 @@ func BenchmarkSpan(b *testing.B) {
 // The nodes of a span, started by the agents, elect one leader across the
 // hosts: the node with the highest ID, the last in topology order,
 // whichever host runs it; when it crashes, the next highest.
+//
+// Each host captures its own nodes; the merged capture shows the crash's
+// election as on one host: the next highest leads, after exactly N-2
+// HALTs, HALT_ACKs and COORDINATORs, and the time to it is known within
+// the merged clocks' bound.
 func TestSpanElects(t *testing.T) {
 	start := time.Now()
-	topo, sp := startElectingSpan(t)
+	path := filepath.Join(t.TempDir(), "span.pcapng")
+	topo, sp := startElectingSpan(t, path)
 	first := waitAgreed(t, sp, "n6", "")
 	t.Logf("6 nodes over 3 hosts agree on the highest at epoch %d, %v after the span began", first, time.Since(start).Round(time.Millisecond))
 
 	// The leader crashes on its host; the next highest, on whichever
 	// host, takes over under a new epoch.
 	crashed := time.Now()
-	rec, err := sp.Apply(fault.Fault{Kind: fault.Crash, Nodes: []string{"n6"}})
+	rec, err := sp.Apply(t.Context(), fault.Fault{Kind: fault.Crash, Nodes: []string{"n6"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,6 +238,42 @@ func TestSpanElects(t *testing.T) {
 	n6, _ := topo.Node("n6")
 	n5, _ := topo.Node("n5")
 	t.Logf("leader n6 on %s crashed; n5 on %s leads the other 5, %v later", n6.Host, n5.Host, time.Since(crashed).Round(time.Millisecond))
+
+	stats, err := sp.StopCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := sp.Captured()
+	for _, h := range sc.Merge.Hosts {
+		t.Logf("%s: clock %+v ± %v (measured %+v ± %v; %d acknowledgements)", h.Name, time.Duration(h.OffsetNS), time.Duration(h.BoundNS),
+			time.Duration(h.MeasuredNS), time.Duration(h.MeasuredBoundNS), h.Acks)
+		if h.Acks == 0 || h.BoundNS > h.MeasuredBoundNS {
+			t.Errorf("%s: no tighter than measured", h.Name)
+		}
+	}
+	rep, err := capture.AnalyzeFile(path, capture.AnalyzeOptions{Key: &[]wire.Key{sp.Key()}[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Drops != 0 || rep.Auth == nil || rep.Auth.Failed != 0 || rep.Auth.Verified == 0 {
+		t.Errorf("capture: %+v, auth %+v", stats, rep.Auth)
+	}
+	var el *capture.Election
+	for i := range rep.Elections {
+		if rep.Elections[i].Trigger.Kind == string(fault.Crash) {
+			el = &rep.Elections[i]
+		}
+	}
+	if el == nil || el.Leader != "n5" || !el.Converged || el.TimeToLeaderNS == nil {
+		t.Fatalf("the merged capture's crash election: %+v (elections %d)", el, len(rep.Elections))
+	}
+	if m := el.Messages; m.Halt != 4 || m.HaltAck != 4 || m.Coordinator != 4 {
+		t.Errorf("crash election messages %+v: want 4 HALT, HALT_ACK and COORDINATOR", m)
+	}
+	if rep.ClockErrorNS <= 0 || rep.ClockErrorNS != int64(sc.Merge.ErrorBound) {
+		t.Errorf("report's clock error %d ns, merge's %v", rep.ClockErrorNS, sc.Merge.ErrorBound)
+	}
+	t.Logf("merged capture: time to leader %v ± %v, detection %v", time.Duration(*el.TimeToLeaderNS), sc.Merge.ErrorBound, time.Duration(*el.DetectionNS))
 }
 
 // waitAgreed polls sp until its running nodes agree on leader, and
@@ -294,7 +338,7 @@ func TestSpanPartitionHosts(t *testing.T) {
 	all := append(slices.Clone(first), rest...)
 	before := waitAgreedAmong(t, sp, all, "n6")
 	cut := time.Now()
-	rec, err := sp.Apply(fault.Fault{Kind: fault.Partition, Groups: [][]string{{topo.Hosts[0].Name}, {topo.Hosts[1].Name, topo.Hosts[2].Name}}})
+	rec, err := sp.Apply(t.Context(), fault.Fault{Kind: fault.Partition, Groups: [][]string{{topo.Hosts[0].Name}, {topo.Hosts[1].Name, topo.Hosts[2].Name}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +351,7 @@ func TestSpanPartitionHosts(t *testing.T) {
 	waitAgreedAmong(t, sp, rest, highest(rest))
 	t.Logf("host %s cut from the other two: both sides lead themselves %v later", topo.Hosts[0].Name, time.Since(cut).Round(time.Millisecond))
 	healed := time.Now()
-	if _, err := sp.Apply(fault.Fault{Kind: fault.Heal}); err != nil {
+	if _, err := sp.Apply(t.Context(), fault.Fault{Kind: fault.Heal}); err != nil {
 		t.Fatal(err)
 	}
 	if epoch := waitAgreedAmong(t, sp, all, "n6"); epoch <= before {
@@ -337,7 +381,7 @@ func waitAgreedAmong(t *testing.T, sp *remote.Span, names []string, leader strin
 
 // startElectingSpan builds 6 nodes over three stand-in hosts, and closes
 // it, checking nothing is left, when the test ends.
-func startElectingSpan(t *testing.T) (*topologies.Topology, *remote.Span) {
+func startElectingSpan(t *testing.T, capturePath ...string) (*topologies.Topology, *remote.Span) {
 	t.Helper()
 	hs := remotetest.Start(t, 3)
 	file := []byte(spanTopology(hs, "nodes: 6\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\n"))
@@ -346,6 +390,9 @@ func startElectingSpan(t *testing.T) (*topologies.Topology, *remote.Span) {
 		t.Fatal(err)
 	}
 	opts := remote.SpanOptions{CheckOptions: remote.CheckOptions{Binary: labtest.Binary(t), BinaryDir: t.TempDir(), Dial: hs.DialTCP}}
+	if len(capturePath) > 0 {
+		opts.Capture = capturePath[0]
+	}
 	sp, err := remote.BuildSpan(t.Context(), topo, "six.yaml", file, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -354,7 +401,7 @@ func startElectingSpan(t *testing.T) (*topologies.Topology, *remote.Span) {
 		if err := sp.Close(); err != nil {
 			t.Errorf("closing the span: %v", err)
 		}
-		netemtest.RequireClean(t, sp.Run)
+		netemtest.RequireClean(t, sp.Run())
 	})
 	return topo, sp
 }
@@ -366,13 +413,13 @@ func TestSpanPause(t *testing.T) {
 	topo, sp := startElectingSpan(t)
 	first := waitAgreed(t, sp, "n6", "")
 	paused := time.Now()
-	if _, err := sp.Apply(fault.Fault{Kind: fault.Pause, Nodes: []string{"n6"}}); err != nil {
+	if _, err := sp.Apply(t.Context(), fault.Fault{Kind: fault.Pause, Nodes: []string{"n6"}}); err != nil {
 		t.Fatal(err)
 	}
 	second := waitAgreed(t, sp, "n5", "n6")
 	n6, _ := topo.Node("n6")
 	t.Logf("leader n6 on %s paused: the other five follow the next highest %v later", n6.Host, time.Since(paused).Round(time.Millisecond))
-	if _, err := sp.Apply(fault.Fault{Kind: fault.Resume, Nodes: []string{"n6"}}); err != nil {
+	if _, err := sp.Apply(t.Context(), fault.Fault{Kind: fault.Resume, Nodes: []string{"n6"}}); err != nil {
 		t.Fatal(err)
 	}
 	resumed := time.Now()
@@ -404,7 +451,7 @@ func TestSpanImpairHosts(t *testing.T) {
 		return netem.NodeNamespace(sp.Runs[k], n.Name)
 	}
 	const delay = 400 * time.Millisecond
-	if _, err := sp.Apply(fault.Fault{Kind: fault.Delay, Nodes: []string{h1}, Peers: []string{h2}, Impair: &fault.Impairment{Delay: delay}}); err != nil {
+	if _, err := sp.Apply(t.Context(), fault.Fault{Kind: fault.Delay, Nodes: []string{h1}, Peers: []string{h2}, Impair: &fault.Impairment{Delay: delay}}); err != nil {
 		t.Fatal(err)
 	}
 	if rtt, err := remotetest.ConnectTime(t, ns(a), ns(b), b.Addr, 5*time.Second); err != nil || rtt < delay {
@@ -413,7 +460,7 @@ func TestSpanImpairHosts(t *testing.T) {
 	if rtt, err := remotetest.ConnectTime(t, ns(a), ns(c), c.Addr, 5*time.Second); err != nil || rtt >= delay {
 		t.Errorf("%s (%s) to %s (%s): connect took %v, %v: want under %v, that link is not delayed", a.Name, h1, c.Name, h3, rtt, err, delay)
 	}
-	if _, err := sp.Apply(fault.Fault{Kind: fault.Loss, Nodes: []string{h2}, Peers: []string{h1}, Impair: &fault.Impairment{Loss: 100}}); err != nil {
+	if _, err := sp.Apply(t.Context(), fault.Fault{Kind: fault.Loss, Nodes: []string{h2}, Peers: []string{h1}, Impair: &fault.Impairment{Loss: 100}}); err != nil {
 		t.Fatal(err)
 	}
 	// The SYN-ACK from the second host is lost at the first.
@@ -429,7 +476,7 @@ func TestSpanImpairHosts(t *testing.T) {
 			t.Errorf("%s's impairment %q: want its loss to %s", b.Name, s.Impairment, h1)
 		}
 	}
-	if _, err := sp.Apply(fault.Fault{Kind: fault.Clear}); err != nil {
+	if _, err := sp.Apply(t.Context(), fault.Fault{Kind: fault.Clear}); err != nil {
 		t.Fatal(err)
 	}
 	if rtt, err := remotetest.ConnectTime(t, ns(a), ns(b), b.Addr, 5*time.Second); err != nil || rtt >= delay {

@@ -54,7 +54,7 @@ func FuzzRunAgent(f *testing.F) {
 	f.Add([]byte("{\"op\":\"hello\"}\n{\"op\":\"clock\"}\n{\"op\":\"probe\"}\n"))
 	f.Add([]byte("{\"op\":\"nope\"}\n"))
 	f.Add([]byte("not json\n"))
-	f.Add([]byte("{\"op\":\"build\",\"build\":{\"run\":\"x\",\"vni\":1}}\n{\"op\":\"status\"}\n{\"op\":\"fault\",\"fault\":{\"kind\":\"crash\",\"nodes\":[\"n1\"]}}\n{\"op\":\"fault\"}\n{\"op\":\"capture\"}\n{\"op\":\"build\"}\n{\"op\":\"down\"}\n"))
+	f.Add([]byte("{\"op\":\"build\",\"build\":{\"run\":\"x\",\"vni\":1}}\n{\"op\":\"status\"}\n{\"op\":\"fault\",\"fault\":{\"kind\":\"crash\",\"nodes\":[\"n1\"]}}\n{\"op\":\"fault\"}\n{\"op\":\"capture\"}\n{\"op\":\"network\"}\n{\"op\":\"logs\"}\n{\"op\":\"build\"}\n{\"op\":\"down\"}\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var out strings.Builder
 		err := RunAgent(bytes.NewReader(in), &out, AgentConfig{Version: "test", Probe: func() error { return errors.New("no namespaces") }, Shares: fakeShares{}})
@@ -80,7 +80,11 @@ func (fakeShares) Down() error { return nil }
 func (fakeShares) Apply(f fault.Fault) (fault.Fault, error) {
 	return fault.Fault{}, fmt.Errorf("no node %v here", f.Nodes)
 }
-func (fakeShares) Status() (json.RawMessage, error) {
-	return json.RawMessage(`[{"node":"n1","state":"running","status":"normal"}]`), nil
+func (fakeShares) Status() (ShareStatus, error) {
+	return ShareStatus{Nodes: json.RawMessage(`[{"node":"n1","state":"running","status":"normal"}]`)}, nil
+}
+func (fakeShares) Network() (ShareNetwork, error) { return ShareNetwork{}, nil }
+func (fakeShares) Logs() (map[string][]byte, error) {
+	return map[string][]byte{"n1": []byte("{}\n")}, nil
 }
 func (fakeShares) StopCapture() (capture.CaptureStats, error) { return capture.CaptureStats{}, nil }

@@ -130,13 +130,62 @@ func (s *HostShares) share() (*lab.Lab, error) {
 	return s.lab, nil
 }
 
-// Status reads the share's nodes (lab.NodeStates), as JSON.
-func (s *HostShares) Status() (json.RawMessage, error) {
+// Status reads the share's nodes (lab.NodeStates).
+func (s *HostShares) Status() (ShareStatus, error) {
+	l, err := s.share()
+	if err != nil {
+		return ShareStatus{}, err
+	}
+	var st ShareStatus
+	if st.Nodes, err = json.Marshal(l.NodeStates()); err != nil {
+		return ShareStatus{}, err
+	}
+	if st.Delayers, err = json.Marshal(l.DelayerStats()); err != nil {
+		return ShareStatus{}, err
+	}
+	for _, f := range l.Failed() {
+		st.Failed = append(st.Failed, ShareFailure{Node: f.Node, Reason: f.Reason})
+	}
+	return st, nil
+}
+
+// Network says what the impairments in force do between any two nodes.
+func (s *HostShares) Network() (ShareNetwork, error) {
+	l, err := s.share()
+	if err != nil {
+		return ShareNetwork{}, err
+	}
+	return ShareNetwork{MaxDelay: l.MaxDelay(), Lossy: l.Lossy()}, nil
+}
+
+// maxShareLogs bounds the logs of one reply: a node logs elections and
+// membership changes, never heartbeats, so a run's log is kilobytes.
+const maxShareLogs = maxAgentLine / 2
+
+// Logs reads the share's nodes' event logs.
+func (s *HostShares) Logs() (map[string][]byte, error) {
 	l, err := s.share()
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(l.NodeStates())
+	out := map[string][]byte{}
+	total := 0
+	for _, n := range l.Nodes() {
+		path, err := l.LogPath(n)
+		if err != nil {
+			return nil, err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		// Base64 in the reply: a third more.
+		if total += len(data) * 4 / 3; total > maxShareLogs {
+			return nil, fmt.Errorf("the event logs of share %s pass %d MiB", l.Run(), maxShareLogs>>20)
+		}
+		out[n] = data
+	}
+	return out, nil
 }
 
 // Apply applies f to the share (see Shares).

@@ -4,11 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +17,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/node"
@@ -36,8 +38,8 @@ var overlayBase = netip.MustParseAddr("169.254.1.1")
 // lab (lab.Share) built by the agent the controller started there over
 // SSH.
 type Span struct {
-	// Run is the testbed's name; host k's share is Runs[k].
-	Run  string
+	// run is the testbed's name; host k's share is Runs[k].
+	run  string
 	Runs []string
 	VNI  uint32
 
@@ -52,6 +54,25 @@ type Span struct {
 	// offsets measured once they were built.
 	built  []ShareBuilt
 	clocks []ClockOffset
+	// capture is where the merged capture goes, "" without one.
+	capture     string
+	captureMode os.FileMode
+
+	faultMu sync.Mutex // held while a fault is applied
+	mu      sync.Mutex // guards the fields below
+	// observers hear of every fault; records are the faults for the
+	// merged capture.
+	observers []func(fault.Fault)
+	records   []capture.Record
+	// Read from the hosts before their shares are torn down: what
+	// Failed and DelayerStats report after Close.
+	health   []ShareStatus // each host's failed nodes
+	delayers map[string]netem.DelayerStats
+	captured *SpanCapture
+
+	logMu   sync.Mutex
+	logs    []map[string][]byte // by host, fetched once
+	logErrs []error
 }
 
 // SpanOptions configure BuildSpan.
@@ -61,9 +82,11 @@ type SpanOptions struct {
 	Seed int64
 	// Backend forces every host's impairment backend.
 	Backend string
-	// Capture has every host capture its switch once its nodes answer;
-	// see Captures.
-	Capture bool
+	// Capture, when not "", has every host capture its own nodes' ports
+	// once they answer; StopCapture merges the captures into this file,
+	// with CaptureMode (0: what the umask leaves).
+	Capture     string
+	CaptureMode os.FileMode
 }
 
 // BuildSpan builds topo, parsed from file source whose contents are
@@ -83,6 +106,7 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 	if err != nil {
 		return nil, err
 	}
+	sp.capture, sp.captureMode = sopts.Capture, sopts.CaptureMode
 	switches, err := sp.connect(ctx, topo.Hosts, opts, remoteBin)
 	if err != nil {
 		sp.Close()
@@ -98,7 +122,7 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 	var wg sync.WaitGroup
 	for k, h := range topo.Hosts {
 		req := ShareRequest{Run: sp.Runs[k], Topology: topoFile, Source: source, Host: h.Name, VNI: sp.VNI,
-			Switches: switches, Cluster: cluster, Backend: sopts.Backend, Capture: sopts.Capture}
+			Switches: switches, Cluster: cluster, Backend: sopts.Backend, Capture: sopts.Capture != ""}
 		wg.Go(func() {
 			if sp.built[k], errs[k] = sp.agents[k].Build(req); errs[k] == nil {
 				sp.clocks[k], errs[k] = sp.agents[k].ClockOffset(clockSamples)
@@ -120,11 +144,11 @@ func newSpan(topo *topologies.Topology, seed int64) (*Span, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
-	sp := &Span{Run: "bl" + hex.EncodeToString(b[:]), VNI: 1<<16 | uint32(b[0])<<8 | uint32(b[1]), topo: topo, hostOf: map[string]int{}}
+	sp := &Span{run: "bl" + hex.EncodeToString(b[:]), VNI: 1<<16 | uint32(b[0])<<8 | uint32(b[1]), topo: topo, hostOf: map[string]int{}}
 	for k, h := range topo.Hosts {
 		// Each host's objects carry its number too, so that hosts sharing
 		// a kernel (the tests' stand-ins) do not collide.
-		sp.Runs = append(sp.Runs, sp.Run+"h"+strconv.Itoa(k+1))
+		sp.Runs = append(sp.Runs, sp.run+"h"+strconv.Itoa(k+1))
 		for _, n := range topo.Nodes {
 			if n.Host == h.Name {
 				sp.hostOf[n.Name] = k
@@ -215,29 +239,6 @@ func (sp *Span) HostOf(node string) (int, bool) {
 	return k, ok
 }
 
-// Status reads every host's nodes from its agent, in host order; the
-// nodes of a host that does not answer are left out, and its error
-// returned with what the others said.
-func (sp *Span) Status() ([]lab.NodeState, error) {
-	all := make([][]lab.NodeState, len(sp.agents))
-	errs := make([]error, len(sp.agents))
-	sp.each(func(k int, a *Agent) error {
-		raw, err := a.Status()
-		if err == nil {
-			if err = json.Unmarshal(raw, &all[k]); err != nil {
-				err = fmt.Errorf("host %s: agent: status: %v", sp.topo.Hosts[k].Name, err)
-			}
-		}
-		errs[k] = err
-		return nil
-	})
-	var out []lab.NodeState
-	for _, nodes := range all {
-		out = append(out, nodes...)
-	}
-	return out, errors.Join(errs...)
-}
-
 // Apply applies f across the span and returns its record on this
 // machine's clock: a fault on processes (crash, restart, pause, resume,
 // isolate, unisolate, campaign, leave, join) by the hosts that run its
@@ -245,7 +246,12 @@ func (sp *Span) Status() ([]lab.NodeState, error) {
 // each acting at its own nodes. A host's name stands for its nodes
 // wherever f names nodes, so that a partition or a delay can be between
 // whole hosts.
-func (sp *Span) Apply(f fault.Fault) (fault.Fault, error) {
+func (sp *Span) Apply(ctx context.Context, f fault.Fault) (fault.Fault, error) {
+	if err := ctx.Err(); err != nil {
+		return fault.Fault{}, err
+	}
+	sp.faultMu.Lock()
+	defer sp.faultMu.Unlock()
 	f = sp.expandHosts(f)
 	type applied struct {
 		k   int
@@ -294,7 +300,31 @@ func (sp *Span) Apply(f fault.Fault) (fault.Fault, error) {
 		slices.SortFunc(healed, sp.cmpNodes)
 		rec.Nodes = slices.Compact(healed)
 	}
+	sp.emit(rec)
 	return rec, nil
+}
+
+// Crash SIGKILLs the nodes on their hosts (Apply).
+func (sp *Span) Crash(names ...string) (fault.Fault, error) {
+	return sp.Apply(context.Background(), fault.Fault{Kind: fault.Crash, Nodes: names})
+}
+
+// OnFault registers f to be called with every fault's record once it is
+// applied, in order, on the goroutine that applied it.
+func (sp *Span) OnFault(f func(fault.Fault)) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.observers = append(sp.observers, f)
+}
+
+func (sp *Span) emit(f fault.Fault) {
+	sp.mu.Lock()
+	sp.records = append(sp.records, lab.FaultRecord(f))
+	obs := slices.Clone(sp.observers)
+	sp.mu.Unlock()
+	for _, o := range obs {
+		o(f)
+	}
 }
 
 // local puts a time read on host k's clock on this machine's.
@@ -401,6 +431,11 @@ func Agreed(states []lab.NodeState) (leader string, epoch uint64, ok bool) {
 		found = found || s.State == lab.ProcRunning && s.Node == leader
 	}
 	return leader, epoch, n > 0 && found
+}
+
+// closed reports whether every host's share is gone.
+func (sp *Span) closed() bool {
+	return !slices.ContainsFunc(sp.agents, func(a *Agent) bool { return a != nil })
 }
 
 // Close tears every share down and ends the agents and connections.

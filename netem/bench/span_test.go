@@ -1,0 +1,112 @@
+//go:build linux
+
+package bench_test
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/netem/bench"
+	"github.com/bullylab/bullylab/netem/lab/labtest"
+	"github.com/bullylab/bullylab/netem/netemtest"
+	"github.com/bullylab/bullylab/netem/remote"
+	"github.com/bullylab/bullylab/netem/remote/remotetest"
+	"github.com/bullylab/bullylab/netem/scenario"
+	"github.com/bullylab/bullylab/topologies"
+)
+
+// The leader-crash bench across three stand-in hosts, over SSH and the
+// VXLAN overlay: each run's leader crashes on its host, the next highest,
+// on whichever host, wins with node/doc.go's messages, counted in the
+// merged capture of the three hosts' and equal to the nodes' counters;
+// every run's times carry the hosts' clock bound, and nothing is left on
+// any host.
+func TestRunBenchSpan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the bench builds testbeds across stand-in hosts")
+	}
+	hs := remotetest.Start(t, 3)
+	bin := labtest.Binary(t)
+	var b strings.Builder
+	b.WriteString("name: slow-star6x3\nnodes: 6\nsettings: {heartbeat: 200ms, failure_timeout: 1s, election_timeout: 400ms}\nhosts:\n")
+	for _, h := range hs.Hosts {
+		fmt.Fprintf(&b, "  - {name: %s, ssh: %q, user: root, key: %q, known_hosts: %q}\n", h.Name, h.SSH, h.Key, h.KnownHosts)
+	}
+	file := []byte(b.String())
+	topo, err := topologies.Parse("slow-star6x3.yaml", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scs, err := scenario.Builtin("leader-crash", scenario.Params{Nodes: len(topo.Nodes)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started []string
+	defer bench.SetLabStarted(func(run string) { started = append(started, run) })()
+	out := t.TempDir()
+	var summary bytes.Buffer
+	const runs = 2
+	res, err := bench.RunBench(t.Context(), bench.RunOptions{
+		Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash", Runs: runs, Seed: 1,
+		OutDir: out, Binary: bin, Version: "test", Summary: &summary,
+		Hosts: &bench.HostsOptions{CheckOptions: remote.CheckOptions{Binary: bin, BinaryDir: t.TempDir(), Dial: hs.DialTCP},
+			Source: "slow-star6x3.yaml", File: file},
+	})
+	if err != nil {
+		t.Fatalf("RunBench: %v", err)
+	}
+	t.Logf("summary:\n%s", summary.String())
+	if len(started) != runs {
+		t.Errorf("%d testbeds started, want %d", len(started), runs)
+	}
+	for _, run := range started {
+		netemtest.RequireClean(t, run)
+	}
+	n := len(topo.Nodes)
+	for _, r := range res.Scenarios[0].Runs {
+		t.Logf("run %d: ok=%v leader %s time to leader %v ± %v, messages %v, counters %+v", r.Index, r.OK, r.Leader,
+			time.Duration(r.TimeToLeaderNS), time.Duration(r.ClockErrorNS), r.Messages, r.Counters)
+		if !r.OK {
+			t.Errorf("run %d failed (%s): %s", r.Index, r.FailureKind, r.Failure)
+			continue
+		}
+		if r.Leader != "n5" || r.TimeToLeaderFrom != bench.TimeFromCapture {
+			t.Errorf("run %d: leader %s from %s, want n5 from the capture", r.Index, r.Leader, r.TimeToLeaderFrom)
+		}
+		for _, typ := range []string{"HALT", "HALT_ACK", "COORDINATOR"} {
+			if r.Messages[typ] != n-2 {
+				t.Errorf("run %d: %d %s, want N-2 = %d", r.Index, r.Messages[typ], typ, n-2)
+			}
+		}
+		if !r.Counters.OK {
+			t.Errorf("run %d: counters against the merged capture: %+v", r.Index, r.Counters)
+		}
+		if r.ClockErrorNS <= 0 || r.ClockErrorNS > r.TimeToLeaderNS/10 {
+			t.Errorf("run %d: clock bound %v for a time to leader of %v", r.Index, time.Duration(r.ClockErrorNS), time.Duration(r.TimeToLeaderNS))
+		}
+		rep, err := capture.AnalyzeFile(filepath.Join(out, r.Capture), capture.AnalyzeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hosts []string
+		for _, rec := range rep.Records {
+			if rec.Testbed != nil {
+				for _, h := range rec.Testbed.Hosts {
+					hosts = append(hosts, h.Name)
+				}
+			}
+		}
+		if !slices.Equal(hosts, []string{"h1", "h2", "h3"}) || rep.Capture == nil || rep.Capture.Drops != 0 {
+			t.Errorf("run %d: merged capture of hosts %v, counters %+v", r.Index, hosts, rep.Capture)
+		}
+	}
+	if !strings.Contains(summary.String(), "across hosts, times are known within ±") {
+		t.Errorf("the summary does not give the clock bound:\n%s", summary.String())
+	}
+}
