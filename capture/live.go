@@ -27,3 +27,12 @@ type NodePort struct {
 // Stats are a live capture's counters; Live.Stop also hands them to the
 // Writer's end record.
 type Stats = CaptureStats
+
+// LiveOptions configure Start.
+type LiveOptions struct {
+	// Exclude names devices of the switch namespace whose frames are not
+	// captured at all: a testbed across hosts has its switch's overlay
+	// device bring the other hosts' nodes' frames, which their own hosts
+	// capture on their senders' ports.
+	Exclude []string
+}

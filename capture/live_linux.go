@@ -55,7 +55,7 @@ const liveBlockTimeout = 10 * time.Millisecond
 // node's topology index to its switch port; w must have an interface for
 // each of those nodes. The capture runs until ctx is done or Stop. Live
 // capture needs Linux: elsewhere Start returns ErrNotSupported.
-func Start(ctx context.Context, switchNS netns.NsHandle, ports map[int]NodePort, w *Writer) (*Live, error) {
+func Start(ctx context.Context, switchNS netns.NsHandle, ports map[int]NodePort, w *Writer, opts ...LiveOptions) (*Live, error) {
 	if len(ports) == 0 {
 		return nil, errors.New("capture: no ports to capture")
 	}
@@ -85,12 +85,32 @@ func Start(ctx context.Context, switchNS netns.NsHandle, ports map[int]NodePort,
 		}
 		byIfindex[link.Attrs().Index] = portInfo{iface, p.MAC}
 	}
-	filter, err := bpf.Assemble([]bpf.Instruction{
+	prog := []bpf.Instruction{
 		bpf.LoadExtension{Num: bpf.ExtType},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.PACKET_OUTGOING, SkipTrue: 1},
 		bpf.RetConstant{Val: DefaultSnapLen},
 		bpf.RetConstant{Val: 0},
-	})
+	}
+	var exclude []uint32
+	for _, o := range opts {
+		for _, name := range o.Exclude {
+			link, err := h.LinkByName(name)
+			if err != nil {
+				return nil, fmt.Errorf("capture: excluded device %s: %w", name, err)
+			}
+			exclude = append(exclude, uint32(link.Attrs().Index))
+		}
+	}
+	if len(exclude) > 0 {
+		// Before the rest: frames on an excluded device go nowhere.
+		head := []bpf.Instruction{bpf.LoadExtension{Num: bpf.ExtInterfaceIndex}}
+		for i, idx := range exclude {
+			// Past the remaining tests and the final load, to the drop.
+			head = append(head, bpf.JumpIf{Cond: bpf.JumpEqual, Val: idx, SkipTrue: uint8(len(exclude) - i + len(prog) - 2)})
+		}
+		prog = append(head, prog...)
+	}
+	filter, err := bpf.Assemble(prog)
 	if err != nil {
 		return nil, fmt.Errorf("capture: assembling the filter: %w", err)
 	}

@@ -13,7 +13,7 @@ import (
 type Live struct{}
 
 // Start returns ErrNotSupported: live capture needs Linux.
-func Start(context.Context, netns.NsHandle, map[int]NodePort, *Writer) (*Live, error) {
+func Start(context.Context, netns.NsHandle, map[int]NodePort, *Writer, ...LiveOptions) (*Live, error) {
 	return nil, ErrNotSupported
 }
 

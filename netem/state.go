@@ -145,3 +145,22 @@ func claimRun(s *RunState) error {
 	}
 	return nil
 }
+
+// ClaimRun claims run for a process that builds nothing on this host, such
+// as the controller of a testbed across hosts: a state directory owned by
+// this process, for its control socket and cluster key. Clean removes it
+// once the owner is gone; ReleaseRun, before.
+func ClaimRun(run, topology string) error {
+	if !ValidRunName(run) {
+		return fmt.Errorf("run %q: not a run name (%s)", run, RunNameRule)
+	}
+	return claimRun(&RunState{Run: run, Topology: topology, Created: time.Now(), Owner: self(), Complete: true})
+}
+
+// ReleaseRun removes the state directory ClaimRun made.
+func ReleaseRun(run string) error {
+	if !ValidRunName(run) {
+		return fmt.Errorf("run %q: not a run name (%s)", run, RunNameRule)
+	}
+	return os.RemoveAll(StateDir(run))
+}

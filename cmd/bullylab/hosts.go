@@ -37,16 +37,9 @@ func hostsCommand() *cli.Command {
 			default:
 				return usagef("hosts: unexpected argument %q (one topology only)", c.Args().Get(1))
 			}
-			topo, err := topologies.Load(c.Args().First())
+			topo, bin, err := loadHosts("hosts", c.Args().First())
 			if err != nil {
-				return &exitError{fmt.Sprintf("hosts: %v", err), 2}
-			}
-			if len(topo.Hosts) == 0 {
-				return &exitError{fmt.Sprintf("hosts: topology %s has no hosts section: it runs on this machine alone", topo.Name), 2}
-			}
-			bin, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("hosts: this binary: %w", err)
+				return err
 			}
 			reports := remote.Check(c.Context, topo.Hosts, remote.CheckOptions{Binary: bin, Version: version})
 			if err := writeHostsTable(c.App.Writer, reports); err != nil {
@@ -101,4 +94,43 @@ func writeHostsTable(w io.Writer, reports []remote.HostReport) error {
 		t.Append([]string{r.Host.Name, r.Host.SSH, fmt.Sprint(len(r.Host.Nodes)), kernel, agent, clock, fit})
 	}
 	return t.Render()
+}
+
+// loadHosts loads the topology with hosts that cmd was given, and this
+// binary, which goes to the hosts.
+func loadHosts(cmd, file string) (*topologies.Topology, string, error) {
+	topo, err := topologies.Load(file)
+	if err != nil {
+		return nil, "", &exitError{fmt.Sprintf("%s: %v", cmd, err), 2}
+	}
+	if len(topo.Hosts) == 0 {
+		return nil, "", &exitError{fmt.Sprintf("%s: topology %s has no hosts section: it runs on this machine alone", cmd, topo.Name), 2}
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: this binary: %w", cmd, err)
+	}
+	return topo, bin, nil
+}
+
+// cleanHosts runs `bullylab clean` on every host of file's topology: a
+// line for each host, and exit status 1 naming those that failed.
+func cleanHosts(c *cli.Context, file string) error {
+	topo, bin, err := loadHosts("clean", file)
+	if err != nil {
+		return err
+	}
+	var failed []string
+	for _, r := range remote.CleanHosts(c.Context, topo.Hosts, remote.CheckOptions{Binary: bin, Version: version}) {
+		if r.Err != nil {
+			failed = append(failed, r.Err.Error())
+			fmt.Fprintf(c.App.Writer, "%s: failed\n", r.Host.Name)
+			continue
+		}
+		fmt.Fprintf(c.App.Writer, "%s: %s\n", r.Host.Name, strings.ReplaceAll(r.Output, "\n", "; "))
+	}
+	if len(failed) > 0 {
+		return errors.New("clean: " + strings.Join(failed, "; "))
+	}
+	return nil
 }

@@ -133,7 +133,9 @@ func upCommand() *cli.Command {
 			"While it is up, `bullylab status`, `bullylab fault`, `bullylab exec` and `bullylab down` act on it.\n" +
 			"Ctrl-C, SIGTERM or `bullylab down` tear it down: the node processes first, then the namespaces.\n" +
 			"--capture FILE records every frame on the switch and every fault (as a comment record) for\n" +
-			"`bullylab analyze` and Wireshark; the file is complete once up has exited.",
+			"`bullylab analyze` and Wireshark; the file is complete once up has exited.\n" +
+			"A topology with a hosts section is built across its hosts, over SSH (see `bullylab hosts`):\n" +
+			"each host captures its own nodes, and the captures are merged into FILE on this clock.",
 		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "run", Usage: "run `NAME` to use: " + netem.RunNameRule, DefaultText: "a fresh ID such as bl3f2a"},
@@ -148,6 +150,11 @@ func upCommand() *cli.Command {
 }
 
 func runUp(c *cli.Context) error {
+	if args, err := positional(c); err == nil && len(args) == 1 {
+		if topo, err := topologies.Load(args[0]); err == nil && len(topo.Hosts) > 0 {
+			return runUpSpan(c, topo, args[0])
+		}
+	}
 	topo, opts, err := upOptions(c)
 	if err != nil {
 		return err
@@ -340,7 +347,11 @@ func writeStatusTable(w io.Writer, nodes []lab.NodeState) error {
 		if len(s.Blocked) > 0 {
 			network = append(network, "drops "+strings.Join(s.Blocked, ","))
 		}
-		row := []string{s.Node, s.Namespace, s.Addr, pid, s.State, dash(status), leader, epoch,
+		ns := s.Namespace
+		if s.Host != "" {
+			ns = s.Host + ":" + dash(ns)
+		}
+		row := []string{s.Node, ns, s.Addr, pid, s.State, dash(status), leader, epoch,
 			dash(strings.Join(network, "; ")), dash(s.Backend), dash(s.Impairment)}
 		if err := t.Append(row); err != nil {
 			return err
@@ -743,12 +754,18 @@ func downCommand() *cli.Command {
 
 func cleanCommand() *cli.Command {
 	return &cli.Command{
-		Name:         "clean",
-		Usage:        "remove what testbeds whose process died left behind (processes, namespaces, links, state)",
+		Name:  "clean",
+		Usage: "remove what testbeds whose process died left behind (processes, namespaces, links, state)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "hosts", Usage: "clean every host of the topology `FILE`'s hosts section instead, over SSH"},
+		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("clean: unexpected argument %q", c.Args().First())
+			}
+			if c.IsSet("hosts") {
+				return cleanHosts(c, c.String("hosts"))
 			}
 			if err := requirePrivilege("clean"); err != nil {
 				return err

@@ -192,7 +192,7 @@ type Run struct {
 	// stamps every frame and fault.
 	ClockErrorNS int64  `json:"clock_error_ns,omitempty"`
 	Leader       string `json:"leader,omitempty"`
-	Epoch       uint64 `json:"epoch,omitempty"`
+	Epoch        uint64 `json:"epoch,omitempty"`
 	// Election is the measured election's number in the capture's
 	// analysis (capture.Election.N, as `bullylab analyze` lists them); 0
 	// when the capture holds none.

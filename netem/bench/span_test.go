@@ -110,3 +110,59 @@ func TestRunBenchSpan(t *testing.T) {
 		t.Errorf("the summary does not give the clock bound:\n%s", summary.String())
 	}
 }
+
+// BenchmarkSpanLeaderCrash runs the leader-crash bench on star64 on this
+// host, then on star64 spread over three stand-in hosts (SSH, the VXLAN
+// overlay, captures merged), three runs each: the medians of their times to
+// leader, the span's as a ratio of the one host's, measured in the same
+// round, and the span's clock bound.
+func BenchmarkSpanLeaderCrash(b *testing.B) {
+	hs := remotetest.Start(b, 3)
+	bin := labtest.Binary(b)
+	local, err := topologies.Load("star64")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sb strings.Builder
+	sb.WriteString("name: star64x3\nnodes: 64\nsubnet: 10.77.0.0/16\nport: 7946\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 200ms}\nhosts:\n")
+	for _, h := range hs.Hosts {
+		fmt.Fprintf(&sb, "  - {name: %s, ssh: %q, user: root, key: %q, known_hosts: %q}\n", h.Name, h.SSH, h.Key, h.KnownHosts)
+	}
+	file := []byte(sb.String())
+	span, err := topologies.Parse("star64x3.yaml", file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hosts := &bench.HostsOptions{CheckOptions: remote.CheckOptions{Binary: bin, BinaryDir: b.TempDir(), Dial: hs.DialTCP}, Source: "star64x3.yaml", File: file}
+	const runs = 3
+	bench1 := func(topo *topologies.Topology, h *bench.HostsOptions) bench.Summary {
+		scs, err := scenario.Builtin("leader-crash", scenario.Params{Nodes: len(topo.Nodes)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := bench.RunBench(b.Context(), bench.RunOptions{Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash",
+			Runs: runs, OutDir: b.TempDir(), Binary: bin, Version: "bench", Hosts: h})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := res.Scenarios[0].Summary
+		if s.Failed > 0 {
+			b.Fatalf("%s: %d of %d runs failed: %+v", topo.Name, s.Failed, runs, s.Failures)
+		}
+		return s
+	}
+	var one, three, ratio, bound float64
+	for b.Loop() {
+		l := bench1(local, nil)
+		s := bench1(span, hosts)
+		one += float64(l.TimeToLeader.P50NS) / 1e6
+		three += float64(s.TimeToLeader.P50NS) / 1e6
+		ratio += float64(s.TimeToLeader.P50NS) / float64(l.TimeToLeader.P50NS)
+		bound += float64(s.ClockErrorNS) / 1e3
+	}
+	n := float64(b.N)
+	b.ReportMetric(one/n, "ms-ttl-1host")
+	b.ReportMetric(three/n, "ms-ttl-3hosts")
+	b.ReportMetric(ratio/n, "ttl-ratio")
+	b.ReportMetric(bound/n, "us-clock-bound")
+}

@@ -30,6 +30,9 @@ type CaptureOptions struct {
 	// Mode is the file's permission bits, applied whatever the umask; 0
 	// leaves what the umask gives.
 	Mode os.FileMode
+	// Exclude names devices of the switch namespace not to capture
+	// (capture.LiveOptions).
+	Exclude []string
 }
 
 // Capture is a lab's live capture of its switch. Lab.Close stops it
@@ -82,7 +85,7 @@ func (l *Lab) startCapture(opts CaptureOptions) (*Capture, error) {
 	defer sw.Close()
 	// The capture outlives every caller's context: Stop ends it, so that
 	// the file ends with the end record.
-	live, err := capture.Start(context.Background(), sw, ports, w)
+	live, err := capture.Start(context.Background(), sw, ports, w, capture.LiveOptions{Exclude: opts.Exclude})
 	if err != nil {
 		return fail(err)
 	}

@@ -120,11 +120,25 @@ type APIServer struct {
 	downOnce sync.Once
 }
 
+// Served is a testbed a control API serves: a Lab (Serve), or one across
+// hosts.
+type Served struct {
+	Run    string
+	Status func() RunStatus
+	Apply  func(context.Context, fault.Fault) (fault.Fault, error)
+}
+
 // Serve serves l's control API at ControlSocket(l.Run()) until
 // Close, owner-only: only root (or whoever runs the lab) may inject
 // faults.
 func Serve(l *Lab) (*APIServer, error) {
-	path := ControlSocket(l.Run())
+	return ServeTestbed(Served{Run: l.Run(), Status: l.Status, Apply: l.Apply})
+}
+
+// ServeTestbed serves t's control API at ControlSocket(t.Run), as Serve
+// does a Lab's.
+func ServeTestbed(t Served) (*APIServer, error) {
+	path := ControlSocket(t.Run)
 	api, err := localapi.Listen(path)
 	if err != nil {
 		return nil, fmt.Errorf("control socket %s: %w", path, errors.Unwrap(err))
@@ -132,7 +146,7 @@ func Serve(l *Lab) (*APIServer, error) {
 	s := &APIServer{api: api, down: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
-		localapi.WriteJSON(w, http.StatusOK, l.Status())
+		localapi.WriteJSON(w, http.StatusOK, t.Status())
 	})
 	mux.HandleFunc("POST /fault", func(w http.ResponseWriter, r *http.Request) {
 		var f fault.Fault
@@ -140,7 +154,7 @@ func Serve(l *Lab) (*APIServer, error) {
 			localapi.WriteError(w, http.StatusBadRequest, "fault: "+err.Error())
 			return
 		}
-		rec, err := l.Apply(r.Context(), f)
+		rec, err := t.Apply(r.Context(), f)
 		if err != nil {
 			localapi.WriteError(w, http.StatusBadRequest, err.Error())
 			return

@@ -20,7 +20,10 @@ import (
 // NodeState is one node's row in Status: what the lab did to it and, when
 // it answered, what its control socket says.
 type NodeState struct {
-	Node      string    `json:"node"`
+	Node string `json:"node"`
+	// Host is the hosts entry that runs the node, in a testbed across
+	// hosts; its Namespace, PID and Log are that host's.
+	Host      string    `json:"host,omitempty"`
 	Namespace string    `json:"namespace"`
 	Addr      string    `json:"addr"` // where peers dial it
 	ID        uuid.UUID `json:"id"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"strings"
 	"sync"
 
 	"github.com/bullylab/bullylab/topologies"
@@ -49,7 +50,7 @@ type HostReport struct {
 // it is, for its clock and whether the host can run a testbed.
 func Check(ctx context.Context, hosts []topologies.Host, opts CheckOptions) []HostReport {
 	out := make([]HostReport, len(hosts))
-	remoteBin, err := remoteBinary(opts)
+	remoteBin, err := HostBinary(opts)
 	var wg sync.WaitGroup
 	for i, h := range hosts {
 		out[i].Host = h
@@ -63,9 +64,9 @@ func Check(ctx context.Context, hosts []topologies.Host, opts CheckOptions) []Ho
 	return out
 }
 
-// remoteBinary is where on a host the controller's binary goes: in
+// HostBinary is where on a host the controller's binary goes: in
 // opts.BinaryDir (DefaultBinaryDir when empty), named by its SHA-256.
-func remoteBinary(opts CheckOptions) (string, error) {
+func HostBinary(opts CheckOptions) (string, error) {
 	sum, err := fileSHA256(opts.Binary)
 	if err != nil {
 		return "", fmt.Errorf("the controller's binary: %w", err)
@@ -95,20 +96,61 @@ func checkHost(ctx context.Context, h topologies.Host, opts CheckOptions, remote
 	return r
 }
 
+// HostClean is what `bullylab clean` did on one host.
+type HostClean struct {
+	Host topologies.Host
+	// Output is what it printed: what it removed, and the runs it left
+	// alone because their owner (a controller's agent) still runs.
+	Output string
+	Err    error
+}
+
+// CleanHosts runs `bullylab clean` on every host at once, over SSH, with
+// the controller's binary (copied when the host's differs): it removes
+// what testbeds whose agent died left there, as it does on one host.
+func CleanHosts(ctx context.Context, hosts []topologies.Host, opts CheckOptions) []HostClean {
+	out := make([]HostClean, len(hosts))
+	remoteBin, err := HostBinary(opts)
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		out[i].Host = h
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		wg.Go(func() {
+			c, err := dialHost(ctx, h, opts)
+			if err != nil {
+				out[i].Err = err
+				return
+			}
+			defer c.Close()
+			if _, err := c.EnsureFile(ctx, opts.Binary, remoteBin); err != nil {
+				out[i].Err = err
+				return
+			}
+			o, err := c.Output(ctx, shellQuote(remoteBin)+" clean")
+			out[i].Output, out[i].Err = strings.TrimSpace(string(o)), err
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// dialHost reaches h over SSH, with opts.Dial when set.
+func dialHost(ctx context.Context, h topologies.Host, opts CheckOptions) (*Client, error) {
+	if opts.Dial == nil {
+		return Dial(ctx, h)
+	}
+	return DialWith(ctx, h, opts.Dial)
+}
+
 // connectHost reaches h, copies the binary there when the host's differs,
 // starts the agent and checks its version. On error it closes what it
 // opened and returns nil client and agent.
 func connectHost(ctx context.Context, h topologies.Host, opts CheckOptions, remoteBin string) (_ *Client, _ *Agent, r HostReport) {
 	r.Host = h
-	var (
-		c   *Client
-		err error
-	)
-	if opts.Dial == nil {
-		c, err = Dial(ctx, h)
-	} else {
-		c, err = DialWith(ctx, h, opts.Dial)
-	}
+	c, err := dialHost(ctx, h, opts)
 	if err != nil {
 		r.Err = err
 		return nil, nil, r

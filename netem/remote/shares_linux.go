@@ -115,7 +115,8 @@ func shareOptions(topo *topologies.Topology, r ShareRequest) (lab.StartOptions, 
 		Share: &lab.Share{Host: r.Host, IDs: ids, Join: func(tb *netem.Testbed) error { return tb.JoinOverlay("", o, remote) }}}
 	if r.Capture {
 		// Readable by the controller's user, whoever the agent runs as.
-		opts.Capture = &lab.CaptureOptions{Path: filepath.Join(netem.StateDir(r.Run), captureName), Mode: 0o644}
+		// The overlay brings the other hosts' frames, which they capture.
+		opts.Capture = &lab.CaptureOptions{Path: filepath.Join(netem.StateDir(r.Run), captureName), Mode: 0o644, Exclude: []string{o.Name}}
 	}
 	return opts, nil
 }

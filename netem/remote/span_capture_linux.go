@@ -137,6 +137,9 @@ func (sp *Span) merge(files [][]byte, end []ClockOffset) (*SpanCapture, error) {
 	return sc, nil
 }
 
+// Capturing reports whether the span's hosts capture their nodes.
+func (sp *Span) Capturing() bool { return sp.capture != "" }
+
 // Captured returns what StopCapture made, nil before it.
 func (sp *Span) Captured() *SpanCapture {
 	sp.mu.Lock()

@@ -43,10 +43,11 @@ type Span struct {
 	Runs []string
 	VNI  uint32
 
-	topo   *topologies.Topology
-	ids    []uuid.UUID // by topology index - 1
-	key    wire.Key
-	hostOf map[string]int // node name -> host index
+	topo    *topologies.Topology
+	started time.Time   // when BuildSpan began
+	ids     []uuid.UUID // by topology index - 1
+	key     wire.Key
+	hostOf  map[string]int // node name -> host index
 
 	clients []*Client
 	agents  []*Agent
@@ -98,7 +99,7 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 	if len(topo.Hosts) == 0 {
 		return nil, fmt.Errorf("topology %s has no hosts", topo.Name)
 	}
-	remoteBin, err := remoteBinary(opts)
+	remoteBin, err := HostBinary(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +107,7 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 	if err != nil {
 		return nil, err
 	}
-	sp.capture, sp.captureMode = sopts.Capture, sopts.CaptureMode
+	sp.capture, sp.captureMode, sp.started = sopts.Capture, sopts.CaptureMode, time.Now()
 	switches, err := sp.connect(ctx, topo.Hosts, opts, remoteBin)
 	if err != nil {
 		sp.Close()
@@ -229,6 +230,9 @@ func (sp *Span) ID(name string) (uuid.UUID, bool) {
 	}
 	return sp.ids[n.Index-1], true
 }
+
+// Started is when BuildSpan began.
+func (sp *Span) Started() time.Time { return sp.started }
 
 // Clocks are the hosts' clock offsets, measured once they were built.
 func (sp *Span) Clocks() []ClockOffset { return slices.Clone(sp.clocks) }

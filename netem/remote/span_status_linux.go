@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -67,12 +68,29 @@ func (sp *Span) hostStatus(k int) ([]lab.NodeState, error) {
 	}
 	if err != nil {
 		for _, n := range sp.topo.Hosts[k].Nodes {
-			nodes = append(nodes, lab.NodeState{Node: n, State: StateUnreachable, Error: err.Error()})
+			nodes = append(nodes, lab.NodeState{Node: n, Host: sp.topo.Hosts[k].Name, State: StateUnreachable, Error: err.Error()})
 		}
 		return nodes, err
 	}
+	for i := range nodes {
+		nodes[i].Host = sp.topo.Hosts[k].Name
+	}
 	sp.noteHealth(k, st)
 	return nodes, nil
+}
+
+// RunStatus is the span's status as a control API serves it: every
+// node, each with its host, and the leader they agree on.
+func (sp *Span) RunStatus() lab.RunStatus {
+	st := sp.NodeStates()
+	rs := lab.RunStatus{Run: sp.run, Topology: sp.topo.Name, PID: os.Getpid(), Started: sp.started,
+		Backend: "each host's", BackendWhy: "the hosts' agents probe their own kernels", Nodes: st}
+	if ag, ok := lab.Agreement(st); ok {
+		ag.At = time.Now()
+		ag.ID, _ = sp.ID(ag.Node)
+		rs.Leader = &ag
+	}
+	return rs
 }
 
 // noteHealth keeps what host k said of its nodes' failures and delayers,
