@@ -25,7 +25,7 @@
 //	links:                  # extra impairment between two groups or nodes, both ways
 //	  - between: [site-a, site-b]
 //	    impair: {delay: 30ms}
-//	hosts:                  # machines the testbed spans, over SSH (parsed; not run yet)
+//	hosts:                  # machines the testbed spans, over SSH (README: Testbeds across hosts)
 //	  - {name: rack-a, ssh: 192.0.2.10:22, user: root, key: ~/.ssh/id_ed25519,
 //	     known_hosts: ~/.ssh/known_hosts, nodes: [n1, n2]}
 //	                        # nodes no host lists go, in order, to the host with the fewest

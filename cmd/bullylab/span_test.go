@@ -32,44 +32,8 @@ func TestUpSpanKilledThenClean(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds a testbed across stand-in hosts")
 	}
-	hs := remotetest.Start(t, 3)
-	hostBin, err := remote.HostBinary(remote.CheckOptions{Binary: binary})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(hostBin); os.IsNotExist(err) {
-		// The stand-in hosts share this file system: the copy is this test's.
-		t.Cleanup(func() { os.Remove(hostBin) })
-	}
-	var b strings.Builder
-	b.WriteString("name: six\nnodes: 6\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\nhosts:\n")
-	for _, h := range hs.Hosts {
-		fmt.Fprintf(&b, "  - {name: %s, ssh: %q, user: root, key: %q, known_hosts: %q}\n", h.Name, h.SSH, h.Key, h.KnownHosts)
-	}
-	file := filepath.Join(t.TempDir(), "six.yaml")
-	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	up := exec.Command(binary, "up", file)
-	stdout, err := up.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	up.Stderr = &stderr
-	if err := netem.StartInNamespace(hs.Hub, up); err != nil {
-		t.Fatal(err)
-	}
-	waited := make(chan struct{})
-	go func() { up.Wait(); close(waited) }()
-	t.Cleanup(func() {
-		up.Process.Kill()
-		<-waited
-	})
-	run := waitSpanUp(t, stdout)
-	t.Cleanup(func() { netem.Clean(context.Background()) })
-
+	hs, file := spanHosts3(t)
+	up, run, waited, _ := startSpanUp(t, hs, file)
 	out, errOut, code := runBin(t, "status", "--run", run)
 	if code != 0 || !strings.Contains(out, "h1:"+run+"h1-n1") || !strings.Contains(out, "n6") {
 		t.Fatalf("status: exit %d, %s\n%s", code, errOut, out)
@@ -122,10 +86,86 @@ func TestUpSpanKilledThenClean(t *testing.T) {
 	netemtest.RequireClean(t, run)
 }
 
-// waitSpanUp reads up's output until the testbed is up, and returns its
-// run.
-func waitSpanUp(t *testing.T, stdout interface{ Read([]byte) (int, error) }) string {
+// `bullylab down` of a testbed across hosts, started with --capture:
+// every host's share goes, and the merged capture, verified with the key
+// up kept, holds the boot election of the six nodes on the three hosts.
+func TestUpSpanDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds a testbed across stand-in hosts")
+	}
+	hs, file := spanHosts3(t)
+	path := filepath.Join(t.TempDir(), "span.pcapng")
+	_, run, waited, rest := startSpanUp(t, hs, file, "--capture", path)
+	st, _, _ := runBin(t, "status", "--run", run, "--json")
+	keyFile := regexp.MustCompile(`"key_file": "([^"]+)"`).FindStringSubmatch(st)
+	if keyFile == nil {
+		t.Fatalf("status --json names no key file:\n%s", st)
+	}
+	key, err := os.ReadFile(keyFile[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyCopy := filepath.Join(t.TempDir(), "cluster.key")
+	if err := os.WriteFile(keyCopy, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runBin(t, "down", "--run", run); code != 0 {
+		t.Fatalf("down: exit %d: %s", code, errOut)
+	}
+	<-waited
+	out := strings.Join(<-rest, "\n")
+	if !regexp.MustCompile(`capture .*span.pcapng: \d+ packets from 3 hosts, 0 dropped; times within ±`).MatchString(out) ||
+		!strings.Contains(out, "testbed "+run+" down (bullylab down): removed from 3 hosts") {
+		t.Errorf("up's output after down:\n%s", out)
+	}
+	netemtest.RequireClean(t, run)
+	js, errOut, code := runBin(t, "analyze", "--json", "--cluster-key", keyCopy, path)
+	if code != 0 || !strings.Contains(js, `"clock_error_ns"`) || !strings.Contains(js, `"failed": 0`) {
+		t.Errorf("analyze of the merged capture: exit %d, %s\n%.2000s", code, errOut, js)
+	}
+}
+
+// spanHosts3 starts three stand-in hosts and writes a topology of six
+// nodes across them.
+func spanHosts3(t *testing.T) (*remotetest.Hosts, string) {
 	t.Helper()
+	hs := remotetest.Start(t, 3)
+	hostBin, err := remote.HostBinary(remote.CheckOptions{Binary: binary})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(hostBin); os.IsNotExist(err) {
+		// The stand-in hosts share this file system: the copy is this test's.
+		t.Cleanup(func() { os.Remove(hostBin) })
+	}
+	var b strings.Builder
+	b.WriteString("name: six\nnodes: 6\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\nhosts:\n")
+	for _, h := range hs.Hosts {
+		fmt.Fprintf(&b, "  - {name: %s, ssh: %q, user: root, key: %q, known_hosts: %q}\n", h.Name, h.SSH, h.Key, h.KnownHosts)
+	}
+	file := filepath.Join(t.TempDir(), "six.yaml")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return hs, file
+}
+
+// startSpanUp runs `bullylab up FILE args...` in the hosts' hub namespace
+// until it says the testbed is up, and returns the process, its run, a
+// channel closed once it exited, and one that gets its output from then
+// on once it has exited. The test's cleanup kills it by PID and cleans.
+func startSpanUp(t *testing.T, hs *remotetest.Hosts, file string, args ...string) (*exec.Cmd, string, <-chan struct{}, <-chan []string) {
+	t.Helper()
+	up := exec.Command(binary, append([]string{"up", file}, args...)...)
+	stdout, err := up.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	up.Stderr = &stderr
+	if err := netem.StartInNamespace(hs.Hub, up); err != nil {
+		t.Fatal(err)
+	}
 	lines := make(chan string)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -134,6 +174,13 @@ func waitSpanUp(t *testing.T, stdout interface{ Read([]byte) (int, error) }) str
 		}
 		close(lines)
 	}()
+	waited := make(chan struct{})
+	rest := make(chan []string, 1)
+	t.Cleanup(func() {
+		up.Process.Kill()
+		<-waited
+		netem.Clean(context.Background())
+	})
 	re := regexp.MustCompile(`^testbed (bl[0-9a-f]{4}) up across 3 hosts: 6 nodes, leader n6`)
 	var seen []string
 	timeout := time.After(2 * time.Minute)
@@ -141,17 +188,26 @@ func waitSpanUp(t *testing.T, stdout interface{ Read([]byte) (int, error) }) str
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				t.Fatalf("up exited before it was up:\n%s", strings.Join(seen, "\n"))
+				up.Wait()
+				close(waited)
+				t.Fatalf("up exited before it was up:\n%s\n%s", strings.Join(seen, "\n"), stderr.String())
 			}
 			seen = append(seen, l)
-			if m := re.FindStringSubmatch(l); m != nil {
-				t.Log(l)
-				go func() {
-					for range lines {
-					}
-				}()
-				return m[1]
+			m := re.FindStringSubmatch(l)
+			if m == nil {
+				continue
 			}
+			t.Log(l)
+			go func() {
+				var after []string
+				for l := range lines {
+					after = append(after, l)
+				}
+				up.Wait()
+				close(waited)
+				rest <- append(after, stderr.String())
+			}()
+			return up, m[1], waited, rest
 		case <-timeout:
 			t.Fatalf("not up after 2 minutes:\n%s", strings.Join(seen, "\n"))
 		}
