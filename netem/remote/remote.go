@@ -1,6 +1,7 @@
-// Package remote reaches the machines a testbed spans: one SSH connection
-// per host, its host key checked against known_hosts, commands run over it,
-// and the controller's own binary copied there when the host's differs.
+// Package remote runs testbeds across machines: one SSH connection per
+// host (its key checked against known_hosts) to an agent of the
+// controller's own binary, which builds the host's share as a lab, and a
+// Span that drives them all as one testbed, its captures merged.
 package remote
 
 import (

@@ -68,7 +68,7 @@ func (sp *Span) StopCapture() (capture.CaptureStats, error) {
 // fetchCapture stops host k's capture, measures its clock and reads the
 // file.
 func (sp *Span) fetchCapture(k int) ([]byte, ClockOffset, error) {
-	a, c := sp.agents[k], sp.clients[k]
+	a, c := sp.host(k)
 	if a == nil || c == nil {
 		return nil, ClockOffset{}, fmt.Errorf("host %s: not connected", sp.topo.Hosts[k].Name)
 	}
@@ -173,8 +173,7 @@ func (sp *Span) EventLog(name string) ([]byte, time.Duration, error) {
 		sp.logErrs = make([]error, len(sp.agents))
 	}
 	if sp.logs[k] == nil && sp.logErrs[k] == nil {
-		a := sp.agents[k]
-		if a == nil {
+		if a, _ := sp.host(k); a == nil {
 			sp.logErrs[k] = fmt.Errorf("host %s: not connected", sp.topo.Hosts[k].Name)
 		} else {
 			sp.logs[k], sp.logErrs[k] = a.Logs()

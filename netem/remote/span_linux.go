@@ -404,9 +404,10 @@ func (sp *Span) expandHosts(f fault.Fault) fault.Fault {
 
 // each calls fn on every agent at once, with its host's index.
 func (sp *Span) each(fn func(k int, a *Agent) error) error {
-	errs := make([]error, len(sp.agents))
+	agents := sp.hosts()
+	errs := make([]error, len(agents))
 	var wg sync.WaitGroup
-	for k, a := range sp.agents {
+	for k, a := range agents {
 		if a != nil {
 			wg.Go(func() { errs[k] = fn(k, a) })
 		}
@@ -439,7 +440,21 @@ func Agreed(states []lab.NodeState) (leader string, epoch uint64, ok bool) {
 
 // closed reports whether every host's share is gone.
 func (sp *Span) closed() bool {
-	return !slices.ContainsFunc(sp.agents, func(a *Agent) bool { return a != nil })
+	return !slices.ContainsFunc(sp.hosts(), func(a *Agent) bool { return a != nil })
+}
+
+// host returns host k's agent and SSH connection, nil once it is closed.
+func (sp *Span) host(k int) (*Agent, *Client) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.agents[k], sp.clients[k]
+}
+
+// hosts returns every host's agent, nil for those closed.
+func (sp *Span) hosts() []*Agent {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return slices.Clone(sp.agents)
 }
 
 // Close tears every share down and ends the agents and connections.
@@ -462,8 +477,10 @@ func (sp *Span) CloseHost(k int) error {
 }
 
 func (sp *Span) closeHost(k int, down bool) error {
+	sp.mu.Lock()
 	a, c := sp.agents[k], sp.clients[k]
 	sp.agents[k], sp.clients[k] = nil, nil
+	sp.mu.Unlock()
 	var err error
 	if a != nil && down {
 		// Torn down, then its input closed: it exits by itself.

@@ -51,7 +51,7 @@ func (sp *Span) Status() ([]lab.NodeState, error) {
 const StateUnreachable = "unreachable"
 
 func (sp *Span) hostStatus(k int) ([]lab.NodeState, error) {
-	a := sp.agents[k]
+	a, _ := sp.host(k)
 	var err error
 	if a == nil {
 		err = fmt.Errorf("host %s: not connected", sp.topo.Hosts[k].Name)
@@ -151,7 +151,7 @@ func (sp *Span) DelayerStats() map[string]netem.DelayerStats {
 // network asks the first host that answers what the impairments do:
 // every host's lab knows them all.
 func (sp *Span) network() ShareNetwork {
-	for _, a := range sp.agents {
+	for _, a := range sp.hosts() {
 		if a == nil {
 			continue
 		}
