@@ -140,11 +140,13 @@ func BenchmarkSpanLeaderCrash(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		var summary bytes.Buffer
 		res, err := bench.RunBench(b.Context(), bench.RunOptions{Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash",
-			Runs: runs, OutDir: b.TempDir(), Binary: bin, Version: "bench", Hosts: h})
+			Runs: runs, OutDir: b.TempDir(), Binary: bin, Version: "bench", Hosts: h, Summary: &summary})
 		if err != nil {
 			b.Fatal(err)
 		}
+		b.Logf("%s:\n%s", topo.Name, summary.String())
 		s := res.Scenarios[0].Summary
 		if s.Failed > 0 {
 			b.Fatalf("%s: %d of %d runs failed: %+v", topo.Name, s.Failed, runs, s.Failures)

@@ -173,8 +173,9 @@ func TestSpan(t *testing.T) {
 }
 
 // BenchmarkSpan builds star64 over three stand-in hosts and tears it down:
-// SSH to each, the agents' shares and the overlay (s/up), and every
-// share's teardown (s/down). The binary is copied to the hosts before.
+// SSH to each, the agents' shares, the overlay and every node started and
+// answering (s/up), and every share's teardown (s/down). The binary is
+// copied to the hosts before.
 func BenchmarkSpan(b *testing.B) {
 	hs := remotetest.Start(b, 3)
 	file := []byte(spanTopology(hs, "name: star64x3\nnodes: 64\n"))
