@@ -233,12 +233,18 @@ func TestImpairJitterReorder(t *testing.T) {
 				return im.Set(fault.Impairment{Delay: 20 * time.Millisecond, Jitter: 10 * time.Millisecond})
 			})
 			rtt := measureRTT(t, a, b, 100)
-			t.Logf("20±10 ms: RTT min %s p50 %s p99 %s", msText(rtt[0]), msText(pct(rtt, 50)), msText(pct(rtt, 99)))
+			t.Logf("20±10 ms: RTT min %s p50 %s p90 %s p99 %s", msText(rtt[0]), msText(pct(rtt, 50)), msText(pct(rtt, 90)), msText(pct(rtt, 99)))
 			within(t, "min RTT", rtt[0], 9.9, 15)
 			within(t, "p50 RTT", pct(rtt, 50), 15, 26)
-			// Jitter must spread the RTTs up to the 30 ms maximum; above it is
-			// only the shared host's scheduling latency (33.6 ms seen in CI).
-			within(t, "p99 RTT", pct(rtt, 99), 25, 40)
+			// Jitter must spread the RTTs up to the 30 ms maximum, and no
+			// further: p90 is 28 ms for uniform jitter. The top samples
+			// also hold the shared host's scheduling latency, one stall of
+			// 30 ms among the 100 when other packages' tests load CI's two
+			// cores (p99 60.9 ms seen), so they are held only to reach it.
+			if p99 := pct(rtt, 99); p99 < 25 {
+				t.Errorf("p99 RTT: %s, want at least 25 ms", msText(p99))
+			}
+			within(t, "p90 RTT", pct(rtt, 90), 22, 40)
 
 			applyOrSkip(t, func() error { return im.Set(fault.Impairment{Delay: 30 * time.Millisecond, Reorder: 25}) })
 			copies, oneWay := udpBurst(t, a, b, 1000)

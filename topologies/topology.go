@@ -209,6 +209,14 @@ func Names() []string {
 // always a path; a file in the working directory shadows a built-in only
 // when named with its .yaml or .yml suffix.
 func Load(nameOrPath string) (*Topology, error) {
+	t, _, err := LoadSource(nameOrPath)
+	return t, err
+}
+
+// LoadSource is Load, returning the file's contents too: what a testbed
+// across hosts sends each host's agent to parse. A file is read once, so
+// that /dev/stdin works.
+func LoadSource(nameOrPath string) (*Topology, []byte, error) {
 	hasExt := strings.HasSuffix(nameOrPath, ".yaml") || strings.HasSuffix(nameOrPath, ".yml")
 	if !strings.ContainsRune(nameOrPath, '/') {
 		local := false
@@ -219,20 +227,22 @@ func Load(nameOrPath string) (*Topology, error) {
 		if !local {
 			file := strings.TrimSuffix(nameOrPath, ".yaml") + ".yaml"
 			if data, err := builtin.ReadFile(file); err == nil {
-				return Parse(file, data)
+				t, err := Parse(file, data)
+				return t, data, err
 			}
 		}
 	}
 	data, err := bounded.ReadFile("topology", nameOrPath, MaxFileSize)
 	if errors.Is(err, fs.ErrNotExist) && !strings.ContainsRune(nameOrPath, '/') {
-		return nil, fmt.Errorf("topology %s: %w (built in: %s)%s",
+		return nil, nil, fmt.Errorf("topology %s: %w (built in: %s)%s",
 			bounded.Quote(nameOrPath), ErrNotFound, strings.Join(Names(), ", "),
 			suggest.Hint(strings.TrimSuffix(nameOrPath, ".yaml"), Names()))
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return Parse(nameOrPath, data)
+	t, err := Parse(nameOrPath, data)
+	return t, data, err
 }
 
 // ErrNotFound is what Load returns for a name that is neither a file nor

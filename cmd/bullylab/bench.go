@@ -78,7 +78,7 @@ func benchCommand() *cli.Command {
 			if err != nil {
 				return &exitError{fmt.Sprintf("bench: --diagram-runs: %v", err), 2}
 			}
-			topo, err := topologies.Load(c.String("topology"))
+			topo, data, err := topologies.LoadSource(c.String("topology"))
 			if err != nil {
 				return &exitError{fmt.Sprintf("bench: --topology: %v", err), 2}
 			}
@@ -118,10 +118,7 @@ func benchCommand() *cli.Command {
 					return &exitError{fmt.Sprintf("bench: --out: %v", err), 2}
 				}
 			}
-			hosts, err := spanHosts(c.String("topology"), topo)
-			if err != nil {
-				return &exitError{fmt.Sprintf("bench: --topology: %v", err), 2}
-			}
+			hosts := spanHosts(c.String("topology"), data, topo)
 			// Last of the checks: what is wrong with the input is worth
 			// knowing before sudo. Across hosts, the hosts' agents build
 			// the namespaces.
@@ -330,17 +327,12 @@ func compareCommand() *cli.Command {
 	}
 }
 
-// spanHosts is how a bench reaches the hosts of topo, loaded from
-// nameOrPath; nil for a topology without hosts. The file goes to every
-// host's agent, which builds its share from it.
-func spanHosts(nameOrPath string, topo *topologies.Topology) (*bench.HostsOptions, error) {
+// spanHosts is how a bench or up reaches the hosts of topo, loaded from
+// source with contents data; nil for a topology without hosts. The file
+// goes to every host's agent, which builds its share from it.
+func spanHosts(source string, data []byte, topo *topologies.Topology) *bench.HostsOptions {
 	if len(topo.Hosts) == 0 {
-		return nil, nil
+		return nil
 	}
-	// Built-in topologies have no hosts: this is a file.
-	data, err := bounded.ReadFile("topology", nameOrPath, topologies.MaxFileSize)
-	if err != nil {
-		return nil, err
-	}
-	return &bench.HostsOptions{CheckOptions: remote.CheckOptions{Version: version}, Source: nameOrPath, File: data}, nil
+	return &bench.HostsOptions{CheckOptions: remote.CheckOptions{Version: version}, Source: source, File: data}
 }

@@ -29,7 +29,7 @@ import (
 // or `bullylab down`. A SIGKILL ends the SSH connections, and each agent
 // tears its share down; `bullylab clean --hosts` sweeps what a dead
 // agent left.
-func runUpSpan(c *cli.Context, topo *topologies.Topology, file string) error {
+func runUpSpan(c *cli.Context, topo *topologies.Topology, file string, data []byte) error {
 	for _, f := range []string{"run", "binary", "log-dir"} {
 		if c.IsSet(f) {
 			return usagef("up: --%s is for a testbed on this host; %s spans %d hosts", f, topo.Name, len(topo.Hosts))
@@ -38,10 +38,8 @@ func runUpSpan(c *cli.Context, topo *topologies.Topology, file string) error {
 	if err := checkBackend(c.String("backend")); err != nil {
 		return err
 	}
-	hosts, err := spanHosts(file, topo)
-	if err != nil {
-		return &exitError{fmt.Sprintf("up: %v", err), 2}
-	}
+	hosts := spanHosts(file, data, topo)
+	var err error
 	if hosts.Binary, err = os.Executable(); err != nil {
 		return fmt.Errorf("up: this binary: %w", err)
 	}

@@ -150,12 +150,14 @@ func upCommand() *cli.Command {
 }
 
 func runUp(c *cli.Context) error {
-	if args, err := positional(c); err == nil && len(args) == 1 {
-		if topo, err := topologies.Load(args[0]); err == nil && len(topo.Hosts) > 0 {
-			return runUpSpan(c, topo, args[0])
-		}
+	topo, source, data, err := upTopology(c)
+	if err != nil {
+		return err
 	}
-	topo, opts, err := upOptions(c)
+	if len(topo.Hosts) > 0 {
+		return runUpSpan(c, topo, source, data)
+	}
+	opts, err := upOptions(c)
 	if err != nil {
 		return err
 	}
@@ -200,41 +202,48 @@ func runUp(c *cli.Context) error {
 	return nil
 }
 
-// upOptions checks up's arguments and the host, and returns the topology
-// and the lab's options.
-func upOptions(c *cli.Context) (*topologies.Topology, lab.StartOptions, error) {
-	var opts lab.StartOptions
+// upTopology loads up's one argument, the topology, and returns it with
+// its name and its file's contents.
+func upTopology(c *cli.Context) (*topologies.Topology, string, []byte, error) {
 	args, err := positional(c)
 	if err != nil {
-		return nil, opts, err
+		return nil, "", nil, err
 	}
 	if len(args) > 1 {
-		return nil, opts, usagef("up: unexpected argument %q (want one topology)", args[1])
+		return nil, "", nil, usagef("up: unexpected argument %q (want one topology)", args[1])
 	}
 	if len(args) != 1 {
-		return nil, opts, usagef("up: want one topology (a built-in such as star5, or a file), got %d arguments", len(args))
+		return nil, "", nil, usagef("up: want one topology (a built-in such as star5, or a file), got %d arguments", len(args))
 	}
-	topo, err := topologies.Load(args[0])
+	topo, data, err := topologies.LoadSource(args[0])
 	if errors.Is(err, topologies.ErrNotFound) {
-		return nil, opts, usagef("up: %v", err)
+		return nil, "", nil, usagef("up: %v", err)
 	}
 	if err != nil {
-		return nil, opts, err
+		return nil, "", nil, err
 	}
+	return topo, args[0], data, nil
+}
+
+// upOptions checks up's flags and the host, and returns the lab's
+// options.
+func upOptions(c *cli.Context) (lab.StartOptions, error) {
+	var opts lab.StartOptions
+	var err error
 	run := c.String("run")
 	if err := checkRunFlag(run); err != nil {
-		return nil, opts, err
+		return opts, err
 	}
 	if err := checkBackend(c.String("backend")); err != nil {
-		return nil, opts, err
+		return opts, err
 	}
 	if err := requireNamespaces("up"); err != nil {
-		return nil, opts, err
+		return opts, err
 	}
 	binary := c.String("binary")
 	if binary == "" {
 		if binary, err = os.Executable(); err != nil {
-			return nil, opts, fmt.Errorf("up: finding this executable for the nodes: %w (give --binary)", err)
+			return opts, fmt.Errorf("up: finding this executable for the nodes: %w (give --binary)", err)
 		}
 	}
 	opts = lab.StartOptions{
@@ -242,11 +251,11 @@ func upOptions(c *cli.Context) (*topologies.Topology, lab.StartOptions, error) {
 	}
 	if capPath := c.String("capture"); capPath != "" {
 		if capPath, err = filepath.Abs(capPath); err != nil {
-			return nil, opts, fmt.Errorf("up: --capture: %w", err)
+			return opts, fmt.Errorf("up: --capture: %w", err)
 		}
 		opts.Capture = &lab.CaptureOptions{Path: capPath, FromBoot: true}
 	}
-	return topo, opts, nil
+	return opts, nil
 }
 
 // requireNamespaces fails unless this process may create network
