@@ -56,7 +56,20 @@ func agentCommand() *cli.Command {
 				return usagef("agent: unexpected argument %q", c.Args().First())
 			}
 			return remote.RunAgent(c.App.Reader, c.App.Writer,
-				remote.AgentConfig{Version: version, Probe: netem.ProbeNamespaces, Shares: &remote.HostShares{}})
+				remote.AgentConfig{Version: version, Probe: probeHost, Shares: &remote.HostShares{}})
 		},
 	}
+}
+
+// probeHost says why this host cannot build a testbed, or which
+// impairment backend its faults would use.
+func probeHost() (string, error) {
+	if err := netem.ProbeNamespaces(); err != nil {
+		return "", err
+	}
+	caps, err := netem.Probe()
+	if err != nil {
+		return "", err
+	}
+	return caps.Backend(), nil
 }

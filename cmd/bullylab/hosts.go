@@ -89,7 +89,7 @@ func writeHostsTable(w io.Writer, reports []remote.HostReport) error {
 		case r.Unfit != "":
 			fit = "unfit"
 		default:
-			fit = "ok"
+			fit = "ok, faults by " + r.Backend
 		}
 		t.Append([]string{r.Host.Name, r.Host.SSH, fmt.Sprint(len(r.Host.Nodes)), kernel, agent, clock, fit})
 	}

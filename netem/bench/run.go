@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -117,7 +118,7 @@ func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	backend, err := impairBackend(opts.Backend)
+	backend, err := benchBackend(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +182,40 @@ func aborted(abort <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// benchBackend is the impairment backend of the bench's faults: forced
+// by opts, else the one netem.Probe finds here, or across hosts the one
+// every host's agent finds there. Checking the hosts first also fails a
+// bench whose hosts cannot all run it before any run begins.
+func benchBackend(ctx context.Context, opts RunOptions) (string, error) {
+	if opts.Hosts == nil {
+		return impairBackend(opts.Backend)
+	}
+	var backends []string
+	var errs []error
+	first, differ := "", false
+	for _, r := range remote.Check(ctx, opts.Topology.Hosts, opts.Hosts.CheckOptions) {
+		switch {
+		case r.Err != nil:
+			errs = append(errs, r.Err)
+		case r.Unfit != "":
+			errs = append(errs, fmt.Errorf("host %s cannot run a testbed: %s", r.Host.Name, r.Unfit))
+		default:
+			backends = append(backends, r.Host.Name+": "+r.Backend)
+			if first == "" {
+				first = r.Backend
+			}
+			differ = differ || r.Backend != first
+		}
+	}
+	if differ && opts.Backend == "" {
+		errs = append(errs, fmt.Errorf("the hosts' faults would impair differently (%s): force one with --backend", strings.Join(backends, ", ")))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return "", fmt.Errorf("bench: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return cmp.Or(opts.Backend, first), nil
 }
 
 // impairBackend is backend, or when it is "" the one netem.Probe finds.

@@ -158,6 +158,8 @@ type agentReply struct {
 	Wall int64 `json:"wall,omitempty"`
 	// probe: why the host cannot run a testbed, "" when it can
 	Unfit string `json:"unfit,omitempty"`
+	// probe: the impairment backend faults would use there
+	Backend string `json:"backend,omitempty"`
 	// build
 	Built   *ShareBuilt       `json:"built,omitempty"`
 	Status  *ShareStatus      `json:"status,omitempty"`
@@ -169,8 +171,9 @@ type agentReply struct {
 	Stats *capture.CaptureStats `json:"stats,omitempty"`
 }
 
-// ProbeFunc says why this host cannot run a testbed, or nil.
-type ProbeFunc func() error
+// ProbeFunc says why this host cannot run a testbed, or the impairment
+// backend its faults would use.
+type ProbeFunc func() (backend string, err error)
 
 // maxAgentLine bounds one line of the protocol.
 const maxAgentLine = 16 << 20
@@ -211,10 +214,11 @@ func answer(req agentRequest, cfg AgentConfig) agentReply {
 		if cfg.Probe == nil {
 			return agentReply{Unfit: "this agent cannot probe its host (not Linux)"}
 		}
-		if err := cfg.Probe(); err != nil {
+		backend, err := cfg.Probe()
+		if err != nil {
 			return agentReply{Unfit: err.Error()}
 		}
-		return agentReply{}
+		return agentReply{Backend: backend}
 	case opClock:
 		return agentReply{Wall: time.Now().UnixNano()}
 	case opHello:
@@ -392,11 +396,12 @@ func (a *Agent) Down() error {
 	return err
 }
 
-// Probe asks the agent whether its host can run a testbed: "" when it
-// can, else why not.
-func (a *Agent) Probe() (string, error) {
+// Probe asks the agent whether its host can run a testbed: unfit is ""
+// when it can, else why not; backend is the impairment backend its faults
+// would use.
+func (a *Agent) Probe() (unfit, backend string, err error) {
 	r, err := a.call(agentRequest{Op: opProbe})
-	return r.Unfit, err
+	return r.Unfit, r.Backend, err
 }
 
 // ClockOffset is how far a host's clock is ahead of the controller's,

@@ -40,6 +40,8 @@ type HostReport struct {
 	Clock  ClockOffset
 	// Unfit says why the host cannot run a testbed; "" when it can.
 	Unfit string
+	// Backend is the impairment backend its faults would use.
+	Backend string
 	// Err is why the check did not get through; the fields above hold
 	// what it found before.
 	Err error
@@ -90,7 +92,7 @@ func checkHost(ctx context.Context, h topologies.Host, opts CheckOptions, remote
 		r.Err = err
 		return r
 	}
-	if r.Unfit, err = a.Probe(); err != nil {
+	if r.Unfit, r.Backend, err = a.Probe(); err != nil {
 		r.Err = err
 	}
 	return r

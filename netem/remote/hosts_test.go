@@ -93,7 +93,7 @@ func TestCheck(t *testing.T) {
 	opts := remote.CheckOptions{Binary: labtest.Binary(t), BinaryDir: t.TempDir(), Dial: hs.DialTCP}
 	first := remote.Check(t.Context(), hs.Hosts, opts)
 	for i, r := range first {
-		if r.Err != nil || r.Unfit != "" || r.Agent.Kernel == "" {
+		if r.Err != nil || r.Unfit != "" || r.Agent.Kernel == "" || r.Backend == "" {
 			t.Fatalf("host %d: %+v", i+1, r)
 		}
 		if r.Clock.Offset-r.Clock.Bound > 0 || r.Clock.Offset+r.Clock.Bound < 0 {

@@ -57,7 +57,7 @@ func FuzzRunAgent(f *testing.F) {
 	f.Add([]byte("{\"op\":\"build\",\"build\":{\"run\":\"x\",\"vni\":1}}\n{\"op\":\"status\"}\n{\"op\":\"fault\",\"fault\":{\"kind\":\"crash\",\"nodes\":[\"n1\"]}}\n{\"op\":\"fault\"}\n{\"op\":\"capture\"}\n{\"op\":\"network\"}\n{\"op\":\"logs\"}\n{\"op\":\"build\"}\n{\"op\":\"down\"}\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var out strings.Builder
-		err := RunAgent(bytes.NewReader(in), &out, AgentConfig{Version: "test", Probe: func() error { return errors.New("no namespaces") }, Shares: fakeShares{}})
+		err := RunAgent(bytes.NewReader(in), &out, AgentConfig{Version: "test", Probe: func() (string, error) { return "", errors.New("no namespaces") }, Shares: fakeShares{}})
 		if err != nil && strings.ContainsAny(err.Error(), "\n") {
 			t.Fatalf("error is not one line: %q", err)
 		}
