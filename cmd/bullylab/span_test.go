@@ -38,6 +38,9 @@ func TestUpSpanKilledThenClean(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "h1:"+run+"h1-n1") || !strings.Contains(out, "n6") {
 		t.Fatalf("status: exit %d, %s\n%s", code, errOut, out)
 	}
+	if _, errOut, code := runBin(t, "exec", "--run", run, "n1", "--", "true"); code == 0 || !strings.Contains(errOut, "node n1 of testbed "+run+" runs on host h1: ssh there and run ip netns exec "+run+"h1-n1 CMD") {
+		t.Errorf("exec of a node on another host: exit %d, %q", code, errOut)
+	}
 	if _, errOut, code := runBin(t, "fault", "--run", run, "crash", "n6"); code != 0 {
 		t.Fatalf("fault crash n6: exit %d: %s", code, errOut)
 	}

@@ -709,6 +709,9 @@ func execCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if err := execElsewhere(c.Context, run, args[0]); err != nil {
+				return err
+			}
 			tb, err := netem.Attach(run)
 			if err != nil {
 				return err
@@ -726,6 +729,25 @@ func execCommand() *cli.Command {
 			return err
 		},
 	}
+}
+
+// execElsewhere fails exec for a node of a testbed across hosts, whose
+// namespace is on its host: it says which, and how to get there.
+func execElsewhere(ctx context.Context, run, node string) error {
+	cl, err := lab.Dial(run)
+	if err != nil {
+		return nil // Attach says what is wrong
+	}
+	st, err := cl.Status(ctx)
+	if err != nil {
+		return nil
+	}
+	for _, n := range st.Nodes {
+		if n.Node == node && n.Host != "" {
+			return fmt.Errorf("exec: node %s of testbed %s runs on host %s: ssh there and run ip netns exec %s CMD", node, run, n.Host, n.Namespace)
+		}
+	}
+	return nil
 }
 
 func downCommand() *cli.Command {
