@@ -49,7 +49,9 @@ type HostClock struct {
 // MergeInput is one host's capture.
 type MergeInput struct {
 	Host string
-	R    io.Reader
+	// Nodes are the names of the host's nodes.
+	Nodes []string
+	R     io.Reader
 	// Offset is how far the host's clock was ahead of the merged file's,
 	// within Bound, as measured over the control channel.
 	Offset, Bound time.Duration
@@ -131,10 +133,11 @@ func Merge(w io.Writer, inputs []MergeInput, opts MergeOptions) (MergeResult, er
 	if start.IsZero() && len(frames) > 0 {
 		start = time.Unix(0, frames[0].ts)
 	}
-	wr, err := NewWriter(w, WriterOptions{Testbed: tb, Start: start, Window: -1})
+	wr, err := NewWriter(w, WriterOptions{Testbed: tb, Start: start, Window: -1, Comments: hostComments(tb.Nodes, res.Hosts)})
 	if err != nil {
 		return MergeResult{}, err
 	}
+	wr.afterTheFact = true
 	recs := slices.Clone(opts.Records)
 	slices.SortStableFunc(recs, func(a, b Record) int { return a.Time.Compare(b.Time) })
 	for _, f := range frames {
@@ -159,6 +162,24 @@ func Merge(w io.Writer, inputs []MergeInput, opts MergeOptions) (MergeResult, er
 	}
 	wr.noteCapture(stats)
 	return res, wr.Close()
+}
+
+// hostComments says, on each node's interface, which host captured it
+// and how its timestamps were shifted: pcapng's own per-interface offset
+// (if_tsoffset) counts whole seconds.
+func hostComments(nodes []NodeInfo, hosts []HostClock) map[int]string {
+	out := map[int]string{}
+	for _, h := range hosts {
+		for _, name := range h.Nodes {
+			i := slices.IndexFunc(nodes, func(n NodeInfo) bool { return n.Name == name })
+			if i < 0 {
+				continue
+			}
+			out[nodes[i].Index] = fmt.Sprintf("captured on host %s, whose clock was %v ahead of this file's (±%v): timestamps shifted back by that much",
+				h.Name, time.Duration(h.OffsetNS), time.Duration(h.BoundNS))
+		}
+	}
+	return out
 }
 
 // readHostCapture reads host k's frames, and the counters of its end
@@ -245,7 +266,7 @@ func tighten(inputs []MergeInput, frames []mergeFrame) MergeResult {
 		}
 	}
 	for k, in := range inputs {
-		h := HostClock{Name: in.Host, MeasuredNS: int64(in.Offset), MeasuredBoundNS: int64(in.Bound), Acks: acks.count[k]}
+		h := HostClock{Name: in.Host, Nodes: in.Nodes, MeasuredNS: int64(in.Offset), MeasuredBoundNS: int64(in.Bound), Acks: acks.count[k]}
 		hi, lo := d[n][k], -d[k][n]
 		if res.Inconsistent {
 			hi, lo = int64(in.Offset+in.Bound), int64(in.Offset-in.Bound)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -96,8 +97,8 @@ func TestMergeHosts(t *testing.T) {
 	const bound = 50 * time.Microsecond
 	measured := []time.Duration{ahead[0] + 20*time.Microsecond, ahead[1] - 15*time.Microsecond}
 	inputs := []MergeInput{
-		{Host: "h1", R: caps[0], Offset: measured[0], Bound: bound},
-		{Host: "h2", R: caps[1], Offset: measured[1], Bound: bound},
+		{Host: "h1", Nodes: []string{"n1", "n3", "n5"}, R: caps[0], Offset: measured[0], Bound: bound},
+		{Host: "h2", Nodes: []string{"n2", "n4"}, R: caps[1], Offset: measured[1], Bound: bound},
 	}
 	var merged bytes.Buffer
 	res, err := Merge(&merged, inputs, MergeOptions{Testbed: tb, Records: recs, RecordBound: bound})
@@ -116,6 +117,19 @@ func TestMergeHosts(t *testing.T) {
 			t.Errorf("%s: bound %v from %d acknowledgements: want tighter than the measured %v", h.Name, b, h.Acks, bound)
 		}
 		t.Logf("%s: measured %v ± %v, tightened to %v ± %v by %d acknowledgements", h.Name, measured[k], bound, off, b, h.Acks)
+	}
+	// Each node's interface says which host captured it, and by how much
+	// its timestamps were shifted.
+	rd, err := NewReader(bytes.NewReader(merged.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rd.Next(); err != nil {
+		t.Fatal(err)
+	}
+	ng, err := rd.ng.Interface(1) // n2
+	if err != nil || !strings.HasPrefix(ng.Comment, "captured on host h2, whose clock was -") {
+		t.Errorf("n2's interface comment %q, %v", ng.Comment, err)
 	}
 	got := analyzeBytes(t, merged.Bytes())
 	if got.Frames != want.Frames || got.Messages != want.Messages || len(got.Elections) != len(want.Elections) {

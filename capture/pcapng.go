@@ -237,6 +237,9 @@ type WriterOptions struct {
 	Start time.Time
 	// SnapLen is recorded in the interface descriptions; 0 means DefaultSnapLen.
 	SnapLen int
+	// Comments are the comments of nodes' interfaces, by topology index:
+	// in a merged capture, how the node's host's timestamps were shifted.
+	Comments map[int]string
 }
 
 // DefaultWindow is the default reorder window. TPACKET_V3 hands packets
@@ -281,7 +284,10 @@ type Writer struct {
 	perIface []uint64
 	ended    bool
 	closed   bool
-	err      error
+	// afterTheFact: the file is written after the capture (Merge), so
+	// its end record takes its last item's time, not the time of Close.
+	afterTheFact bool
+	err          error
 }
 
 // NewWriter writes the section header, every interface and the testbed
@@ -310,6 +316,7 @@ func NewWriter(w io.Writer, opts WriterOptions) (*Writer, error) {
 		wr.byIndex[n.Index] = i
 		ifaces = append(ifaces, pcapgo.NgInterface{
 			Name:        n.Name,
+			Comment:     opts.Comments[n.Index],
 			Description: nodeDescription(n),
 			OS:          runtime.GOOS,
 			LinkType:    layers.LinkTypeEthernet,
@@ -547,6 +554,10 @@ func (w *Writer) Close() error {
 	}
 	if !ended {
 		end := time.Now()
+		if w.afterTheFact {
+			// The capture ended with its last item, not now.
+			end = time.Unix(0, last)
+		}
 		if last > end.UnixNano() {
 			end = time.Unix(0, last)
 		}

@@ -95,7 +95,7 @@ func (sp *Span) merge(files [][]byte, end []ClockOffset) (*SpanCapture, error) {
 	var recordBound time.Duration
 	for k, data := range files {
 		o := bothOffsets(sc.Start[k], end[k])
-		inputs[k] = capture.MergeInput{Host: sp.topo.Hosts[k].Name, R: bytes.NewReader(data), Offset: o.Offset, Bound: o.Bound}
+		inputs[k] = capture.MergeInput{Host: sp.topo.Hosts[k].Name, Nodes: sp.topo.Hosts[k].Nodes, R: bytes.NewReader(data), Offset: o.Offset, Bound: o.Bound}
 		// The records were put on this clock with the first offsets.
 		recordBound = max(recordBound, sc.Start[k].Bound+(o.Offset-sc.Start[k].Offset).Abs())
 	}
@@ -129,9 +129,6 @@ func (sp *Span) merge(files [][]byte, end []ClockOffset) (*SpanCapture, error) {
 	err = errors.Join(err, f.Close())
 	if err != nil {
 		return nil, fmt.Errorf("capture %s: %w", sp.capture, err)
-	}
-	for k := range res.Hosts {
-		res.Hosts[k].Nodes = sp.topo.Hosts[k].Nodes
 	}
 	sc.Merge = res
 	return sc, nil
