@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,6 +61,21 @@ type RunOptions struct {
 	Abort <-chan struct{}
 }
 
+// selectorGroups are the groups a scenario's selectors may name: the
+// topology's, and across hosts each host, standing for its nodes (a
+// topology refuses a host named like a node or a group).
+func selectorGroups(topo *topologies.Topology) map[string][]string {
+	if len(topo.Hosts) == 0 {
+		return topo.Groups
+	}
+	groups := make(map[string][]string, len(topo.Groups)+len(topo.Hosts))
+	maps.Copy(groups, topo.Groups)
+	for _, h := range topo.Hosts {
+		groups[h.Name] = slices.Clone(h.Nodes)
+	}
+	return groups
+}
+
 // HostsOptions reach a topology's hosts over SSH.
 type HostsOptions struct {
 	remote.CheckOptions
@@ -87,7 +104,7 @@ func CheckScenarios(topo *topologies.Topology, scs []*scenario.Scenario) error {
 		names[i] = n.Name
 	}
 	for _, sc := range scs {
-		if err := sc.CheckNames(topo.Name, names, topo.Groups); err != nil {
+		if err := sc.CheckNames(topo.Name, names, selectorGroups(topo)); err != nil {
 			return err
 		}
 	}

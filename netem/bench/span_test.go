@@ -26,7 +26,7 @@ import (
 // on whichever host, wins with node/doc.go's messages, counted in the
 // merged capture of the three hosts' and equal to the nodes' counters;
 // every run's times carry the hosts' clock bound, and nothing is left on
-// any host.
+// any host. A scenario naming a host partitions it from the others.
 func TestRunBenchSpan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the bench builds testbeds across stand-in hosts")
@@ -47,6 +47,19 @@ func TestRunBenchSpan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A scenario may name a host for its nodes: n6, the leader, runs on
+	// h3 with n3, cut off from the four others, which elect n5.
+	hostCut, err := scenario.Parse("partition-host.yaml", []byte(`description: the leader's host is cut off from the others; they elect; then heal
+steps:
+  - inject: {partition: {groups: [h3, rest]}}
+  - wait_leader: {measure: true}
+  - heal
+  - wait_leader: {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scs = append(scs, hostCut)
 	var started []string
 	defer bench.SetLabStarted(func(run string) { started = append(started, run) })()
 	out := t.TempDir()
@@ -62,8 +75,8 @@ func TestRunBenchSpan(t *testing.T) {
 		t.Fatalf("RunBench: %v", err)
 	}
 	t.Logf("summary:\n%s", summary.String())
-	if len(started) != runs {
-		t.Errorf("%d testbeds started, want %d", len(started), runs)
+	if len(started) != 2*runs {
+		t.Errorf("%d testbeds started, want %d", len(started), 2*runs)
 	}
 	for _, run := range started {
 		netemtest.RequireClean(t, run)
@@ -104,6 +117,13 @@ func TestRunBenchSpan(t *testing.T) {
 		}
 		if !slices.Equal(hosts, []string{"h1", "h2", "h3"}) || rep.Capture == nil || rep.Capture.Drops != 0 {
 			t.Errorf("run %d: merged capture of hosts %v, counters %+v", r.Index, hosts, rep.Capture)
+		}
+	}
+	for _, r := range res.Scenarios[1].Runs {
+		t.Logf("%s run %d: ok=%v leader %s time to leader %v ± %v, messages %v", res.Scenarios[1].Key(), r.Index, r.OK, r.Leader,
+			time.Duration(r.TimeToLeaderNS), time.Duration(r.ClockErrorNS), r.Messages)
+		if !r.OK || r.Leader != "n5" {
+			t.Errorf("%s run %d: ok=%v leader %s (%s: %s), want n5", res.Scenarios[1].Key(), r.Index, r.OK, r.Leader, r.FailureKind, r.Failure)
 		}
 	}
 	if !strings.Contains(summary.String(), "across hosts, times are known within ±") {

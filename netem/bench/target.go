@@ -110,7 +110,7 @@ func (t *labTarget) Status(context.Context) (scenario.View, error) {
 func (t *labTarget) view(st []lab.NodeState) scenario.View {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	v := scenario.View{Groups: t.lab.Topology().Groups}
+	v := scenario.View{Groups: selectorGroups(t.lab.Topology())}
 	rank := map[string]int{}
 	for i, n := range t.names {
 		rank[n] = i
