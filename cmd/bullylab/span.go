@@ -69,12 +69,7 @@ func runUpSpan(c *cli.Context, topo *topologies.Topology, file string, data []by
 	if err := reportSpan(ctx, out, sp, keyFile); err != nil {
 		return errors.Join(err, srv.Close(), downSpan(out, sp))
 	}
-	why := "interrupted"
-	select {
-	case <-ctx.Done():
-	case <-srv.Down():
-		why = "bullylab down"
-	}
+	why := awaitDown(ctx, srv)
 	start := time.Now()
 	if err := errors.Join(srv.Close(), downSpan(out, sp)); err != nil {
 		return fmt.Errorf("down: %w (`bullylab clean --hosts %s` removes what is left)", err, file)

@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,13 +140,8 @@ func spanHosts3(t *testing.T) (*remotetest.Hosts, string) {
 		// The stand-in hosts share this file system: the copy is this test's.
 		t.Cleanup(func() { os.Remove(hostBin) })
 	}
-	var b strings.Builder
-	b.WriteString("name: six\nnodes: 6\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\nhosts:\n")
-	for _, h := range hs.Hosts {
-		fmt.Fprintf(&b, "  - {name: %s, ssh: %q, user: root, key: %q, known_hosts: %q}\n", h.Name, h.SSH, h.Key, h.KnownHosts)
-	}
 	file := filepath.Join(t.TempDir(), "six.yaml")
-	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(file, hs.Topology("name: six\nnodes: 6\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return hs, file

@@ -185,12 +185,7 @@ func runUp(c *cli.Context) error {
 		return errors.Join(err, srv.Close(), stopCapture(out, lb), lb.Close())
 	}
 
-	why := "interrupted"
-	select {
-	case <-ctx.Done():
-	case <-srv.Down():
-		why = "bullylab down"
-	}
+	why := awaitDown(ctx, srv)
 	start := time.Now()
 	// The capture stops while the namespaces still exist; the SIGKILLs
 	// that follow would add only connection resets to it.
@@ -200,6 +195,17 @@ func runUp(c *cli.Context) error {
 	}
 	fmt.Fprintf(out, "testbed %s down (%s): removed in %.2fs\n", lb.Run(), why, time.Since(start).Seconds())
 	return nil
+}
+
+// awaitDown waits until up is interrupted or `bullylab down` asks it to
+// stop, and says which.
+func awaitDown(ctx context.Context, srv *lab.APIServer) string {
+	select {
+	case <-ctx.Done():
+		return "interrupted"
+	case <-srv.Down():
+		return "bullylab down"
+	}
 }
 
 // upTopology loads up's one argument, the topology, and returns it with

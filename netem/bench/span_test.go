@@ -4,7 +4,6 @@ package bench_test
 
 import (
 	"bytes"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,12 +32,7 @@ func TestRunBenchSpan(t *testing.T) {
 	}
 	hs := remotetest.Start(t, 3)
 	bin := labtest.Binary(t)
-	var b strings.Builder
-	b.WriteString("name: slow-star6x3\nnodes: 6\nsettings: {heartbeat: 200ms, failure_timeout: 1s, election_timeout: 400ms}\nhosts:\n")
-	for _, h := range hs.Hosts {
-		fmt.Fprintf(&b, "  - {name: %s, ssh: %q, user: root, key: %q, known_hosts: %q}\n", h.Name, h.SSH, h.Key, h.KnownHosts)
-	}
-	file := []byte(b.String())
+	file := hs.Topology("name: slow-star6x3\nnodes: 6\nsettings: {heartbeat: 200ms, failure_timeout: 1s, election_timeout: 400ms}\n")
 	topo, err := topologies.Parse("slow-star6x3.yaml", file)
 	if err != nil {
 		t.Fatal(err)
@@ -143,12 +137,7 @@ func BenchmarkSpanLeaderCrash(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var sb strings.Builder
-	sb.WriteString("name: star64x3\nnodes: 64\nsubnet: 10.77.0.0/16\nport: 7946\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 200ms}\nhosts:\n")
-	for _, h := range hs.Hosts {
-		fmt.Fprintf(&sb, "  - {name: %s, ssh: %q, user: root, key: %q, known_hosts: %q}\n", h.Name, h.SSH, h.Key, h.KnownHosts)
-	}
-	file := []byte(sb.String())
+	file := hs.Topology("name: star64x3\nnodes: 64\nsubnet: 10.77.0.0/16\nport: 7946\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 200ms}\n")
 	span, err := topologies.Parse("star64x3.yaml", file)
 	if err != nil {
 		b.Fatal(err)

@@ -82,10 +82,8 @@ type ShareBuilt struct {
 	// for: the controller fetches it after the capture op, before down
 	// removes it.
 	Capture string `json:"capture,omitempty"`
-	// Started is when the share's first node started, Ready when all of
-	// them answered, on the host's clock.
-	Started time.Time `json:"started"`
-	Ready   time.Time `json:"ready"`
+	// Ready is when all the share's nodes answered, on the host's clock.
+	Ready time.Time `json:"ready"`
 }
 
 // ShareStatus is a share's nodes as its lab sees them.

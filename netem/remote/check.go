@@ -51,16 +51,24 @@ type HostReport struct {
 // binary there when the host's differs, starts the agent, and asks it who
 // it is, for its clock and whether the host can run a testbed.
 func Check(ctx context.Context, hosts []topologies.Host, opts CheckOptions) []HostReport {
-	out := make([]HostReport, len(hosts))
+	return eachHost(hosts, opts, func(h topologies.Host, remoteBin string) HostReport {
+		return checkHost(ctx, h, opts, remoteBin)
+	}, func(h topologies.Host, err error) HostReport { return HostReport{Host: h, Err: err} })
+}
+
+// eachHost calls do for every host at once, with the path of the
+// controller's binary there, or failed for every host when that path
+// cannot be found.
+func eachHost[R any](hosts []topologies.Host, opts CheckOptions, do func(h topologies.Host, remoteBin string) R, failed func(h topologies.Host, err error) R) []R {
+	out := make([]R, len(hosts))
 	remoteBin, err := HostBinary(opts)
 	var wg sync.WaitGroup
 	for i, h := range hosts {
-		out[i].Host = h
 		if err != nil {
-			out[i].Err = err
+			out[i] = failed(h, err)
 			continue
 		}
-		wg.Go(func() { out[i] = checkHost(ctx, h, opts, remoteBin) })
+		wg.Go(func() { out[i] = do(h, remoteBin) })
 	}
 	wg.Wait()
 	return out
@@ -111,32 +119,21 @@ type HostClean struct {
 // the controller's binary (copied when the host's differs): it removes
 // what testbeds whose agent died left there, as it does on one host.
 func CleanHosts(ctx context.Context, hosts []topologies.Host, opts CheckOptions) []HostClean {
-	out := make([]HostClean, len(hosts))
-	remoteBin, err := HostBinary(opts)
-	var wg sync.WaitGroup
-	for i, h := range hosts {
-		out[i].Host = h
+	return eachHost(hosts, opts, func(h topologies.Host, remoteBin string) HostClean {
+		r := HostClean{Host: h}
+		c, err := dialHost(ctx, h, opts)
 		if err != nil {
-			out[i].Err = err
-			continue
+			r.Err = err
+			return r
 		}
-		wg.Go(func() {
-			c, err := dialHost(ctx, h, opts)
-			if err != nil {
-				out[i].Err = err
-				return
-			}
-			defer c.Close()
-			if _, err := c.EnsureFile(ctx, opts.Binary, remoteBin); err != nil {
-				out[i].Err = err
-				return
-			}
-			o, err := c.Output(ctx, shellQuote(remoteBin)+" clean")
-			out[i].Output, out[i].Err = strings.TrimSpace(string(o)), err
-		})
-	}
-	wg.Wait()
-	return out
+		defer c.Close()
+		if _, r.Err = c.EnsureFile(ctx, opts.Binary, remoteBin); r.Err != nil {
+			return r
+		}
+		out, err := c.Output(ctx, shellQuote(remoteBin)+" clean")
+		r.Output, r.Err = strings.TrimSpace(string(out)), err
+		return r
+	}, func(h topologies.Host, err error) HostClean { return HostClean{Host: h, Err: err} })
 }
 
 // dialHost reaches h over SSH, with opts.Dial when set.

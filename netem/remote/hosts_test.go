@@ -126,7 +126,7 @@ func TestCheck(t *testing.T) {
 // connection is lost tears its share down by itself.
 func TestSpan(t *testing.T) {
 	hs := remotetest.Start(t, 3)
-	file := []byte(spanTopology(hs, "nodes: 6\n"))
+	file := hs.Topology("nodes: 6\n")
 	topo, err := topologies.Parse("span.yaml", file)
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +178,7 @@ func TestSpan(t *testing.T) {
 // copied to the hosts before.
 func BenchmarkSpan(b *testing.B) {
 	hs := remotetest.Start(b, 3)
-	file := []byte(spanTopology(hs, "name: star64x3\nnodes: 64\n"))
+	file := hs.Topology("name: star64x3\nnodes: 64\n")
 	topo, err := topologies.Parse("star64x3.yaml", file)
 	if err != nil {
 		b.Fatal(err)
@@ -288,7 +288,8 @@ func TestSpanElects(t *testing.T) {
 func waitAgreed(t *testing.T, sp *remote.Span, leader, gone string) uint64 {
 	t.Helper()
 	return pollSpan(t, sp, "agreement on "+leader, func(states []lab.NodeState) (uint64, bool) {
-		got, epoch, ok := remote.Agreed(states)
+		ag, ok := lab.Agreement(states)
+		got, epoch := ag.Node, ag.Epoch
 		if ok && got != gone && got != leader {
 			t.Fatalf("the nodes agree on %s at epoch %d, want %s", got, epoch, leader)
 		}
@@ -314,16 +315,6 @@ func pollSpan(t *testing.T, sp *remote.Span, what string, done func([]lab.NodeSt
 		}
 		time.Sleep(50 * time.Millisecond) // polling the agents, with a deadline
 	}
-}
-
-// spanTopology is head followed by a hosts section of hs's hosts.
-func spanTopology(hs *remotetest.Hosts, head string) string {
-	var b strings.Builder
-	b.WriteString(head + "hosts:\n")
-	for _, h := range hs.Hosts {
-		fmt.Fprintf(&b, "  - {name: %s, ssh: %q, user: root, key: %q, known_hosts: %q}\n", h.Name, h.SSH, h.Key, h.KnownHosts)
-	}
-	return b.String()
 }
 
 // A partition between whole hosts, named by their hosts entries: the
@@ -379,8 +370,8 @@ func waitAgreedAmong(t *testing.T, sp *remote.Span, names []string, leader strin
 				among = append(among, s)
 			}
 		}
-		got, epoch, ok := remote.Agreed(among)
-		return epoch, ok && got == leader
+		ag, ok := lab.Agreement(among)
+		return ag.Epoch, ok && ag.Node == leader
 	})
 }
 
@@ -389,7 +380,7 @@ func waitAgreedAmong(t *testing.T, sp *remote.Span, names []string, leader strin
 func startElectingSpan(t *testing.T, capturePath ...string) (*topologies.Topology, *remote.Span) {
 	t.Helper()
 	hs := remotetest.Start(t, 3)
-	file := []byte(spanTopology(hs, "nodes: 6\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\n"))
+	file := hs.Topology("nodes: 6\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\n")
 	topo, err := topologies.Parse("six.yaml", file)
 	if err != nil {
 		t.Fatal(err)
@@ -429,8 +420,8 @@ func TestSpanPause(t *testing.T) {
 	}
 	resumed := time.Now()
 	third := pollSpan(t, sp, "agreement on the resumed leader", func(states []lab.NodeState) (uint64, bool) {
-		got, epoch, ok := remote.Agreed(states)
-		return epoch, ok && got == "n6" && epoch > second
+		ag, ok := lab.Agreement(states)
+		return ag.Epoch, ok && ag.Node == "n6" && ag.Epoch > second
 	})
 	if !(first < second && second < third) {
 		t.Errorf("epochs %d, %d, %d: want each above the one before", first, second, third)

@@ -63,7 +63,7 @@ func (s *HostShares) Build(r ShareRequest) (ShareBuilt, error) {
 		return ShareBuilt{}, err
 	}
 	s.lab = l
-	b := ShareBuilt{Started: l.Times().Started, Ready: l.Times().Ready}
+	b := ShareBuilt{Ready: l.Times().Ready}
 	if c := l.Capture(); c != nil {
 		b.Capture = c.Path()
 	}

@@ -41,8 +41,6 @@ func (sp *Span) StopCapture() (capture.CaptureStats, error) {
 	if sp.capture == "" {
 		return capture.CaptureStats{}, fmt.Errorf("span %s has no capture", sp.run)
 	}
-	// The hosts' failed nodes and delayers, for after teardown.
-	sp.Status()
 	n := len(sp.agents)
 	files := make([][]byte, n)
 	end := make([]ClockOffset, n)

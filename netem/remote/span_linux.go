@@ -67,7 +67,7 @@ type Span struct {
 	records   []capture.Record
 	// Read from the hosts before their shares are torn down: what
 	// Failed and DelayerStats report after Close.
-	health   []ShareStatus // each host's failed nodes
+	failed   [][]ShareFailure // by host
 	delayers map[string]netem.DelayerStats
 	captured *SpanCapture
 
@@ -150,10 +150,8 @@ func newSpan(topo *topologies.Topology, seed int64) (*Span, error) {
 		// Each host's objects carry its number too, so that hosts sharing
 		// a kernel (the tests' stand-ins) do not collide.
 		sp.Runs = append(sp.Runs, sp.run+"h"+strconv.Itoa(k+1))
-		for _, n := range topo.Nodes {
-			if n.Host == h.Name {
-				sp.hostOf[n.Name] = k
-			}
+		for _, n := range h.Nodes {
+			sp.hostOf[n] = k
 		}
 	}
 	var err error
@@ -380,11 +378,7 @@ func (sp *Span) expandHosts(f fault.Fault) fault.Fault {
 				continue
 			}
 			hosts = true
-			for _, n := range sp.topo.Nodes {
-				if n.Host == name {
-					out = append(out, n.Name)
-				}
-			}
+			out = append(out, sp.topo.Hosts[k].Nodes...)
 		}
 		if hosts {
 			slices.SortStableFunc(out, sp.cmpNodes)
@@ -414,28 +408,6 @@ func (sp *Span) each(fn func(k int, a *Agent) error) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// Agreed reports the leader every running node in states follows, when
-// each is Normal and follows it at one epoch, the leader among them.
-// Crashed, exited and paused nodes are left out.
-func Agreed(states []lab.NodeState) (leader string, epoch uint64, ok bool) {
-	n := 0
-	found := false
-	for _, s := range states {
-		if s.State != lab.ProcRunning {
-			continue
-		}
-		if s.Status != node.StatusNormal.String() || n > 0 && (s.Leader != leader || s.Epoch != epoch) {
-			return "", 0, false
-		}
-		leader, epoch = s.Leader, s.Epoch
-		n++
-	}
-	for _, s := range states {
-		found = found || s.State == lab.ProcRunning && s.Node == leader
-	}
-	return leader, epoch, n > 0 && found
 }
 
 // closed reports whether every host's share is gone.

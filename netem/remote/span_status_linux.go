@@ -102,10 +102,10 @@ func (sp *Span) noteHealth(k int, st ShareStatus) {
 	}
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if sp.health == nil {
-		sp.health = make([]ShareStatus, len(sp.topo.Hosts))
+	if sp.failed == nil {
+		sp.failed = make([][]ShareFailure, len(sp.topo.Hosts))
 	}
-	sp.health[k] = ShareStatus{Failed: st.Failed}
+	sp.failed[k] = st.Failed
 	if sp.delayers == nil {
 		sp.delayers = map[string]netem.DelayerStats{}
 	}
@@ -128,8 +128,8 @@ func (sp *Span) Failed() []lab.NodeFailure {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	var out []lab.NodeFailure
-	for _, h := range sp.health {
-		for _, f := range h.Failed {
+	for _, h := range sp.failed {
+		for _, f := range h {
 			out = append(out, lab.NodeFailure{Node: f.Node, Reason: f.Reason})
 		}
 	}

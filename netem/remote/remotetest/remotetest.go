@@ -53,6 +53,17 @@ type Hosts struct {
 	Hub string
 }
 
+// Topology is a topology file: head, then a hosts section of the stand-in
+// hosts, each with its key and known_hosts.
+func (hs *Hosts) Topology(head string) []byte {
+	var b strings.Builder
+	b.WriteString(head + "hosts:\n")
+	for _, h := range hs.Hosts {
+		fmt.Fprintf(&b, "  - {name: %s, ssh: %q, user: root, key: %q, known_hosts: %q}\n", h.Name, h.SSH, h.Key, h.KnownHosts)
+	}
+	return []byte(b.String())
+}
+
 // Dial connects to h from the hub namespace.
 func (hs *Hosts) Dial(ctx context.Context, h topologies.Host) (*remote.Client, error) {
 	return remote.DialWith(ctx, h, hs.DialTCP)
