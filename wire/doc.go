@@ -87,14 +87,22 @@
 //	  +-------+-----------------+-------+-----------------+
 //	  Count uint16, ALen uint8; no bytes may follow the last entry.
 //
-//	HELLO        40 bytes, the first frame of an authenticated connection:
+//	HELLO        the first frame of an authenticated connection, 40
+//	             bytes unsigned (HelloLen) or 136 signed (SignedHelloLen);
+//	             the length tells them apart:
 //
 //	  0                 16                24                40
 //	  +-----------------+-----------------+-----------------+
 //	  | To (16 bytes)   | Time (int64)    | Nonce (16)      |
 //	  +-----------------+-----------------+-----------------+
+//	  40                                  72                      136
+//	  +-----------------------------------+-----------------------+
+//	  | PublicKey (32, ed25519)           | Signature (64)        |
+//	  +-----------------------------------+-----------------------+
 //	  To: the node dialled; Time: the dialer's clock, Unix ns;
-//	  Nonce: random. Epoch is 0 and FlagAuth is set.
+//	  Nonce: random; PublicKey: the dialer's member key; Signature:
+//	  by that key (see Authentication). Epoch is 0 and FlagAuth is
+//	  set.
 //
 // Decode checks the frame, not the payload: a HEARTBEAT with a payload is
 // delivered as such, and the payload helpers report ErrPayload for a
@@ -104,35 +112,56 @@
 //
 // # Authentication
 //
-// Every member of a cluster holds the same 32-byte cluster key K (Key). A
-// connection carries frames one way, from the node that dialled it to the
-// node that accepted it, and is authenticated as a whole:
+// Every member of a cluster holds the same 32-byte cluster key K (Key),
+// and its own member key, an ed25519 key pair (NewMemberKey) whose public
+// half its peers know from the peers file. A connection carries frames one
+// way, from the node that dialled it to the node that accepted it, and is
+// authenticated as a whole:
 //
 //	dialer                                         acceptor
-//	  | HELLO  From=A, To=B, Time, Nonce, Tag0 ----->  derives Ks, checks Tag0,
-//	  |                                               To == B, Time fresh
+//	  | HELLO  From=A, To=B, Time, Nonce,           derives Ks, checks Tag0,
+//	  |        PublicKey, Signature, Tag0 ----->   To == B, Signature, that
+//	  |                                            PublicKey is A's, Time fresh
 //	  | HEARTBEAT  From=A ... Tag1 --------------->   checks Tag1, From == A
 //	  | COORDINATOR From=A ... Tag2 ------------->    checks Tag2, From == A
 //
+//	Signature = Ed25519(A's member key,
+//	            "bullylab-hello-v1" || From || To || Time || Nonce || PublicKey)
 //	Ks   = HMAC-SHA256(K, "bullylab-v1" || From || HELLO payload)
 //	Tagi = HMAC-SHA256(Ks, uint64be(i) || header || payload)[:16]
 //
 // where i counts the connection's frames from 0 (the HELLO) and header is
-// the frame's 32 header bytes with FlagAuth set. The HELLO proves that its
-// sender holds K and binds the connection to the ID in its From: a frame
-// after it whose From differs is dropped, and a tag that does not verify
-// ends the connection. The HELLO's Time is strictly increasing per dialer
-// and peer: the acceptor refuses a HELLO not newer than the last it
-// accepted from that ID, or too far from its own clock, so that a recorded
-// connection cannot be replayed (see node.TCPTransport). The sequence
-// number in each tag makes replaying, reordering or cutting frames within
-// a connection detectable too.
+// the frame's 32 header bytes with FlagAuth set. Tag0 proves that the
+// sender holds K: that it is a member. The signature proves which member:
+// only A holds A's member key, so a member that holds K cannot open a
+// connection in another's name, and From is in the signed message, so a
+// member cannot pass its own signed HELLO off as another's. The session
+// key covers the whole payload, signature included, so the frames after
+// the HELLO are bound to it: a frame whose From differs from the HELLO's
+// is dropped, and a tag that does not verify ends the connection.
+//
+// The HELLO's Time is strictly increasing per dialer and peer: the
+// acceptor refuses a HELLO not newer than the last it accepted from that
+// ID, or too far from its own clock, so that a recorded connection cannot
+// be replayed (see node.TCPTransport). That rule holds a peer's record
+// hostage to whoever can make HELLOs in its name, so it is sound only
+// because the signature leaves that to the peer itself: with K alone, a
+// member could send a HELLO in the leader's name stamped minutes ahead,
+// and the acceptor would refuse the real leader's HELLOs as replays until
+// the forged time passed. The sequence number in each tag makes
+// replaying, reordering or cutting frames within a connection detectable
+// too.
+//
+// An unsigned HELLO (40 bytes) proves membership only: a holder of K can
+// claim any ID with it. Nodes whose peers file gives member keys refuse
+// it; those without keys accept it, for clusters that have not moved to
+// member keys yet.
 //
 // This costs no round trip: the dialer writes its HELLO and first frame at
 // once, and the acceptor writes nothing, so a capture of one direction is
 // still exactly the frames one node sent another. An authenticated control
-// frame is 52 bytes instead of 36, and one HELLO (92 bytes) opens each
-// connection. Frames are authenticated, not encrypted: a dissector decodes
-// everything without K, and verifies the tags when given it. A holder of K
-// can claim any ID; the key proves membership, not which member.
+// frame is 52 bytes instead of 36, and one HELLO (188 bytes signed, 92
+// unsigned) opens each connection. Frames are authenticated, not
+// encrypted: a dissector decodes everything without K, checks a HELLO's
+// signature without it too, and verifies the tags when given K.
 package wire

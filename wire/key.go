@@ -55,28 +55,12 @@ func ParseKey(s string) (Key, error) {
 // read lets them join the cluster as any member. Errors are one line that
 // names the file.
 func ReadKeyFile(path string) (Key, error) {
-	// O_NONBLOCK so that a FIFO is refused below instead of blocking here.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	b, err := readSecretFile(path, "cluster key", ErrKey)
 	if err != nil {
-		return Key{}, fmt.Errorf("cluster key %s: %w", path, pathErr(err))
+		return Key{}, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return Key{}, fmt.Errorf("cluster key %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return Key{}, fmt.Errorf("cluster key %s: not a regular file (%s)", path, fi.Mode().Type())
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return Key{}, fmt.Errorf("cluster key %s: mode %04o lets other users read or change it; run chmod 600 %s", path, perm, path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
-	if err != nil {
-		return Key{}, fmt.Errorf("cluster key %s: %w", path, err)
-	}
-	if len(b) > maxKeyFile {
-		return Key{}, fmt.Errorf("cluster key %s: %w: longer than %d bytes", path, ErrKey, maxKeyFile)
+	if strings.HasPrefix(strings.TrimSpace(string(b)), memberKeyPrefix) {
+		return Key{}, fmt.Errorf("cluster key %s: %w: it is a member key (give it as --member-key)", path, ErrKey)
 	}
 	k, err := ParseKey(string(b))
 	if err != nil {
@@ -85,22 +69,60 @@ func ReadKeyFile(path string) (Key, error) {
 	return k, nil
 }
 
+// readSecretFile reads the key file at path, a regular file of at most
+// maxKeyFile bytes that only its owner can read or write; what names the
+// kind of key in errors, which are one line that names the file, and
+// notKey is wrapped by the error of a file too long to be a key.
+func readSecretFile(path, what string, notKey error) ([]byte, error) {
+	// O_NONBLOCK so that a FIFO is refused below instead of blocking here.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", what, path, pathErr(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s %s: not a regular file (%s)", what, path, fi.Mode().Type())
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("%s %s: mode %04o lets other users read or change it; run chmod 600 %s", what, path, perm, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	if len(b) > maxKeyFile {
+		return nil, fmt.Errorf("%s %s: %w: longer than %d bytes", what, path, notKey, maxKeyFile)
+	}
+	return b, nil
+}
+
 // WriteKeyFile writes k to a new file at path, mode 0600; it refuses to
 // overwrite an existing file, so that a cluster's key is never replaced by
 // accident.
 func WriteKeyFile(path string, k Key) error {
+	return writeSecretFile(path, "cluster key", k.Encode())
+}
+
+// writeSecretFile writes text and a newline to a new file at path, mode
+// 0600, and removes it again if that fails; what names the kind of key in
+// errors.
+func writeSecretFile(path, what, text string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return fmt.Errorf("cluster key %s: %w", path, pathErr(err))
+		return fmt.Errorf("%s %s: %w", what, path, pathErr(err))
 	}
 	// The mode above is subject to the umask, which can only remove bits.
-	_, err = f.WriteString(k.Encode() + "\n")
+	_, err = f.WriteString(text + "\n")
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		os.Remove(path)
-		return fmt.Errorf("cluster key %s: %w", path, err)
+		return fmt.Errorf("%s %s: %w", what, path, err)
 	}
 	return nil
 }
