@@ -160,13 +160,41 @@
 // crash it or wedge its cluster:
 //
 //   - Identity. With a cluster key (TCPConfig.Key, `--cluster-key`) every
-//     connection proves the key and the sender's ID in its HELLO, and every
-//     frame carries a tag (wire/doc.go); a frame naming another sender is
+//     connection proves membership in its HELLO, and every frame carries a
+//     tag (wire/doc.go). Which member a connection is from, its HELLO
+//     proves by a signature with that member's own key (TCPConfig.MemberKey,
+//     `--member-key`), checked against the public key the peers file gives
+//     for the ID (TCPConfig.PeerKeys). A frame naming another sender is
 //     dropped, so LEAVE, HALT or COORDINATOR in a member's name come only
 //     from that member. A node without a key runs only when told to
 //     (`--insecure`): anyone who reaches its port can then claim a member's
 //     ID, but not become a new member (Config.Insecure refuses JOINs from
 //     unknown IDs), and a forged LEAVE heals when the member is heard from.
+//   - Who may speak for a member. The cluster key alone proves membership,
+//     not which member: a member holding it could send a HELLO in the
+//     leader's name stamped 4 minutes ahead (inside MaxClockSkew), and since
+//     a node refuses any HELLO not newer than the last it accepted from an
+//     ID, it then refused the real leader's HELLOs after the leader restarted
+//     (207 times in the run that found it) and stayed at the old epoch
+//     while the others moved on, until the forged time passed. The rule that
+//     makes replays fail is sound only if nobody but the member can advance
+//     the member's clock. Two defences were weighed. Remembering the nonces
+//     of accepted HELLOs instead of their times stops replays without an
+//     order, but the cache must be bounded, and a hostile member can fill it
+//     with HELLOs in the leader's name: then the node either forgets nonces,
+//     and replays pass, or refuses new HELLOs, and the wedge is back.
+//     Per-member keys remove the forgery itself, so they were chosen: each
+//     member signs its HELLOs with its own ed25519 key, the peers file
+//     lists the public keys (`bullylab keygen --member`), and when it lists
+//     any, a node refuses (IssueSignature) a HELLO unsigned, not verifying,
+//     or signed by another key than its sender's, before the HELLO's time is
+//     looked at. A member the peers file does not list, one that joined
+//     later, is trusted on first use: the key of its first accepted HELLO is
+//     its key at this node until the node restarts. That is weaker than a
+//     listed key (a hostile member that speaks first owns the unlisted ID
+//     here), but it leaves the listed members, the leader among them, out
+//     of reach. A peers file without keys keeps the old rule, for clusters
+//     not yet given member keys.
 //   - Epochs. A message may move a node's epoch forward by at most
 //     EpochWindow; one beyond it, or beyond MaxEpoch, is ignored and
 //     reported, so epochs never overflow and a member with a bug cannot

@@ -47,7 +47,8 @@ import (
 //	peer_refused      reason: a PeerIssue name ("bad_frame", "auth_failed",
 //	                  "replayed_hello", "wrong_sender", "handshake_timeout",
 //	                  "frame_timeout", "too_many_connections",
-//	                  "epoch_window", "membership", "malformed_payload");
+//	                  "epoch_window", "membership", "malformed_payload",
+//	                  "bad_signature");
 //	                  peer_addr: the remote address (the member's address
 //	                  for the Machine's refusals); peer when known; error:
 //	                  what was wrong; suppressed: records of the same reason

@@ -252,7 +252,8 @@ func (t *TCPTransport) readLoop(ic *inboundConn) {
 }
 
 // openConn checks m, the first frame of ic: with a key, a HELLO that
-// verifies, is for this node and is fresh, whose Verifier it returns;
+// verifies, is for this node, is its sender's own (memberKeys) and is
+// fresh, whose Verifier it returns;
 // without one, any frame but a HELLO, whose sender the connection is then
 // bound to. It reports whether ic may go on.
 func (t *TCPTransport) openConn(ic *inboundConn, remote string, m *wire.Message) (*wire.Verifier, bool) {
@@ -265,13 +266,32 @@ func (t *TCPTransport) openConn(ic *inboundConn, remote string, m *wire.Message)
 		return nil, t.bind(ic, m.From)
 	}
 	v, h, err := wire.OpenHello(t.cfg.Key, t.id, m)
+	if errors.Is(err, wire.ErrSignature) {
+		t.issues.report(IssueSignature, remote, uuid.Nil, err.Error())
+		return nil, false
+	}
 	if err != nil {
 		t.issues.report(IssueAuth, remote, uuid.Nil, err.Error())
+		return nil, false
+	}
+	// Whose HELLO it is comes before its Time: the per-sender ordering
+	// below is sound only for HELLOs their sender made. A member forging
+	// one in the leader's name, stamped minutes ahead, would otherwise have
+	// the leader's own HELLOs refused as replays until that time passed.
+	pin, err := t.keys.check(m.From, &h)
+	if err != nil {
+		t.issues.report(IssueSignature, remote, m.From, err.Error())
 		return nil, false
 	}
 	if err := t.hellos.accept(m.From, h.Time, time.Now()); err != nil {
 		t.issues.report(IssueReplay, remote, m.From, err.Error())
 		return nil, false
+	}
+	if pin {
+		if err := t.keys.pin(m.From, &h); err != nil {
+			t.issues.report(IssueSignature, remote, m.From, err.Error())
+			return nil, false
+		}
 	}
 	t.counters.countReceived(wire.TypeHello)
 	return v, t.bind(ic, m.From)

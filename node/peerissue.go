@@ -51,6 +51,11 @@ const (
 	IssueMembership
 	// IssueMalformed: a payload that does not decode; the frame is dropped.
 	IssueMalformed
+	// IssueSignature: a HELLO whose member key signature does not verify,
+	// that is signed by a key other than its sender's, or that is not
+	// signed where member keys are required (TCPConfig.PeerKeys); the
+	// connection is closed.
+	IssueSignature
 	numPeerIssues
 )
 
@@ -65,6 +70,7 @@ var peerIssueNames = [numPeerIssues]string{
 	IssueEpochWindow:        "epoch_window",
 	IssueMembership:         "membership",
 	IssueMalformed:          "malformed_payload",
+	IssueSignature:          "bad_signature",
 }
 
 func (i PeerIssue) String() string {

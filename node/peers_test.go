@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"errors"
 	"net"
 	"os"
@@ -65,12 +66,15 @@ func TestParsePeersErrors(t *testing.T) {
 		{a + " h1:1\n" + b + " h2:1\n" + a + " h3:1\n", "peers.txt:3: duplicate ID " + a + " (first on line 1)"},
 		{"# x\n" + a + " foo\n", `peers.txt:2: bad address "foo": missing port`},
 		{"\n\n\n" + v1ID + " h:1\n", "peers.txt:4: ID " + v1ID + " is not a version-4 UUID (it is version 1)"},
-		{"#\n#\n#\n#\n" + a + " h:1 extra\n", "peers.txt:5: want `ID host:port`, got 3 fields"},
-		{a + "\n", "peers.txt:1: want `ID host:port`, got 1 field"},
+		{"#\n#\n#\n#\n" + a + " h:1 extra\n", `peers.txt:5: bad member key "extra": not a member key: want ed25519:BASE64`},
+		{a + " h:1 " + keyA + " extra\n", "peers.txt:1: want `ID host:port [KEY]`, got 4 fields"},
+		{a + "\n", "peers.txt:1: want `ID host:port [KEY]`, got 1 field"},
+		{a + " h:1 ed25519:AAAA\n", `peers.txt:1: bad member key "ed25519:AAAA": not a member key: want 44 base64 characters after ed25519: for a 32-byte public key`},
+		{a + " h:1 " + keyA + "\n" + b + " h:2 " + keyA + "\n", "peers.txt:2: duplicate member key " + keyA + " (first on line 1)"},
 		{a + " h:1\n" + b + " h:1\n", "peers.txt:2: duplicate address h:1 (first on line 1)"},
 		{a + " Host:080\n" + b + " host:80\n", "peers.txt:2: duplicate address host:80 (first on line 1)"},
 		{a + " [::1]:80\n" + b + " [0:0::1]:80\n", "peers.txt:2: duplicate address [::1]:80 (first on line 1)"},
-		{a + "@h:1\n", "peers.txt:1: want `ID host:port`, got \"" + a + "@h:1\" (ID@host:port is the form for lists in flags)"},
+		{a + "@h:1\n", "peers.txt:1: want `ID host:port [KEY]`, got \"" + a + "@h:1\" (ID@host:port is the form for lists in flags)"},
 		{variantID + " h:1\n", "peers.txt:1: ID " + variantID + " is not a version-4 UUID (its variant is Microsoft)"},
 		{uuid.Nil.String() + " h:1\n", "peers.txt:1: ID " + uuid.Nil.String() + " is not a version-4 UUID (it is the nil UUID)"},
 		{"node1 h:1\n", `peers.txt:1: bad ID "node1": want a UUID like 6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f`},
@@ -264,18 +268,22 @@ func FuzzParsePeers(f *testing.F) {
 	f.Add(idC.String() + " Node3.Example.com:07946\r\n")
 	f.Add(idA.String() + " [fe80::1%eth0]:1\n\n")
 	f.Add(idA.String() + " h:1\n" + idA.String() + " h:2\n")
+	f.Add(idA.String() + " h:1 " + keyA + "\n" + idB.String() + " h:2\n" + idC.String() + " h:3 " + keyC + "\n")
+	f.Add(idA.String() + " h:1 " + keyA + "\n" + idB.String() + " h:2 " + keyA + "\n")
+	f.Add(idA.String() + " h:1 ed25519:\n")
 	f.Add("x y z\n")
 	f.Add("")
 	f.Fuzz(func(t *testing.T, text string) {
-		ms, from, err := parsePeers("fuzz", strings.NewReader(text))
+		p, err := parsePeers("fuzz", strings.NewReader(text))
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz:") || strings.Contains(err.Error(), "\n") || len(err.Error()) > 1024 {
 				t.Fatalf("error %.2000q does not name the file, spans lines or is long", err)
 			}
 			return
 		}
-		checkAcceptedPeers(t, ms)
-		checkFrom(t, ms, from, "fuzz:")
+		checkAcceptedPeers(t, p.Members)
+		checkFrom(t, p.Members, p.From, "fuzz:")
+		checkPeerKeys(t, p)
 	})
 }
 
@@ -284,17 +292,20 @@ func FuzzParsePeerList(f *testing.F) {
 	f.Add(" " + idC.String() + "@HOST:08080 ")
 	f.Add(idA.String() + "@[fe80::1%lo]:9")
 	f.Add("a@b:1,,")
+	f.Add(idA.String() + "@10.0.0.1:7946@" + keyA + "," + idB.String() + "@[fd00::2]:7946")
+	f.Add(idA.String() + "@h:1@" + keyA + "@x")
 	f.Add("")
 	f.Fuzz(func(t *testing.T, s string) {
-		ms, from, err := ParsePeerListFrom(s)
+		p, err := ParsePeerListKeys(s)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "peer list entry ") || strings.Contains(err.Error(), "\n") || len(err.Error()) > 1024 {
 				t.Fatalf("error %.2000q does not name the entry, spans lines or is long", err)
 			}
 			return
 		}
-		checkAcceptedPeers(t, ms)
-		checkFrom(t, ms, from, "peer list entry ")
+		checkAcceptedPeers(t, p.Members)
+		checkFrom(t, p.Members, p.From, "peer list entry ")
+		checkPeerKeys(t, p)
 	})
 }
 
@@ -398,5 +409,95 @@ func TestNewIDs(t *testing.T) {
 	}
 	if r, _ := NewIDs(3, 0); len(r) != 3 {
 		t.Errorf("unseeded: %v", r)
+	}
+}
+
+var (
+	privA, privB, privC = testMemberKey(1), testMemberKey(2), testMemberKey(3)
+	keyA                = wire.EncodePublicKey(privA.Public().(ed25519.PublicKey))
+	keyC                = wire.EncodePublicKey(privC.Public().(ed25519.PublicKey))
+)
+
+// testMemberKey is a fixed member key, the same in every fuzz worker.
+func testMemberKey(b byte) ed25519.PrivateKey {
+	return ed25519.NewKeyFromSeed(bytes.Repeat([]byte{b}, ed25519.SeedSize))
+}
+
+// checkPeerKeys checks that p's keys are of its members, each its own, and
+// that p formats and parses back to itself.
+func checkPeerKeys(t *testing.T, p Peers) {
+	t.Helper()
+	seen := map[string]bool{}
+	for id, k := range p.Keys {
+		if !slices.ContainsFunc(p.Members, func(m wire.Member) bool { return m.ID == id }) {
+			t.Fatalf("key for %s, which is not a member", id)
+		}
+		if len(k) != ed25519.PublicKeySize || seen[string(k)] {
+			t.Fatalf("key %x of %s is the wrong size or another member's too", k, id)
+		}
+		seen[string(k)] = true
+	}
+	var buf bytes.Buffer
+	if err := FormatPeersKeys(&buf, p.Members, p.Keys); err != nil {
+		t.Fatalf("FormatPeersKeys of accepted peers: %v", err)
+	}
+	again, err := parsePeers("formatted", &buf)
+	if err != nil || !slices.Equal(again.Members, p.Members) || len(again.Keys) != len(p.Keys) {
+		t.Fatalf("round trip: %v, %v; want %v", again, err, p)
+	}
+	for id, k := range p.Keys {
+		if !again.Keys[id].Equal(k) {
+			t.Fatalf("round trip changed the key of %s", id)
+		}
+	}
+}
+
+func TestParsePeersKeys(t *testing.T) {
+	text := idA.String() + " 10.0.0.1:7946 " + keyA + "\n" +
+		idB.String() + " 10.0.0.2:7946\n" + // a member without a key
+		idC.String() + "\t10.0.0.3:7946\t" + keyC + "  # c\n"
+	path := filepath.Join(t.TempDir(), "peers.txt")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := ReadPeersFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Members) != 3 || len(p.Keys) != 2 || !p.Keys[idA].Equal(privA.Public()) || !p.Keys[idC].Equal(privC.Public()) || p.Keys[idB] != nil {
+		t.Fatalf("ReadPeersFile = %+v", p)
+	}
+	checkPeerKeys(t, p)
+	// The member list alone, as before keys.
+	if ms, err := ParsePeersFile(path); err != nil || !slices.Equal(ms, p.Members) {
+		t.Errorf("ParsePeersFile = %v, %v", ms, err)
+	}
+	var buf bytes.Buffer
+	if err := FormatPeersKeys(&buf, p.Members, p.Keys); err != nil {
+		t.Fatal(err)
+	}
+	want := idA.String() + " 10.0.0.1:7946 " + keyA + "\n" + idB.String() + " 10.0.0.2:7946\n" + idC.String() + " 10.0.0.3:7946 " + keyC + "\n"
+	if buf.String() != want {
+		t.Errorf("FormatPeersKeys wrote %q; want %q", buf.String(), want)
+	}
+	// Without keys: Keys is nil, which a transport takes as none required.
+	if p, err := parsePeers("p", strings.NewReader(idA.String()+" h:1\n")); err != nil || p.Keys != nil {
+		t.Errorf("peers without keys: %+v, %v", p, err)
+	}
+
+	l, err := ParsePeerListKeys(idA.String() + "@10.0.0.1:7946@" + keyA + ", " + idB.String() + "@10.0.0.2:7946")
+	if err != nil || len(l.Members) != 2 || len(l.Keys) != 1 || !l.Keys[idA].Equal(privA.Public()) {
+		t.Fatalf("ParsePeerListKeys = %+v, %v", l, err)
+	}
+	for in, want := range map[string]string{
+		idA.String() + "@h:1@ed25519:AAAA":                                  `peer list entry 1 "` + idA.String() + `@h:1@ed25519:AAAA": bad member key "ed25519:AAAA": not a member key`,
+		idA.String() + "@h:1@" + keyA + "@x":                                `bad address "h:1@` + keyA + `@x"`,
+		idA.String() + "@h:1@" + keyA + ",x@y":                              "peer list entry 2 ",
+		idA.String() + "@h:1@" + keyA + "," + idB.String() + "@h:2@" + keyA: "duplicate member key " + keyA + " (first in entry 1)",
+	} {
+		_, err := ParsePeerListKeys(in)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParsePeerListKeys(%q) = %v; want %q", in, err, want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/ed25519"
 	"net"
 	"os"
 	"path/filepath"
@@ -22,7 +23,11 @@ type hosted struct {
 }
 
 // startHosted starts n nodes on loopback in this process, IDs ascending.
-func startHosted(t *testing.T, n int) []*hosted {
+func startHosted(t *testing.T, n int) []*hosted { return startHostedKeys(t, n, false) }
+
+// startHostedKeys is startHosted, with member keys for the nodes, listed
+// in their peers, when memberKeys is set.
+func startHostedKeys(t *testing.T, n int, memberKeys bool) []*hosted {
 	t.Helper()
 	key, err := wire.NewKey()
 	if err != nil {
@@ -42,11 +47,23 @@ func startHosted(t *testing.T, n int) []*hosted {
 		members[i] = wire.Member{ID: ids[i], Addr: ln.Addr().String()}
 		ln.Close()
 	}
+	privs := make([]ed25519.PrivateKey, n)
+	var pubs map[uuid.UUID]ed25519.PublicKey
+	if memberKeys {
+		pubs = make(map[uuid.UUID]ed25519.PublicKey, n)
+		for i := range privs {
+			if privs[i], err = wire.NewMemberKey(); err != nil {
+				t.Fatal(err)
+			}
+			pubs[ids[i]] = privs[i].Public().(ed25519.PublicKey)
+		}
+	}
 	out := make([]*hosted, n)
 	for i, m := range members {
 		dir := t.TempDir()
 		h := &hosted{log: &syncBuffer{}, ctl: NewControlClient(filepath.Join(dir, ControlSocketName))}
 		h.opts = ServeOptions{ID: m.ID, Listen: m.Addr, Peers: members, DataDir: dir, ClusterKey: &key,
+			MemberKey: privs[i], PeerKeys: pubs,
 			HeartbeatInterval: 50 * time.Millisecond, FailureTimeout: 250 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond,
 			Log: h.log, LogFormat: LogJSON}
 		h.start(t)

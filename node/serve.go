@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +51,14 @@ type ServeOptions struct {
 	// Insecure runs the node without a cluster key: it accepts frames from
 	// anyone who can reach Listen. Serve refuses to start with neither.
 	Insecure bool
+	// MemberKey is the node's own member key, TCP.MemberKey: it signs the
+	// node's HELLOs. Required when PeerKeys gives any key, since peers
+	// then refuse unsigned HELLOs; when PeerKeys lists the node, the key
+	// must be the one listed.
+	MemberKey ed25519.PrivateKey
+	// PeerKeys are the member keys the peers file gives (Peers.Keys), TCP.PeerKeys:
+	// with any, the node accepts only HELLOs its senders signed.
+	PeerKeys map[uuid.UUID]ed25519.PublicKey
 	// ResetState starts a node whose data dir has its ID but lost its state
 	// file afresh, at epoch 0 (FileStore.ResetState); without it such a
 	// data dir is an error wrapping ErrStateMissing.
@@ -266,6 +275,10 @@ func checkServeOptions(o ServeOptions) error {
 		return ErrNoClusterKey
 	case o.ClusterKey != nil && o.Insecure:
 		return errors.New("a cluster key and insecure mode exclude each other: give one")
+	case o.MemberKey != nil && o.Insecure:
+		return errors.New("a member key signs HELLOs, which insecure mode does not send: give a cluster key too, or no member key")
+	case len(o.PeerKeys) > 0 && o.MemberKey == nil && !o.Insecure:
+		return fmt.Errorf("%s: the peers have member keys, so every node must sign its HELLOs, and this one has none: give it its own (make one with `bullylab keygen --member --out FILE`, and list the public key it prints)", peersSource(o))
 	}
 	if o.Advertise == "" {
 		host, _, err := net.SplitHostPort(o.Listen)
@@ -332,6 +345,8 @@ const inboundPerMember = 4
 func listenPeers(o ServeOptions, cfg *Config, log *EventLog) (*TCPTransport, error) {
 	tcp := o.TCP
 	tcp.Key = o.ClusterKey
+	tcp.MemberKey = o.MemberKey
+	tcp.PeerKeys = o.PeerKeys
 	tcp.Log = log
 	if tcp.MaxInbound <= 0 {
 		tcp.MaxInbound = max(DefaultMaxInbound, inboundPerMember*len(o.Peers))
@@ -362,8 +377,17 @@ func sentCounts(c *Counters) map[string]uint64 {
 	return out
 }
 
+// peersSource names where o's peers came from, for errors.
+func peersSource(o ServeOptions) string {
+	if o.PeersSource == "" {
+		return "peers"
+	}
+	return o.PeersSource
+}
+
 // checkOwnEntry checks the node's own entry in o.Peers: present unless the
-// node joins, and at the address peers dial it at. A node listed at
+// node joins, at the address peers dial it at, and with the node's member
+// key if the entry gives one. A node listed at
 // another address would tell joiners and followers one address while
 // others dial the listed one. Addresses compare in canonical form
 // (CanonicalAddr); names are not resolved.
@@ -371,10 +395,7 @@ func checkOwnEntry(o ServeOptions, id uuid.UUID, bound string) error {
 	if len(o.Peers) == 0 {
 		return nil
 	}
-	source := o.PeersSource
-	if source == "" {
-		source = "peers"
-	}
+	source := peersSource(o)
 	i := slices.IndexFunc(o.Peers, func(m wire.Member) bool { return m.ID == id })
 	if i < 0 {
 		if o.Join {
@@ -385,6 +406,11 @@ func checkOwnEntry(o ServeOptions, id uuid.UUID, bound string) error {
 	at := fmt.Sprintf("%s entry %d", source, i+1)
 	if i < len(o.PeersFrom) && o.PeersFrom[i] != "" {
 		at = o.PeersFrom[i]
+	}
+	if want, ok := o.PeerKeys[id]; ok && o.MemberKey != nil && !want.Equal(o.MemberKey.Public()) {
+		// Its peers would refuse every HELLO it signs.
+		return fmt.Errorf("%s: this node's ID %s is listed with member key %s, but its own member key's public key is %s", at, id,
+			wire.EncodePublicKey(want), wire.EncodePublicKey(o.MemberKey.Public().(ed25519.PublicKey)))
 	}
 	listed, err := CanonicalAddr(o.Peers[i].Addr)
 	if err != nil {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -71,6 +72,18 @@ type TCPConfig struct {
 	// runs without authentication: anyone who reaches the port can claim
 	// any ID.
 	Key *wire.Key
+	// MemberKey is this node's member key: with it and Key, the HELLO of
+	// every connection the transport dials is signed, proving which member
+	// dialled (wire/doc.go, "Authentication").
+	MemberKey ed25519.PrivateKey
+	// PeerKeys are the members' public member keys, by ID, as the peers
+	// file gives them. With any, every accepted HELLO must be signed by its
+	// sender's key: the one given here or, for an ID not here (a member
+	// that joined later), the one its first accepted HELLO carried (trust
+	// on first use; see memberKeys). Others are refused (IssueSignature).
+	// Without any, an unsigned HELLO is accepted on the cluster key alone,
+	// and only a signed one's signature is checked.
+	PeerKeys map[uuid.UUID]ed25519.PublicKey
 	// MaxClockSkew is how far a HELLO's time may be from this node's clock;
 	// negative disables the check, leaving only the per-sender ordering
 	// (see helloClock). Default 5m, Kerberos's long-standing choice.
@@ -153,8 +166,9 @@ const DefaultMaxDialing = 64
 // Authentication: with a cluster key (TCPConfig.Key) a dialled connection
 // opens with a HELLO, written with the first frame, and every frame carries
 // a tag (wire.Sealer); an accepted connection must open with a HELLO that
-// verifies, is addressed to this node and is newer than the last from its
-// sender, and every later frame must verify and name that sender. Without
+// verifies, is addressed to this node, is signed by its sender's member key
+// when the peers give member keys (PeerKeys), and is newer than the last
+// from its sender, and every later frame must verify and name that sender. Without
 // a key the connection is bound to the sender of its first frame. Either
 // way a frame from another sender is dropped (IssueWrongSender).
 //
@@ -208,6 +222,7 @@ type TCPTransport struct {
 	wg      sync.WaitGroup
 	issues  *issueReporter
 	hellos  helloClock
+	keys    *memberKeys
 
 	mu     sync.RWMutex
 	closed bool
@@ -280,6 +295,7 @@ func NewTCPTransport(ln net.Listener, id uuid.UUID, cfg TCPConfig) *TCPTransport
 		ctx:          ctx,
 		cancel:       cancel,
 		hellos:       helloClock{skew: cfg.MaxClockSkew, max: 4 * cfg.MaxInbound, last: make(map[uuid.UUID]int64)},
+		keys:         newMemberKeys(cfg.PeerKeys, 4*cfg.MaxInbound),
 		peers:        make(map[uuid.UUID]*tcpPeer),
 		inbound:      make(map[*inboundConn]struct{}),
 		unbound:      make(map[string]int),
@@ -828,6 +844,9 @@ func (p *tcpPeer) adopt(nc net.Conn, gen uint64) {
 		p.lastHello = now
 		h := wire.Hello{To: p.id, Time: now}
 		rand.Read(h.Nonce[:]) // never fails: see crypto/rand.Read
+		if t.cfg.MemberKey != nil {
+			h.Sign(t.id, t.cfg.MemberKey)
+		}
 		c.sealer, c.hello = wire.NewSealer(nil, key, t.id, h)
 	}
 	p.conn = c

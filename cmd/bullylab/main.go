@@ -171,7 +171,7 @@ var examples = map[string][]string{
 		"bullylab keygen --out cluster.key",
 		"bullylab node --listen 127.0.0.1:7001 --data-dir ./n1 --peers peers.txt --cluster-key cluster.key",
 	},
-	"keygen": {"bullylab keygen --out cluster.key"},
+	"keygen": {"bullylab keygen --out cluster.key", "bullylab keygen --member --out node1.key"},
 	"hosts":  {"bullylab hosts racks.yaml"},
 	"demo":   {"bullylab demo", "bullylab demo --nodes 7 --keep"},
 	"analyze": {

@@ -31,6 +31,7 @@ func nodeCommand() *cli.Command {
 			&cli.StringFlag{Name: "peers", Usage: "peers file (`ID host:port` per line), or a comma list of ID@host:port; lists every node, this one included at its --advertise or --listen address"},
 			&cli.StringFlag{Name: "data-dir", Usage: "`dir` for the node's ID, state and control socket; yours, and writable by you only (chmod 700)"},
 			&cli.StringFlag{Name: "cluster-key", Usage: "cluster key `FILE`, mode 0600, the same on every node (make one with `bullylab keygen --out FILE`); required unless --insecure"},
+			&cli.StringFlag{Name: "member-key", Usage: "this node's own member key `FILE`, mode 0600 (make one with `bullylab keygen --member --out FILE`, and list the public key it prints in the peers file); it signs the node's HELLOs, so that no other member can speak in its name; required when the peers file lists member keys"},
 			&cli.BoolFlag{Name: "insecure", Usage: "run without a cluster key: accept unauthenticated frames from anyone who can reach --listen"},
 			// Strings, not DurationFlags, whose errors say only "parse error".
 			&cli.StringFlag{Name: "heartbeat", Value: def.HeartbeatInterval.String(), Usage: "leader heartbeat `interval`"},
@@ -117,10 +118,15 @@ func runNode(c *cli.Context) error {
 			return usagef("--advertise: %v", err)
 		}
 	}
-	if o.Peers, o.PeersFrom, o.PeersSource, err = loadPeers(c.String("peers")); err != nil {
+	var peers node.Peers
+	if peers, o.PeersSource, err = loadPeers(c.String("peers")); err != nil {
 		return err
 	}
+	o.Peers, o.PeersFrom, o.PeerKeys = peers.Members, peers.From, peers.Keys
 	if err := clusterKey(c, &o); err != nil {
+		return err
+	}
+	if err := memberKey(c, &o); err != nil {
 		return err
 	}
 	if o.Insecure {
@@ -154,6 +160,27 @@ func clusterKey(c *cli.Context, o *node.ServeOptions) error {
 		return usagef("--cluster-key: empty path")
 	default:
 		return &exitError{node.ErrNoClusterKey.Error(), exitUsage}
+	}
+	return nil
+}
+
+// memberKey sets o's MemberKey from --member-key, and checks that a node
+// whose peers list member keys has one.
+func memberKey(c *cli.Context, o *node.ServeOptions) error {
+	path := c.String("member-key")
+	switch {
+	case path != "" && o.Insecure:
+		return usagef("--member-key and --insecure exclude each other: a member key signs the HELLOs that only a cluster key sends")
+	case path != "":
+		k, err := wire.ReadMemberKeyFile(path)
+		if err != nil {
+			return fmt.Errorf("--member-key: %v", err)
+		}
+		o.MemberKey = k
+	case c.IsSet("member-key"):
+		return usagef("--member-key: empty path")
+	case len(o.PeerKeys) > 0 && !o.Insecure:
+		return usagef("--peers %s lists member keys, so peers refuse unsigned HELLOs: give this node its own with --member-key FILE (make one with `bullylab keygen --member --out FILE`)", o.PeersSource)
 	}
 	return nil
 }
@@ -201,28 +228,28 @@ func checkTimeouts(o node.ServeOptions) error {
 }
 
 // loadPeers reads --peers: a path if a file is there, else a list when it
-// looks like one. from says where each member is, and source names the
-// file or the flag, for Serve's errors.
-func loadPeers(v string) (ms []wire.Member, from []string, source string, err error) {
+// looks like one. Its From says where each member is, and source names
+// the file or the flag, for Serve's errors.
+func loadPeers(v string) (p node.Peers, source string, err error) {
 	if strings.TrimSpace(v) == "" {
-		return nil, nil, "", nil
+		return node.Peers{}, "", nil
 	}
 	if fi, err := os.Stat(v); err == nil {
 		if fi.IsDir() {
-			return nil, nil, "", fmt.Errorf("--peers %s: is a directory", v)
+			return node.Peers{}, "", fmt.Errorf("--peers %s: is a directory", v)
 		}
-		ms, from, err := node.ParsePeersFileFrom(v)
-		return ms, from, v, err
+		p, err := node.ReadPeersFile(v)
+		return p, v, err
 	}
 	if strings.Contains(v, "@") {
-		ms, from, err := node.ParsePeerListFrom(v)
+		p, err := node.ParsePeerListKeys(v)
 		if err != nil {
-			return nil, nil, "", usagef("--peers: %v", err)
+			return node.Peers{}, "", usagef("--peers: %v", err)
 		}
-		for i := range from {
-			from[i] = "--peers " + strings.TrimPrefix(from[i], "peer list ")
+		for i := range p.From {
+			p.From[i] = "--peers " + strings.TrimPrefix(p.From[i], "peer list ")
 		}
-		return ms, from, "--peers", nil
+		return p, "--peers", nil
 	}
-	return nil, nil, "", usagef("--peers %s: no such file (a list takes the form ID@host:port,...)", v)
+	return node.Peers{}, "", usagef("--peers %s: no such file (a list takes the form ID@host:port,...)", v)
 }
