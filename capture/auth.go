@@ -28,7 +28,9 @@ const maxAuthProbe = 4096
 //
 //   - Its first frame must be a HELLO whose tag verifies under the key
 //     (wire.OpenHello), addressed to the node the stream goes to when that
-//     node's ID is known. A stream whose first frame in the capture is not
+//     node's ID is known, and, when signed, whose signature verifies and
+//     whose member key is the one its sender's first signed HELLO in the
+//     capture carried (helloSigners). A stream whose first frame in the capture is not
 //     a HELLO began mid-connection if the capture lacks the connection's
 //     start (no SYN, or bytes missing before that frame): its frames are
 //     not verified. If the capture has the start, the connection did not
@@ -151,6 +153,7 @@ type authChecker struct {
 	rep     AuthReport
 	streams map[*Stream]*authStream
 	nonces  map[[16]byte]helloSeen
+	signers helloSigners // see hello.go
 }
 
 func newAuthChecker(key *wire.Key) *authChecker {
@@ -271,18 +274,15 @@ func (c *authChecker) hello(f *Frame, as *authStream, from, to string, toID uuid
 	v, _, err := wire.OpenHello(c.key, h.To, m)
 	if err != nil {
 		as.state = streamRefused
-		reason := "HELLO tag mismatch (another cluster key?)"
-		switch {
-		case m.Flags&wire.FlagAuth == 0:
-			reason = "HELLO without a tag"
-		case len(m.Payload) != wire.HelloLen:
-			reason = fmt.Sprintf("HELLO payload is %d bytes, not %d", len(m.Payload), wire.HelloLen)
-		}
-		return c.fail(f, from, 0, true, reason)
+		return c.fail(f, from, 0, true, helloFailure(m, err))
 	}
 	if toID != (uuid.UUID{}) && h.To != toID {
 		as.state = streamRefused
 		return c.fail(f, from, 0, true, fmt.Sprintf("HELLO is for node %s, sent to %s (%s)", shortID(h.To), to, shortID(toID)))
+	}
+	if reason := c.signers.check(m.From, &h, f.Packet); reason != "" {
+		as.state = streamRefused
+		return c.fail(f, from, 0, true, reason)
 	}
 	as.state, as.v, as.from, as.lo, as.hi = streamOpen, v, m.From, 1, 1
 	c.rep.Streams++

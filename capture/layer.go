@@ -12,7 +12,8 @@ package capture
 // are a frame (layer_test.go checks it both ways). The layer decodes a
 // frame's tag but does not verify it: that takes the cluster key
 // (wire.OpenHello and wire.Verifier; Analyze does it with
-// AnalyzeOptions.Key).
+// AnalyzeOptions.Key). A signed HELLO's signature needs no key:
+// Bullylab.CheckSignature verifies it.
 
 import (
 	"encoding/binary"
@@ -77,7 +78,8 @@ type Bullylab struct {
 	// bytes (aliasing Contents); nil without FlagAuth.
 	Tag []byte
 	// Hello is Data decoded, for a HELLO whose payload is wire.HelloLen
-	// bytes; zero otherwise.
+	// bytes, or wire.SignedHelloLen signed (Hello.Signed, with the sender's
+	// member key in Hello.PublicKey); zero otherwise.
 	Hello wire.Hello
 	CRC   uint32
 }
@@ -148,11 +150,7 @@ func (b *Bullylab) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) erro
 	b.Length = uint32(len(m.Payload))
 	b.Data = m.Payload
 	b.Tag = m.Tag
-	if m.Type == wire.TypeHello && len(m.Payload) == wire.HelloLen {
-		b.Hello, _ = wire.DecodeHello(m.Payload) // cannot fail: the length is right
-	} else {
-		b.Hello = wire.Hello{}
-	}
+	b.decodeHello(&m)
 	b.CRC = binary.BigEndian.Uint32(data[n-wire.TrailerLen : n])
 	b.Contents = data[:n:n]
 	b.Payload = data[n:]
@@ -168,7 +166,8 @@ func truncated(data []byte) error {
 }
 
 // SerializeTo writes the frame, as wire.Append encodes it. The payload is
-// Data, except for a HELLO with no Data, whose payload is Hello. With
+// Data, except for a HELLO with no Data, whose payload is Hello, signed
+// or not as Hello.Signed says. With
 // FlagAuth, Tag follows the payload and must be wire.TagLen bytes
 // (wire.Sealer computes it); without it, Tag is ignored. With FixLengths,
 // Length is set from the payload; with ComputeChecksums, CRC is computed;
@@ -176,7 +175,7 @@ func truncated(data []byte) error {
 // frames a decoder must refuse. Version 0 is written as wire.Version.
 func (b *Bullylab) SerializeTo(buf gopacket.SerializeBuffer, opts gopacket.SerializeOptions) error {
 	m := b.Message()
-	var hello [wire.HelloLen]byte
+	var hello [wire.SignedHelloLen]byte
 	if b.Type == wire.TypeHello && b.Data == nil {
 		m.Payload = wire.AppendHello(hello[:0], b.Hello)
 	}

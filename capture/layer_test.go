@@ -280,6 +280,10 @@ func FuzzLayer(f *testing.F) {
 	for _, m := range append(sampleMessages(), authMessages()...) {
 		f.Add(wire.Append(nil, &m))
 	}
+	signed := wire.Hello{To: sampleMessages()[3].From, Time: 1}
+	signed.Sign(sampleMessages()[0].From, testMemberKeys(1)[0])
+	_, hello := wire.NewSealer(nil, &testKey, sampleMessages()[0].From, signed)
+	f.Add(hello)
 	f.Add([]byte{wire.StartByte, wire.Version})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var l Bullylab

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -41,7 +42,12 @@ type synth struct {
 	key    *wire.Key
 	alter  func(a, b, i int, frame []byte) []byte
 	hellos uint64
-	plain  []byte
+	// memberKeys, when set, sign each node's HELLOs with its member key;
+	// signHello, when set too, signs the HELLO of a -> b in its place, as
+	// a forger would.
+	memberKeys []ed25519.PrivateKey
+	signHello  func(a, b int, h *wire.Hello)
+	plain      []byte
 	// mute, while set, keeps packets out of the capture (and frames out of
 	// the counts), as if the capture had not started or lost them.
 	mute bool
@@ -256,6 +262,12 @@ func (s *synth) sendFrames(a, b int, ms ...*wire.Message) {
 		h := wire.Hello{To: s.nodes[b].ID, Time: s.t}
 		binary.BigEndian.PutUint64(h.Nonce[:], s.hellos)
 		binary.BigEndian.PutUint64(h.Nonce[8:], 0x5eed)
+		if s.memberKeys != nil {
+			h.Sign(s.nodes[a].ID, s.memberKeys[a])
+		}
+		if s.signHello != nil {
+			s.signHello(a, b, &h)
+		}
 		c.sealer, s.frame = wire.NewSealer(s.frame, s.key, s.nodes[a].ID, h)
 		s.altered(a, b, c, 0)
 		s.count(a, b, wire.TypeHello)

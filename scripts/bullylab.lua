@@ -75,8 +75,9 @@
 -- the CRC covers it too: 32+len tag | 48+len CRC-32C of bytes 0 .. 48+len-1.
 --
 -- Authentication: an authenticated connection opens with a HELLO (type
--- 11; payload To (16), Time (int64, Unix ns), Nonce (16)), and each of its
--- frames carries a tag:
+-- 11; payload To (16), Time (int64, Unix ns), Nonce (16), and when the
+-- dialer has a member key, its ed25519 PublicKey (32) and Signature (64):
+-- 40 bytes unsigned, 136 signed), and each of its frames carries a tag:
 --   Ks   = HMAC-SHA256(K, "bullylab-v1" || From || HELLO payload)
 --   Tagi = HMAC-SHA256(Ks, uint64be(i) || header || payload)[:16]
 -- i counting the connection's frames from 0, the HELLO. Every field decodes
@@ -97,7 +98,10 @@
 -- frame (Lua 5.2, two SHA-256 blocks), three times what dissecting it
 -- does. `bullylab analyze --cluster-key FILE` checks the same, and more
 -- strictly: it bounds the missing frames by the bytes missing, and
--- reports replayed HELLOs.
+-- reports replayed HELLOs. A signed HELLO's public key and signature are
+-- shown (bullylab.hello.public_key, as the peers file writes it in
+-- bullylab.hello.public_key_text), not verified: plain Lua has no
+-- ed25519, and `bullylab analyze` verifies them.
 
 local bullylab = Proto("bullylab", "Bullylab election protocol")
 
@@ -109,6 +113,7 @@ local TAG_LEN = 16
 local FLAG_AUTH = 0x20
 local TYPE_HELLO = 11
 local HELLO_LEN = 40
+local SIGNED_HELLO_LEN = 136
 -- Positions tried after the expected one before a tag counts as failed.
 local AUTH_PROBE = 8
 
@@ -150,6 +155,10 @@ f.hello_to = ProtoField.bytes("bullylab.hello.to", "To (node dialled)")
 f.hello_time = ProtoField.absolute_time("bullylab.hello.time", "Time", base.UTC)
 f.hello_time_ns = ProtoField.int64("bullylab.hello.time_ns", "Time (Unix ns)", base.DEC)
 f.hello_nonce = ProtoField.bytes("bullylab.hello.nonce", "Nonce")
+f.hello_signed = ProtoField.bool("bullylab.hello.signed", "Signed by a member key")
+f.hello_public_key = ProtoField.bytes("bullylab.hello.public_key", "Member key (ed25519 public key)")
+f.hello_public_key_text = ProtoField.string("bullylab.hello.public_key_text", "Member key as the peers file gives it")
+f.hello_signature = ProtoField.bytes("bullylab.hello.signature", "Signature (ed25519, not verified here)")
 f.tag = ProtoField.bytes("bullylab.tag", "Authentication tag")
 f.auth_status = ProtoField.string("bullylab.auth.status", "Authentication")
 f.auth_frame = ProtoField.uint32("bullylab.auth.frame", "Frame number in the connection", base.DEC)
@@ -381,6 +390,31 @@ local function base64_decode(s)
 	return out
 end
 
+-- base64_encode encodes the bytes of the string s in standard base64, as
+-- Go's base64.StdEncoding does.
+local function base64_encode(s)
+	local out = {}
+	for i = 1, #s, 3 do
+		local a, b, c = s:byte(i, i + 2)
+		local v = a * 65536 + (b or 0) * 256 + (c or 0)
+		local n = 4
+		if b == nil then
+			n = 2
+		elseif c == nil then
+			n = 3
+		end
+		for j = 1, 4 do
+			if j <= n then
+				local x = math.floor(v / 64 ^ (4 - j)) % 64
+				out[#out + 1] = B64:sub(x + 1, x + 1)
+			else
+				out[#out + 1] = "="
+			end
+		end
+	end
+	return table.concat(out)
+end
+
 -- The cluster key's HMAC schedule, from the preference; nil and a reason
 -- when the preference is empty or not a key.
 local key_pref, key_sched, key_err = nil, nil, nil
@@ -480,13 +514,13 @@ local function verify(tvb, pinfo, t, auth, length)
 	end
 	local from = tostring(tvb(12, 16):bytes())
 	local r
-	if t == TYPE_HELLO and auth and length == HELLO_LEN then
+	if t == TYPE_HELLO and auth and (length == HELLO_LEN or length == SIGNED_HELLO_LEN) then
 		local m = {}
 		for i = 1, 11 do
 			m[i] = string.byte("bullylab-v1", i)
 		end
 		append_range(m, tvb(12, 16))
-		append_range(m, tvb(HEADER_LEN, HELLO_LEN))
+		append_range(m, tvb(HEADER_LEN, length))
 		local sks = hmac_key(hmac(ks, m, #m))
 		if same_bytes(tag_at(sks, tvb, length, 0), tvb(HEADER_LEN + length, TAG_LEN)) then
 			st.state, st.ks, st.from, st.next = "open", sks, from, 1
@@ -502,7 +536,7 @@ local function verify(tvb, pinfo, t, auth, length)
 	elseif st.state == "new" then
 		if t == TYPE_HELLO then
 			st.state, st.refused = "refused", "the connection's HELLO failed"
-			r = { status = "failed", frame = 0, reason = "HELLO without a tag, or with a payload not 40 bytes" }
+			r = { status = "failed", frame = 0, reason = "HELLO without a tag, or with a payload neither 40 nor 136 bytes" }
 		else
 			-- Whether the capture has the connection's SYN; unknown (nil)
 			-- in a first pass without a protocol tree.
@@ -592,15 +626,21 @@ local function dissect_frame(tvb, pinfo, tree)
 		elseif t == 8 then
 			sub:add(f.join_addr, p)
 		elseif t == TYPE_HELLO then
-			if length == HELLO_LEN then
+			if length == HELLO_LEN or length == SIGNED_HELLO_LEN then
 				sub:add(f.hello_to, p(0, 16))
 				local ns = p(16, 8):int64()
 				local secs = ns / 1000000000
 				sub:add(f.hello_time, p(16, 8), NSTime.new(secs:tonumber(), (ns - secs * 1000000000):tonumber()))
 				sub:add(f.hello_time_ns, p(16, 8))
 				sub:add(f.hello_nonce, p(24, 16))
+				sub:add(f.hello_signed, length == SIGNED_HELLO_LEN)
+				if length == SIGNED_HELLO_LEN then
+					sub:add(f.hello_public_key, p(40, 32))
+					sub:add(f.hello_public_key_text, p(40, 32), "ed25519:" .. base64_encode(p(40, 32):raw()))
+					sub:add(f.hello_signature, p(72, 64))
+				end
 			else
-				sub:add_proto_expert_info(e_payload, "HELLO payload is not 40 bytes")
+				sub:add_proto_expert_info(e_payload, "HELLO payload is neither 40 nor 136 bytes")
 			end
 		elseif t == 10 and length >= 2 then
 			local count = p(0, 2):uint()
