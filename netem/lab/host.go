@@ -3,6 +3,7 @@ package lab
 import (
 	"bufio"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,7 +57,8 @@ type hostedSpec struct {
 	Peers            string        `json:"peers"` // file, parsed once for all nodes
 	DataDir          string        `json:"data_dir"`
 	KeyFile          string        `json:"key_file"`
-	Log              string        `json:"log"` // the node's JSON event log, appended to
+	MemberKeyFile    string        `json:"member_key_file,omitempty"` // "" for none
+	Log              string        `json:"log"`                       // the node's JSON event log, appended to
 	Join             bool          `json:"join,omitempty"`
 	Heartbeat        time.Duration `json:"heartbeat"`
 	FailureTimeout   time.Duration `json:"failure_timeout"`
@@ -85,7 +87,7 @@ func RunHost(in io.Reader, out io.Writer) error {
 		files: files,
 		out:   json.NewEncoder(out),
 		nodes: make(map[string]*node.Running),
-		peers: make(map[string][]wire.Member),
+		peers: make(map[string]node.Peers),
 		keys:  make(map[string]wire.Key),
 	}
 	sc := bufio.NewScanner(in)
@@ -114,7 +116,7 @@ type hostServer struct {
 
 	mu    sync.Mutex
 	nodes map[string]*node.Running // running, by node name
-	peers map[string][]wire.Member // parsed peers files, by path
+	peers map[string]node.Peers    // parsed peers files, by path
 	keys  map[string]wire.Key      // cluster keys, by file
 }
 
@@ -162,6 +164,12 @@ func (h *hostServer) start(name string, s hostedSpec, wg *sync.WaitGroup) error 
 	if err != nil {
 		return fmt.Errorf("node %s: %w", name, err)
 	}
+	var memberKey ed25519.PrivateKey
+	if s.MemberKeyFile != "" {
+		if memberKey, err = wire.ReadMemberKeyFile(s.MemberKeyFile); err != nil {
+			return fmt.Errorf("node %s: %w", name, err)
+		}
+	}
 	socket, release, err := netem.NamespaceSocket(s.Namespace)
 	if err != nil {
 		return fmt.Errorf("node %s: %w", name, err)
@@ -174,12 +182,12 @@ func (h *hostServer) start(name string, s hostedSpec, wg *sync.WaitGroup) error 
 	}
 	stagger := s.DetectionStagger
 	o := node.ServeOptions{
-		ID: s.ID, Listen: s.Listen, Peers: peers, PeersSource: s.Peers, DataDir: s.DataDir,
-		Join: s.Join, ClusterKey: &key,
+		ID: s.ID, Listen: s.Listen, Peers: peers.Members, PeersFrom: peers.From, PeersSource: s.Peers, DataDir: s.DataDir,
+		Join: s.Join, ClusterKey: &key, MemberKey: memberKey, PeerKeys: peers.Keys,
 		HeartbeatInterval: s.Heartbeat, FailureTimeout: s.FailureTimeout, ElectionTimeout: s.ElectionTimeout,
 		DetectionStagger: &stagger,
 		Log:              log, LogFormat: node.LogJSON,
-		TCP: node.TCPConfig{Socket: socket, MaxDialing: dialSlots(h.files, len(peers))},
+		TCP: node.TCPConfig{Socket: socket, MaxDialing: dialSlots(h.files, len(peers.Members))},
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -212,14 +220,14 @@ func (h *hostServer) start(name string, s hostedSpec, wg *sync.WaitGroup) error 
 }
 
 // shared returns the peers and key s names, read once for all nodes.
-func (h *hostServer) shared(s hostedSpec) ([]wire.Member, wire.Key, error) {
+func (h *hostServer) shared(s hostedSpec) (node.Peers, wire.Key, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	peers, ok := h.peers[s.Peers]
 	if !ok {
 		var err error
-		if peers, err = node.ParsePeersFile(s.Peers); err != nil {
-			return nil, wire.Key{}, err
+		if peers, err = node.ReadPeersFile(s.Peers); err != nil {
+			return node.Peers{}, wire.Key{}, err
 		}
 		h.peers[s.Peers] = peers
 	}
@@ -227,7 +235,7 @@ func (h *hostServer) shared(s hostedSpec) ([]wire.Member, wire.Key, error) {
 	if !ok {
 		var err error
 		if key, err = wire.ReadKeyFile(s.KeyFile); err != nil {
-			return nil, wire.Key{}, fmt.Errorf("cluster key: %w", err)
+			return node.Peers{}, wire.Key{}, fmt.Errorf("cluster key: %w", err)
 		}
 		h.keys[s.KeyFile] = key
 	}
@@ -423,9 +431,14 @@ func (h *sharedHost) kill() error {
 // hostedSpec is what n's argv says, for the shared host.
 func (l *Lab) hostedSpec(n *labNode, join bool) hostedSpec {
 	tn, _ := l.topo.Node(n.name)
+	var memberKeyFile string
+	if n.memberKey != nil {
+		memberKeyFile = n.keyFile
+	}
 	return hostedSpec{
 		Namespace: n.ns, ID: n.id, Listen: n.listen, Peers: l.peers, DataDir: n.dataDir, KeyFile: l.keyFile,
-		Log: n.log, Join: join,
+		MemberKeyFile: memberKeyFile,
+		Log:           n.log, Join: join,
 		Heartbeat: tn.Settings.Heartbeat, FailureTimeout: tn.Settings.FailureTimeout,
 		ElectionTimeout: tn.Settings.ElectionTimeout, DetectionStagger: tn.Settings.DetectionStagger,
 	}

@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,6 +85,12 @@ type Share struct {
 	// IDs are every node's ID, in topology order: the controller draws
 	// them once (node.NewIDs) for all hosts.
 	IDs []uuid.UUID
+	// PublicKeys are every node's member key, in topology order, for the
+	// peers file; MemberKeys are the private keys of this host's nodes, at
+	// their places (the others nil). Without PublicKeys the nodes run
+	// without member keys, on the cluster key alone.
+	PublicKeys []ed25519.PublicKey
+	MemberKeys []ed25519.PrivateKey
 	// Join, when not nil, connects the built share to the other hosts'
 	// before any node starts (Testbed.JoinOverlay).
 	Join func(*netem.Testbed) error
@@ -182,10 +189,17 @@ type labNode struct {
 	listen  string // addr:port, where peers dial it
 	id      uuid.UUID
 	dataDir string
-	control string
-	log     string
-	argv    []string
-	client  *node.ControlClient
+	// memberKey is the node's own member key, which it reads from keyFile
+	// in its data dir; nil for another host's node. publicKey is its
+	// public half, for the peers file; nil when the nodes have no member
+	// keys.
+	memberKey ed25519.PrivateKey
+	publicKey ed25519.PublicKey
+	keyFile   string
+	control   string
+	log       string
+	argv      []string
+	client    *node.ControlClient
 
 	// Guarded by Lab.mu.
 	proc     nodeProc
@@ -239,6 +253,10 @@ func Start(ctx context.Context, topo *topologies.Topology, opts StartOptions) (*
 	if err != nil {
 		return nil, err
 	}
+	keys, err := opts.memberKeys(topo, len(ids))
+	if err != nil {
+		return nil, err
+	}
 	key, err := opts.key()
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
@@ -254,7 +272,7 @@ func Start(ctx context.Context, topo *topologies.Topology, opts StartOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	l := newLab(tb, topo, opts, key, ids)
+	l := newLab(tb, topo, opts, key, ids, keys)
 	l.times = Times{Begin: begin, Built: time.Now()}
 	if s := opts.Share; s != nil && s.Join != nil {
 		if err := s.Join(tb); err != nil {
@@ -329,6 +347,40 @@ func (opts StartOptions) share(topo *topologies.Topology) ([]uuid.UUID, *topolog
 	return s.IDs, here, nil
 }
 
+// nodeKeys are the nodes' member keys, in topology order.
+type nodeKeys struct {
+	public  []ed25519.PublicKey  // nil: the nodes have none
+	private []ed25519.PrivateKey // nil for another host's node
+}
+
+// memberKeys draws a member key for each of n nodes, or takes those of
+// opts.Share. At some 20 µs a key, a lab of 1000 nodes spends 20 ms on them.
+func (opts StartOptions) memberKeys(topo *topologies.Topology, n int) (nodeKeys, error) {
+	if s := opts.Share; s != nil {
+		if s.PublicKeys == nil {
+			return nodeKeys{}, nil
+		}
+		if len(s.PublicKeys) != n || len(s.MemberKeys) != n {
+			return nodeKeys{}, fmt.Errorf("lab: share of host %s: %d public and %d member keys for %d nodes", s.Host, len(s.PublicKeys), len(s.MemberKeys), n)
+		}
+		for i, tn := range topo.Nodes {
+			if tn.Host == s.Host && s.MemberKeys[i] == nil {
+				return nodeKeys{}, fmt.Errorf("lab: share of host %s: no member key for its node %s", s.Host, tn.Name)
+			}
+		}
+		return nodeKeys{public: s.PublicKeys, private: s.MemberKeys}, nil
+	}
+	k := nodeKeys{public: make([]ed25519.PublicKey, n), private: make([]ed25519.PrivateKey, n)}
+	for i := range n {
+		priv, err := wire.NewMemberKey()
+		if err != nil {
+			return nodeKeys{}, fmt.Errorf("lab: %w", err)
+		}
+		k.private[i], k.public[i] = priv, priv.Public().(ed25519.PublicKey)
+	}
+	return k, nil
+}
+
 // key returns the cluster key opts give, or a new one.
 func (opts StartOptions) key() (wire.Key, error) {
 	if opts.Key != nil {
@@ -362,7 +414,7 @@ func claimTestbed(ctx context.Context, topo *topologies.Topology, run string, bu
 
 // newLab describes the lab of topo on tb, its nodes with the IDs ids, and
 // the command lines they start with.
-func newLab(tb *netem.Testbed, topo *topologies.Topology, opts StartOptions, key wire.Key, ids []uuid.UUID) *Lab {
+func newLab(tb *netem.Testbed, topo *topologies.Topology, opts StartOptions, key wire.Key, ids []uuid.UUID, keys nodeKeys) *Lab {
 	lctx, cancel := context.WithCancel(context.Background())
 	l := &Lab{
 		tb:      tb,
@@ -378,7 +430,8 @@ func newLab(tb *netem.Testbed, topo *topologies.Topology, opts StartOptions, key
 	}
 	for i := range topo.Nodes {
 		tn := &topo.Nodes[i]
-		n := l.newNode(tn, ids[i])
+		priv, pub := keys.at(i)
+		n := l.newNode(tn, ids[i], priv, pub)
 		if opts.Share != nil && tn.Host != opts.Share.Host {
 			n.host = tn.Host
 		} else {
@@ -391,7 +444,19 @@ func newLab(tb *netem.Testbed, topo *topologies.Topology, opts StartOptions, key
 	return l
 }
 
-func (l *Lab) newNode(tn *topologies.Node, id uuid.UUID) *labNode {
+// at returns node i's keys: none when the nodes have no member keys.
+func (k nodeKeys) at(i int) (ed25519.PrivateKey, ed25519.PublicKey) {
+	if k.public == nil {
+		return nil, nil
+	}
+	return k.private[i], k.public[i]
+}
+
+// MemberKeyName is the name of a lab node's member key file in its data
+// dir.
+const MemberKeyName = "member.key"
+
+func (l *Lab) newNode(tn *topologies.Node, id uuid.UUID, priv ed25519.PrivateKey, pub ed25519.PublicKey) *labNode {
 	run := l.tb.Run()
 	n := &labNode{
 		name:    tn.Name,
@@ -405,7 +470,11 @@ func (l *Lab) newNode(tn *topologies.Node, id uuid.UUID) *labNode {
 		blocked: map[string]bool{},
 		pairs:   map[string]fault.Impairment{},
 		link:    fromTopo(tn.Impair),
+
+		memberKey: priv,
+		publicKey: pub,
 	}
+	n.keyFile = filepath.Join(n.dataDir, MemberKeyName)
 	if l.opts.LogDir != "" {
 		n.log = filepath.Join(l.opts.LogDir, tn.Name+".log")
 	}
@@ -417,13 +486,33 @@ func (l *Lab) newNode(tn *topologies.Node, id uuid.UUID) *labNode {
 		"--peers", l.peers,
 		"--data-dir", n.dataDir,
 		"--cluster-key", l.keyFile,
+	}
+	if priv != nil {
+		n.argv = append(n.argv, "--member-key", n.keyFile)
+	}
+	n.argv = append(n.argv,
 		"--heartbeat", tn.Settings.Heartbeat.String(),
 		"--failure-timeout", tn.Settings.FailureTimeout.String(),
 		"--election-timeout", tn.Settings.ElectionTimeout.String(),
 		"--detection-stagger", tn.Settings.DetectionStagger.String(),
 		"--log", "json",
-	}
+	)
 	return n
+}
+
+// publicKeys are the nodes' member keys by ID, as the peers file has
+// them; nil when the nodes have none.
+func (l *Lab) publicKeys() map[uuid.UUID]ed25519.PublicKey {
+	var keys map[uuid.UUID]ed25519.PublicKey
+	for _, n := range l.all {
+		if n.publicKey != nil {
+			if keys == nil {
+				keys = make(map[uuid.UUID]ed25519.PublicKey, len(l.all))
+			}
+			keys[n.id] = n.publicKey
+		}
+	}
+	return keys
 }
 
 // members lists the nodes as the peers file has them.
@@ -509,7 +598,7 @@ func (l *Lab) awaitBuilt(ctx context.Context, n *labNode) error {
 
 func (l *Lab) start(ctx context.Context) error {
 	var buf bytes.Buffer
-	if err := node.FormatPeers(&buf, l.members()); err != nil {
+	if err := node.FormatPeersKeys(&buf, l.members(), l.publicKeys()); err != nil {
 		return fmt.Errorf("lab: %w", err)
 	}
 	if err := os.WriteFile(l.peers, buf.Bytes(), 0o644); err != nil {
@@ -523,6 +612,11 @@ func (l *Lab) start(ctx context.Context) error {
 	for _, n := range l.nodes {
 		if err := os.MkdirAll(n.dataDir, 0o700); err != nil {
 			return fmt.Errorf("lab: node %s: %w", n.name, err)
+		}
+		if n.memberKey != nil {
+			if err := wire.WriteMemberKeyFile(n.keyFile, n.memberKey); err != nil {
+				return fmt.Errorf("lab: node %s: %w", n.name, err)
+			}
 		}
 	}
 	if l.opts.LogDir != "" {

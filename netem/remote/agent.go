@@ -59,6 +59,9 @@ type ShareRequest struct {
 	Switches []OverlaySwitch `json:"switches"`
 	// Cluster is what every host's nodes share.
 	Cluster SpanCluster `json:"cluster"`
+	// MemberKeys are the member keys of this host's nodes, by topology
+	// index (wire.EncodeMemberKey): each host gets its own nodes' alone.
+	MemberKeys map[int]string `json:"member_keys,omitempty"`
 	// Backend forces an impairment backend; "" takes what the host has.
 	Backend string `json:"backend,omitempty"`
 	// Capture has the share capture its switch once its nodes answer,
@@ -74,6 +77,10 @@ type SpanCluster struct {
 	IDs []string `json:"ids"`
 	// Key is the cluster key, as its file holds it (wire.Key.Encode).
 	Key string `json:"key"`
+	// PublicKeys are every node's member key, in topology order
+	// (wire.EncodePublicKey), for the peers file; none when the nodes run
+	// without member keys.
+	PublicKeys []string `json:"public_keys,omitempty"`
 }
 
 // ShareBuilt is what an agent says of the share it built.

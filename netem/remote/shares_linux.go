@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,6 +94,10 @@ func shareOptions(topo *topologies.Topology, r ShareRequest) (lab.StartOptions, 
 	if err != nil {
 		return lab.StartOptions{}, fmt.Errorf("cluster: %w", err)
 	}
+	pubs, privs, err := shareMemberKeys(r, len(ids))
+	if err != nil {
+		return lab.StartOptions{}, err
+	}
 	bin, err := os.Executable()
 	if err != nil {
 		return lab.StartOptions{}, err
@@ -112,13 +117,48 @@ func shareOptions(topo *topologies.Topology, r ShareRequest) (lab.StartOptions, 
 		}
 	}
 	opts := lab.StartOptions{Binary: bin, Run: r.Run, Key: &key, Backend: r.Backend,
-		Share: &lab.Share{Host: r.Host, IDs: ids, Join: func(tb *netem.Testbed) error { return tb.JoinOverlay("", o, remote) }}}
+		Share: &lab.Share{Host: r.Host, IDs: ids, PublicKeys: pubs, MemberKeys: privs,
+			Join: func(tb *netem.Testbed) error { return tb.JoinOverlay("", o, remote) }}}
 	if r.Capture {
 		// Readable by the controller's user, whoever the agent runs as.
 		// The overlay brings the other hosts' frames, which they capture.
 		opts.Capture = &lab.CaptureOptions{Path: filepath.Join(netem.StateDir(r.Run), captureName), Mode: 0o644, Exclude: []string{o.Name}}
 	}
 	return opts, nil
+}
+
+// shareMemberKeys decodes r's member keys for n nodes: every node's public
+// key and this host's private ones, at their topology indexes; none when
+// the controller sent none.
+func shareMemberKeys(r ShareRequest, n int) ([]ed25519.PublicKey, []ed25519.PrivateKey, error) {
+	if len(r.Cluster.PublicKeys) == 0 {
+		return nil, nil, nil
+	}
+	if len(r.Cluster.PublicKeys) != n {
+		return nil, nil, fmt.Errorf("cluster: %d public keys for %d nodes", len(r.Cluster.PublicKeys), n)
+	}
+	pubs := make([]ed25519.PublicKey, n)
+	for i, text := range r.Cluster.PublicKeys {
+		var err error
+		if pubs[i], err = wire.ParsePublicKey(text); err != nil {
+			return nil, nil, fmt.Errorf("cluster: public key %d: %w", i+1, err)
+		}
+	}
+	privs := make([]ed25519.PrivateKey, n)
+	for i, text := range r.MemberKeys {
+		if i < 0 || i >= n {
+			return nil, nil, fmt.Errorf("cluster: member key for node %d of %d", i+1, n)
+		}
+		priv, err := wire.ParseMemberKey(text)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cluster: member key %d: %w", i+1, err)
+		}
+		if !pubs[i].Equal(priv.Public()) {
+			return nil, nil, fmt.Errorf("cluster: member key %d is not the one its public key names", i+1)
+		}
+		privs[i] = priv
+	}
+	return pubs, privs, nil
 }
 
 // share returns the lab, or an error when none is built.

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -47,7 +48,9 @@ type Span struct {
 	started time.Time   // when BuildSpan began
 	ids     []uuid.UUID // by topology index - 1
 	key     wire.Key
-	hostOf  map[string]int // node name -> host index
+	// memberKeys are the nodes' member keys, by topology index - 1.
+	memberKeys []ed25519.PrivateKey
+	hostOf     map[string]int // node name -> host index
 
 	clients []*Client
 	agents  []*Agent
@@ -114,8 +117,9 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 		return nil, err
 	}
 	cluster := SpanCluster{Key: sp.key.Encode()}
-	for _, id := range sp.ids {
+	for i, id := range sp.ids {
 		cluster.IDs = append(cluster.IDs, id.String())
+		cluster.PublicKeys = append(cluster.PublicKeys, wire.EncodePublicKey(sp.memberKeys[i].Public().(ed25519.PublicKey)))
 	}
 	sp.built = make([]ShareBuilt, len(topo.Hosts))
 	sp.clocks = make([]ClockOffset, len(topo.Hosts))
@@ -123,7 +127,13 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 	var wg sync.WaitGroup
 	for k, h := range topo.Hosts {
 		req := ShareRequest{Run: sp.Runs[k], Topology: topoFile, Source: source, Host: h.Name, VNI: sp.VNI,
-			Switches: switches, Cluster: cluster, Backend: sopts.Backend, Capture: sopts.Capture != ""}
+			Switches: switches, Cluster: cluster, Backend: sopts.Backend, Capture: sopts.Capture != "",
+			MemberKeys: map[int]string{}}
+		for i, n := range topo.Nodes {
+			if n.Host == h.Name {
+				req.MemberKeys[i] = wire.EncodeMemberKey(sp.memberKeys[i])
+			}
+		}
 		wg.Go(func() {
 			if sp.built[k], errs[k] = sp.agents[k].Build(req); errs[k] == nil {
 				sp.clocks[k], errs[k] = sp.agents[k].ClockOffset(clockSamples)
@@ -160,6 +170,12 @@ func newSpan(topo *topologies.Topology, seed int64) (*Span, error) {
 	}
 	if sp.key, err = wire.NewKey(); err != nil {
 		return nil, err
+	}
+	sp.memberKeys = make([]ed25519.PrivateKey, len(topo.Nodes))
+	for i := range sp.memberKeys {
+		if sp.memberKeys[i], err = wire.NewMemberKey(); err != nil {
+			return nil, err
+		}
 	}
 	return sp, nil
 }
