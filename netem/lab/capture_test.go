@@ -21,8 +21,10 @@ import (
 	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/netem/lab/labtest"
+	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"
+	"github.com/gopacket/gopacket"
 )
 
 // capturePhase bounds one election phase of the capture tests; star5
@@ -168,6 +170,35 @@ func TestLabCapture(t *testing.T) {
 		}
 	})
 
+	t.Run("signed HELLOs", func(t *testing.T) {
+		key := lb.Key()
+		rep, err := capture.AnalyzeFile(path, capture.AnalyzeOptions{Key: &key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := rep.Auth; a == nil || a.Failed != 0 || a.Verified == 0 || a.Streams == 0 {
+			t.Fatalf("analyze with the cluster key: %+v", a)
+		}
+		peers, err := node.ReadPeersFile(lb.PeersFile())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(peers.Keys) != len(names) {
+			t.Fatalf("the peers file gives %d member keys for %d nodes", len(peers.Keys), len(names))
+		}
+		hellos := captureHellos(t, path)
+		if len(hellos) != int(rep.Auth.Streams) {
+			t.Errorf("%d HELLOs dissected, analyze opened %d streams with one", len(hellos), rep.Auth.Streams)
+		}
+		for _, h := range hellos {
+			if err := h.CheckSignature(); err != nil {
+				t.Errorf("packet %d: %v", h.packet, err)
+			} else if want := wire.EncodePublicKey(peers.Keys[h.From]); h.PublicKey() != want {
+				t.Errorf("packet %d: HELLO from %s signed by %s, the peers file gives %s", h.packet, h.From, h.PublicKey(), want)
+			}
+		}
+	})
+
 	t.Run("tshark", func(t *testing.T) {
 		tshark := capturetest.RequireTshark(t)
 		got, _ := capturetest.Types(t, tshark, filepath.Join("..", "..", "scripts", "bullylab.lua"), path, capturetest.TsharkOptions...)
@@ -189,6 +220,58 @@ func TestLabCapture(t *testing.T) {
 		t.Logf("%d packets, %d frames; tshark and analyze agree: %+v", rep.Packets, rep.Frames, rep.Messages)
 	})
 }
+
+// capturedHello is a HELLO of a capture, in the packet that completed it.
+type capturedHello struct {
+	capture.Bullylab
+	packet int64
+}
+
+// captureHellos returns the HELLOs of the capture at path.
+func captureHellos(t *testing.T, path string) []capturedHello {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	rd, err := capture.NewReader(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &helloCollector{}
+	d := capture.NewDissector(h, capture.DissectorOptions{})
+	for {
+		p, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Record != nil || p.Iface == nil || p.Iface.Events {
+			continue
+		}
+		ci := p.CI
+		d.Packet(p.Num, p.Iface.LinkType, p.Data, &ci)
+	}
+	d.Flush()
+	return h.hellos
+}
+
+type helloCollector struct{ hellos []capturedHello }
+
+func (c *helloCollector) Frame(f *capture.Frame) {
+	if f.Msg.Type != wire.TypeHello {
+		return
+	}
+	var l capture.Bullylab
+	if err := l.DecodeFromBytes(wire.Append(nil, &f.Msg), gopacket.NilDecodeFeedback); err == nil {
+		c.hellos = append(c.hellos, capturedHello{l, f.Packet})
+	}
+}
+
+func (c *helloCollector) StreamError(*capture.StreamError) {}
 
 // sameCounts reports whether the node's counters and the capture's counts are
 // the same, a missing type counting as 0.

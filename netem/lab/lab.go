@@ -1015,6 +1015,10 @@ func (l *Lab) KeyFile() string { return l.keyFile }
 // Testbed returns the testbed the nodes run in.
 func (l *Lab) Testbed() *netem.Testbed { return l.tb }
 
+// PeersFile returns the path of the peers file the nodes read: every
+// node's ID, address and public member key.
+func (l *Lab) PeersFile() string { return l.peers }
+
 // Topology returns the topology the lab was started from.
 func (l *Lab) Topology() *topologies.Topology { return l.topo }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/netem/netemtest"
+	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"
 )
@@ -411,6 +412,36 @@ func second(_ fault.Fault, err error) error { return err }
 
 // labRequireKey checks that the lab's nodes, restarted ones included, run
 // with the run's cluster key file, which state.json records.
+// labRequireMemberKeys checks that each node has its own member key, in a
+// file of mode 0600 in its data dir, whose public half the peers file
+// gives.
+func labRequireMemberKeys(t *testing.T, lb *lab.Lab) {
+	t.Helper()
+	peers, err := node.ReadPeersFile(lb.PeersFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, m := range peers.Members {
+		name := ""
+		for _, s := range lb.NodeStates() {
+			if s.ID == m.ID {
+				name = s.Node
+			}
+		}
+		path := filepath.Join(lab.DataRoot(lb.Run()), name, lab.MemberKeyName)
+		priv, err := wire.ReadMemberKeyFile(path) // refuses a mode other than 0600
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub := peers.Keys[m.ID]
+		if pub == nil || !pub.Equal(priv.Public()) || seen[string(pub)] {
+			t.Errorf("node %s: the peers file gives key %x, its own is %x (or another node's)", name, pub, priv.Public())
+		}
+		seen[string(pub)] = true
+	}
+}
+
 func labRequireKey(t *testing.T, lb *lab.Lab) {
 	t.Helper()
 	path := lb.KeyFile()
@@ -431,6 +462,7 @@ func labRequireKey(t *testing.T, lb *lab.Lab) {
 	if st.KeyFile != path {
 		t.Fatalf("state.json: key file %q", st.KeyFile)
 	}
+	labRequireMemberKeys(t, lb)
 	if lb.Topology().Hosting == topologies.HostingShared {
 		// The host reads the key file named in each node's start.
 		if len(st.Processes) != 1 || st.Processes[0].Node != "host" || !slices.Contains(st.Processes[0].Argv, "lab-host") {
@@ -444,6 +476,10 @@ func labRequireKey(t *testing.T, lb *lab.Lab) {
 	for _, p := range st.Processes {
 		if i := slices.Index(p.Argv, "--cluster-key"); i < 0 || i+1 >= len(p.Argv) || p.Argv[i+1] != path {
 			t.Errorf("node %s runs %v, without --cluster-key %s", p.Node, p.Argv, path)
+		}
+		want := filepath.Join(lab.DataRoot(lb.Run()), p.Node, lab.MemberKeyName)
+		if i := slices.Index(p.Argv, "--member-key"); i < 0 || i+1 >= len(p.Argv) || p.Argv[i+1] != want {
+			t.Errorf("node %s runs %v, without --member-key %s", p.Node, p.Argv, want)
 		}
 	}
 	if ls := lb.Status(); ls.KeyFile != path {
