@@ -359,5 +359,11 @@
 // the cluster key ([AnalyzeOptions.Key]) the analysis verifies them per
 // stream, as the receiving node would, and reports the frames that failed
 // and the HELLOs replayed ([AuthReport], [AuthFailure], [HelloReplay]);
-// without it, it counts the authenticated frames.
+// without it, it counts the authenticated frames. A HELLO signed by its
+// sender's member key fails when its signature does not verify, or when
+// it carries another key than its sender's first signed HELLO in the
+// capture did: the peers file, which says whose key is whose, is not in
+// the capture. The layer shows a signed HELLO's key and checks its
+// signature without the cluster key ([Bullylab.PublicKey],
+// [Bullylab.CheckSignature]).
 package capture
