@@ -288,13 +288,21 @@ func (t *TCPTransport) openConn(ic *inboundConn, remote string, m *wire.Message)
 		return nil, false
 	}
 	if pin {
-		if err := t.keys.pin(m.From, &h); err != nil {
+		if err := t.keys.pin(m.From, &h, t.isPeer); err != nil {
 			t.issues.report(IssueSignature, remote, m.From, err.Error())
 			return nil, false
 		}
 	}
 	t.counters.countReceived(wire.TypeHello)
 	return v, t.bind(ic, m.From)
+}
+
+// isPeer reports whether id is a member the transport sends to.
+func (t *TCPTransport) isPeer(id uuid.UUID) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	_, ok := t.peers[id]
+	return ok
 }
 
 // readFailed reports why reading ic stopped, unless it just ended.

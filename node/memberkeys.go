@@ -70,8 +70,12 @@ func (k *memberKeys) check(from uuid.UUID, h *wire.Hello) (pin bool, err error) 
 	return false, nil
 }
 
-// pin makes h's key from's, unless another HELLO pinned one first.
-func (k *memberKeys) pin(from uuid.UUID, h *wire.Hello) error {
+// pin makes h's key from's, unless another HELLO pinned one first. At
+// maxPinned it first forgets the IDs that are not members (keep), which a
+// member that signs HELLOs for made-up IDs fills the table with; the
+// members' keys stay, so that such a flood cannot hand a member's ID to
+// whoever speaks for it next.
+func (k *memberKeys) pin(from uuid.UUID, h *wire.Hello, keep func(uuid.UUID) bool) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if want, ok := k.pinned[from]; ok {
@@ -80,6 +84,13 @@ func (k *memberKeys) pin(from uuid.UUID, h *wire.Hello) error {
 				wire.EncodePublicKey(h.PublicKey[:]), wire.EncodePublicKey(want[:]))
 		}
 		return nil
+	}
+	if len(k.pinned) >= k.maxPinned {
+		for id := range k.pinned {
+			if !keep(id) {
+				delete(k.pinned, id)
+			}
+		}
 	}
 	if len(k.pinned) >= k.maxPinned {
 		return fmt.Errorf("HELLO from %s: this node already holds the keys of %d members the peers file does not list, its limit", from, len(k.pinned))

@@ -147,20 +147,32 @@ func TestTCPMemberKeyFirstUseAndLegacy(t *testing.T) {
 	waitClosed(t, c, 5*time.Second)
 }
 
+// Pins past the bound push out those of non-members, never a member's.
 func TestMemberKeysPinBound(t *testing.T) {
 	k := newMemberKeys(map[uuid.UUID]ed25519.PublicKey{uuid.New(): pub(newMemberKeyT(t))}, 2)
-	for i := range 3 {
+	member := uuid.New()
+	isMember := func(id uuid.UUID) bool { return id == member }
+	pinNew := func(id uuid.UUID) error {
 		h := wire.Hello{}
-		h.Sign(uuid.New(), newMemberKeyT(t))
-		id := uuid.New()
-		pin, err := k.check(id, &h)
-		if err != nil || !pin {
+		h.Sign(id, newMemberKeyT(t))
+		if pin, err := k.check(id, &h); err != nil || !pin {
 			t.Fatalf("check of a new ID = %v, %v", pin, err)
 		}
-		err = k.pin(id, &h)
-		if i < 2 && err != nil || i == 2 && (err == nil || !strings.Contains(err.Error(), "its limit")) {
-			t.Errorf("pin %d: %v", i, err)
+		return k.pin(id, &h, isMember)
+	}
+	for _, id := range []uuid.UUID{member, uuid.New(), uuid.New(), uuid.New()} {
+		if err := pinNew(id); err != nil {
+			t.Fatalf("pin: %v", err)
 		}
+	}
+	if _, ok := k.pinned[member]; !ok || len(k.pinned) > 2 {
+		t.Errorf("pinned %v: want the member's among at most 2", k.pinned)
+	}
+	all := func(uuid.UUID) bool { return true }
+	h := wire.Hello{}
+	h.Sign(member, newMemberKeyT(t))
+	if err := k.pin(uuid.New(), &h, all); err == nil || !strings.Contains(err.Error(), "its limit") {
+		t.Errorf("pin past the bound, all members: %v", err)
 	}
 }
 
