@@ -5,6 +5,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"net"
@@ -42,6 +43,10 @@ type Spec struct {
 	// writes it to Dir/cluster.key (mode 0600) for the nodes'
 	// --cluster-key.
 	Key *wire.Key
+	// MemberKeys gives each node a member key of its own (Process.KeyFile,
+	// --member-key) and the peers file their public keys, so that the
+	// nodes accept only HELLOs signed by their senders.
+	MemberKeys bool
 	// Env is added to the nodes' environment, which is otherwise this
 	// process's: GOMAXPROCS=2, say, to measure a node as it ran before
 	// it took one P by default.
@@ -59,6 +64,10 @@ type Process struct {
 	DataDir string
 	Control string
 	LogPath string
+	// KeyFile is the node's member key file, in the cluster's Dir; "" when
+	// the nodes have none (Spec.MemberKeys).
+	KeyFile   string
+	publicKey ed25519.PublicKey
 
 	client *node.ControlClient
 	proc   *proc // nil while not running
@@ -157,6 +166,12 @@ func Start(ctx context.Context, opts Spec) (*Cluster, error) {
 			client:  node.NewControlClient(ctl),
 		})
 	}
+	if opts.MemberKeys {
+		if err := c.writeMemberKeys(); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	var err error
 	for range startAttempts {
 		if err = c.startAll(ctx); err == nil {
@@ -175,6 +190,22 @@ var errPortTaken = errors.New("port taken")
 
 // KeyFileName is the name of the cluster key file in a cluster's Dir.
 const KeyFileName = "cluster.key"
+
+// writeMemberKeys gives each node a member key, in its own file in Dir.
+func (c *Cluster) writeMemberKeys() error {
+	for _, n := range c.Nodes {
+		priv, err := wire.NewMemberKey()
+		if err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		path := filepath.Join(c.Dir, fmt.Sprintf("n%d.key", n.Index))
+		if err := wire.WriteMemberKeyFile(path, priv); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		n.KeyFile, n.publicKey = path, priv.Public().(ed25519.PublicKey)
+	}
+	return nil
+}
 
 // writeKey writes the nodes' cluster key file.
 func (c *Cluster) writeKey() error {
@@ -201,7 +232,14 @@ func (c *Cluster) startAll(ctx context.Context) error {
 		return err
 	}
 	members := make([]wire.Member, len(c.Nodes))
+	var keys map[uuid.UUID]ed25519.PublicKey
 	for i, n := range c.Nodes {
+		if n.publicKey != nil {
+			if keys == nil {
+				keys = make(map[uuid.UUID]ed25519.PublicKey)
+			}
+			keys[n.ID] = n.publicKey
+		}
 		n.Addr = fmt.Sprintf("127.0.0.1:%d", ports[i])
 		members[i] = wire.Member{ID: n.ID, Addr: n.Addr}
 		// A retry must not inherit state from a node that ran with other
@@ -211,7 +249,7 @@ func (c *Cluster) startAll(ctx context.Context) error {
 		}
 	}
 	var buf bytes.Buffer
-	if err := node.FormatPeers(&buf, members); err != nil {
+	if err := node.FormatPeersKeys(&buf, members, keys); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	if err := os.WriteFile(c.PeersFile, buf.Bytes(), 0o600); err != nil {
@@ -279,6 +317,9 @@ func (c *Cluster) spawn(n *Process) error {
 	}
 	if c.KeyFile != "" {
 		args = append(args, "--cluster-key", c.KeyFile)
+	}
+	if n.KeyFile != "" {
+		args = append(args, "--member-key", n.KeyFile)
 	}
 	args = append(args, c.opts.NodeArgs...)
 	cmd := exec.Command(c.opts.Binary, args...)

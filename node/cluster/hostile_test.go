@@ -32,6 +32,9 @@ const attackerHost = "127.0.0.2"
 type attacker struct {
 	t   *testing.T
 	key *wire.Key // nil: an outsider without the cluster key
+	// signed: the nodes require HELLOs signed by their senders' member
+	// keys, none of which the attacker has.
+	signed bool
 }
 
 // dial connects to n from attackerHost.
@@ -81,11 +84,16 @@ type hostileMode struct {
 	name     string
 	insecure bool
 	withKey  bool // the attacker holds the cluster key: a member with a bug
+	// memberKeys: the nodes have member keys, listed in the peers file,
+	// and the attacker none of theirs, so that it cannot open a
+	// connection in a member's name.
+	memberKeys bool
 }
 
 var hostileModes = []hostileMode{
 	{name: "key/outsider"},
 	{name: "key/member-with-bug", withKey: true},
+	{name: "member-keys/member-with-bug", withKey: true, memberKeys: true},
 	{name: "insecure", insecure: true},
 }
 
@@ -119,8 +127,8 @@ func TestHostilePeers(t *testing.T) {
 				if mode.insecure {
 					args = []string{"--insecure"}
 				}
-				c := startClusterWith(t, 3, args)
-				a := &attacker{t: t}
+				c := startClusterSpec(t, Spec{Nodes: 3, NodeArgs: args, MemberKeys: mode.memberKeys})
+				a := &attacker{t: t, signed: mode.memberKeys}
 				if mode.withKey {
 					k, err := wire.ReadKeyFile(c.KeyFile)
 					if err != nil {
@@ -146,18 +154,26 @@ var hostileAttacks = []attack{
 		for _, n := range Except(c.Nodes, leader) {
 			a.send(n, wire.Message{Type: wire.TypeHeartbeat, Epoch: math.MaxUint64, From: leader.ID})
 		}
-		waitIssues(t, c, Except(c.Nodes, leader), "epoch_window", "auth_failed")
+		waitIssues(t, c, Except(c.Nodes, leader), "epoch_window", "auth_failed", "bad_signature")
 	}, false, false},
 	{"forged-leave-of-the-leader", func(t *testing.T, c *Cluster, a *attacker) {
 		leader := Highest(c.Nodes)
 		for _, n := range Except(c.Nodes, leader) {
 			a.send(n, wire.Message{Type: wire.TypeLeave, Epoch: 1, From: leader.ID})
 			// Refused, or taken: the node logged the leader's leaving.
+			// With member keys, a member cannot speak for the leader.
+			left := `"event":"member_left","peer":"` + leader.ID.String()
 			waitFor(t, 10*time.Second, fmt.Sprintf("%s handled the LEAVE", n), func() bool {
 				log, _ := os.ReadFile(n.LogPath)
-				return status(t, c, n).Counters.PeerIssues["auth_failed"] > 0 ||
-					strings.Contains(string(log), `"event":"member_left","peer":"`+leader.ID.String())
+				issues := status(t, c, n).Counters.PeerIssues
+				if a.signed {
+					return issues["bad_signature"] > 0
+				}
+				return issues["auth_failed"] > 0 || strings.Contains(string(log), left)
 			})
+			if log, _ := os.ReadFile(n.LogPath); a.signed && strings.Contains(string(log), left) {
+				t.Errorf("%s took a LEAVE in the leader's name from a member that does not hold its key", n)
+			}
 		}
 	}, false, false},
 	{"outsider-joins-then-coordinates", func(t *testing.T, c *Cluster, a *attacker) {
@@ -277,12 +293,14 @@ func isTimeout(err error) bool {
 	return ok && ne.Timeout()
 }
 
-// startClusterWith is startCluster with extra node flags.
-func startClusterWith(t *testing.T, n int, args []string) *Cluster {
+// startClusterSpec starts the cluster spec describes, of the test binary
+// in a directory of the test's.
+func startClusterSpec(t *testing.T, spec Spec) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := Start(ctx, Spec{Binary: binary, Nodes: n, Dir: t.TempDir(), NodeArgs: args})
+	spec.Binary, spec.Dir = binary, t.TempDir()
+	c, err := Start(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
