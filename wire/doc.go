@@ -161,7 +161,9 @@
 // once, and the acceptor writes nothing, so a capture of one direction is
 // still exactly the frames one node sent another. An authenticated control
 // frame is 52 bytes instead of 36, and one HELLO (188 bytes signed, 92
-// unsigned) opens each connection. Frames are authenticated, not
+// unsigned) opens each connection. Signing a HELLO costs the dialer some
+// 19 us, and opening it the acceptor 52 us instead of 2 (BenchmarkSignedHello,
+// 2-core VM): once per connection, which lasts as long as both nodes do. Frames are authenticated, not
 // encrypted: a dissector decodes everything without K, checks a HELLO's
 // signature without it too, and verifies the tags when given K.
 package wire
