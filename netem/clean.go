@@ -66,6 +66,9 @@ func Clean(ctx context.Context) (CleanReport, error) {
 		return runs[run]
 	}
 	var errs []error
+	if err := RestoreNetnsDir(); err != nil {
+		errs = append(errs, err)
+	}
 
 	entries, err := os.ReadDir(StateRoot)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -176,3 +176,36 @@ func ipNetnsAdd(t *testing.T, ip, name string) {
 func runMounts(t *testing.T, run string) []string {
 	return netemtest.MountsAt(t, func(p string) bool { return strings.HasPrefix(p, netem.NetnsDir+"/"+run+"-") })
 }
+
+// A process that dies while /run/netns's mount is aside (Clean moves it
+// for the moment it unmounts hidden namespaces) leaves it in
+// /run/bullylab; the next testbed or clean puts it back, namespaces and all.
+func TestFreshBootNetnsDirMovedAsideIsRestored(t *testing.T) {
+	if !netemtest.InFreshBoot(t) {
+		return
+	}
+	ip := requireIP(t)
+	run := netemtest.RunID(t)
+	probe := "ipns" + run[2:] + "-probe"
+	ipNetnsAdd(t, ip, probe) // makes /run/netns a mount point
+	aside := netem.StateRoot + "/.netns-aside-0"
+	if err := os.MkdirAll(aside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(aside) })
+	if err := unix.Mount(netem.NetnsDir, aside, "", unix.MS_MOVE, ""); err != nil {
+		t.Fatalf("moving %s aside: %v", netem.NetnsDir, err)
+	}
+	if err := netem.RestoreNetnsDir(); err != nil {
+		t.Fatal(err)
+	}
+	if !netemtest.IsMountPoint(t, netem.NetnsDir) || netemtest.IsMountPoint(t, aside) {
+		t.Fatalf("after RestoreNetnsDir: %s a mount point %v, %s %v", netem.NetnsDir, netemtest.IsMountPoint(t, netem.NetnsDir), aside, netemtest.IsMountPoint(t, aside))
+	}
+	if !netemtest.IsMountPoint(t, netem.NetnsDir+"/"+probe) {
+		t.Errorf("%s is not mounted in %s after RestoreNetnsDir", probe, netem.NetnsDir)
+	}
+	if _, err := os.Stat(aside); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s after RestoreNetnsDir: %v", aside, err)
+	}
+}

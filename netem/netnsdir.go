@@ -43,7 +43,14 @@ func ensureSharedNetnsDir() error {
 		return err
 	}
 	defer unlock()
-	// Another bullylab may have bound it while this one waited.
+	// Another bullylab may have bound it while this one waited, or died
+	// with it moved aside.
+	if err := makeShared(); !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	if err := restoreAside(); err != nil {
+		return err
+	}
 	if err := makeShared(); !errors.Is(err, unix.EINVAL) {
 		return err
 	}
@@ -188,7 +195,7 @@ func removeHiddenNamespaces(hidden []namespaceMount) (removed []string, err erro
 		return nil, err
 	}
 	defer unlock()
-	aside := filepath.Join(StateRoot, fmt.Sprintf(".netns-aside-%d", os.Getpid()))
+	aside := filepath.Join(StateRoot, fmt.Sprintf("%s%d", asidePrefix, os.Getpid()))
 	if err := os.Mkdir(aside, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("creating %s: %w", aside, err)
 	}
@@ -201,6 +208,48 @@ func removeHiddenNamespaces(hidden []namespaceMount) (removed []string, err erro
 		return removed, errors.Join(err, fmt.Errorf("moving %s back from %s: %w; `mount --move %s %s` puts it back", NetnsDir, aside, merr, aside, NetnsDir))
 	}
 	return removed, err
+}
+
+// asidePrefix starts the directory in StateRoot that holds NetnsDir's
+// mount while removeHiddenNamespaces works; the PID of the process
+// follows.
+const asidePrefix = ".netns-aside-"
+
+// RestoreNetnsDir puts back a mount of NetnsDir that a process moved aside
+// and died before putting back (see removeHiddenNamespaces), so that its
+// namespaces are reachable again; Clean calls it.
+func RestoreNetnsDir() error {
+	unlock, err := lockNetnsDir(true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return restoreAside()
+}
+
+// restoreAside is RestoreNetnsDir under the exclusive lock: the process
+// that moved a mount aside held it until it put the mount back, so any
+// mount still aside now is a dead process's.
+func restoreAside() error {
+	mounts, err := readMountInfo()
+	if err != nil {
+		return err
+	}
+	for _, m := range mounts {
+		if !strings.HasPrefix(m.point, filepath.Join(StateRoot, asidePrefix)) {
+			continue
+		}
+		if _, busy := topMountAt(mounts, NetnsDir); busy {
+			return fmt.Errorf("%s holds the earlier mount of %s, moved aside by a process that died, and %s is mounted again: when no namespace in %s is in use, `umount %s && mount --move %s %s`",
+				m.point, NetnsDir, NetnsDir, NetnsDir, NetnsDir, m.point, NetnsDir)
+		}
+		if err := unix.Mount(m.point, NetnsDir, "", unix.MS_MOVE, ""); err != nil {
+			return fmt.Errorf("moving %s back to %s: %w", m.point, NetnsDir, err)
+		}
+		_ = os.Remove(m.point)
+		return nil
+	}
+	return nil
 }
 
 // unmountRevealed unmounts and removes the hidden mounts once the cover is
