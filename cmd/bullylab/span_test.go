@@ -70,7 +70,7 @@ func TestUpSpanKilledThenClean(t *testing.T) {
 	if n := netemtest.CountLeftovers(t, run).Namespaces; n == 0 {
 		t.Fatal("the killed agents' shares are gone already: nothing for clean --hosts to do")
 	}
-	clean := exec.Command(binary, "clean", "--hosts", file)
+	clean := exec.Command(binary, "clean", "--hosts", file, "--run", run)
 	var cleanOut bytes.Buffer
 	clean.Stdout, clean.Stderr = &cleanOut, &cleanOut
 	if err := netem.StartInNamespace(hs.Hub, clean); err != nil {
@@ -85,7 +85,23 @@ func TestUpSpanKilledThenClean(t *testing.T) {
 			t.Errorf("clean --hosts says nothing of %s", h.Name)
 		}
 	}
+	// clean --hosts --run cleaned the run's shares on its hosts; its
+	// controller's state directory is on this machine.
+	if out, errOut, code := runBin(t, "clean", "--run", run); code != 0 || !strings.HasSuffix(out, "runs cleaned: "+run+"\n") {
+		t.Errorf("clean --run %s: exit %d, %q %s", run, code, out, errOut)
+	}
 	netemtest.RequireClean(t, run)
+}
+
+// spanRuns returns the runs a testbed across n hosts named run has on this
+// machine when the hosts are stand-ins: its controller's and every
+// host's share.
+func spanRuns(run string, n int) []string {
+	runs := []string{run}
+	for k := range n {
+		runs = append(runs, remote.ShareRun(run, k))
+	}
+	return runs
 }
 
 // `bullylab down` of a testbed across hosts, started with --capture:
@@ -173,10 +189,13 @@ func startSpanUp(t *testing.T, hs *remotetest.Hosts, file string, args ...string
 	}()
 	waited := make(chan struct{})
 	rest := make(chan []string, 1)
+	var run string // once up said it
 	t.Cleanup(func() {
 		up.Process.Kill()
 		<-waited
-		netem.Clean(context.Background())
+		if run != "" {
+			netem.CleanRuns(context.Background(), spanRuns(run, len(hs.Hosts))...)
+		}
 	})
 	re := regexp.MustCompile(`^testbed (bl[0-9a-f]{4}) up across 3 hosts: 6 nodes, leader n6`)
 	var seen []string
@@ -204,7 +223,8 @@ func startSpanUp(t *testing.T, hs *remotetest.Hosts, file string, args ...string
 				close(waited)
 				rest <- append(after, stderr.String())
 			}()
-			return up, m[1], waited, rest
+			run = m[1]
+			return up, run, waited, rest
 		case <-timeout:
 			t.Fatalf("not up after 2 minutes:\n%s", strings.Join(seen, "\n"))
 		}

@@ -793,21 +793,33 @@ func cleanCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "clean",
 		Usage: "remove what testbeds whose process died left behind (processes, namespaces, links, state)",
+		Description: "Without --run it cleans every run whose process is gone, of whoever started it; a script\n" +
+			"or test that shares the machine names its own runs. A run whose process still runs is left alone.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "hosts", Usage: "clean every host of the topology `FILE`'s hosts section instead, over SSH"},
+			&cli.StringSliceFlag{Name: "run", Usage: "clean only run `NAME`: repeat the flag, or separate names by commas", DefaultText: "every dead run"},
+			&cli.StringFlag{Name: "hosts", Usage: "clean every host of the topology `FILE`'s hosts section instead, over SSH (with --run, the runs' shares there)"},
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("clean: unexpected argument %q", c.Args().First())
 			}
+			runs, err := cleanRuns(c.StringSlice("run"))
+			if err != nil {
+				return err
+			}
 			if c.IsSet("hosts") {
-				return cleanHosts(c, c.String("hosts"))
+				return cleanHosts(c, c.String("hosts"), runs)
 			}
 			if err := requirePrivilege("clean"); err != nil {
 				return err
 			}
-			rep, err := netem.Clean(c.Context)
+			var rep netem.CleanReport
+			if len(runs) > 0 {
+				rep, err = netem.CleanRuns(c.Context, runs...)
+			} else {
+				rep, err = netem.Clean(c.Context)
+			}
 			out := c.App.Writer
 			fmt.Fprintln(out, rep)
 			if len(rep.Runs) > 0 {
@@ -816,4 +828,22 @@ func cleanCommand() *cli.Command {
 			return err
 		},
 	}
+}
+
+// cleanRuns checks clean's --run values, each a name or a comma list of
+// them, and returns the names.
+func cleanRuns(values []string) ([]string, error) {
+	var runs []string
+	for _, v := range values {
+		for _, run := range strings.Split(v, ",") {
+			run = strings.TrimSpace(run)
+			if err := checkRunFlag(run); err != nil || run == "" {
+				return nil, usagef("clean: --run %q: not a run name (%s)", run, netem.RunNameRule)
+			}
+			if !slices.Contains(runs, run) {
+				runs = append(runs, run)
+			}
+		}
+	}
+	return runs, nil
 }

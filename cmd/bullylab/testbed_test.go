@@ -43,7 +43,7 @@ type upProc struct {
 func startUp(t *testing.T, topo string, args ...string) *upProc {
 	t.Helper()
 	netemtest.RequireRoot(t)
-	return startUpAs(t, netemtest.RunID(t), topo, args...)
+	return startUpAs(t, netemtest.RunName(t), topo, args...)
 }
 
 // startUpAs is startUp under the run name run.
@@ -80,7 +80,7 @@ func startUpAs(t *testing.T, run, topo string, args ...string) *upProc {
 		default:
 			_ = cmd.Process.Kill()
 			<-u.done
-			if _, err := netem.Clean(context.Background()); err != nil {
+			if _, err := netem.CleanRuns(context.Background(), run); err != nil {
 				t.Errorf("cleaning after a killed up: %v", err)
 			}
 		}
@@ -331,9 +331,9 @@ func TestCleanAfterUpKilled(t *testing.T) {
 		t.Fatalf("killed up left %+v, want its 6 namespaces, 5 nodes, tmpfs and state dir", c)
 	}
 	requireRunKey(t, st)
-	out := mustCLI(t, "clean")
+	out := mustCLI(t, "clean", "--run", u.run)
 	t.Log(strings.TrimSpace(out))
-	if !strings.Contains(out, u.run) || !strings.Contains(out, "6 namespaces") {
+	if !strings.Contains(out, "cleaned 1 runs: ") || !strings.Contains(out, "runs cleaned: "+u.run+"\n") || !strings.Contains(out, "6 namespaces") {
 		t.Errorf("clean said %q", out)
 	}
 	for _, p := range st.Processes {
@@ -558,11 +558,10 @@ func TestRunNameUpStatusDown(t *testing.T) {
 		if ns := netnsOf(t, run); len(ns) != 4 {
 			t.Fatalf("killed up left namespaces %v, want 4", ns)
 		}
-		out := mustCLI(t, "clean")
+		out := mustCLI(t, "clean", "--run", run)
 		t.Log(strings.TrimSpace(out))
-		_, cleaned, _ := strings.Cut(out, "runs cleaned: ")
-		if cleaned, _, _ = strings.Cut(cleaned, "\n"); !slices.Contains(strings.Split(cleaned, ", "), run) {
-			t.Errorf("clean did not name %s among the runs cleaned: %q", run, out)
+		if !strings.HasSuffix(out, "\nruns cleaned: "+run+"\n") {
+			t.Errorf("clean --run %s did not name it alone among the runs cleaned: %q", run, out)
 		}
 		for _, p := range st.Processes {
 			var ws unix.WaitStatus
