@@ -187,6 +187,9 @@ func TestBuildTeardown(t *testing.T) {
 			if err != nil || !st.Complete || len(st.Nodes) != n || st.Owner.PID != os.Getpid() {
 				t.Fatalf("state.json = %+v, %v", st, err)
 			}
+			if st.User == nil || *st.User != netem.CurrentUser() {
+				t.Errorf("state.json records user %v, want %v", st.User, netem.CurrentUser())
+			}
 
 			for _, nd := range tb.Nodes() {
 				if _, err := tb.Start(nd.Name, tbSleepArgv(run), tbHelper("sleep"), ""); err != nil {
@@ -836,5 +839,34 @@ func TestRequireRootDoesNotSkipHere(t *testing.T) {
 	}
 	if err := netem.ProbeNamespaces(); err != nil {
 		t.Error(err)
+	}
+}
+
+// CurrentUser is who a run records as its user: the real user ID, or as
+// root the user sudo says it runs for.
+func TestCurrentUser(t *testing.T) {
+	t.Setenv("SUDO_UID", "")
+	t.Setenv("SUDO_USER", "")
+	self := netem.CurrentUser()
+	if self.UID != os.Getuid() {
+		t.Errorf("CurrentUser() = %v, want uid %d", self, os.Getuid())
+	}
+	if os.Getuid() == 0 && self.Name != "root" {
+		t.Errorf("CurrentUser() as root = %v, want the name root", self)
+	}
+	t.Setenv("SUDO_UID", "4242")
+	t.Setenv("SUDO_USER", "alice")
+	want := netem.RunUser{UID: 4242, Name: "alice"}
+	if os.Getuid() != 0 {
+		want = self // anyone can set the variables: only root trusts them
+	}
+	if got := netem.CurrentUser(); got != want {
+		t.Errorf("CurrentUser() with SUDO_UID=4242 SUDO_USER=alice = %v, want %v", got, want)
+	}
+	if got, want := want.String(), "alice (uid 4242)"; os.Getuid() == 0 && got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if got := (netem.RunUser{UID: 4242}).String(); got != "uid 4242" {
+		t.Errorf("String() of a user without a name = %q", got)
 	}
 }

@@ -47,9 +47,18 @@ func TestMain(m *testing.M) {
 // runBin runs the binary to completion and returns its output and exit code.
 func runBin(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runBinEnv(t, nil, args...)
+}
+
+// runBinEnv is runBin with env added to this process's environment.
+func runBinEnv(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
