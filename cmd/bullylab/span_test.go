@@ -143,6 +143,39 @@ func TestUpSpanDown(t *testing.T) {
 	}
 }
 
+// shareHostBinary has the host binary that up copies to the stand-in
+// hosts, which share this file system, removed once the last test using it
+// is done, if it was not there before tests copied it. Content-named, it is
+// the same file for every copy of this test binary, and two `go test` runs
+// at once must not remove it from under each other: each test holds a
+// shared lock on a file beside it in the temporary directory while it runs,
+// and one that finds it missing marks that file; the test that ends
+// holding the lock alone removes a marked binary.
+func shareHostBinary(t *testing.T, hostBin string) {
+	t.Helper()
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "bullylab-test-"+filepath.Base(hostBin)+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_SH); err != nil {
+		lock.Close()
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(hostBin); os.IsNotExist(err) {
+		lock.WriteAt([]byte("copied by a test\n"), 0)
+	}
+	t.Cleanup(func() {
+		defer lock.Close()
+		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			return // another test still uses it
+		}
+		if fi, err := lock.Stat(); err == nil && fi.Size() > 0 {
+			os.Remove(hostBin)
+			lock.Truncate(0)
+		}
+	})
+}
+
 // spanHosts3 starts three stand-in hosts and writes a topology of six
 // nodes across them.
 func spanHosts3(t *testing.T) (*remotetest.Hosts, string) {
@@ -152,10 +185,7 @@ func spanHosts3(t *testing.T) (*remotetest.Hosts, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(hostBin); os.IsNotExist(err) {
-		// The stand-in hosts share this file system: the copy is this test's.
-		t.Cleanup(func() { os.Remove(hostBin) })
-	}
+	shareHostBinary(t, hostBin)
 	file := filepath.Join(t.TempDir(), "six.yaml")
 	if err := os.WriteFile(file, hs.Topology("name: six\nnodes: 6\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\n"), 0o644); err != nil {
 		t.Fatal(err)
