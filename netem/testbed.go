@@ -129,11 +129,13 @@ func NewTestbed(topo *topologies.Topology, run string) (*Testbed, error) {
 		procs:     map[*Process]struct{}{},
 	}
 	tb.savedCond = sync.NewCond(&tb.mu)
+	user := CurrentUser()
 	tb.state = RunState{
 		Run:             run,
 		Topology:        topo.Name,
 		Created:         time.Now().UTC(),
 		Owner:           self(),
+		User:            &user,
 		Subnet:          topo.Subnet.String(),
 		Port:            topo.Port,
 		SwitchNamespace: SwitchNamespace(run),
