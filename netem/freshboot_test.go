@@ -26,7 +26,7 @@ func TestFreshBootTestbedBesideIPNetns(t *testing.T) {
 		return
 	}
 	ip := requireIP(t)
-	run := netemtest.RunID(t)
+	run := netemtest.RunName(t)
 	topo, err := topologies.Star(3)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,8 @@ func TestFreshBootHiddenRunIsCleaned(t *testing.T) {
 		t.Fatalf("after `ip netns add`, %d mounts of %s (%v), want 2: the hidden one and its copy", len(m), name, m)
 	}
 
-	rep, err := netem.Clean(t.Context())
+	// A run ID: its objects are bullylab's without a state directory.
+	rep, err := netem.CleanRuns(t.Context(), run)
 	if err != nil {
 		t.Fatalf("Clean: %v", err)
 	}
@@ -185,7 +186,7 @@ func TestFreshBootNetnsDirMovedAsideIsRestored(t *testing.T) {
 		return
 	}
 	ip := requireIP(t)
-	run := netemtest.RunID(t)
+	run := netemtest.RunName(t)
 	probe := "ipns" + run[2:] + "-probe"
 	ipNetnsAdd(t, ip, probe) // makes /run/netns a mount point
 	aside := netem.StateRoot + "/.netns-aside-0"

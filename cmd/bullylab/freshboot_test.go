@@ -45,7 +45,7 @@ func TestFreshBootUpIPNetnsDown(t *testing.T) {
 	if code := u.wait(t); code != 0 {
 		t.Errorf("up exited %d after down; output:\n%s", code, u.output())
 	}
-	if out := mustCLI(t, "clean"); strings.Contains(out, run) {
+	if out := mustCLI(t, "clean", "--run", run); strings.Contains(out, run) {
 		t.Errorf("clean after down found %s: %q", run, out)
 	}
 	requireNoLeftovers(t, run, st.Processes)
