@@ -24,10 +24,13 @@ type refusingSocket struct {
 // Listen handed it over.
 func refusing(t testing.TB) *refusingSocket {
 	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	// SOCK_CLOEXEC is Linux's; set the flag after, as Go's own net does
+	// where the type takes no flags.
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	unix.CloseOnExec(fd)
 	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		unix.Close(fd)
 		t.Fatal(err)
