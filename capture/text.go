@@ -158,7 +158,14 @@ func authSummary(a *AuthReport) string {
 	if !a.Key {
 		return fmt.Sprintf("%d frames authenticated (not verified: no key)", a.Frames)
 	}
-	s := fmt.Sprintf("%d frames verified, %d failed, %d not verified; %d streams opened by a HELLO", a.Verified, a.Failed, a.Unverified, a.Streams)
+	s := fmt.Sprintf("%d frames verified, %d failed, ", a.Verified, a.Failed)
+	if a.AfterFailure > 0 {
+		// Their tags may verify, but the receiver closed the connection
+		// at the failure before them: counting them verified would say
+		// the nodes took them in.
+		s += fmt.Sprintf("%d not accepted (after a failure on their connection), ", a.AfterFailure)
+	}
+	s += fmt.Sprintf("%d not verified; %d streams opened by a HELLO", a.Unverified, a.Streams)
 	if a.WithoutHello > 0 {
 		s += fmt.Sprintf(", %d began mid-connection (not verified)", a.WithoutHello)
 	}

@@ -79,7 +79,8 @@ func analyzeCommand() *cli.Command {
 				return err
 			}
 			if a := rep.Auth; !a.OK() {
-				return fmt.Errorf("analyze %s: authentication: %d frames failed, %d HELLOs replayed", file, a.Failed, a.ReplayCount)
+				return fmt.Errorf("analyze %s: authentication: %d frames failed, %d after them not accepted, %d HELLOs replayed",
+					file, a.Failed, a.AfterFailure, a.ReplayCount)
 			}
 			return nil
 		},
