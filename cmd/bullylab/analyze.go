@@ -10,6 +10,16 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
+// analyze's exit statuses. As compare's, 1 is a finding about good input
+// and 2 input that cannot be used, so that a script can tell a capture
+// that shows tampering from a wrong path or key file; 3 keeps a full disk
+// from passing for either.
+const (
+	exitAuthFailed    = 1
+	exitInputUnusable = exitUsage
+	exitNoReport      = 3
+)
+
 // analyzeCommand is `bullylab analyze FILE`. Everything but flag handling
 // lives in package capture, so that this file declares nothing that could
 // clash with the rest of package main.
@@ -22,8 +32,13 @@ func analyzeCommand() *cli.Command {
 			"time, time to leader, leader, epoch, messages by type), per node counts and anomalies.\n" +
 			"--json writes the same as a document of schema " + capture.Schema + ".\n" +
 			"A capture cut short (its writer killed) is analyzed up to the cut, with a warning on stderr.\n" +
-			"With --cluster-key, the tags of authenticated connections are verified too, and the\n" +
-			"command exits 1 after the report when a frame fails or a HELLO was replayed.",
+			"With --cluster-key, the tags of authenticated connections are verified too.\n\n" +
+			"Exit status:\n" +
+			"  0  the report is written, and nothing failed verification\n" +
+			"  1  the report is written, and a frame failed verification or a HELLO was replayed\n" +
+			"  2  nothing is analyzed: a usage error, or the capture or key file cannot be read\n" +
+			"     or parsed, or --timeline names no election of the capture\n" +
+			"  3  the report could not be written",
 		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "write the report as JSON (schema " + capture.Schema + ")"},
@@ -52,20 +67,20 @@ func analyzeCommand() *cli.Command {
 			if c.IsSet("cluster-key") {
 				key, err := wire.ReadKeyFile(c.String("cluster-key"))
 				if err != nil {
-					return fmt.Errorf("analyze %s: --cluster-key: %v", file, err)
+					return &exitError{fmt.Sprintf("analyze %s: --cluster-key: %v", file, err), exitInputUnusable}
 				}
 				opts.Key = &key
 			}
 			rep, err := capture.AnalyzeFile(file, opts)
 			if err != nil {
-				return fmt.Errorf("analyze %v", err) // err names the file
+				return &exitError{"analyze " + err.Error(), exitInputUnusable} // err names the file
 			}
 			for _, w := range rep.Warnings() {
 				fmt.Fprintf(c.App.ErrWriter, "bullylab: warning: %s\n", w)
 			}
 			if c.IsSet("timeline") {
 				if rep.Timeline, err = rep.ElectionTimeline(c.Int("timeline")); err != nil {
-					return fmt.Errorf("analyze %s: --timeline: %v", file, err)
+					return &exitError{fmt.Sprintf("analyze %s: --timeline: %v", file, err), exitInputUnusable}
 				}
 			}
 			if c.Bool("json") {
@@ -76,11 +91,11 @@ func analyzeCommand() *cli.Command {
 				err = rep.WriteText(c.App.Writer)
 			}
 			if err != nil {
-				return err
+				return &exitError{fmt.Sprintf("analyze %s: writing the report: %v", file, err), exitNoReport}
 			}
 			if a := rep.Auth; !a.OK() {
-				return fmt.Errorf("analyze %s: authentication: %d frames failed, %d after them not accepted, %d HELLOs replayed",
-					file, a.Failed, a.AfterFailure, a.ReplayCount)
+				return &exitError{fmt.Sprintf("analyze %s: authentication: %d frames failed, %d after them not accepted, %d HELLOs replayed",
+					file, a.Failed, a.AfterFailure, a.ReplayCount), exitAuthFailed}
 			}
 			return nil
 		},

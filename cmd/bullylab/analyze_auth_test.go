@@ -138,6 +138,7 @@ func TestAnalyzeClusterKey(t *testing.T) {
 	if err := os.Chmod(keyFile, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, "--cluster-key: cluster key "+keyFile+": mode 0644", "analyze", "--cluster-key", keyFile, good)
-	wantError(t, "no such file", "analyze", "--cluster-key", filepath.Join(dir, "none.key"), good)
+	// An unusable key file is unusable input, exit 2, not a failure.
+	wantUsage(t, "--cluster-key: cluster key "+keyFile+": mode 0644", "analyze", "--cluster-key", keyFile, good)
+	wantUsage(t, "no such file", "analyze", "--cluster-key", filepath.Join(dir, "none.key"), good)
 }
