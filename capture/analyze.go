@@ -985,6 +985,9 @@ func (a *analyzer) totals() {
 	if rep.StreamErrors == nil {
 		rep.StreamErrors = []StreamErrorReport{}
 	}
+	if rep.Ports == nil {
+		rep.Ports = []uint16{} // no packet set them
+	}
 	rep.Auth = a.auth.report()
 }
 

@@ -30,7 +30,8 @@ func analyzeCommand() *cli.Command {
 		ArgsUsage: "FILE",
 		Description: "Reads a bullylab capture and prints its summary, its elections (trigger, detection\n" +
 			"time, time to leader, leader, epoch, messages by type), per node counts and anomalies.\n" +
-			"--json writes the same as a document of schema " + capture.Schema + ".\n" +
+			"--json writes the same as a document of schema " + capture.Schema + ", whose every key, and\n" +
+			"how its version changes, README.md describes in its section \"The analyze JSON\".\n" +
 			"A capture cut short (its writer killed) is analyzed up to the cut, with a warning on stderr.\n" +
 			"With --cluster-key, the tags of authenticated connections are verified too.\n\n" +
 			"Exit status:\n" +

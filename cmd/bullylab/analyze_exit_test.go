@@ -117,7 +117,8 @@ func TestAnalyzeExitCodes(t *testing.T) {
 	}
 }
 
-// TestAnalyzeHelpExitCodes: the help names every exit status.
+// TestAnalyzeHelpExitCodes: the help names every exit status, and the
+// README section that documents the JSON, which exists.
 func TestAnalyzeHelpExitCodes(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"bullylab", "analyze", "--help"}, &stdout, &stderr); code != 0 {
@@ -125,9 +126,17 @@ func TestAnalyzeHelpExitCodes(t *testing.T) {
 	}
 	help := stdout.String()
 	help = strings.Join(strings.Fields(help), " ")
-	for _, want := range []string{"Exit status: 0 ", " 1 the report is written, and a frame failed", " 2 nothing is analyzed", " 3 the report could not be written"} {
+	for _, want := range []string{"Exit status: 0 ", " 1 the report is written, and a frame failed", " 2 nothing is analyzed", " 3 the report could not be written",
+		`README.md describes in its section "The analyze JSON"`} {
 		if !strings.Contains(help, want) {
 			t.Errorf("analyze --help lacks %q:\n%s", want, help)
 		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "\n### The analyze JSON\n") {
+		t.Error("README.md has no section \"The analyze JSON\", which analyze --help names")
 	}
 }
