@@ -323,35 +323,13 @@ func (c *jsonDocChecker) value(path, typ string, v any) {
 	}
 }
 
-// TestJSONDocMatchesReports holds the documentation to the JSON of real
-// reports: of an authenticated cluster with and without its key, with
-// failures, a replay and a timeline; of faults checked on the wire; of a
-// truncated capture; of a capture without frames. Every key they hold is
-// documented, of its documented type, present unless documented as
-// omitted and null only where documented so.
-func TestJSONDocMatchesReports(t *testing.T) {
-	doc, _ := readJSONDoc(t)
-	c := &jsonDocChecker{t: t, doc: doc, covered: map[string]bool{}, fields: map[string][]docField{}}
-	check := func(name string, rep *Report) {
-		t.Helper()
-		b, err := json.Marshal(rep)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := json.NewDecoder(bytes.NewReader(b))
-		d.UseNumber()
-		var v any
-		if err := d.Decode(&v); err != nil {
-			t.Fatal(err)
-		}
-		c.name = name
-		c.value("report", "Report", v)
-	}
-
-	// Authenticated: a tampered frame, a replayed connection, a
-	// connection without a HELLO; with and without the key.
+// authTroubles returns a capture of an authenticated cluster with what
+// the verification reports: a tampered frame (its CRC fixed up) and the
+// frames after it, a connection recorded and played again, one that does
+// not begin with a HELLO, and a segment the capture lost.
+func authTroubles(tb testing.TB) []byte {
 	var buf bytes.Buffer
-	s := authSynth(t, &buf, 31)
+	s := authSynth(tb, &buf, 31)
 	s.alter = func(a, b, i int, f []byte) []byte {
 		if a == 3 && b == 0 && i == 5 {
 			f[11] ^= 1
@@ -379,8 +357,39 @@ func TestJSONDocMatchesReports(t *testing.T) {
 	s.send(2, 0, s.msg(wire.TypeHeartbeat, 2, 3, 0))
 	s.mute = false
 	s.send(2, 0, s.msg(wire.TypeHeartbeat, 2, 3, 0))
-	s.close(t)
-	rep := analyzeKey(t, buf.Bytes(), &testKey)
+	s.close(tb)
+	return buf.Bytes()
+}
+
+// TestJSONDocMatchesReports holds the documentation to the JSON of real
+// reports: of an authenticated cluster with and without its key, with
+// failures, a replay and a timeline; of faults checked on the wire; of a
+// truncated capture; of a capture without frames. Every key they hold is
+// documented, of its documented type, present unless documented as
+// omitted and null only where documented so.
+func TestJSONDocMatchesReports(t *testing.T) {
+	doc, _ := readJSONDoc(t)
+	c := &jsonDocChecker{t: t, doc: doc, covered: map[string]bool{}, fields: map[string][]docField{}}
+	check := func(name string, rep *Report) {
+		t.Helper()
+		b, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		var v any
+		if err := d.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		c.name = name
+		c.value("report", "Report", v)
+	}
+
+	// Authenticated: a tampered frame, a replayed connection, a
+	// connection without a HELLO, a gap; with and without the key.
+	data := authTroubles(t)
+	rep := analyzeKey(t, data, &testKey)
 	if a := rep.Auth; a.Failed == 0 || a.AfterFailure == 0 || a.ReplayCount == 0 || len(rep.StreamErrors) == 0 {
 		t.Fatalf("the authenticated scenario did not come out as planned: %+v", a)
 	}
@@ -388,10 +397,10 @@ func TestJSONDocMatchesReports(t *testing.T) {
 		t.Fatal("no election 1")
 	}
 	check("authenticated, with the key", rep)
-	check("authenticated, without the key", analyzeKey(t, buf.Bytes(), nil))
+	check("authenticated, without the key", analyzeKey(t, data, nil))
 
 	// Truncated: the same capture, cut in its last block.
-	cut := buf.Bytes()[:buf.Len()-3]
+	cut := data[:len(data)-3]
 	if rep := analyzeKey(t, cut, &testKey); rep.Truncated == nil {
 		t.Fatal("the cut capture is not truncated")
 	} else {

@@ -71,6 +71,8 @@ func TestAnalyzeExitCodes(t *testing.T) {
 		{"wrong key", []string{"--cluster-key", otherFile, good}, 1, "authentication: 2 frames failed"},
 
 		{"missing capture", []string{missing}, 2, "analyze " + missing + ": no such file or directory"},
+		{"capture named on two lines", []string{filepath.Join(dir, "two\nlines.pcapng")}, 2, `two\nlines.pcapng: no such file`},
+		{"key named on two lines", []string{"--cluster-key", filepath.Join(dir, "two\nlines.key"), good}, 2, `two\nlines.key: no such file`},
 		{"capture a directory", []string{dir}, 2, "analyze " + dir + ": "},
 		{"capture not pcapng", []string{notPcap}, 2, "analyze " + notPcap + ": not a pcapng file"},
 		{"capture empty", []string{empty}, 2, "analyze " + empty + ": "},
