@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/bullylab/bullylab/wire"
@@ -108,6 +109,27 @@ func TestAnalyzeExitCodes(t *testing.T) {
 		if got := stdout.Len() > 0; got != (c.code == 1) {
 			t.Errorf("%s: exit %d with %d bytes on stdout", c.name, code, stdout.Len())
 		}
+	}
+
+	// A capture piped in through a FIFO, whose writer comes after the
+	// reader, as when a capture is analyzed as it is written, is read to
+	// its end.
+	piped := filepath.Join(dir, "piped.pcapng")
+	if err := syscall.Mkfifo(piped, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if err := os.WriteFile(piped, data, 0o600); err != nil {
+			t.Error(err)
+		}
+	}()
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"bullylab", "analyze", "--cluster-key", keyFile, piped}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "8 frames verified") {
+		t.Errorf("a capture through a FIFO: exit %d, stderr %q, output:\n%s", code, stderr.String(), stdout.String())
 	}
 
 	for _, args := range [][]string{{good}, {"--json", good}} {
