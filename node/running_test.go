@@ -33,20 +33,23 @@ func startHosted(t *testing.T, n int) []*hosted {
 		ids[i] = uuid.New()
 	}
 	sortIDs(ids)
+	// Bound before any node starts, so that each is listed at its port.
 	members := make([]wire.Member, n)
+	lns := make([]net.Listener, n)
 	for i := range members {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { ln.Close() }) // a no-op once the node closed it
 		members[i] = wire.Member{ID: ids[i], Addr: ln.Addr().String()}
-		ln.Close()
+		lns[i] = ln
 	}
 	out := make([]*hosted, n)
 	for i, m := range members {
 		dir := t.TempDir()
 		h := &hosted{log: &syncBuffer{}, ctl: NewControlClient(filepath.Join(dir, ControlSocketName))}
-		h.opts = ServeOptions{ID: m.ID, Listen: m.Addr, Peers: members, DataDir: dir, ClusterKey: &key,
+		h.opts = ServeOptions{ID: m.ID, Listen: m.Addr, Listener: lns[i], Peers: members, DataDir: dir, ClusterKey: &key,
 			HeartbeatInterval: 50 * time.Millisecond, FailureTimeout: 250 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond,
 			Log: h.log, LogFormat: LogJSON}
 		h.start(t)
@@ -61,6 +64,9 @@ func (h *hosted) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The listener went with the node: started again, it binds its
+	// address anew, as a restarted process does.
+	h.opts.Listener = nil
 	h.r = r
 	t.Cleanup(func() {
 		r.Stop()
