@@ -15,9 +15,13 @@ import (
 	"github.com/google/uuid"
 )
 
-// Schema names the JSON format of Report. Within a version fields are only
-// added; renaming, removing or changing the meaning of one bumps it.
-const Schema = "bullylab.analyze/v1"
+// Schema names the JSON format of Report, and is its first field, schema.
+// README.md ("The analyze JSON") documents every field, and how the
+// version changes: within a version fields are only added; renaming,
+// removing or changing the type, unit or meaning of one bumps it. v2:
+// auth.after_failure, and auth.verified and auth.failed no longer count
+// the frames after a failure on their connection.
+const Schema = "bullylab.analyze/v2"
 
 // Defaults of AnalyzeOptions.
 const (
@@ -980,6 +984,9 @@ func (a *analyzer) totals() {
 	rep.StreamErrors = a.errs
 	if rep.StreamErrors == nil {
 		rep.StreamErrors = []StreamErrorReport{}
+	}
+	if rep.Ports == nil {
+		rep.Ports = []uint16{} // no packet set them
 	}
 	rep.Auth = a.auth.report()
 }

@@ -122,7 +122,7 @@ func TestAnalyzeScenario(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Contains(js, []byte(`"schema":"bullylab.analyze/v1"`)) {
+			if !bytes.Contains(js, []byte(`"schema":"bullylab.analyze/v2"`)) {
 				t.Errorf("JSON lacks the schema: %.200s", js)
 			}
 			tl, err := rep.ElectionTimeline(2)

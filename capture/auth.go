@@ -34,17 +34,24 @@ const maxAuthProbe = 4096
 //     a HELLO began mid-connection if the capture lacks the connection's
 //     start (no SYN, or bytes missing before that frame): its frames are
 //     not verified. If the capture has the start, the connection did not
-//     begin with a HELLO, and every frame of it fails, as a node would
-//     refuse the connection.
+//     begin with a HELLO: its first frame fails, as a node would refuse
+//     the connection there.
 //   - Every later frame must carry a tag that verifies as the connection's
-//     next frame, and the HELLO's From. A frame that fails still takes its
-//     position, so the frames after a tampered one verify.
+//     next frame, and the HELLO's From. One whose From is another's is
+//     dropped by the receiver, which reads on: it fails, and the frames
+//     after it are checked.
+//   - A frame whose tag does not verify (the HELLO's included, and the
+//     first frame of a connection that does not begin with a HELLO) makes
+//     the receiver close the connection there: the frames after it on the
+//     stream were never read, and are not accepted (AfterFailure), whatever
+//     their tags.
 //   - Bytes missing from the capture (a gap, or a corrupt frame skipped)
 //     may have held frames: an authenticated frame is at least 52 bytes, so
 //     n missing bytes held at most n/52 frames, and the next frame's tag is
 //     tried at each position it can hold. One that verifies proves the
-//     position; one that verifies at none fails, and since its position is
-//     then unknown, the stream's later frames are not verified.
+//     position; one that verifies at none fails, as it did at the
+//     receiver. Beyond maxAuthProbe positions the stream's place is lost,
+//     and its later frames are not verified.
 //
 // Freshness (the HELLO's Time) is the receiver's to check against its own
 // clock and cannot be checked from a capture; but a HELLO whose nonce an
@@ -56,9 +63,14 @@ type AuthReport struct {
 	// Frames counts frames with FlagAuth, HELLOs included.
 	Frames int64 `json:"frames"`
 	// With the key, every frame of the capture, authenticated or not, is
-	// counted in exactly one of Verified, Failed and Unverified.
+	// counted in exactly one of Verified, Failed, AfterFailure and
+	// Unverified.
 	Verified int64 `json:"verified"`
 	Failed   int64 `json:"failed"`
+	// AfterFailure counts the frames that came after a failed one on its
+	// stream: the receiver had closed the connection, so it did not
+	// accept them, though their tags may verify.
+	AfterFailure int64 `json:"after_failure"`
 	// Unverified counts the frames that could not be checked: those of
 	// streams without a HELLO in the capture, and those after a frame whose
 	// position was lost.
@@ -68,15 +80,14 @@ type AuthReport struct {
 	// WithoutHello counts the streams that began mid-connection, whose
 	// HELLO is not in the capture.
 	WithoutHello int64 `json:"streams_without_hello"`
-	// Lost counts the streams whose position was lost after missing bytes.
+	// Lost counts the streams whose position was lost after missing bytes:
+	// more frames could be missing than positions are tried.
 	Lost int64 `json:"streams_lost"`
 	// Replays lists the first MaxAuthFailures HELLOs (that verified) whose
 	// nonce an earlier HELLO carried; ReplayCount counts them all.
 	Replays     []HelloReplay `json:"replays"`
 	ReplayCount int64         `json:"replay_count"`
-	// Failures lists the first MaxAuthFailures failures. The frames after
-	// the failed HELLO of a stream, or in a stream that began without one,
-	// fail too but are counted, not listed.
+	// Failures lists the first MaxAuthFailures failures.
 	Failures []AuthFailure `json:"failures"`
 }
 
@@ -111,10 +122,11 @@ type HelloReplay struct {
 type authOutcome uint8
 
 const (
-	authNone       authOutcome = iota // no key
-	authVerified                      // the tag verified at position authResult.Frame
-	authFailed                        // see authResult.Reason
-	authUnverified                    // could not be checked
+	authNone         authOutcome = iota // no key
+	authVerified                        // the tag verified at position authResult.Frame
+	authFailed                          // see authResult.Reason
+	authAfterFailure                    // after a failure that closed the connection
+	authUnverified                      // could not be checked
 )
 
 // authResult is what authChecker.frame found about one frame.
@@ -127,7 +139,7 @@ type authResult struct {
 const (
 	streamNew     = iota // no frame yet
 	streamOpen           // HELLO verified: frames are checked
-	streamRefused        // failed HELLO, or no HELLO at the start: every frame fails
+	streamRefused        // a frame failed and the receiver closed the connection there
 	streamNoHello        // began mid-connection: frames not verified
 	streamLost           // position lost: frames not verified
 )
@@ -221,7 +233,8 @@ func (c *authChecker) frame(f *Frame, from, to string, toID uuid.UUID) authResul
 		as.state = streamRefused
 		return c.fail(f, from, 0, true, fmt.Sprintf("the connection begins with %s, not a HELLO", m.Type))
 	case streamRefused:
-		return c.fail(f, from, 0, false, "")
+		c.rep.AfterFailure++
+		return authResult{Outcome: authAfterFailure}
 	case streamNoHello, streamLost:
 		c.rep.Unverified++
 		return authResult{Outcome: authUnverified}
@@ -255,15 +268,9 @@ func (c *authChecker) frame(f *Frame, from, to string, toID uuid.UUID) authResul
 	case lo == hi:
 		reason = "tag mismatch"
 	default:
-		reason = fmt.Sprintf("tag matches no position from %d to %d (%d bytes missing before it); later frames not verified", lo, hi, lost)
+		reason = fmt.Sprintf("tag matches no position from %d to %d (%d bytes missing before it)", lo, hi, lost)
 	}
-	if lo == hi {
-		// The frame took its position: the next one is checked at the next.
-		as.lo, as.hi = lo+1, hi+1
-	} else {
-		as.state = streamLost
-		c.rep.Lost++
-	}
+	as.state = streamRefused
 	return c.fail(f, from, lo, true, reason)
 }
 

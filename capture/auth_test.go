@@ -3,6 +3,8 @@ package capture
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -116,8 +118,8 @@ func TestAuthVerified(t *testing.T) {
 	}
 }
 
-// TestAuthWrongKey: under another key every HELLO fails, and so every
-// frame; one failure is listed per stream.
+// TestAuthWrongKey: under another key every HELLO fails, and the frames
+// after them are not accepted; one failure is listed per stream.
 func TestAuthWrongKey(t *testing.T) {
 	var buf bytes.Buffer
 	s := authSynth(t, &buf, 12)
@@ -127,7 +129,7 @@ func TestAuthWrongKey(t *testing.T) {
 	other[31] ^= 0x80
 	rep := analyzeKey(t, buf.Bytes(), &other)
 	a := rep.Auth
-	if a.Verified != 0 || a.Failed != rep.Frames || a.OK() || a.Streams != 0 {
+	if a.Verified != 0 || a.Failed != rep.Messages.Hello || a.AfterFailure != rep.Frames-a.Failed || a.OK() || a.Streams != 0 {
 		t.Fatalf("auth %+v", a)
 	}
 	if want := min(rep.Messages.Hello, MaxAuthFailures); int64(len(a.Failures)) != want {
@@ -136,14 +138,15 @@ func TestAuthWrongKey(t *testing.T) {
 	if f := a.Failures[0]; f.Type != "HELLO" || f.Frame != 0 || !strings.Contains(f.Reason, "another cluster key") || f.From == "" {
 		t.Errorf("first failure %+v", f)
 	}
-	if txt := reportText(t, rep); !strings.Contains(txt, "Authentication failures (") {
+	if txt := reportText(t, rep); !strings.Contains(txt, "Authentication failures") || !strings.Contains(txt, fmt.Sprintf("%d not accepted (after a failure on their connection)", a.AfterFailure)) {
 		t.Errorf("text report:\n%s", txt)
 	}
 }
 
 // TestAuthTampered: a frame changed on the wire, its CRC fixed up, fails;
-// the frames after it verify. One sealed with another node's From fails
-// too, though its tag verifies.
+// the frames after it on its connection are not accepted. One sealed with
+// another node's From fails too, though its tag verifies, and the frames
+// after it verify: the receiver drops it and reads on.
 func TestAuthTampered(t *testing.T) {
 	var buf bytes.Buffer
 	s := authSynth(t, &buf, 13)
@@ -166,7 +169,9 @@ func TestAuthTampered(t *testing.T) {
 	rep := analyzeKey(t, buf.Bytes(), &testKey)
 	checkCounts(t, s, rep)
 	a := rep.Auth
-	if a.Failed != 2 || a.Verified != rep.Frames-2 || a.Unverified != 0 || a.OK() || len(a.Failures) != 2 {
+	// n4 -> n1 carried HEARTBEATs 3 to 5 of the first round and 1 and 2
+	// of the second after the tampered one.
+	if a.Failed != 2 || a.AfterFailure != 5 || a.Verified != rep.Frames-7 || a.Unverified != 0 || a.OK() || len(a.Failures) != 2 {
 		t.Fatalf("auth %+v", a)
 	}
 	if f := a.Failures[0]; f.Frame != 5 || f.Type != "HEARTBEAT" || f.From != "n4" || f.Reason != "tag mismatch" || !strings.HasSuffix(f.Stream, "10.77.0.2:7946") {
@@ -174,6 +179,62 @@ func TestAuthTampered(t *testing.T) {
 	}
 	if f := a.Failures[1]; f.From != "n2" || !strings.Contains(f.Reason, "is not the connection's") || !strings.HasSuffix(f.Stream, "10.77.0.4:7946") {
 		t.Errorf("frame with another From: %+v", f)
+	}
+}
+
+// TestAuthAfterFailure: the receiving node closes a connection at a tag
+// that does not verify, so the frames after it on that connection, whose
+// tags verify, are reported as not accepted, in the text and the JSON;
+// the connection the dialer opens next verifies again.
+func TestAuthAfterFailure(t *testing.T) {
+	var buf bytes.Buffer
+	s := authSynth(t, &buf, 18)
+	tampered := false
+	s.alter = func(a, b, i int, f []byte) []byte {
+		// The leader n4's connection to n1 carries HELLO, ANSWER, HALT,
+		// COORDINATOR and HEARTBEATs: this is its second HEARTBEAT.
+		if a == 3 && b == 0 && i == 5 && !tampered {
+			tampered = true
+			f[11] ^= 0x01
+			return recrc(f)
+		}
+		return f
+	}
+	leader := s.elect(0, 0, wire.ReasonBoot)
+	s.heartbeats(leader, 1, 5)
+	s.closeConn(leader, 0) // n4 redials n1, with a new HELLO
+	s.heartbeats(leader, 1, 2)
+	s.close(t)
+	if !tampered || leader != 3 {
+		t.Fatalf("the scenario did not come out as planned: leader n%d, tampered %v", leader+1, tampered)
+	}
+
+	rep := analyzeKey(t, buf.Bytes(), &testKey)
+	checkCounts(t, s, rep)
+	a := rep.Auth
+	// HEARTBEATs 3 to 5 of the first connection came after the failure.
+	if a.Failed != 1 || a.AfterFailure != 3 || a.Verified != rep.Frames-4 || a.Unverified != 0 || a.Streams != rep.Messages.Hello || a.OK() {
+		t.Fatalf("auth %+v, %d frames", a, rep.Frames)
+	}
+	if f := a.Failures[0]; f.Frame != 5 || f.Type != "HEARTBEAT" || f.From != "n4" || f.Reason != "tag mismatch" {
+		t.Errorf("failure %+v", f)
+	}
+	txt := reportText(t, rep)
+	if want := fmt.Sprintf("%d frames verified, 1 failed, 3 not accepted (after a failure on their connection), 0 not verified", a.Verified); !strings.Contains(txt, want) {
+		t.Errorf("text report lacks %q:\n%s", want, txt)
+	}
+	js, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Auth map[string]any `json:"auth"`
+	}
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Auth["after_failure"] != 3.0 || doc.Auth["failed"] != 1.0 || doc.Auth["verified"] != float64(a.Verified) {
+		t.Errorf("JSON auth: %v", doc.Auth)
 	}
 }
 
@@ -209,7 +270,7 @@ func TestAuthMidConnection(t *testing.T) {
 }
 
 // TestAuthStreamsRefused: connections that do not begin with a proper
-// HELLO fail as a whole.
+// HELLO fail at their first frame; the receiver reads no further.
 func TestAuthStreamsRefused(t *testing.T) {
 	var buf bytes.Buffer
 	s := authSynth(t, &buf, 15)
@@ -238,7 +299,7 @@ func TestAuthStreamsRefused(t *testing.T) {
 
 	rep := analyzeKey(t, buf.Bytes(), &testKey)
 	a := rep.Auth
-	if a.Failed != 5 || a.Verified != 0 || len(a.Failures) != 3 || a.OK() {
+	if a.Failed != 3 || a.AfterFailure != 2 || a.Verified != 0 || len(a.Failures) != 3 || a.OK() {
 		t.Fatalf("auth %+v", a)
 	}
 	for i, want := range []string{"begins with HEARTBEAT, not a HELLO", "HELLO is for node " + shortID(s.nodes[3].ID) + ", sent to n3", "HELLO without a tag"} {
@@ -370,8 +431,8 @@ func FuzzAuth(f *testing.F) {
 		}
 		d.Flush()
 		r := ac.c.rep
-		if r.Verified+r.Failed+r.Unverified != ac.frames {
-			t.Fatalf("%d frames, %d verified + %d failed + %d not verified", ac.frames, r.Verified, r.Failed, r.Unverified)
+		if r.Verified+r.Failed+r.AfterFailure+r.Unverified != ac.frames {
+			t.Fatalf("%d frames, %d verified + %d failed + %d after a failure + %d not verified", ac.frames, r.Verified, r.Failed, r.AfterFailure, r.Unverified)
 		}
 		for pos, b := range ac.verified {
 			if pos >= uint64(len(frames)) || !bytes.Equal(b, frames[pos]) {

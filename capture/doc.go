@@ -277,9 +277,10 @@
 // its [Report]: frames counted by type ([TypeCounts]) overall and per node
 // ([NodeReport]), the elections ([Election]) with their [Trigger], leader
 // and timings, the [Final] state, and the anomalies ([Anomaly]); Analyze's
-// doc gives the rules. A Report is a JSON document of schema [Schema], or
-// text ([Report.WriteText]), with one election's messages in order if asked
-// for ([Report.ElectionTimeline], [Timeline]).
+// doc gives the rules. A Report is a JSON document of schema [Schema],
+// whose every key README.md documents (section "The analyze JSON", held to
+// the types by a test), or text ([Report.WriteText]), with one election's
+// messages in order if asked for ([Report.ElectionTimeline], [Timeline]).
 //
 // # Send and receipt times
 //

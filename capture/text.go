@@ -158,7 +158,14 @@ func authSummary(a *AuthReport) string {
 	if !a.Key {
 		return fmt.Sprintf("%d frames authenticated (not verified: no key)", a.Frames)
 	}
-	s := fmt.Sprintf("%d frames verified, %d failed, %d not verified; %d streams opened by a HELLO", a.Verified, a.Failed, a.Unverified, a.Streams)
+	s := fmt.Sprintf("%d frames verified, %d failed, ", a.Verified, a.Failed)
+	if a.AfterFailure > 0 {
+		// Their tags may verify, but the receiver closed the connection
+		// at the failure before them: counting them verified would say
+		// the nodes took them in.
+		s += fmt.Sprintf("%d not accepted (after a failure on their connection), ", a.AfterFailure)
+	}
+	s += fmt.Sprintf("%d not verified; %d streams opened by a HELLO", a.Unverified, a.Streams)
 	if a.WithoutHello > 0 {
 		s += fmt.Sprintf(", %d began mid-connection (not verified)", a.WithoutHello)
 	}
@@ -175,17 +182,38 @@ func authSummary(a *AuthReport) string {
 // counts, anomalies, authentication failures and replays (if any), stream
 // errors (if any) and the timeline (if set).
 func (r *Report) WriteText(w io.Writer) error {
+	sw := &stickyWriter{w: w}
 	for _, table := range []func() *textTable{
 		r.summaryTable, r.electionsTable, r.nodesTable, r.anomaliesTable, r.faultChecksTable,
 		r.authFailuresTable, r.replaysTable, r.streamErrorsTable, r.timelineTable,
 	} {
 		if t := table(); t != nil {
-			if err := t.write(w); err != nil {
+			if err := t.write(sw); err != nil {
 				return err
 			}
 		}
+		if sw.err != nil {
+			return sw.err
+		}
 	}
 	return nil
+}
+
+// stickyWriter keeps the first error of its writes: the table writer
+// drops them, and a report cut short by a full disk must not pass for
+// written.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.err = err
+	return n, err
 }
 
 // summaryTable is the report in a few lines, with a line for each of

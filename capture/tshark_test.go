@@ -141,8 +141,10 @@ func tsharkAuth(t testing.TB, tshark, path string, extra ...string) (map[string]
 // has from mid-connection on, a frame tampered with (its CRC fixed up), one
 // sealed with another node's ID, and a connection without a HELLO (two
 // unauthenticated HEARTBEATs): without the key every frame is
-// unverified; with it the same frames verify, fail and go unverified; with
-// another key every frame fails. The counts by type agree throughout.
+// unverified; with it the same frames verify, fail, are not accepted
+// (after a failure on their connection) and go unverified; with another
+// key every HELLO fails and the frames after them are not accepted. The
+// counts by type agree throughout.
 func TestTsharkAuth(t *testing.T) {
 	tshark := requireTshark(t)
 	path := filepath.Join(t.TempDir(), "auth.pcapng")
@@ -172,11 +174,11 @@ func TestTsharkAuth(t *testing.T) {
 	}
 	rep := analyzeKey(t, buf.Bytes(), &testKey)
 	a := rep.Auth
-	if a.Failed != 4 || len(a.Failures) != 3 || a.WithoutHello == 0 || a.Unverified == 0 || rep.Messages.Hello == 0 || rep.Stream.OutOfOrder == 0 {
+	if a.Failed != 3 || len(a.Failures) != 3 || a.AfterFailure == 0 || a.WithoutHello == 0 || a.Unverified == 0 || rep.Messages.Hello == 0 || rep.Stream.OutOfOrder == 0 {
 		t.Fatalf("the scenario did not come out as planned: %+v, %+v", a, rep.Stream)
 	}
-	t.Logf("%d frames: %d verified, %d failed, %d not verified (%d streams without HELLO); %d out of order, %d retransmitted",
-		rep.Frames, a.Verified, a.Failed, a.Unverified, a.WithoutHello, rep.Stream.OutOfOrder, rep.Stream.Retransmitted)
+	t.Logf("%d frames: %d verified, %d failed, %d not accepted, %d not verified (%d streams without HELLO); %d out of order, %d retransmitted",
+		rep.Frames, a.Verified, a.Failed, a.AfterFailure, a.Unverified, a.WithoutHello, rep.Stream.OutOfOrder, rep.Stream.Retransmitted)
 
 	got, _ := tsharkTypes(t, tshark, path, tsharkOptions...)
 	if got.typeCounts() != rep.Messages {
@@ -196,27 +198,32 @@ func TestTsharkAuth(t *testing.T) {
 	if n := int64(len(status["unverified"])); n != a.Unverified {
 		t.Errorf("tshark left %d frames unverified, the analyzer %d", n, a.Unverified)
 	}
-	// The analyzer lists the first frame of a connection without a HELLO,
-	// and counts the rest.
+	if n := int64(len(status["not accepted"])); n != a.AfterFailure {
+		t.Errorf("tshark did not accept %d frames, the analyzer %d", n, a.AfterFailure)
+	}
 	var failed []int64
 	for _, f := range a.Failures {
 		failed = append(failed, f.Packet)
 	}
-	if int64(len(status["failed"])) != a.Failed || !slices.Equal(status["failed"][:len(failed)], failed) {
+	if !slices.Equal(status["failed"], failed) {
 		t.Errorf("tshark failed the frames of packets %v, the analyzer listed %v of %d", status["failed"], failed, a.Failed)
 	}
 	// Two passes, as Wireshark's GUI makes: the second shows what the
 	// first found. The first has no protocol tree, so it cannot tell that
 	// the connection without a HELLO is in the capture from its SYN on:
-	// its frames are unverified instead of failed.
+	// its frames are unverified instead of failed and not accepted.
 	twice, _ := tsharkAuth(t, tshark, path, "-o", key, "-2")
-	if !slices.Equal(twice["verified"], status["verified"]) || len(twice["failed"])+len(twice["unverified"]) != len(status["failed"])+len(status["unverified"]) ||
-		!slices.Equal(twice["failed"], slices.DeleteFunc(slices.Clone(status["failed"]), func(p int64) bool { return slices.Contains(twice["unverified"], p) })) {
+	notUnverified := func(ps []int64) []int64 {
+		return slices.DeleteFunc(slices.Clone(ps), func(p int64) bool { return slices.Contains(twice["unverified"], p) })
+	}
+	if !slices.Equal(twice["verified"], status["verified"]) ||
+		len(twice["failed"])+len(twice["not accepted"])+len(twice["unverified"]) != len(status["failed"])+len(status["not accepted"])+len(status["unverified"]) ||
+		!slices.Equal(twice["failed"], notUnverified(status["failed"])) || !slices.Equal(twice["not accepted"], notUnverified(status["not accepted"])) {
 		t.Errorf("tshark -2 found %v, one pass %v", twice, status)
 	}
 	for _, want := range []string{"Authentication failed: tag mismatch", "Authentication failed: sender ID is not the one of the connection's HELLO",
 		"Not verified: stream began mid-connection", "Authentication failed: the connection begins with HEARTBEAT, not a HELLO",
-		"Authentication failed: the connection did not begin with a HELLO"} {
+		"Not accepted: its connection did not begin with a HELLO", "Not accepted: a frame before it on its connection failed"} {
 		if !slices.ContainsFunc(experts, func(e string) bool { return strings.Contains(e, want) }) {
 			t.Errorf("no expert info %q among tshark's", want)
 		}
@@ -226,8 +233,9 @@ func TestTsharkAuth(t *testing.T) {
 	other[0] ^= 1
 	wrong := analyzeKey(t, buf.Bytes(), &other).Auth
 	status, _ = tsharkAuth(t, tshark, path, "-o", "bullylab.cluster_key:"+other.Encode())
-	if int64(len(status["failed"])) != wrong.Failed || int64(len(status["unverified"])) != wrong.Unverified || wrong.Verified != 0 || len(status["verified"]) != 0 {
-		t.Errorf("another key: tshark %d failed, %d unverified; analyzer %+v", len(status["failed"]), len(status["unverified"]), wrong)
+	if int64(len(status["failed"])) != wrong.Failed || int64(len(status["not accepted"])) != wrong.AfterFailure || int64(len(status["unverified"])) != wrong.Unverified ||
+		wrong.Verified != 0 || len(status["verified"]) != 0 {
+		t.Errorf("another key: tshark %d failed, %d not accepted, %d unverified; analyzer %+v", len(status["failed"]), len(status["not accepted"]), len(status["unverified"]), wrong)
 	}
 
 	status, experts = tsharkAuth(t, tshark, path, "-o", "bullylab.cluster_key:not a key")

@@ -56,7 +56,33 @@ type leftovers struct {
 // directories. It touches only objects named after a run that has a state
 // directory, or after a run ID (names.go says why), and leaves runs whose
 // owner still runs (a concurrent `bullylab up`, bench or test) alone.
+// CleanRuns does the same for named runs only.
 func Clean(ctx context.Context) (CleanReport, error) {
+	return clean(ctx, nil)
+}
+
+// CleanRuns is Clean for the runs named, and nothing of any other run: what
+// a test or script calls to remove what its own runs left, on a machine
+// where other testbeds run. A named run is cleaned as Clean would clean
+// it: not while its owner runs, and objects of a name that is no run ID
+// only while its state directory exists. It needs at least one name, and
+// each must be a run name.
+func CleanRuns(ctx context.Context, runs ...string) (CleanReport, error) {
+	if len(runs) == 0 {
+		return CleanReport{}, errors.New("clean: no run named")
+	}
+	only := make(map[string]bool, len(runs))
+	for _, run := range runs {
+		if err := CheckRunName(run); err != nil {
+			return CleanReport{}, fmt.Errorf("clean: %w", err)
+		}
+		only[run] = true
+	}
+	return clean(ctx, only)
+}
+
+// clean is Clean, of the runs in only when it is not nil.
+func clean(ctx context.Context, only map[string]bool) (CleanReport, error) {
 	var rep CleanReport
 	runs := map[string]*leftovers{}
 	get := func(run string) *leftovers {
@@ -66,6 +92,9 @@ func Clean(ctx context.Context) (CleanReport, error) {
 		return runs[run]
 	}
 	var errs []error
+	if err := RestoreNetnsDir(); err != nil {
+		errs = append(errs, err)
+	}
 
 	entries, err := os.ReadDir(StateRoot)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -117,6 +146,9 @@ func Clean(ctx context.Context) (CleanReport, error) {
 	}
 	sort.Strings(ids)
 	for _, run := range ids {
+		if only != nil && !only[run] {
+			continue
+		}
 		if err := ctx.Err(); err != nil {
 			return rep, errors.Join(append(errs, err)...)
 		}

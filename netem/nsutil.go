@@ -48,6 +48,9 @@ var procSelfNetNS = "/proc/self/ns/net"
 // nil, or an error wrapping ErrNotPermitted or ErrNotSupported when this
 // process or kernel cannot run a testbed, or another error.
 func ProbeNamespaces() error {
+	if err := ensureSharedNetnsDir(); err != nil {
+		return err
+	}
 	name := NodeNamespace(NewRunID(), "probe")
 	errc := make(chan error, 1)
 	go func() {
@@ -80,6 +83,9 @@ type nsCreator struct {
 // same goroutine when done; after a broken create, that goroutine must exit
 // so that Go discards its still-locked thread.
 func newNSCreator() (*nsCreator, error) {
+	if err := ensureSharedNetnsDir(); err != nil {
+		return nil, err
+	}
 	runtime.LockOSThread()
 	orig, err := netns.Get()
 	if err != nil {
@@ -93,7 +99,12 @@ func newNSCreator() (*nsCreator, error) {
 // broken reports that the thread could not be restored. configure, when
 // not nil, runs in the new namespace: where its /proc/sys/net is.
 func (c *nsCreator) create(name string, configure func()) (ns netns.NsHandle, broken bool, err error) {
+	unlock, err := lockNetnsDir(false)
+	if err != nil {
+		return netns.None(), false, err
+	}
 	ns, err = netns.NewNamed(name)
+	unlock()
 	if err == nil {
 		// The thread is in the new namespace until Set below. Switching it
 		// off IPv6 keeps captures free of router solicitations and MLD
@@ -152,17 +163,27 @@ func timestampsWithoutOffset() error {
 
 // deleteNamed unmounts and removes NetnsDir/name; the namespace itself goes
 // when its last process and file descriptor are gone, taking its links with
-// it. Missing or half-created entries are fine.
+// it. Missing or half-created entries are fine. A name mounted twice holds
+// two mounts, one on the other: each unmount takes the top one.
 func deleteNamed(name string) error {
 	p := filepath.Join(NetnsDir, name)
-	if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("unmounting %s: %w", p, err)
+	for range maxStackedMounts {
+		err := unix.Unmount(p, unix.MNT_DETACH)
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+			break // nothing (more) mounted there
+		}
+		if err != nil {
+			return fmt.Errorf("unmounting %s: %w", p, err)
+		}
 	}
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing %s: %w", p, err)
 	}
 	return nil
 }
+
+// maxStackedMounts bounds deleteNamed's unmounts of one name.
+const maxStackedMounts = 16
 
 // listNamespaces returns the names under NetnsDir that belong to run (to
 // any run name when run is "").
@@ -361,7 +382,9 @@ func nsHolders(ids map[nsID]bool) []int {
 	return pids
 }
 
-// runNamespaceIDs returns the identities of run's mounted namespaces.
+// runNamespaceIDs returns the identities of run's mounted namespaces,
+// hidden ones (hiddenNamespaces) included: mountinfo names their
+// namespaces where no path reaches them.
 func runNamespaceIDs(run string) (map[nsID]bool, error) {
 	names, err := listNamespaces(run)
 	if err != nil {
@@ -370,6 +393,15 @@ func runNamespaceIDs(run string) (map[nsID]bool, error) {
 	ids := make(map[nsID]bool, len(names))
 	for _, name := range names {
 		if id, err := statNS(filepath.Join(NetnsDir, name)); err == nil {
+			ids[id] = true
+		}
+	}
+	hidden, err := hiddenRunNamespaces(run)
+	if err != nil {
+		return nil, fmt.Errorf("reading the mount table: %w", err)
+	}
+	for _, h := range hidden {
+		if id, ok := h.netNS(); ok {
 			ids[id] = true
 		}
 	}

@@ -30,7 +30,7 @@ func cleanStar(t *testing.T, n int) *netem.Testbed {
 		t.Fatal(err)
 	}
 	for range 10 {
-		run := netemtest.RunID(t)
+		run := netemtest.RunName(t)
 		tb, err := netem.Build(t.Context(), topo, run)
 		if errors.Is(err, netem.ErrRunExists) {
 			continue

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"time"
 )
 
@@ -27,10 +29,14 @@ type RunState struct {
 	Created  time.Time `json:"created"`
 	// Owner is the process that built the run. Clean leaves a run alone
 	// while its owner lives.
-	Owner           ProcRef `json:"owner"`
-	Subnet          string  `json:"subnet"`
-	Port            int     `json:"port"`
-	SwitchNamespace string  `json:"switch_namespace"`
+	Owner ProcRef `json:"owner"`
+	// User is who started the run (CurrentUser): the commands that pick
+	// the only testbed up when not given --run act only on a run of the
+	// user calling them. Records of older versions have none.
+	User            *RunUser `json:"user,omitempty"`
+	Subnet          string   `json:"subnet"`
+	Port            int      `json:"port"`
+	SwitchNamespace string   `json:"switch_namespace"`
 	// Switch is RoutedSwitch: the switch namespace routes between the
 	// nodes. Records of older versions have none, and a "bridge" field
 	// naming their switch's bridge, which reading ignores: Clean removes
@@ -48,6 +54,46 @@ type RunState struct {
 	// with Complete; 0 when the nodes' TSval does not follow the
 	// monotonic clock.
 	TCPTimestampUnitNS int64 `json:"tcp_timestamp_unit_ns,omitempty"`
+}
+
+// RunUser is who started a run.
+type RunUser struct {
+	UID  int    `json:"uid"`
+	Name string `json:"name,omitempty"` // "" when the user database has none
+}
+
+func (u RunUser) String() string {
+	if u.Name == "" {
+		return "uid " + strconv.Itoa(u.UID)
+	}
+	return fmt.Sprintf("%s (uid %d)", u.Name, u.UID)
+}
+
+// CurrentUser returns who runs this process, as a run records it: the user
+// sudo runs it for (SUDO_UID, SUDO_USER) when it runs as root through sudo,
+// else its real user. The sudo variables of a process that is not root
+// are ignored: anyone can set them.
+func CurrentUser() RunUser {
+	uid := os.Getuid()
+	if uid == 0 {
+		if sudo, err := strconv.Atoi(os.Getenv("SUDO_UID")); err == nil && sudo >= 0 {
+			name := os.Getenv("SUDO_USER")
+			if name == "" {
+				name = userName(sudo)
+			}
+			return RunUser{UID: sudo, Name: name}
+		}
+	}
+	return RunUser{UID: uid, Name: userName(uid)}
+}
+
+// userName looks uid up in the user database; "" when it has no entry.
+func userName(uid int) string {
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil {
+		return ""
+	}
+	return u.Username
 }
 
 // StateNode records one node's kernel objects.
@@ -154,7 +200,8 @@ func ClaimRun(run, topology string) error {
 	if !ValidRunName(run) {
 		return fmt.Errorf("run %q: not a run name (%s)", run, RunNameRule)
 	}
-	return claimRun(&RunState{Run: run, Topology: topology, Created: time.Now(), Owner: self(), Complete: true})
+	user := CurrentUser()
+	return claimRun(&RunState{Run: run, Topology: topology, Created: time.Now(), Owner: self(), User: &user, Complete: true})
 }
 
 // ReleaseRun removes the state directory ClaimRun made.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -127,11 +129,13 @@ func NewTestbed(topo *topologies.Topology, run string) (*Testbed, error) {
 		procs:     map[*Process]struct{}{},
 	}
 	tb.savedCond = sync.NewCond(&tb.mu)
+	user := CurrentUser()
 	tb.state = RunState{
 		Run:             run,
 		Topology:        topo.Name,
 		Created:         time.Now().UTC(),
 		Owner:           self(),
+		User:            &user,
 		Subnet:          topo.Subnet.String(),
 		Port:            topo.Port,
 		SwitchNamespace: SwitchNamespace(run),
@@ -877,9 +881,9 @@ func (tb *Testbed) Close() error {
 	}
 
 	if _, err := deleteRunNamespaces(tb.run); err != nil {
+		// The record stays, so that clean finds what is left by the name.
 		errs = append(errs, err)
-	}
-	if err := os.RemoveAll(StateDir(tb.run)); err != nil {
+	} else if err := os.RemoveAll(StateDir(tb.run)); err != nil {
 		errs = append(errs, fmt.Errorf("removing %s: %w", StateDir(tb.run), err))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -905,23 +909,45 @@ func KillAll(procs []*Process) error {
 	return errors.Join(errs...)
 }
 
-// deleteRunNamespaces unmounts and removes every namespace of run. Mount
-// operations serialise on a kernel lock, so one goroutine is as fast.
+// deleteRunNamespaces unmounts and removes every namespace of run, and
+// then those of its mounts that a later mount on NetnsDir hid, whose names
+// could not be removed before. Mount operations serialise on a kernel
+// lock, so one goroutine is as fast.
 func deleteRunNamespaces(run string) ([]string, error) {
 	names, err := listNamespaces(run)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", NetnsDir, err)
 	}
-	var errs []error
-	var deleted []string
-	for _, name := range names {
-		if err := deleteNamed(name); err != nil {
-			errs = append(errs, err)
-			continue
+	failed := map[string]error{}
+	deleted := map[string]bool{}
+	if len(names) > 0 {
+		unlock, err := lockNetnsDir(false)
+		if err != nil {
+			return nil, err
 		}
-		deleted = append(deleted, name)
+		for _, name := range names {
+			if err := deleteNamed(name); err != nil {
+				failed[name] = err
+				continue
+			}
+			deleted[name] = true
+		}
+		unlock()
 	}
-	return deleted, errors.Join(errs...)
+	hidden, err := hiddenRunNamespaces(run)
+	errs := []error{err}
+	if err == nil && len(hidden) > 0 {
+		removed, err := removeHiddenNamespaces(hidden)
+		errs = append(errs, err)
+		for _, name := range removed {
+			deleted[name] = true
+			delete(failed, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(failed)) {
+		errs = append(errs, failed[name])
+	}
+	return slices.Sorted(maps.Keys(deleted)), errors.Join(errs...)
 }
 
 // killInNamespaces SIGKILLs every process left in run's namespaces and

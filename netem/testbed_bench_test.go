@@ -34,7 +34,7 @@ func BenchmarkBuild(b *testing.B) {
 			var slab float64
 			for range b.N {
 				time.Sleep(settle)
-				run := netemtest.RunID(b)
+				run := netemtest.RunName(b)
 				before := meminfoKiB(b, "Slab")
 				start := time.Now()
 				tb, err := netem.Build(b.Context(), topo, run)

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -86,13 +87,18 @@ func tbSleepArgv(run string) []string {
 	return []string{os.Args[0], "-test.run=^TestNetemHelperProcess$", "--", run}
 }
 
-func tbRootLinks(t *testing.T) int {
+// tbRootLinks returns the names of the links in this process's namespace.
+func tbRootLinks(t *testing.T) map[string]bool {
 	t.Helper()
 	links, err := netlink.LinkList()
 	if err != nil {
 		t.Fatalf("listing links: %v", err)
 	}
-	return len(links)
+	names := make(map[string]bool, len(links))
+	for _, l := range links {
+		names[l.Attrs().Name] = true
+	}
+	return names
 }
 
 // tbInNode runs fn on a thread switched into node's namespace, as the
@@ -155,7 +161,7 @@ func TestBuildTeardown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run := netemtest.RunID(t)
+			run := netemtest.RunName(t)
 			netemtest.RequireClean(t, run)
 			linksBefore := tbRootLinks(t)
 			start := time.Now()
@@ -180,6 +186,9 @@ func TestBuildTeardown(t *testing.T) {
 			st, err := netem.ReadState(run)
 			if err != nil || !st.Complete || len(st.Nodes) != n || st.Owner.PID != os.Getpid() {
 				t.Fatalf("state.json = %+v, %v", st, err)
+			}
+			if st.User == nil || *st.User != netem.CurrentUser() {
+				t.Errorf("state.json records user %v, want %v", st.User, netem.CurrentUser())
 			}
 
 			for _, nd := range tb.Nodes() {
@@ -208,8 +217,12 @@ func TestBuildTeardown(t *testing.T) {
 				t.Errorf("second Close: %v", err)
 			}
 			netemtest.RequireClean(t, run)
-			if after := tbRootLinks(t); after != linksBefore {
-				t.Errorf("root namespace had %d links before, %d after", linksBefore, after)
+			// Other tests and testbeds add and remove links here too: only
+			// a new link this build could have made is its leak.
+			for name := range tbRootLinks(t) {
+				if !linksBefore[name] && (name == netem.NodeVeth || strings.HasPrefix(name, run)) {
+					t.Errorf("link %s is in the root namespace after teardown, not before", name)
+				}
 			}
 		})
 	}
@@ -547,7 +560,7 @@ func TestAttach(t *testing.T) {
 	if c := netemtest.CountLeftovers(t, tb.Run()); c.Namespaces != 3 || !c.StateDir {
 		t.Errorf("closing an attached testbed tore the run down: %+v", c)
 	}
-	if _, err := netem.Attach(netemtest.RunID(t)); err == nil {
+	if _, err := netem.Attach(netemtest.RunName(t)); err == nil {
 		t.Error("attached to a run that does not exist")
 	}
 }
@@ -573,7 +586,7 @@ func TestBuildRefusesTakenRun(t *testing.T) {
 	} {
 		tp, _ := topologies.Star(1)
 		bad(tp)
-		run := netemtest.RunID(t)
+		run := netemtest.RunName(t)
 		if _, err := netem.Build(t.Context(), tp, run); err == nil || !strings.Contains(err.Error(), "topology star1: ") {
 			t.Errorf("Build of a broken topology: %v", err)
 		}
@@ -584,7 +597,7 @@ func TestBuildRefusesTakenRun(t *testing.T) {
 func TestBuildCancelled(t *testing.T) {
 	netemtest.RequireRoot(t)
 	topo, _ := topologies.Star(64)
-	run := netemtest.RunID(t)
+	run := netemtest.RunName(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if _, err := netem.Build(ctx, topo, run); !errors.Is(err, context.Canceled) {
@@ -628,7 +641,7 @@ func TestCleanAfterKill(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-		run := netemtest.RunID(t)
+		run := netemtest.RunName(t)
 		cmd, out := tbHelperBuild(t, run, 8, true)
 		if line, err := out.ReadString('\n'); line != "ready\n" {
 			t.Fatalf("builder said %q, %v", line, err)
@@ -655,7 +668,7 @@ func TestCleanAfterKill(t *testing.T) {
 	})
 
 	t.Run("mid-build", func(t *testing.T) {
-		run := netemtest.RunID(t)
+		run := netemtest.RunName(t)
 		cmd, _ := tbHelperBuild(t, run, 250, false)
 		deadline := time.Now().Add(30 * time.Second)
 		for netemtest.CountLeftovers(t, run).Namespaces < 20 {
@@ -690,19 +703,24 @@ func TestCleanRootVeth(t *testing.T) {
 	tbCleanRun(t, run)
 }
 
+// tbCleanRun cleans run, and only run, and checks that nothing of it is
+// left.
 func tbCleanRun(t *testing.T, run string) {
 	t.Helper()
-	rep, err := netem.Clean(t.Context())
+	rep, err := netem.CleanRuns(t.Context(), run)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Log(rep)
-	found := false
-	for _, r := range rep.Runs {
-		found = found || r == run
-	}
-	if !found {
-		t.Errorf("Clean did not clean %s: %+v", run, rep)
+	switch {
+	case slices.Equal(rep.Runs, []string{run}) && len(rep.Live) == 0:
+	case len(rep.Runs) == 0 && len(rep.Live) == 0 && rep.Empty():
+		// Found nothing: what is left of run below says whether that is
+		// a bug, or a clean of every dead run, which anyone may start on
+		// this machine, took it first.
+		t.Logf("CleanRuns(%s) found nothing of it: another process's clean removed it first", run)
+	default:
+		t.Errorf("CleanRuns(%s) cleaned %v, left %v alone, want %s alone cleaned: %+v", run, rep.Runs, rep.Live, run, rep)
 	}
 	netemtest.RequireClean(t, run)
 }
@@ -712,25 +730,82 @@ func TestCleanLeavesLiveRuns(t *testing.T) {
 	if _, err := tb.Start("n1", tbSleepArgv(tb.Run()), tbHelper("sleep"), ""); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := netem.Clean(t.Context())
+	rep, err := netem.CleanRuns(t.Context(), tb.Run())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rep.Runs {
-		if r == tb.Run() {
-			t.Fatalf("Clean cleaned live run %s: %+v", r, rep)
-		}
+	if len(rep.Runs) > 0 || len(rep.Live) != 1 || !strings.HasPrefix(rep.Live[0], tb.Run()+" ") {
+		t.Fatalf("CleanRuns(%s) of a live run: cleaned %v, left %v alone; want it left alone", tb.Run(), rep.Runs, rep.Live)
 	}
 	if c := netemtest.CountLeftovers(t, tb.Run()); c.Namespaces != 3 || c.Processes != 1 || !c.StateDir {
-		t.Errorf("Clean disturbed a live run: %+v", c)
+		t.Errorf("CleanRuns disturbed a live run: %+v", c)
+	}
+}
+
+// TestCleanRunsOnlyThose kills two builders of runs of this test's own
+// and has CleanRuns clean one of them: the other's namespaces, state and
+// processes stay until it is named.
+func TestCleanRunsOnlyThose(t *testing.T) {
+	netemtest.RequireRoot(t)
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+	var runs []string
+	var recorded []netem.StateProcess
+	for range 2 {
+		run := netemtest.RunName(t)
+		cmd, out := tbHelperBuild(t, run, 2, true)
+		if line, err := out.ReadString('\n'); line != "ready\n" {
+			t.Fatalf("builder of %s said %q, %v", run, line, err)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		st, err := netem.ReadState(run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, run)
+		recorded = append(recorded, st.Processes...)
+	}
+	t.Cleanup(func() {
+		netem.CleanRuns(context.Background(), runs...)
+		for _, p := range recorded {
+			var ws unix.WaitStatus
+			unix.Wait4(p.PID, &ws, unix.WNOHANG, nil)
+		}
+	})
+	tbCleanRun(t, runs[0])
+	if c := netemtest.CountLeftovers(t, runs[1]); c.Namespaces != 3 || c.Processes != 2 || !c.StateDir {
+		t.Errorf("CleanRuns(%s) disturbed %s: it has %+v, want 3 namespaces, 2 processes and its state dir", runs[0], runs[1], c)
+	}
+	tbCleanRun(t, runs[1])
+	for _, p := range recorded {
+		var ws unix.WaitStatus
+		if _, err := unix.Wait4(p.PID, &ws, 0, nil); err != nil {
+			t.Errorf("reaping node process %d: %v", p.PID, err)
+		}
+	}
+
+	for _, bad := range [][]string{nil, {"No-pe"}} {
+		if _, err := netem.CleanRuns(t.Context(), bad...); err == nil {
+			t.Errorf("CleanRuns(%q) did not fail", bad)
+		}
 	}
 }
 
 func TestCleanIgnoresOthers(t *testing.T) {
 	netemtest.RequireRoot(t)
 	// A namespace without a run name, one whose prefix only looks like a
-	// run ID, and two named like a run's but with no state directory.
-	others := []string{"bullylab-test-x", "blzzzz-x", "foo-sw", "blue-sw"}
+	// run ID, and two named like a run's but with no state directory;
+	// named afresh, so that two copies of this test do not meet.
+	rnd := netem.NewRunID()[2:]
+	others := []string{"bullylab-test-" + rnd, "blz" + rnd[1:] + "-x", "foo" + rnd + "-sw", "blue" + rnd + "-sw"}
+	var runs []string // not "bullylab": a user's run may have that name
+	for _, name := range others[1:] {
+		run, _, _ := strings.Cut(name, "-")
+		runs = append(runs, run)
+	}
 	for _, name := range others {
 		done := make(chan error, 1)
 		go func() {
@@ -746,12 +821,13 @@ func TestCleanIgnoresOthers(t *testing.T) {
 		}
 		t.Cleanup(func() { unix.Unmount(netem.NetnsDir+"/"+name, unix.MNT_DETACH); os.Remove(netem.NetnsDir + "/" + name) })
 	}
-	if _, err := netem.Clean(t.Context()); err != nil {
+	// Named, as any name a user passes: still not bullylab's.
+	if _, err := netem.CleanRuns(t.Context(), runs...); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range others {
 		if _, err := os.Stat(netem.NetnsDir + "/" + name); err != nil {
-			t.Errorf("Clean removed %s: %v", name, err)
+			t.Errorf("CleanRuns removed %s: %v", name, err)
 		}
 	}
 }
@@ -770,5 +846,34 @@ func TestRequireRootDoesNotSkipHere(t *testing.T) {
 	}
 	if err := netem.ProbeNamespaces(); err != nil {
 		t.Error(err)
+	}
+}
+
+// CurrentUser is who a run records as its user: the real user ID, or as
+// root the user sudo says it runs for.
+func TestCurrentUser(t *testing.T) {
+	t.Setenv("SUDO_UID", "")
+	t.Setenv("SUDO_USER", "")
+	self := netem.CurrentUser()
+	if self.UID != os.Getuid() {
+		t.Errorf("CurrentUser() = %v, want uid %d", self, os.Getuid())
+	}
+	if os.Getuid() == 0 && self.Name != "root" {
+		t.Errorf("CurrentUser() as root = %v, want the name root", self)
+	}
+	t.Setenv("SUDO_UID", "4242")
+	t.Setenv("SUDO_USER", "alice")
+	want := netem.RunUser{UID: 4242, Name: "alice"}
+	if os.Getuid() != 0 {
+		want = self // anyone can set the variables: only root trusts them
+	}
+	if got := netem.CurrentUser(); got != want {
+		t.Errorf("CurrentUser() with SUDO_UID=4242 SUDO_USER=alice = %v, want %v", got, want)
+	}
+	if got, want := want.String(), "alice (uid 4242)"; os.Getuid() == 0 && got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if got := (netem.RunUser{UID: 4242}).String(); got != "uid 4242" {
+		t.Errorf("String() of a user without a name = %q", got)
 	}
 }

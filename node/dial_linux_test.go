@@ -19,12 +19,7 @@ import (
 )
 
 func TestQuickDialRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nobody listens there now
+	addr := deadAddr(t)
 	c, done, err := quickDial(addr, time.Second, nil)
 	if !done || c != nil || !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("quickDial(%s) = %v, done %v, %v; want a refusal", addr, c, done, err)

@@ -104,6 +104,9 @@ type LogRecord struct {
 	PeerAddr string `json:"peer_addr,omitempty"`
 	By       string `json:"by,omitempty"`
 	Addr     string `json:"addr,omitempty"`
+	// Metrics is node_started's Prometheus endpoint address, when it
+	// serves one: the port bound for a --metrics of port 0.
+	Metrics  string `json:"metrics,omitempty"`
 	PID      int    `json:"pid,omitempty"`
 	Restored bool   `json:"restored,omitempty"`
 	Error    string `json:"error,omitempty"`
@@ -250,6 +253,7 @@ func appendText(b []byte, r *LogRecord) []byte {
 	kv("peer_addr", r.PeerAddr)
 	kv("by", short(r.By))
 	kv("addr", r.Addr)
+	kv("metrics", r.Metrics)
 	if r.PID != 0 {
 		kv("pid", strconv.Itoa(r.PID))
 	}

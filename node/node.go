@@ -28,6 +28,9 @@ type Options struct {
 	Store     Store
 	// Log receives one record per Machine event; nil logs nothing.
 	Log *EventLog
+	// Metrics is the address the node's Prometheus endpoint is bound at,
+	// for its node_started record; "" when it serves none.
+	Metrics string
 }
 
 // ErrNotRunning is returned by requests to a Node whose Run has returned.
@@ -56,6 +59,7 @@ type Node struct {
 	start    time.Time // origin of the Machine's clock; set by Run
 	m        *Machine
 	restored *State
+	metrics  string // Options.Metrics
 
 	ctrl    chan func()
 	done    chan struct{}
@@ -132,6 +136,7 @@ func New(opts Options) (*Node, error) {
 		start:    start,
 		m:        m,
 		restored: restored,
+		metrics:  opts.Metrics,
 		ctrl:     make(chan func()),
 		done:     make(chan struct{}),
 	}
@@ -159,7 +164,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	// The Machine has not been called since New, so moving its clock's
 	// origin here is invisible to it, and makes mono_ns count from Run.
 	n.start = time.Now()
-	rec := LogRecord{Event: "node_started", MonoNS: 0, Addr: n.cfg.Addr, PID: os.Getpid()}
+	rec := LogRecord{Event: "node_started", MonoNS: 0, Addr: n.cfg.Addr, Metrics: n.metrics, PID: os.Getpid()}
 	if n.restored != nil {
 		rec.Restored, rec.Epoch = true, n.restored.Epoch
 	}

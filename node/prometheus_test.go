@@ -462,23 +462,21 @@ func TestServeMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	id := uuid.New()
+	dir := t.TempDir()
+	// Port 0: the node binds a free port and says which.
+	r, err := Start(ServeOptions{ID: id, Listen: "127.0.0.1:0", DataDir: dir, ClusterKey: &key, Metrics: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	id := uuid.New()
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		done <- Serve(ctx, ServeOptions{ID: id, Listen: "127.0.0.1:0", DataDir: dir, ClusterKey: &key, Metrics: addr})
-	}()
 	defer func() {
-		cancel()
-		<-done
+		r.Stop()
+		<-r.Done()
 	}()
+	addr := r.MetricsAddr()
+	if host, port, err := net.SplitHostPort(addr); err != nil || host != "127.0.0.1" || port == "0" {
+		t.Fatalf("MetricsAddr() = %q, want 127.0.0.1 and the port bound", addr)
+	}
 	// Alone, the node leads at once; wait for it through its control socket.
 	ctl := NewControlClient(filepath.Join(dir, ControlSocketName))
 	deadline := time.Now().Add(30 * time.Second)
@@ -503,11 +501,10 @@ func TestServeMetrics(t *testing.T) {
 	if got := value(t, fams, "bullylab_node_epoch"); got != float64(st.Epoch) {
 		t.Errorf("epoch %v, the control socket says %d", got, st.Epoch)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	r.Stop()
+	if err := r.Err(); err != nil {
 		t.Fatal(err)
 	}
-	done <- nil // for the deferred wait
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err == nil {
 		conn.Close()

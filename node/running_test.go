@@ -38,14 +38,17 @@ func startHostedKeys(t *testing.T, n int, memberKeys bool) []*hosted {
 		ids[i] = uuid.New()
 	}
 	sortIDs(ids)
+	// Bound before any node starts, so that each is listed at its port.
 	members := make([]wire.Member, n)
+	lns := make([]net.Listener, n)
 	for i := range members {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { ln.Close() }) // a no-op once the node closed it
 		members[i] = wire.Member{ID: ids[i], Addr: ln.Addr().String()}
-		ln.Close()
+		lns[i] = ln
 	}
 	privs := make([]ed25519.PrivateKey, n)
 	var pubs map[uuid.UUID]ed25519.PublicKey
@@ -62,7 +65,7 @@ func startHostedKeys(t *testing.T, n int, memberKeys bool) []*hosted {
 	for i, m := range members {
 		dir := t.TempDir()
 		h := &hosted{log: &syncBuffer{}, ctl: NewControlClient(filepath.Join(dir, ControlSocketName))}
-		h.opts = ServeOptions{ID: m.ID, Listen: m.Addr, Peers: members, DataDir: dir, ClusterKey: &key,
+		h.opts = ServeOptions{ID: m.ID, Listen: m.Addr, Listener: lns[i], Peers: members, DataDir: dir, ClusterKey: &key,
 			MemberKey: privs[i], PeerKeys: pubs,
 			HeartbeatInterval: 50 * time.Millisecond, FailureTimeout: 250 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond,
 			Log: h.log, LogFormat: LogJSON}
@@ -78,6 +81,9 @@ func (h *hosted) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The listener went with the node: started again, it binds its
+	// address anew, as a restarted process does.
+	h.opts.Listener = nil
 	h.r = r
 	t.Cleanup(func() {
 		r.Stop()

@@ -24,6 +24,13 @@ type ServeOptions struct {
 	ID uuid.UUID
 	// Listen is the TCP host:port to accept peers on.
 	Listen string
+	// Listener, when not nil, is where the node accepts peers instead: a
+	// socket already bound and listening, which Listen then need not name
+	// (its address replaces it). A caller that must know every node's
+	// address before any starts, to list them as peers, binds them first
+	// and hands them over; port 0 then picks free ports with no race. The
+	// node closes it when it stops, or when Start fails.
+	Listener net.Listener
 	// Advertise is the address peers dial; "" means the address bound for
 	// Listen, which must then name a host.
 	Advertise string
@@ -41,7 +48,8 @@ type ServeOptions struct {
 	// Control is the control socket's path; "" means DataDir/control.sock.
 	Control string
 	// Metrics is the host:port of the Prometheus endpoint (ListenMetrics);
-	// "" serves none.
+	// "" serves none. Port 0 picks a free port: Running.MetricsAddr and
+	// the node_started record say which.
 	Metrics string
 	// Join announces the node with JOIN, for a node the peers do not list.
 	Join bool
@@ -103,6 +111,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 type Running struct {
 	n       *Node
 	tr      *TCPTransport
+	metrics string // the metrics endpoint's bound address; "" if none
 	ctl     *ControlServer
 	log     *EventLog
 	cancel  context.CancelFunc
@@ -118,9 +127,6 @@ type Running struct {
 // Start starts a node as Serve does and returns once it listens for peers
 // and on its control socket.
 func Start(o ServeOptions) (r *Running, err error) {
-	if err := checkServeOptions(o); err != nil {
-		return nil, err
-	}
 	var cleanup []func()
 	defer func() {
 		if err != nil {
@@ -129,6 +135,13 @@ func Start(o ServeOptions) (r *Running, err error) {
 			}
 		}
 	}()
+	if o.Listener != nil {
+		cleanup = append(cleanup, func() { o.Listener.Close() })
+		o.Listen = o.Listener.Addr().String()
+	}
+	if err := checkServeOptions(o); err != nil {
+		return nil, err
+	}
 	var metrics *MetricsServer
 	if o.Metrics != "" {
 		// Before the data dir: a busy port leaves nothing behind.
@@ -155,7 +168,11 @@ func Start(o ServeOptions) (r *Running, err error) {
 		return nil, err
 	}
 	cleanup = append(cleanup, func() { tr.Close() })
-	n, err := New(Options{Config: cfg, Transport: tr, Store: store, Log: log})
+	var metricsAddr string
+	if metrics != nil {
+		metricsAddr = metrics.Addr()
+	}
+	n, err := New(Options{Config: cfg, Transport: tr, Store: store, Log: log, Metrics: metricsAddr})
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +188,7 @@ func Start(o ServeOptions) (r *Running, err error) {
 		metrics.Serve(n)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r = &Running{n: n, tr: tr, ctl: ctl, log: log, cancel: cancel, stopped: ctx.Done(), done: make(chan struct{})}
+	r = &Running{n: n, tr: tr, metrics: metricsAddr, ctl: ctl, log: log, cancel: cancel, stopped: ctx.Done(), done: make(chan struct{})}
 	go func() {
 		r.err = r.run(ctx)
 		store.Close()
@@ -216,6 +233,14 @@ func (r *Running) Err() error {
 
 // Node returns the running Node.
 func (r *Running) Node() *Node { return r.n }
+
+// Addr returns the address the node accepts peers at: the port bound for
+// a Listen of port 0.
+func (r *Running) Addr() string { return r.tr.LocalAddr() }
+
+// MetricsAddr returns the address of the node's Prometheus endpoint: the
+// port bound for a Metrics of port 0; "" when it serves none.
+func (r *Running) MetricsAddr() string { return r.metrics }
 
 // Stop shuts the node down as Serve does when its context ends (SIGTERM to
 // a node process), and returns at once: Done says when it is over.
@@ -340,8 +365,9 @@ func serveConfig(o ServeOptions, store *FileStore) (Config, error) {
 // room for the connections of restarted members not yet closed.
 const inboundPerMember = 4
 
-// listenPeers listens for peers at o.Listen, sets cfg.Addr to the address
-// they dial, and checks the node's own entry in o.Peers against it.
+// listenPeers listens for peers at o.Listen, or on o.Listener, sets
+// cfg.Addr to the address they dial, and checks the node's own entry in
+// o.Peers against it.
 func listenPeers(o ServeOptions, cfg *Config, log *EventLog) (*TCPTransport, error) {
 	tcp := o.TCP
 	tcp.Key = o.ClusterKey
@@ -351,9 +377,14 @@ func listenPeers(o ServeOptions, cfg *Config, log *EventLog) (*TCPTransport, err
 	if tcp.MaxInbound <= 0 {
 		tcp.MaxInbound = max(DefaultMaxInbound, inboundPerMember*len(o.Peers))
 	}
-	tr, err := ListenTCP(o.Listen, cfg.ID, tcp)
-	if err != nil {
-		return nil, err
+	var tr *TCPTransport
+	if o.Listener != nil {
+		tr = NewTCPTransport(o.Listener, cfg.ID, tcp)
+	} else {
+		var err error
+		if tr, err = ListenTCP(o.Listen, cfg.ID, tcp); err != nil {
+			return nil, err
+		}
 	}
 	cfg.Addr = o.Advertise
 	if cfg.Addr == "" {

@@ -57,15 +57,17 @@ func TestServeLogsFinalCounters(t *testing.T) {
 	if Less(ids[1], ids[0]) {
 		ids[0], ids[1] = ids[1], ids[0]
 	}
+	// Bound before either node starts, so that each is listed at its port.
 	var members []wire.Member
+	var lns []net.Listener
 	for range ids {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		addr := ln.Addr().String()
-		ln.Close()
-		members = append(members, wire.Member{ID: ids[len(members)], Addr: addr})
+		t.Cleanup(func() { ln.Close() }) // a no-op once the node closed it
+		members = append(members, wire.Member{ID: ids[len(members)], Addr: ln.Addr().String()})
+		lns = append(lns, ln)
 	}
 	type served struct {
 		log    syncBuffer
@@ -86,7 +88,7 @@ func TestServeLogsFinalCounters(t *testing.T) {
 		nodes[i] = s
 		go func() {
 			defer close(s.done)
-			s.err = Serve(ctx, ServeOptions{ID: m.ID, Listen: m.Addr, Peers: members, DataDir: dir, ClusterKey: &key, Log: &s.log, LogFormat: LogJSON})
+			s.err = Serve(ctx, ServeOptions{ID: m.ID, Listener: lns[i], Peers: members, DataDir: dir, ClusterKey: &key, Log: &s.log, LogFormat: LogJSON})
 		}()
 		t.Cleanup(func() {
 			cancel()
@@ -256,5 +258,23 @@ func TestServeOwnEntry(t *testing.T) {
 				t.Errorf("control socket exists after a refused start: %v", err)
 			}
 		})
+	}
+}
+
+// A node handed a listener owns it: Start closes it when it fails too.
+func TestStartClosesListenerOnError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if _, err := Start(ServeOptions{Listener: ln, DataDir: t.TempDir()}); !errors.Is(err, ErrNoClusterKey) {
+		t.Fatalf("Start without a cluster key: %v, want ErrNoClusterKey", err)
+	}
+	if c, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+		if c != nil {
+			c.Close()
+		}
+		t.Errorf("the listener after a failed Start: Accept = %v, want it closed", err)
 	}
 }

@@ -23,19 +23,6 @@ func listenTCPT(t *testing.T, addr string, cfg TCPConfig) *TCPTransport {
 	return tr
 }
 
-// deadAddr returns a loopback address nobody listens on: connects to it
-// are refused.
-func deadAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // recvN reads n messages from tr or fails at the deadline.
 func recvN(t *testing.T, tr Transport, n int, timeout time.Duration) []wire.Message {
 	t.Helper()
@@ -122,13 +109,7 @@ func TestTCPInOrderAndCountersExact(t *testing.T) {
 }
 
 func TestTCPDropsWhenPeerDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close()
-
+	dead := deadAddr(t)
 	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{BackoffMin: time.Hour, BackoffMax: time.Hour})
 	peer := uuid.New()
 	a.SetPeers([]wire.Member{{ID: peer, Addr: dead}})
@@ -432,15 +413,15 @@ func TestTCPReportsRefusals(t *testing.T) {
 // must not be dropped and the peer not backed off.
 func TestTCPRedialsPeerHeardDuringFailedDial(t *testing.T) {
 	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{})
-	addr := deadAddr(t) // refused until the hook brings the peer up
+	sock := refusing(t) // refused until the hook brings the peer up
 	bID := uuid.New()
-	a.SetPeers([]wire.Member{{ID: bID, Addr: addr}})
+	a.SetPeers([]wire.Member{{ID: bID, Addr: sock.addr}})
 
 	var b *TCPTransport
 	hook := func() {
 		testHookDialFailed.Store(nil)
-		b = listenTCPT(t, addr, TCPConfig{})
-		b.id = bID
+		b = NewTCPTransport(sock.Listen(t), bID, TCPConfig{})
+		t.Cleanup(func() { b.Close() })
 		a.markAlive(bID) // b's first frame reached a during the dial
 	}
 	testHookDialFailed.Store(&hook)

@@ -86,8 +86,11 @@
 -- -o bullylab.cluster_key:BASE64), the tags are verified here, in plain
 -- Lua, frame by frame in the order of each TCP stream:
 -- bullylab.auth.status is "verified", "failed" (with an expert info and
--- bullylab.auth.reason) or "unverified" (no key; or a stream whose HELLO
--- the capture does not have because it started later), and
+-- bullylab.auth.reason), "not accepted" (a frame after a failed one on its
+-- stream: the receiving node closes the connection at a tag that does not
+-- verify, so it never read the frame, whatever its tag) or "unverified"
+-- (no key; or a stream whose HELLO the capture does not have because it
+-- started later), and
 -- bullylab.auth.frame is the frame's number in its connection. A stream
 -- whose SYN is in the capture must begin with a HELLO; but Wireshark can
 -- tell whether it is only when its first pass builds a protocol tree, as
@@ -169,8 +172,9 @@ local e_crc = ProtoExpert.new("bullylab.bad_crc", "CRC-32C mismatch", expert.gro
 local e_payload = ProtoExpert.new("bullylab.bad_payload", "Malformed payload", expert.group.MALFORMED, expert.severity.WARN)
 local e_auth = ProtoExpert.new("bullylab.auth_failed", "Authentication failed", expert.group.SECURITY, expert.severity.ERROR)
 local e_unverified = ProtoExpert.new("bullylab.auth_unverified", "Authentication not verified", expert.group.SECURITY, expert.severity.NOTE)
+local e_not_accepted = ProtoExpert.new("bullylab.auth_not_accepted", "Not accepted: after a failure on its connection", expert.group.SECURITY, expert.severity.WARN)
 local e_key = ProtoExpert.new("bullylab.bad_key", "Cluster key preference is not a cluster key", expert.group.PROTOCOL, expert.severity.WARN)
-bullylab.experts = { e_start, e_crc, e_payload, e_auth, e_unverified, e_key }
+bullylab.experts = { e_start, e_crc, e_payload, e_auth, e_unverified, e_not_accepted, e_key }
 
 bullylab.prefs.port = Pref.uint("TCP port", DEFAULT_PORT, "TCP port of the election traffic")
 bullylab.prefs.check_crc = Pref.bool("Check CRC", true, "Verify each frame's CRC-32C")
@@ -526,7 +530,7 @@ local function verify(tvb, pinfo, t, auth, length)
 			st.state, st.ks, st.from, st.next = "open", sks, from, 1
 			r = { status = "verified", frame = 0 }
 		elseif st.state ~= "open" then
-			st.state, st.refused = "refused", "the connection's HELLO failed"
+			st.state, st.refused = "refused", "its connection's HELLO failed"
 			r = { status = "failed", frame = 0, reason = "HELLO tag mismatch (another cluster key?)" }
 		end
 		-- else: checked below as the open connection's next frame
@@ -535,7 +539,7 @@ local function verify(tvb, pinfo, t, auth, length)
 		-- done
 	elseif st.state == "new" then
 		if t == TYPE_HELLO then
-			st.state, st.refused = "refused", "the connection's HELLO failed"
+			st.state, st.refused = "refused", "its connection's HELLO failed"
 			r = { status = "failed", frame = 0, reason = "HELLO without a tag, or with a payload neither 40 nor 136 bytes" }
 		else
 			-- Whether the capture has the connection's SYN; unknown (nil)
@@ -543,7 +547,7 @@ local function verify(tvb, pinfo, t, auth, length)
 			local completeness = have_completeness and last_value(f_tcp_completeness)
 			if completeness and band(completeness, 1) ~= 0 then
 				st.state = "refused"
-				st.refused = "the connection did not begin with a HELLO"
+				st.refused = "its connection did not begin with a HELLO"
 				r = { status = "failed", frame = 0, reason = "the connection begins with " .. (types[t] or ("TYPE(" .. t .. ")")) .. ", not a HELLO" }
 			else
 				st.state = "nohello"
@@ -553,12 +557,12 @@ local function verify(tvb, pinfo, t, auth, length)
 			end
 		end
 	elseif st.state == "refused" then
-		r = { status = "failed", reason = st.refused }
+		r = { status = "not accepted", reason = st.refused }
 	elseif st.state == "nohello" then
 		r = { status = "unverified", reason = st.nohello }
 	elseif not auth then
 		r = { status = "failed", frame = st.next, reason = "no tag on an authenticated connection" }
-		st.next = st.next + 1
+		st.state, st.refused = "refused", "a frame before it on its connection failed"
 	else
 		local tag = tvb(HEADER_LEN + length, TAG_LEN)
 		for i = st.next, st.next + AUTH_PROBE do
@@ -576,7 +580,7 @@ local function verify(tvb, pinfo, t, auth, length)
 		end
 		if r == nil then
 			r = { status = "failed", frame = st.next, reason = "tag mismatch" }
-			st.next = st.next + 1
+			st.state, st.refused = "refused", "a frame before it on its connection failed"
 		end
 	end
 	per_packet[rk] = r
@@ -697,6 +701,9 @@ local function dissect_frame(tvb, pinfo, tree)
 		if res.status == "failed" then
 			ai:add_proto_expert_info(e_auth, "Authentication failed: " .. res.reason)
 			info = info .. " [auth failed]"
+		elseif res.status == "not accepted" then
+			ai:add_proto_expert_info(e_not_accepted, "Not accepted: " .. res.reason .. ", and the receiver closed the connection there")
+			info = info .. " [not accepted]"
 		elseif res.bad_key then
 			ai:add_proto_expert_info(e_key, res.reason)
 		elseif res.status == "unverified" then

@@ -38,7 +38,8 @@
 //	0           1     Start    0x1B (ASCII ESC), StartByte; lets a reader or
 //	                           dissector reject a stream that is not bullylab
 //	1           1     Version  1; any other value is ErrVersion
-//	2           1     Type     ELECTION=1 .. MEMBERS=10 (see Type)
+//	2           1     Type     the message type, a number from the table
+//	                           under Types below
 //	3           1     Flags    low nibble: Reason for ELECTION, HALT and
 //	                           COORDINATOR, else 0; high nibble: flags,
 //	                           FlagWantMembers (0x10) on JOIN, FlagAuth
@@ -64,6 +65,40 @@
 // side shows up at once as ErrChecksum instead of as a plausible message.
 // Castagnoli is used because hash/crc32 computes it with the CPU's CRC32
 // instruction on amd64 and arm64.
+//
+// Types: the Type byte says what a frame is. A number keeps its meaning for
+// good; one not listed here (0, or 12 and up) is a type a newer version
+// added, which a decoder skips, by Length, once the CRC proved the frame
+// intact (see Decode):
+//
+//	Type  Name         Meaning
+//	1     ELECTION     asks every higher node whether it is alive
+//	2     ANSWER       a higher node is alive and takes over
+//	3     HALT         a candidate halts a lower node before claiming
+//	4     HALT_ACK     accepts a HALT, for the candidate's epoch
+//	5     REJECT       refuses a HALT or COORDINATOR of a lower ballot
+//	6     COORDINATOR  announces the sender as leader of Epoch
+//	7     HEARTBEAT    the leader's keep-alive
+//	8     JOIN         announces a node to the cluster
+//	9     LEAVE        the sender leaves the cluster for good
+//	10    MEMBERS      the sender's membership list
+//	11    HELLO        opens an authenticated connection (transport, not
+//	                   election; see Authentication)
+//
+// Reasons: the low nibble of the Flags byte of ELECTION, HALT and
+// COORDINATOR says why the election started (Reason); it is 0 in other
+// frames, and values not listed are reserved:
+//
+//	Reason  Name           Meaning
+//	0       none           no reason given
+//	1       boot           cold start, or restart after a crash
+//	2       leader-failed  no heartbeat within the failure timeout
+//	3       bullied        an ELECTION or HALT came from a lower node
+//	4       lower-leader   a COORDINATOR or HEARTBEAT came from a lower node
+//	5       wait-timeout   answered or halted, but no COORDINATOR came
+//	6       leader-left    the leader sent LEAVE
+//	7       outvoted       a REJECT named a lower node with a higher epoch
+//	8       manual         asked for by an operator or a test
 //
 // Payload by type:
 //

@@ -7,12 +7,30 @@ import (
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/wire"
+	"github.com/bullylab/bullylab/wire/bounded"
 	"github.com/urfave/cli/v2"
 )
 
+// analyze's exit statuses, all but 0 with an analyzeError. As compare's,
+// 1 is a finding about good input and 2 input that cannot be used, so
+// that a script can tell a capture that shows tampering from a wrong path
+// or key file; 3 keeps a full disk from passing for either.
+const (
+	exitAuthFailed    = 1
+	exitInputUnusable = exitUsage
+	exitNoReport      = 3
+)
+
+// analyzeError is an error of analyze with its exit status. It is one
+// line, as run prints it, even when a file name holds a line break.
+func analyzeError(code int, format string, a ...any) error {
+	msg := fmt.Sprintf(format, a...)
+	return &exitError{bounded.Clip(msg, len(msg)), code}
+}
+
 // analyzeCommand is `bullylab analyze FILE`. Everything but flag handling
-// lives in package capture, so that this file declares nothing that could
-// clash with the rest of package main.
+// and exit statuses lives in package capture, so that this file declares
+// nothing but names of analyze's own in package main.
 func analyzeCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "analyze",
@@ -20,10 +38,16 @@ func analyzeCommand() *cli.Command {
 		ArgsUsage: "FILE",
 		Description: "Reads a bullylab capture and prints its summary, its elections (trigger, detection\n" +
 			"time, time to leader, leader, epoch, messages by type), per node counts and anomalies.\n" +
-			"--json writes the same as a document of schema " + capture.Schema + ".\n" +
+			"--json writes the same as a document of schema " + capture.Schema + ", whose every key, and\n" +
+			"how its version changes, README.md describes in its section \"The analyze JSON\".\n" +
 			"A capture cut short (its writer killed) is analyzed up to the cut, with a warning on stderr.\n" +
-			"With --cluster-key, the tags of authenticated connections are verified too, and the\n" +
-			"command exits 1 after the report when a frame fails or a HELLO was replayed.",
+			"With --cluster-key, the tags of authenticated connections are verified too.\n\n" +
+			"Exit status:\n" +
+			"  0  the report is written, and nothing failed verification\n" +
+			"  1  the report is written, and a frame failed verification or a HELLO was replayed\n" +
+			"  2  nothing is analyzed: a usage error, or the capture or key file cannot be read\n" +
+			"     or parsed, or --timeline names no election of the capture\n" +
+			"  3  the report could not be written",
 		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "write the report as JSON (schema " + capture.Schema + ")"},
@@ -52,20 +76,20 @@ func analyzeCommand() *cli.Command {
 			if c.IsSet("cluster-key") {
 				key, err := wire.ReadKeyFile(c.String("cluster-key"))
 				if err != nil {
-					return fmt.Errorf("analyze %s: --cluster-key: %v", file, err)
+					return analyzeError(exitInputUnusable, "analyze %s: --cluster-key: %v", file, err)
 				}
 				opts.Key = &key
 			}
 			rep, err := capture.AnalyzeFile(file, opts)
 			if err != nil {
-				return fmt.Errorf("analyze %v", err) // err names the file
+				return analyzeError(exitInputUnusable, "analyze %v", err) // err names the file
 			}
 			for _, w := range rep.Warnings() {
-				fmt.Fprintf(c.App.ErrWriter, "bullylab: warning: %s\n", w)
+				fmt.Fprintf(c.App.ErrWriter, "bullylab: warning: %s\n", bounded.Clip(w, len(w)))
 			}
 			if c.IsSet("timeline") {
 				if rep.Timeline, err = rep.ElectionTimeline(c.Int("timeline")); err != nil {
-					return fmt.Errorf("analyze %s: --timeline: %v", file, err)
+					return analyzeError(exitInputUnusable, "analyze %s: --timeline: %v", file, err)
 				}
 			}
 			if c.Bool("json") {
@@ -76,10 +100,11 @@ func analyzeCommand() *cli.Command {
 				err = rep.WriteText(c.App.Writer)
 			}
 			if err != nil {
-				return err
+				return analyzeError(exitNoReport, "analyze %s: writing the report: %v", file, err)
 			}
 			if a := rep.Auth; !a.OK() {
-				return fmt.Errorf("analyze %s: authentication: %d frames failed, %d HELLOs replayed", file, a.Failed, a.ReplayCount)
+				return analyzeError(exitAuthFailed, "analyze %s: authentication: %d frames failed, %d after them not accepted, %d HELLOs replayed",
+					file, a.Failed, a.AfterFailure, a.ReplayCount)
 			}
 			return nil
 		},

@@ -126,8 +126,8 @@ func TestAnalyzeClusterKey(t *testing.T) {
 	for _, c := range []struct {
 		name, file, key, want string
 	}{
-		{"wrong key", good, otherFile, "authentication: 8 frames failed, 0 HELLOs replayed"},
-		{"tampered", writeAuthCapture(t, &key, true), keyFile, "authentication: 1 frames failed, 0 HELLOs replayed"},
+		{"wrong key", good, otherFile, "authentication: 2 frames failed, 6 after them not accepted, 0 HELLOs replayed"},
+		{"tampered", writeAuthCapture(t, &key, true), keyFile, "authentication: 1 frames failed, 1 after them not accepted, 0 HELLOs replayed"},
 	} {
 		out, stderr, code := runBin(t, "analyze", "--cluster-key", c.key, c.file)
 		if code != 1 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 || !strings.Contains(out, "Authentication failures") {
@@ -138,6 +138,7 @@ func TestAnalyzeClusterKey(t *testing.T) {
 	if err := os.Chmod(keyFile, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, "--cluster-key: cluster key "+keyFile+": mode 0644", "analyze", "--cluster-key", keyFile, good)
-	wantError(t, "no such file", "analyze", "--cluster-key", filepath.Join(dir, "none.key"), good)
+	// An unusable key file is unusable input, exit 2, not a failure.
+	wantUsage(t, "--cluster-key: cluster key "+keyFile+": mode 0644", "analyze", "--cluster-key", keyFile, good)
+	wantUsage(t, "no such file", "analyze", "--cluster-key", filepath.Join(dir, "none.key"), good)
 }

@@ -52,7 +52,7 @@ func writeCapture(t *testing.T, path string) []byte {
 // TestAnalyzeTruncated: a capture cut short, as `bullylab up` killed with
 // SIGKILL leaves it, is analyzed up to the cut with a one-line warning
 // naming the file and exit status 0; one cut before any packet cannot be
-// analyzed, exit status 1.
+// analyzed, exit status 2 (unusable input).
 func TestAnalyzeTruncated(t *testing.T) {
 	dir := t.TempDir()
 	data := writeCapture(t, filepath.Join(dir, "whole.pcapng"))
@@ -81,5 +81,5 @@ func TestAnalyzeTruncated(t *testing.T) {
 	if err := os.WriteFile(cut, data[:30], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, "analyze "+cut+": not a pcapng file", "analyze", cut)
+	wantUsage(t, "analyze "+cut+": not a pcapng file", "analyze", cut)
 }

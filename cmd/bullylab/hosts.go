@@ -113,15 +113,16 @@ func loadHosts(cmd, file string) (*topologies.Topology, string, error) {
 	return topo, bin, nil
 }
 
-// cleanHosts runs `bullylab clean` on every host of file's topology: a
-// line for each host, and exit status 1 naming those that failed.
-func cleanHosts(c *cli.Context, file string) error {
+// cleanHosts runs `bullylab clean` on every host of file's topology, of
+// the runs' shares alone when runs are named: a line for each host, and
+// exit status 1 naming those that failed.
+func cleanHosts(c *cli.Context, file string, runs []string) error {
 	topo, bin, err := loadHosts("clean", file)
 	if err != nil {
 		return err
 	}
 	var failed []string
-	for _, r := range remote.CleanHosts(c.Context, topo.Hosts, remote.CheckOptions{Binary: bin, Version: version}) {
+	for _, r := range remote.CleanHosts(c.Context, topo.Hosts, remote.CheckOptions{Binary: bin, Version: version}, runs...) {
 		if r.Err != nil {
 			failed = append(failed, r.Err.Error())
 			fmt.Fprintf(c.App.Writer, "%s: failed\n", r.Host.Name)

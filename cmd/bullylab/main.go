@@ -198,7 +198,7 @@ var examples = map[string][]string{
 	},
 	"exec":    {"sudo bullylab exec n1 -- ping -c 3 10.77.0.3"},
 	"down":    {"sudo bullylab down", "sudo bullylab down --run bl1a2b"},
-	"clean":   {"sudo bullylab clean"},
+	"clean":   {"sudo bullylab clean", "sudo bullylab clean --run mylab,bl1a2b"},
 	"version": {"bullylab version", "bullylab --version"},
 	"completion": {
 		"source <(bullylab completion bash)",

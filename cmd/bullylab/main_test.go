@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,9 +48,18 @@ func TestMain(m *testing.M) {
 // runBin runs the binary to completion and returns its output and exit code.
 func runBin(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runBinEnv(t, nil, args...)
+}
+
+// runBinEnv is runBin with env added to this process's environment.
+func runBinEnv(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -99,13 +109,41 @@ func wantUsage(t *testing.T, want string, args ...string) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// syncBuffer is a bytes.Buffer a child process writes while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// listenerFile returns a listening socket on a free loopback port, as a
+// file a child process inherits (exec.Cmd.ExtraFiles, for --listen-fd),
+// and its address. The test's cleanup closes the file.
+func listenerFile(t *testing.T) (*os.File, string) {
+	t.Helper()
+	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	defer ln.Close() // the file holds the socket
+	f, err := ln.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, ln.Addr().String()
 }
 
 func writeFile(t *testing.T, name, text string) string {
@@ -128,6 +166,8 @@ func TestFlagErrors(t *testing.T) {
 	wantUsage(t, `--id "nope": not a UUID`, "node", "--listen", addr, "--data-dir", dir, "--id", "nope")
 	wantUsage(t, `--log: unknown log format "xml"`, "node", "--listen", addr, "--data-dir", dir, "--log", "xml")
 	wantUsage(t, "node: unknown flag --bogus", "node", "--bogus")
+	wantUsage(t, "--listen and --listen-fd exclude each other", "node", "--listen", addr, "--listen-fd", "3", "--data-dir", dir)
+	wantUsage(t, "--listen-fd 1: not an inherited descriptor", "node", "--listen-fd", "1", "--data-dir", dir)
 	wantUsage(t, "--peers nowhere: no such file", "node", "--listen", addr, "--data-dir", dir, "--peers", "nowhere")
 	wantError(t, "no specific host", "node", "--listen", ":0", "--data-dir", dir, "--cluster-key", keyFile)
 	wantUsage(t, "--nodes 1: need at least 2", "demo", "--nodes", "1")
@@ -161,17 +201,26 @@ func TestPortInUse(t *testing.T) {
 }
 
 // startNode runs a node process and waits until its control socket answers.
-func startNode(t *testing.T, dataDir string, args ...string) (*exec.Cmd, <-chan struct{}, *bytes.Buffer) {
+// Without --listen or --listen-fd it listens on a port the kernel picks.
+func startNode(t *testing.T, dataDir string, args ...string) (*exec.Cmd, <-chan struct{}, *syncBuffer) {
+	t.Helper()
+	return startNodeFiles(t, dataDir, nil, args...)
+}
+
+// startNodeFiles is startNode with files for the child to inherit as
+// descriptors 3 and on.
+func startNodeFiles(t *testing.T, dataDir string, files []*os.File, args ...string) (*exec.Cmd, <-chan struct{}, *syncBuffer) {
 	t.Helper()
 	if !slices.Contains(args, "--insecure") {
 		args = append([]string{"--cluster-key", keyFile}, args...)
 	}
-	if !slices.Contains(args, "--listen") {
-		args = append([]string{"--listen", freeAddr(t)}, args...)
+	if !slices.Contains(args, "--listen") && !slices.Contains(args, "--listen-fd") {
+		args = append([]string{"--listen", "127.0.0.1:0"}, args...)
 	}
 	cmd := exec.Command(binary, append([]string{"node", "--data-dir", dataDir}, args...)...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.ExtraFiles = files
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +241,7 @@ func startNode(t *testing.T, dataDir string, args ...string) (*exec.Cmd, <-chan 
 		_, err := cl.Status(ctx)
 		cancel()
 		if err == nil {
-			return cmd, exited, &out
+			return cmd, exited, out
 		}
 		select {
 		case <-exited:
@@ -255,10 +304,12 @@ func TestDemo(t *testing.T) {
 // included, at its address.
 func TestPeersFileListingOwnID(t *testing.T) {
 	own, other := uuid.New(), uuid.New()
-	addr := freeAddr(t)
+	// Bound here, so that the peers file can list the node before it
+	// starts; the node inherits the socket.
+	ln, addr := listenerFile(t)
 	peers := writeFile(t, "peers", fmt.Sprintf("%s %s\n%s 127.0.0.1:2\n", own, addr, other))
 	dir := t.TempDir()
-	startNode(t, dir, "--id", own.String(), "--listen", addr, "--peers", peers)
+	startNodeFiles(t, dir, []*os.File{ln}, "--id", own.String(), "--listen-fd", "3", "--peers", peers)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s, err := node.NewControlClient(filepath.Join(dir, node.ControlSocketName)).Status(ctx)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,7 +38,10 @@ func TestKeygenMember(t *testing.T) {
 
 func TestNodeMemberKeyFlags(t *testing.T) {
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	// Held by the test, so that the peers file can list the node before it
+	// starts; the refused starts end before they would listen, and the
+	// last one inherits the socket.
+	ln, addr := listenerFile(t)
 	id := uuid.New()
 	memberKey := filepath.Join(t.TempDir(), "node.key")
 	stdout, _, code := runBin(t, "keygen", "--member", "--out", memberKey)
@@ -62,9 +66,17 @@ func TestNodeMemberKeyFlags(t *testing.T) {
 	// dir, as its address is.
 	other := filepath.Join(t.TempDir(), "other.key")
 	runBin(t, "keygen", "--member", "--out", other)
-	wantError(t, peers+":1: this node's ID "+id.String()+" is listed with member key "+pub, append(base, "--member-key", other)...)
+	// It comes after the node listens: on the socket the test holds.
+	refused := exec.Command(binary, "node", "--id", id.String(), "--listen-fd", "3", "--data-dir", dir, "--peers", peers, "--cluster-key", keyFile, "--member-key", other)
+	refused.ExtraFiles = []*os.File{ln}
+	var stderr strings.Builder
+	refused.Stderr = &stderr
+	want := peers + ":1: this node's ID " + id.String() + " is listed with member key " + pub
+	if err := refused.Run(); refused.ProcessState == nil || refused.ProcessState.ExitCode() != 1 || !strings.Contains(stderr.String(), want) {
+		t.Errorf("node with another member key: %v, stderr %q, want exit 1 and %q", err, stderr.String(), want)
+	}
 
 	// With its key, the node starts.
-	cmd, exited, _ := startNode(t, dir, "--id", id.String(), "--listen", addr, "--peers", peers, "--member-key", memberKey)
+	cmd, exited, _ := startNodeFiles(t, dir, []*os.File{ln}, "--id", id.String(), "--listen-fd", "3", "--peers", peers, "--member-key", memberKey)
 	stopNode(t, cmd, exited)
 }

@@ -27,6 +27,7 @@ func nodeCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "id", Usage: "node ID, a version-4 UUID", DefaultText: "the one in --data-dir, or a new one stored there"},
 			&cli.StringFlag{Name: "listen", Usage: "TCP `host:port` to accept peers on"},
+			&cli.IntFlag{Name: "listen-fd", Usage: "accept peers on the listening TCP socket inherited as file descriptor `FD` instead of binding --listen (from a parent that bound it, to list the address as a peer before the node starts)", DefaultText: "none"},
 			&cli.StringFlag{Name: "advertise", Usage: "`host:port` peers dial", DefaultText: "--listen"},
 			&cli.StringFlag{Name: "peers", Usage: "peers file (`ID host:port` per line), or a comma list of ID@host:port; lists every node, this one included at its --advertise or --listen address"},
 			&cli.StringFlag{Name: "data-dir", Usage: "`dir` for the node's ID, state and control socket; yours, and writable by you only (chmod 700)"},
@@ -96,7 +97,16 @@ func runNode(c *cli.Context) error {
 		}
 		o.ID = id
 	}
-	if o.Listen == "" {
+	if c.IsSet("listen-fd") {
+		if o.Listen != "" {
+			return usagef("--listen and --listen-fd exclude each other: give one")
+		}
+		ln, err := inheritedListener(c.Int("listen-fd"))
+		if err != nil {
+			return usagef("--listen-fd %d: %v", c.Int("listen-fd"), err)
+		}
+		o.Listener = ln
+	} else if o.Listen == "" {
 		return usagef("--listen is required (host:port to accept peers on)")
 	}
 	if o.DataDir == "" {
@@ -130,7 +140,11 @@ func runNode(c *cli.Context) error {
 		return err
 	}
 	if o.Insecure {
-		fmt.Fprintf(c.App.ErrWriter, "bullylab: warning: --insecure: peers are not authenticated; anyone who can reach %s can send this node frames as any member\n", o.Listen)
+		at := o.Listen
+		if o.Listener != nil {
+			at = o.Listener.Addr().String()
+		}
+		fmt.Fprintf(c.App.ErrWriter, "bullylab: warning: --insecure: peers are not authenticated; anyone who can reach %s can send this node frames as any member\n", at)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -252,4 +266,26 @@ func loadPeers(v string) (p node.Peers, source string, err error) {
 		return p, "--peers", nil
 	}
 	return node.Peers{}, "", usagef("--peers %s: no such file (a list takes the form ID@host:port,...)", v)
+}
+
+// inheritedListener returns the listening TCP socket this process
+// inherited as file descriptor fd.
+func inheritedListener(fd int) (net.Listener, error) {
+	if fd < 3 {
+		return nil, errors.New("not an inherited descriptor (0, 1 and 2 are stdin, stdout and stderr)")
+	}
+	f := os.NewFile(uintptr(fd), "listen-fd")
+	if f == nil {
+		return nil, errors.New("no such descriptor")
+	}
+	ln, err := net.FileListener(f) // a copy of the descriptor
+	if err != nil {
+		return nil, fmt.Errorf("not a listening socket: %v", err)
+	}
+	f.Close()
+	if _, ok := ln.Addr().(*net.TCPAddr); !ok {
+		ln.Close()
+		return nil, fmt.Errorf("a %s socket, not TCP", ln.Addr().Network())
+	}
+	return ln, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -160,13 +161,13 @@ func TestNodeIDFlag(t *testing.T) {
 // its address; --advertise must be an address peers can dial.
 func TestNodeOwnEntry(t *testing.T) {
 	own, other := uuid.New(), uuid.New()
-	addr := freeAddr(t)
+	addr := "127.0.0.1:0"
 	base := func(dir string) []string {
 		return []string{"node", "--id", own.String(), "--listen", addr, "--data-dir", dir, "--cluster-key", keyFile}
 	}
 
 	elsewhere := writeFile(t, "peers", fmt.Sprintf("# cluster\n%s 127.0.0.1:2\n%s 127.0.0.1:1\n", other, own))
-	wantError(t, elsewhere+":3: this node's ID "+own.String()+" is listed at 127.0.0.1:1, but its listen address (--listen) is "+addr,
+	wantError(t, elsewhere+":3: this node's ID "+own.String()+" is listed at 127.0.0.1:1, but its listen address (--listen) is 127.0.0.1:0, bound at 127.0.0.1:",
 		append(base(t.TempDir()), "--peers", elsewhere)...)
 	wantError(t, "--peers entry 1: this node's ID "+own.String()+" is listed at 127.0.0.1:1, but its advertise address (--advertise) is 10.9.9.9:7000",
 		append(base(t.TempDir()), "--peers", own.String()+"@127.0.0.1:1", "--advertise", "10.9.9.9:7000")...)
@@ -240,8 +241,10 @@ func TestNodeMetricsFlag(t *testing.T) {
 		t.Errorf("data dir holds %v after refused starts", names)
 	}
 
-	addr := freeAddr(t)
-	cmd, exited, out := startNode(t, t.TempDir(), "--metrics", addr)
+	// Port 0: the node binds a free port, and its node_started record
+	// says which.
+	cmd, exited, out := startNode(t, t.TempDir(), "--metrics", "127.0.0.1:0")
+	addr := startedMetrics(t, out)
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatalf("GET /metrics: %v; node output: %s", err, out)
@@ -260,5 +263,29 @@ func TestNodeMetricsFlag(t *testing.T) {
 	if conn, err := net.Dial("tcp", addr); err == nil {
 		conn.Close()
 		t.Errorf("%s still accepts connections after the node exited", addr)
+	}
+}
+
+// startedMetrics waits for the node_started record in a node's JSON log and
+// returns the metrics address it names.
+func startedMetrics(t *testing.T, log *syncBuffer) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, line := range strings.Split(log.String(), "\n") {
+			var rec struct {
+				Event, Metrics string
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Event == "node_started" {
+				if host, port, err := net.SplitHostPort(rec.Metrics); err != nil || host != "127.0.0.1" || port == "0" {
+					t.Fatalf("node_started names metrics address %q, want 127.0.0.1 and the port bound", rec.Metrics)
+				}
+				return rec.Metrics
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no node_started record after 10s:\n%s", log.String())
+		}
+		time.Sleep(5 * time.Millisecond) // a poll interval: the deadline bounds the wait
 	}
 }

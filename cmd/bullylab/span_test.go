@@ -70,7 +70,7 @@ func TestUpSpanKilledThenClean(t *testing.T) {
 	if n := netemtest.CountLeftovers(t, run).Namespaces; n == 0 {
 		t.Fatal("the killed agents' shares are gone already: nothing for clean --hosts to do")
 	}
-	clean := exec.Command(binary, "clean", "--hosts", file)
+	clean := exec.Command(binary, "clean", "--hosts", file, "--run", run)
 	var cleanOut bytes.Buffer
 	clean.Stdout, clean.Stderr = &cleanOut, &cleanOut
 	if err := netem.StartInNamespace(hs.Hub, clean); err != nil {
@@ -85,7 +85,23 @@ func TestUpSpanKilledThenClean(t *testing.T) {
 			t.Errorf("clean --hosts says nothing of %s", h.Name)
 		}
 	}
+	// clean --hosts --run cleaned the run's shares on its hosts; its
+	// controller's state directory is on this machine.
+	if out, errOut, code := runBin(t, "clean", "--run", run); code != 0 || !strings.HasSuffix(out, "runs cleaned: "+run+"\n") {
+		t.Errorf("clean --run %s: exit %d, %q %s", run, code, out, errOut)
+	}
 	netemtest.RequireClean(t, run)
+}
+
+// spanRuns returns the runs a testbed across n hosts named run has on this
+// machine when the hosts are stand-ins: its controller's and every
+// host's share.
+func spanRuns(run string, n int) []string {
+	runs := []string{run}
+	for k := range n {
+		runs = append(runs, remote.ShareRun(run, k))
+	}
+	return runs
 }
 
 // `bullylab down` of a testbed across hosts, started with --capture:
@@ -127,6 +143,39 @@ func TestUpSpanDown(t *testing.T) {
 	}
 }
 
+// shareHostBinary has the host binary that up copies to the stand-in
+// hosts, which share this file system, removed once the last test using it
+// is done, if it was not there before tests copied it. Content-named, it is
+// the same file for every copy of this test binary, and two `go test` runs
+// at once must not remove it from under each other: each test holds a
+// shared lock on a file beside it in the temporary directory while it runs,
+// and one that finds it missing marks that file; the test that ends
+// holding the lock alone removes a marked binary.
+func shareHostBinary(t *testing.T, hostBin string) {
+	t.Helper()
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "bullylab-test-"+filepath.Base(hostBin)+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_SH); err != nil {
+		lock.Close()
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(hostBin); os.IsNotExist(err) {
+		lock.WriteAt([]byte("copied by a test\n"), 0)
+	}
+	t.Cleanup(func() {
+		defer lock.Close()
+		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			return // another test still uses it
+		}
+		if fi, err := lock.Stat(); err == nil && fi.Size() > 0 {
+			os.Remove(hostBin)
+			lock.Truncate(0)
+		}
+	})
+}
+
 // spanHosts3 starts three stand-in hosts and writes a topology of six
 // nodes across them.
 func spanHosts3(t *testing.T) (*remotetest.Hosts, string) {
@@ -136,10 +185,7 @@ func spanHosts3(t *testing.T) (*remotetest.Hosts, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(hostBin); os.IsNotExist(err) {
-		// The stand-in hosts share this file system: the copy is this test's.
-		t.Cleanup(func() { os.Remove(hostBin) })
-	}
+	shareHostBinary(t, hostBin)
 	file := filepath.Join(t.TempDir(), "six.yaml")
 	if err := os.WriteFile(file, hs.Topology("name: six\nnodes: 6\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -173,10 +219,13 @@ func startSpanUp(t *testing.T, hs *remotetest.Hosts, file string, args ...string
 	}()
 	waited := make(chan struct{})
 	rest := make(chan []string, 1)
+	var run string // once up said it
 	t.Cleanup(func() {
 		up.Process.Kill()
 		<-waited
-		netem.Clean(context.Background())
+		if run != "" {
+			netem.CleanRuns(context.Background(), spanRuns(run, len(hs.Hosts))...)
+		}
 	})
 	re := regexp.MustCompile(`^testbed (bl[0-9a-f]{4}) up across 3 hosts: 6 nodes, leader n6`)
 	var seen []string
@@ -204,7 +253,8 @@ func startSpanUp(t *testing.T, hs *remotetest.Hosts, file string, args ...string
 				close(waited)
 				rest <- append(after, stderr.String())
 			}()
-			return up, m[1], waited, rest
+			run = m[1]
+			return up, run, waited, rest
 		case <-timeout:
 			t.Fatalf("not up after 2 minutes:\n%s", strings.Join(seen, "\n"))
 		}

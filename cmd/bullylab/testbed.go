@@ -113,7 +113,7 @@ func checkBackend(b string) error {
 // backendFlag is --backend, which up and bench share.
 var backendFlag = &cli.StringFlag{Name: "backend", Usage: "impairment backend: netem or nfqueue", DefaultText: "netem when the kernel has it, else nfqueue"}
 
-var runFlag = &cli.StringFlag{Name: "run", Usage: "run `NAME` of the testbed", DefaultText: "the only one up"}
+var runFlag = &cli.StringFlag{Name: "run", Usage: "run `NAME` of the testbed", DefaultText: "the only one up, if you started it"}
 
 // checkRunFlag makes a --run value that cannot name a run a usage error,
 // before anything needs root.
@@ -375,6 +375,38 @@ func writeStatusTable(w io.Writer, nodes []lab.NodeState) error {
 	return t.Render()
 }
 
+// writeRunsUp is what status prints when it was given no --run and there
+// is no run of the caller's alone to show: every testbed up, who started
+// it, and how to pick one.
+func writeRunsUp(w io.Writer, which *lab.WhichRunError) error {
+	t := tablewriter.NewTable(w,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleLight)})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+	)
+	t.Header([]string{"run", "topology", "started by", "started at"})
+	for _, r := range which.Runs {
+		by := r.StartedBy()
+		if r.Of(which.User) {
+			by += ", you"
+		}
+		if err := t.Append([]string{r.Run, r.Topology, by, r.Created.Local().Format("2006-01-02 15:04:05")}); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if len(which.Runs) == 1 {
+		r := which.Runs[0]
+		_, err := fmt.Fprintf(w, "the only testbed up, %s, was started by %s, not by you: `bullylab status --run %s` shows it\n", r.Run, r.StartedBy(), r.Run)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d testbeds are up: pick one with --run NAME\n", len(which.Runs))
+	return err
+}
+
 // statusSchema names the JSON document of `bullylab status --json`, as
 // bench.CompareSchema names compare's: a program reading it checks the
 // name and knows the fields. A change that would break such a program
@@ -397,8 +429,10 @@ func writeStatusJSON(w io.Writer, st *lab.RunStatus) error {
 
 func statusCommand() *cli.Command {
 	return &cli.Command{
-		Name:         "status",
-		Usage:        "show the nodes of a testbed that is up: process, election status, leader, faults in force, capture",
+		Name:  "status",
+		Usage: "show the nodes of a testbed that is up: process, election status, leader, faults in force, capture",
+		Description: "Without --run it shows the only testbed up if you started it (through sudo: the user sudo\n" +
+			"ran it for); otherwise it lists the testbeds up and who started each.",
 		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			runFlag,
@@ -417,6 +451,9 @@ func statusCommand() *cli.Command {
 				return err
 			}
 			cl, err := lab.Dial(c.String("run"))
+			if which, ok := errors.AsType[*lab.WhichRunError](err); ok && !c.Bool("json") {
+				return writeRunsUp(c.App.Writer, which)
+			}
 			if err != nil {
 				return err
 			}
@@ -473,7 +510,8 @@ const faultHelp = `Faults (NODE is a node name; GROUP a comma list of nodes or a
   campaign NODE...         have the nodes start an election
   leave NODE...            have the nodes announce LEAVE and exit
   join NODE...             start nodes that are down as newcomers announcing JOIN
---run NAME picks the testbed when several are up; flags may follow the arguments.`
+--run NAME picks the testbed: it is needed when several are up, or when the only one is
+another user's; flags may follow the arguments.`
 
 func faultCommand() *cli.Command {
 	return &cli.Command{
@@ -758,8 +796,10 @@ func execElsewhere(ctx context.Context, run, node string) error {
 
 func downCommand() *cli.Command {
 	return &cli.Command{
-		Name:         "down",
-		Usage:        "tear down a testbed that is up and wait until it is gone",
+		Name:  "down",
+		Usage: "tear down a testbed that is up and wait until it is gone",
+		Description: "Without --run it tears down the only testbed up, and only if you started it (through sudo:\n" +
+			"the user sudo ran it for); otherwise it says which testbeds are up, and whose.",
 		OnUsageError: onUsageError,
 		Flags:        []cli.Flag{runFlag},
 		Action: func(c *cli.Context) error {
@@ -793,21 +833,33 @@ func cleanCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "clean",
 		Usage: "remove what testbeds whose process died left behind (processes, namespaces, links, state)",
+		Description: "Without --run it cleans every run whose process is gone, of whoever started it; a script\n" +
+			"or test that shares the machine names its own runs. A run whose process still runs is left alone.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "hosts", Usage: "clean every host of the topology `FILE`'s hosts section instead, over SSH"},
+			&cli.StringSliceFlag{Name: "run", Usage: "clean only run `NAME`: repeat the flag, or separate names by commas", DefaultText: "every dead run"},
+			&cli.StringFlag{Name: "hosts", Usage: "clean every host of the topology `FILE`'s hosts section instead, over SSH (with --run, the runs' shares there)"},
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("clean: unexpected argument %q", c.Args().First())
 			}
+			runs, err := cleanRuns(c.StringSlice("run"))
+			if err != nil {
+				return err
+			}
 			if c.IsSet("hosts") {
-				return cleanHosts(c, c.String("hosts"))
+				return cleanHosts(c, c.String("hosts"), runs)
 			}
 			if err := requirePrivilege("clean"); err != nil {
 				return err
 			}
-			rep, err := netem.Clean(c.Context)
+			var rep netem.CleanReport
+			if len(runs) > 0 {
+				rep, err = netem.CleanRuns(c.Context, runs...)
+			} else {
+				rep, err = netem.Clean(c.Context)
+			}
 			out := c.App.Writer
 			fmt.Fprintln(out, rep)
 			if len(rep.Runs) > 0 {
@@ -816,4 +868,22 @@ func cleanCommand() *cli.Command {
 			return err
 		},
 	}
+}
+
+// cleanRuns checks clean's --run values, each a name or a comma list of
+// them, and returns the names.
+func cleanRuns(values []string) ([]string, error) {
+	var runs []string
+	for _, v := range values {
+		for _, run := range strings.Split(v, ",") {
+			run = strings.TrimSpace(run)
+			if err := checkRunFlag(run); err != nil || run == "" {
+				return nil, usagef("clean: --run %q: not a run name (%s)", run, netem.RunNameRule)
+			}
+			if !slices.Contains(runs, run) {
+				runs = append(runs, run)
+			}
+		}
+	}
+	return runs, nil
 }

@@ -8,10 +8,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +21,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/nftables"
@@ -43,13 +46,22 @@ type upProc struct {
 func startUp(t *testing.T, topo string, args ...string) *upProc {
 	t.Helper()
 	netemtest.RequireRoot(t)
-	return startUpAs(t, netemtest.RunID(t), topo, args...)
+	return startUpAs(t, netemtest.RunName(t), topo, args...)
 }
 
 // startUpAs is startUp under the run name run.
 func startUpAs(t *testing.T, run, topo string, args ...string) *upProc {
 	t.Helper()
+	return startUpEnv(t, run, nil, topo, args...)
+}
+
+// startUpEnv is startUpAs with env added to this process's environment.
+func startUpEnv(t *testing.T, run string, env []string, topo string, args ...string) *upProc {
+	t.Helper()
 	cmd := exec.Command(binary, append([]string{"up", topo, "--run", run}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +92,7 @@ func startUpAs(t *testing.T, run, topo string, args ...string) *upProc {
 		default:
 			_ = cmd.Process.Kill()
 			<-u.done
-			if _, err := netem.Clean(context.Background()); err != nil {
+			if _, err := netem.CleanRuns(context.Background(), run); err != nil {
 				t.Errorf("cleaning after a killed up: %v", err)
 			}
 		}
@@ -169,6 +181,19 @@ func countLeftovers(t *testing.T, run string, recorded []netem.StateProcess) lef
 		}
 	}
 	return c
+}
+
+// cleanedElsewhere fails the test for what `clean --run run` said (out),
+// unless it found nothing of run: then a clean of every dead run, which
+// anyone may start on this machine, took it first, and the test's check
+// that nothing of run is left says whether all of it went.
+func cleanedElsewhere(t *testing.T, run, out string) {
+	t.Helper()
+	if out == "nothing to clean\n" {
+		t.Logf("clean --run %s found nothing of it: another process's clean removed it first", run)
+		return
+	}
+	t.Errorf("clean --run %s said %q", run, out)
 }
 
 func requireNoLeftovers(t *testing.T, run string, recorded []netem.StateProcess) {
@@ -331,10 +356,10 @@ func TestCleanAfterUpKilled(t *testing.T) {
 		t.Fatalf("killed up left %+v, want its 6 namespaces, 5 nodes, tmpfs and state dir", c)
 	}
 	requireRunKey(t, st)
-	out := mustCLI(t, "clean")
+	out := mustCLI(t, "clean", "--run", u.run)
 	t.Log(strings.TrimSpace(out))
-	if !strings.Contains(out, u.run) || !strings.Contains(out, "6 namespaces") {
-		t.Errorf("clean said %q", out)
+	if !strings.Contains(out, "cleaned 1 runs: ") || !strings.Contains(out, "runs cleaned: "+u.run+"\n") || !strings.Contains(out, "6 namespaces") {
+		cleanedElsewhere(t, u.run, out)
 	}
 	for _, p := range st.Processes {
 		var ws unix.WaitStatus
@@ -378,7 +403,8 @@ func TestTestbedCLIErrors(t *testing.T) {
 	wantUsage(t, `topology "nosuch": no such file or built-in topology`, "up", "nosuch")
 	wantUsage(t, "up: want one topology", "up")
 	wantUsage(t, `--run "my-lab": not a run name (`+netem.RunNameRule+`)`, "up", "star3", "--run", "my-lab")
-	wantError(t, "no testbed is up with run name blffff", "status", "--run", "blffff")
+	absent := netemtest.RunName(t) // drawn free
+	wantError(t, "no testbed is up with run name "+absent, "status", "--run", absent)
 	wantUsage(t, `fault: unknown fault "explode"`, "fault", "explode", "n1")
 	wantUsage(t, `fault delay: delay "soon": want a duration`, "fault", "delay", "n1", "soon")
 	wantUsage(t, "fault partition: want two or more groups", "fault", "partition", "n1,n2")
@@ -400,13 +426,18 @@ func TestTestbedCLIErrors(t *testing.T) {
 		t.Errorf("exec n2 does not see n2's address 10.77.0.3:\n%s", out)
 	}
 
-	// A second testbed: commands without --run must ask which.
+	// A second testbed: commands without --run must ask which, and
+	// status lists them.
 	v := startUp(t, "star3")
 	v.waitUp(t)
-	_, errOut, code := runBin(t, "status")
-	if code != 1 || !strings.Contains(errOut, "testbeds are up") || !strings.Contains(errOut, u.run) ||
-		!strings.Contains(errOut, v.run) || !strings.Contains(errOut, "pick one with --run") {
-		t.Errorf("status with two testbeds up: exit %d, %q", code, errOut)
+	out, errOut, code := runBin(t, "status")
+	if code != 0 || !strings.Contains(out, " "+u.run+" ") || !strings.Contains(out, " "+v.run+" ") || !strings.Contains(out, "pick one with --run") {
+		t.Errorf("status with two testbeds up: exit %d, %q %s", code, out, errOut)
+	}
+	_, errOut, code = runBin(t, "fault", "heal")
+	if code != 1 || !strings.Contains(errOut, "testbeds are up: ") || !strings.Contains(errOut, u.run+" (star3, started by ") ||
+		!strings.Contains(errOut, v.run+" (star3, started by ") || !strings.HasSuffix(errOut, ": pick one with --run NAME\n") {
+		t.Errorf("fault with two testbeds up: exit %d, %q", code, errOut)
 	}
 	mustCLI(t, "down", "--run", v.run)
 	mustCLI(t, "down", "--run", u.run)
@@ -558,11 +589,10 @@ func TestRunNameUpStatusDown(t *testing.T) {
 		if ns := netnsOf(t, run); len(ns) != 4 {
 			t.Fatalf("killed up left namespaces %v, want 4", ns)
 		}
-		out := mustCLI(t, "clean")
+		out := mustCLI(t, "clean", "--run", run)
 		t.Log(strings.TrimSpace(out))
-		_, cleaned, _ := strings.Cut(out, "runs cleaned: ")
-		if cleaned, _, _ = strings.Cut(cleaned, "\n"); !slices.Contains(strings.Split(cleaned, ", "), run) {
-			t.Errorf("clean did not name %s among the runs cleaned: %q", run, out)
+		if !strings.HasSuffix(out, "\nruns cleaned: "+run+"\n") {
+			cleanedElsewhere(t, run, out)
 		}
 		for _, p := range st.Processes {
 			var ws unix.WaitStatus
@@ -603,4 +633,110 @@ func TestStatusJSON(t *testing.T) {
 	}
 	mustCLI(t, "down", "--run", u.run)
 	u.wait(t)
+}
+
+// asUser is the environment under which a command run as root takes
+// itself to run for u, as under sudo.
+func asUser(u netem.RunUser) []string {
+	return []string{"SUDO_UID=" + strconv.Itoa(u.UID), "SUDO_USER=" + u.Name}
+}
+
+// TestRunOwnership: up records who started a run. Without --run, status,
+// fault and down act only on the only testbed up, and only for the user
+// who started it; otherwise fault and down fail with one line naming the
+// testbeds up and their users, and status lists them. --run names any
+// run. Two users are simulated as sudo makes them, by SUDO_UID and
+// SUDO_USER, for the runs this test starts and the commands it runs;
+// other testbeds on the machine are in the lists too, and the test holds
+// with them up.
+func TestRunOwnership(t *testing.T) {
+	netemtest.RequireRoot(t)
+	uid := 1_000_000 + rand.IntN(1_000_000)
+	alice := netem.RunUser{UID: uid, Name: "alice"}
+	bob := netem.RunUser{UID: uid + 1, Name: "bob"}
+	b := startUpEnv(t, netemtest.RunName(t), asUser(bob), "star3")
+	b.waitUp(t)
+	if st, err := netem.ReadState(b.run); err != nil || st.User == nil || *st.User != bob {
+		t.Fatalf("state of bob's run %s: %+v, %v; want user %v", b.run, st, err, bob)
+	}
+
+	// Bob's run alone, or with others: alice's bare status lists it,
+	// fault and down refuse.
+	out, errOut, code := runBinEnv(t, asUser(alice), "status")
+	if code != 0 || !strings.Contains(out, " "+b.run+" ") || !strings.Contains(out, " bob (uid "+strconv.Itoa(bob.UID)+") ") || !strings.Contains(out, "--run") {
+		t.Errorf("alice's status with bob's run up: exit %d, %q %s", code, out, errOut)
+	}
+	for _, args := range [][]string{{"fault", "heal"}, {"down"}} {
+		_, errOut, code := runBinEnv(t, asUser(alice), args...)
+		if code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, b.run+" (star3") ||
+			!strings.Contains(errOut, "started by bob (uid "+strconv.Itoa(bob.UID)+")") || !strings.Contains(errOut, "--run") {
+			t.Errorf("alice's %v with bob's run up: exit %d, %q; want one line naming %s, bob and --run", args, code, errOut, b.run)
+		}
+	}
+	select {
+	case <-b.done:
+		t.Fatalf("bob's run went down after alice's bare down:\n%s", b.output())
+	default:
+	}
+	// Named, bob's run is anyone's to act on.
+	if out, errOut, code := runBinEnv(t, asUser(alice), "status", "--run", b.run); code != 0 || !strings.Contains(out, "testbed "+b.run+" (star3): ") {
+		t.Errorf("alice's status --run %s: exit %d, %q %s", b.run, code, out, errOut)
+	}
+	if out, errOut, code := runBinEnv(t, asUser(alice), "fault", "heal", "--run", b.run); code != 0 || !strings.Contains(out, "(testbed "+b.run+", ") {
+		t.Errorf("alice's fault heal --run %s: exit %d, %q %s", b.run, code, out, errOut)
+	}
+
+	// Alice's run beside bob's: two up, bare commands ask which.
+	a := startUpEnv(t, netemtest.RunName(t), asUser(alice), "star3")
+	a.waitUp(t)
+	out, errOut, code = runBinEnv(t, asUser(alice), "status")
+	if code != 0 || !strings.Contains(out, " alice (uid "+strconv.Itoa(alice.UID)+"), you ") || !strings.Contains(out, " "+a.run+" ") ||
+		!strings.Contains(out, " "+b.run+" ") || !strings.Contains(out, "testbeds are up: pick one with --run NAME") {
+		t.Errorf("alice's status with her run and bob's up: exit %d, %q %s", code, out, errOut)
+	}
+	_, errOut, code = runBinEnv(t, asUser(alice), "fault", "heal")
+	if code != 1 || !strings.Contains(errOut, "testbeds are up: ") || !strings.Contains(errOut, a.run+" (star3, started by alice") ||
+		!strings.Contains(errOut, b.run+" (star3, started by bob") {
+		t.Errorf("alice's fault with her run and bob's up: exit %d, %q", code, errOut)
+	}
+	if out, errOut, code := runBinEnv(t, asUser(alice), "down", "--run", b.run); code != 0 || out != "testbed "+b.run+" down\n" {
+		t.Errorf("alice's down --run %s: exit %d, %q %s", b.run, code, out, errOut)
+	}
+	b.wait(t)
+
+	// Alice's run is the only one of this test's up: bare commands act on
+	// it when no other testbed is up on this machine, and ask which when
+	// one is.
+	downed := false
+	for _, args := range [][]string{{"status"}, {"fault", "heal"}, {"down"}} {
+		alone := !othersUp(t, a.run)
+		out, errOut, code := runBinEnv(t, asUser(alice), args...)
+		if alone && !othersUp(t, a.run) {
+			want := map[string]string{"status": "\ntestbed " + a.run + " (star3): ", "fault": "(testbed " + a.run + ", ", "down": "testbed " + a.run + " down\n"}[args[0]]
+			if code != 0 || !strings.Contains(out, want) {
+				t.Errorf("alice's %v with her run alone up: exit %d, %q %s; want %q", args, code, out, errOut, want)
+			}
+			downed = args[0] == "down" && code == 0
+			continue
+		}
+		t.Logf("alice's %v with other testbeds up too: exit %d, %s%s", args, code, out, errOut)
+		if args[0] == "status" && (code != 0 || !strings.Contains(out, " "+a.run+" ")) ||
+			args[0] != "status" && (code != 1 || !strings.Contains(errOut, a.run+" (star3, started by alice")) {
+			t.Errorf("alice's %v with other testbeds up: exit %d, %q %s; want %s listed", args, code, out, errOut, a.run)
+		}
+	}
+	if !downed {
+		mustCLI(t, "down", "--run", a.run)
+	}
+	a.wait(t)
+}
+
+// othersUp reports whether a testbed other than run is up.
+func othersUp(t *testing.T, run string) bool {
+	t.Helper()
+	runs, err := lab.UpRuns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.ContainsFunc(runs, func(r lab.UpRun) bool { return r.Run != run })
 }

@@ -193,9 +193,33 @@ func (s *APIServer) Close() error {
 // ErrNoRun is wrapped by FindRun's error when no testbed is up.
 var ErrNoRun = errors.New("no testbed is up")
 
-// LiveRuns returns the runs a live `bullylab up` serves: a control socket
-// in the state directory, and the run's owner still running. Sorted.
-func LiveRuns() ([]string, error) {
+// UpRun is a testbed that a live `bullylab up` serves, and who started it.
+type UpRun struct {
+	Run      string
+	Topology string
+	// User started it; nil for a run whose record predates run owners.
+	User    *netem.RunUser
+	Created time.Time
+}
+
+// StartedBy says who started the run, for messages.
+func (r UpRun) StartedBy() string {
+	if r.User == nil {
+		return "an unknown user"
+	}
+	return r.User.String()
+}
+
+func (r UpRun) String() string {
+	return fmt.Sprintf("%s (%s, started by %s at %s)", r.Run, r.Topology, r.StartedBy(), r.Created.Local().Format("15:04:05"))
+}
+
+// Of reports whether user started the run.
+func (r UpRun) Of(user netem.RunUser) bool { return r.User != nil && r.User.UID == user.UID }
+
+// UpRuns returns the testbeds that are up: a control socket in the state
+// directory, and the run's owner still running. Sorted by run.
+func UpRuns() ([]UpRun, error) {
 	entries, err := os.ReadDir(netem.StateRoot)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -203,7 +227,7 @@ func LiveRuns() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var runs []string
+	var runs []UpRun
 	for _, e := range entries {
 		run := e.Name()
 		if !e.IsDir() || !netem.ValidRunName(run) {
@@ -212,16 +236,52 @@ func LiveRuns() ([]string, error) {
 		if _, err := os.Stat(ControlSocket(run)); err != nil {
 			continue
 		}
-		if st, err := netem.ReadState(run); err != nil || !st.Owner.Alive() {
+		st, err := netem.ReadState(run)
+		if err != nil || !st.Owner.Alive() {
 			continue
 		}
-		runs = append(runs, run)
+		runs = append(runs, UpRun{Run: run, Topology: st.Topology, User: st.User, Created: st.Created})
 	}
 	return runs, nil
 }
 
+// WhichRunError is FindRun's error when no run is named and the testbeds
+// up leave none to pick: more than one, or one another user started.
+type WhichRunError struct {
+	Runs []UpRun       // every testbed up
+	User netem.RunUser // who asked
+}
+
+func (e *WhichRunError) Error() string {
+	if len(e.Runs) == 1 {
+		r := e.Runs[0]
+		return fmt.Sprintf("the only testbed up, %s (%s), was started by %s, not by you, %s: pass --run %s to act on it",
+			r.Run, r.Topology, r.StartedBy(), e.User, r.Run)
+	}
+	list := make([]string, len(e.Runs))
+	for i, r := range e.Runs {
+		list[i] = r.String()
+	}
+	return fmt.Sprintf("%d testbeds are up: %s: pick one with --run NAME", len(e.Runs), strings.Join(list, ", "))
+}
+
+// PickRun picks the run a command given no --run acts on: the only testbed
+// up, if user started it. Otherwise it fails with ErrNoRun, or with a
+// *WhichRunError that lists the testbeds up and their users: on a shared
+// machine the only testbed up may be someone else's.
+func PickRun(runs []UpRun, user netem.RunUser) (string, error) {
+	switch {
+	case len(runs) == 0:
+		return "", fmt.Errorf("%w: start one with `bullylab up TOPOLOGY`", ErrNoRun)
+	case len(runs) == 1 && runs[0].Of(user):
+		return runs[0].Run, nil
+	}
+	return "", &WhichRunError{Runs: runs, User: user}
+}
+
 // FindRun picks the run a CLI command addresses: run when given (checked),
-// else the only live one. Its errors are meant for the command line.
+// whoever started it; else PickRun's for the calling user
+// (netem.CurrentUser). Its errors are meant for the command line.
 func FindRun(run string) (string, error) {
 	if run != "" {
 		if !netem.ValidRunName(run) {
@@ -235,17 +295,11 @@ func FindRun(run string) (string, error) {
 		}
 		return run, nil
 	}
-	runs, err := LiveRuns()
+	runs, err := UpRuns()
 	if err != nil {
 		return "", err
 	}
-	switch len(runs) {
-	case 0:
-		return "", fmt.Errorf("%w: start one with `bullylab up TOPOLOGY`", ErrNoRun)
-	case 1:
-		return runs[0], nil
-	}
-	return "", fmt.Errorf("%d testbeds are up (%s): pick one with --run", len(runs), strings.Join(runs, ", "))
+	return PickRun(runs, netem.CurrentUser())
 }
 
 // RemoteLab is a lab that another process serves (`bullylab up`), driven

@@ -78,7 +78,7 @@ func benchmarkLab(b *testing.B, n int, hosting topologies.Hosting) {
 	var build, boot, poll, up, teardown, nodesCPU, leaderCPU, labCPU time.Duration
 	for range b.N {
 		time.Sleep(settle)
-		run := netemtest.RunID(b)
+		run := netemtest.RunName(b)
 		cpu0 := selfCPU(b)
 		lb, err := lab.Start(b.Context(), topo, lab.StartOptions{Binary: bin, Run: run})
 		if err != nil {

@@ -1,12 +1,14 @@
-// Package netemtest helps tests build netem testbeds: a fresh run ID per
-// test, a small testbed closed by t.Cleanup, a bullylab binary for labs'
-// node processes, and RequireRoot and RequireImpairment, which skip only
-// where no testbed can be built or the kernel cannot impair links.
+// Package netemtest helps tests build netem testbeds: a fresh run name per
+// testbed, prefixed per test, a small testbed closed by t.Cleanup, a
+// bullylab binary for labs' node processes, and RequireRoot and
+// RequireImpairment, which skip only where no testbed can be built or the
+// kernel cannot impair links.
 package netemtest
 
 import (
 	"bytes"
 	"errors"
+	"hash/fnv"
 	"os"
 	"strconv"
 	"strings"
@@ -66,12 +68,40 @@ func skipOrFail(t testing.TB, what string, err error) {
 	}
 }
 
-// RunID returns a run ID no run on this machine uses. Build still claims it
-// atomically, so two tests drawing the same ID cannot both build.
+// RunName returns a run name for t that no run on this machine uses:
+// RunPrefix(t) and six random hex digits, 10 bytes, the longest a run name
+// may be. A testbed a test leaves on a shared machine says by its prefix
+// which test made it, and a test cleans what its runs left by their names
+// (netem.CleanRuns), never another's. Build still claims the name
+// atomically, so two tests drawing the same one cannot both build.
+func RunName(t testing.TB) string {
+	t.Helper()
+	return freeRun(t, func() string { return RunPrefix(t) + netem.NewRunID()[2:] + netem.NewRunID()[4:] })
+}
+
+// RunPrefix is the first 4 bytes of the run names RunName draws for t:
+// "t" and three base-36 digits of a hash of the test's full name.
+func RunPrefix(t testing.TB) string {
+	h := fnv.New32a()
+	h.Write([]byte(t.Name()))
+	digits := strconv.FormatUint(uint64(h.Sum32()%(36*36*36)), 36)
+	return "t" + strings.Repeat("0", 3-len(digits)) + digits
+}
+
+// RunID returns a run ID (netem.ValidRunID) no run on this machine uses,
+// for a test of what Clean does with objects named after a run ID but
+// without a state directory; testbeds take RunName.
 func RunID(t testing.TB) string {
 	t.Helper()
+	return freeRun(t, netem.NewRunID)
+}
+
+// freeRun returns the first of up to 100 names draw returns that no run on
+// this machine uses: no state directory, no namespace.
+func freeRun(t testing.TB, draw func() string) string {
+	t.Helper()
 	for range 100 {
-		run := netem.NewRunID()
+		run := draw()
 		if _, err := os.Stat(netem.StateDir(run)); !errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -80,7 +110,7 @@ func RunID(t testing.TB) string {
 		}
 		return run
 	}
-	t.Fatal("no free run ID after 100 draws")
+	t.Fatal("no free run name after 100 draws")
 	return ""
 }
 
@@ -93,15 +123,15 @@ func hasRun(entries []os.DirEntry, run string) bool {
 	return false
 }
 
-// Build builds topo under a fresh run ID and closes it when the test ends,
+// Build builds topo under a fresh run name (RunName) and closes it when the test ends,
 // failing the test if teardown fails. It calls RequireRoot first.
 func Build(t testing.TB, topo *topologies.Topology) *netem.Testbed {
 	t.Helper()
 	RequireRoot(t)
 	for range 10 {
-		tb, err := netem.Build(t.Context(), topo, RunID(t))
+		tb, err := netem.Build(t.Context(), topo, RunName(t))
 		if errors.Is(err, netem.ErrRunExists) {
-			continue // another test drew the same ID in between
+			continue // another test drew the same name in between
 		}
 		if err != nil {
 			t.Fatalf("building %s: %v", topo.Name, err)
@@ -113,7 +143,7 @@ func Build(t testing.TB, topo *topologies.Topology) *netem.Testbed {
 		})
 		return tb
 	}
-	t.Fatal("building: every run ID drawn was taken")
+	t.Fatal("building: every run name drawn was taken")
 	return nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -115,12 +117,28 @@ type HostClean struct {
 	Err    error
 }
 
+// ShareRun names the run of host k's share (0-based, in the topology's
+// order) of the testbed across hosts run: each host's objects carry its
+// number too, so that hosts sharing a kernel (the tests' stand-ins) do not
+// collide.
+func ShareRun(run string, k int) string { return run + "h" + strconv.Itoa(k+1) }
+
 // CleanHosts runs `bullylab clean` on every host at once, over SSH, with
 // the controller's binary (copied when the host's differs): it removes
-// what testbeds whose agent died left there, as it does on one host.
-func CleanHosts(ctx context.Context, hosts []topologies.Host, opts CheckOptions) []HostClean {
+// what testbeds whose agent died left there, as it does on one host. With
+// runs, it cleans only their shares (ShareRun), on each host its own.
+func CleanHosts(ctx context.Context, hosts []topologies.Host, opts CheckOptions, runs ...string) []HostClean {
 	return eachHost(hosts, opts, func(h topologies.Host, remoteBin string) HostClean {
 		r := HostClean{Host: h}
+		cmd := shellQuote(remoteBin) + " clean"
+		if len(runs) > 0 {
+			k := slices.IndexFunc(hosts, func(o topologies.Host) bool { return o.Name == h.Name })
+			shares := make([]string, len(runs))
+			for i, run := range runs {
+				shares[i] = ShareRun(run, k) // the host's clean checks the name
+			}
+			cmd += " --run " + strings.Join(shares, ",")
+		}
 		c, err := dialHost(ctx, h, opts)
 		if err != nil {
 			r.Err = err
@@ -130,7 +148,7 @@ func CleanHosts(ctx context.Context, hosts []topologies.Host, opts CheckOptions)
 		if _, r.Err = c.EnsureFile(ctx, opts.Binary, remoteBin); r.Err != nil {
 			return r
 		}
-		out, err := c.Output(ctx, shellQuote(remoteBin)+" clean")
+		out, err := c.Output(ctx, cmd)
 		r.Output, r.Err = strings.TrimSpace(string(out)), err
 		return r
 	}, func(h topologies.Host, err error) HostClean { return HostClean{Host: h, Err: err} })

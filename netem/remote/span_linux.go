@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -157,9 +156,7 @@ func newSpan(topo *topologies.Topology, seed int64) (*Span, error) {
 	}
 	sp := &Span{run: "bl" + hex.EncodeToString(b[:]), VNI: 1<<16 | uint32(b[0])<<8 | uint32(b[1]), topo: topo, hostOf: map[string]int{}}
 	for k, h := range topo.Hosts {
-		// Each host's objects carry its number too, so that hosts sharing
-		// a kernel (the tests' stand-ins) do not collide.
-		sp.Runs = append(sp.Runs, sp.run+"h"+strconv.Itoa(k+1))
+		sp.Runs = append(sp.Runs, ShareRun(sp.run, k))
 		for _, n := range h.Nodes {
 			sp.hostOf[n] = k
 		}

@@ -122,13 +122,11 @@ type Cluster struct {
 	closed bool
 }
 
-// startAttempts bounds retries of a start that lost a race for a port: the
-// ports are picked by binding :0 and releasing them, so another process can
-// take one before the node binds it.
-const startAttempts = 3
-
 // Start starts opts.Nodes node processes on free loopback ports and waits
 // until every control socket answers. On error nothing is left running.
+// The ports are bound here, at port 0, before any node starts, and each
+// node inherits its listening socket (--listen-fd): no other process can
+// take a port between its choice and the node's start.
 func Start(ctx context.Context, opts Spec) (*Cluster, error) {
 	if opts.Nodes < 1 {
 		return nil, fmt.Errorf("cluster: need at least 1 node, got %d", opts.Nodes)
@@ -172,21 +170,12 @@ func Start(ctx context.Context, opts Spec) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	var err error
-	for range startAttempts {
-		if err = c.startAll(ctx); err == nil {
-			return c, nil
-		}
-		c.killAll()
-		if !errors.Is(err, errPortTaken) {
-			break
-		}
+	if err := c.startAll(ctx); err != nil {
+		c.Close()
+		return nil, err
 	}
-	c.Close()
-	return nil, err
+	return c, nil
 }
-
-var errPortTaken = errors.New("port taken")
 
 // KeyFileName is the name of the cluster key file in a cluster's Dir.
 const KeyFileName = "cluster.key"
@@ -227,10 +216,15 @@ func (c *Cluster) writeKey() error {
 }
 
 func (c *Cluster) startAll(ctx context.Context) error {
-	ports, err := freePorts(len(c.Nodes))
-	if err != nil {
-		return err
-	}
+	lns := make([]*net.TCPListener, len(c.Nodes))
+	defer func() {
+		// The nodes hold their own copies.
+		for _, ln := range lns {
+			if ln != nil {
+				ln.Close()
+			}
+		}
+	}()
 	members := make([]wire.Member, len(c.Nodes))
 	var keys map[uuid.UUID]ed25519.PublicKey
 	for i, n := range c.Nodes {
@@ -240,10 +234,15 @@ func (c *Cluster) startAll(ctx context.Context) error {
 			}
 			keys[n.ID] = n.publicKey
 		}
-		n.Addr = fmt.Sprintf("127.0.0.1:%d", ports[i])
+		ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			return fmt.Errorf("cluster: %s: listening on a free port: %w", n, err)
+		}
+		lns[i] = ln
+		n.Addr = ln.Addr().String()
 		members[i] = wire.Member{ID: n.ID, Addr: n.Addr}
-		// A retry must not inherit state from a node that ran with other
-		// peers' addresses.
+		// A node must not inherit state from one that ran in Dir before
+		// with other peers' addresses.
 		if err := os.RemoveAll(n.DataDir); err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
@@ -256,8 +255,8 @@ func (c *Cluster) startAll(ctx context.Context) error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	c.StartedAt = time.Now()
-	for _, n := range c.Nodes {
-		if err := c.spawn(n); err != nil {
+	for i, n := range c.Nodes {
+		if err := c.spawn(n, lns[i]); err != nil {
 			return err
 		}
 	}
@@ -269,29 +268,9 @@ func (c *Cluster) startAll(ctx context.Context) error {
 	return nil
 }
 
-// freePorts returns n distinct ports that were free a moment ago. All are
-// held open until the last is picked, so the kernel cannot hand out one
-// twice.
-func freePorts(n int) ([]int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	ports := make([]int, n)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("cluster: pick a free port: %w", err)
-		}
-		lns = append(lns, ln)
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-	}
-	return ports, nil
-}
-
-func (c *Cluster) spawn(n *Process) error {
+// spawn starts n's process, accepting peers on ln, which it inherits; the
+// caller closes its own ln.
+func (c *Cluster) spawn(n *Process, ln *net.TCPListener) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -307,9 +286,15 @@ func (c *Cluster) spawn(n *Process) error {
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
+	lf, err := ln.File()
+	if err != nil {
+		logf.Close()
+		return fmt.Errorf("cluster: %s: its listening socket: %w", n, err)
+	}
+	defer lf.Close() // the child has its own copy once started
 	args := []string{"node",
 		"--id", n.ID.String(),
-		"--listen", n.Addr,
+		"--listen-fd", "3", // ExtraFiles[0]
 		"--peers", c.PeersFile,
 		"--data-dir", n.DataDir,
 		"--control", n.Control,
@@ -325,6 +310,7 @@ func (c *Cluster) spawn(n *Process) error {
 	cmd := exec.Command(c.opts.Binary, args...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
+	cmd.ExtraFiles = []*os.File{lf}
 	cmd.SysProcAttr = sysProcAttr()
 	if len(c.opts.Env) > 0 {
 		cmd.Env = append(os.Environ(), c.opts.Env...)
@@ -356,11 +342,7 @@ func (c *Cluster) waitUp(ctx context.Context, n *Process) error {
 		}
 		select {
 		case <-n.proc.exited:
-			tail := c.LogTail(n, 3)
-			if strings.Contains(tail, "address already in use") {
-				return fmt.Errorf("cluster: %s: %w: %s", n, errPortTaken, tail)
-			}
-			return fmt.Errorf("cluster: %s exited at start: %s", n, tail)
+			return fmt.Errorf("cluster: %s exited at start: %s", n, c.LogTail(n, 3))
 		case <-ctx.Done():
 			return fmt.Errorf("cluster: %s: control socket not up after %v", n, c.opts.StartTimeout)
 		case <-tick.C:
@@ -404,12 +386,23 @@ func (c *Cluster) Kill(n *Process) error {
 }
 
 // Restart starts n again with the same ID, address and data dir, and waits
-// until its control socket answers.
+// until its control socket answers. The address is bound again here: it
+// fails, naming it, if another process took the port while n was down.
 func (c *Cluster) Restart(ctx context.Context, n *Process) error {
 	if n.Running() {
 		return fmt.Errorf("cluster: %s is still running", n)
 	}
-	if err := c.spawn(n); err != nil {
+	addr, err := net.ResolveTCPAddr("tcp", n.Addr)
+	if err != nil {
+		return fmt.Errorf("cluster: restart %s: %w", n, err)
+	}
+	ln, err := net.ListenTCP("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cluster: restart %s at its address %s: %w", n, n.Addr, err)
+	}
+	err = c.spawn(n, ln)
+	ln.Close()
+	if err != nil {
 		return err
 	}
 	return c.waitUp(ctx, n)

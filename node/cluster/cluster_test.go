@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -222,4 +223,39 @@ func TestClusterKey(t *testing.T) {
 			t.Errorf("insecure node runs %q", argv)
 		}
 	})
+}
+
+// Each node accepts peers on the socket Start bound for it before any
+// node started, at the address the peers file lists; a node restarted
+// after another process took its port fails to start, naming the address.
+func TestListenersBoundBeforeStart(t *testing.T) {
+	c := startCluster(t, 2)
+	peers, err := os.ReadFile(c.PeersFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	for _, n := range c.Nodes {
+		if !strings.Contains(string(peers), n.ID.String()+" "+n.Addr) {
+			t.Errorf("peers file does not list %s at %s:\n%s", n, n.Addr, peers)
+		}
+		if s, err := c.Status(ctx, n); err != nil || s.Addr != n.Addr {
+			t.Errorf("%s says it is at %v (%v), want %s", n, s, err, n.Addr)
+		}
+	}
+	n := c.Nodes[0]
+	if err := c.Kill(n); err != nil {
+		t.Fatal(err)
+	}
+	// The port is free once the node is gone: take it here (unless
+	// another process did already, which serves as well).
+	if ln, err := net.Listen("tcp", n.Addr); err == nil {
+		defer ln.Close()
+	} else if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("the port of the killed node: %v", err)
+	}
+	if err := c.Restart(ctx, n); err == nil || !strings.Contains(err.Error(), "at its address "+n.Addr+": ") {
+		t.Errorf("restart of %s with its port taken: %v, want an error naming %s", n, err, n.Addr)
+	}
 }

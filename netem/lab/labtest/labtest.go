@@ -1,5 +1,5 @@
 // Package labtest starts labs for tests: a node binary built once per test
-// binary, and labs under fresh run IDs that close when the test ends.
+// binary, and labs under fresh run names that close when the test ends.
 package labtest
 
 import (
@@ -15,17 +15,17 @@ import (
 	"github.com/bullylab/bullylab/topologies"
 )
 
-// Start starts a lab of topo under a fresh run ID and closes it when the test
+// Start starts a lab of topo under a fresh run name and closes it when the test
 // ends, failing the test if teardown fails. It calls RequireRoot first.
 // opts.Binary must be set (see cluster.BuildTemp); opts.Run is ignored.
 func Start(t testing.TB, topo *topologies.Topology, opts lab.StartOptions) *lab.Lab {
 	t.Helper()
 	netemtest.RequireRoot(t)
 	for range 10 {
-		opts.Run = netemtest.RunID(t)
+		opts.Run = netemtest.RunName(t)
 		l, err := lab.Start(t.Context(), topo, opts)
 		if errors.Is(err, netem.ErrRunExists) {
-			continue // another test drew the same ID in between
+			continue // another test drew the same name in between
 		}
 		if err != nil {
 			t.Fatalf("starting lab %s: %v", topo.Name, err)
@@ -37,7 +37,7 @@ func Start(t testing.TB, topo *topologies.Topology, opts lab.StartOptions) *lab.
 		})
 		return l
 	}
-	t.Fatal("starting lab: every run ID drawn was taken")
+	t.Fatal("starting lab: every run name drawn was taken")
 	return nil
 }
 
