@@ -22,6 +22,9 @@ type CleanReport struct {
 	Links      []string // veths in this process's namespace
 	Mounts     []string // tmpfs mounts in state directories (a lab's node data)
 	StateDirs  []string
+	// Hidden lists namespaces that a later mount on NetnsDir hid and that
+	// Clean left, as no run's it cleans (see netnsdir.go).
+	Hidden []string
 }
 
 // Empty reports whether Clean found nothing to remove.
@@ -30,7 +33,7 @@ func (r CleanReport) Empty() bool {
 }
 
 func (r CleanReport) String() string {
-	if r.Empty() && len(r.Live) == 0 {
+	if r.Empty() && len(r.Live) == 0 && len(r.Hidden) == 0 {
 		return "nothing to clean"
 	}
 	var b strings.Builder
@@ -38,6 +41,10 @@ func (r CleanReport) String() string {
 		len(r.Runs), len(r.Processes), len(r.Namespaces), len(r.Links), len(r.Mounts), len(r.StateDirs))
 	if len(r.Live) > 0 {
 		fmt.Fprintf(&b, "; left %d live runs alone (%s)", len(r.Live), strings.Join(r.Live, ", "))
+	}
+	if len(r.Hidden) > 0 {
+		fmt.Fprintf(&b, "; left %d namespaces hidden under a later mount on %s, of no run known here (%s): `bullylab clean --run NAME` frees a run's",
+			len(r.Hidden), NetnsDir, strings.Join(r.Hidden, ", "))
 	}
 	return b.String()
 }
@@ -65,7 +72,8 @@ func Clean(ctx context.Context) (CleanReport, error) {
 // a test or script calls to remove what its own runs left, on a machine
 // where other testbeds run. A named run is cleaned as Clean would clean
 // it: not while its owner runs, and objects of a name that is no run ID
-// only while its state directory exists. It needs at least one name, and
+// only while its state directory exists or its namespaces are hidden (no
+// path reaches them, so nobody uses them by name). It needs at least one name, and
 // each must be a run name.
 func CleanRuns(ctx context.Context, runs ...string) (CleanReport, error) {
 	if len(runs) == 0 {
@@ -125,6 +133,21 @@ func clean(ctx context.Context, only map[string]bool) (CleanReport, error) {
 	for _, ns := range nsNames {
 		if run, _ := RunOfNamespace(ns); ValidRunID(run) || runs[run] != nil {
 			get(run)
+		}
+	}
+	hidden, err := hiddenNamespaceNames()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("reading the mount table: %w", err))
+	}
+	for _, ns := range hidden {
+		// No path reaches a hidden namespace, so no one uses it by name:
+		// a run named here is cleaned even without its state directory.
+		run, ok := RunOfNamespace(ns)
+		switch {
+		case ok && (ValidRunID(run) || runs[run] != nil || only[run]):
+			get(run)
+		case only == nil:
+			rep.Hidden = append(rep.Hidden, ns)
 		}
 	}
 

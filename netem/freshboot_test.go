@@ -58,6 +58,25 @@ func TestFreshBootHiddenRunIsCleaned(t *testing.T) {
 	ip := requireIP(t)
 	run := netemtest.RunID(t)
 	name := netem.NodeNamespace(run, "n1")
+	requireFreedByClean(t, ip, run, name) // a run ID: bullylab's without a state directory
+}
+
+// A run named by the user, whose record an older down removed, is freed
+// when clean is given its name.
+func TestFreshBootHiddenNamedRunIsCleaned(t *testing.T) {
+	if !netemtest.InFreshBoot(t) {
+		return
+	}
+	ip := requireIP(t)
+	run := netemtest.RunName(t)
+	name := netem.NodeNamespace(run, "n1")
+	requireFreedByClean(t, ip, run, name)
+}
+
+// requireFreedByClean mounts namespace name of run on the plain NetnsDir,
+// hides it with `ip netns add`, and checks that CleanRuns frees it.
+func requireFreedByClean(t *testing.T, ip, run, name string) {
+	t.Helper()
 	if err := os.MkdirAll(netem.NetnsDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +99,6 @@ func TestFreshBootHiddenRunIsCleaned(t *testing.T) {
 		t.Fatalf("after `ip netns add`, %d mounts of %s (%v), want 2: the hidden one and its copy", len(m), name, m)
 	}
 
-	// A run ID: its objects are bullylab's without a state directory.
 	rep, err := netem.CleanRuns(t.Context(), run)
 	if err != nil {
 		t.Fatalf("Clean: %v", err)

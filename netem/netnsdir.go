@@ -164,6 +164,19 @@ func topMountAt(mounts []mountInfo, point string) (mountInfo, bool) {
 	return mountInfo{}, false
 }
 
+// hiddenNamespaceNames returns the names of every hidden namespace mount.
+func hiddenNamespaceNames() ([]string, error) {
+	mounts, err := readMountInfo()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, h := range hiddenNamespaces(mounts) {
+		names = append(names, h.name)
+	}
+	return names, nil
+}
+
 // hiddenRunNamespaces returns run's hidden namespace mounts.
 func hiddenRunNamespaces(run string) ([]namespaceMount, error) {
 	mounts, err := readMountInfo()
