@@ -33,12 +33,13 @@ func (r CleanReport) Empty() bool {
 }
 
 func (r CleanReport) String() string {
-	if r.Empty() && len(r.Live) == 0 && len(r.Hidden) == 0 {
-		return "nothing to clean"
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "cleaned %d runs: %d processes, %d namespaces, %d links, %d mounts, %d state directories",
-		len(r.Runs), len(r.Processes), len(r.Namespaces), len(r.Links), len(r.Mounts), len(r.StateDirs))
+	if r.Empty() {
+		b.WriteString("nothing to clean")
+	} else {
+		fmt.Fprintf(&b, "cleaned %d runs: %d processes, %d namespaces, %d links, %d mounts, %d state directories",
+			len(r.Runs), len(r.Processes), len(r.Namespaces), len(r.Links), len(r.Mounts), len(r.StateDirs))
+	}
 	if len(r.Live) > 0 {
 		fmt.Fprintf(&b, "; left %d live runs alone (%s)", len(r.Live), strings.Join(r.Live, ", "))
 	}

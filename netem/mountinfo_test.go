@@ -140,7 +140,7 @@ func FuzzParseMountInfo(f *testing.F) {
 
 func TestCleanReportHidden(t *testing.T) {
 	r := CleanReport{Hidden: []string{"foo-n1", "foo-n2"}}
-	want := "left 2 namespaces hidden under a later mount on /run/netns, of no run known here (foo-n1, foo-n2): `bullylab clean --run NAME` frees a run's"
+	want := "nothing to clean; left 2 namespaces hidden under a later mount on /run/netns, of no run known here (foo-n1, foo-n2): `bullylab clean --run NAME` frees a run's"
 	if s := r.String(); !strings.Contains(s, want) || strings.Contains(s, "\n") {
 		t.Errorf("%q, want it to contain %q", s, want)
 	}
