@@ -55,7 +55,11 @@ import (
 //	                  and host left out since the last (at most one a
 //	                  second each)
 //	node_started      addr, pid, restored (true when state was loaded from
-//	                  disk), epoch (the highest epoch restored; absent when 0)
+//	                  disk), epoch (the highest epoch restored; absent when 0),
+//	                  metrics (the Prometheus address, when served),
+//	                  identity: what proves a peer's ID here, "member_keys"
+//	                  (signed HELLOs), "cluster_key" (the key alone: any
+//	                  member can claim any ID) or "none" (insecure)
 //	node_stopped      reason: "shutdown" | "left" | "error"; error when
 //	                  reason is "error"
 //	node_counters     sent: the frames the process wrote to its sockets over
@@ -106,7 +110,9 @@ type LogRecord struct {
 	Addr     string `json:"addr,omitempty"`
 	// Metrics is node_started's Prometheus endpoint address, when it
 	// serves one: the port bound for a --metrics of port 0.
-	Metrics  string `json:"metrics,omitempty"`
+	Metrics string `json:"metrics,omitempty"`
+	// Identity is node_started's account of what proves a peer's ID here.
+	Identity string `json:"identity,omitempty"`
 	PID      int    `json:"pid,omitempty"`
 	Restored bool   `json:"restored,omitempty"`
 	Error    string `json:"error,omitempty"`

@@ -266,3 +266,29 @@ func TestServeMemberKeys(t *testing.T) {
 		})
 	}
 }
+
+// node_started says what proves a peer's ID at the node, so that a log
+// shows a cluster still open to a member speaking in another's name.
+func TestNodeStartedSaysIdentity(t *testing.T) {
+	for _, tc := range []struct {
+		memberKeys bool
+		want       string
+	}{{true, IdentityMemberKeys}, {false, IdentityClusterKey}} {
+		h := startHostedKeys(t, 1, tc.memberKeys)[0]
+		var got []string
+		for deadline := time.Now().Add(5 * time.Second); len(got) == 0 && time.Now().Before(deadline); {
+			for _, rec := range h.log.records(t) {
+				if rec.Event == "node_started" {
+					got = append(got, rec.Identity)
+				}
+			}
+			time.Sleep(time.Millisecond) // polling the log, with a deadline
+		}
+		if len(got) != 1 || got[0] != tc.want {
+			t.Errorf("member keys %v: node_started identity %q, want %q", tc.memberKeys, got, tc.want)
+		}
+	}
+	if id := (ServeOptions{Insecure: true}).identity(); id != IdentityNone {
+		t.Errorf("insecure node's identity %q, want %q", id, IdentityNone)
+	}
+}

@@ -31,7 +31,22 @@ type Options struct {
 	// Metrics is the address the node's Prometheus endpoint is bound at,
 	// for its node_started record; "" when it serves none.
 	Metrics string
+	// Identity says, in the node_started record, what proves a peer's ID
+	// at this node (IdentityMemberKeys, IdentityClusterKey, IdentityNone).
+	Identity string
 }
+
+// What proves a peer's ID at a node (node_started's identity).
+const (
+	// IdentityMemberKeys: HELLOs signed by the member keys the peers
+	// file lists; no member can speak in another listed member's name.
+	IdentityMemberKeys = "member_keys"
+	// IdentityClusterKey: the cluster key alone; any member can claim any
+	// ID (see "Hostile and broken peers").
+	IdentityClusterKey = "cluster_key"
+	// IdentityNone: an insecure node; anyone who reaches it can.
+	IdentityNone = "none"
+)
 
 // ErrNotRunning is returned by requests to a Node whose Run has returned.
 var ErrNotRunning = errors.New("node is not running")
@@ -60,6 +75,7 @@ type Node struct {
 	m        *Machine
 	restored *State
 	metrics  string // Options.Metrics
+	identity string // Options.Identity
 
 	ctrl    chan func()
 	done    chan struct{}
@@ -137,6 +153,7 @@ func New(opts Options) (*Node, error) {
 		m:        m,
 		restored: restored,
 		metrics:  opts.Metrics,
+		identity: opts.Identity,
 		ctrl:     make(chan func()),
 		done:     make(chan struct{}),
 	}
@@ -164,7 +181,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	// The Machine has not been called since New, so moving its clock's
 	// origin here is invisible to it, and makes mono_ns count from Run.
 	n.start = time.Now()
-	rec := LogRecord{Event: "node_started", MonoNS: 0, Addr: n.cfg.Addr, Metrics: n.metrics, PID: os.Getpid()}
+	rec := LogRecord{Event: "node_started", MonoNS: 0, Addr: n.cfg.Addr, Metrics: n.metrics, Identity: n.identity, PID: os.Getpid()}
 	if n.restored != nil {
 		rec.Restored, rec.Epoch = true, n.restored.Epoch
 	}

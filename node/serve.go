@@ -172,7 +172,7 @@ func Start(o ServeOptions) (r *Running, err error) {
 	if metrics != nil {
 		metricsAddr = metrics.Addr()
 	}
-	n, err := New(Options{Config: cfg, Transport: tr, Store: store, Log: log, Metrics: metricsAddr})
+	n, err := New(Options{Config: cfg, Transport: tr, Store: store, Log: log, Metrics: metricsAddr, Identity: o.identity()})
 	if err != nil {
 		return nil, err
 	}
@@ -464,4 +464,15 @@ func checkOwnEntry(o ServeOptions, id uuid.UUID, bound string) error {
 		}
 	}
 	return fmt.Errorf("%s: this node's ID %s is listed at %s, but its %s; list the node where peers dial it, and give that address as --advertise if it is not the listen address", at, id, o.Peers[i].Addr, what)
+}
+
+// identity is what proves a peer's ID at a node started with o.
+func (o ServeOptions) identity() string {
+	switch {
+	case o.ClusterKey == nil:
+		return IdentityNone
+	case len(o.PeerKeys) > 0:
+		return IdentityMemberKeys
+	}
+	return IdentityClusterKey
 }
