@@ -231,7 +231,7 @@ func (c *authChecker) frame(f *Frame, from, to string, toID uuid.UUID) authResul
 			return authResult{Outcome: authUnverified}
 		}
 		as.state = streamRefused
-		return c.fail(f, from, 0, true, fmt.Sprintf("the connection begins with %s, not a HELLO", m.Type))
+		return c.fail(f, from, 0, fmt.Sprintf("the connection begins with %s, not a HELLO", m.Type))
 	case streamRefused:
 		c.rep.AfterFailure++
 		return authResult{Outcome: authAfterFailure}
@@ -256,7 +256,7 @@ func (c *authChecker) frame(f *Frame, from, to string, toID uuid.UUID) authResul
 		}
 		as.lo, as.hi = i+1, i+1
 		if m.From != as.from {
-			return c.fail(f, from, i, true, fmt.Sprintf("From %s is not the connection's, %s (its HELLO's)", shortID(m.From), shortID(as.from)))
+			return c.fail(f, from, i, fmt.Sprintf("From %s is not the connection's, %s (its HELLO's)", shortID(m.From), shortID(as.from)))
 		}
 		c.rep.Verified++
 		return authResult{Outcome: authVerified, Frame: i}
@@ -271,7 +271,7 @@ func (c *authChecker) frame(f *Frame, from, to string, toID uuid.UUID) authResul
 		reason = fmt.Sprintf("tag matches no position from %d to %d (%d bytes missing before it)", lo, hi, lost)
 	}
 	as.state = streamRefused
-	return c.fail(f, from, lo, true, reason)
+	return c.fail(f, from, lo, reason)
 }
 
 // hello opens stream as with its first frame f, a HELLO.
@@ -281,15 +281,15 @@ func (c *authChecker) hello(f *Frame, as *authStream, from, to string, toID uuid
 	v, _, err := wire.OpenHello(c.key, h.To, m)
 	if err != nil {
 		as.state = streamRefused
-		return c.fail(f, from, 0, true, helloFailure(m, err))
+		return c.fail(f, from, 0, helloFailure(m, err))
 	}
 	if toID != (uuid.UUID{}) && h.To != toID {
 		as.state = streamRefused
-		return c.fail(f, from, 0, true, fmt.Sprintf("HELLO is for node %s, sent to %s (%s)", shortID(h.To), to, shortID(toID)))
+		return c.fail(f, from, 0, fmt.Sprintf("HELLO is for node %s, sent to %s (%s)", shortID(h.To), to, shortID(toID)))
 	}
 	if reason := c.signers.check(m.From, &h, f.Packet); reason != "" {
 		as.state = streamRefused
-		return c.fail(f, from, 0, true, reason)
+		return c.fail(f, from, 0, reason)
 	}
 	as.state, as.v, as.from, as.lo, as.hi = streamOpen, v, m.From, 1, 1
 	c.rep.Streams++
@@ -307,11 +307,10 @@ func (c *authChecker) hello(f *Frame, as *authStream, from, to string, toID uuid
 	return authResult{Outcome: authVerified}
 }
 
-// fail counts f as failed, and lists it when list is set and the list has
-// room.
-func (c *authChecker) fail(f *Frame, from string, pos uint64, list bool, reason string) authResult {
+// fail counts f as failed, and lists it while the list has room.
+func (c *authChecker) fail(f *Frame, from string, pos uint64, reason string) authResult {
 	c.rep.Failed++
-	if list && len(c.rep.Failures) < MaxAuthFailures {
+	if len(c.rep.Failures) < MaxAuthFailures {
 		c.rep.Failures = append(c.rep.Failures, AuthFailure{Packet: f.Packet, Time: f.Time.UTC(), Stream: streamName(f),
 			Frame: pos, Type: f.Msg.Type.String(), From: from, Reason: reason})
 	}

@@ -136,19 +136,19 @@ func clean(ctx context.Context, only map[string]bool) (CleanReport, error) {
 			get(run)
 		}
 	}
-	hidden, err := hiddenNamespaceNames()
+	hidden, err := hiddenRunNamespaces("")
 	if err != nil {
-		errs = append(errs, fmt.Errorf("reading the mount table: %w", err))
+		errs = append(errs, err)
 	}
-	for _, ns := range hidden {
+	for _, h := range hidden {
 		// No path reaches a hidden namespace, so no one uses it by name:
 		// a run named here is cleaned even without its state directory.
-		run, ok := RunOfNamespace(ns)
+		run, ok := RunOfNamespace(h.name)
 		switch {
 		case ok && (ValidRunID(run) || runs[run] != nil || only[run]):
 			get(run)
 		case only == nil:
-			rep.Hidden = append(rep.Hidden, ns)
+			rep.Hidden = append(rep.Hidden, h.name)
 		}
 	}
 
@@ -277,20 +277,14 @@ func cleanRun(ctx context.Context, run string, lo *leftovers, rep *CleanReport) 
 // mountsUnder returns the mount points inside dir, deepest first, from this
 // process's mount table.
 func mountsUnder(dir string) ([]string, error) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := readMountInfo()
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		// Field 5 is the mount point, with spaces and the like as octal
-		// escapes; run directories have none.
-		if strings.HasPrefix(f[4], dir+"/") {
-			out = append(out, f[4])
+	for _, m := range mounts {
+		if strings.HasPrefix(m.point, dir+"/") {
+			out = append(out, m.point)
 		}
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(out)))

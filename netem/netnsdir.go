@@ -164,28 +164,16 @@ func topMountAt(mounts []mountInfo, point string) (mountInfo, bool) {
 	return mountInfo{}, false
 }
 
-// hiddenNamespaceNames returns the names of every hidden namespace mount.
-func hiddenNamespaceNames() ([]string, error) {
-	mounts, err := readMountInfo()
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, h := range hiddenNamespaces(mounts) {
-		names = append(names, h.name)
-	}
-	return names, nil
-}
-
-// hiddenRunNamespaces returns run's hidden namespace mounts.
+// hiddenRunNamespaces returns run's hidden namespace mounts, or every
+// run's when run is "".
 func hiddenRunNamespaces(run string) ([]namespaceMount, error) {
 	mounts, err := readMountInfo()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading the mount table: %w", err)
 	}
 	var out []namespaceMount
 	for _, h := range hiddenNamespaces(mounts) {
-		if r, ok := RunOfNamespace(h.name); ok && r == run {
+		if r, ok := RunOfNamespace(h.name); run == "" || (ok && r == run) {
 			out = append(out, h)
 		}
 	}

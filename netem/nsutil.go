@@ -398,7 +398,7 @@ func runNamespaceIDs(run string) (map[nsID]bool, error) {
 	}
 	hidden, err := hiddenRunNamespaces(run)
 	if err != nil {
-		return nil, fmt.Errorf("reading the mount table: %w", err)
+		return nil, err
 	}
 	for _, h := range hidden {
 		if id, ok := h.netNS(); ok {
