@@ -352,7 +352,15 @@
 //     end is missed.
 //   - last-frame (crash, pause): per node, the last frame it sent before
 //     it came back ([LastFrame]); the check fails if its kernel sent it
-//     after the fault was in force (beyond the send time's error bound).
+//     after the fault was in force (beyond the send time's error bound)
+//     and nothing shows the kernel held it from before. A stopped
+//     process's sockets stay open and a killed one's close with a FIN
+//     after what it wrote, and TCP retransmits both: a frame whose
+//     connection's FIN past it went out before the fault was in force
+//     passes (ClosedBy), and one whose direction had loss asked since the
+//     frame before it leaves the check unverified (LossAsked), since the
+//     testbed drops on the sender's egress, before the switch, so the
+//     only copy the capture has may be a retransmission.
 //
 // # Authentication
 //

@@ -117,7 +117,16 @@ type LastFrame struct {
 	// AfterNS is Sent (Time when unknown) minus the record's InForce
 	// (Time when unknown): negative when the frame came before.
 	AfterNS int64 `json:"after_ns"`
-	OK      bool  `json:"ok"`
+	// ClosedBy is the packet of the FIN that closed the frame's
+	// connection past it and left before the fault was in force: a frame
+	// sent after it was its kernel's retransmission. 0: none.
+	ClosedBy int64 `json:"closed_by,omitempty"`
+	// LossAsked is the loss rate (percent) asked on the frame's direction
+	// since the frame before it, when it was sent after the fault was in
+	// force and no FIN says why: it may be a retransmission whose first
+	// copy was lost before the switch. 0: none.
+	LossAsked float64 `json:"loss_asked,omitempty"`
+	OK        bool    `json:"ok"`
 }
 
 // PathDelay is the one-way delay of the segments sent while no delay
@@ -150,7 +159,7 @@ func (a *analyzer) faultChecks(allCuts []*cuts) {
 	checks := a.delayChecks(wins)
 	checks = append(checks, a.lossChecks(wins, allCuts)...)
 	checks = append(checks, a.cutChecks(allCuts)...)
-	checks = append(checks, a.lastFrameChecks()...)
+	checks = append(checks, a.lastFrameChecks(wins)...)
 	slices.SortStableFunc(checks, func(x, y FaultCheck) int { return cmp.Compare(x.Packet, y.Packet) })
 	a.rep.FaultChecks = checks
 	if a.rep.FaultChecks == nil {
@@ -477,8 +486,9 @@ func (a *analyzer) recordOfPacket(pkt int64) *recordAt {
 
 // lastFrameChecks finds, for each crash and pause, the last frame each of
 // its nodes sent before it came back, and whether its kernel sent it
-// after the fault was in force.
-func (a *analyzer) lastFrameChecks() []FaultCheck {
+// after the fault was in force for a reason other than having held it
+// since before.
+func (a *analyzer) lastFrameChecks(wins []impairWindow) []FaultCheck {
 	var out []FaultCheck
 	for ri := range a.records {
 		r := &a.records[ri]
@@ -487,28 +497,22 @@ func (a *analyzer) lastFrameChecks() []FaultCheck {
 		}
 		fc := FaultCheck{Packet: r.pkt, Kind: string(r.Kind), Time: r.Time.UTC(), Check: CheckLastFrame, OK: true, Verified: true}
 		var words []string
+		unknownSent, maybeResent := false, false
 		for _, name := range r.Nodes {
 			i, ok := a.byName[name]
 			if !ok {
 				continue
 			}
-			lf := a.lastFrame(i, r)
+			lf := a.lastFrame(i, r, wins)
 			fc.Last = append(fc.Last, lf)
-			if lf.Sent == nil && lf.Packet != 0 {
-				fc.Verified = false
-			}
+			unknownSent = unknownSent || (lf.Sent == nil && lf.Packet != 0)
+			maybeResent = maybeResent || lf.LossAsked > 0
 			fc.OK = fc.OK && lf.OK
-			switch {
-			case lf.Packet == 0:
-				words = append(words, name+" sent no frame")
-			case lf.AfterNS > 0:
-				words = append(words, fmt.Sprintf("%s's last frame (packet %d) sent %s after", name, lf.Packet, fmtDur(lf.AfterNS)))
-			default:
-				words = append(words, fmt.Sprintf("%s's last frame (packet %d) sent %s before", name, lf.Packet, fmtDur(-lf.AfterNS)))
-			}
+			words = append(words, lf.words())
 		}
+		fc.Verified = !unknownSent && !maybeResent
 		fc.Detail = fmt.Sprintf("%s in force: %s", r.Kind, strings.Join(words, "; "))
-		if !fc.Verified {
+		if unknownSent {
 			fc.Detail += " (switch times: send times unknown)"
 		}
 		out = append(out, fc)
@@ -516,7 +520,32 @@ func (a *analyzer) lastFrameChecks() []FaultCheck {
 	return out
 }
 
-func (a *analyzer) lastFrame(node int32, r *recordAt) LastFrame {
+func (lf *LastFrame) words() string {
+	switch {
+	case lf.Packet == 0:
+		return lf.Node + " sent no frame"
+	case lf.AfterNS <= 0:
+		return fmt.Sprintf("%s's last frame (packet %d) sent %s before", lf.Node, lf.Packet, fmtDur(-lf.AfterNS))
+	case lf.ClosedBy != 0:
+		return fmt.Sprintf("%s's last frame (packet %d) sent %s after as a retransmission: its connection's FIN past it (packet %d) went out before", lf.Node, lf.Packet, fmtDur(lf.AfterNS), lf.ClosedBy)
+	case lf.LossAsked > 0:
+		return fmt.Sprintf("%s's last frame (packet %d) sent %s after, under %g%% loss asked: maybe a retransmission of a copy lost before the switch", lf.Node, lf.Packet, fmtDur(lf.AfterNS), lf.LossAsked)
+	default:
+		return fmt.Sprintf("%s's last frame (packet %d) sent %s after", lf.Node, lf.Packet, fmtDur(lf.AfterNS))
+	}
+}
+
+// lastFrame finds the last frame node sent before it came back from r.
+// A frame sent after r was in force is not held against it when the
+// kernel may have been sending what it held from before: a stopped
+// process's sockets stay open and a killed one's are closed with a FIN
+// after the bytes already written, and TCP retransmits both. So the frame
+// passes when its connection's FIN at or past its end went out before r
+// was in force (the bytes were written before the close), and it is not
+// verified when its direction lost segments on request since the frame
+// before it: the copy on the switch may be the kernel's retransmission of
+// one lost before the switch, the only copy the capture could see.
+func (a *analyzer) lastFrame(node int32, r *recordAt, wins []impairWindow) LastFrame {
 	lf := LastFrame{Node: a.name(node), OK: true}
 	back := int64(math.MaxInt64)
 	for _, tr := range a.nodes[node].trans {
@@ -543,10 +572,55 @@ func (a *analyzer) lastFrame(node int32, r *recordAt) LastFrame {
 		lf.Sent, at = &s, last.sent
 	}
 	lf.AfterNS = at - r.inForce()
-	if last.sent != 0 {
-		lf.OK = lf.AfterNS-last.sentErr <= 0
+	if last.sent == 0 || lf.AfterNS-last.sentErr <= 0 {
+		return lf
 	}
+	if fin := a.wire.closedBefore(last, r.inForce()); fin != 0 {
+		lf.ClosedBy = fin
+		return lf
+	}
+	if loss := lossAsked(wins, [2]int32{last.from, last.to}, a.wire.previous(last), r.inForce()); loss > 0 {
+		lf.LossAsked = loss
+		return lf
+	}
+	lf.OK = false
 	return lf
+}
+
+// closedBefore returns the packet of the FIN that closed f's direction at
+// or past f's end and that its sender's kernel sent by t, 0 if none.
+func (w *wireObserver) closedBefore(f *frameObs, t int64) int64 {
+	for _, fin := range w.fins[f.dir] {
+		if fin.sent != 0 && fin.sent-fin.sentErr <= t && seqLE(f.end, fin.seq) {
+			return fin.pkt
+		}
+	}
+	return 0
+}
+
+// previous returns when the frame before f on its direction was on the
+// switch, 0 if f was the first.
+func (w *wireObserver) previous(f *frameObs) int64 {
+	var prev int64
+	for i := range w.frames {
+		g := &w.frames[i]
+		if g.dir == f.dir && g.t < f.t && g.t > prev {
+			prev = g.t
+		}
+	}
+	return prev
+}
+
+// lossAsked returns the highest loss rate asked on pair at any time from
+// from to to, 0 if none.
+func lossAsked(wins []impairWindow, pair [2]int32, from, to int64) float64 {
+	var loss float64
+	for _, w := range wins {
+		if w.pair == pair && w.start <= to && w.end > from {
+			loss = max(loss, w.loss)
+		}
+	}
+	return loss
 }
 
 // pathDelay summarises the delay of segments outside every delay window.

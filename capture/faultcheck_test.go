@@ -260,6 +260,68 @@ func TestFaultCheckLastFrame(t *testing.T) {
 	}
 }
 
+// TestFaultCheckLastFrameResent: a crashed node's kernel still sends what
+// its process wrote before it died. Here the frame's first copy was lost
+// before the switch (muted) and its retransmission comes 250 ms after the
+// crash; the FIN that the kernel sent at the death, if the capture has it,
+// shows the bytes were written before.
+func TestFaultCheckLastFrameResent(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		finSeen          bool
+		loss             float64
+		ok, verified     bool
+		closedBy, lossed bool
+	}{
+		{"FIN seen", true, 0, true, true, true, false},
+		{"FIN lost, loss asked", false, 12, true, false, false, true},
+		{"FIN lost, no loss asked", false, 0, false, true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, buf := faultSynth(t)
+			if tc.loss > 0 {
+				s.inForceRecord(Record{Kind: KindLoss, Nodes: s.names(4), Impair: &RecordImpairment{Loss: tc.loss}})
+			}
+			c := s.conn(4, 0)
+			port := uint16(s.nodes[0].Port)
+			seq := c.cseq
+			data := wire.Append(nil, s.msg(wire.TypeCoordinator, 4, 1, 0))
+			c.cseq += uint32(len(data))
+			s.mute = true
+			s.packet(4, 0, c.cport, port, seq, c.sseq, tcpACK|tcpPSH, data)
+			s.mute = false
+			s.count(4, 0, wire.TypeCoordinator)
+			// The kernel closes the dead process's sockets before the
+			// lab, reaping it, knows the crash is in force.
+			s.record(Record{Kind: KindCrash, Nodes: s.names(4), InForce: time.Unix(0, s.t+int64(time.Millisecond)).UTC()})
+			s.live[4] = false
+			s.mute = !tc.finSeen
+			s.packet(4, 0, c.cport, port, c.cseq, c.sseq, tcpFIN|tcpACK, nil)
+			s.mute = false
+			s.advance(2 * time.Millisecond)
+			s.advance(250 * time.Millisecond)
+			s.packet(4, 0, c.cport, port, seq, c.sseq, tcpFIN|tcpACK|tcpPSH, data)
+			s.packet(0, 4, port, c.cport, c.sseq, c.cseq+1, tcpACK, nil)
+			delete(s.conns, [2]int{4, 0})
+			s.heartbeats(3, 2, 2)
+			rep := analyzeSynth(t, s, buf)
+			cs := checksOf(rep, CheckLastFrame)
+			if len(cs) != 1 || len(cs[0].Last) != 1 {
+				t.Fatalf("last-frame checks %+v", cs)
+			}
+			fc, lf := cs[0], cs[0].Last[0]
+			t.Log(fc.Detail)
+			if fc.OK != tc.ok || fc.Verified != tc.verified || (lf.ClosedBy != 0) != tc.closedBy || (lf.LossAsked > 0) != tc.lossed {
+				t.Errorf("ok %v verified %v closed_by %d loss_asked %g, want ok %v verified %v closed_by %v loss %v",
+					fc.OK, fc.Verified, lf.ClosedBy, lf.LossAsked, tc.ok, tc.verified, tc.closedBy, tc.lossed)
+			}
+			if lf.AfterNS < int64(200*time.Millisecond) {
+				t.Errorf("after %d ns: the analysis did not take the retransmission as the last frame", lf.AfterNS)
+			}
+		})
+	}
+}
+
 func TestFaultCheckLoss(t *testing.T) {
 	for _, tc := range []struct {
 		asked float64

@@ -13,6 +13,18 @@ type wireObserver struct {
 	xmits   map[dirKey]*ackQueue // data transmissions awaiting theirs
 	delays  map[[2]int32][]delaySample
 	sends   map[[2]int32][]xmitOutcome
+	// dirs counts the connections' directions that carried frames
+	// (frameObs.dir); fins holds the FINs each of them carried.
+	dirs int32
+	fins map[int32][]finObs
+}
+
+// finObs is a FIN on the wire: it closes its direction at seq, which its
+// sender's kernel sent at sent (0: unknown).
+type finObs struct {
+	seq           uint32
+	sent, sentErr int64
+	pkt           int64
 }
 
 // frameObs is one wire frame, any type.
@@ -25,6 +37,8 @@ type frameObs struct {
 	pkt     int64
 	from    int32
 	to      int32
+	dir     int32  // its direction: wireObserver.dirs index
+	end     uint32 // the sequence number just past its last byte
 }
 
 // dirKey is one direction of a connection.
@@ -34,6 +48,7 @@ type dirKey struct{ src, dst netip.AddrPort }
 type ackQueue struct {
 	items []ackItem
 	head  int
+	dir   int32 // pending's: wireObserver.dirs index
 }
 
 type ackItem struct {
@@ -81,21 +96,23 @@ func (w *wireObserver) sentAt(tsval uint32, t int64) (sent, errNS int64) {
 
 // frame notes a decoded frame of from to to and returns its index.
 func (w *wireObserver) frame(f *Frame, t int64, from, to int32) int32 {
-	fo := frameObs{t: t, pkt: f.Packet, from: from, to: to}
+	fo := frameObs{t: t, pkt: f.Packet, from: from, to: to, end: f.EndSeq}
 	if f.HasTS {
 		fo.sent, fo.sentErr = w.sentAt(f.TSval, t)
 	}
-	i := int32(len(w.frames))
-	w.frames = append(w.frames, fo)
 	if w.pending == nil {
 		w.pending = map[dirKey]*ackQueue{}
 	}
 	k := dirKey{f.Src, f.Dst}
 	q := w.pending[k]
 	if q == nil {
-		q = &ackQueue{}
+		q = &ackQueue{dir: w.dirs}
+		w.dirs++
 		w.pending[k] = q
 	}
+	fo.dir = q.dir
+	i := int32(len(w.frames))
+	w.frames = append(w.frames, fo)
 	q.push(ackItem{end: f.EndSeq, frame: i, t: t})
 	return i
 }
@@ -105,9 +122,9 @@ func (a *analyzer) Segment(s *Segment) {
 	w := &a.wire
 	t := s.Time.UnixNano()
 	from, to := a.nodeOfAddr(s.Src.Addr()), a.nodeOfAddr(s.Dst.Addr())
-	var sent int64
+	var sent, sentErr int64
 	if s.HasTS {
-		sent, _ = w.sentAt(s.TSval, t)
+		sent, sentErr = w.sentAt(s.TSval, t)
 		if sent != 0 {
 			if w.delays == nil {
 				w.delays = map[[2]int32][]delaySample{}
@@ -122,6 +139,12 @@ func (a *analyzer) Segment(s *Segment) {
 		// will be.
 		delete(w.pending, fwd)
 		delete(w.xmits, fwd)
+	}
+	if q := w.pending[fwd]; s.FIN && q != nil {
+		if w.fins == nil {
+			w.fins = map[int32][]finObs{}
+		}
+		w.fins[q.dir] = append(w.fins[q.dir], finObs{seq: s.Seq + uint32(s.Len), sent: sent, sentErr: sentErr, pkt: s.Packet})
 	}
 	if s.ACK {
 		w.acknowledge(dirKey{s.Dst, s.Src}, s.Ack, t, sent)
