@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/florianl/go-nfqueue/v2"
 	"github.com/google/nftables/expr"
 	"github.com/google/nftables/xt"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 func TestLateBuckets(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"maps"
 	"math"
 	"net/netip"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem"
-	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/vishvananda/netns"
 )
 

@@ -18,11 +18,11 @@ import (
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/capture/capturetest"
 	"github.com/bullylab/bullylab/netem"
-	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/gopacket/gopacket"
 )

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
-	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/node/localapi"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 // The control API of a lab served by `bullylab up` is HTTP/1.1 with JSON

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
-	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 // Apply applies f (see fault.Fault for what each kind takes) and returns the

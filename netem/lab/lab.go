@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
-	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"

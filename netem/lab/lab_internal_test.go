@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"golang.org/x/sys/unix"
 )
 

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
-	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
 )
 

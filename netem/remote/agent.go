@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bullylab/bullylab/capture"
-	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 // The agent protocol: the controller writes one JSON agentRequest a line

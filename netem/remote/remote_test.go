@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/bullylab/bullylab/capture"
-	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 // Without a key file and without an agent the error says what to give.

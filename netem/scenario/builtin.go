@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire/bounded"
 	"github.com/bullylab/bullylab/wire/suggest"
 )

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 // Target is what Execute drives: a lab behind an adapter, or a fake in

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/scenario"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 // fakeTarget is an in-memory testbed that behaves like a correct Bully

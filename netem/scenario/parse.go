@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/topologies/yamlfile"
 	"github.com/bullylab/bullylab/wire/bounded"
 	"go.yaml.in/yaml/v3"

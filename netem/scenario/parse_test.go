@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/scenario"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 func TestParseExample(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/topologies/yamlfile"
 	"github.com/bullylab/bullylab/wire/bounded"
 )

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/scenario"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 func keysOf(scs []*scenario.Scenario) []string {

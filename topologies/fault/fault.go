@@ -1,0 +1,135 @@
+// Package fault is the faults a testbed can suffer: their kinds, their
+// records and their grammar, the one vocabulary that scenarios, the
+// command line, the lab, the control API and captures share.
+package fault
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Kind names a fault. The names are those of scenario files, of the
+// control API and of the capture's fault records, so that a schedule and
+// its capture read alike.
+type Kind string
+
+// Node faults take Nodes; partition takes Groups; delay and loss take Nodes
+// (the senders), optionally Peers, and Impair.
+const (
+	Crash     Kind = "crash"     // SIGKILL the node's process
+	Restart   Kind = "restart"   // start a crashed (or never started) node
+	Pause     Kind = "pause"     // SIGSTOP: a grey failure, sockets stay open
+	Resume    Kind = "resume"    // SIGCONT a paused node
+	Isolate   Kind = "isolate"   // drop every packet to and from the node
+	Unisolate Kind = "unisolate" // reconnect an isolated node
+	Partition Kind = "partition" // cut Groups from each other (OneWay: only Groups[0] -> Groups[1])
+	Heal      Kind = "heal"      // remove the partition and reconnect isolated nodes (not impairments)
+	Delay     Kind = "delay"     // add latency to what the nodes send
+	Loss      Kind = "loss"      // drop a share of what the nodes send
+	Clear     Kind = "clear"     // restore the topology's impairments of the nodes
+	Campaign  Kind = "campaign"  // ask the node to start an election
+	Leave     Kind = "leave"     // the node announces LEAVE and stops
+	Join      Kind = "join"      // start a node that left, announcing JOIN
+)
+
+// Kinds lists every fault kind in documentation order.
+var Kinds = []Kind{Crash, Restart, Pause, Resume, Isolate, Unisolate,
+	Partition, Heal, Delay, Loss, Clear, Campaign, Leave, Join}
+
+// KindList is Kinds as one comma-separated string, for messages.
+func KindList() string {
+	names := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Fault is one fault: the request a lab applies and the control API's
+// POST /fault takes, and the record observers and captures get.
+//
+//	crash, restart, pause, resume, isolate, unisolate, campaign, leave:
+//	        Nodes are the targets
+//	partition: Groups (two or more, disjoint; an entry may name a topology
+//	        group); OneWay drops only what Groups[0] sends to Groups[1]
+//	heal:   clears every partition and isolation
+//	delay:  Nodes are the senders, Peers (optional) the destinations, each
+//	        sender's sends to each peer (or to everyone) get Impair's Delay
+//	        and Jitter, their other impairments kept; one fault for all
+//	loss:   the same with Impair.Loss, which the receivers apply
+//	join:   Nodes, down, start again and announce themselves with JOIN
+//	clear:  restores the topology's impairments of Nodes (all when empty)
+//
+// In a record, Time is when the lab began applying it (the change is in
+// force within about a millisecond of it), Groups are resolved to node
+// names, Impair is the impairment then in force on the affected link or
+// pair, and Detail says in words what changed.
+type Fault struct {
+	Time time.Time `json:"time"`
+	// InForce, in a record, is when the change was known to be in force
+	// (processes gone or stopped, rules installed); zero when unknown.
+	InForce time.Time   `json:"in_force,omitzero"`
+	Kind    Kind        `json:"kind"`
+	Nodes   []string    `json:"nodes,omitempty"`
+	Peers   []string    `json:"peers,omitempty"`
+	Groups  [][]string  `json:"groups,omitempty"`
+	OneWay  bool        `json:"one_way,omitempty"`
+	Impair  *Impairment `json:"impair,omitempty"`
+	Detail  string      `json:"detail,omitempty"`
+}
+
+// Impairment degrades the traffic a node sends. Percentages are 0-100.
+// In JSON (the control API, fault records) durations are nanoseconds.
+type Impairment struct {
+	Delay  time.Duration `json:"delay_ns,omitempty"`  // added to every packet
+	Jitter time.Duration `json:"jitter_ns,omitempty"` // uniform ± around Delay; packets may overtake each other, as with netem
+
+	Loss      float64 `json:"loss,omitempty"`      // percent of packets dropped
+	Duplicate float64 `json:"duplicate,omitempty"` // percent of packets sent twice
+	Reorder   float64 `json:"reorder,omitempty"`   // percent of packets sent at once, overtaking delayed ones (needs Delay)
+}
+
+// IsZero reports whether imp leaves traffic untouched.
+func (imp Impairment) IsZero() bool { return imp == Impairment{} }
+
+// Validate rejects impairments no backend can apply.
+func (imp Impairment) Validate() error {
+	switch {
+	case imp.Delay < 0 || imp.Jitter < 0:
+		return fmt.Errorf("impairment %v: negative delay or jitter", imp)
+	case !percentage(imp.Loss) || !percentage(imp.Duplicate) || !percentage(imp.Reorder):
+		return fmt.Errorf("impairment %v: percentages must be within 0-100", imp)
+	case imp.Reorder > 0 && imp.Delay == 0:
+		return fmt.Errorf("impairment %v: reordering needs a delay to overtake", imp)
+	case imp.Delay+imp.Jitter > time.Duration(math.MaxUint32)*time.Microsecond:
+		return fmt.Errorf("impairment %v: delay too long", imp)
+	}
+	return nil
+}
+
+func percentage(p float64) bool { return p >= 0 && p <= 100 }
+
+func (imp Impairment) String() string {
+	if imp.IsZero() {
+		return "none"
+	}
+	var parts []string
+	if imp.Delay > 0 || imp.Jitter > 0 {
+		s := "delay " + imp.Delay.String()
+		if imp.Jitter > 0 {
+			s += "±" + imp.Jitter.String()
+		}
+		parts = append(parts, s)
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"loss", imp.Loss}, {"duplicate", imp.Duplicate}, {"reorder", imp.Reorder}} {
+		if p.v > 0 {
+			parts = append(parts, fmt.Sprintf("%s %g%%", p.name, p.v))
+		}
+	}
+	return strings.Join(parts, " ")
+}
