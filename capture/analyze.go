@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -656,16 +657,16 @@ func (a *analyzer) record(p *Packet, ts int64) {
 	a.records = append(a.records, recordAt{Record: rec, t: ts, pkt: p.Num})
 	var up, change bool
 	switch rec.Kind {
-	case KindCrash, KindPause, KindLeave:
+	case fault.Crash, fault.Pause, fault.Leave:
 		up, change = false, true
-	case KindRestart, KindJoin, KindResume:
+	case fault.Restart, fault.Join, fault.Resume:
 		up, change = true, true
 	}
 	if change {
 		for _, name := range rec.Nodes {
 			if i, ok := a.byName[name]; ok {
 				a.nodes[i].trans = append(a.nodes[i].trans, transition{ts, up})
-				if rec.Kind == KindRestart || rec.Kind == KindJoin {
+				if rec.Kind == fault.Restart || rec.Kind == fault.Join {
 					a.nodes[i].claimedTop = false // a new process
 				}
 			}
@@ -826,7 +827,7 @@ func (a *analyzer) buildCuts() []*cuts {
 		next := *cur
 		changed := true
 		switch r.Kind {
-		case KindPartition:
+		case fault.Partition:
 			next.group = map[int32]int{}
 			for g, names := range r.Groups {
 				for _, n := range names {
@@ -836,17 +837,17 @@ func (a *analyzer) buildCuts() []*cuts {
 				}
 			}
 			next.groupsLen, next.oneWay, next.parted = len(r.Groups), r.OneWay, true
-		case KindHeal:
+		case fault.Heal:
 			next.group, next.parted, next.oneWay = nil, false, false
 			next.isolated = map[int32]bool{}
-		case KindIsolate, KindUnisolate:
+		case fault.Isolate, fault.Unisolate:
 			next.isolated = make(map[int32]bool, len(cur.isolated)+1)
 			for k, v := range cur.isolated {
 				next.isolated[k] = v
 			}
 			for _, n := range r.Nodes {
 				if i, ok := a.byName[n]; ok {
-					if r.Kind == KindIsolate {
+					if r.Kind == fault.Isolate {
 						next.isolated[i] = true
 					} else {
 						delete(next.isolated, i)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
 )
 
@@ -155,13 +156,13 @@ func TestAnalyzeAnomalies(t *testing.T) {
 	s.send(2, 1, s.msg(wire.TypeCoordinator, 2, 2, wire.ReasonManual))
 	// A partition hides n4 from n1: n3 leading n1 is no anomaly then.
 	s.advance(2 * time.Second)
-	s.record(Record{Kind: KindPartition, Groups: [][]string{{"n1", "n3"}, {"n2", "n4"}}})
+	s.record(Record{Kind: fault.Partition, Groups: [][]string{{"n1", "n3"}, {"n2", "n4"}}})
 	s.advance(600 * time.Millisecond)
 	s.send(2, 0, s.msg(wire.TypeHalt, 2, 3, wire.ReasonLeaderFailed))
 	s.send(0, 2, s.msg(wire.TypeHaltAck, 0, 3, 0))
 	s.send(2, 0, s.msg(wire.TypeCoordinator, 2, 3, wire.ReasonLeaderFailed))
 	s.advance(2 * time.Second)
-	s.record(Record{Kind: KindHeal})
+	s.record(Record{Kind: fault.Heal})
 	// The leader crashes at the end: no convergence.
 	s.advance(2 * time.Second)
 	s.crash(2)
@@ -291,14 +292,14 @@ func TestAnalyzePhases(t *testing.T) {
 	leader := s.elect(0, 0, wire.ReasonBoot) // n5, epoch 1
 	s.heartbeats(leader, 1, 3)
 	s.advance(time.Second)
-	s.record(Record{Kind: KindPartition, Groups: [][]string{{"n4", "n5"}, {"n1", "n2", "n3"}}})
+	s.record(Record{Kind: fault.Partition, Groups: [][]string{{"n4", "n5"}, {"n1", "n2", "n3"}}})
 	partition := s.t
 	s.heartbeatsTo(4, 1, 3, 3) // n5 to n4 only, its side
 	majority := []int{0, 1}
 	s.electAmong(2, majority, 2, wire.ReasonLeaderFailed) // n3 leads epoch 2
 	s.heartbeatsTo(2, 2, 3, majority...)
 	s.advance(time.Second)
-	s.record(Record{Kind: KindHeal})
+	s.record(Record{Kind: fault.Heal})
 	heal := s.t
 	s.advance(300 * time.Millisecond)
 	s.electAmong(4, []int{0, 1, 2, 3}, 3, wire.ReasonLowerLeader) // n5 leads epoch 3
@@ -344,7 +345,7 @@ func TestAnalyzeScopes(t *testing.T) {
 	leader := s.elect(0, 0, wire.ReasonBoot) // n5, epoch 1
 	s.heartbeats(leader, 1, 3)
 	s.advance(time.Second)
-	s.record(Record{Kind: KindPartition, Groups: [][]string{{"n1", "n2"}, {"n3", "n4", "n5"}}})
+	s.record(Record{Kind: fault.Partition, Groups: [][]string{{"n1", "n2"}, {"n3", "n4", "n5"}}})
 	s.advance(700 * time.Millisecond)
 	// Interleaved: n2 takes over its side while n5 re-asserts on its own.
 	for _, pair := range [][2]int{{1, 0}, {4, 2}, {4, 3}} {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
 )
 
@@ -33,7 +34,7 @@ func TestAnalyzeDetectionHaltFirst(t *testing.T) {
 		t.Fatalf("%d elections, want the boot one and the crash one", len(rep.Elections))
 	}
 	e := rep.Elections[1]
-	if e.Trigger.Kind != string(KindCrash) || e.Trigger.Time.UnixNano() != crashed {
+	if e.Trigger.Kind != string(fault.Crash) || e.Trigger.Time.UnixNano() != crashed {
 		t.Fatalf("trigger %s at %s, want the crash record at %s", e.Trigger.Kind, e.Trigger.Time, time.Unix(0, crashed).UTC())
 	}
 	if e.First.Type != "HALT" || e.First.From != "n4" || e.Messages.Election != 0 {

@@ -103,7 +103,7 @@
 //	time     string      when it happened: RFC 3339 with nanoseconds (Go's
 //	                     time.Time), the same instant as the packet's
 //	                     timestamp, which is what Analyze uses
-//	kind     string      a RecordKind: what happened
+//	kind     string      what happened: testbed, end or a fault kind
 //	nodes    [string]    the nodes it concerns, by name (see the kinds)
 //	groups   [[string]]  partition only: the groups, by node name
 //	one_way  bool        partition only
@@ -119,7 +119,7 @@
 //	testbed  object      testbed record only: TestbedInfo
 //	capture  object      end record only: CaptureStats
 //
-// The kinds ([RecordKind]):
+// The kinds ([RecordKinds]; a fault's kind is its [fault.Kind]):
 //
 //   - testbed, the first record (see Timestamps and order): testbed is
 //     the [TestbedInfo]: topology (string, its name), run (string, the run

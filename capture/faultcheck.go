@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 // Checks of what a fault did on the wire (FaultCheck.Check).
@@ -189,7 +191,7 @@ func (a *analyzer) impairWindows() []impairWindow {
 	for ri := range a.records {
 		r := &a.records[ri]
 		switch r.Kind {
-		case KindDelay, KindLoss:
+		case fault.Delay, fault.Loss:
 			if r.Impair == nil {
 				continue
 			}
@@ -197,10 +199,10 @@ func (a *analyzer) impairWindows() []impairWindow {
 				closeAt(pair, r)
 				out = append(out, impairWindow{rec: ri, pair: pair, start: r.inForce(), end: math.MaxInt64, settled: math.MaxInt64,
 					delay: r.Impair.DelayNS, jitter: r.Impair.JitterNS, loss: r.Impair.Loss,
-					delayRequested: r.Kind == KindDelay})
+					delayRequested: r.Kind == fault.Delay})
 				open[pair] = len(out) - 1
 			}
-		case KindClear:
+		case fault.Clear:
 			for _, pair := range a.directions(r.Nodes, nil) {
 				closeAt(pair, r)
 			}
@@ -358,7 +360,7 @@ func (a *analyzer) lossChecks(wins []impairWindow, allCuts []*cuts) []FaultCheck
 	var recs []int
 	for _, w := range wins {
 		r := &a.records[w.rec]
-		if r.Kind != KindLoss {
+		if r.Kind != fault.Loss {
 			continue
 		}
 		ac := byRec[w.rec]
@@ -492,7 +494,7 @@ func (a *analyzer) lastFrameChecks(wins []impairWindow) []FaultCheck {
 	var out []FaultCheck
 	for ri := range a.records {
 		r := &a.records[ri]
-		if r.Kind != KindCrash && r.Kind != KindPause {
+		if r.Kind != fault.Crash && r.Kind != fault.Pause {
 			continue
 		}
 		fc := FaultCheck{Packet: r.pkt, Kind: string(r.Kind), Time: r.Time.UTC(), Check: CheckLastFrame, OK: true, Verified: true}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
 )
 
@@ -79,7 +80,7 @@ func TestFaultCheckDelay(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, buf := faultSynth(t)
-			s.inForceRecord(Record{Kind: KindDelay, Nodes: s.names(0, 1, 2, 3, 4), Impair: &RecordImpairment{DelayNS: int64(tc.asked), JitterNS: int64(tc.jitter)}})
+			s.inForceRecord(Record{Kind: fault.Delay, Nodes: s.names(0, 1, 2, 3, 4), Impair: &RecordImpairment{DelayNS: int64(tc.asked), JitterNS: int64(tc.jitter)}})
 			s.egress = map[int]time.Duration{}
 			for i := range s.nodes {
 				s.egress[i] = tc.applied
@@ -118,7 +119,7 @@ func TestFaultCheckDelay(t *testing.T) {
 func TestFaultCheckDelayLiftedEarlyRelease(t *testing.T) {
 	s, buf := faultSynth(t)
 	const asked = 50 * time.Millisecond
-	s.inForceRecord(Record{Kind: KindDelay, Nodes: s.names(0, 1, 2, 3, 4), Impair: &RecordImpairment{DelayNS: int64(asked)}})
+	s.inForceRecord(Record{Kind: fault.Delay, Nodes: s.names(0, 1, 2, 3, 4), Impair: &RecordImpairment{DelayNS: int64(asked)}})
 	s.egress = map[int]time.Duration{}
 	for i := range s.nodes {
 		s.egress[i] = asked
@@ -137,7 +138,7 @@ func TestFaultCheckDelayLiftedEarlyRelease(t *testing.T) {
 	for i := range s.nodes {
 		s.egress[i] = 0
 	}
-	s.record(Record{Kind: KindClear})
+	s.record(Record{Kind: fault.Clear})
 	s.heartbeats(4, 1, 2)
 	rep := analyzeSynth(t, s, buf)
 	cs := checksOf(rep, CheckDelay)
@@ -190,7 +191,7 @@ func TestFaultCheckDelayWithoutClock(t *testing.T) {
 		s.live[i] = true
 	}
 	s.heartbeats(2, 1, 2)
-	s.inForceRecord(Record{Kind: KindDelay, Nodes: s.names(0, 1, 2), Impair: &RecordImpairment{DelayNS: int64(10 * time.Millisecond)}})
+	s.inForceRecord(Record{Kind: fault.Delay, Nodes: s.names(0, 1, 2), Impair: &RecordImpairment{DelayNS: int64(10 * time.Millisecond)}})
 	s.heartbeats(2, 1, 2)
 	rep := analyzeSynth(t, s, &buf)
 	cs := checksOf(rep, CheckDelay)
@@ -205,11 +206,11 @@ func TestFaultCheckDelayWithoutClock(t *testing.T) {
 func TestFaultCheckCut(t *testing.T) {
 	for _, crossing := range []bool{false, true} {
 		s, buf := faultSynth(t)
-		s.inForceRecord(Record{Kind: KindPartition, Groups: [][]string{s.names(3, 4), s.names(0, 1, 2)}})
+		s.inForceRecord(Record{Kind: fault.Partition, Groups: [][]string{s.names(3, 4), s.names(0, 1, 2)}})
 		s.noAck = !crossing
 		s.heartbeats(4, 1, 3)
 		s.noAck = false
-		s.record(Record{Kind: KindHeal, Nodes: s.names(0, 1, 2, 3, 4)})
+		s.record(Record{Kind: fault.Heal, Nodes: s.names(0, 1, 2, 3, 4)})
 		s.heartbeats(4, 1, 2)
 		rep := analyzeSynth(t, s, buf)
 		cs := checksOf(rep, CheckCut)
@@ -238,7 +239,7 @@ func TestFaultCheckCut(t *testing.T) {
 func TestFaultCheckLastFrame(t *testing.T) {
 	for _, late := range []bool{false, true} {
 		s, buf := faultSynth(t)
-		s.inForceRecord(Record{Kind: KindCrash, Nodes: s.names(4)})
+		s.inForceRecord(Record{Kind: fault.Crash, Nodes: s.names(4)})
 		s.live[4] = false
 		if late {
 			s.send(4, 0, s.msg(1, 4, 1, 0)) // a frame its kernel sent after it was gone
@@ -280,7 +281,7 @@ func TestFaultCheckLastFrameResent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, buf := faultSynth(t)
 			if tc.loss > 0 {
-				s.inForceRecord(Record{Kind: KindLoss, Nodes: s.names(4), Impair: &RecordImpairment{Loss: tc.loss}})
+				s.inForceRecord(Record{Kind: fault.Loss, Nodes: s.names(4), Impair: &RecordImpairment{Loss: tc.loss}})
 			}
 			c := s.conn(4, 0)
 			port := uint16(s.nodes[0].Port)
@@ -293,7 +294,7 @@ func TestFaultCheckLastFrameResent(t *testing.T) {
 			s.count(4, 0, wire.TypeCoordinator)
 			// The kernel closes the dead process's sockets before the
 			// lab, reaping it, knows the crash is in force.
-			s.record(Record{Kind: KindCrash, Nodes: s.names(4), InForce: time.Unix(0, s.t+int64(time.Millisecond)).UTC()})
+			s.record(Record{Kind: fault.Crash, Nodes: s.names(4), InForce: time.Unix(0, s.t+int64(time.Millisecond)).UTC()})
 			s.live[4] = false
 			s.mute = !tc.finSeen
 			s.packet(4, 0, c.cport, port, c.cseq, c.sseq, tcpFIN|tcpACK, nil)
@@ -328,7 +329,7 @@ func TestFaultCheckLoss(t *testing.T) {
 		ok    bool
 	}{{30, true}, {1, false}} {
 		s, buf := faultSynth(t)
-		s.inForceRecord(Record{Kind: KindLoss, Nodes: s.names(0, 1, 2, 3, 4), Impair: &RecordImpairment{Loss: tc.asked}})
+		s.inForceRecord(Record{Kind: fault.Loss, Nodes: s.names(0, 1, 2, 3, 4), Impair: &RecordImpairment{Loss: tc.asked}})
 		// Every transmission the synth repeats was, by the capture's
 		// reading, lost: sent again before it was acknowledged.
 		s.retransmit = 0.3
@@ -383,13 +384,13 @@ func FuzzAnalyze(f *testing.F) {
 		s.live[i] = true
 	}
 	s.heartbeats(2, 1, 2)
-	s.record(Record{Kind: KindDelay, Nodes: s.names(0, 1, 2), Impair: &RecordImpairment{DelayNS: 1e7, Loss: 5}, InForce: time.Unix(0, s.t)})
+	s.record(Record{Kind: fault.Delay, Nodes: s.names(0, 1, 2), Impair: &RecordImpairment{DelayNS: 1e7, Loss: 5}, InForce: time.Unix(0, s.t)})
 	s.egress = map[int]time.Duration{0: 10 * time.Millisecond, 2: 10 * time.Millisecond}
 	s.retransmit = 0.3
 	s.heartbeats(2, 1, 2)
-	s.record(Record{Kind: KindPartition, Groups: [][]string{s.names(2), s.names(0, 1)}})
+	s.record(Record{Kind: fault.Partition, Groups: [][]string{s.names(2), s.names(0, 1)}})
 	s.heartbeats(2, 1, 1)
-	s.record(Record{Kind: KindCrash, Nodes: s.names(2)})
+	s.record(Record{Kind: fault.Crash, Nodes: s.names(2)})
 	s.live[2] = false
 	s.elect(0, 1, 0)
 	s.close(f)

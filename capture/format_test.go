@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/google/uuid"
 )
 
@@ -72,7 +73,7 @@ func TestFileFormat(t *testing.T) {
 	if err := w.WriteFrame(1, frameAt, bytes.Repeat([]byte{0xab}, 61), 100); err != nil {
 		t.Fatal(err)
 	}
-	crash := Record{Time: t0.Add(2 * time.Millisecond), Kind: KindCrash, Nodes: []string{"n2"}, Detail: "SIGKILL to process 4242"}
+	crash := Record{Time: t0.Add(2 * time.Millisecond), Kind: fault.Crash, Nodes: []string{"n2"}, Detail: "SIGKILL to process 4242"}
 	if err := w.WriteRecord(crash); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
 )
 
@@ -409,21 +410,21 @@ func TestJSONDocMatchesReports(t *testing.T) {
 
 	// Faults checked on the wire, send times from the clock.
 	fs, fbuf := faultSynth(t)
-	fs.inForceRecord(Record{Kind: KindDelay, Nodes: fs.names(0, 1, 2, 3, 4), Impair: &RecordImpairment{DelayNS: 5e6, JitterNS: 1e6}})
+	fs.inForceRecord(Record{Kind: fault.Delay, Nodes: fs.names(0, 1, 2, 3, 4), Impair: &RecordImpairment{DelayNS: 5e6, JitterNS: 1e6}})
 	fs.egress = map[int]time.Duration{0: 5 * time.Millisecond, 1: 5 * time.Millisecond, 2: 5 * time.Millisecond, 3: 5 * time.Millisecond, 4: 5 * time.Millisecond}
 	fs.heartbeats(4, 1, 5)
 	fs.egress = nil
-	fs.inForceRecord(Record{Kind: KindLoss, Nodes: fs.names(4), Peers: fs.names(0), Impair: &RecordImpairment{Loss: 10}})
+	fs.inForceRecord(Record{Kind: fault.Loss, Nodes: fs.names(4), Peers: fs.names(0), Impair: &RecordImpairment{Loss: 10}})
 	fs.retransmit = 0.1
 	fs.heartbeats(4, 1, 20)
 	fs.retransmit = 0
-	fs.inForceRecord(Record{Kind: KindClear})
-	fs.inForceRecord(Record{Kind: KindPartition, Groups: [][]string{fs.names(3, 4), fs.names(0, 1, 2)}, OneWay: true})
+	fs.inForceRecord(Record{Kind: fault.Clear})
+	fs.inForceRecord(Record{Kind: fault.Partition, Groups: [][]string{fs.names(3, 4), fs.names(0, 1, 2)}, OneWay: true})
 	fs.noAck = true
 	fs.heartbeats(4, 1, 2)
 	fs.noAck = false
-	fs.record(Record{Kind: KindHeal, Nodes: fs.names(0, 1, 2, 3, 4)})
-	fs.inForceRecord(Record{Kind: KindCrash, Nodes: fs.names(4), Detail: "SIGKILL"})
+	fs.record(Record{Kind: fault.Heal, Nodes: fs.names(0, 1, 2, 3, 4)})
+	fs.inForceRecord(Record{Kind: fault.Crash, Nodes: fs.names(4), Detail: "SIGKILL"})
 	fs.live[4] = false
 	fs.advance(time.Second)
 	fs.elect(0, 1, wire.ReasonLeaderFailed)

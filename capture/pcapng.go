@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire/bounded"
 	"github.com/google/uuid"
 	"github.com/gopacket/gopacket"
@@ -39,30 +40,25 @@ const RecordVersion = 1
 // enough; 262144 is tcpdump's default.
 const DefaultSnapLen = 262144
 
-// RecordKind says what a Record reports.
-type RecordKind string
-
-// Record kinds. Faults and lifecycle events name the nodes they concern
-// (see Records in the package doc). The kinds are open: readers keep
-// kinds they do not know.
+// The kinds of the records a capture adds around the faults' (see Records
+// in the package doc): they are no faults, and a testbed never suffers
+// them. A Record's Kind is one of these or a fault kind; the kinds are
+// open: readers keep kinds they do not know.
 const (
-	KindTestbed   RecordKind = "testbed"   // first record: topology, run, nodes
-	KindCrash     RecordKind = "crash"     // node killed (SIGKILL)
-	KindRestart   RecordKind = "restart"   // node started again (also a first start)
-	KindPause     RecordKind = "pause"     // node stopped (SIGSTOP)
-	KindResume    RecordKind = "resume"    // node continued (SIGCONT)
-	KindIsolate   RecordKind = "isolate"   // node's switch port down
-	KindUnisolate RecordKind = "unisolate" // node's switch port up again
-	KindPartition RecordKind = "partition" // Groups cut from each other, nodes in no group not (OneWay: two groups, only Groups[0] -> Groups[1])
-	KindHeal      RecordKind = "heal"      // every partition and isolation removed; Nodes were cut
-	KindDelay     RecordKind = "delay"     // latency set on what the nodes send (Detail: "n3 -> everyone: delay 50ms±5ms")
-	KindLoss      RecordKind = "loss"      // random loss set on what the nodes send (Detail: "n3 -> n1: loss 20%")
-	KindClear     RecordKind = "clear"     // impairments of the nodes (all without Nodes) back to the topology's
-	KindLeave     RecordKind = "leave"     // node left the cluster
-	KindJoin      RecordKind = "join"      // node that left started again, announcing itself with JOIN
-	KindCampaign  RecordKind = "campaign"  // an election asked for by the operator
-	KindEnd       RecordKind = "end"       // last record: the capture's counters
+	KindTestbed fault.Kind = "testbed" // first record: topology, run, nodes
+	KindEnd     fault.Kind = "end"     // last record: the capture's counters
 )
+
+// RecordKinds lists every kind of record this package writes: the
+// testbed record, the fault kinds, the end record.
+func RecordKinds() []fault.Kind {
+	return slices.Concat([]fault.Kind{KindTestbed}, fault.Kinds, []fault.Kind{KindEnd})
+}
+
+// KindCrash is fault.Crash, for the callers that still name it here.
+//
+// Deprecated: use fault.Crash.
+const KindCrash = fault.Crash
 
 // NodeInfo is one testbed node as a capture describes it, in the testbed
 // record and in its interface's description.
@@ -133,7 +129,7 @@ type CaptureStats struct {
 type Record struct {
 	Version int        `json:"version"`
 	Time    time.Time  `json:"time"` // when it happened; also the packet's timestamp
-	Kind    RecordKind `json:"kind"`
+	Kind    fault.Kind `json:"kind"`
 	Nodes   []string   `json:"nodes,omitempty"`   // node names
 	Groups  [][]string `json:"groups,omitempty"`  // partition: node names
 	OneWay  bool       `json:"one_way,omitempty"` // partition
@@ -151,7 +147,8 @@ type Record struct {
 }
 
 // RecordImpairment is a delay or loss a record asked for; the JSON names
-// are those of the lab's fault.Impairment.
+// are those of fault.Impairment, whose other impairments no record holds
+// (the analysis and its documented JSON see these three).
 type RecordImpairment struct {
 	DelayNS  int64   `json:"delay_ns,omitempty"`
 	JitterNS int64   `json:"jitter_ns,omitempty"`

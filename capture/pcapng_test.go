@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 func TestWriterReorderAndRead(t *testing.T) {
@@ -28,7 +30,7 @@ func TestWriterReorderAndRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(w.WriteRecord(Record{Time: at(15), Kind: KindCrash, Nodes: []string{"n2"}, Detail: "SIGKILL pid 4242"}))
+	must(w.WriteRecord(Record{Time: at(15), Kind: fault.Crash, Nodes: []string{"n2"}, Detail: "SIGKILL pid 4242"}))
 	must(w.WriteFrame(0, at(10), frame(1), 0))
 	must(w.WriteFrame(1, at(20), frame(3), 0))
 	must(w.WriteFrame(0, at(12), frame(2), 0))
@@ -37,8 +39,8 @@ func TestWriterReorderAndRead(t *testing.T) {
 		t.Errorf("written before flush: %d, want testbed record, 3 frames and the crash", w.Stats().Written)
 	}
 	must(w.Advance(at(1000)))
-	must(w.WriteRecord(Record{Time: at(5), Kind: KindHeal})) // too late: written at once
-	must(w.WriteFrame(1, at(1200), frame(5), 0))             // still buffered at Close
+	must(w.WriteRecord(Record{Time: at(5), Kind: fault.Heal})) // too late: written at once
+	must(w.WriteFrame(1, at(1200), frame(5), 0))               // still buffered at Close
 	must(w.Close())
 	if st := w.Stats(); st.Late != 1 {
 		t.Errorf("late: %d", st.Late)
@@ -102,10 +104,10 @@ func TestRecordComment(t *testing.T) {
 		r    Record
 		want string
 	}{
-		{Record{Kind: KindPartition, Groups: [][]string{{"n1", "n2"}, {"n3"}}}, "bullylab: partition n1,n2 | n3"},
-		{Record{Kind: KindPartition, Groups: [][]string{{"n1"}, {"n2", "n3"}}, OneWay: true}, "bullylab: partition n1 -> n2,n3"},
-		{Record{Kind: KindDelay, Nodes: []string{"n3"}, Detail: "50ms jitter 5ms"}, "bullylab: delay n3 (50ms jitter 5ms)"},
-		{Record{Kind: KindHeal}, "bullylab: heal"},
+		{Record{Kind: fault.Partition, Groups: [][]string{{"n1", "n2"}, {"n3"}}}, "bullylab: partition n1,n2 | n3"},
+		{Record{Kind: fault.Partition, Groups: [][]string{{"n1"}, {"n2", "n3"}}, OneWay: true}, "bullylab: partition n1 -> n2,n3"},
+		{Record{Kind: fault.Delay, Nodes: []string{"n3"}, Detail: "50ms jitter 5ms"}, "bullylab: delay n3 (50ms jitter 5ms)"},
+		{Record{Kind: fault.Heal}, "bullylab: heal"},
 	} {
 		if got := tc.r.Comment(); got != tc.want {
 			t.Errorf("%q, want %q", got, tc.want)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -435,14 +436,14 @@ func (s *synth) elect(detector int, epoch uint64, reason wire.Reason) int {
 
 // crash kills node i: a record, then FINs from its kernel.
 func (s *synth) crash(i int) {
-	s.record(Record{Kind: KindCrash, Nodes: []string{s.nodes[i].Name}, Detail: "SIGKILL pid 4242"})
+	s.record(Record{Kind: fault.Crash, Nodes: []string{s.nodes[i].Name}, Detail: "SIGKILL pid 4242"})
 	s.live[i] = false
 	s.advance(100 * time.Microsecond)
 	s.closeConns(i)
 }
 
 func (s *synth) restart(i int) {
-	s.record(Record{Kind: KindRestart, Nodes: []string{s.nodes[i].Name}})
+	s.record(Record{Kind: fault.Restart, Nodes: []string{s.nodes[i].Name}})
 	s.live[i] = true
 }
 

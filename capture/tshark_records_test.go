@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/pcapgo"
@@ -209,23 +210,23 @@ func TestTsharkRecords(t *testing.T) {
 	leader := s.elect(0, 0, wire.ReasonBoot)
 	s.heartbeats(leader, 1, 2)
 	s.crash(leader)
-	s.record(Record{Kind: KindPause, Nodes: []string{"n1"}, Detail: "SIGSTOP pid 17"})
-	s.record(Record{Kind: KindResume, Nodes: []string{"n1"}})
-	s.record(Record{Kind: KindIsolate, Nodes: []string{"n2"}})
-	s.record(Record{Kind: KindUnisolate, Nodes: []string{"n2"}})
-	s.record(Record{Kind: KindPartition, Groups: [][]string{{"n1", "n2"}, {"n3"}, {"n4"}}})
-	s.record(Record{Kind: KindPartition, Groups: [][]string{{"n1"}, {"n2", "n3"}}, OneWay: true})
-	s.record(Record{Kind: KindHeal})
-	s.record(Record{Kind: KindDelay, Nodes: []string{"n1", "n2"}, Peers: []string{"n3", "n4"}, InForce: time.Unix(0, s.t+1_234_567),
+	s.record(Record{Kind: fault.Pause, Nodes: []string{"n1"}, Detail: "SIGSTOP pid 17"})
+	s.record(Record{Kind: fault.Resume, Nodes: []string{"n1"}})
+	s.record(Record{Kind: fault.Isolate, Nodes: []string{"n2"}})
+	s.record(Record{Kind: fault.Unisolate, Nodes: []string{"n2"}})
+	s.record(Record{Kind: fault.Partition, Groups: [][]string{{"n1", "n2"}, {"n3"}, {"n4"}}})
+	s.record(Record{Kind: fault.Partition, Groups: [][]string{{"n1"}, {"n2", "n3"}}, OneWay: true})
+	s.record(Record{Kind: fault.Heal})
+	s.record(Record{Kind: fault.Delay, Nodes: []string{"n1", "n2"}, Peers: []string{"n3", "n4"}, InForce: time.Unix(0, s.t+1_234_567),
 		Impair: &RecordImpairment{DelayNS: 50_000_000, JitterNS: 5_000_001}, Detail: "n1,n2 -> n3,n4: delay 50ms±5ms"})
-	s.record(Record{Kind: KindLoss, Nodes: []string{"n3"}, InForce: time.Unix(0, s.t+2_001), Impair: &RecordImpairment{DelayNS: 50_000_000, Loss: 12.5},
+	s.record(Record{Kind: fault.Loss, Nodes: []string{"n3"}, InForce: time.Unix(0, s.t+2_001), Impair: &RecordImpairment{DelayNS: 50_000_000, Loss: 12.5},
 		Detail: "n3 -> everyone: loss 12.5%"})
-	s.record(Record{Kind: KindLoss, Nodes: []string{"n4"}, Peers: []string{"n1"}, Impair: &RecordImpairment{Loss: 0.1}})
-	s.record(Record{Kind: KindClear, Nodes: []string{"n1", "n2", "n3"}})
+	s.record(Record{Kind: fault.Loss, Nodes: []string{"n4"}, Peers: []string{"n1"}, Impair: &RecordImpairment{Loss: 0.1}})
+	s.record(Record{Kind: fault.Clear, Nodes: []string{"n1", "n2", "n3"}})
 	// encoding/json escapes <, > and & as \u003c and so on.
-	s.record(Record{Kind: KindCampaign, Nodes: []string{"n2"}, Detail: `"asked" <by> the operator & née 日本 \ 🙂`})
-	s.record(Record{Kind: KindLeave, Nodes: []string{"n1"}})
-	s.record(Record{Kind: KindJoin, Nodes: []string{"n1"}})
+	s.record(Record{Kind: fault.Campaign, Nodes: []string{"n2"}, Detail: `"asked" <by> the operator & née 日本 \ 🙂`})
+	s.record(Record{Kind: fault.Leave, Nodes: []string{"n1"}})
+	s.record(Record{Kind: fault.Join, Nodes: []string{"n1"}})
 	s.restart(leader)
 	s.advance(10 * time.Millisecond)
 	s.send(1, 0, s.msg(wire.Type(12), 1, 1, 0)) // a type this version does not define
@@ -242,7 +243,7 @@ func TestTsharkRecords(t *testing.T) {
 	fields := append([]string{"_ws.col.Info", "_ws.col.Protocol", "frame.protocols", "_ws.expert.message", "bullylab.type"}, recordFields...)
 	got := tsharkJSON(t, tshark, path, fields...)
 	rd := openCapture(t, path)
-	kinds := map[RecordKind]bool{}
+	kinds := map[fault.Kind]bool{}
 	var packets int64
 	for {
 		p, err := rd.Next()
@@ -347,7 +348,7 @@ func checkRecordFieldsText(t *testing.T, tshark, path string) {
 		}
 		r := p.Record
 		clock = clock || r.Testbed != nil && r.Testbed.Clock != nil
-		delay = delay || r.Kind == KindDelay && !r.InForce.IsZero() && len(r.Peers) > 0 && r.Impair != nil && r.Impair.DelayNS != 0 && r.Impair.JitterNS != 0
+		delay = delay || r.Kind == fault.Delay && !r.InForce.IsZero() && len(r.Peers) > 0 && r.Impair != nil && r.Impair.DelayNS != 0 && r.Impair.JitterNS != 0
 		want := recordWant(r)
 		for i, f := range newRecordFields {
 			// tshark joins a field's occurrences with commas.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/google/uuid"
 )
 
@@ -33,7 +34,7 @@ func writeCapture(t *testing.T, path string) []byte {
 	}
 	at := start
 	for _, n := range nodes {
-		for _, kind := range []capture.RecordKind{capture.KindCrash, capture.KindRestart} {
+		for _, kind := range []fault.Kind{fault.Crash, fault.Restart} {
 			at = at.Add(time.Second)
 			if err := w.WriteRecord(capture.Record{Time: at, Kind: kind, Nodes: []string{n.Name}}); err != nil {
 				t.Fatal(err)

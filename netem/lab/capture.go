@@ -142,7 +142,7 @@ func (lc *Capture) record(f fault.Fault) {
 
 // FaultRecord is fault f as a capture's record.
 func FaultRecord(f fault.Fault) capture.Record {
-	rec := capture.Record{Time: f.Time, InForce: f.InForce, Kind: capture.RecordKind(f.Kind), Nodes: f.Nodes,
+	rec := capture.Record{Time: f.Time, InForce: f.InForce, Kind: f.Kind, Nodes: f.Nodes,
 		Peers: f.Peers, Groups: f.Groups, OneWay: f.OneWay, Detail: f.Detail}
 	if f.Impair != nil && (f.Kind == fault.Delay || f.Kind == fault.Loss) {
 		rec.Impair = &capture.RecordImpairment{DelayNS: int64(f.Impair.Delay), JitterNS: int64(f.Impair.Jitter), Loss: f.Impair.Loss}
