@@ -592,89 +592,11 @@ func faultRequest(fa faultArgs) (fault.Fault, error) {
 	if len(fa.pos) == 0 {
 		return fault.Fault{}, usagef("fault: which fault? (%s; see bullylab fault --help)", fault.KindList())
 	}
-	kind, args := fault.Kind(fa.pos[0]), fa.pos[1:]
-	f := fault.Fault{Kind: kind}
-	if fa.oneWay && kind != fault.Partition {
-		return f, usagef("fault %s: --one-way is for partition", kind)
-	}
-	if fa.jitter != "" && kind != fault.Delay {
-		return f, usagef("fault %s: --jitter is for delay", kind)
-	}
-	switch kind {
-	case fault.Crash, fault.Restart, fault.Pause, fault.Resume,
-		fault.Isolate, fault.Unisolate, fault.Campaign, fault.Leave, fault.Join:
-		if len(args) == 0 {
-			return f, usagef("fault %s: name the nodes (like n1 n2)", kind)
-		}
-		f.Nodes = args
-	case fault.Clear:
-		f.Nodes = args
-	case fault.Heal:
-		if len(args) > 0 {
-			return f, usagef("fault heal: takes no arguments, got %q", args[0])
-		}
-	case fault.Partition:
-		if len(args) < 2 {
-			return f, usagef("fault partition: want two or more groups (like n1,n2 n3,n4 or site-a site-b), got %d", len(args))
-		}
-		for _, g := range args {
-			var group []string
-			for _, n := range strings.Split(g, ",") {
-				if n = strings.TrimSpace(n); n == "" {
-					return f, usagef("fault partition: group %q has an empty name", g)
-				}
-				group = append(group, n)
-			}
-			f.Groups = append(f.Groups, group)
-		}
-		f.OneWay = fa.oneWay
-	case fault.Delay, fault.Loss:
-		if len(args) != 2 {
-			what := "DURATION"
-			if kind == fault.Loss {
-				what = "PERCENT"
-			}
-			return f, usagef("fault %s: want NODE[:PEER] %s, got %d arguments", kind, what, len(args))
-		}
-		node, peer, hasPeer := strings.Cut(args[0], ":")
-		if node == "" || hasPeer && peer == "" {
-			return f, usagef("fault %s: %q: want NODE or NODE:PEER", kind, args[0])
-		}
-		f.Nodes = []string{node}
-		if hasPeer {
-			f.Peers = []string{peer}
-		}
-		f.Impair = &fault.Impairment{}
-		if kind == fault.Delay {
-			d, err := parseDelay("delay", args[1])
-			if err != nil {
-				return f, err
-			}
-			f.Impair.Delay = d
-			if fa.jitter != "" {
-				if f.Impair.Jitter, err = parseDelay("--jitter", fa.jitter); err != nil {
-					return f, err
-				}
-			}
-		} else {
-			p, err := strconv.ParseFloat(strings.TrimSuffix(args[1], "%"), 64)
-			if err != nil || p < 0 || p > 100 {
-				return f, usagef("fault loss: %q: want a percentage from 0 to 100 (like 10%%)", args[1])
-			}
-			f.Impair.Loss = p
-		}
-	default:
-		return f, usagef("fault: unknown fault %q (want %s)", kind, fault.KindList())
+	f, err := fault.ParseWords(fa.pos, fault.WordOptions{OneWay: fa.oneWay, Jitter: fa.jitter})
+	if err != nil {
+		return f, usagef("%s", err)
 	}
 	return f, nil
-}
-
-func parseDelay(what, s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, usagef("fault delay: %s %q: want a duration like 50ms", what, s)
-	}
-	return d, nil
 }
 
 func runFault(c *cli.Context) error {

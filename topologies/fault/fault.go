@@ -34,9 +34,105 @@ const (
 	Join      Kind = "join"      // start a node that left, announcing JOIN
 )
 
+// Args is what a fault of a kind names, besides its kind.
+type Args int
+
+const (
+	ArgsNodes      Args = iota + 1 // Nodes, one or more: the targets
+	ArgsNodesOrAll                 // Nodes, none meaning every node
+	ArgsNone                       // nothing
+	ArgsGroups                     // Groups, two or more
+	ArgsDelay                      // Nodes the senders, Peers (optional) the receivers, Impair's Delay and Jitter
+	ArgsLoss                       // as ArgsDelay, with Impair's Loss
+)
+
+// ProcessChange is what a fault does to the processes of its Nodes.
+type ProcessChange int
+
+const (
+	ProcessKept      ProcessChange = iota // left as they are
+	ProcessEnded                          // gone: the node is back only as a new process
+	ProcessStopped                        // stopped, sockets open
+	ProcessContinued                      // a stopped process runs again
+	ProcessStarted                        // a new process
+)
+
+// Runs reports whether the nodes' processes run after the change.
+func (c ProcessChange) Runs() bool { return c == ProcessContinued || c == ProcessStarted }
+
+// kinds holds what each kind names and does, in documentation order.
+// everywhere: the fault changes links the whole network shares, so every
+// host a testbed spans applies it, not only the hosts of its Nodes.
+var kinds = [...]struct {
+	kind       Kind
+	args       Args
+	process    ProcessChange
+	everywhere bool
+}{
+	{Crash, ArgsNodes, ProcessEnded, false},
+	{Restart, ArgsNodes, ProcessStarted, false},
+	{Pause, ArgsNodes, ProcessStopped, false},
+	{Resume, ArgsNodes, ProcessContinued, false},
+	{Isolate, ArgsNodes, ProcessKept, false},
+	{Unisolate, ArgsNodes, ProcessKept, false},
+	{Partition, ArgsGroups, ProcessKept, true},
+	{Heal, ArgsNone, ProcessKept, true},
+	{Delay, ArgsDelay, ProcessKept, true},
+	{Loss, ArgsLoss, ProcessKept, true},
+	{Clear, ArgsNodesOrAll, ProcessKept, true},
+	{Campaign, ArgsNodes, ProcessKept, false},
+	{Leave, ArgsNodes, ProcessEnded, false},
+	{Join, ArgsNodes, ProcessStarted, false},
+}
+
 // Kinds lists every fault kind in documentation order.
-var Kinds = []Kind{Crash, Restart, Pause, Resume, Isolate, Unisolate,
-	Partition, Heal, Delay, Loss, Clear, Campaign, Leave, Join}
+var Kinds = func() []Kind {
+	out := make([]Kind, len(kinds))
+	for i, k := range kinds {
+		out[i] = k.kind
+	}
+	return out
+}()
+
+func (k Kind) index() int {
+	for i := range kinds {
+		if kinds[i].kind == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// Known reports whether k is one of Kinds.
+func (k Kind) Known() bool { return k.index() >= 0 }
+
+// Args says what a fault of kind k names; 0 for an unknown kind.
+func (k Kind) Args() Args {
+	if i := k.index(); i >= 0 {
+		return kinds[i].args
+	}
+	return 0
+}
+
+// Impairs reports whether k sets an impairment of what Nodes send.
+func (k Kind) Impairs() bool { a := k.Args(); return a == ArgsDelay || a == ArgsLoss }
+
+// Process says what a fault of kind k does to its nodes' processes;
+// ProcessKept for an unknown kind.
+func (k Kind) Process() ProcessChange {
+	if i := k.index(); i >= 0 {
+		return kinds[i].process
+	}
+	return ProcessKept
+}
+
+// Everywhere reports whether a fault of kind k changes links the whole
+// network shares, so that every host of a testbed spanning several
+// applies it, rather than the hosts of its Nodes alone.
+func (k Kind) Everywhere() bool {
+	i := k.index()
+	return i >= 0 && kinds[i].everywhere
+}
 
 // KindList is Kinds as one comma-separated string, for messages.
 func KindList() string {

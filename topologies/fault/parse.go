@@ -1,0 +1,154 @@
+package fault
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// WordOptions are the options of a fault given as words, as the command
+// line's flags --one-way and --jitter give them.
+type WordOptions struct {
+	OneWay bool   // partition: cut only what the first group sends to the second
+	Jitter string // delay: the jitter, a duration such as 5ms
+}
+
+// ParseWords parses a fault given as words, its kind and then its
+// arguments, as the command line takes it:
+//
+//	crash|restart|pause|resume|isolate|unisolate|campaign|leave|join NODE...
+//	clear [NODE...]              no NODE: every node
+//	heal
+//	partition GROUP GROUP...     a GROUP: NODE[,NODE...] or a topology group
+//	delay NODE[:PEER] DURATION   such as 50ms; WordOptions.Jitter adds jitter
+//	loss NODE[:PEER] PERCENT     0 to 100, the "%" optional
+//
+// Names are not checked against a topology: the lab resolves them. An
+// error is one line, "fault KIND: what is wrong", naming the argument.
+func ParseWords(words []string, opts WordOptions) (Fault, error) {
+	if len(words) == 0 {
+		return Fault{}, fmt.Errorf("fault: no kind given (want %s)", KindList())
+	}
+	kind, args := Kind(words[0]), words[1:]
+	f := Fault{Kind: kind}
+	if opts.OneWay && kind.Args() != ArgsGroups {
+		return f, fmt.Errorf("fault %s: --one-way is for %s", printable(kind), kindsTaking(ArgsGroups))
+	}
+	if opts.Jitter != "" && kind.Args() != ArgsDelay {
+		return f, fmt.Errorf("fault %s: --jitter is for %s", printable(kind), kindsTaking(ArgsDelay))
+	}
+	switch kind.Args() {
+	case ArgsNodes:
+		if len(args) == 0 {
+			return f, fmt.Errorf("fault %s: name the nodes (like n1 n2)", kind)
+		}
+		f.Nodes = args
+	case ArgsNodesOrAll:
+		f.Nodes = args
+	case ArgsNone:
+		if len(args) > 0 {
+			return f, fmt.Errorf("fault %s: takes no arguments, got %q", kind, args[0])
+		}
+	case ArgsGroups:
+		if len(args) < 2 {
+			return f, fmt.Errorf("fault %s: want two or more groups (like n1,n2 n3,n4 or site-a site-b), got %d", kind, len(args))
+		}
+		for _, g := range args {
+			group, err := parseGroup(g)
+			if err != nil {
+				return f, fmt.Errorf("fault %s: %w", kind, err)
+			}
+			f.Groups = append(f.Groups, group)
+		}
+		f.OneWay = opts.OneWay
+	case ArgsDelay, ArgsLoss:
+		return parseImpairWords(f, args, opts)
+	default:
+		return f, fmt.Errorf("fault: unknown fault %q (want %s)", kind, KindList())
+	}
+	return f, nil
+}
+
+// parseGroup parses a partition group, NODE[,NODE...].
+func parseGroup(g string) ([]string, error) {
+	var group []string
+	for n := range strings.SplitSeq(g, ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			return nil, fmt.Errorf("group %q has an empty name", g)
+		}
+		group = append(group, n)
+	}
+	return group, nil
+}
+
+// parseImpairWords parses the arguments of a delay or loss,
+// NODE[:PEER] VALUE, into f.
+func parseImpairWords(f Fault, args []string, opts WordOptions) (Fault, error) {
+	kind := f.Kind
+	if len(args) != 2 {
+		what := "DURATION"
+		if kind.Args() == ArgsLoss {
+			what = "PERCENT"
+		}
+		return f, fmt.Errorf("fault %s: want NODE[:PEER] %s, got %d arguments", kind, what, len(args))
+	}
+	node, peer, hasPeer := strings.Cut(args[0], ":")
+	if node == "" || hasPeer && peer == "" {
+		return f, fmt.Errorf("fault %s: %q: want NODE or NODE:PEER", kind, args[0])
+	}
+	f.Nodes = []string{node}
+	if hasPeer {
+		f.Peers = []string{peer}
+	}
+	f.Impair = &Impairment{}
+	if kind.Args() == ArgsLoss {
+		p, err := strconv.ParseFloat(strings.TrimSuffix(args[1], "%"), 64)
+		if err != nil || p < 0 || p > 100 {
+			return f, fmt.Errorf("fault %s: %q: want a percentage from 0 to 100 (like 10%%)", kind, args[1])
+		}
+		f.Impair.Loss = p
+		return f, nil
+	}
+	d, err := parseDelayWord(kind, "delay", args[1])
+	if err != nil {
+		return f, err
+	}
+	f.Impair.Delay = d
+	if opts.Jitter != "" {
+		if f.Impair.Jitter, err = parseDelayWord(kind, "--jitter", opts.Jitter); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// parseDelayWord parses a duration of at least 0; what names it.
+func parseDelayWord(kind Kind, what, s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("fault %s: %s %q: want a duration like 50ms", kind, what, s)
+	}
+	return d, nil
+}
+
+// printable is k as typed, or quoted when it holds what would not print
+// on one line.
+func printable(k Kind) string {
+	if strings.ContainsFunc(string(k), func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return strconv.Quote(string(k))
+	}
+	return string(k)
+}
+
+// kindsTaking names the kinds whose faults name a, for messages.
+func kindsTaking(a Args) string {
+	var names []string
+	for _, k := range kinds {
+		if k.args == a {
+			names = append(names, string(k.kind))
+		}
+	}
+	return strings.Join(names, " and ")
+}

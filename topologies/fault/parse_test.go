@@ -1,0 +1,121 @@
+package fault
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseWords(t *testing.T) {
+	good := []struct {
+		words []string
+		opts  WordOptions
+		want  Fault
+	}{
+		{[]string{"crash", "n1", "n2"}, WordOptions{}, Fault{Kind: Crash, Nodes: []string{"n1", "n2"}}},
+		{[]string{"clear"}, WordOptions{}, Fault{Kind: Clear, Nodes: []string{}}},
+		{[]string{"heal"}, WordOptions{}, Fault{Kind: Heal}},
+		{[]string{"partition", "n1, n2", "site-b"}, WordOptions{OneWay: true},
+			Fault{Kind: Partition, Groups: [][]string{{"n1", "n2"}, {"site-b"}}, OneWay: true}},
+		{[]string{"delay", "n1:n2", "50ms"}, WordOptions{Jitter: "5ms"},
+			Fault{Kind: Delay, Nodes: []string{"n1"}, Peers: []string{"n2"}, Impair: &Impairment{Delay: 50 * time.Millisecond, Jitter: 5 * time.Millisecond}}},
+		{[]string{"loss", "n3", "12.5%"}, WordOptions{}, Fault{Kind: Loss, Nodes: []string{"n3"}, Impair: &Impairment{Loss: 12.5}}},
+	}
+	for _, tc := range good {
+		got, err := ParseWords(tc.words, tc.opts)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ParseWords(%q, %+v) = %+v, %v; want %+v", tc.words, tc.opts, got, err, tc.want)
+		}
+	}
+
+	bad := []struct {
+		words []string
+		opts  WordOptions
+		want  string
+	}{
+		{nil, WordOptions{}, "fault: no kind given (want crash, restart, pause, resume, isolate, unisolate, partition, heal, delay, loss, clear, campaign, leave, join)"},
+		{[]string{"explode", "n1"}, WordOptions{}, `fault: unknown fault "explode" (want crash, restart,`},
+		{[]string{"explode"}, WordOptions{OneWay: true}, "fault explode: --one-way is for partition"},
+		{[]string{"crash", "n1"}, WordOptions{Jitter: "1ms"}, "fault crash: --jitter is for delay"},
+		{[]string{"pause"}, WordOptions{}, "fault pause: name the nodes (like n1 n2)"},
+		{[]string{"heal", "n1"}, WordOptions{}, `fault heal: takes no arguments, got "n1"`},
+		{[]string{"partition", "n1,n2"}, WordOptions{}, "fault partition: want two or more groups (like n1,n2 n3,n4 or site-a site-b), got 1"},
+		{[]string{"partition", "n1,,n2", "n3"}, WordOptions{}, `fault partition: group "n1,,n2" has an empty name`},
+		{[]string{"delay", "n1"}, WordOptions{}, "fault delay: want NODE[:PEER] DURATION, got 1 arguments"},
+		{[]string{"loss", "n1", "1", "2"}, WordOptions{}, "fault loss: want NODE[:PEER] PERCENT, got 3 arguments"},
+		{[]string{"loss", "n1:", "1"}, WordOptions{}, `fault loss: "n1:": want NODE or NODE:PEER`},
+		{[]string{"delay", "n1", "soon"}, WordOptions{}, `fault delay: delay "soon": want a duration like 50ms`},
+		{[]string{"delay", "n1", "1ms"}, WordOptions{Jitter: "-1ms"}, `fault delay: --jitter "-1ms": want a duration like 50ms`},
+		{[]string{"loss", "n1", "120%"}, WordOptions{}, `fault loss: "120%": want a percentage from 0 to 100 (like 10%)`},
+	}
+	for _, tc := range bad {
+		_, err := ParseWords(tc.words, tc.opts)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("ParseWords(%q, %+v): error %v, want %q", tc.words, tc.opts, err, tc.want)
+		}
+	}
+}
+
+func TestKindsAllDescribed(t *testing.T) {
+	for _, k := range Kinds {
+		if !k.Known() || k.Args() == 0 {
+			t.Errorf("kind %s: known %v, args %d", k, k.Known(), k.Args())
+		}
+	}
+	if Kind("testbed").Known() || Kind("").Args() != 0 || Kind("end").Process() != ProcessKept || Kind("x").Everywhere() {
+		t.Error("an unknown kind has properties")
+	}
+}
+
+// FuzzParseWords checks that whatever the words, ParseWords returns a
+// fault of the shape its kind takes or a one-line error naming the kind.
+// Words are separated by tabs.
+func FuzzParseWords(f *testing.F) {
+	for _, s := range []string{"crash\tn1", "partition\tn1,n2\tn3", "delay\tn1:n2\t5ms", "loss\tn1\t10%",
+		"heal", "clear", "heal\tx", "bogus", "partition\ta,,b\tc", "delay\t:x\t1ms", "loss\tn1\tNaN", ""} {
+		f.Add(s, false, "")
+		f.Add(s, true, "")
+		f.Add(s, false, "1ms")
+	}
+	f.Fuzz(func(t *testing.T, line string, oneWay bool, jitter string) {
+		var words []string
+		if line != "" {
+			words = strings.Split(line, "\t")
+		}
+		got, err := ParseWords(words, WordOptions{OneWay: oneWay, Jitter: jitter})
+		if err != nil {
+			if msg := err.Error(); strings.ContainsAny(msg, "\r\n") || !strings.HasPrefix(msg, "fault") {
+				t.Fatalf("ParseWords(%q): error %q is not one line starting with fault", words, msg)
+			}
+			return
+		}
+		if got.Kind != Kind(words[0]) || !got.Kind.Known() {
+			t.Fatalf("ParseWords(%q): kind %q", words, got.Kind)
+		}
+		switch got.Kind.Args() {
+		case ArgsNodes:
+			if len(got.Nodes) == 0 {
+				t.Fatalf("ParseWords(%q): no nodes", words)
+			}
+		case ArgsGroups:
+			if len(got.Groups) < 2 {
+				t.Fatalf("ParseWords(%q): %d groups", words, len(got.Groups))
+			}
+			for _, g := range got.Groups {
+				for _, n := range g {
+					if n == "" || n != strings.TrimSpace(n) {
+						t.Fatalf("ParseWords(%q): group name %q", words, n)
+					}
+				}
+			}
+		case ArgsDelay, ArgsLoss:
+			if got.Impair == nil || len(got.Nodes) != 1 || got.Nodes[0] == "" || got.Impair.Delay < 0 || got.Impair.Jitter < 0 {
+				t.Fatalf("ParseWords(%q): %+v", words, got)
+			}
+		}
+		if got.OneWay && got.Kind.Args() != ArgsGroups || got.Impair != nil && !got.Kind.Impairs() {
+			t.Fatalf("ParseWords(%q): %+v has what its kind does not take", words, got)
+		}
+	})
+}
