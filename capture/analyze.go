@@ -655,18 +655,11 @@ func (a *analyzer) record(p *Packet, ts int64) {
 		a.rep.Capture = &c
 	}
 	a.records = append(a.records, recordAt{Record: rec, t: ts, pkt: p.Num})
-	var up, change bool
-	switch rec.Kind {
-	case fault.Crash, fault.Pause, fault.Leave:
-		up, change = false, true
-	case fault.Restart, fault.Join, fault.Resume:
-		up, change = true, true
-	}
-	if change {
+	if change := rec.Kind.Process(); change != fault.ProcessKept {
 		for _, name := range rec.Nodes {
 			if i, ok := a.byName[name]; ok {
-				a.nodes[i].trans = append(a.nodes[i].trans, transition{ts, up})
-				if rec.Kind == fault.Restart || rec.Kind == fault.Join {
+				a.nodes[i].trans = append(a.nodes[i].trans, transition{ts, change.Runs()})
+				if change == fault.ProcessStarted {
 					a.nodes[i].claimedTop = false // a new process
 				}
 			}

@@ -361,8 +361,7 @@ func (sp *Span) cmpNodes(a, b string) int {
 
 // hostFault is the part of f host k applies, and whether it has one.
 func (sp *Span) hostFault(k int, f fault.Fault) (fault.Fault, bool) {
-	switch f.Kind {
-	case fault.Partition, fault.Heal, fault.Delay, fault.Loss, fault.Clear:
+	if f.Kind.Everywhere() {
 		return f, true
 	}
 	var mine []string

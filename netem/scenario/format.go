@@ -52,13 +52,13 @@ func formatStep(st Step) *yaml.Node {
 	switch st.Kind {
 	case StepInject:
 		ft := st.Fault
-		if ft.Kind == fault.Heal {
-			add(step, "inject", str(string(fault.Heal)))
+		if ft.Kind.Args() == fault.ArgsNone {
+			add(step, "inject", str(string(ft.Kind)))
 			return step
 		}
 		var arg *yaml.Node
-		switch ft.Kind {
-		case fault.Partition:
+		switch ft.Kind.Args() {
+		case fault.ArgsGroups:
 			arg = mapping(true)
 			groups := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
 			for _, g := range ft.Groups {
@@ -68,14 +68,14 @@ func formatStep(st Step) *yaml.Node {
 			if ft.OneWay {
 				add(arg, "one_way", boolean(true))
 			}
-		case fault.Delay:
+		case fault.ArgsDelay:
 			arg = mapping(true)
 			add(arg, "nodes", selectors(ft.Nodes))
 			add(arg, "delay", str(ft.Delay.String()))
 			if ft.Jitter > 0 {
 				add(arg, "jitter", str(ft.Jitter.String()))
 			}
-		case fault.Loss:
+		case fault.ArgsLoss:
 			arg = mapping(true)
 			add(arg, "nodes", selectors(ft.Nodes))
 			add(arg, "percent", str(strconv.FormatFloat(ft.Loss, 'g', -1, 64)+"%"))

@@ -316,12 +316,13 @@ func (p *parser) wait(val *yaml.Node, f string) (time.Duration, error) {
 }
 
 // fault parses an inject's value: a mapping with one key naming the fault,
-// or the bare name heal.
+// or the bare name of a fault that takes no arguments (heal). The value a
+// fault takes follows its kind's fault.Args.
 func (p *parser) fault(v *yaml.Node, f string) (*Injection, error) {
 	d := yamlfile.Deref(v)
 	if d.Kind == yaml.ScalarNode && d.ShortTag() != "!!null" {
-		if d.Value == string(fault.Heal) {
-			return &Injection{Kind: fault.Heal}, nil
+		if k := fault.Kind(d.Value); k.Args() == fault.ArgsNone {
+			return &Injection{Kind: k}, nil
 		}
 		return nil, p.ErrAt(v, f, "want a fault such as {crash: leader}, got %s", yamlfile.Describe(d))
 	}
@@ -336,14 +337,14 @@ func (p *parser) fault(v *yaml.Node, f string) (*Injection, error) {
 	err := p.Mapping(v, f, faultNames, func(key string, _, v *yaml.Node, fp string) error {
 		ft.Kind = fault.Kind(key)
 		var err error
-		switch ft.Kind {
-		case fault.Heal:
+		switch ft.Kind.Args() {
+		case fault.ArgsNone:
 			if !isEmpty(v) {
 				return p.ErrAt(v, fp, "takes no arguments, got %s", yamlfile.KindName(yamlfile.Deref(v)))
 			}
-		case fault.Partition:
+		case fault.ArgsGroups:
 			err = p.partition(ft, v, fp)
-		case fault.Delay:
+		case fault.ArgsDelay:
 			ft.Nodes = Selectors{{Kind: SelAll}}
 			err = p.Mapping(v, fp, delayFields, func(key string, _, v *yaml.Node, fp string) error {
 				var err error
@@ -357,7 +358,7 @@ func (p *parser) fault(v *yaml.Node, f string) (*Injection, error) {
 				}
 				return err
 			})
-		case fault.Loss:
+		case fault.ArgsLoss:
 			ft.Nodes = Selectors{{Kind: SelAll}}
 			err = p.Mapping(v, fp, lossFields, func(key string, _, v *yaml.Node, fp string) error {
 				var err error

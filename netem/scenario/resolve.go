@@ -141,8 +141,8 @@ func (a Action) String() string {
 	switch a.Kind {
 	case StepInject:
 		b.WriteString(" " + string(a.Fault))
-		switch a.Fault {
-		case fault.Partition:
+		switch a.Fault.Args() {
+		case fault.ArgsGroups:
 			sep := " | "
 			if a.OneWay {
 				sep = " -> "
@@ -155,8 +155,8 @@ func (a Action) String() string {
 				}
 				b.WriteString(strings.Join(g, ","))
 			}
-		case fault.Heal:
-		case fault.Delay, fault.Loss:
+		case fault.ArgsNone:
+		case fault.ArgsDelay, fault.ArgsLoss:
 			fmt.Fprintf(&b, " %s on %s", impairText(a.Impair), strings.Join(a.Nodes, ","))
 		default:
 			b.WriteString(" " + strings.Join(a.Nodes, ","))
@@ -337,9 +337,9 @@ func (r *resolver) step(i int, v *View, net *network) (Action, error) {
 	case StepInject:
 		ft := st.Fault
 		a.Fault = ft.Kind
-		switch ft.Kind {
-		case fault.Heal:
-		case fault.Partition:
+		switch ft.Kind.Args() {
+		case fault.ArgsNone:
+		case fault.ArgsGroups:
 			groups, err := pk.partition(ft.Groups)
 			if err != nil {
 				return a, fmt.Errorf("partition: %w", err)

@@ -268,8 +268,8 @@ func (v validator) step(st Step, f string) error {
 }
 
 func (v validator) fault(ft *Injection, line int, f string) error {
-	switch ft.Kind {
-	case fault.Partition:
+	switch ft.Kind.Args() {
+	case fault.ArgsGroups:
 		if len(ft.Groups) < 2 {
 			return v.err(line, f+".groups", "want at least two groups, got %d (use rest for everyone else)", len(ft.Groups))
 		}
@@ -293,14 +293,14 @@ func (v validator) fault(ft *Injection, line int, f string) error {
 			}
 		}
 		return nil
-	case fault.Heal:
+	case fault.ArgsNone:
 		return nil
-	case fault.Crash, fault.Restart, fault.Pause, fault.Resume, fault.Isolate, fault.Unisolate, fault.Clear, fault.Campaign, fault.Leave, fault.Join, fault.Delay, fault.Loss:
+	case fault.ArgsNodes, fault.ArgsNodesOrAll, fault.ArgsDelay, fault.ArgsLoss:
 	default:
 		return v.err(line, f, "unknown fault %s", bounded.Quote(string(ft.Kind)))
 	}
 	nf := f
-	if ft.Kind == fault.Delay || ft.Kind == fault.Loss {
+	if ft.Kind.Impairs() {
 		nf += ".nodes"
 	}
 	if len(ft.Nodes) == 0 {
@@ -309,15 +309,15 @@ func (v validator) fault(ft *Injection, line int, f string) error {
 	if err := v.selectors(ft.Nodes, line, nf, false); err != nil {
 		return err
 	}
-	switch ft.Kind {
-	case fault.Delay:
+	switch ft.Kind.Args() {
+	case fault.ArgsDelay:
 		if ft.Delay < 0 || ft.Jitter < 0 {
 			return v.err(line, f, "negative delay or jitter")
 		}
 		if ft.Delay == 0 && ft.Jitter == 0 {
 			return v.err(line, f+".delay", "zero delay and jitter change nothing (use clear)")
 		}
-	case fault.Loss:
+	case fault.ArgsLoss:
 		if !(ft.Loss > 0 && ft.Loss <= 100) {
 			return v.err(line, f+".percent", "%g is not a percentage in (0, 100]", ft.Loss)
 		}

@@ -1,6 +1,18 @@
 // Package fault is the faults a testbed can suffer: their kinds, their
 // records and their grammar, the one vocabulary that scenarios, the
 // command line, the lab, the control API and captures share.
+//
+// Adding a kind: its constant and its row in kinds (what it names, what it
+// does to processes, whether every host applies it), here; the action, in
+// netem/lab's Apply; the kind in scripts/bullylab.lua's record_kinds (a
+// capture test compares them); its words in the command line's help
+// (cmd/bullylab's faultHelp), the scenario grammar (netem/scenario's doc)
+// and the README; its mark in netem/bench's sequence diagrams. The command
+// line (ParseWords) and scenario files take it with its Args, and the
+// capture analysis follows its ProcessChange. A kind with new effects
+// needs code where they are modelled: the capture's cuts and impairment
+// windows, the scenario resolver (node pools, network, predicted states),
+// netem/bench's judging and spans.
 package fault
 
 import (
