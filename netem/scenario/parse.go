@@ -29,17 +29,9 @@ var (
 	partitionFields   = []string{"groups", "one_way"}
 	delayFields       = []string{"nodes", "delay", "jitter"}
 	lossFields        = []string{"nodes", "percent"}
-	faultNames        = faultKindNames()
+	faultNames        = fault.KindNames()
 	scalarStepAllowed = []string{"wait_leader", "wait_election", "heal"}
 )
-
-func faultKindNames() []string {
-	names := make([]string, len(fault.Kinds))
-	for i, k := range fault.Kinds {
-		names[i] = string(k)
-	}
-	return names
-}
 
 // Load parses the scenario file at path, which may hold at most
 // MaxFileSize bytes.

@@ -146,14 +146,17 @@ func (k Kind) Everywhere() bool {
 	return i >= 0 && kinds[i].everywhere
 }
 
-// KindList is Kinds as one comma-separated string, for messages.
-func KindList() string {
+// KindNames is Kinds as strings, such as the field names of a grammar.
+func KindNames() []string {
 	names := make([]string, len(Kinds))
 	for i, k := range Kinds {
 		names[i] = string(k)
 	}
-	return strings.Join(names, ", ")
+	return names
 }
+
+// KindList is Kinds as one comma-separated string, for messages.
+func KindList() string { return strings.Join(KindNames(), ", ") }
 
 // Fault is one fault: the request a lab applies and the control API's
 // POST /fault takes, and the record observers and captures get.
