@@ -27,8 +27,8 @@ import (
 // its capture read alike.
 type Kind string
 
-// Node faults take Nodes; partition takes Groups; delay and loss take Nodes
-// (the senders), optionally Peers, and Impair.
+// The kinds. What a fault of each names (Kind.Args) and does to processes
+// (Kind.Process) is its row in kinds.
 const (
 	Crash     Kind = "crash"     // SIGKILL the node's process
 	Restart   Kind = "restart"   // start a crashed (or never started) node
