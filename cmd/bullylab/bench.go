@@ -139,13 +139,20 @@ func benchCommand() *cli.Command {
 			}
 			ctx, intr := notifyInterrupt(c.App.ErrWriter)
 			defer intr.stop()
-			res, err := bench.RunBench(ctx, bench.RunOptions{
+			measured, err := bench.RunBench(ctx, bench.RunOptions{
 				Topology: topo, Scenarios: scs, ScenarioArg: c.String("scenario"), Params: given,
 				Runs: runs, Seed: c.Int64("seed"), OutDir: out, Binary: bin, Version: version,
 				Backend: c.String("backend"), DiagramRuns: diagramRuns,
 				Progress: bench.NewProgress(c.App.ErrWriter, runs*len(scs)),
-				Summary:  c.App.Writer, Abort: intr.abort, Hosts: hosts,
+				Abort:    intr.abort, Hosts: hosts,
 			})
+			var res *bench.Results
+			if measured != nil {
+				res = measured.Results
+				if werr := writeBenchOutputs(out, measured, c.App.Writer); werr != nil {
+					err = werr
+				}
+			}
 			if sig := intr.signal(); sig != 0 && (errors.Is(err, bench.ErrInterrupted) || errors.Is(err, bench.ErrAborted)) {
 				msg := fmt.Sprintf("bench: %v", err)
 				if res != nil && res.Partial != nil && res.Partial.RunsDone > 0 && !errors.Is(err, bench.ErrAborted) {
@@ -172,6 +179,19 @@ func benchCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// writeBenchOutputs writes what a bench measured into dir and its summary
+// table on summary, when the bench has outputs to write: a write error
+// replaces the bench's own, an interrupt's.
+func writeBenchOutputs(dir string, measured *bench.Outcome, summary io.Writer) error {
+	if !measured.Writable {
+		return nil
+	}
+	if err := bench.WriteOutputs(dir, measured.Results, measured.Sequences); err != nil {
+		return err
+	}
+	return bench.WriteSummary(summary, measured.Results)
 }
 
 // interrupt is how `bullylab bench` hears SIGINT and SIGTERM: the first

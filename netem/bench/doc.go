@@ -1,14 +1,15 @@
 // Package bench is `bullylab bench` and `bullylab compare`: it runs
 // election scenarios on real testbeds (netem/lab) under a live capture,
-// checks every run, and records the results as results.json, bench.txt and
-// report.html, which compare reads back for a CI regression gate.
+// checks every run, and returns what it measured, which its caller records
+// (WriteOutputs) as results.json, bench.txt and report.html, which compare
+// reads back for a CI regression gate.
 //
 // # Map
 //
 // The runner, a run in steps:
 //
 //	run.go          RunBench: every scenario Runs times, each run on a fresh
-//	                lab, then the outputs
+//	                lab, and its Outcome; WriteOutputs
 //	run_one.go      runOne and its runner: setup (lab and capture), settle
 //	                (stable leader, quiet), inject (the scenario, its faults)
 //	run_measure.go  measure: still counters, teardown (which reads the

@@ -66,12 +66,11 @@ func TestRunBenchInterrupted(t *testing.T) {
 	// A terminal's bar, which shows each run's phases.
 	term := true
 	const runs = 3
-	res, err := bench.RunBench(ctx, bench.RunOptions{
+	res, err := runBench(ctx, bench.RunOptions{
 		Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash", Runs: runs, Seed: 1,
 		OutDir: out, Binary: bin, Version: "test",
 		Progress: bench.NewProgress(&progress, runs, bench.ProgressOptions{Terminal: &term, Width: 200}),
-		Summary:  &summary,
-	})
+	}, &summary)
 	t.Logf("progress:\n%q\nsummary:\n%s", progress.String(), summary.String())
 	if !errors.Is(err, bench.ErrInterrupted) {
 		t.Fatalf("RunBench: %v, want ErrInterrupted", err)
@@ -180,12 +179,11 @@ func TestRunBenchAborted(t *testing.T) {
 	var progress, summary bytes.Buffer
 	term := false
 	const runs = 3
-	res, err := bench.RunBench(ctx, bench.RunOptions{
+	res, err := runBench(ctx, bench.RunOptions{
 		Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash", Runs: runs, Seed: 1,
 		OutDir: out, Binary: bin, Version: "test",
-		Progress: bench.NewProgress(&progress, runs, bench.ProgressOptions{Terminal: &term}),
-		Summary:  &summary, Abort: abort,
-	})
+		Progress: bench.NewProgress(&progress, runs, bench.ProgressOptions{Terminal: &term}), Abort: abort,
+	}, &summary)
 	t.Logf("progress:\n%s\nsummary:\n%s", progress.String(), summary.String())
 	if !errors.Is(err, bench.ErrAborted) || errors.Is(err, bench.ErrInterrupted) {
 		t.Fatalf("RunBench: %v, want ErrAborted", err)

@@ -1,6 +1,8 @@
 package bench_test
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -52,4 +54,25 @@ func TestOutputModes(t *testing.T) {
 	if _, err := bench.ReadResults(filepath.Join(dir, "results.json")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runBench runs a bench and writes its outputs as `bullylab bench` does:
+// when it has some to write, into opts.OutDir and its summary table on
+// summary (when not nil). A write error replaces the bench's own.
+func runBench(ctx context.Context, opts bench.RunOptions, summary io.Writer) (*bench.Results, error) {
+	measured, err := bench.RunBench(ctx, opts)
+	if measured == nil {
+		return nil, err
+	}
+	if measured.Writable {
+		if werr := bench.WriteOutputs(opts.OutDir, measured.Results, measured.Sequences); werr != nil {
+			return measured.Results, werr
+		}
+		if summary != nil {
+			if werr := bench.WriteSummary(summary, measured.Results); werr != nil {
+				return measured.Results, werr
+			}
+		}
+	}
+	return measured.Results, err
 }

@@ -33,8 +33,8 @@ type RunOptions struct {
 	Params      map[string]string
 	Runs        int
 	Seed        int64
-	// OutDir receives results.json, bench.txt, report.html and one
-	// pcapng per run, all OutputMode; it is created if needed.
+	// OutDir receives one pcapng per run, OutputMode, and is where the
+	// caller writes the outputs (WriteOutputs); it is created if needed.
 	OutDir string
 	// Binary is the bullylab executable the nodes run.
 	Binary string
@@ -44,8 +44,6 @@ type RunOptions struct {
 	Backend string
 	// Progress, when not nil, hears of every run.
 	Progress *Progress
-	// Summary, when not nil, gets the summary table at the end.
-	Summary io.Writer
 	// StableTimeout bounds the wait for the first leader of a run;
 	// default scenario.DefaultTimeout.
 	StableTimeout time.Duration
@@ -55,9 +53,9 @@ type RunOptions struct {
 	// Hosts reach the hosts of a topology that spans them (its hosts:
 	// section); each run builds its testbed across them.
 	Hosts *HostsOptions
-	// Abort, when it is closed after ctx ended, tells RunBench not to
-	// write the partial outputs: it returns once the run in progress is
-	// torn down. nil never aborts.
+	// Abort, when it is closed after ctx ended, tells RunBench that the
+	// partial outputs are not to be written (Outcome.Writable is false):
+	// it returns once the run in progress is torn down. nil never aborts.
 	Abort <-chan struct{}
 }
 
@@ -86,14 +84,26 @@ type HostsOptions struct {
 }
 
 // ErrInterrupted is RunBench's error when ctx ended before every run
-// finished. The outputs hold the runs that finished, with Results.Partial
+// finished. Its Outcome holds the runs that finished, with Results.Partial
 // saying why the others are missing; the run ctx interrupted is not among
 // them (nor its capture).
 var ErrInterrupted = errors.New("bench interrupted")
 
 // ErrAborted is RunBench's error when opts.Abort closed after ctx ended:
-// the run in progress was torn down and nothing more was written.
+// the run in progress was torn down and nothing more is to be written.
 var ErrAborted = errors.New("bench aborted")
+
+// Outcome is what a bench measured, for its caller to write as
+// results.json, bench.txt, report.html and the summary table.
+type Outcome struct {
+	Results *Results
+	// Sequences are the elections of the runs RunOptions.DiagramRuns
+	// picks, for report.html to draw.
+	Sequences []Sequence
+	// Writable says the outputs are to be written: every run finished,
+	// or ctx ended after one did and RunOptions.Abort is not closed.
+	Writable bool
+}
 
 // CheckScenarios returns the first error of a scenario that names a node
 // or group topo lacks (Scenario.CheckNames): found before any testbed is
@@ -112,17 +122,18 @@ func CheckScenarios(topo *topologies.Topology, scs []*scenario.Scenario) error {
 }
 
 // RunBench runs every scenario opts.Runs times, each run on a fresh lab with a
-// live capture, and writes results.json, bench.txt and report.html into
-// opts.OutDir. A run that fails is recorded as failed, not returned as an
-// error; errors are for what stops the whole bench (a scenario that does
-// not fit the topology, an unwritable OutDir, ctx ending).
+// live capture into opts.OutDir, and returns what it measured, for the
+// caller to write (WriteOutputs, WriteSummary). A run that fails is recorded
+// as failed, not returned as an error; errors are for what stops the whole
+// bench (a scenario that does not fit the topology, an unwritable OutDir,
+// ctx ending).
 //
 // When ctx ends, the run in progress stops and its testbed is torn down;
-// RunBench then writes the outputs of the runs that finished, marked
-// partial with context.Cause(ctx) as the reason, and returns them with an
-// error wrapping ErrInterrupted (or ErrAborted: see opts.Abort). When no
-// run finished, it writes nothing.
-func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
+// RunBench then returns the runs that finished, marked partial with
+// context.Cause(ctx) as the reason, with an error wrapping ErrInterrupted
+// (or ErrAborted: see opts.Abort). When no run finished, or on ErrAborted,
+// the Outcome is not Writable.
+func RunBench(ctx context.Context, opts RunOptions) (*Outcome, error) {
 	if opts.Topology == nil || len(opts.Scenarios) == 0 || opts.Runs <= 0 {
 		return nil, errNoRuns
 	}
@@ -160,25 +171,20 @@ func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
 	}
 	res.Finished = time.Now()
 	res.Summarize()
-	var stopped error
+	out := &Outcome{Results: res, Sequences: seqs}
 	if p := res.Partial; p != nil {
-		stopped = fmt.Errorf("%w: %s after %d of %d runs", ErrInterrupted, p.Reason, p.RunsDone, p.RunsPlanned)
+		stopped := fmt.Errorf("%w: %s after %d of %d runs", ErrInterrupted, p.Reason, p.RunsDone, p.RunsPlanned)
 		if aborted(opts.Abort) {
-			return res, fmt.Errorf("%w: %s after %d of %d runs, nothing written", ErrAborted, p.Reason, p.RunsDone, p.RunsPlanned)
+			return out, fmt.Errorf("%w: %s after %d of %d runs, nothing written", ErrAborted, p.Reason, p.RunsDone, p.RunsPlanned)
 		}
 		if p.RunsDone == 0 {
-			return res, fmt.Errorf("%w, no run finished: nothing written", stopped)
+			return out, fmt.Errorf("%w, no run finished: nothing written", stopped)
 		}
+		out.Writable = true
+		return out, stopped
 	}
-	if err := writeOutputs(opts.OutDir, res, seqs); err != nil {
-		return res, err
-	}
-	if opts.Summary != nil {
-		if err := WriteSummary(opts.Summary, res); err != nil {
-			return res, err
-		}
-	}
-	return res, stopped
+	out.Writable = true
+	return out, nil
 }
 
 // interruptReason is why ctx ended: its cause, such as "interrupted by
@@ -316,7 +322,9 @@ func diagrams(sr *ScenarioResult, details []*runDetail, dr DiagramRuns) []Sequen
 	return seqs
 }
 
-func writeOutputs(dir string, res *Results, seqs []Sequence) error {
+// WriteOutputs writes results.json, bench.txt and report.html (drawing
+// seqs) into dir, OutputMode.
+func WriteOutputs(dir string, res *Results, seqs []Sequence) error {
 	if err := res.WriteFile(filepath.Join(dir, "results.json")); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}

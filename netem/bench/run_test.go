@@ -60,12 +60,11 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 	var progress, summary bytes.Buffer
 	term := false
 	const runs = 5
-	res, err := bench.RunBench(t.Context(), bench.RunOptions{
+	res, err := runBench(t.Context(), bench.RunOptions{
 		Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash", Runs: runs, Seed: 1,
 		OutDir: out, Binary: bin, Version: "test",
 		Progress: bench.NewProgress(&progress, runs, bench.ProgressOptions{Terminal: &term}),
-		Summary:  &summary,
-	})
+	}, &summary)
 	if err != nil {
 		t.Fatalf("RunBench: %v", err)
 	}
@@ -212,10 +211,10 @@ func TestRunBenchEveryBuiltin(t *testing.T) {
 		for _, sc := range scs {
 			t.Run(sc.Key(), func(t *testing.T) {
 				out := t.TempDir()
-				res, err := bench.RunBench(t.Context(), bench.RunOptions{
+				res, err := runBench(t.Context(), bench.RunOptions{
 					Topology: topo, Scenarios: []*scenario.Scenario{sc}, ScenarioArg: name, Runs: 1, Seed: 1,
 					OutDir: out, Binary: bin, Version: "test",
-				})
+				}, nil)
 				if err != nil {
 					t.Fatalf("RunBench: %v", err)
 				}

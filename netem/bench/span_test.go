@@ -59,12 +59,12 @@ steps:
 	out := t.TempDir()
 	var summary bytes.Buffer
 	const runs = 2
-	res, err := bench.RunBench(t.Context(), bench.RunOptions{
+	res, err := runBench(t.Context(), bench.RunOptions{
 		Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash", Runs: runs, Seed: 1,
-		OutDir: out, Binary: bin, Version: "test", Summary: &summary,
+		OutDir: out, Binary: bin, Version: "test",
 		Hosts: &bench.HostsOptions{CheckOptions: remote.CheckOptions{Binary: bin, BinaryDir: t.TempDir(), Dial: hs.DialTCP},
 			Source: "slow-star6x3.yaml", File: file},
-	})
+	}, &summary)
 	if err != nil {
 		t.Fatalf("RunBench: %v", err)
 	}
@@ -150,8 +150,8 @@ func BenchmarkSpanLeaderCrash(b *testing.B) {
 			b.Fatal(err)
 		}
 		var summary bytes.Buffer
-		res, err := bench.RunBench(b.Context(), bench.RunOptions{Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash",
-			Runs: runs, OutDir: b.TempDir(), Binary: bin, Version: "bench", Hosts: h, Summary: &summary})
+		res, err := runBench(b.Context(), bench.RunOptions{Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash",
+			Runs: runs, OutDir: b.TempDir(), Binary: bin, Version: "bench", Hosts: h}, &summary)
 		if err != nil {
 			b.Fatal(err)
 		}
