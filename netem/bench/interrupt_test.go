@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bullylab/bullylab/netem/bench"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/netem/scenario"
@@ -98,11 +99,11 @@ func TestRunBenchInterrupted(t *testing.T) {
 		netemtest.RequireClean(t, run)
 	}
 
-	got, err := bench.ReadResults(filepath.Join(out, "results.json"))
+	got, err := results.ReadResults(filepath.Join(out, "results.json"))
 	if err != nil {
 		t.Fatalf("results.json: %v", err)
 	}
-	want := bench.Partial{Reason: "interrupted by SIGINT", RunsPlanned: runs, RunsDone: 1}
+	want := results.Partial{Reason: "interrupted by SIGINT", RunsPlanned: runs, RunsDone: 1}
 	if got.Partial == nil || *got.Partial != want {
 		t.Errorf("results.json partial %+v, want %+v", got.Partial, want)
 	}
@@ -200,7 +201,7 @@ func TestRunBenchAborted(t *testing.T) {
 	for _, run := range started {
 		netemtest.RequireClean(t, run)
 	}
-	want := bench.Partial{Reason: "interrupted by SIGINT", RunsPlanned: runs, RunsDone: 1}
+	want := results.Partial{Reason: "interrupted by SIGINT", RunsPlanned: runs, RunsDone: 1}
 	if res == nil || res.Partial == nil || *res.Partial != want {
 		t.Errorf("RunBench's results: %+v, want partial %+v", res, want)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/bench/report"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/remote"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
@@ -49,7 +50,7 @@ type RunOptions struct {
 	StableTimeout time.Duration
 	// DiagramRuns are the runs of each scenario whose election
 	// report.html draws; the zero value is DefaultDiagramRuns.
-	DiagramRuns DiagramRuns
+	DiagramRuns report.DiagramRuns
 	// Hosts reach the hosts of a topology that spans them (its hosts:
 	// section); each run builds its testbed across them.
 	Hosts *HostsOptions
@@ -96,10 +97,10 @@ var ErrAborted = errors.New("bench aborted")
 // Outcome is what a bench measured, for its caller to write as
 // results.json, bench.txt, report.html and the summary table.
 type Outcome struct {
-	Results *Results
+	Results *results.Results
 	// Sequences are the elections of the runs RunOptions.DiagramRuns
 	// picks, for report.html to draw.
-	Sequences []Sequence
+	Sequences []report.Sequence
 	// Writable says the outputs are to be written: every run finished,
 	// or ctx ended after one did and RunOptions.Abort is not closed.
 	Writable bool
@@ -151,7 +152,7 @@ func RunBench(ctx context.Context, opts RunOptions) (*Outcome, error) {
 		return nil, err
 	}
 	res := newResults(opts, backend)
-	var seqs []Sequence
+	var seqs []report.Sequence
 	for _, sc := range opts.Scenarios {
 		sr, scSeqs, err := runScenario(ctx, opts, sc, backend)
 		if err != nil && !errors.Is(err, ErrInterrupted) {
@@ -162,7 +163,7 @@ func RunBench(ctx context.Context, opts RunOptions) (*Outcome, error) {
 			seqs = append(seqs, scSeqs...)
 		}
 		if err != nil {
-			res.Partial = &Partial{Reason: interruptReason(ctx), RunsPlanned: opts.Runs * len(opts.Scenarios), RunsDone: res.runsDone()}
+			res.Partial = &results.Partial{Reason: interruptReason(ctx), RunsPlanned: opts.Runs * len(opts.Scenarios), RunsDone: res.RunsDone()}
 			break
 		}
 	}
@@ -254,17 +255,17 @@ func impairBackend(backend string) (string, error) {
 }
 
 // newResults begins the results of a bench, started now.
-func newResults(opts RunOptions, backend string) *Results {
+func newResults(opts RunOptions, backend string) *results.Results {
 	topo := opts.Topology
 	bound := sle2Bound(topo, messageDelay(topologyDelay(topo), backend))
-	return &Results{
-		Schema:   Schema,
+	return &results.Results{
+		Schema:   results.Schema,
 		Tool:     LocalTool(opts.Version),
 		Host:     LocalHost(),
 		Started:  time.Now(),
-		Topology: TopologyOf(topo),
+		Topology: results.TopologyOf(topo),
 		Seed:     opts.Seed,
-		Settings: RunSettings{Runs: opts.Runs, Scenario: opts.ScenarioArg, Params: opts.Params,
+		Settings: results.RunSettings{Runs: opts.Runs, Scenario: opts.ScenarioArg, Params: opts.Params,
 			Backend: backend, SLE2BoundNS: int64(bound)},
 	}
 }
@@ -272,8 +273,8 @@ func newResults(opts RunOptions, backend string) *Results {
 // runScenario runs sc opts.Runs times, and returns its result with the
 // elections of the runs opts.DiagramRuns picks drawn for the report
 // (those whose election could not be drawn left out).
-func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, backend string) (ScenarioResult, []Sequence, error) {
-	sr, err := ResultOf(sc)
+func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, backend string) (results.ScenarioResult, []report.Sequence, error) {
+	sr, err := results.ResultOf(sc)
 	if err != nil {
 		return sr, nil, fmt.Errorf("bench: scenario %s: %w", sc.Name, err)
 	}
@@ -307,40 +308,19 @@ func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, ba
 
 // diagrams are the elections of the runs of sr that dr picks, titled and
 // with their captures, from the details of sr's runs.
-func diagrams(sr *ScenarioResult, details []*runDetail, dr DiagramRuns) []Sequence {
-	var seqs []Sequence
-	for _, p := range dr.pick(sr) {
-		i := p.run.Index - 1
+func diagrams(sr *results.ScenarioResult, details []*runDetail, dr report.DiagramRuns) []report.Sequence {
+	var seqs []report.Sequence
+	for _, p := range dr.Pick(sr) {
+		i := p.Run.Index - 1
 		if i < 0 || i >= len(details) || details[i] == nil || details[i].seq == nil {
 			continue
 		}
 		seq := *details[i].seq
-		seq.Title = SequenceTitle(sr, p.run, p.roles...)
-		seq.Capture = p.run.Capture
+		seq.Title = report.SequenceTitle(sr, p.Run, p.Roles...)
+		seq.Capture = p.Run.Capture
 		seqs = append(seqs, seq)
 	}
 	return seqs
-}
-
-// WriteOutputs writes results.json, bench.txt and report.html (drawing
-// seqs) into dir, OutputMode.
-func WriteOutputs(dir string, res *Results, seqs []Sequence) error {
-	if err := res.WriteFile(filepath.Join(dir, "results.json")); err != nil {
-		return fmt.Errorf("bench: %w", err)
-	}
-	for _, out := range []struct {
-		name  string
-		write func(io.Writer) error
-	}{
-		{"bench.txt", func(w io.Writer) error { return WriteBenchText(w, res) }},
-		{"report.html", func(w io.Writer) error { return WriteReport(w, res, seqs...) }},
-	} {
-		path := filepath.Join(dir, out.name)
-		if err := writeAtomic(path, out.write); err != nil {
-			return fmt.Errorf("bench: writing %s: %w", path, err)
-		}
-	}
-	return nil
 }
 
 func fileSafe(s string) string {
@@ -351,4 +331,8 @@ func fileSafe(s string) string {
 		}
 		return '_'
 	}, s)
+}
+
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem/bench"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/netem/scenario"
@@ -74,7 +75,7 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 	requireOutputModes(t, out, "results.json", "bench.txt", "report.html")
 
 	// results.json parses with the schema and agrees with what RunBench returned.
-	got, err := bench.ReadResults(filepath.Join(out, "results.json"))
+	got, err := results.ReadResults(filepath.Join(out, "results.json"))
 	if err != nil {
 		t.Fatalf("results.json: %v", err)
 	}
@@ -89,7 +90,7 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bt, err := bench.ParseBenchText("bench.txt", txt)
+	bt, err := results.ParseBenchText("bench.txt", txt)
 	if err != nil {
 		t.Fatalf("bench.txt: %v", err)
 	}
@@ -171,8 +172,8 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 	// A bench compared with itself passes, from either file.
 	for _, f := range []string{"results.json", "bench.txt"} {
 		path := filepath.Join(out, f)
-		cmp, err := bench.CompareFiles(path, path, bench.CompareOptions{MaxRegress: 0.10})
-		if v := bench.VerdictOf(cmp, err); v != bench.Pass {
+		cmp, err := results.CompareFiles(path, path, results.CompareOptions{MaxRegress: 0.10})
+		if v := results.VerdictOf(cmp, err); v != results.Pass {
 			t.Errorf("comparing %s with itself: %v (%v)", f, v, err)
 		}
 	}

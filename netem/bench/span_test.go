@@ -12,6 +12,7 @@ import (
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem/bench"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/netem/remote"
@@ -83,7 +84,7 @@ steps:
 			t.Errorf("run %d failed (%s): %s", r.Index, r.FailureKind, r.Failure)
 			continue
 		}
-		if r.Leader != "n5" || r.TimeToLeaderFrom != bench.TimeFromCapture {
+		if r.Leader != "n5" || r.TimeToLeaderFrom != results.TimeFromCapture {
 			t.Errorf("run %d: leader %s from %s, want n5 from the capture", r.Index, r.Leader, r.TimeToLeaderFrom)
 		}
 		for _, typ := range []string{"HALT", "HALT_ACK", "COORDINATOR"} {
@@ -144,7 +145,7 @@ func BenchmarkSpanLeaderCrash(b *testing.B) {
 	}
 	hosts := &bench.HostsOptions{CheckOptions: remote.CheckOptions{Binary: bin, BinaryDir: b.TempDir(), Dial: hs.DialTCP}, Source: "star64x3.yaml", File: file}
 	const runs = 3
-	bench1 := func(topo *topologies.Topology, h *bench.HostsOptions) bench.Summary {
+	bench1 := func(topo *topologies.Topology, h *bench.HostsOptions) results.Summary {
 		scs, err := scenario.Builtin("leader-crash", scenario.Params{Nodes: len(topo.Nodes)})
 		if err != nil {
 			b.Fatal(err)
