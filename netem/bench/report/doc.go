@@ -10,7 +10,8 @@
 //	report.go       Write: report.html from report.html.tmpl
 //	explain.go      the report's notes, computed from the data
 //	faults.go       the runs table's fault checks
-//	svg.go          the report's SVG: DistributionSVG, shared helpers
+//	svg.go          the report's SVG: DistributionSVG from
+//	                distribution.svg.tmpl, shared helpers
 //	sweep.go        a sweep's scenarios drawn against its parameter
 //	seqdiagram.go   SequenceSVG: an election as a space-time diagram,
 //	                its time scale and arrows; seqfaults.go its fault

@@ -1,12 +1,14 @@
 package report
 
 import (
+	_ "embed"
 	"fmt"
 	"html"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"text/template"
 
 	"github.com/bullylab/bullylab/netem/bench/results"
 )
@@ -97,25 +99,77 @@ const (
 	distBarColor, distCDFColor, distPctColor = "#5dade2", "#1b2631", "#922b21"
 )
 
+//go:embed distribution.svg.tmpl
+var distributionTemplate string
+
+var distributionTmpl = template.Must(template.New("distribution").Funcs(template.FuncMap{"esc": esc}).Parse(distributionTemplate))
+
 // DistributionSVG draws times to leader (nanoseconds) as a histogram of
 // runs with the cumulative distribution over it, the p50, p95 and p99
 // marked, and every run as a tick under the axis.
 func DistributionSVG(ns []int64, title string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="dist" width="%g" height="%g" viewBox="0 0 %g %g" role="img" aria-label="%s">`, distW, distH, distW, distH, esc(title))
-	fmt.Fprintf(&b, `<title>%s</title>`, esc(title))
+	data := distSVG{W: distW, H: distH, Title: title, BarColor: distBarColor, CDFColor: distCDFColor, PctColor: distPctColor}
 	if len(ns) == 0 {
-		fmt.Fprintf(&b, `<text x="%g" y="%g" text-anchor="middle" class="muted">no run passed: nothing to plot</text></svg>`, distW/2, distH/2)
-		return b.String()
+		data.Empty, data.MidX, data.MidY = true, distW/2, distH/2
+	} else {
+		d := newDistPlot(ns)
+		d.axes(&data)
+		d.bars(&data)
+		d.runs(&data)
+		d.cdf(&data)
+		d.percentiles(&data)
 	}
-	d := newDistPlot(ns)
-	d.drawAxes(&b)
-	d.drawBars(&b)
-	d.drawRuns(&b)
-	d.drawCDF(&b)
-	d.drawPercentiles(&b)
-	b.WriteString(`</svg>`)
+	var b strings.Builder
+	if err := distributionTmpl.Execute(&b, data); err != nil {
+		panic(err) // the template and its data are both this file's
+	}
 	return b.String()
+}
+
+// distSVG is what distribution.svg.tmpl draws, its numbers formatted.
+type distSVG struct {
+	W, H                         float64
+	Title                        string
+	BarColor, CDFColor, PctColor string
+	// Empty, with no run to plot, says so at MidX, MidY.
+	Empty      bool
+	MidX, MidY float64
+	// Grid are the runs axis' grid lines and their labels, XTicks the
+	// time axis' ticks and theirs, Shares the cumulative share's labels.
+	Grid, XTicks []svgTick
+	Shares       []svgLabel
+	Axes         []svgLine
+	// TimeLabel and ShareLabel place the axes' titles, RunsLabelY the
+	// runs axis' one.
+	TimeLabel, ShareLabel svgLabel
+	RunsLabelY            string
+	Bars                  []distBar
+	Runs                  []svgLine
+	CDF                   string // the path's d
+	Percentiles           []distPct
+}
+
+type svgLine struct{ X1, X2, Y1, Y2 string }
+
+type svgLabel struct{ X, Y, Text string }
+
+// svgTick is a line with its label.
+type svgTick struct {
+	svgLine
+	Label svgLabel
+}
+
+// distBar is a histogram bar: Runs from From to To.
+type distBar struct {
+	X, Y, W, H, From, To string
+	Runs                 int
+}
+
+// distPct is a percentile's line and its label.
+type distPct struct {
+	Line   svgLine
+	Label  svgLabel
+	Anchor string
 }
 
 // distPlot is the distribution plot's data binned and its scales.
@@ -165,70 +219,70 @@ func (d *distPlot) yc(c float64) float64 { return distTop + distPlotH - c/d.yMax
 
 func (d *distPlot) yp(p float64) float64 { return distTop + distPlotH - p*distPlotH }
 
-// drawAxes draws the grid, the axes with their ticks and the labels: runs
-// on the left, cumulative share on the right, time below.
-func (d *distPlot) drawAxes(b *strings.Builder) {
+// axes are the grid, the axes with their ticks and the labels: runs on
+// the left, cumulative share on the right, time below.
+func (d *distPlot) axes(data *distSVG) {
 	for i := 0; i <= 20 && float64(i)*d.yStep <= d.yMax+1e-9; i++ {
 		c := float64(i) * d.yStep
-		fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s" class="grid"/>`, f1(distLeft), f1(distLeft+distPlotW), f1(d.yc(c)), f1(d.yc(c)))
-		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="end" class="tick">%s</text>`, f1(distLeft-6), f1(d.yc(c)+4), fmtTick(c, d.yStep))
+		data.Grid = append(data.Grid, svgTick{svgLine{f1(distLeft), f1(distLeft + distPlotW), f1(d.yc(c)), f1(d.yc(c))},
+			svgLabel{f1(distLeft - 6), f1(d.yc(c) + 4), fmtTick(c, d.yStep)}})
 	}
 	xStep := niceStep((d.end - d.start) / 7)
 	first := math.Ceil(d.start/xStep) * xStep
 	for i := 0; i <= 20 && first+float64(i)*xStep <= d.end+1e-9; i++ {
 		v := first + float64(i)*xStep
-		fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s" class="axis"/>`, f1(d.x(v)), f1(d.x(v)), f1(distTop+distPlotH), f1(distTop+distPlotH+5))
-		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle" class="tick">%s</text>`, f1(d.x(v)), f1(distTop+distPlotH+28), fmtTick(v, xStep))
+		data.XTicks = append(data.XTicks, svgTick{svgLine{f1(d.x(v)), f1(d.x(v)), f1(distTop + distPlotH), f1(distTop + distPlotH + 5)},
+			svgLabel{f1(d.x(v)), f1(distTop + distPlotH + 28), fmtTick(v, xStep)}})
 	}
 	for _, p := range []float64{0, .25, .5, .75, 1} {
-		fmt.Fprintf(b, `<text x="%s" y="%s" class="tick">%d%%</text>`, f1(distLeft+distPlotW+6), f1(d.yp(p)+4), int(p*100))
+		data.Shares = append(data.Shares, svgLabel{f1(distLeft + distPlotW + 6), f1(d.yp(p) + 4), strconv.Itoa(int(p * 100))})
 	}
-	fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s" class="axis"/>`, f1(distLeft), f1(distLeft+distPlotW), f1(distTop+distPlotH), f1(distTop+distPlotH))
-	fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s" class="axis"/>`, f1(distLeft), f1(distLeft), f1(distTop), f1(distTop+distPlotH))
-	fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s" class="axis"/>`, f1(distLeft+distPlotW), f1(distLeft+distPlotW), f1(distTop), f1(distTop+distPlotH))
-	fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle" class="label">time to leader (ms)</text>`, f1(distLeft+distPlotW/2), f1(distH-10))
-	fmt.Fprintf(b, `<text transform="translate(16 %s) rotate(-90)" text-anchor="middle" class="label">runs</text>`, f1(distTop+distPlotH/2))
-	fmt.Fprintf(b, `<text transform="translate(%s %s) rotate(90)" text-anchor="middle" class="label">cumulative share of runs</text>`, f1(distW-12), f1(distTop+distPlotH/2))
+	data.Axes = []svgLine{
+		{f1(distLeft), f1(distLeft + distPlotW), f1(distTop + distPlotH), f1(distTop + distPlotH)},
+		{f1(distLeft), f1(distLeft), f1(distTop), f1(distTop + distPlotH)},
+		{f1(distLeft + distPlotW), f1(distLeft + distPlotW), f1(distTop), f1(distTop + distPlotH)},
+	}
+	data.TimeLabel = svgLabel{X: f1(distLeft + distPlotW/2), Y: f1(distH - 10)}
+	data.RunsLabelY = f1(distTop + distPlotH/2)
+	data.ShareLabel = svgLabel{X: f1(distW - 12), Y: f1(distTop + distPlotH/2)}
 }
 
-// drawBars draws the histogram, each bar with its range and count as a
-// tooltip.
-func (d *distPlot) drawBars(b *strings.Builder) {
+// bars are the histogram, each bar with its range and count as a tooltip.
+func (d *distPlot) bars(data *distSVG) {
 	for i, c := range d.counts {
 		if c == 0 {
 			continue
 		}
 		lo, hi := d.start+float64(i)*d.width, d.start+float64(i+1)*d.width
 		x0, x1 := d.x(lo), d.x(hi)
-		fmt.Fprintf(b, `<rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.75" stroke="#fff"><title>%s–%s ms: %d runs</title></rect>`,
-			f1(x0), f1(d.yc(float64(c))), f1(x1-x0), f1(d.yc(0)-d.yc(float64(c))), distBarColor,
-			fmtTick(lo, d.width), fmtTick(hi, d.width), c)
+		data.Bars = append(data.Bars, distBar{X: f1(x0), Y: f1(d.yc(float64(c))), W: f1(x1 - x0), H: f1(d.yc(0) - d.yc(float64(c))),
+			From: fmtTick(lo, d.width), To: fmtTick(hi, d.width), Runs: c})
 	}
 }
 
-// drawRuns draws every run as a tick under the axis, so that few runs
-// still show.
-func (d *distPlot) drawRuns(b *strings.Builder) {
+// runs are every run as a tick under the axis, so that few runs still
+// show.
+func (d *distPlot) runs(data *distSVG) {
 	for _, v := range d.ms {
-		fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-opacity="0.6"/>`, f1(d.x(v)), f1(d.x(v)), f1(distTop+distPlotH+7), f1(distTop+distPlotH+15), distCDFColor)
+		data.Runs = append(data.Runs, svgLine{f1(d.x(v)), f1(d.x(v)), f1(distTop + distPlotH + 7), f1(distTop + distPlotH + 15)})
 	}
 }
 
-// drawCDF draws the empirical cumulative distribution as a step line.
-func (d *distPlot) drawCDF(b *strings.Builder) {
+// cdf is the empirical cumulative distribution as a step line.
+func (d *distPlot) cdf(data *distSVG) {
 	var path strings.Builder
 	fmt.Fprintf(&path, "M%s %s", f1(d.x(d.start)), f1(d.yp(0)))
 	for i, v := range d.ms {
 		fmt.Fprintf(&path, " H%s V%s", f1(d.x(v)), f1(d.yp(float64(i+1)/float64(len(d.ms)))))
 	}
 	fmt.Fprintf(&path, " H%s", f1(d.x(d.end)))
-	fmt.Fprintf(b, `<path d="%s" fill="none" stroke="%s" stroke-width="1.8"/>`, path.String(), distCDFColor)
+	data.CDF = path.String()
 }
 
-// drawPercentiles marks the p50, p95 and p99, labelled above the plot; a
-// label that would touch the one before goes a row higher, and labels near
-// the right edge end at their line instead of centring on it.
-func (d *distPlot) drawPercentiles(b *strings.Builder) {
+// percentiles mark the p50, p95 and p99, labelled above the plot; a label
+// that would touch the one before goes a row higher, and labels near the
+// right edge end at their line instead of centring on it.
+func (d *distPlot) percentiles(data *distSVG) {
 	lastX, row := math.Inf(-1), 0
 	for _, p := range []float64{50, 95, 99} {
 		v := results.Percentile(d.ms, p)
@@ -244,7 +298,7 @@ func (d *distPlot) drawPercentiles(b *strings.Builder) {
 		if px > distLeft+distPlotW-36 {
 			anchor = "end"
 		}
-		fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-dasharray="4 3"/>`, f1(px), f1(px), f1(ly+3), f1(distTop+distPlotH), distPctColor)
-		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="%s" class="pct">p%g %s</text>`, f1(px), f1(ly), anchor, p, esc(results.FormatNS(int64(v*1e6))))
+		data.Percentiles = append(data.Percentiles, distPct{Line: svgLine{f1(px), f1(px), f1(ly + 3), f1(distTop + distPlotH)},
+			Label: svgLabel{f1(px), f1(ly), fmt.Sprintf("p%g %s", p, results.FormatNS(int64(v*1e6)))}, Anchor: anchor})
 	}
 }
