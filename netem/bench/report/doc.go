@@ -12,7 +12,8 @@
 //	faults.go       the runs table's fault checks
 //	svg.go          the report's SVG: DistributionSVG from
 //	                distribution.svg.tmpl, shared helpers
-//	sweep.go        a sweep's scenarios drawn against its parameter
+//	sweep.go        a sweep's scenarios drawn against its parameter, from
+//	                sweep.svg.tmpl
 //	seqdiagram.go   SequenceSVG: an election as a space-time diagram,
 //	                its time scale and arrows; seqfaults.go its fault
 //	                marks and spans, seqlabels.go its texts placed so that

@@ -1,12 +1,14 @@
 package report
 
 import (
+	_ "embed"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"text/template"
 	"time"
 
 	"github.com/bullylab/bullylab/netem/bench/results"
@@ -164,24 +166,86 @@ const (
 	swGapLabel           = "no run passed"
 )
 
+//go:embed sweep.svg.tmpl
+var sweepTemplate string
+
+var sweepTmpl = template.Must(template.New("sweep").Funcs(template.FuncMap{"esc": esc}).Parse(sweepTemplate))
+
 // SweepSVG draws a sweep: per point the time to leader of the runs that
 // passed (p50 and p95 lines over a min-max band) and below it the mean
 // election messages per run, each point's runs under the axis. A point
 // where no run passed is a gap in the lines, marked as such, not a zero.
 func SweepSVG(sw Sweep) string {
-	var b strings.Builder
-	title := "time to leader and messages per election of " + sw.Title()
-	fmt.Fprintf(&b, `<svg class="sweep" width="%g" height="%g" viewBox="0 0 %g %g" role="img" aria-label="%s">`, swW, swH, swW, swH, esc(title))
-	fmt.Fprintf(&b, `<title>%s</title>`, esc(title))
+	data := sweepSVG{W: swW, H: swH, Title: "time to leader and messages per election of " + sw.Title(), MarkerR: swMarkerR,
+		P50Color: swP50Color, P95Color: swP95Color, BandColor: swBandColor, MsgColor: swMsgColor, GapColor: swGapColor}
 	p := newSweepPlot(sw)
-	p.drawAxes(&b)
-	p.drawBand(&b)
-	p.drawLines(&b)
-	p.drawGaps(&b)
-	p.drawLegend(&b)
-	b.WriteString(`</svg>`)
+	p.axes(&data)
+	p.bands(&data)
+	p.lines(&data)
+	p.gaps(&data)
+	p.legend(&data)
+	var b strings.Builder
+	if err := sweepTmpl.Execute(&b, data); err != nil {
+		panic(err) // the template and its data are both this file's
+	}
 	return b.String()
 }
+
+// sweepSVG is what sweep.svg.tmpl draws, its numbers formatted.
+type sweepSVG struct {
+	W, H, MarkerR                                     float64
+	Title                                             string
+	P50Color, P95Color, BandColor, MsgColor, GapColor string
+	// YTicks are both panels' grid lines with their labels, PanelAxes
+	// the panels' axes.
+	YTicks    []svgTick
+	PanelAxes []svgLine
+	Points    []sweepPointMarks
+	// XTitle is the points' axis title, TimeLabel and MsgLabel place
+	// the panels' rotated titles, MsgTitle the messages panel's own.
+	XTitle, TimeLabel, MsgLabel, MsgTitle svgLabel
+	Bands                                 []sweepBand
+	Lines                                 []sweepLine
+	Gaps                                  []sweepGap
+	// Legend places its four items; NoPassX, when not "", is where it
+	// says that no point has a run that passed.
+	Legend                            []sweepLegendItem
+	LegendY, LegendRectY, LegendTextY string
+	NoPassX                           string
+}
+
+// sweepPointMarks are a point's grid lines in both panels, its tick, and
+// its value and runs under the axis.
+type sweepPointMarks struct {
+	TimeGrid, MsgGrid, Tick svgLine
+	Value, Runs             svgLabel
+}
+
+// sweepBand is the min-max band of a run of points: a polygon through
+// Points, or for a lone point a rectangle.
+type sweepBand struct {
+	Points     string
+	X, Y, W, H string
+}
+
+// sweepLine is one series over a run of points: its path (none for a
+// lone point) and its markers, each with its tooltip.
+type sweepLine struct {
+	Class, Color, Path string
+	Dashed             bool
+	Markers            []svgLabel
+}
+
+// sweepGap marks a point where no run passed.
+type sweepGap struct {
+	Title string
+	Lines []svgLine
+	Label svgLabel
+}
+
+// sweepLegendItem places a legend item: its mark from X to X2, its text
+// at TextX.
+type sweepLegendItem struct{ X, X2, TextX string }
 
 type sweepPlot struct {
 	sw       Sweep
@@ -253,40 +317,32 @@ func (p *sweepPlot) unitText(pt SweepPoint) string {
 	return pt.Label
 }
 
-func (p *sweepPlot) drawAxes(b *strings.Builder) {
-	hline := func(x0, x1, y float64, class string) {
-		fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s" class="%s"/>`, f1(x0), f1(x1), f1(y), f1(y), class)
-	}
-	vline := func(x, y0, y1 float64, class string) {
-		fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s" class="%s"/>`, f1(x), f1(x), f1(y0), f1(y1), class)
-	}
+// axes are the panels' grids, axes and ticks, each point's value and
+// runs, and the titles.
+func (p *sweepPlot) axes(data *sweepSVG) {
+	hline := func(x0, x1, y float64) svgLine { return svgLine{f1(x0), f1(x1), f1(y), f1(y)} }
+	vline := func(x, y0, y1 float64) svgLine { return svgLine{f1(x), f1(x), f1(y0), f1(y1)} }
 	for i := 0; i <= 20 && float64(i)*p.tStep <= p.tMax+1e-9; i++ {
 		v := float64(i) * p.tStep
-		hline(swLeft, swLeft+swPlotW, p.yt(v), "grid")
-		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="end" class="tick">%s</text>`, f1(swLeft-6), f1(p.yt(v)+4), fmtTick(v, p.tStep))
+		data.YTicks = append(data.YTicks, svgTick{hline(swLeft, swLeft+swPlotW, p.yt(v)), svgLabel{f1(swLeft - 6), f1(p.yt(v) + 4), fmtTick(v, p.tStep)}})
 	}
 	for i := 0; i <= 20 && float64(i)*p.mStep <= p.mMax+1e-9; i++ {
 		v := float64(i) * p.mStep
-		hline(swLeft, swLeft+swPlotW, p.ym(v), "grid")
-		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="end" class="tick">%s</text>`, f1(swLeft-6), f1(p.ym(v)+4), fmtTick(v, p.mStep))
+		data.YTicks = append(data.YTicks, svgTick{hline(swLeft, swLeft+swPlotW, p.ym(v)), svgLabel{f1(swLeft - 6), f1(p.ym(v) + 4), fmtTick(v, p.mStep)}})
 	}
 	for _, top := range []struct{ y, h float64 }{{swTop, swTopH}, {swMsgTop, swMsgH}} {
-		hline(swLeft, swLeft+swPlotW, top.y+top.h, "axis")
-		vline(swLeft, top.y, top.y+top.h, "axis")
+		data.PanelAxes = append(data.PanelAxes, hline(swLeft, swLeft+swPlotW, top.y+top.h), vline(swLeft, top.y, top.y+top.h))
 	}
 	axisY := swMsgTop + swMsgH
 	for i, pt := range p.sw.Points {
 		x := p.xs[i]
-		vline(x, swTop, swTop+swTopH, "grid")
-		vline(x, swMsgTop, axisY, "grid")
-		vline(x, axisY, axisY+5, "axis")
-		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle" class="tick">%s</text>`, f1(x), f1(axisY+18), esc(p.unitText(pt)))
 		s := p.sums[i]
 		runs := "n=" + strconv.Itoa(s.OK)
 		if s.OK != s.Runs {
 			runs += " of " + strconv.Itoa(s.Runs)
 		}
-		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle" class="tick runs">%s</text>`, f1(x), f1(axisY+32), esc(runs))
+		data.Points = append(data.Points, sweepPointMarks{TimeGrid: vline(x, swTop, swTop+swTopH), MsgGrid: vline(x, swMsgTop, axisY),
+			Tick: vline(x, axisY, axisY+5), Value: svgLabel{f1(x), f1(axisY + 18), p.unitText(pt)}, Runs: svgLabel{f1(x), f1(axisY + 32), runs}})
 	}
 	xTitle := p.sw.Key
 	switch {
@@ -298,10 +354,10 @@ func (p *sweepPlot) drawAxes(b *strings.Builder) {
 		xTitle += " (evenly spaced: not to scale)"
 	}
 	xTitle += "; n = runs that passed, which each point rests on"
-	fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle" class="label">%s</text>`, f1(swLeft+swPlotW/2), f1(swH-8), esc(xTitle))
-	fmt.Fprintf(b, `<text transform="translate(%s %s) rotate(-90)" text-anchor="middle" class="label">time to leader (ms)</text>`, f1(16), f1(swTop+swTopH/2))
-	fmt.Fprintf(b, `<text transform="translate(%s %s) rotate(-90)" text-anchor="middle" class="label">messages</text>`, f1(16), f1(swMsgTop+swMsgH/2))
-	fmt.Fprintf(b, `<text x="%s" y="%s" class="label">mean election messages per run that passed</text>`, f1(swLeft+6), f1(swMsgTop+-8))
+	data.XTitle = svgLabel{f1(swLeft + swPlotW/2), f1(swH - 8), xTitle}
+	data.TimeLabel = svgLabel{X: f1(16), Y: f1(swTop + swTopH/2)}
+	data.MsgLabel = svgLabel{X: f1(16), Y: f1(swMsgTop + swMsgH/2)}
+	data.MsgTitle = svgLabel{X: f1(swLeft + 6), Y: f1(swMsgTop + -8)}
 }
 
 // segments are the runs of consecutive points where some run passed: the
@@ -325,14 +381,14 @@ func (p *sweepPlot) segments() [][]int {
 	return segs
 }
 
-func (p *sweepPlot) drawBand(b *strings.Builder) {
+// bands are the min-max bands of time to leader.
+func (p *sweepPlot) bands(data *sweepSVG) {
 	for _, seg := range p.segments() {
 		if len(seg) == 1 {
 			i := seg[0]
 			d := p.sums[i].TimeToLeader
 			y0, y1 := p.yt(float64(d.MaxNS)/1e6), p.yt(float64(d.MinNS)/1e6)
-			fmt.Fprintf(b, `<rect class="band" x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.3"/>`,
-				f1(p.xs[i]-5.0), f1(y0), f1(2*5.0), f1(math.Max(y1-y0, 0.5)), swBandColor)
+			data.Bands = append(data.Bands, sweepBand{X: f1(p.xs[i] - 5.0), Y: f1(y0), W: f1(2 * 5.0), H: f1(math.Max(y1-y0, 0.5))})
 			continue
 		}
 		var pts []string
@@ -342,15 +398,17 @@ func (p *sweepPlot) drawBand(b *strings.Builder) {
 		for _, i := range slices.Backward(seg) {
 			pts = append(pts, f1(p.xs[i])+","+f1(p.yt(float64(p.sums[i].TimeToLeader.MinNS)/1e6)))
 		}
-		fmt.Fprintf(b, `<polygon class="band" points="%s" fill="%s" fill-opacity="0.3"/>`, strings.Join(pts, " "), swBandColor)
+		data.Bands = append(data.Bands, sweepBand{Points: strings.Join(pts, " ")})
 	}
 }
 
-func (p *sweepPlot) drawLines(b *strings.Builder) {
+// lines are the p50, p95 and messages series.
+func (p *sweepPlot) lines(data *sweepSVG) {
 	type series struct {
-		class, color, dash string
-		y                  func(i int) float64
-		text               func(i int) string
+		class, color string
+		dashed       bool
+		y            func(i int) float64
+		text         func(i int) string
 	}
 	ttl := func(i int) string {
 		d := p.sums[i].TimeToLeader
@@ -358,15 +416,16 @@ func (p *sweepPlot) drawLines(b *strings.Builder) {
 			p.sw.Key, p.sw.Points[i].Label, results.FormatNS(d.P50NS), results.FormatNS(d.P95NS), results.FormatNS(d.MinNS), results.FormatNS(d.MaxNS), passedRuns(p.sums[i].OK))
 	}
 	all := []series{
-		{"p50", swP50Color, "", func(i int) float64 { return p.yt(float64(p.sums[i].TimeToLeader.P50NS) / 1e6) }, ttl},
-		{"p95", swP95Color, ` stroke-dasharray="6 3"`, func(i int) float64 { return p.yt(float64(p.sums[i].TimeToLeader.P95NS) / 1e6) }, ttl},
-		{"msgs", swMsgColor, "", func(i int) float64 { return p.ym(p.sums[i].MessagesTotal.Mean) }, func(i int) string {
+		{"p50", swP50Color, false, func(i int) float64 { return p.yt(float64(p.sums[i].TimeToLeader.P50NS) / 1e6) }, ttl},
+		{"p95", swP95Color, true, func(i int) float64 { return p.yt(float64(p.sums[i].TimeToLeader.P95NS) / 1e6) }, ttl},
+		{"msgs", swMsgColor, false, func(i int) float64 { return p.ym(p.sums[i].MessagesTotal.Mean) }, func(i int) string {
 			return fmt.Sprintf("%s=%s: %s election messages per run, mean over %s (most %d)",
 				p.sw.Key, p.sw.Points[i].Label, results.FormatMean(p.sums[i].MessagesTotal.Mean), passedRuns(p.sums[i].OK), p.sums[i].MessagesTotal.Max)
 		}},
 	}
 	for _, s := range all {
 		for _, seg := range p.segments() {
+			line := sweepLine{Class: s.class, Color: s.color, Dashed: s.dashed}
 			if len(seg) > 1 {
 				var d strings.Builder
 				for j, i := range seg {
@@ -376,18 +435,18 @@ func (p *sweepPlot) drawLines(b *strings.Builder) {
 					}
 					fmt.Fprintf(&d, "%s%s %s", cmd, f1(p.xs[i]), f1(s.y(i)))
 				}
-				fmt.Fprintf(b, `<path class="%s" d="%s" fill="none" stroke="%s" stroke-width="1.8"%s/>`, s.class, d.String(), s.color, s.dash)
+				line.Path = d.String()
 			}
 			for _, i := range seg {
-				fmt.Fprintf(b, `<circle class="%s" cx="%s" cy="%s" r="%g" fill="%s"><title>%s</title></circle>`,
-					s.class, f1(p.xs[i]), f1(s.y(i)), swMarkerR, s.color, esc(s.text(i)))
+				line.Markers = append(line.Markers, svgLabel{f1(p.xs[i]), f1(s.y(i)), s.text(i)})
 			}
+			data.Lines = append(data.Lines, line)
 		}
 	}
 }
 
-// drawGaps marks each point where no run passed across both panels.
-func (p *sweepPlot) drawGaps(b *strings.Builder) {
+// gaps mark each point where no run passed across both panels.
+func (p *sweepPlot) gaps(data *sweepSVG) {
 	for i, s := range p.sums {
 		if s.OK > 0 {
 			continue
@@ -397,26 +456,23 @@ func (p *sweepPlot) drawGaps(b *strings.Builder) {
 		if s.Runs == 0 {
 			what = fmt.Sprintf("%s=%s: no run", p.sw.Key, p.sw.Points[i].Label)
 		}
-		fmt.Fprintf(b, `<g class="gap"><title>%s</title>`, esc(what))
+		gap := sweepGap{Title: what, Label: svgLabel{f1(x), f1(swTop + swTopH/2), swGapLabel}}
 		for _, top := range []struct{ y, h float64 }{{swTop, swTopH}, {swMsgTop, swMsgH}} {
-			fmt.Fprintf(b, `<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-dasharray="3 3"/>`, f1(x), f1(x), f1(top.y), f1(top.y+top.h), swGapColor)
+			gap.Lines = append(gap.Lines, svgLine{f1(x), f1(x), f1(top.y), f1(top.y + top.h)})
 		}
-		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle" class="tick">%s</text></g>`, f1(x), f1(swTop+swTopH/2), swGapLabel)
+		data.Gaps = append(data.Gaps, gap)
 	}
 }
 
-func (p *sweepPlot) drawLegend(b *strings.Builder) {
+// legend places the legend's items, each as wide as its text needs.
+func (p *sweepPlot) legend(data *sweepSVG) {
 	x := swLeft
-	item := func(mark, text string, w float64) {
-		b.WriteString(mark)
-		fmt.Fprintf(b, `<text x="%s" y="%s" class="tick">%s</text>`, f1(x+24), f1(swLegendY+4), esc(text))
+	for _, w := range []float64{150, 70, 110, 230} {
+		data.Legend = append(data.Legend, sweepLegendItem{X: f1(x), X2: f1(x + 18), TextX: f1(x + 24)})
 		x += w
 	}
-	item(fmt.Sprintf(`<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="1.8"/>`, f1(x), f1(x+18), f1(swLegendY), f1(swLegendY), swP50Color), "time to leader p50", 150)
-	item(fmt.Sprintf(`<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="1.8" stroke-dasharray="6 3"/>`, f1(x), f1(x+18), f1(swLegendY), f1(swLegendY), swP95Color), "p95", 70)
-	item(fmt.Sprintf(`<rect x="%s" y="%s" width="18" height="10" fill="%s" fill-opacity="0.3"/>`, f1(x), f1(swLegendY-5), swBandColor), "min to max", 110)
-	item(fmt.Sprintf(`<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="1.8"/>`, f1(x), f1(x+18), f1(swLegendY), f1(swLegendY), swMsgColor), "messages per election (mean)", 230)
+	data.LegendY, data.LegendRectY, data.LegendTextY = f1(swLegendY), f1(swLegendY-5), f1(swLegendY+4)
 	if !p.anyPass {
-		fmt.Fprintf(b, `<text x="%s" y="%s" class="tick">no point has a run that passed</text>`, f1(x), f1(swLegendY+4))
+		data.NoPassX = f1(x)
 	}
 }
