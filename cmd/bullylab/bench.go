@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem/bench"
+	"github.com/bullylab/bullylab/netem/bench/report"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/remote"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
@@ -58,7 +60,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "loss", Usage: "loss: comma-separated percentages dropped, one scenario each", DefaultText: "1,5,10,20"},
 			&cli.IntFlag{Name: "faults", Usage: "chaos: how many faults", DefaultText: "10"},
 			backendFlag,
-			&cli.StringFlag{Name: "diagram-runs", Value: bench.DefaultDiagramRuns, Usage: "the runs of each scenario whose election report.html draws: run numbers and median, slowest or all, comma-separated"},
+			&cli.StringFlag{Name: "diagram-runs", Value: report.DefaultDiagramRuns, Usage: "the runs of each scenario whose election report.html draws: run numbers and median, slowest or all, comma-separated"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -71,7 +73,7 @@ func benchCommand() *cli.Command {
 			if err := checkBackend(c.String("backend")); err != nil {
 				return &exitError{err.Error(), 2}
 			}
-			diagramRuns, err := bench.ParseDiagramRuns(c.String("diagram-runs"))
+			diagramRuns, err := report.ParseDiagramRuns(c.String("diagram-runs"))
 			if err == nil {
 				err = diagramRuns.CheckRuns(runs)
 			}
@@ -139,13 +141,20 @@ func benchCommand() *cli.Command {
 			}
 			ctx, intr := notifyInterrupt(c.App.ErrWriter)
 			defer intr.stop()
-			res, err := bench.RunBench(ctx, bench.RunOptions{
+			measured, err := bench.RunBench(ctx, bench.RunOptions{
 				Topology: topo, Scenarios: scs, ScenarioArg: c.String("scenario"), Params: given,
 				Runs: runs, Seed: c.Int64("seed"), OutDir: out, Binary: bin, Version: version,
 				Backend: c.String("backend"), DiagramRuns: diagramRuns,
 				Progress: bench.NewProgress(c.App.ErrWriter, runs*len(scs)),
-				Summary:  c.App.Writer, Abort: intr.abort, Hosts: hosts,
+				Abort:    intr.abort, Hosts: hosts,
 			})
+			var res *results.Results
+			if measured != nil {
+				res = measured.Results
+				if werr := writeBenchOutputs(out, measured, c.App.Writer); werr != nil {
+					err = werr
+				}
+			}
 			if sig := intr.signal(); sig != 0 && (errors.Is(err, bench.ErrInterrupted) || errors.Is(err, bench.ErrAborted)) {
 				msg := fmt.Sprintf("bench: %v", err)
 				if res != nil && res.Partial != nil && res.Partial.RunsDone > 0 && !errors.Is(err, bench.ErrAborted) {
@@ -172,6 +181,19 @@ func benchCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// writeBenchOutputs writes what a bench measured into dir and its summary
+// table on summary, when the bench has outputs to write: a write error
+// replaces the bench's own, an interrupt's.
+func writeBenchOutputs(dir string, measured *bench.Outcome, summary io.Writer) error {
+	if !measured.Writable {
+		return nil
+	}
+	if err := report.WriteOutputs(dir, measured.Results, measured.Sequences); err != nil {
+		return err
+	}
+	return results.WriteSummary(summary, measured.Results)
 }
 
 // interrupt is how `bullylab bench` hears SIGINT and SIGTERM: the first
@@ -289,25 +311,25 @@ func compareCommand() *cli.Command {
 		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "max-regress", Value: "10%", Usage: "largest growth of a metric that is not a regression, a percentage such as 10%"},
-			&cli.Float64Flag{Name: "alpha", Value: bench.DefaultAlpha, Usage: "significance level of the Mann-Whitney U test, in (0, 1)"},
-			&cli.StringFlag{Name: "format", Value: bench.FormatTable, Usage: "output: " + strings.Join(bench.ComparisonFormats, ", ") + " (markdown fits a CI job summary)"},
+			&cli.Float64Flag{Name: "alpha", Value: results.DefaultAlpha, Usage: "significance level of the Mann-Whitney U test, in (0, 1)"},
+			&cli.StringFlag{Name: "format", Value: results.FormatTable, Usage: "output: " + strings.Join(results.ComparisonFormats, ", ") + " (markdown fits a CI job summary)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
 				return &exitError{fmt.Sprintf("compare: want BASE and NEW, got %d arguments", c.NArg()), 2}
 			}
-			th, err := bench.ParseThreshold(c.String("max-regress"))
+			th, err := results.ParseThreshold(c.String("max-regress"))
 			if err != nil {
 				return &exitError{fmt.Sprintf("compare: %v", err), 2}
 			}
-			if f := c.String("format"); !slices.Contains(bench.ComparisonFormats, f) {
-				return usagef("compare: --format %q: want one of %s", f, strings.Join(bench.ComparisonFormats, ", "))
+			if f := c.String("format"); !slices.Contains(results.ComparisonFormats, f) {
+				return usagef("compare: --format %q: want one of %s", f, strings.Join(results.ComparisonFormats, ", "))
 			}
 			if a := c.Float64("alpha"); !(a > 0 && a < 1) {
 				return &exitError{fmt.Sprintf("compare: --alpha %g: want a significance level in (0, 1), such as 0.05", a), 2}
 			}
-			cmp, err := bench.CompareFiles(c.Args().Get(0), c.Args().Get(1), bench.CompareOptions{MaxRegress: th, Alpha: c.Float64("alpha")})
-			v := bench.VerdictOf(cmp, err)
+			cmp, err := results.CompareFiles(c.Args().Get(0), c.Args().Get(1), results.CompareOptions{MaxRegress: th, Alpha: c.Float64("alpha")})
+			v := results.VerdictOf(cmp, err)
 			if err != nil {
 				return &exitError{fmt.Sprintf("compare: %v", err), v.ExitCode()}
 			}
@@ -316,10 +338,10 @@ func compareCommand() *cli.Command {
 			for _, p := range cmp.Partial {
 				fmt.Fprintf(c.App.ErrWriter, "compare: warning: %s\n", p)
 			}
-			if err := bench.WriteComparisonAs(c.App.Writer, cmp, c.String("format")); err != nil {
+			if err := results.WriteComparisonAs(c.App.Writer, cmp, c.String("format")); err != nil {
 				return err
 			}
-			if v != bench.Pass {
+			if v != results.Pass {
 				return &exitError{"compare: " + strconv.Itoa(len(cmp.Regressions())) + " metrics regressed beyond " + c.String("max-regress"), v.ExitCode()}
 			}
 			return nil

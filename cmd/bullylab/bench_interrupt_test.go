@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
-	"github.com/bullylab/bullylab/netem/bench"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/netemtest"
 )
 
@@ -50,11 +50,11 @@ func testBenchSignal(t *testing.T, sig syscall.Signal, code int) {
 	if want := "bench: " + reason + " after 1 of 3 runs; partial results in " + out; !strings.Contains(b.output(), want) {
 		t.Errorf("the output does not say %q", want)
 	}
-	res, err := bench.ReadResults(filepath.Join(out, "results.json"))
+	res, err := results.ReadResults(filepath.Join(out, "results.json"))
 	if err != nil {
 		t.Fatalf("results.json: %v", err)
 	}
-	want := bench.Partial{Reason: reason, RunsPlanned: 3, RunsDone: 1}
+	want := results.Partial{Reason: reason, RunsPlanned: 3, RunsDone: 1}
 	if res.Partial == nil || *res.Partial != want {
 		t.Errorf("results.json partial %+v, want %+v", res.Partial, want)
 	}

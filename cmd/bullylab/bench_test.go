@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/bullylab/bullylab/netem/bench"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/urfave/cli/v2"
 )
 
@@ -167,7 +167,7 @@ func TestBenchOutRefused(t *testing.T) {
 // TestComparePartial: compare warns on stderr, one line per partial side
 // naming its file, and still compares.
 func TestComparePartial(t *testing.T) {
-	base, err := bench.ReadResults(filepath.Join("..", "..", "netem", "bench", "baseline", "star5-leader-crash.json"))
+	base, err := results.ReadResults(filepath.Join("..", "..", "netem", "bench", "baseline", "star5-leader-crash.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestComparePartial(t *testing.T) {
 	if err := base.WriteFile(full); err != nil {
 		t.Fatal(err)
 	}
-	base.Partial = &bench.Partial{Reason: "interrupted by SIGINT", RunsPlanned: 100, RunsDone: 30}
+	base.Partial = &results.Partial{Reason: "interrupted by SIGINT", RunsPlanned: 100, RunsDone: 30}
 	cut := filepath.Join(dir, "cut.json")
 	if err := base.WriteFile(cut); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/capture"
-	"github.com/bullylab/bullylab/netem/bench"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
@@ -21,7 +21,7 @@ type measured struct {
 	topo  *topologies.Topology
 	names []string // lowest ID first: the topology's order
 	sc    *scenario.Scenario
-	r     bench.Run
+	r     results.Run
 	rep   *capture.Report
 	el    *capture.Election // the measured election
 	fault time.Time         // the measured fault: el's trigger
@@ -220,7 +220,7 @@ func (m *measured) entries() []capture.TimelineEntry {
 // epoch against the epoch led before the fault and the epoch of the
 // winner's COORDINATOR frames, and its time to leader between the floor
 // the timeouts set and the SLE2 bound.
-func checkMeasured(t *testing.T, topo *topologies.Topology, sc *scenario.Scenario, r bench.Run, out string) {
+func checkMeasured(t *testing.T, topo *topologies.Topology, sc *scenario.Scenario, r results.Run, out string) {
 	t.Helper()
 	m := &measured{topo: topo, sc: sc, r: r}
 	for _, n := range topo.Nodes {
@@ -284,16 +284,16 @@ func checkMeasured(t *testing.T, topo *topologies.Topology, sc *scenario.Scenari
 	}
 	for _, src := range []struct {
 		name string
-		ts   []bench.TenureRecord
+		ts   []results.TenureRecord
 	}{{"capture", r.Checks.Tenures}, {"logs", r.Checks.LogTenures}} {
-		if !slices.ContainsFunc(src.ts, func(tn bench.TenureRecord) bool { return tn.Node == r.Leader && tn.Epoch == r.Epoch }) {
+		if !slices.ContainsFunc(src.ts, func(tn results.TenureRecord) bool { return tn.Node == r.Leader && tn.Epoch == r.Epoch }) {
 			t.Errorf("the %s show no lead of %s at epoch %d: %+v", src.name, r.Leader, r.Epoch, src.ts)
 		}
 	}
 	if step := r.Epoch - m.before; r.Epoch < m.before || step < x.minStep || step > x.maxStep {
 		t.Errorf("measured epoch %d is B+%d, B=%d; want B+%d..B+%d", r.Epoch, int64(r.Epoch)-int64(m.before), m.before, x.minStep, x.maxStep)
 	}
-	if r.Epoch == m.before && !slices.ContainsFunc(r.Checks.Tenures, func(tn bench.TenureRecord) bool {
+	if r.Epoch == m.before && !slices.ContainsFunc(r.Checks.Tenures, func(tn results.TenureRecord) bool {
 		return tn.Epoch == m.before && tn.Node == r.Leader && tn.StartNS < 0
 	}) {
 		t.Errorf("measured epoch %d is B, which %s did not lead before the fault", r.Epoch, r.Leader)

@@ -7,58 +7,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/bullylab/bullylab/netem/bench/results"
 )
-
-// Checks are the safety and liveness checks of one run. Times are
-// relative to the run's measured fault.
-type Checks struct {
-	// LeadersPerEpoch lists, for every epoch someone led, who led it; more
-	// than one leader in an epoch is an anomaly that only a partition or
-	// lost messages excuse.
-	LeadersPerEpoch []EpochLeaders `json:"leaders_per_epoch"`
-	// SplitBrain lists the windows in which two or more nodes led at once.
-	SplitBrain []SplitBrain `json:"split_brain"`
-	// ConvergenceNS is from when the lab had the run's last fault in force
-	// to the last election message on the wire before the last
-	// wait_leader saw the live nodes it waited for agree on one leader (or
-	// to that poll, with no message in between), when that leader is the
-	// highest of them; absent when that never happened within the run.
-	ConvergenceNS *int64 `json:"convergence_ns,omitempty"`
-	// BoundNS is the SLE2 bound the run's convergence was held to: the
-	// topology's, or larger when a fault delayed the network; absent when
-	// loss was still in force at the end, as SLE2 then bounds nothing.
-	BoundNS int64 `json:"sle2_bound_ns,omitempty"`
-	// Violations are what failed the run; empty when it passed.
-	Violations []Violation `json:"violations,omitempty"`
-	// Tenures are the leads the capture shows, LogTenures those the
-	// nodes' event logs show (when the run compared them), by start.
-	Tenures    []TenureRecord `json:"tenures,omitempty"`
-	LogTenures []TenureRecord `json:"log_tenures,omitempty"`
-}
-
-// EpochLeaders is who led one epoch.
-type EpochLeaders struct {
-	Epoch   uint64   `json:"epoch"`
-	Leaders []string `json:"leaders"`
-}
-
-// SplitBrain is a window in which several nodes led at once.
-type SplitBrain struct {
-	StartNS int64    `json:"start_ns"`
-	EndNS   int64    `json:"end_ns"`
-	Leaders []string `json:"leaders"`
-	// Connected is true when part of the window fell outside every
-	// disruption and its grace period: an SLE1 violation.
-	Connected bool `json:"connected"`
-}
-
-// Violation is a broken property: "safety" (SLE1), "liveness" (SLE2), or
-// "tenures" (the nodes' logs and the capture disagree on who led which
-// epoch when).
-type Violation struct {
-	Property string `json:"property"`
-	Detail   string `json:"detail"`
-}
 
 // Tenure is a span in which a node considered itself leader of an epoch:
 // from its COORDINATOR (or election won) to its crash, its step-down, or
@@ -106,7 +57,7 @@ type CheckInput struct {
 // safety when two nodes lead at once, or share an epoch, outside every
 // disruption and its grace period; it violates liveness when it does not
 // converge on the highest live node within the bound.
-func Check(in CheckInput) Checks {
+func Check(in CheckInput) results.Checks {
 	k := newChecker(in)
 	k.checkEpochs()
 	k.checkSplitBrain()
@@ -124,7 +75,7 @@ type checker struct {
 	in          CheckInput
 	tenures     []Tenure     // of both sources
 	disruptions []Disruption // by start
-	c           Checks
+	c           results.Checks
 }
 
 func newChecker(in CheckInput) *checker {
@@ -134,11 +85,11 @@ func newChecker(in CheckInput) *checker {
 	if in.CompareLogs {
 		ts = append(ts, in.LogTenures...)
 	}
-	return &checker{in: in, tenures: ts, disruptions: ds, c: Checks{LeadersPerEpoch: []EpochLeaders{}, SplitBrain: []SplitBrain{}}}
+	return &checker{in: in, tenures: ts, disruptions: ds, c: results.Checks{LeadersPerEpoch: []results.EpochLeaders{}, SplitBrain: []results.SplitBrain{}}}
 }
 
 func (k *checker) violate(property, format string, args ...any) {
-	k.c.Violations = append(k.c.Violations, Violation{Property: property, Detail: fmt.Sprintf(format, args...)})
+	k.c.Violations = append(k.c.Violations, results.Violation{Property: property, Detail: fmt.Sprintf(format, args...)})
 }
 
 // excused reports whether [start, end) lies in the union of the
@@ -173,7 +124,7 @@ func (k *checker) checkEpochs() {
 			}
 		}
 		slices.Sort(leaders)
-		k.c.LeadersPerEpoch = append(k.c.LeadersPerEpoch, EpochLeaders{Epoch: e, Leaders: leaders})
+		k.c.LeadersPerEpoch = append(k.c.LeadersPerEpoch, results.EpochLeaders{Epoch: e, Leaders: leaders})
 		if len(leaders) >= 2 {
 			k.checkSharedEpoch(e, byEpoch[e])
 		}
@@ -228,7 +179,7 @@ func tenureEdges(tenures []Tenure) []tenureEdge {
 // leaders.
 func (k *checker) checkSplitBrain() {
 	leading := map[string]int{}
-	var open *SplitBrain
+	var open *results.SplitBrain
 	for _, e := range tenureEdges(k.tenures) {
 		leading[e.node] += e.delta
 		if leading[e.node] == 0 {
@@ -236,7 +187,7 @@ func (k *checker) checkSplitBrain() {
 		}
 		switch {
 		case len(leading) >= 2 && open == nil:
-			open = &SplitBrain{StartNS: int64(e.at)}
+			open = &results.SplitBrain{StartNS: int64(e.at)}
 			fallthrough
 		case len(leading) >= 2:
 			for n := range leading {
@@ -252,7 +203,7 @@ func (k *checker) checkSplitBrain() {
 }
 
 // closeSplitBrain records the split brain open, which ended at end.
-func (k *checker) closeSplitBrain(open *SplitBrain, end time.Duration) {
+func (k *checker) closeSplitBrain(open *results.SplitBrain, end time.Duration) {
 	start := time.Duration(open.StartNS)
 	open.EndNS = int64(end)
 	slices.Sort(open.Leaders)
@@ -292,22 +243,6 @@ func (k *checker) checkLiveness() {
 		k.violate("liveness", "the live nodes agreed on the highest of them %s after the last fault, beyond the SLE2 bound of %s",
 			*in.Convergence, in.Bound)
 	}
-}
-
-// Failure returns the failure kind and reason the checks give a run, or
-// "", "" when they pass: the first violation, safety before tenures
-// before liveness.
-func (c Checks) Failure() (kind, reason string) {
-	for _, prop := range []struct{ property, kind string }{
-		{"safety", FailSafety}, {"tenures", FailTenures}, {"liveness", FailLiveness},
-	} {
-		for _, v := range c.Violations {
-			if v.Property == prop.property {
-				return prop.kind, v.Detail
-			}
-		}
-	}
-	return "", ""
 }
 
 // fmtOffset prints a time relative to the measured fault.

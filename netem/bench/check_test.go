@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem/bench"
+	"github.com/bullylab/bullylab/netem/bench/results"
 )
 
 const ms = time.Millisecond
@@ -22,7 +23,7 @@ func TestCheckCleanFailover(t *testing.T) {
 		},
 		Convergence: dur(580 * ms), Bound: 1300 * ms,
 	})
-	want := []bench.EpochLeaders{{Epoch: 1, Leaders: []string{"n16"}}, {Epoch: 2, Leaders: []string{"n15"}}}
+	want := []results.EpochLeaders{{Epoch: 1, Leaders: []string{"n16"}}, {Epoch: 2, Leaders: []string{"n15"}}}
 	if !reflect.DeepEqual(c.LeadersPerEpoch, want) {
 		t.Errorf("leaders per epoch %+v", c.LeadersPerEpoch)
 	}
@@ -47,7 +48,7 @@ func TestCheckSplitBrain(t *testing.T) {
 	// Within the partition and its grace period: a split brain, excused.
 	c := bench.Check(bench.CheckInput{Tenures: tenures, Disruptions: []bench.Disruption{partition},
 		Grace: 1300 * ms, Convergence: dur(200 * ms), Bound: 1300 * ms})
-	want := []bench.SplitBrain{{StartNS: int64(600 * ms), EndNS: int64(2100 * ms), Leaders: []string{"n16", "n9"}}}
+	want := []results.SplitBrain{{StartNS: int64(600 * ms), EndNS: int64(2100 * ms), Leaders: []string{"n16", "n9"}}}
 	if !reflect.DeepEqual(c.SplitBrain, want) {
 		t.Errorf("split brain %+v, want %+v", c.SplitBrain, want)
 	}
@@ -61,7 +62,7 @@ func TestCheckSplitBrain(t *testing.T) {
 		t.Fatalf("split brain %+v, want one connected window", c.SplitBrain)
 	}
 	kind, reason := c.Failure()
-	if kind != bench.FailSafety || reason != "n16 and n9 led at once for 1.5s from +600ms with the network connected" {
+	if kind != results.FailSafety || reason != "n16 and n9 led at once for 1.5s from +600ms with the network connected" {
 		t.Errorf("failure %q %q", kind, reason)
 	}
 
@@ -83,7 +84,7 @@ func TestCheckSharedEpoch(t *testing.T) {
 		t.Errorf("tenures do not overlap, got split brain %+v", c.SplitBrain)
 	}
 	kind, reason := c.Failure()
-	if kind != bench.FailSafety || !strings.HasPrefix(reason, "epoch 4 led by n5 at +0s and by n4 at +300ms") {
+	if kind != results.FailSafety || !strings.HasPrefix(reason, "epoch 4 led by n5 at +0s and by n4 at +300ms") {
 		t.Errorf("failure %q %q", kind, reason)
 	}
 	c = bench.Check(bench.CheckInput{Tenures: tenures, Convergence: dur(0),
@@ -102,18 +103,18 @@ func TestCheckSharedEpoch(t *testing.T) {
 
 func TestCheckLiveness(t *testing.T) {
 	c := bench.Check(bench.CheckInput{Convergence: nil, Bound: time.Second})
-	if kind, reason := c.Failure(); kind != bench.FailLiveness || !strings.Contains(reason, "never agreed") {
+	if kind, reason := c.Failure(); kind != results.FailLiveness || !strings.Contains(reason, "never agreed") {
 		t.Errorf("no convergence: %q %q", kind, reason)
 	}
 	c = bench.Check(bench.CheckInput{Convergence: dur(1500 * ms), Bound: time.Second})
-	if kind, reason := c.Failure(); kind != bench.FailLiveness || !strings.Contains(reason, "1.5s after the last fault, beyond the SLE2 bound of 1s") {
+	if kind, reason := c.Failure(); kind != results.FailLiveness || !strings.Contains(reason, "1.5s after the last fault, beyond the SLE2 bound of 1s") {
 		t.Errorf("slow convergence: %q %q", kind, reason)
 	}
 	// Safety comes first.
 	c = bench.Check(bench.CheckInput{Tenures: []bench.Tenure{
 		{Node: "a", Epoch: 1, Start: 0, End: 100 * ms}, {Node: "b", Epoch: 2, Start: 50 * ms, End: 200 * ms},
 	}})
-	if kind, _ := c.Failure(); kind != bench.FailSafety {
+	if kind, _ := c.Failure(); kind != results.FailSafety {
 		t.Errorf("safety and liveness broken: %q, want safety", kind)
 	}
 }

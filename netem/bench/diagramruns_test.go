@@ -6,86 +6,21 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/bullylab/bullylab/netem/bench/report"
+	"github.com/bullylab/bullylab/netem/bench/results"
 )
-
-func TestParseDiagramRuns(t *testing.T) {
-	for in, want := range map[string]DiagramRuns{
-		"median,slowest":    {Median: true, Slowest: true},
-		" all ":             {All: true},
-		"12, 3,median,3":    {Median: true, Runs: []int{3, 12}},
-		"Slowest,1":         {Slowest: true, Runs: []int{1}},
-		"median , SLOWEST":  {Median: true, Slowest: true},
-		"007,all,slowest,2": {Slowest: true, All: true, Runs: []int{2, 7}},
-	} {
-		got, err := ParseDiagramRuns(in)
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("%q: %+v, %v; want %+v", in, got, err, want)
-		}
-	}
-	for in, word := range map[string]string{
-		"":                     `empty`,
-		"median,fastest":       `"fastest"`,
-		"0":                    `"0"`,
-		"-1":                   `"-1"`,
-		"+3":                   `"+3"`,
-		"3,,4":                 `""`,
-		"1e3":                  `"1e3"`,
-		"median;slowest":       `"median;slowest"`,
-		"99999999999999999999": `"99999999999999999999"`,
-		"x\ny":                 `"x\ny"`,
-	} {
-		_, err := ParseDiagramRuns(in)
-		if err == nil {
-			t.Errorf("%q: no error", in)
-			continue
-		}
-		if msg := err.Error(); !strings.Contains(msg, word) || strings.ContainsAny(msg, "\r\n") {
-			t.Errorf("%q: error %q does not name %s in one line", in, msg, word)
-		}
-	}
-	dr, _ := ParseDiagramRuns("4,31")
-	if err := dr.CheckRuns(30); err == nil || err.Error() != "run 31, but each scenario runs 30 times" {
-		t.Errorf("run beyond the runs: %v", err)
-	}
-	if err := dr.CheckRuns(31); err != nil {
-		t.Errorf("run 31 of 31: %v", err)
-	}
-}
-
-// FuzzParseDiagramRuns: any input parses, and then reads back the same
-// from its String, or fails in one line.
-func FuzzParseDiagramRuns(f *testing.F) {
-	for _, s := range []string{"median,slowest", "all", "1,2,3", "median, 7", "", ",", "0", "+1", "x\ny", "MEDIAN", "18446744073709551616"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		dr, err := ParseDiagramRuns(s)
-		if err != nil {
-			if msg := err.Error(); strings.ContainsAny(msg, "\r\n") || len(msg) > 512 {
-				t.Fatalf("%q: error %q", s, msg)
-			}
-			return
-		}
-		if dr.IsZero() {
-			t.Fatalf("%q parsed to nothing", s)
-		}
-		back, err := ParseDiagramRuns(dr.String())
-		if err != nil || !reflect.DeepEqual(back, dr) {
-			t.Fatalf("%q: %+v reads back from %q as %+v, %v", s, dr, dr.String(), back, err)
-		}
-	})
-}
 
 // diagramScenario is five runs, 30, 10, 50, 20 and 40 ms to leader, and a
 // sixth that failed, each with an election to draw.
-func diagramScenario() (*ScenarioResult, []*runDetail) {
-	sr := &ScenarioResult{Name: "leader-crash"}
+func diagramScenario() (*results.ScenarioResult, []*runDetail) {
+	sr := &results.ScenarioResult{Name: "leader-crash"}
 	var details []*runDetail
 	for i, ms := range []int64{30, 10, 50, 20, 40, 0} {
-		r := Run{Index: i + 1, Seed: int64(i + 1), OK: ms > 0, Leader: "n4", TimeToLeaderNS: ms * 1e6,
+		r := results.Run{Index: i + 1, Seed: int64(i + 1), OK: ms > 0, Leader: "n4", TimeToLeaderNS: ms * 1e6,
 			Capture: fmt.Sprintf("run-leader-crash-%d.pcapng", i+1)}
 		if !r.OK {
-			r.FailureKind = FailLiveness
+			r.FailureKind = results.FailLiveness
 		}
 		sr.Runs = append(sr.Runs, r)
 		seq := election5(0, "crash")
@@ -108,10 +43,10 @@ func TestDiagramsPick(t *testing.T) {
 		"all":            nil,
 		"median,slowest": nil,
 	} {
-		var dr DiagramRuns
+		var dr report.DiagramRuns
 		if in != "" {
 			var err error
-			if dr, err = ParseDiagramRuns(in); err != nil {
+			if dr, err = report.ParseDiagramRuns(in); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -141,8 +76,8 @@ func TestDiagramsPick(t *testing.T) {
 		}
 	}
 	// One run both median and slowest: one diagram.
-	one := &ScenarioResult{Name: "x", Runs: []Run{{Index: 1, OK: true, Leader: "n4", TimeToLeaderNS: 7e6}}}
-	seqs := diagrams(one, details[:1], DiagramRuns{})
+	one := &results.ScenarioResult{Name: "x", Runs: []results.Run{{Index: 1, OK: true, Leader: "n4", TimeToLeaderNS: 7e6}}}
+	seqs := diagrams(one, details[:1], report.DiagramRuns{})
 	if len(seqs) != 1 || seqs[0].Title != "x, run 1 (seed 0), the median and the slowest run: leader n4 after 7.00ms" {
 		t.Errorf("one run: %d diagrams %+v", len(seqs), seqs)
 	}
@@ -152,12 +87,12 @@ func TestDiagramsPick(t *testing.T) {
 // run it draws, beside its diagram and in the table of runs.
 func TestReportLinksDiagramCaptures(t *testing.T) {
 	sr, details := diagramScenario()
-	dr, _ := ParseDiagramRuns("median,slowest,6")
+	dr, _ := report.ParseDiagramRuns("median,slowest,6")
 	seqs := diagrams(sr, details, dr)
-	r := &Results{Schema: Schema, Scenarios: []ScenarioResult{*sr}, Settings: RunSettings{Runs: 6}}
+	r := &results.Results{Schema: results.Schema, Scenarios: []results.ScenarioResult{*sr}, Settings: results.RunSettings{Runs: 6}}
 	r.Summarize()
 	var buf bytes.Buffer
-	if err := WriteReport(&buf, r, seqs...); err != nil {
+	if err := report.Write(&buf, r, seqs...); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()

@@ -1,22 +1,26 @@
-// Package bench is `bullylab bench` and `bullylab compare`: it runs
-// election scenarios on real testbeds (netem/lab) under a live capture,
-// checks every run, and records the results as results.json, bench.txt and
-// report.html, which compare reads back for a CI regression gate.
+// Package bench is `bullylab bench`: it runs election scenarios on real
+// testbeds (netem/lab) under a live capture, checks every run, and returns
+// what it measured (Outcome), which its caller writes with
+// report.WriteOutputs and results.WriteSummary.
+//
+// Package results holds the results' model, their files and compare;
+// package report renders them as report.html.
 //
 // # Map
 //
 // The runner, a run in steps:
 //
 //	run.go          RunBench: every scenario Runs times, each run on a fresh
-//	                lab, then the outputs
+//	                lab, and its Outcome
 //	run_one.go      runOne and its runner: setup (lab and capture), settle
 //	                (stable leader, quiet), inject (the scenario, its faults)
 //	run_measure.go  measure: still counters, teardown (which reads the
 //	                nodes' event logs), the capture's analysis, the measured
 //	                election, the counters cross-check
 //	run_judge.go    judge: checkInput (the capture's tenures, disruptions,
-//	                convergence) for Check, and the run's Sequence for the
-//	                report
+//	                convergence) for Check, and the run's report.Sequence
+//	                for the report
+//	check.go        Check: a run's safety (SLE1) and liveness (SLE2) checks
 //	tenure.go       tenures as spans: the faults' cuts, successors, and the
 //	                capture's and the logs' held to each other
 //	tenure_log.go   the nodes' event logs: read, parsed, put on the
@@ -24,205 +28,18 @@
 //	bound.go        node/doc.go's SLE2 bound for a topology and a delay
 //	target.go       labTarget, the scenario.Target on a lab
 //
-// What it records, and how it reads and shows it:
+// Around it:
 //
-//	results.go      Results and their JSON, results.json (below); Summarize
-//	check.go        Check: a run's safety (SLE1) and liveness (SLE2) checks
-//	stats.go        Percentile, Mean, Distribution
-//	benchfmt.go     bench.txt for benchstat (below): WriteBenchText,
-//	                ParseBenchText
-//	compare.go      Compare, CompareFiles and their Verdict (below)
-//	report.go       WriteReport: report.html from report.html.tmpl
-//	svg.go          the report's SVG: DistributionSVG, shared helpers
-//	seqdiagram.go   SequenceSVG: an election as a space-time diagram,
-//	                its time scale and arrows; seqfaults.go its fault
-//	                marks and spans, seqlabels.go its texts placed so that
-//	                none covers another, seqlegend.go its legend
-//	table.go        the summary and comparison tables; summary.go the
-//	                summary's two layouts, its columns and their units
 //	progress.go     the progress display: the run under way among all the
 //	                bench's, its phase, elapsed time and ETA; a line per run
-//	host.go         Host and Tool: the machine and program that measured
-//
-// # results.json
-//
-// Schema "bullylab.bench/v1". A v1 reader ignores fields it does not know;
-// a change that removes a field or changes its meaning bumps the version,
-// and DecodeResults refuses any other version. Durations are integer
-// nanoseconds in fields ending in _ns; times are RFC 3339 with nanoseconds.
-//
-//	schema                "bullylab.bench/v1"
-//	tool                  the program that measured
-//	  name                "bullylab"
-//	  version             as `bullylab version` prints it (-ldflags -X main.version)
-//	  go_version          the Go toolchain that built it
-//	  revision            VCS revision, when the build recorded one
-//	host                  the machine that measured
-//	  os, arch            GOOS and GOARCH
-//	  kernel              uname -r
-//	  cpu                 the CPU model (/proc/cpuinfo)
-//	  cores               logical CPUs
-//	started, finished     wall-clock span of the bench
-//	topology              the testbed of every run
-//	  name, source        topology name, and the file or "built-in"
-//	  nodes               node count
-//	  settings            heartbeat_ns, failure_timeout_ns, election_timeout_ns shared by
-//	                      every node, or by most when node_settings lists the others
-//	  node_settings       node name -> timings, for nodes that differ
-//	seed                  --seed; run i (from 0) used seed+i
-//	settings              how the bench was asked to run
-//	  runs                --runs, per scenario
-//	  scenario            --scenario as given: a built-in name or a file
-//	  params              scenario parameters given: k, delays, loss, faults
-//	  impair_backend      netem or nfqueue
-//	  sle2_bound_ns       the SLE2 bound of the topology's own network (runs under
-//	                      a delay fault apply a larger one: checks.sle2_bound_ns)
-//	scenarios[]           one per scenario run (latency-sweep gives one per delay)
-//	  name, description
-//	  labels              variant labels such as {"delay": "50ms"}; with name, the key
-//	                      compare matches scenarios by ("latency-sweep delay=50ms")
-//	  source              the scenario file, or "built-in NAME"
-//	  definition          the scenario as a YAML file (scenario.Format)
-//	  runs[]              every run, in order
-//	    index             from 1
-//	    seed              the run's seed: a bench with --seed this --runs 1 replays it
-//	    started           when the run's testbed began to build
-//	    ok                the run passed every check
-//	    failure_kind      why it failed: safety, tenures, liveness, counters, fault,
-//	                      auth, step, setup or node (a node stopped by itself)
-//	    failure           how, in one line
-//	    time_to_leader_ns from the measured election's trigger (below) until the winning
-//	                      COORDINATOR left the leader for the last node it had to reach
-//	                      (live at the election's end, not cut off from the leader),
-//	                      by the capture; when the capture shows the election not
-//	                      converging, from the measured fault to the lab's poll that
-//	                      saw the nodes waited for follow one leader
-//	    detection_ns      from the trigger to the election's first message on the wire,
-//	                      its first ELECTION or HALT, whichever came first (with the
-//	                      detection stagger, a leader crash's election can hold no
-//	                      ELECTION: the highest survivor halts the rest first); absent
-//	                      when nothing had to be detected (cold start) or no record
-//	                      triggered the election
-//	    leader, epoch     who led after the measured election
-//	    election          the measured election's number in the capture's analysis
-//	                      (n, as `bullylab analyze` lists them); absent when the
-//	                      capture holds none
-//	    messages          wire type -> frames of the measured election in the
-//	                      capture, HEARTBEATs left out
-//	    counters          ok: the nodes' frame counters match the capture;
-//	                      mismatches: one line each where they do not;
-//	                      at_most: nodes that wrote into a network dropping
-//	                      packets, whose counts only bound the capture's
-//	    capture           the run's pcapng, relative to results.json
-//	    schedule          the fault schedule, one resolved step a line
-//	    checks
-//	      leaders_per_epoch  [{epoch, leaders}]: who led each epoch
-//	      split_brain        [{start_ns, end_ns, leaders, connected}]: windows with
-//	                         several leaders, times from the measured fault;
-//	                         connected: outside every disruption and its grace
-//	      convergence_ns     from when the lab had the run's last fault (any kind) in
-//	                         force to the last election message on the wire before
-//	                         the last wait_leader saw the live nodes it waited for
-//	                         agree (that poll, with no message in between), when they
-//	                         agreed on the highest of them; absent when that never
-//	                         happened, which fails the run on liveness
-//	      sle2_bound_ns      the bound convergence was held to: node/doc.go's
-//	                         formula with d from the largest delay in force;
-//	                         absent when loss was still in force at the end
-//	    failure_kind      why it failed: safety, tenures, liveness, counters, fault,
-//	                      auth, step, setup or node (a node stopped by itself)
-//	  summary             over the runs that passed, except the counts
-//	    runs, ok, failed
-//	    time_to_leader    {n, min_ns, mean_ns, p50_ns, p95_ns, p99_ns, max_ns}
-//	    detection         the same, when runs measured it
-//	    convergence       the same, of checks.convergence_ns
-//	    messages          wire type -> {mean, max} frames per election
-//	    messages_total    {mean, max} of all types together
-//	    failures          [{kind, runs, example}]: failed runs by kind
-//	partial               absent when every planned run finished; when the bench
-//	                      stopped early (SIGINT, SIGTERM: RunBench's ctx ended):
-//	  reason              why, such as "interrupted by SIGINT"
-//	  runs_planned        runs of every scenario together, as asked
-//	  runs_done           the runs scenarios[] hold: those that finished. The run
-//	                      in progress at the interrupt is not a result, neither
-//	                      passed nor failed, and its capture is removed; a
-//	                      scenario with no finished run is left out. With no run
-//	                      finished, nothing is written
-//
-// The summary table and report.html say a partial bench is partial.
-//
-// The measured election is the one the capture's analysis attributes to
-// the measured fault, the last fault before the scenario's measured
-// wait_leader (capture.Analyze: its trigger is that fault's record), else
-// the first election under way at or after that fault; times run from its
-// trigger, which is normally that fault's record (capture.Analyze says how
-// a trigger is found; with no record, the election's first message).
-//
-// Percentiles are nearest-rank (see Percentile): always a time some run
-// measured; with fewer than 100 values p99 is the largest, with fewer than
-// 20 p95 too, and with 30 p95 is the second largest. report.html and the
-// summary table say, for the number of runs that passed, which run each
-// percentile is (PercentileRanks).
-//
-// # The summary table
-//
-// The summary table shows a percentile only where it is not the max:
-// p95 from 20 values, p99 from 100 (n >= 100/(100-p)); p50 and max always.
-// Its column is there when one scenario shows it, "-" in the others, and a
-// line under the table says which were left out for how many runs. Its
-// detection columns are report.html's, p50 and p95. A column of times has
-// one unit, named in its header: ms, or s when its largest reaches 10 s,
-// with the decimals its values need.
-//
-// It fits the terminal: the full layout (a box, the messages of an
-// election by type) from 100 columns when it fits in them, else the
-// compact one (no box, runs as passed/all, the messages only in all,
-// scenario keys wrapped at their spaces), which fits 80 columns for a
-// dozen scenarios with keys such as "latency-sweep delay=100ms". The
-// width is SummaryOptions.Width, else on a terminal $COLUMNS or the
-// terminal's own (TIOCGWINSZ). Written anywhere else, a file or a pipe,
-// it is the full layout, whatever the width.
-//
-// # bench.txt
-//
-// One result line per run that passed, in the Go benchmark format, so that
-// `benchstat old.txt new.txt` computes medians and confidence intervals
-// over the runs; failed runs are "# failed" comments, which benchstat skips
-// and ParseBenchText reads:
-//
-//	goos: linux
-//	goarch: amd64
-//	pkg: github.com/bullylab/bullylab
-//	cpu: AMD EPYC 7B13
-//	Unit detection-ns/op better=lower
-//	Unit msgs/op better=lower
-//	BenchmarkElection/topology=star16/scenario=leader-crash 1 578458000 ns/op 575701000 detection-ns/op 42 msgs/op 14 halt-msgs/op ...
-//	# failed BenchmarkElection/topology=star16/scenario=leader-crash run 7 liveness: ...
-//
-// ns/op is the time to leader. Only configuration keys that do not change
-// between two benches on one machine are written, because benchstat splits
-// results with different file configuration into separate tables.
-//
-// # compare
-//
-// Compare matches two benches' scenarios by key and compares, per scenario,
-// the time to leader p50, p95, p99 and max, the detection p50 and p95, the
-// mean messages per election in all and by type, and the share of failed
-// runs. A p95 or p99 that a side's runs do not support (fewer than 20 or
-// 100, as in the summary table) is left out, being that side's slowest run,
-// which max compares; so is a message type neither bench sent. Every metric
-// is lower-is-better: one regresses when it grew by more than
-// CompareOptions.MaxRegress relative to the base and by more than a noise
-// floor (1 ms, half a message); any larger share of failed runs regresses.
-// Verdict maps to the exit status: 0 pass, 1 regressed, 2 unusable input
-// (an unreadable file, another schema, another topology or other scenarios,
-// named in the error). An input larger than MaxResultsSize (64 MiB) is
-// unusable too: compare reads no further.
+//	host.go         LocalHost and LocalTool: the machine and program that
+//	                measured
+//	outdir.go       CheckOutDir and RemoveOutputs: another bench's outputs
 //
 // # Output files
 //
 // results.json, bench.txt, report.html and the run captures are written
-// mode 0644 (OutputMode) whatever the umask, so that an unprivileged
+// mode 0644 (results.OutputMode) whatever the umask, so that an unprivileged
 // compare or browser reads what `sudo bullylab bench` wrote.
 //
 // A directory that holds another bench's outputs (OutputFiles) is refused

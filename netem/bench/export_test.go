@@ -1,8 +1,5 @@
 package bench
 
-// WriteOutputs is writeOutputs, for the tests of package bench_test.
-var WriteOutputs = writeOutputs
-
 // SetLabStarted makes f hear the run ID of every lab a run starts, until
 // the returned function restores the previous hook.
 func SetLabStarted(f func(run string)) (restore func()) {

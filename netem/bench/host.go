@@ -6,17 +6,19 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/bullylab/bullylab/netem/bench/results"
 )
 
 // LocalHost describes the machine this process runs on, for Results.Host.
-func LocalHost() Host {
-	return Host{OS: runtime.GOOS, Arch: runtime.GOARCH, Kernel: kernelRelease(), CPU: cpuModel(), Cores: runtime.NumCPU()}
+func LocalHost() results.Host {
+	return results.Host{OS: runtime.GOOS, Arch: runtime.GOARCH, Kernel: kernelRelease(), CPU: cpuModel(), Cores: runtime.NumCPU()}
 }
 
 // LocalTool describes this binary, for Results.Tool; version is what
 // `bullylab version` prints.
-func LocalTool(version string) Tool {
-	t := Tool{Name: "bullylab", Version: version, GoVersion: runtime.Version()}
+func LocalTool(version string) results.Tool {
+	t := results.Tool{Name: "bullylab", Version: version, GoVersion: runtime.Version()}
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if info.GoVersion != "" {
 			t.GoVersion = info.GoVersion

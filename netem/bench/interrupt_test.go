@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bullylab/bullylab/netem/bench"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/netem/scenario"
@@ -66,12 +67,11 @@ func TestRunBenchInterrupted(t *testing.T) {
 	// A terminal's bar, which shows each run's phases.
 	term := true
 	const runs = 3
-	res, err := bench.RunBench(ctx, bench.RunOptions{
+	res, err := runBench(ctx, bench.RunOptions{
 		Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash", Runs: runs, Seed: 1,
 		OutDir: out, Binary: bin, Version: "test",
 		Progress: bench.NewProgress(&progress, runs, bench.ProgressOptions{Terminal: &term, Width: 200}),
-		Summary:  &summary,
-	})
+	}, &summary)
 	t.Logf("progress:\n%q\nsummary:\n%s", progress.String(), summary.String())
 	if !errors.Is(err, bench.ErrInterrupted) {
 		t.Fatalf("RunBench: %v, want ErrInterrupted", err)
@@ -99,11 +99,11 @@ func TestRunBenchInterrupted(t *testing.T) {
 		netemtest.RequireClean(t, run)
 	}
 
-	got, err := bench.ReadResults(filepath.Join(out, "results.json"))
+	got, err := results.ReadResults(filepath.Join(out, "results.json"))
 	if err != nil {
 		t.Fatalf("results.json: %v", err)
 	}
-	want := bench.Partial{Reason: "interrupted by SIGINT", RunsPlanned: runs, RunsDone: 1}
+	want := results.Partial{Reason: "interrupted by SIGINT", RunsPlanned: runs, RunsDone: 1}
 	if got.Partial == nil || *got.Partial != want {
 		t.Errorf("results.json partial %+v, want %+v", got.Partial, want)
 	}
@@ -180,12 +180,11 @@ func TestRunBenchAborted(t *testing.T) {
 	var progress, summary bytes.Buffer
 	term := false
 	const runs = 3
-	res, err := bench.RunBench(ctx, bench.RunOptions{
+	res, err := runBench(ctx, bench.RunOptions{
 		Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash", Runs: runs, Seed: 1,
 		OutDir: out, Binary: bin, Version: "test",
-		Progress: bench.NewProgress(&progress, runs, bench.ProgressOptions{Terminal: &term}),
-		Summary:  &summary, Abort: abort,
-	})
+		Progress: bench.NewProgress(&progress, runs, bench.ProgressOptions{Terminal: &term}), Abort: abort,
+	}, &summary)
 	t.Logf("progress:\n%s\nsummary:\n%s", progress.String(), summary.String())
 	if !errors.Is(err, bench.ErrAborted) || errors.Is(err, bench.ErrInterrupted) {
 		t.Fatalf("RunBench: %v, want ErrAborted", err)
@@ -202,7 +201,7 @@ func TestRunBenchAborted(t *testing.T) {
 	for _, run := range started {
 		netemtest.RequireClean(t, run)
 	}
-	want := bench.Partial{Reason: "interrupted by SIGINT", RunsPlanned: runs, RunsDone: 1}
+	want := results.Partial{Reason: "interrupted by SIGINT", RunsPlanned: runs, RunsDone: 1}
 	if res == nil || res.Partial == nil || *res.Partial != want {
 		t.Errorf("RunBench's results: %+v, want partial %+v", res, want)
 	}

@@ -1,12 +1,16 @@
 package bench_test
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 
 	"github.com/bullylab/bullylab/netem/bench"
+	"github.com/bullylab/bullylab/netem/bench/report"
+	"github.com/bullylab/bullylab/netem/bench/results"
 )
 
 // requireOutputModes fails unless every file in dir is bench.OutputMode.
@@ -23,8 +27,8 @@ func requireOutputModes(t *testing.T, dir string, want ...string) {
 			t.Fatal(err)
 		}
 		seen[e.Name()] = true
-		if got := info.Mode(); got != bench.OutputMode {
-			t.Errorf("%s is %v, want %v", e.Name(), got, os.FileMode(bench.OutputMode))
+		if got := info.Mode(); got != results.OutputMode {
+			t.Errorf("%s is %v, want %v", e.Name(), got, os.FileMode(results.OutputMode))
 		}
 	}
 	for _, name := range want {
@@ -40,16 +44,37 @@ func TestOutputModes(t *testing.T) {
 	old := syscall.Umask(0o077) // as strict as root's umask gets
 	defer syscall.Umask(old)
 	dir := t.TempDir()
-	if err := bench.WriteOutputs(dir, sampleResults(1), nil); err != nil {
+	if err := report.WriteOutputs(dir, sampleResults(1), nil); err != nil {
 		t.Fatal(err)
 	}
 	requireOutputModes(t, dir, "results.json", "bench.txt", "report.html")
 	// Written again over the first ones, still.
-	if err := bench.WriteOutputs(dir, sampleResults(2), nil); err != nil {
+	if err := report.WriteOutputs(dir, sampleResults(2), nil); err != nil {
 		t.Fatal(err)
 	}
 	requireOutputModes(t, dir, "results.json", "bench.txt", "report.html")
-	if _, err := bench.ReadResults(filepath.Join(dir, "results.json")); err != nil {
+	if _, err := results.ReadResults(filepath.Join(dir, "results.json")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runBench runs a bench and writes its outputs as `bullylab bench` does:
+// when it has some to write, into opts.OutDir and its summary table on
+// summary (when not nil). A write error replaces the bench's own.
+func runBench(ctx context.Context, opts bench.RunOptions, summary io.Writer) (*results.Results, error) {
+	measured, err := bench.RunBench(ctx, opts)
+	if measured == nil {
+		return nil, err
+	}
+	if measured.Writable {
+		if werr := report.WriteOutputs(opts.OutDir, measured.Results, measured.Sequences); werr != nil {
+			return measured.Results, werr
+		}
+		if summary != nil {
+			if werr := results.WriteSummary(summary, measured.Results); werr != nil {
+				return measured.Results, werr
+			}
+		}
+	}
+	return measured.Results, err
 }

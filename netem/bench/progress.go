@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/bullylab/bullylab/netem/bench/results"
 )
 
 // Progress reports a bench's runs: on a terminal a one-line bar redrawn in
@@ -176,7 +179,7 @@ func (p *Progress) Done(u RunUpdate) {
 	p.scenario, p.phase = "", ""
 	line := fmt.Sprintf("run %d/%d %s: ", p.done, p.total, u.Scenario)
 	if u.OK {
-		line += fmt.Sprintf("leader %s after %s", u.Leader, fmtNS(int64(u.TimeToLeader)))
+		line += fmt.Sprintf("leader %s after %s", u.Leader, results.FormatNS(int64(u.TimeToLeader)))
 	} else {
 		p.failed++
 		line += fmt.Sprintf("FAILED (%s) %s", u.FailureKind, oneLine(u.Failure))
@@ -273,4 +276,12 @@ func fmtClock(d time.Duration) string {
 		return fmt.Sprintf("%dm%02ds", s/60, s%60)
 	}
 	return fmt.Sprintf("%dh%02dm%02ds", s/3600, s/60%60, s%60)
+}
+
+// plural is "1 run", "2 runs".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }

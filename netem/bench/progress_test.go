@@ -17,7 +17,8 @@ func newFakeClock() *fakeClock {
 	return &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 }
 
-func (c *fakeClock) now() time.Time          { return c.t }
+func (c *fakeClock) now() time.Time { return c.t }
+
 func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 // Plain output is one line per finished run, numbered among all the

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/netem/bench/report"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
@@ -121,7 +123,7 @@ func TestReportDetectionFirstHalt(t *testing.T) {
 			el.First.Type, el.Messages.Election, el.Trigger.Kind)
 	}
 
-	ru := &runner{sc: &scenario.Scenario{Start: scenario.StartStable}, r: Run{Index: 1, OK: true, Leader: "n3", Epoch: 2, Messages: map[string]int{}}}
+	ru := &runner{sc: &scenario.Scenario{Start: scenario.StartStable}, r: results.Run{Index: 1, OK: true, Leader: "n3", Epoch: 2, Messages: map[string]int{}}}
 	ru.recordElection(el)
 	run := ru.r
 	if want := int64(halt.Sub(crash)); run.DetectionNS == nil || *run.DetectionNS != want {
@@ -131,17 +133,17 @@ func TestReportDetectionFirstHalt(t *testing.T) {
 		t.Errorf("time to leader %d, want %d: the crash to the last winning COORDINATOR", run.TimeToLeaderNS, want)
 	}
 
-	r := &Results{Schema: Schema, Topology: TopologyInfo{Name: "star4", Nodes: 4}, Settings: RunSettings{Runs: 1},
-		Scenarios: []ScenarioResult{{Name: "leader-crash", Runs: []Run{run}}}}
+	r := &results.Results{Schema: results.Schema, Topology: results.TopologyInfo{Name: "star4", Nodes: 4}, Settings: results.RunSettings{Runs: 1},
+		Scenarios: []results.ScenarioResult{{Name: "leader-crash", Runs: []results.Run{run}}}}
 	r.Summarize()
 	var page bytes.Buffer
-	if err := WriteReport(&page, r); err != nil {
+	if err := report.Write(&page, r); err != nil {
 		t.Fatal(err)
 	}
 	text := page.String()
 	for _, want := range []string{
 		"<dt>detection</dt>\n<dd>From the measured election's trigger to the election's first message on the wire: its first ELECTION or its first HALT, whichever came first",
-		"<td>" + fmtNS(*run.DetectionNS) + "</td>",
+		"<td>" + results.FormatNS(*run.DetectionNS) + "</td>",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q", want)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/bench/report"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/remote"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
@@ -33,8 +34,8 @@ type RunOptions struct {
 	Params      map[string]string
 	Runs        int
 	Seed        int64
-	// OutDir receives results.json, bench.txt, report.html and one
-	// pcapng per run, all OutputMode; it is created if needed.
+	// OutDir receives one pcapng per run, OutputMode, and is where the
+	// caller writes the outputs (WriteOutputs); it is created if needed.
 	OutDir string
 	// Binary is the bullylab executable the nodes run.
 	Binary string
@@ -44,20 +45,18 @@ type RunOptions struct {
 	Backend string
 	// Progress, when not nil, hears of every run.
 	Progress *Progress
-	// Summary, when not nil, gets the summary table at the end.
-	Summary io.Writer
 	// StableTimeout bounds the wait for the first leader of a run;
 	// default scenario.DefaultTimeout.
 	StableTimeout time.Duration
 	// DiagramRuns are the runs of each scenario whose election
 	// report.html draws; the zero value is DefaultDiagramRuns.
-	DiagramRuns DiagramRuns
+	DiagramRuns report.DiagramRuns
 	// Hosts reach the hosts of a topology that spans them (its hosts:
 	// section); each run builds its testbed across them.
 	Hosts *HostsOptions
-	// Abort, when it is closed after ctx ended, tells RunBench not to
-	// write the partial outputs: it returns once the run in progress is
-	// torn down. nil never aborts.
+	// Abort, when it is closed after ctx ended, tells RunBench that the
+	// partial outputs are not to be written (Outcome.Writable is false):
+	// it returns once the run in progress is torn down. nil never aborts.
 	Abort <-chan struct{}
 }
 
@@ -86,14 +85,26 @@ type HostsOptions struct {
 }
 
 // ErrInterrupted is RunBench's error when ctx ended before every run
-// finished. The outputs hold the runs that finished, with Results.Partial
+// finished. Its Outcome holds the runs that finished, with Results.Partial
 // saying why the others are missing; the run ctx interrupted is not among
 // them (nor its capture).
 var ErrInterrupted = errors.New("bench interrupted")
 
 // ErrAborted is RunBench's error when opts.Abort closed after ctx ended:
-// the run in progress was torn down and nothing more was written.
+// the run in progress was torn down and nothing more is to be written.
 var ErrAborted = errors.New("bench aborted")
+
+// Outcome is what a bench measured, for its caller to write as
+// results.json, bench.txt, report.html and the summary table.
+type Outcome struct {
+	Results *results.Results
+	// Sequences are the elections of the runs RunOptions.DiagramRuns
+	// picks, for report.html to draw.
+	Sequences []report.Sequence
+	// Writable says the outputs are to be written: every run finished,
+	// or ctx ended after one did and RunOptions.Abort is not closed.
+	Writable bool
+}
 
 // CheckScenarios returns the first error of a scenario that names a node
 // or group topo lacks (Scenario.CheckNames): found before any testbed is
@@ -112,17 +123,18 @@ func CheckScenarios(topo *topologies.Topology, scs []*scenario.Scenario) error {
 }
 
 // RunBench runs every scenario opts.Runs times, each run on a fresh lab with a
-// live capture, and writes results.json, bench.txt and report.html into
-// opts.OutDir. A run that fails is recorded as failed, not returned as an
-// error; errors are for what stops the whole bench (a scenario that does
-// not fit the topology, an unwritable OutDir, ctx ending).
+// live capture into opts.OutDir, and returns what it measured, for the
+// caller to write (WriteOutputs, WriteSummary). A run that fails is recorded
+// as failed, not returned as an error; errors are for what stops the whole
+// bench (a scenario that does not fit the topology, an unwritable OutDir,
+// ctx ending).
 //
 // When ctx ends, the run in progress stops and its testbed is torn down;
-// RunBench then writes the outputs of the runs that finished, marked
-// partial with context.Cause(ctx) as the reason, and returns them with an
-// error wrapping ErrInterrupted (or ErrAborted: see opts.Abort). When no
-// run finished, it writes nothing.
-func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
+// RunBench then returns the runs that finished, marked partial with
+// context.Cause(ctx) as the reason, with an error wrapping ErrInterrupted
+// (or ErrAborted: see opts.Abort). When no run finished, or on ErrAborted,
+// the Outcome is not Writable.
+func RunBench(ctx context.Context, opts RunOptions) (*Outcome, error) {
 	if opts.Topology == nil || len(opts.Scenarios) == 0 || opts.Runs <= 0 {
 		return nil, errNoRuns
 	}
@@ -140,7 +152,7 @@ func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
 		return nil, err
 	}
 	res := newResults(opts, backend)
-	var seqs []Sequence
+	var seqs []report.Sequence
 	for _, sc := range opts.Scenarios {
 		sr, scSeqs, err := runScenario(ctx, opts, sc, backend)
 		if err != nil && !errors.Is(err, ErrInterrupted) {
@@ -151,7 +163,7 @@ func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
 			seqs = append(seqs, scSeqs...)
 		}
 		if err != nil {
-			res.Partial = &Partial{Reason: interruptReason(ctx), RunsPlanned: opts.Runs * len(opts.Scenarios), RunsDone: res.runsDone()}
+			res.Partial = &results.Partial{Reason: interruptReason(ctx), RunsPlanned: opts.Runs * len(opts.Scenarios), RunsDone: res.RunsDone()}
 			break
 		}
 	}
@@ -160,25 +172,20 @@ func RunBench(ctx context.Context, opts RunOptions) (*Results, error) {
 	}
 	res.Finished = time.Now()
 	res.Summarize()
-	var stopped error
+	out := &Outcome{Results: res, Sequences: seqs}
 	if p := res.Partial; p != nil {
-		stopped = fmt.Errorf("%w: %s after %d of %d runs", ErrInterrupted, p.Reason, p.RunsDone, p.RunsPlanned)
+		stopped := fmt.Errorf("%w: %s after %d of %d runs", ErrInterrupted, p.Reason, p.RunsDone, p.RunsPlanned)
 		if aborted(opts.Abort) {
-			return res, fmt.Errorf("%w: %s after %d of %d runs, nothing written", ErrAborted, p.Reason, p.RunsDone, p.RunsPlanned)
+			return out, fmt.Errorf("%w: %s after %d of %d runs, nothing written", ErrAborted, p.Reason, p.RunsDone, p.RunsPlanned)
 		}
 		if p.RunsDone == 0 {
-			return res, fmt.Errorf("%w, no run finished: nothing written", stopped)
+			return out, fmt.Errorf("%w, no run finished: nothing written", stopped)
 		}
+		out.Writable = true
+		return out, stopped
 	}
-	if err := writeOutputs(opts.OutDir, res, seqs); err != nil {
-		return res, err
-	}
-	if opts.Summary != nil {
-		if err := WriteSummary(opts.Summary, res); err != nil {
-			return res, err
-		}
-	}
-	return res, stopped
+	out.Writable = true
+	return out, nil
 }
 
 // interruptReason is why ctx ended: its cause, such as "interrupted by
@@ -248,17 +255,17 @@ func impairBackend(backend string) (string, error) {
 }
 
 // newResults begins the results of a bench, started now.
-func newResults(opts RunOptions, backend string) *Results {
+func newResults(opts RunOptions, backend string) *results.Results {
 	topo := opts.Topology
 	bound := sle2Bound(topo, messageDelay(topologyDelay(topo), backend))
-	return &Results{
-		Schema:   Schema,
+	return &results.Results{
+		Schema:   results.Schema,
 		Tool:     LocalTool(opts.Version),
 		Host:     LocalHost(),
 		Started:  time.Now(),
-		Topology: TopologyOf(topo),
+		Topology: results.TopologyOf(topo),
 		Seed:     opts.Seed,
-		Settings: RunSettings{Runs: opts.Runs, Scenario: opts.ScenarioArg, Params: opts.Params,
+		Settings: results.RunSettings{Runs: opts.Runs, Scenario: opts.ScenarioArg, Params: opts.Params,
 			Backend: backend, SLE2BoundNS: int64(bound)},
 	}
 }
@@ -266,8 +273,8 @@ func newResults(opts RunOptions, backend string) *Results {
 // runScenario runs sc opts.Runs times, and returns its result with the
 // elections of the runs opts.DiagramRuns picks drawn for the report
 // (those whose election could not be drawn left out).
-func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, backend string) (ScenarioResult, []Sequence, error) {
-	sr, err := ResultOf(sc)
+func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, backend string) (results.ScenarioResult, []report.Sequence, error) {
+	sr, err := results.ResultOf(sc)
 	if err != nil {
 		return sr, nil, fmt.Errorf("bench: scenario %s: %w", sc.Name, err)
 	}
@@ -301,38 +308,19 @@ func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, ba
 
 // diagrams are the elections of the runs of sr that dr picks, titled and
 // with their captures, from the details of sr's runs.
-func diagrams(sr *ScenarioResult, details []*runDetail, dr DiagramRuns) []Sequence {
-	var seqs []Sequence
-	for _, p := range dr.pick(sr) {
-		i := p.run.Index - 1
+func diagrams(sr *results.ScenarioResult, details []*runDetail, dr report.DiagramRuns) []report.Sequence {
+	var seqs []report.Sequence
+	for _, p := range dr.Pick(sr) {
+		i := p.Run.Index - 1
 		if i < 0 || i >= len(details) || details[i] == nil || details[i].seq == nil {
 			continue
 		}
 		seq := *details[i].seq
-		seq.Title = SequenceTitle(sr, p.run, p.roles...)
-		seq.Capture = p.run.Capture
+		seq.Title = report.SequenceTitle(sr, p.Run, p.Roles...)
+		seq.Capture = p.Run.Capture
 		seqs = append(seqs, seq)
 	}
 	return seqs
-}
-
-func writeOutputs(dir string, res *Results, seqs []Sequence) error {
-	if err := res.WriteFile(filepath.Join(dir, "results.json")); err != nil {
-		return fmt.Errorf("bench: %w", err)
-	}
-	for _, out := range []struct {
-		name  string
-		write func(io.Writer) error
-	}{
-		{"bench.txt", func(w io.Writer) error { return WriteBenchText(w, res) }},
-		{"report.html", func(w io.Writer) error { return WriteReport(w, res, seqs...) }},
-	} {
-		path := filepath.Join(dir, out.name)
-		if err := writeAtomic(path, out.write); err != nil {
-			return fmt.Errorf("bench: writing %s: %w", path, err)
-		}
-	}
-	return nil
 }
 
 func fileSafe(s string) string {
@@ -343,4 +331,8 @@ func fileSafe(s string) string {
 		}
 		return '_'
 	}, s)
+}
+
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 }

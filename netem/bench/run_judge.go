@@ -9,6 +9,8 @@ import (
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/netem/bench/report"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/topologies"
@@ -18,7 +20,7 @@ import (
 // judge runs the safety and liveness checks and decides the run: the
 // checks' failure first, then the counters', then no measured election in
 // the capture.
-func (ru *runner) judge(m *measurement) (Run, *runDetail) {
+func (ru *runner) judge(m *measurement) (results.Run, *runDetail) {
 	topo := ru.opts.Topology
 	bound := sle2Bound(topo, messageDelay(ru.faults.owd, ru.backend))
 	var agreed *lab.Leader
@@ -44,14 +46,14 @@ func (ru *runner) judge(m *measurement) (Run, *runDetail) {
 	case kind != "":
 		r.FailureKind, r.Failure = kind, reason
 	case !r.Counters.OK:
-		r.FailureKind, r.Failure = FailCounters, r.Counters.Mismatches[0]
-	case faultFailure(r.FaultChecks) != "":
-		r.FailureKind, r.Failure = FailFault, faultFailure(r.FaultChecks)
+		r.FailureKind, r.Failure = results.FailCounters, r.Counters.Mismatches[0]
+	case results.FaultFailure(r.FaultChecks) != "":
+		r.FailureKind, r.Failure = results.FailFault, results.FaultFailure(r.FaultChecks)
 		if late := latestDelayer(ru.lab.DelayerStats()); late != "" {
 			r.Failure += "; " + late
 		}
 	case m.el == nil:
-		r.FailureKind, r.Failure = FailLiveness, "the capture holds no election after the measured fault"
+		r.FailureKind, r.Failure = results.FailLiveness, "the capture holds no election after the measured fault"
 	default:
 		r.OK = true
 	}
@@ -324,12 +326,12 @@ func highestOf(nodes, names []string) string {
 // sequenceOf draws election el of rep, with the faults from a second
 // before origin to the election's end and those before whose span reaches
 // into that time.
-func sequenceOf(rep *capture.Report, el *capture.Election, names []string, faults []fault.Fault, origin time.Time) *Sequence {
+func sequenceOf(rep *capture.Report, el *capture.Election, names []string, faults []fault.Fault, origin time.Time) *report.Sequence {
 	tl, err := rep.ElectionTimeline(el.N)
 	if err != nil {
 		return nil
 	}
-	seq := &Sequence{Nodes: names, Origin: origin}
+	seq := &report.Sequence{Nodes: names, Origin: origin}
 	acksSeen := false
 	for _, en := range tl.Entries {
 		acksSeen = acksSeen || en.Acked != nil
@@ -348,8 +350,8 @@ func sequenceOf(rep *capture.Report, el *capture.Election, names []string, fault
 // acknowledgement rules out. Without the send time (no TCP timestamps)
 // the frame is drawn at the capture's time, and is taken as dropped only
 // when the analysis saw acknowledgements at all.
-func sequenceMessage(ref capture.MessageRef, acksSeen bool) SequenceMessage {
-	m := SequenceMessage{Time: ref.Time, From: ref.From, To: ref.To, Type: ref.Type, Epoch: ref.Epoch}
+func sequenceMessage(ref capture.MessageRef, acksSeen bool) report.SequenceMessage {
+	m := report.SequenceMessage{Time: ref.Time, From: ref.From, To: ref.To, Type: ref.Type, Epoch: ref.Epoch}
 	if ref.Sent != nil {
 		// A clock error cannot make it arrive before it left.
 		m.Time = earliest(*ref.Sent, ref.Time)
@@ -376,20 +378,20 @@ func earliest(a, b time.Time) time.Time {
 // faultMarks are the marks of the faults from from to to, and of those
 // before from that begin a span still open at from: a partition healed
 // later, a node crashed and not yet restarted.
-func faultMarks(faults []fault.Fault, names []string, from, to time.Time) []FaultMark {
-	var all []FaultMark
+func faultMarks(faults []fault.Fault, names []string, from, to time.Time) []report.FaultMark {
+	var all []report.FaultMark
 	for _, f := range faults {
 		if !f.Time.After(to) {
-			all = append(all, FaultMark{Kind: string(f.Kind), Time: f.Time, Text: faultText(f, names), Nodes: f.Nodes, Groups: f.Groups})
+			all = append(all, report.FaultMark{Kind: string(f.Kind), Time: f.Time, Text: faultText(f, names), Nodes: f.Nodes, Groups: f.Groups})
 		}
 	}
 	reaching := map[int]bool{}
-	for _, s := range faultSpans(all) {
-		if s.end.IsZero() || !s.end.Before(from) {
-			reaching[s.opener] = true
+	for _, s := range report.FaultSpans(all) {
+		if s.End.IsZero() || !s.End.Before(from) {
+			reaching[s.Opener] = true
 		}
 	}
-	var marks []FaultMark
+	var marks []report.FaultMark
 	for i, m := range all {
 		if !m.Time.Before(from) || reaching[i] {
 			marks = append(marks, m)

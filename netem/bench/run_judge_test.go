@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/netem/bench/report"
 	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/topologies"
@@ -84,14 +85,14 @@ func TestSequenceMessageTimes(t *testing.T) {
 		name     string
 		ref      capture.MessageRef
 		acksSeen bool
-		want     SequenceMessage
+		want     report.SequenceMessage
 	}{
-		{"acked", ref(at(0), at(101)), true, SequenceMessage{Time: *at(0), RecvTime: *at(100)}},
-		{"dropped", ref(at(0), nil), true, SequenceMessage{Time: *at(0), RecvTime: *at(100), Dropped: true}},
-		{"clock error", ref(at(103), at(104)), true, SequenceMessage{Time: *at(100), RecvTime: *at(100)}},
-		{"no send time", ref(nil, nil), false, SequenceMessage{Time: *at(100), SendUnknown: true}},
-		{"no send time, acked", ref(nil, at(101)), true, SequenceMessage{Time: *at(100), SendUnknown: true, RecvTime: *at(100)}},
-		{"no send time, others acked", ref(nil, nil), true, SequenceMessage{Time: *at(100), SendUnknown: true, RecvTime: *at(100), Dropped: true}},
+		{"acked", ref(at(0), at(101)), true, report.SequenceMessage{Time: *at(0), RecvTime: *at(100)}},
+		{"dropped", ref(at(0), nil), true, report.SequenceMessage{Time: *at(0), RecvTime: *at(100), Dropped: true}},
+		{"clock error", ref(at(103), at(104)), true, report.SequenceMessage{Time: *at(100), RecvTime: *at(100)}},
+		{"no send time", ref(nil, nil), false, report.SequenceMessage{Time: *at(100), SendUnknown: true}},
+		{"no send time, acked", ref(nil, at(101)), true, report.SequenceMessage{Time: *at(100), SendUnknown: true, RecvTime: *at(100)}},
+		{"no send time, others acked", ref(nil, nil), true, report.SequenceMessage{Time: *at(100), SendUnknown: true, RecvTime: *at(100), Dropped: true}},
 	} {
 		c.want.From, c.want.To, c.want.Type, c.want.Epoch = "n1", "n2", "HALT", 2
 		if got := sequenceMessage(c.ref, c.acksSeen); !reflect.DeepEqual(got, c.want) {

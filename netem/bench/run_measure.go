@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/netem/scenario"
@@ -129,17 +130,17 @@ func (ru *runner) teardown(stepErr error) *runFailure {
 		return nodeFailure(failed)
 	}
 	if stepErr != nil {
-		kind := FailStep
+		kind := results.FailStep
 		if errors.Is(stepErr, scenario.ErrNoLeader) || errors.Is(stepErr, scenario.ErrUnexpectedLeader) {
-			kind = FailLiveness
+			kind = results.FailLiveness
 		}
 		return failure(kind, "%v", stepErr)
 	}
 	if capErr != nil {
-		return failure(FailSetup, "capture: %v", capErr)
+		return failure(results.FailSetup, "capture: %v", capErr)
 	}
 	if closeErr != nil {
-		return failure(FailSetup, "tearing down the lab: %v", closeErr)
+		return failure(results.FailSetup, "tearing down the lab: %v", closeErr)
 	}
 	return nil
 }
@@ -155,7 +156,7 @@ func nodeFailure(failed []lab.NodeFailure) *runFailure {
 	if len(failed) > maxNamed {
 		more = fmt.Sprintf(" and %d more", len(failed)-maxNamed)
 	}
-	return failure(FailNode, "%d node(s) stopped by themselves, no fault stopping them: %s%s; %s: %s",
+	return failure(results.FailNode, "%d node(s) stopped by themselves, no fault stopping them: %s%s; %s: %s",
 		len(failed), strings.Join(names, ", "), more, failed[0].Node, failed[0].Reason)
 }
 
@@ -167,10 +168,10 @@ func (ru *runner) analyze() (*capture.Report, *runFailure) {
 	// The run's key is gone with the lab's state: verify with the copy.
 	rep, err := capture.AnalyzeFile(ru.capPath, capture.AnalyzeOptions{Name: ru.capName, Key: &ru.key})
 	if err != nil {
-		return nil, failure(FailSetup, "analyzing the capture: %v", err)
+		return nil, failure(results.FailSetup, "analyzing the capture: %v", err)
 	}
 	if a := rep.Auth; a == nil || a.Failed > 0 || a.ReplayCount > 0 {
-		return nil, failure(FailAuth, "%s", authProblem(a))
+		return nil, failure(results.FailAuth, "%s", authProblem(a))
 	}
 	ru.r.FramesVerified, ru.r.FramesUnverified = rep.Auth.Verified, rep.Auth.Unverified
 	ru.r.ClockErrorNS = rep.ClockErrorNS
@@ -202,7 +203,7 @@ func (ru *runner) measureElection(rep *capture.Report) (*fault.Fault, *capture.E
 		mfault = &ru.faultsBefore[len(ru.faultsBefore)-1]
 	}
 	if mfault == nil || ru.measuredAg == nil {
-		return nil, nil, failure(FailStep, "the scenario measured no election (no fault before its measured wait_leader)")
+		return nil, nil, failure(results.FailStep, "the scenario measured no election (no fault before its measured wait_leader)")
 	}
 	ru.r.Leader, ru.r.Epoch = ru.measuredAg.Node, ru.measuredAg.Epoch
 	el := measuredElection(rep, mfault.Time, ru.measuredAg.Node)
@@ -210,12 +211,12 @@ func (ru *runner) measureElection(rep *capture.Report) (*fault.Fault, *capture.E
 		ru.recordElection(el)
 	}
 	if el != nil && el.TimeToLeaderNS != nil {
-		ru.r.TimeToLeaderFrom = TimeFromCapture
+		ru.r.TimeToLeaderFrom = results.TimeFromCapture
 	} else {
 		// The capture saw no converged election: fall back to the lab's
 		// agreement, which is within a poll of the truth.
 		ru.r.TimeToLeaderNS = int64(ru.measuredAg.At.Sub(mfault.Time))
-		ru.r.TimeToLeaderFrom = TimeFromLabPoll
+		ru.r.TimeToLeaderFrom = results.TimeFromLabPoll
 	}
 	return mfault, el, nil
 }
@@ -278,7 +279,7 @@ func (ru *runner) checkCounters(rep *capture.Report, end endCounters) *runFailur
 		return !at.Before(ru.baseline) && !at.After(end.cutoff)
 	})
 	if err != nil {
-		return failure(FailSetup, "counting the capture: %v", err)
+		return failure(results.FailSetup, "counting the capture: %v", err)
 	}
 	faults := ru.faults.faults
 	ru.r.Counters = crossCheck(ru.names, ru.before, end.after, wireSent, disturbedNodes(faults), dropping(ru.opts.Topology, faults, ru.names))
@@ -286,7 +287,7 @@ func (ru *runner) checkCounters(rep *capture.Report, end endCounters) *runFailur
 		// Frames the ring had no room for are missing from every count
 		// the capture gives; comparing them with the counters would only
 		// list the losses node by node.
-		ru.r.Counters = CountersCheck{Mismatches: []string{fmt.Sprintf(
+		ru.r.Counters = results.CountersCheck{Mismatches: []string{fmt.Sprintf(
 			"the capture dropped %d of %d packets (its ring was full), so it cannot be compared with the counters", cs.Drops, cs.Packets)}}
 	}
 	return nil
@@ -364,8 +365,8 @@ func sentCounters(st []lab.NodeState) map[string]map[string]uint64 {
 // discarded unsent. So for the nodes in lossy, which sent while a
 // partition, isolation or loss was in force, the counters only bound the
 // capture from above; for every other node the two must be equal.
-func crossCheck(names []string, before, after map[string]map[string]uint64, wireSent capture.SentCounts, disturbed, lossy map[string]bool) CountersCheck {
-	cc := CountersCheck{OK: true}
+func crossCheck(names []string, before, after map[string]map[string]uint64, wireSent capture.SentCounts, disturbed, lossy map[string]bool) results.CountersCheck {
+	cc := results.CountersCheck{OK: true}
 	for _, n := range names {
 		b, okb := before[n]
 		a, oka := after[n]

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/netem/bench/report"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/netem/remote"
@@ -19,11 +21,11 @@ import (
 
 // runDetail is what a run keeps beyond its Run for the report.
 type runDetail struct {
-	seq *Sequence
+	seq *report.Sequence
 }
 
 // runOne runs scenario sc once: run i from 0.
-func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, backend string) (Run, *runDetail) {
+func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, backend string) (results.Run, *runDetail) {
 	ru := newRunner(opts, sc, i, backend)
 	ru.phase(PhaseBuild)
 	if f := ru.setup(ctx); f != nil {
@@ -63,7 +65,7 @@ type runner struct {
 	sc      *scenario.Scenario
 	backend string
 	seed    int64
-	r       Run
+	r       results.Run
 	capName string // the run's capture, in opts.OutDir
 	capPath string
 
@@ -102,7 +104,7 @@ func failure(kind, format string, args ...any) *runFailure {
 func newRunner(opts RunOptions, sc *scenario.Scenario, i int, backend string) *runner {
 	seed := scenario.RunSeed(opts.Seed, i)
 	ru := &runner{opts: opts, sc: sc, backend: backend, seed: seed,
-		r: Run{Index: i + 1, Seed: seed, Started: time.Now(), Messages: map[string]int{}}}
+		r: results.Run{Index: i + 1, Seed: seed, Started: time.Now(), Messages: map[string]int{}}}
 	ru.capName = fmt.Sprintf("run-%s-%d.pcapng", fileSafe(sc.Key()), i+1)
 	ru.capPath = filepath.Join(opts.OutDir, ru.capName)
 	ru.r.Capture = ru.capName
@@ -110,7 +112,7 @@ func newRunner(opts RunOptions, sc *scenario.Scenario, i int, backend string) *r
 }
 
 // failed is the run as far as it got, failed for f.
-func (ru *runner) failed(f *runFailure) (Run, *runDetail) {
+func (ru *runner) failed(f *runFailure) (results.Run, *runDetail) {
 	r := ru.r
 	r.OK = false
 	r.FailureKind = f.kind
@@ -124,7 +126,7 @@ func (ru *runner) failed(f *runFailure) (Run, *runDetail) {
 func (ru *runner) setup(ctx context.Context) *runFailure {
 	lb, err := ru.start(ctx)
 	if err != nil {
-		return failure(FailSetup, "starting the lab: %v", err)
+		return failure(results.FailSetup, "starting the lab: %v", err)
 	}
 	ru.lab = lb
 	ru.key = lb.Key()
@@ -141,7 +143,7 @@ func (ru *runner) start(ctx context.Context) (testbed, error) {
 	if len(topo.Hosts) == 0 {
 		lb, err := lab.Start(ctx, topo, lab.StartOptions{Binary: ru.opts.Binary, Seed: ru.seed, Backend: ru.opts.Backend,
 			// Readable by all whatever the umask, as the other outputs.
-			Capture: &lab.CaptureOptions{Path: ru.capPath, Mode: OutputMode}})
+			Capture: &lab.CaptureOptions{Path: ru.capPath, Mode: results.OutputMode}})
 		if err != nil {
 			return nil, err
 		}
@@ -152,7 +154,7 @@ func (ru *runner) start(ctx context.Context) (testbed, error) {
 		return nil, fmt.Errorf("topology %s spans %d hosts, and no way to reach them was given", topo.Name, len(topo.Hosts))
 	}
 	return remote.BuildSpan(ctx, topo, h.Source, h.File, remote.SpanOptions{CheckOptions: h.CheckOptions,
-		Seed: ru.seed, Backend: ru.opts.Backend, Capture: ru.capPath, CaptureMode: OutputMode})
+		Seed: ru.seed, Backend: ru.opts.Backend, Capture: ru.capPath, CaptureMode: results.OutputMode})
 }
 
 // closeLab closes the lab once: measure closes it before it analyses the
@@ -195,7 +197,7 @@ func (ru *runner) settle(ctx context.Context) *runFailure {
 	if ru.sc.Start == scenario.StartCold {
 		f, err := ru.lab.Crash(ru.names...)
 		if err != nil {
-			return failure(FailSetup, "stopping the nodes for a cold start: %v", err)
+			return failure(results.FailSetup, "stopping the nodes for a cold start: %v", err)
 		}
 		ru.settleFaults = append(ru.settleFaults, f)
 	}
@@ -209,7 +211,7 @@ func (ru *runner) setupFailure(format string, args ...any) *runFailure {
 	if failed := ru.lab.Failed(); len(failed) > 0 {
 		return nodeFailure(failed)
 	}
-	return failure(FailSetup, format, args...)
+	return failure(results.FailSetup, format, args...)
 }
 
 // waitQuiet waits until every running node has followed leader, and no

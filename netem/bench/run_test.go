@@ -12,6 +12,7 @@ import (
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem/bench"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/netem/scenario"
@@ -60,12 +61,11 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 	var progress, summary bytes.Buffer
 	term := false
 	const runs = 5
-	res, err := bench.RunBench(t.Context(), bench.RunOptions{
+	res, err := runBench(t.Context(), bench.RunOptions{
 		Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash", Runs: runs, Seed: 1,
 		OutDir: out, Binary: bin, Version: "test",
 		Progress: bench.NewProgress(&progress, runs, bench.ProgressOptions{Terminal: &term}),
-		Summary:  &summary,
-	})
+	}, &summary)
 	if err != nil {
 		t.Fatalf("RunBench: %v", err)
 	}
@@ -75,7 +75,7 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 	requireOutputModes(t, out, "results.json", "bench.txt", "report.html")
 
 	// results.json parses with the schema and agrees with what RunBench returned.
-	got, err := bench.ReadResults(filepath.Join(out, "results.json"))
+	got, err := results.ReadResults(filepath.Join(out, "results.json"))
 	if err != nil {
 		t.Fatalf("results.json: %v", err)
 	}
@@ -90,7 +90,7 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bt, err := bench.ParseBenchText("bench.txt", txt)
+	bt, err := results.ParseBenchText("bench.txt", txt)
 	if err != nil {
 		t.Fatalf("bench.txt: %v", err)
 	}
@@ -172,8 +172,8 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 	// A bench compared with itself passes, from either file.
 	for _, f := range []string{"results.json", "bench.txt"} {
 		path := filepath.Join(out, f)
-		cmp, err := bench.CompareFiles(path, path, bench.CompareOptions{MaxRegress: 0.10})
-		if v := bench.VerdictOf(cmp, err); v != bench.Pass {
+		cmp, err := results.CompareFiles(path, path, results.CompareOptions{MaxRegress: 0.10})
+		if v := results.VerdictOf(cmp, err); v != results.Pass {
 			t.Errorf("comparing %s with itself: %v (%v)", f, v, err)
 		}
 	}
@@ -212,10 +212,10 @@ func TestRunBenchEveryBuiltin(t *testing.T) {
 		for _, sc := range scs {
 			t.Run(sc.Key(), func(t *testing.T) {
 				out := t.TempDir()
-				res, err := bench.RunBench(t.Context(), bench.RunOptions{
+				res, err := runBench(t.Context(), bench.RunOptions{
 					Topology: topo, Scenarios: []*scenario.Scenario{sc}, ScenarioArg: name, Runs: 1, Seed: 1,
 					OutDir: out, Binary: bin, Version: "test",
-				})
+				}, nil)
 				if err != nil {
 					t.Fatalf("RunBench: %v", err)
 				}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem/bench"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/netem/remote"
@@ -59,12 +60,12 @@ steps:
 	out := t.TempDir()
 	var summary bytes.Buffer
 	const runs = 2
-	res, err := bench.RunBench(t.Context(), bench.RunOptions{
+	res, err := runBench(t.Context(), bench.RunOptions{
 		Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash", Runs: runs, Seed: 1,
-		OutDir: out, Binary: bin, Version: "test", Summary: &summary,
+		OutDir: out, Binary: bin, Version: "test",
 		Hosts: &bench.HostsOptions{CheckOptions: remote.CheckOptions{Binary: bin, BinaryDir: t.TempDir(), Dial: hs.DialTCP},
 			Source: "slow-star6x3.yaml", File: file},
-	})
+	}, &summary)
 	if err != nil {
 		t.Fatalf("RunBench: %v", err)
 	}
@@ -83,7 +84,7 @@ steps:
 			t.Errorf("run %d failed (%s): %s", r.Index, r.FailureKind, r.Failure)
 			continue
 		}
-		if r.Leader != "n5" || r.TimeToLeaderFrom != bench.TimeFromCapture {
+		if r.Leader != "n5" || r.TimeToLeaderFrom != results.TimeFromCapture {
 			t.Errorf("run %d: leader %s from %s, want n5 from the capture", r.Index, r.Leader, r.TimeToLeaderFrom)
 		}
 		for _, typ := range []string{"HALT", "HALT_ACK", "COORDINATOR"} {
@@ -144,14 +145,14 @@ func BenchmarkSpanLeaderCrash(b *testing.B) {
 	}
 	hosts := &bench.HostsOptions{CheckOptions: remote.CheckOptions{Binary: bin, BinaryDir: b.TempDir(), Dial: hs.DialTCP}, Source: "star64x3.yaml", File: file}
 	const runs = 3
-	bench1 := func(topo *topologies.Topology, h *bench.HostsOptions) bench.Summary {
+	bench1 := func(topo *topologies.Topology, h *bench.HostsOptions) results.Summary {
 		scs, err := scenario.Builtin("leader-crash", scenario.Params{Nodes: len(topo.Nodes)})
 		if err != nil {
 			b.Fatal(err)
 		}
 		var summary bytes.Buffer
-		res, err := bench.RunBench(b.Context(), bench.RunOptions{Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash",
-			Runs: runs, OutDir: b.TempDir(), Binary: bin, Version: "bench", Hosts: h, Summary: &summary})
+		res, err := runBench(b.Context(), bench.RunOptions{Topology: topo, Scenarios: scs, ScenarioArg: "leader-crash",
+			Runs: runs, OutDir: b.TempDir(), Binary: bin, Version: "bench", Hosts: h}, &summary)
 		if err != nil {
 			b.Fatal(err)
 		}

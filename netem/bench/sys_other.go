@@ -2,7 +2,9 @@
 
 package bench
 
-import "os"
+import (
+	"os"
+)
 
 // Off Linux progress is plain lines: benches run on Linux only, and other
 // systems only read their results.

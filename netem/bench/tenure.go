@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/fault"
 )
 
@@ -122,28 +123,15 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
-// TenureRecord is a Tenure in results.json, with who followed it.
-type TenureRecord struct {
-	Node    string `json:"node"`
-	Epoch   uint64 `json:"epoch"`
-	StartNS int64  `json:"start_ns"`
-	EndNS   int64  `json:"end_ns"`
-	// NextLeader and NextEpoch are the leader of the next epoch anyone led
-	// after this one, by the same source, and that epoch; absent when none
-	// did.
-	NextLeader string `json:"next_leader,omitempty"`
-	NextEpoch  uint64 `json:"next_epoch,omitempty"`
-}
-
 // tenureRecords gives ts as TenureRecords, each naming its successor: of
 // the tenures with the smallest epoch above its own, the first to start.
-func tenureRecords(ts []Tenure) []TenureRecord {
+func tenureRecords(ts []Tenure) []results.TenureRecord {
 	if len(ts) == 0 {
 		return nil
 	}
-	out := make([]TenureRecord, len(ts))
+	out := make([]results.TenureRecord, len(ts))
 	for i, t := range ts {
-		out[i] = TenureRecord{Node: t.Node, Epoch: t.Epoch, StartNS: int64(t.Start), EndNS: int64(t.End)}
+		out[i] = results.TenureRecord{Node: t.Node, Epoch: t.Epoch, StartNS: int64(t.Start), EndNS: int64(t.End)}
 		var next *Tenure
 		for j := range ts {
 			u := &ts[j]

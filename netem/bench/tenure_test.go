@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/capture"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/node"
@@ -249,7 +250,7 @@ func TestCheckTenureSources(t *testing.T) {
 	in.LogTenures = []Tenure{{"n5", 0, -4 * s, 0}, {"n4", 2, 2 * s, 5 * s}}
 	c = Check(in)
 	kind, reason := c.Failure()
-	if kind != FailTenures || reason != "n5 led epoch 0 by its log but epoch 1 by its frames from -4s to +0s" {
+	if kind != results.FailTenures || reason != "n5 led epoch 0 by its log but epoch 1 by its frames from -4s to +0s" {
 		t.Errorf("failure %s %q", kind, reason)
 	}
 	if len(c.LeadersPerEpoch) != 3 || c.LeadersPerEpoch[0].Epoch != 0 {
@@ -258,11 +259,11 @@ func TestCheckTenureSources(t *testing.T) {
 	// A log's overlap with another node's lead is a split brain like the
 	// capture's.
 	in.LogTenures = []Tenure{{"n5", 1, -4 * s, 2500 * time.Millisecond}, {"n4", 2, 2 * s, 5 * s}}
-	if kind, _ := Check(in).Failure(); kind != FailSafety {
+	if kind, _ := Check(in).Failure(); kind != results.FailSafety {
 		t.Errorf("split brain by the log: %q, want safety", kind)
 	}
 	in.LogTenures, in.LogProblems = nil, []string{"n3's event log: line 4: status record: no event"}
-	if kind, reason := Check(in).Failure(); kind != FailTenures || reason != in.LogProblems[0] {
+	if kind, reason := Check(in).Failure(); kind != results.FailTenures || reason != in.LogProblems[0] {
 		t.Errorf("unreadable log: %s %q", kind, reason)
 	}
 	// Without logs to compare, none are shown or held.
@@ -338,13 +339,13 @@ func TestTenuresOfCaptureAndLogs(t *testing.T) {
 	}
 	in.LogTenures, _ = logTenures(logs(0, 2), faults, rep.Start, end, crash)
 	want := "n4 led epoch 0 by its log but epoch 1 by its frames from " + fmtOffset(rep.Start.Sub(crash)) + " to +0s"
-	if kind, reason := Check(in).Failure(); kind != FailTenures || reason != want {
+	if kind, reason := Check(in).Failure(); kind != results.FailTenures || reason != want {
 		t.Errorf("failure %s %q, want %q", kind, reason, want)
 	}
 	in.LogTenures, _ = logTenures(logs(1, 1), faults, rep.Start, end, crash)
 	c = Check(in)
 	want = "n3 led epoch 1 by its log but epoch 2 by its frames from " + fmtOffset(won.Sub(crash)) + " to " + fmtOffset(end.Sub(crash))
-	if kind, _ := c.Failure(); kind != FailSafety || !slices.Contains(c.Violations, Violation{Property: "tenures", Detail: want}) {
+	if kind, _ := c.Failure(); kind != results.FailSafety || !slices.Contains(c.Violations, results.Violation{Property: "tenures", Detail: want}) {
 		t.Errorf("violations %+v, want safety (epoch 1 shared) and %q", c.Violations, want)
 	}
 }

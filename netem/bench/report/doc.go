@@ -1,0 +1,22 @@
+// Package report renders what a bench measured as report.html, one
+// self-contained page of tables, notes, charts and space-time diagrams of
+// elections, and writes a bench's outputs (WriteOutputs: results.json,
+// bench.txt and report.html). It builds on any system, as package results
+// does.
+//
+// # Map
+//
+//	outputs.go      WriteOutputs
+//	report.go       Write: report.html from report.html.tmpl
+//	explain.go      the report's notes, computed from the data
+//	faults.go       the runs table's fault checks
+//	svg.go          the report's SVG: DistributionSVG from
+//	                distribution.svg.tmpl, shared helpers
+//	sweep.go        a sweep's scenarios drawn against its parameter, from
+//	                sweep.svg.tmpl
+//	seqdiagram.go   SequenceSVG: an election as a space-time diagram,
+//	                its time scale and arrows; seqfaults.go its fault
+//	                marks and spans, seqlabels.go its texts placed so that
+//	                none covers another, seqlegend.go its legend
+//	diagramruns.go  DiagramRuns: the runs whose election is drawn
+package report

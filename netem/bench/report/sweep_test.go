@@ -1,0 +1,322 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/bullylab/bullylab/netem/bench/report"
+	"github.com/bullylab/bullylab/netem/bench/results"
+)
+
+// sweepScenario is a scenario of runs that pass with times to leader of
+// ms milliseconds and msgs election messages, and fail runs that fail.
+func sweepScenario(name string, labels map[string]string, fail int, ms ...float64) results.ScenarioResult {
+	sc := results.ScenarioResult{Name: name, Labels: labels}
+	for i, v := range ms {
+		sc.Runs = append(sc.Runs, results.Run{Index: len(sc.Runs) + 1, OK: true, TimeToLeaderNS: int64(v * 1e6),
+			Messages: map[string]int{"ELECTION": 4 + i, "COORDINATOR": 4}})
+	}
+	for range fail {
+		sc.Runs = append(sc.Runs, results.Run{Index: len(sc.Runs) + 1, FailureKind: results.FailLiveness, Failure: "no leader"})
+	}
+	sc.Summary = results.Summarize(sc.Runs)
+	return sc
+}
+
+func lbl(kv ...string) map[string]string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+func sweepResults() *results.Results {
+	r := sampleResults(3)
+	r.Topology.Name, r.Topology.Nodes = "star5", 5
+	r.Scenarios = []results.ScenarioResult{
+		sweepScenario("leader-crash", nil, 0, 700, 710),
+		sweepScenario("latency-sweep", lbl("delay", "0s"), 0, 700, 720, 750),
+		sweepScenario("latency-sweep", lbl("delay", "10ms"), 0, 760, 790),
+		sweepScenario("latency-sweep", lbl("delay", "50ms"), 2),
+		sweepScenario("latency-sweep", lbl("delay", "100ms"), 1, 1100, 1300),
+		sweepScenario("loss", lbl("loss", "1"), 0, 720),
+		sweepScenario("loss", lbl("loss", "5"), 0, 730),
+		sweepScenario("loss", lbl("loss", "10"), 0, 790),
+		sweepScenario("loss", lbl("loss", "20"), 0, 900),
+	}
+	return r
+}
+
+// TestSweepGrouping: scenarios of one name that differ in one numeric
+// label are a sweep, ordered by value; the rest are not.
+func TestSweepGrouping(t *testing.T) {
+	scs := []results.ScenarioResult{
+		sweepScenario("leader-crash", nil, 0, 700),
+		sweepScenario("latency-sweep", lbl("delay", "100ms"), 0, 1),
+		sweepScenario("latency-sweep", lbl("delay", "1s"), 0, 1),
+		sweepScenario("latency-sweep", lbl("delay", "10ms"), 0, 1),
+		sweepScenario("latency-sweep", lbl("delay", "0s"), 0, 1),
+		sweepScenario("cascade", lbl("k", "3"), 0, 1), // one point
+		sweepScenario("loss", lbl("loss", "20"), 0, 1),
+		sweepScenario("loss", lbl("loss", "10"), 0, 1),
+		sweepScenario("loss", lbl("loss", "1"), 0, 1),
+		sweepScenario("loss", lbl("loss", "5"), 0, 1),
+		sweepScenario("loss", lbl("loss", "2.5"), 0, 1),
+		// Two labels vary: no one axis.
+		sweepScenario("two", lbl("delay", "10ms", "loss", "1"), 0, 1),
+		sweepScenario("two", lbl("delay", "20ms", "loss", "2"), 0, 1),
+		// One varies, the other is fixed.
+		sweepScenario("fixed", lbl("delay", "20ms", "variant", "a"), 0, 1),
+		sweepScenario("fixed", lbl("delay", "0", "variant", "a"), 0, 1),
+		// Not numbers, or not one unit, or not the same keys, or a repeat.
+		sweepScenario("words", lbl("mode", "fast"), 0, 1),
+		sweepScenario("words", lbl("mode", "slow"), 0, 1),
+		sweepScenario("mixed", lbl("x", "10ms"), 0, 1),
+		sweepScenario("mixed", lbl("x", "5"), 0, 1),
+		sweepScenario("keys", lbl("x", "1"), 0, 1),
+		sweepScenario("keys", lbl("y", "2"), 0, 1),
+		sweepScenario("repeat", lbl("x", "1"), 0, 1),
+		sweepScenario("repeat", lbl("x", "1.0"), 0, 1),
+		sweepScenario("unlabelled", nil, 0, 1),
+		sweepScenario("unlabelled", nil, 0, 1),
+	}
+	sws := report.Sweeps(scs)
+	type got struct {
+		Title, Key, Unit string
+		Labels           []string
+		Values           []float64
+	}
+	var gots []got
+	for _, sw := range sws {
+		g := got{Title: sw.Title(), Key: sw.Key, Unit: sw.Unit}
+		for _, p := range sw.Points {
+			g.Labels = append(g.Labels, p.Label)
+			g.Values = append(g.Values, p.Value)
+			if p.Scenario.Labels[sw.Key] != p.Label || p.Scenario.Name != sw.Name {
+				t.Errorf("%s: point %s is scenario %s", sw.Title(), p.Label, p.Scenario.Key())
+			}
+		}
+		gots = append(gots, g)
+	}
+	want := []got{
+		{"latency-sweep by delay", "delay", "ms", []string{"0s", "10ms", "100ms", "1s"}, []float64{0, 10, 100, 1000}},
+		{"loss by loss", "loss", "%", []string{"1", "2.5", "5", "10", "20"}, []float64{1, 2.5, 5, 10, 20}},
+		{"fixed variant=a by delay", "delay", "ms", []string{"0", "20ms"}, []float64{0, 20}},
+	}
+	if !reflect.DeepEqual(gots, want) {
+		t.Errorf("sweeps\n%+v\nwant\n%+v", gots, want)
+	}
+
+	for _, tc := range []struct {
+		key, v string
+		value  float64
+		unit   string
+		ok     bool
+	}{
+		{"delay", "1.5s", 1500, "ms", true},
+		{"delay", "250µs", 0.25, "ms", true},
+		{"loss", "0.5", 0.5, "%", true},
+		{"x", "7%", 7, "%", true},
+		{"k", "3", 3, "", true},
+		{"k", "0", 0, "", true},
+		{"x", "NaN", 0, "", false},
+		{"x", "fast", 0, "", false},
+	} {
+		v, u, ok := report.SweepValue(tc.key, tc.v)
+		if v != tc.value || u != tc.unit || ok != tc.ok {
+			t.Errorf("SweepValue(%q, %q) = %v %q %v, want %v %q %v", tc.key, tc.v, v, u, ok, tc.value, tc.unit, tc.ok)
+		}
+	}
+}
+
+// svgElement is what the tests look at in an element of an SVG.
+type svgElement struct {
+	Name  string
+	Class string
+	Text  string
+}
+
+// parseSVG checks that s is well-formed XML and lists its elements.
+func parseSVG(t *testing.T, s string) []svgElement {
+	t.Helper()
+	dec := xml.NewDecoder(strings.NewReader(s))
+	var els []svgElement
+	var open []int
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed XML: %v\n%s", err, s)
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			e := svgElement{Name: tok.Name.Local}
+			for _, a := range tok.Attr {
+				if a.Name.Local == "class" {
+					e.Class = a.Value
+				}
+			}
+			open = append(open, len(els))
+			els = append(els, e)
+		case xml.EndElement:
+			open = open[:len(open)-1]
+		case xml.CharData:
+			if len(open) > 0 {
+				els[open[len(open)-1]].Text += string(tok)
+			}
+		}
+	}
+	if len(els) == 0 || els[0].Name != "svg" {
+		t.Fatalf("no svg element: %s", s)
+	}
+	return els
+}
+
+func countEls(els []svgElement, name, class string) int {
+	n := 0
+	for _, e := range els {
+		if e.Name == name && e.Class == class {
+			n++
+		}
+	}
+	return n
+}
+
+func textsOf(els []svgElement, class string) []string {
+	var out []string
+	for _, e := range els {
+		if e.Name == "text" && e.Class == class {
+			out = append(out, e.Text)
+		}
+	}
+	return out
+}
+
+// TestSweepSVG: the plot is well-formed, has a point per swept value
+// where some run passed, a gap (not a zero) where none did, the values in
+// order with their units and the runs each point rests on.
+func TestSweepSVG(t *testing.T) {
+	sws := report.Sweeps(sweepResults().Scenarios)
+	if len(sws) != 2 {
+		t.Fatalf("%d sweeps, want latency-sweep and loss", len(sws))
+	}
+	lat, loss := sws[0], sws[1]
+	s := report.SweepSVG(lat)
+	if s != report.SweepSVG(lat) {
+		t.Error("two drawings of one sweep differ")
+	}
+	els := parseSVG(t, s)
+	// 0s, 10ms and 100ms have runs that passed; 50ms none.
+	for _, class := range []string{"p50", "p95", "msgs"} {
+		if n := countEls(els, "circle", class); n != 3 {
+			t.Errorf("%d %s points, want 3 (one per value with a run that passed)", n, class)
+		}
+	}
+	if n := countEls(els, "g", "gap"); n != 1 {
+		t.Errorf("%d gaps, want 1 (50ms)", n)
+	}
+	// The line breaks at the gap: 0s-10ms is one path, 100ms stands alone.
+	if n := countEls(els, "path", "p50"); n != 1 {
+		t.Errorf("%d p50 paths, want 1", n)
+	}
+	if n := countEls(els, "polygon", "band") + countEls(els, "rect", "band"); n != 2 {
+		t.Errorf("%d min-max bands, want 2 (one per stretch without a gap)", n)
+	}
+	ticks := textsOf(els, "tick")
+	for _, want := range []string{"0s", "10ms", "50ms", "100ms", "no run passed"} {
+		if !contains(ticks, want) {
+			t.Errorf("no tick %q in %v", want, ticks)
+		}
+	}
+	if got, want := textsOf(els, "tick runs"), []string{"n=3", "n=2", "n=0 of 2", "n=2 of 3"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("runs under the points %v, want %v", got, want)
+	}
+	labels := strings.Join(textsOf(els, "label"), "|")
+	for _, want := range []string{"time to leader (ms)", "delay (ms, to scale)", "messages", "n = runs that passed"} {
+		if !strings.Contains(labels, want) {
+			t.Errorf("axis labels %q lack %q", labels, want)
+		}
+	}
+	// The 50ms gap is no zero: no point sits on the time axis's zero.
+	if strings.Contains(s, `cy="282.0"`) {
+		t.Error("a point drawn at zero time to leader")
+	}
+
+	els = parseSVG(t, report.SweepSVG(loss))
+	if n := countEls(els, "circle", "p50"); n != 4 {
+		t.Errorf("loss: %d p50 points, want 4", n)
+	}
+	if n := countEls(els, "g", "gap"); n != 0 {
+		t.Errorf("loss: %d gaps", n)
+	}
+	ticks = textsOf(els, "tick")
+	for _, want := range []string{"1%", "5%", "10%", "20%"} {
+		if !contains(ticks, want) {
+			t.Errorf("loss: no tick %q in %v", want, ticks)
+		}
+	}
+
+	// 0s, 10ms, 100ms and 1s cannot be to scale with room for each tick.
+	wide := report.Sweeps([]results.ScenarioResult{
+		sweepScenario("s", lbl("delay", "0s"), 0, 600),
+		sweepScenario("s", lbl("delay", "1s"), 0, 900),
+		sweepScenario("s", lbl("delay", "10ms"), 0, 700),
+		sweepScenario("s", lbl("delay", "100ms"), 0, 800),
+	})
+	els = parseSVG(t, report.SweepSVG(wide[0]))
+	if labels := strings.Join(textsOf(els, "label"), "|"); !strings.Contains(labels, "not to scale") {
+		t.Errorf("0s..1s: axis %q does not say it is not to scale", labels)
+	}
+
+	// Nothing passed anywhere, and text that needs escaping.
+	none := report.Sweeps([]results.ScenarioResult{
+		sweepScenario(`a<b&"c"`, lbl("x", "1"), 1),
+		sweepScenario(`a<b&"c"`, lbl("x", "2"), 1),
+	})
+	els = parseSVG(t, report.SweepSVG(none[0]))
+	if n := countEls(els, "g", "gap"); n != 2 {
+		t.Errorf("nothing passed: %d gaps, want 2", n)
+	}
+	if n := countEls(els, "circle", "p50"); n != 0 {
+		t.Errorf("nothing passed: %d points", n)
+	}
+	if els[1].Name != "title" || !strings.Contains(els[1].Text, `a<b&"c" by x`) {
+		t.Errorf("title %+v", els[1])
+	}
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestReportSweeps: the report draws each sweep once, linking its points
+// (the summary table links them too).
+func TestReportSweeps(t *testing.T) {
+	var buf bytes.Buffer
+	if err := report.Write(&buf, sweepResults()); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	for want, n := range map[string]int{"Sweep: latency-sweep by delay": 1, "Sweep: loss by loss": 1,
+		`href="#sc-latency-sweep-delay-50ms"`: 2, `href="#sc-loss-loss-20"`: 2, `href="#sc-leader-crash"`: 1} {
+		if got := strings.Count(html, want); got != n {
+			t.Errorf("report has %q %d times, want %d", want, got, n)
+		}
+	}
+	if n := strings.Count(html, `<svg class="sweep"`); n != 2 {
+		t.Errorf("%d sweep plots, want 2", n)
+	}
+}

@@ -1,0 +1,98 @@
+package results
+
+import (
+	"fmt"
+
+	"github.com/bullylab/bullylab/capture"
+)
+
+// Checks are the safety and liveness checks of one run. Times are
+// relative to the run's measured fault.
+type Checks struct {
+	// LeadersPerEpoch lists, for every epoch someone led, who led it; more
+	// than one leader in an epoch is an anomaly that only a partition or
+	// lost messages excuse.
+	LeadersPerEpoch []EpochLeaders `json:"leaders_per_epoch"`
+	// SplitBrain lists the windows in which two or more nodes led at once.
+	SplitBrain []SplitBrain `json:"split_brain"`
+	// ConvergenceNS is from when the lab had the run's last fault in force
+	// to the last election message on the wire before the last
+	// wait_leader saw the live nodes it waited for agree on one leader (or
+	// to that poll, with no message in between), when that leader is the
+	// highest of them; absent when that never happened within the run.
+	ConvergenceNS *int64 `json:"convergence_ns,omitempty"`
+	// BoundNS is the SLE2 bound the run's convergence was held to: the
+	// topology's, or larger when a fault delayed the network; absent when
+	// loss was still in force at the end, as SLE2 then bounds nothing.
+	BoundNS int64 `json:"sle2_bound_ns,omitempty"`
+	// Violations are what failed the run; empty when it passed.
+	Violations []Violation `json:"violations,omitempty"`
+	// Tenures are the leads the capture shows, LogTenures those the
+	// nodes' event logs show (when the run compared them), by start.
+	Tenures    []TenureRecord `json:"tenures,omitempty"`
+	LogTenures []TenureRecord `json:"log_tenures,omitempty"`
+}
+
+// EpochLeaders is who led one epoch.
+type EpochLeaders struct {
+	Epoch   uint64   `json:"epoch"`
+	Leaders []string `json:"leaders"`
+}
+
+// SplitBrain is a window in which several nodes led at once.
+type SplitBrain struct {
+	StartNS int64    `json:"start_ns"`
+	EndNS   int64    `json:"end_ns"`
+	Leaders []string `json:"leaders"`
+	// Connected is true when part of the window fell outside every
+	// disruption and its grace period: an SLE1 violation.
+	Connected bool `json:"connected"`
+}
+
+// Violation is a broken property: "safety" (SLE1), "liveness" (SLE2), or
+// "tenures" (the nodes' logs and the capture disagree on who led which
+// epoch when).
+type Violation struct {
+	Property string `json:"property"`
+	Detail   string `json:"detail"`
+}
+
+// Failure returns the failure kind and reason the checks give a run, or
+// "", "" when they pass: the first violation, safety before tenures
+// before liveness.
+func (c Checks) Failure() (kind, reason string) {
+	for _, prop := range []struct{ property, kind string }{
+		{"safety", FailSafety}, {"tenures", FailTenures}, {"liveness", FailLiveness},
+	} {
+		for _, v := range c.Violations {
+			if v.Property == prop.property {
+				return prop.kind, v.Detail
+			}
+		}
+	}
+	return "", ""
+}
+
+// TenureRecord is a Tenure in results.json, with who followed it.
+type TenureRecord struct {
+	Node    string `json:"node"`
+	Epoch   uint64 `json:"epoch"`
+	StartNS int64  `json:"start_ns"`
+	EndNS   int64  `json:"end_ns"`
+	// NextLeader and NextEpoch are the leader of the next epoch anyone led
+	// after this one, by the same source, and that epoch; absent when none
+	// did.
+	NextLeader string `json:"next_leader,omitempty"`
+	NextEpoch  uint64 `json:"next_epoch,omitempty"`
+}
+
+// FaultFailure is why the capture says a fault did not do what was asked:
+// the first check outside its tolerance, "" when none is.
+func FaultFailure(checks []capture.FaultCheck) string {
+	for _, c := range checks {
+		if !c.OK {
+			return fmt.Sprintf("record %d (%s): %s", c.Packet, c.Kind, c.Detail)
+		}
+	}
+	return ""
+}
