@@ -55,11 +55,6 @@ func RecordKinds() []fault.Kind {
 	return slices.Concat([]fault.Kind{KindTestbed}, fault.Kinds, []fault.Kind{KindEnd})
 }
 
-// KindCrash is fault.Crash, for the callers that still name it here.
-//
-// Deprecated: use fault.Crash.
-const KindCrash = fault.Crash
-
 // NodeInfo is one testbed node as a capture describes it, in the testbed
 // record and in its interface's description.
 type NodeInfo struct {

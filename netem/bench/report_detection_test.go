@@ -14,6 +14,7 @@ import (
 	"github.com/bullylab/bullylab/netem/bench/report"
 	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/scenario"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 	"github.com/gopacket/gopacket"
@@ -82,7 +83,7 @@ func haltFirstCapture(t *testing.T) (data []byte, crash, halt, lastCoord time.Ti
 	}
 	crash = at.Add(30 * time.Millisecond)
 	at = crash
-	if err := w.WriteRecord(capture.Record{Time: crash, Kind: capture.KindCrash, Nodes: []string{"n4"}, Detail: "SIGKILL pid 4242"}); err != nil {
+	if err := w.WriteRecord(capture.Record{Time: crash, Kind: fault.Crash, Nodes: []string{"n4"}, Detail: "SIGKILL pid 4242"}); err != nil {
 		t.Fatal(err)
 	}
 	halt = send(470*time.Millisecond, wire.TypeHalt, 2, wire.ReasonLeaderFailed, 3, 1, 2)

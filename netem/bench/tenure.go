@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem/bench/results"
-	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 // A run's tenures come from two sources that must agree: the capture

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/capture"
-	"github.com/bullylab/bullylab/netem/fault"
 	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 // maxEventLog bounds how much of a node's event log a run reads: a node

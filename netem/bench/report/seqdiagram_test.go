@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bullylab/bullylab/netem/bench/results"
-	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 // election5 is a five-node election after n5 was lost: n1 detects, its

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 // faultStyle is how the diagram marks a fault kind: a glyph of its own

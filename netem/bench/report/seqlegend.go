@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 // Notes of the legend, each shown when the diagram has what it explains.
