@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/node/bully"
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 )
 
@@ -28,7 +30,7 @@ func FuzzMachineStep(f *testing.F) {
 		for i, id := range ids {
 			cfg.Peers = append(cfg.Peers, wire.Member{ID: id, Addr: "n" + string(rune('0'+i))})
 		}
-		m, err := NewMachine(cfg, nil, 0)
+		m, err := bully.New(cfg, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,11 +51,11 @@ func FuzzMachineStep(f *testing.F) {
 			now += time.Millisecond
 			epochBefore := m.Epoch()
 			m.Step(now, &msg)
-			m.Tick(now + m.cfg.ElectionTimeout)
+			m.Tick(now + cfg.ElectionTimeout)
 			if m.Epoch() < epochBefore {
 				t.Fatalf("epoch went backwards: %d -> %d", epochBefore, m.Epoch())
 			}
-			if m.Status() == StatusNormal {
+			if m.Status() == election.StatusNormal {
 				if l, _ := m.Leader(); l == [16]byte{} {
 					t.Fatal("Normal without a leader")
 				}

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
-	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/node/bully"
 	"github.com/bullylab/bullylab/topologies"
 )
 
@@ -43,13 +43,13 @@ func messageDelay(owd time.Duration, backend string) time.Duration {
 //	max(FailureTimeout + d + S, WaitFactor×ElectionTimeout + S, Heartbeat + d) + 3×ElectionTimeout + 10d,
 //
 // d the largest message delay (messageDelay), S the largest detection
-// stagger a node of this many can have (node.MaxStaggerDelay).
+// stagger a node of this many can have (bully.MaxStaggerDelay).
 func sle2Bound(topo *topologies.Topology, d time.Duration) time.Duration {
 	var b time.Duration
 	for _, n := range topo.Nodes {
 		s := n.Settings
-		stagger := node.MaxStaggerDelay(len(topo.Nodes), s.DetectionStagger, s.ElectionTimeout)
-		first := max(s.FailureTimeout+d+stagger, node.WaitFactor*s.ElectionTimeout+stagger, s.Heartbeat+d)
+		stagger := bully.MaxStaggerDelay(len(topo.Nodes), s.DetectionStagger, s.ElectionTimeout)
+		first := max(s.FailureTimeout+d+stagger, bully.WaitFactor*s.ElectionTimeout+stagger, s.Heartbeat+d)
 		b = max(b, first+3*s.ElectionTimeout+10*d)
 	}
 	return b

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -413,7 +414,7 @@ func (c *Cluster) Restart(ctx context.Context, n *Process) error {
 func Highest(nodes []*Process) *Process {
 	var h *Process
 	for _, n := range nodes {
-		if h == nil || node.Less(h.ID, n.ID) {
+		if h == nil || election.Less(h.ID, n.ID) {
 			h = n
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/node/bully"
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 )
 
@@ -31,7 +33,8 @@ func (c electionCounts) String() string {
 }
 
 // Textbook scenarios, N nodes ranked 1..N by ID, leader N crashed, a stable
-// cluster before the crash. These are the formulas documented in doc.go.
+// cluster before the crash. These are the formulas documented in
+// node/bully/doc.go.
 func highestDetects(n uint64) electionCounts {
 	return electionCounts{
 		wire.TypeHalt:        n - 2,
@@ -169,10 +172,11 @@ func textbookElection(t *testing.T, n int, detectors []int) electionCounts {
 }
 
 // sle2Bound is the time after the last fault within which every live node is
-// Normal with the same, live, highest leader (see doc.go for the derivation).
-func sle2Bound(cfg Config, n int) time.Duration {
-	stagger := MaxStaggerDelay(n, cfg.DetectionStagger, cfg.ElectionTimeout)
-	wait := WaitFactor*cfg.ElectionTimeout + stagger
+// Normal with the same, live, highest leader (see node/bully/doc.go for the
+// derivation).
+func sle2Bound(cfg election.Config, n int) time.Duration {
+	stagger := bully.MaxStaggerDelay(n, cfg.DetectionStagger, cfg.ElectionTimeout)
+	wait := bully.WaitFactor*cfg.ElectionTimeout + stagger
 	detect := max(cfg.FailureTimeout+simMaxDelay+stagger, wait, cfg.HeartbeatInterval+simMaxDelay)
 	return detect + 3*cfg.ElectionTimeout + 10*simMaxDelay
 }
@@ -444,15 +448,15 @@ func TestDetectionStagger(t *testing.T) {
 	cfg := simConfig()
 	cfg.DetectionStagger = 30 * time.Millisecond
 	cfg.ElectionTimeout = 100 * time.Millisecond
-	follower := func(i int, peers []wire.Member) *Machine {
+	follower := func(i int, peers []wire.Member) election.Machine {
 		c := cfg
 		c.ID, c.Addr, c.Peers = ids[i], fmt.Sprintf("n%d", i), peers
-		m, err := NewMachine(c, nil, 0)
+		m, err := bully.New(c, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m.Step(time.Second, &wire.Message{Type: wire.TypeCoordinator, Epoch: 1, From: leader})
-		if l, _ := m.Leader(); m.Status() != StatusNormal || l != leader {
+		if l, _ := m.Leader(); m.Status() != election.StatusNormal || l != leader {
 			t.Fatalf("n%d did not follow the leader: %s", i, m.Status())
 		}
 		return m
@@ -487,35 +491,16 @@ func TestDetectionStagger(t *testing.T) {
 	// Halted by n6, n2 (three members in between) waits three steps longer.
 	m = follower(2, peers)
 	m.Step(2*time.Second, &wire.Message{Type: wire.TypeHalt, Epoch: 2, From: ids[6]})
-	if m.Status() != StatusWaiting {
+	if m.Status() != election.StatusWaiting {
 		t.Fatalf("n2 after HALT: %s", m.Status())
 	}
-	if got, want := m.NextDeadline()-2*time.Second, WaitFactor*cfg.ElectionTimeout+90*time.Millisecond; got != want {
+	if got, want := m.NextDeadline()-2*time.Second, bully.WaitFactor*cfg.ElectionTimeout+90*time.Millisecond; got != want {
 		t.Errorf("n2 halted by n6: waits %v, want %v", got, want)
 	}
 
 	cfg.DetectionStagger = 0
 	if got := follower(0, peers).NextDeadline() - time.Second; got != cfg.FailureTimeout {
 		t.Errorf("stagger 0: deadline +%v, want +%v", got, cfg.FailureTimeout)
-	}
-}
-
-func TestStaggerDelayCap(t *testing.T) {
-	for _, c := range []struct {
-		rank             int
-		stagger, timeout time.Duration
-		want             time.Duration
-	}{
-		{0, time.Second, time.Second, 0},
-		{-1, time.Second, time.Second, 0},
-		{3, 0, time.Second, 0},
-		{3, 10 * time.Millisecond, time.Second, 30 * time.Millisecond},
-		{248, 50 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond},
-		{999, 1<<63 - 1, time.Second, time.Second}, // no overflow
-	} {
-		if got := StaggerDelay(c.rank, c.stagger, c.timeout); got != c.want {
-			t.Errorf("StaggerDelay(%d, %v, %v) = %v, want %v", c.rank, c.stagger, c.timeout, got, c.want)
-		}
 	}
 }
 
@@ -527,10 +512,10 @@ func TestRefusedHalt(t *testing.T) {
 	for i, id := range ids {
 		peers = append(peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
 	}
-	top := func(t *testing.T) (*Machine, uint64) {
+	top := func(t *testing.T) (election.Machine, uint64) {
 		c := simConfig()
 		c.ID, c.Addr, c.Peers = ids[3], "n3", peers
-		m, err := NewMachine(c, nil, 0)
+		m, err := bully.New(c, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -546,7 +531,7 @@ func TestRefusedHalt(t *testing.T) {
 				epoch = e.Msg.Epoch
 			}
 		}
-		if m.Status() != StatusHalting || halts != 3 {
+		if m.Status() != election.StatusHalting || halts != 3 {
 			t.Fatalf("boot: %s with %d HALTs, want halting with 3", m.Status(), halts)
 		}
 		return m, epoch
@@ -561,7 +546,7 @@ func TestRefusedHalt(t *testing.T) {
 			}
 			m.Refused(at, ids[i], wire.TypeHalt, e)
 		}
-		if !m.IsLeader() || m.Status() != StatusNormal {
+		if !m.IsLeader() || m.Status() != election.StatusNormal {
 			t.Fatalf("after every HALT was refused: %s, leader %v; want the leader", m.Status(), m.IsLeader())
 		}
 	})
@@ -580,7 +565,7 @@ func TestRefusedHalt(t *testing.T) {
 		m.Refused(at, ids[1], wire.TypeElection, e) // not a HALT
 		m.Refused(at, ids[3], wire.TypeHalt, e)     // not pending: itself
 		m.Step(at, &wire.Message{Type: wire.TypeHaltAck, Epoch: e, From: ids[2]})
-		if m.IsLeader() || m.Status() != StatusHalting {
+		if m.IsLeader() || m.Status() != election.StatusHalting {
 			t.Fatalf("%s, leader %v: a refusal that was not of this round's HALT counted", m.Status(), m.IsLeader())
 		}
 	})
@@ -599,14 +584,14 @@ func TestLowerLeaderHearsHigherHeartbeat(t *testing.T) {
 	}
 	// lead makes ids[1] the leader of epoch restored+1: nobody above
 	// answers its ELECTION and the node below refuses its HALT.
-	lead := func(t *testing.T, restored uint64) *Machine {
+	lead := func(t *testing.T, restored uint64) election.Machine {
 		c := simConfig()
 		c.ID, c.Addr, c.Peers = ids[1], "n1", peers
-		var st *State
+		var st *election.State
 		if restored > 0 {
-			st = &State{Epoch: restored, Promise: Ballot{Epoch: restored, ID: ids[1]}, Leader: ids[1], LeaderEpoch: restored}
+			st = &election.State{Epoch: restored, Promise: election.Ballot{Epoch: restored, ID: ids[1]}, Leader: ids[1], LeaderEpoch: restored}
 		}
-		m, err := NewMachine(c, st, 0)
+		m, err := bully.New(c, st, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -624,7 +609,7 @@ func TestLowerLeaderHearsHigherHeartbeat(t *testing.T) {
 	t.Run("newer or equal epoch", func(t *testing.T) {
 		m := lead(t, 0)
 		m.Step(at, &wire.Message{Type: wire.TypeHeartbeat, Epoch: 1, From: ids[2]})
-		if l, e := m.Leader(); m.Status() != StatusNormal || l != ids[2] || e != 1 {
+		if l, e := m.Leader(); m.Status() != election.StatusNormal || l != ids[2] || e != 1 {
 			t.Fatalf("%s following %s at epoch %d, want normal following the higher leader at 1", m.Status(), l, e)
 		}
 		if out := m.Drain(); len(out.Messages) != 0 {

@@ -1,41 +1,42 @@
-package node
+package bully
 
 import (
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
 
-// Machine is the Bully algorithm as a deterministic state machine. It owns no
+// Machine is the Bully algorithm as an election.Machine. It owns no
 // goroutine, socket or clock: the caller feeds it messages (Step) and time
 // (Tick), and drains what it wants sent, persisted and logged (Drain).
 // Every method takes the caller's monotonic clock reading; the Machine only
 // compares these readings, so any origin works.
 type Machine struct {
-	cfg Config
+	cfg election.Config
 	id  uuid.UUID
 
 	members map[uuid.UUID]string // every known member, self included
 	ids     []uuid.UUID          // members sorted by Less; rebuilt on change
 
-	status      Status
+	status      election.Status
 	epoch       uint64 // highest epoch seen
-	promise     Ballot
+	promise     election.Ballot
 	leader      uuid.UUID
 	leaderEpoch uint64
 
-	proposal Ballot             // StatusHalting: the ballot being proposed
-	pending  map[uuid.UUID]bool // StatusHalting: lower members yet to HALT_ACK
+	proposal election.Ballot    // election.StatusHalting: the ballot being proposed
+	pending  map[uuid.UUID]bool // election.StatusHalting: lower members yet to HALT_ACK
 	skip     uuid.UUID          // a suspected leader left out of this election's ELECTIONs
 	reason   wire.Reason        // why the current or last election started; sent in its frames
 	deadline time.Duration      // when the current status times out, or the next heartbeat is due
-	heard    time.Duration      // StatusNormal follower: when the leader last showed it is alive
+	heard    time.Duration      // election.StatusNormal follower: when the leader last showed it is alive
 	left     bool               // Leave was called: the machine is inert
 	// bootstrapping: a first start that has not yet followed or won a
-	// leader; it takes any epoch up to MaxEpoch (see EpochWindow).
+	// leader; it takes any epoch up to election.MaxEpoch (see election.EpochWindow).
 	bootstrapping bool
 	// departed: members that sent LEAVE, with their addresses. One heard
 	// from again, other than with LEAVE, did not leave (a LEAVE forged
@@ -44,13 +45,13 @@ type Machine struct {
 	// askedMembers: peers sent a JOIN asking for MEMBERS; only their
 	// replies are taken.
 	askedMembers map[uuid.UUID]bool
-	sentBy       [16]uint64  // messages emitted, by wire.Type
-	out          Output      // accumulated since the last Drain
-	dirty        bool        // persisted fields changed since the last Drain
-	scratch      []uuid.UUID // reused by broadcasts
+	sentBy       [16]uint64      // messages emitted, by wire.Type
+	out          election.Output // accumulated since the last Drain
+	dirty        bool            // persisted fields changed since the last Drain
+	scratch      []uuid.UUID     // reused by broadcasts
 }
 
-// NewMachine returns a Machine that starts an election at once (Reason boot).
+// New returns a Machine that starts an election at once (Reason boot).
 // restored is the State a previous incarnation persisted, or nil on first
 // boot; a first boot also announces the node with JOIN.
 //
@@ -58,13 +59,13 @@ type Machine struct {
 // non-coordinator and elects, because starting as coordinators would have
 // every node Normal with itself as leader, breaking SLE1 the moment two nodes
 // boot. The election timeout plays the role of the boot wait.
-func NewMachine(cfg Config, restored *State, now time.Duration) (*Machine, error) {
+func New(cfg election.Config, restored *election.State, now time.Duration) (*Machine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if restored != nil && max(restored.Epoch, restored.Promise.Epoch, restored.LeaderEpoch) > MaxEpoch {
+	if restored != nil && max(restored.Epoch, restored.Promise.Epoch, restored.LeaderEpoch) > election.MaxEpoch {
 		return nil, fmt.Errorf("restored state: epoch %d is beyond the maximum %d (written by a build without epoch bounds?); start the node afresh",
-			max(restored.Epoch, restored.Promise.Epoch, restored.LeaderEpoch), uint64(MaxEpoch))
+			max(restored.Epoch, restored.Promise.Epoch, restored.LeaderEpoch), uint64(election.MaxEpoch))
 	}
 	m := &Machine{
 		cfg:           cfg,
@@ -107,17 +108,17 @@ func NewMachine(cfg Config, restored *State, now time.Duration) (*Machine, error
 func (m *Machine) ID() uuid.UUID { return m.id }
 
 // Status returns the node's current status.
-func (m *Machine) Status() Status { return m.status }
+func (m *Machine) Status() election.Status { return m.status }
 
 // Leader returns the leader this node last accepted and its epoch. It is
-// significant only while Status is StatusNormal.
+// significant only while Status is election.StatusNormal.
 func (m *Machine) Leader() (uuid.UUID, uint64) { return m.leader, m.leaderEpoch }
 
 // Epoch returns the highest epoch this node has seen.
 func (m *Machine) Epoch() uint64 { return m.epoch }
 
 // IsLeader reports whether this node is a Normal leader.
-func (m *Machine) IsLeader() bool { return m.status == StatusNormal && m.leader == m.id }
+func (m *Machine) IsLeader() bool { return m.status == election.StatusNormal && m.leader == m.id }
 
 // Members returns every known member, self included, in ID order.
 func (m *Machine) Members() []wire.Member {
@@ -142,7 +143,7 @@ func (m *Machine) NextDeadline() time.Duration { return m.deadline }
 // and when it starts again it elects on its own. Anything else is ignored;
 // silence, as in a partition, still takes the timeout.
 func (m *Machine) Refused(now time.Duration, peer uuid.UUID, t wire.Type, epoch uint64) {
-	if m.left || t != wire.TypeHalt || m.status != StatusHalting || epoch != m.proposal.Epoch || !m.pending[peer] {
+	if m.left || t != wire.TypeHalt || m.status != election.StatusHalting || epoch != m.proposal.Epoch || !m.pending[peer] {
 		return
 	}
 	delete(m.pending, peer)
@@ -152,20 +153,20 @@ func (m *Machine) Refused(now time.Duration, peer uuid.UUID, t wire.Type, epoch 
 }
 
 // Drain returns and clears what the Machine produced since the last Drain.
-func (m *Machine) Drain() Output {
+func (m *Machine) Drain() election.Output {
 	out := m.out
 	if m.dirty {
 		st := m.State()
 		out.State = &st
 		m.dirty = false
 	}
-	m.out = Output{}
+	m.out = election.Output{}
 	return out
 }
 
 // State returns a copy of what the node persists.
-func (m *Machine) State() State {
-	return State{
+func (m *Machine) State() election.State {
+	return election.State{
 		Epoch:       m.epoch,
 		Promise:     m.promise,
 		Leader:      m.leader,
@@ -179,7 +180,7 @@ func (m *Machine) State() State {
 // ReasonLeaderFailed the current leader is left out of the ELECTIONs. It does
 // nothing while this node is already electing or halting.
 func (m *Machine) Campaign(now time.Duration, reason wire.Reason) {
-	if m.left || m.status == StatusElecting || m.status == StatusHalting {
+	if m.left || m.status == election.StatusElecting || m.status == election.StatusHalting {
 		return
 	}
 	m.startElection(now, reason)
@@ -205,16 +206,16 @@ func (m *Machine) Tick(now time.Duration) {
 		return
 	}
 	switch m.status {
-	case StatusElecting:
+	case election.StatusElecting:
 		// Nobody above answered within the election timeout: they are all
 		// down, so this node is the highest alive and halts the ones below.
 		m.startHalting(now, m.epoch+1)
-	case StatusHalting:
+	case election.StatusHalting:
 		// Lower nodes that did not acknowledge in time count as failed.
 		m.win(now)
-	case StatusWaiting:
+	case election.StatusWaiting:
 		m.startElection(now, wire.ReasonWaitTimeout)
-	case StatusNormal:
+	case election.StatusNormal:
 		if m.leader == m.id {
 			m.broadcast(wire.TypeHeartbeat, 0, m.leaderEpoch, nil)
 			m.deadline = now + m.cfg.HeartbeatInterval
@@ -232,7 +233,7 @@ func (m *Machine) Step(now time.Duration, msg *wire.Message) {
 	}
 	from := msg.From
 	if why := m.epochProblem(msg); why != "" {
-		m.refuse(now, from, IssueEpochWindow, why)
+		m.refuse(now, from, election.CauseEpochWindow, why)
 		return
 	}
 	if _, member := m.members[from]; !member {
@@ -257,13 +258,13 @@ func (m *Machine) Step(now time.Duration, msg *wire.Message) {
 	case wire.TypeElection:
 		m.onElection(now, from)
 	case wire.TypeAnswer:
-		if m.status == StatusElecting && Less(m.id, from) {
+		if m.status == election.StatusElecting && election.Less(m.id, from) {
 			m.becomeWaiting(now, from)
 		}
 	case wire.TypeHalt:
-		m.onHalt(now, Ballot{Epoch: msg.Epoch, ID: from}, msg.Reason())
+		m.onHalt(now, election.Ballot{Epoch: msg.Epoch, ID: from}, msg.Reason())
 	case wire.TypeHaltAck:
-		if m.status == StatusHalting && msg.Epoch == m.proposal.Epoch && m.pending[from] {
+		if m.status == election.StatusHalting && msg.Epoch == m.proposal.Epoch && m.pending[from] {
 			delete(m.pending, from)
 			if len(m.pending) == 0 {
 				m.win(now)
@@ -274,9 +275,9 @@ func (m *Machine) Step(now time.Duration, msg *wire.Message) {
 		if err != nil {
 			return
 		}
-		m.onReject(now, Ballot{Epoch: msg.Epoch, ID: id})
+		m.onReject(now, election.Ballot{Epoch: msg.Epoch, ID: id})
 	case wire.TypeCoordinator:
-		m.onCoordinator(now, Ballot{Epoch: msg.Epoch, ID: from})
+		m.onCoordinator(now, election.Ballot{Epoch: msg.Epoch, ID: from})
 	case wire.TypeHeartbeat:
 		m.onHeartbeat(now, from, msg.Epoch)
 	case wire.TypeJoin:
@@ -293,25 +294,25 @@ func (m *Machine) Step(now time.Duration, msg *wire.Message) {
 }
 
 // epochProblem says why msg's epoch is refused, or "" when it is not: it
-// may move this node's epoch by at most EpochWindow (but while
+// may move this node's epoch by at most election.EpochWindow (but while
 // bootstrapping, or in the MEMBERS reply that a JOIN asked for), and never
-// past MaxEpoch.
+// past election.MaxEpoch.
 func (m *Machine) epochProblem(msg *wire.Message) string {
 	switch {
-	case msg.Epoch > MaxEpoch:
-		return fmt.Sprintf("%s epoch %d is beyond the maximum %d", msg.Type, msg.Epoch, uint64(MaxEpoch))
-	case msg.Epoch <= m.epoch+EpochWindow, m.bootstrapping:
+	case msg.Epoch > election.MaxEpoch:
+		return fmt.Sprintf("%s epoch %d is beyond the maximum %d", msg.Type, msg.Epoch, uint64(election.MaxEpoch))
+	case msg.Epoch <= m.epoch+election.EpochWindow, m.bootstrapping:
 		return ""
 	case msg.Type == wire.TypeMembers && m.askedMembers[msg.From]:
 		return ""
 	}
 	return fmt.Sprintf("%s epoch %d is %d ahead of this node's %d, more than the window of %d",
-		msg.Type, msg.Epoch, msg.Epoch-m.epoch, m.epoch, EpochWindow)
+		msg.Type, msg.Epoch, msg.Epoch-m.epoch, m.epoch, election.EpochWindow)
 }
 
 // refuse reports a message from peer that the Machine ignored.
-func (m *Machine) refuse(now time.Duration, peer uuid.UUID, issue PeerIssue, why string) {
-	m.emit(Event{At: now, Kind: EventRefused, Peer: wire.Member{ID: peer, Addr: m.members[peer]}, Issue: issue, Detail: why})
+func (m *Machine) refuse(now time.Duration, peer uuid.UUID, cause election.RefusalCause, why string) {
+	m.emit(election.Event{At: now, Kind: election.EventRefused, Peer: wire.Member{ID: peer, Addr: m.members[peer]}, Cause: cause, Detail: why})
 }
 
 // onMembers takes the member list a peer sent in reply to this node's JOIN;
@@ -319,7 +320,7 @@ func (m *Machine) refuse(now time.Duration, peer uuid.UUID, issue PeerIssue, why
 // introduced to with a JOIN: that is how a JOIN reaches all participants.
 func (m *Machine) onMembers(now time.Duration, from uuid.UUID, payload []byte) {
 	if !m.askedMembers[from] {
-		m.refuse(now, from, IssueMembership, "MEMBERS this node did not ask for")
+		m.refuse(now, from, election.CauseMembership, "MEMBERS this node did not ask for")
 		return
 	}
 	ms, err := wire.DecodeMembers(payload)
@@ -327,8 +328,8 @@ func (m *Machine) onMembers(now time.Duration, from uuid.UUID, payload []byte) {
 		return
 	}
 	delete(m.askedMembers, from)
-	if len(ms) > m.cfg.maxMembers() {
-		m.refuse(now, from, IssueMembership, fmt.Sprintf("MEMBERS lists %d members, more than MaxMembers %d", len(ms), m.cfg.maxMembers()))
+	if len(ms) > m.cfg.MemberLimit() {
+		m.refuse(now, from, election.CauseMembership, fmt.Sprintf("MEMBERS lists %d members, more than MaxMembers %d", len(ms), m.cfg.MemberLimit()))
 		return
 	}
 	for _, p := range ms {
@@ -339,11 +340,11 @@ func (m *Machine) onMembers(now time.Duration, from uuid.UUID, payload []byte) {
 }
 
 func (m *Machine) onElection(now time.Duration, from uuid.UUID) {
-	if !Less(from, m.id) {
+	if !election.Less(from, m.id) {
 		return // ELECTION goes only to higher nodes; a higher sender is confused, not a threat
 	}
 	m.send(from, wire.TypeAnswer, 0, m.epoch, nil)
-	if m.status != StatusNormal {
+	if m.status != election.StatusNormal {
 		// Already electing, halting or waiting for a higher node: the answer
 		// is all the lower node needs.
 		return
@@ -357,10 +358,10 @@ func (m *Machine) onElection(now time.Duration, from uuid.UUID) {
 	m.startElection(now, wire.ReasonBullied)
 }
 
-func (m *Machine) onHalt(now time.Duration, b Ballot, reason wire.Reason) {
-	if Less(b.ID, m.id) {
+func (m *Machine) onHalt(now time.Duration, b election.Ballot, reason wire.Reason) {
+	if election.Less(b.ID, m.id) {
 		// A lower node believes it is the highest alive: bully it.
-		if m.status == StatusNormal || m.status == StatusWaiting {
+		if m.status == election.StatusNormal || m.status == election.StatusWaiting {
 			m.startElection(now, wire.ReasonBullied)
 		}
 		return
@@ -376,9 +377,9 @@ func (m *Machine) onHalt(now time.Duration, b Ballot, reason wire.Reason) {
 }
 
 // onReject handles a REJECT naming ballot b that the sender promised.
-func (m *Machine) onReject(now time.Duration, b Ballot) {
+func (m *Machine) onReject(now time.Duration, b election.Ballot) {
 	switch {
-	case m.status == StatusHalting:
+	case m.status == election.StatusHalting:
 		if b.Epoch < m.proposal.Epoch {
 			return // answers an earlier proposal that the current one already beats
 		}
@@ -386,7 +387,7 @@ func (m *Machine) onReject(now time.Duration, b Ballot) {
 			m.epoch = b.Epoch
 			m.dirty = true
 		}
-		if Less(m.id, b.ID) && m.proposal.Less(b) {
+		if election.Less(m.id, b.ID) && m.proposal.Less(b) {
 			// A higher node holds a newer ballot. Competing with it would
 			// bump epochs back and forth; ask it instead: an ANSWER means it
 			// is alive and this node waits, silence means it is gone.
@@ -394,12 +395,12 @@ func (m *Machine) onReject(now time.Duration, b Ballot) {
 			return
 		}
 		m.startHalting(now, m.epoch+1)
-	case m.status == StatusNormal && m.leader == m.id:
+	case m.status == election.StatusNormal && m.leader == m.id:
 		if b.Epoch > m.epoch {
 			m.epoch = b.Epoch
 			m.dirty = true
 		}
-		if (Ballot{Epoch: m.leaderEpoch, ID: m.id}).Less(b) {
+		if (election.Ballot{Epoch: m.leaderEpoch, ID: m.id}).Less(b) {
 			// Some node promised a newer ballot. If its owner is higher and
 			// alive, the ELECTION finds it and this node waits; otherwise this
 			// node takes the cluster back under a still newer epoch.
@@ -413,10 +414,10 @@ func (m *Machine) onReject(now time.Duration, b Ballot) {
 	}
 }
 
-func (m *Machine) onCoordinator(now time.Duration, b Ballot) {
-	if Less(b.ID, m.id) {
+func (m *Machine) onCoordinator(now time.Duration, b election.Ballot) {
+	if election.Less(b.ID, m.id) {
 		// "A node that hears COORDINATOR from a lower ID bullies it."
-		if m.status == StatusNormal || m.status == StatusWaiting {
+		if m.status == election.StatusNormal || m.status == election.StatusWaiting {
 			m.startElection(now, wire.ReasonLowerLeader)
 		}
 		return
@@ -429,14 +430,14 @@ func (m *Machine) onCoordinator(now time.Duration, b Ballot) {
 }
 
 func (m *Machine) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
-	if m.status != StatusNormal {
+	if m.status != election.StatusNormal {
 		return
 	}
 	switch {
 	case from == m.leader && epoch == m.leaderEpoch && m.leader != m.id:
 		m.heard = now
 		m.armDetector()
-	case m.leader == m.id && Less(from, m.id):
+	case m.leader == m.id && election.Less(from, m.id):
 		// Two leaders (a healed partition): the higher one takes over under
 		// a new epoch; the lower one waits to be halted.
 		m.startElection(now, wire.ReasonLowerLeader)
@@ -447,7 +448,7 @@ func (m *Machine) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
 		// not wait to be halted: the HEARTBEAT claims the higher node's
 		// epoch as its COORDINATOR did, and is taken or rejected by the
 		// same rule.
-		m.onCoordinator(now, Ballot{Epoch: epoch, ID: from})
+		m.onCoordinator(now, election.Ballot{Epoch: epoch, ID: from})
 	}
 }
 
@@ -455,7 +456,7 @@ func (m *Machine) onJoin(now time.Duration, p wire.Member, wantMembers bool) {
 	_, member := m.members[p.ID]
 	_, left := m.departed[p.ID]
 	if m.cfg.Insecure && !member && !left {
-		m.refuse(now, p.ID, IssueMembership, fmt.Sprintf("JOIN from %s at %q, which this node does not know: without a cluster key it accepts no new members", p.ID, p.Addr))
+		m.refuse(now, p.ID, election.CauseMembership, fmt.Sprintf("JOIN from %s at %q, which this node does not know: without a cluster key it accepts no new members", p.ID, p.Addr))
 		return
 	}
 	if m.addMember(now, p, p.ID) && wantMembers {
@@ -469,23 +470,23 @@ func (m *Machine) onJoin(now time.Duration, p wire.Member, wantMembers bool) {
 func (m *Machine) onLeave(now time.Duration, from uuid.UUID) {
 	addr := m.members[from]
 	delete(m.members, from)
-	if len(m.departed) >= m.cfg.maxMembers() {
+	if len(m.departed) >= m.cfg.MemberLimit() {
 		clear(m.departed) // what is forgotten only costs a JOIN
 	}
 	m.departed[from] = addr
 	m.rebuildIDs()
 	m.dirty = true
 	m.rearmOnRankChange()
-	m.emit(Event{At: now, Kind: EventMemberLeft, Peer: wire.Member{ID: from, Addr: addr}, By: from})
+	m.emit(election.Event{At: now, Kind: election.EventMemberLeft, Peer: wire.Member{ID: from, Addr: addr}, By: from})
 	switch m.status {
-	case StatusHalting:
+	case election.StatusHalting:
 		if m.pending[from] {
 			delete(m.pending, from)
 			if len(m.pending) == 0 {
 				m.win(now)
 			}
 		}
-	case StatusNormal:
+	case election.StatusNormal:
 		if m.leader == from {
 			m.startElection(now, wire.ReasonLeaderLeft)
 		}
@@ -502,8 +503,8 @@ func (m *Machine) addMember(now time.Duration, p wire.Member, by uuid.UUID) bool
 	if known && (addr == p.Addr || p.Addr == "") {
 		return false
 	}
-	if !known && len(m.members) >= m.cfg.maxMembers() {
-		m.refuse(now, by, IssueMembership, fmt.Sprintf("member %s would make %d, more than MaxMembers %d", p.ID, len(m.members)+1, m.cfg.maxMembers()))
+	if !known && len(m.members) >= m.cfg.MemberLimit() {
+		m.refuse(now, by, election.CauseMembership, fmt.Sprintf("member %s would make %d, more than MaxMembers %d", p.ID, len(m.members)+1, m.cfg.MemberLimit()))
 		return false
 	}
 	m.members[p.ID] = p.Addr
@@ -511,7 +512,7 @@ func (m *Machine) addMember(now time.Duration, p wire.Member, by uuid.UUID) bool
 	m.rebuildIDs()
 	m.dirty = true
 	m.rearmOnRankChange()
-	m.emit(Event{At: now, Kind: EventMemberJoined, Peer: p, By: by})
+	m.emit(election.Event{At: now, Kind: election.EventMemberJoined, Peer: p, By: by})
 	return true
 }
 
@@ -522,7 +523,7 @@ func (m *Machine) startElection(now time.Duration, reason wire.Reason) {
 	switch {
 	case reason == wire.ReasonLeaderFailed || reason == wire.ReasonLeaderLeft:
 		m.skip = m.leader
-	case reason == wire.ReasonBullied && m.status == StatusNormal && m.leader != m.id &&
+	case reason == wire.ReasonBullied && m.status == election.StatusNormal && m.leader != m.id &&
 		now-m.heard > 2*m.cfg.HeartbeatInterval:
 		// A lower node suspects the leader and this node has missed a
 		// heartbeat too: asking the leader would likely cost a whole
@@ -530,13 +531,13 @@ func (m *Machine) startElection(now time.Duration, reason wire.Reason) {
 		m.skip = m.leader
 	}
 	m.reason = reason
-	m.emit(Event{At: now, Kind: EventElectionStarted, Reason: reason})
+	m.emit(election.Event{At: now, Kind: election.EventElectionStarted, Reason: reason})
 	higher := m.higher()
 	if len(higher) == 0 {
 		m.startHalting(now, max(m.epoch, m.promise.Epoch)+1)
 		return
 	}
-	m.setStatus(now, StatusElecting)
+	m.setStatus(now, election.StatusElecting)
 	for _, id := range higher {
 		m.send(id, wire.TypeElection, uint8(reason), m.epoch, nil)
 	}
@@ -547,10 +548,10 @@ func (m *Machine) startElection(now time.Duration, reason wire.Reason) {
 func (m *Machine) startHalting(now time.Duration, epoch uint64) {
 	epoch = max(epoch, m.epoch+1, m.promise.Epoch+1)
 	m.epoch = epoch
-	m.proposal = Ballot{Epoch: epoch, ID: m.id}
+	m.proposal = election.Ballot{Epoch: epoch, ID: m.id}
 	m.promise = m.proposal
 	m.dirty = true
-	m.setStatus(now, StatusHalting)
+	m.setStatus(now, election.StatusHalting)
 	m.pending = make(map[uuid.UUID]bool)
 	// Highest first: the nearer a lower node ranks, the sooner its
 	// staggered detector fires, so the sooner it needs its HALT.
@@ -572,15 +573,15 @@ func (m *Machine) win(now time.Duration) {
 	m.leader = m.id
 	m.leaderEpoch = m.proposal.Epoch
 	m.dirty = true
-	m.setStatus(now, StatusNormal)
-	m.emit(Event{At: now, Kind: EventElectionWon, Leader: m.id, Epoch: m.leaderEpoch})
-	m.emit(Event{At: now, Kind: EventLeaderChanged, Leader: m.id, Epoch: m.leaderEpoch})
+	m.setStatus(now, election.StatusNormal)
+	m.emit(election.Event{At: now, Kind: election.EventElectionWon, Leader: m.id, Epoch: m.leaderEpoch})
+	m.emit(election.Event{At: now, Kind: election.EventLeaderChanged, Leader: m.id, Epoch: m.leaderEpoch})
 	m.broadcast(wire.TypeCoordinator, uint8(m.reason), m.leaderEpoch, nil)
 	m.deadline = now + m.cfg.HeartbeatInterval
 }
 
 // follow accepts b's node as leader of b's epoch.
-func (m *Machine) follow(now time.Duration, b Ballot) {
+func (m *Machine) follow(now time.Duration, b election.Ballot) {
 	m.bootstrapping = false
 	changed := m.leader != b.ID || m.leaderEpoch != b.Epoch
 	m.promise = b
@@ -590,9 +591,9 @@ func (m *Machine) follow(now time.Duration, b Ballot) {
 		m.dirty = true
 	}
 	m.pending = nil
-	m.setStatus(now, StatusNormal)
+	m.setStatus(now, election.StatusNormal)
 	if changed {
-		m.emit(Event{At: now, Kind: EventLeaderChanged, Leader: b.ID, Epoch: b.Epoch})
+		m.emit(election.Event{At: now, Kind: election.EventLeaderChanged, Leader: b.ID, Epoch: b.Epoch})
 	}
 	m.heard = now
 	m.armDetector()
@@ -612,7 +613,7 @@ func (m *Machine) armDetector() {
 // membership changed, since a member joining or leaving between it and its
 // leader changes its rank.
 func (m *Machine) rearmOnRankChange() {
-	if m.status == StatusNormal && m.leader != m.id && m.leader != uuid.Nil {
+	if m.status == election.StatusNormal && m.leader != m.id && m.leader != uuid.Nil {
 		m.armDetector()
 	}
 }
@@ -623,7 +624,7 @@ func (m *Machine) rearmOnRankChange() {
 // together and elect at once.
 func (m *Machine) becomeWaiting(now time.Duration, awaited uuid.UUID) {
 	m.pending = nil
-	m.setStatus(now, StatusWaiting)
+	m.setStatus(now, election.StatusWaiting)
 	m.deadline = now + WaitFactor*m.cfg.ElectionTimeout + m.staggerBelow(awaited)
 }
 
@@ -641,7 +642,7 @@ func (m *Machine) staggerBelow(above uuid.UUID) time.Duration {
 // member in between costs one stagger step, within the cap. A node above
 // (which never follows a lower leader for long) has rank 0.
 func (m *Machine) rankBelow(above uuid.UUID) int {
-	if !Less(m.id, above) {
+	if !election.Less(m.id, above) {
 		return 0
 	}
 	return max(m.position(above)-m.position(m.id)-1, 0)
@@ -657,19 +658,19 @@ func (m *Machine) reject(to uuid.UUID) {
 	m.send(to, wire.TypeReject, 0, m.promise.Epoch, wire.AppendID(nil, m.promise.ID))
 }
 
-func (m *Machine) setStatus(now time.Duration, s Status) {
+func (m *Machine) setStatus(now time.Duration, s election.Status) {
 	if m.status == s {
 		return
 	}
-	m.emit(Event{At: now, Kind: EventStatus, From: m.status, To: s})
+	m.emit(election.Event{At: now, Kind: election.EventStatus, From: m.status, To: s})
 	m.status = s
 }
 
-func (m *Machine) emit(e Event) { m.out.Events = append(m.out.Events, e) }
+func (m *Machine) emit(e election.Event) { m.out.Events = append(m.out.Events, e) }
 
 func (m *Machine) send(to uuid.UUID, t wire.Type, flags uint8, epoch uint64, payload []byte) {
 	m.sentBy[t&15]++
-	m.out.Messages = append(m.out.Messages, Envelope{To: to, Msg: wire.Message{
+	m.out.Messages = append(m.out.Messages, election.Envelope{To: to, Msg: wire.Message{
 		Type: t, Flags: flags, Epoch: epoch, From: m.id, Payload: payload,
 	}})
 }
@@ -695,7 +696,7 @@ func (m *Machine) others() []uuid.UUID {
 func (m *Machine) higher() []uuid.UUID {
 	m.scratch = m.scratch[:0]
 	for _, id := range m.ids {
-		if Less(m.id, id) && id != m.skip {
+		if election.Less(m.id, id) && id != m.skip {
 			m.scratch = append(m.scratch, id)
 		}
 	}
@@ -713,10 +714,12 @@ func (m *Machine) rebuildIDs() {
 // compareIDs orders IDs by Less, for sorting and searching m.ids.
 func compareIDs(a, b uuid.UUID) int {
 	switch {
-	case Less(a, b):
+	case election.Less(a, b):
 		return -1
-	case Less(b, a):
+	case election.Less(b, a):
 		return 1
 	}
 	return 0
 }
+
+var _ election.Machine = (*Machine)(nil)
