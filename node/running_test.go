@@ -78,7 +78,7 @@ func startHostedKeys(t *testing.T, n int, memberKeys bool) []*hosted {
 
 func (h *hosted) start(t *testing.T) {
 	t.Helper()
-	r, err := Start(h.opts)
+	r, err := StartServing(h.opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,6 +84,11 @@ type ServeOptions struct {
 	TCP       TCPConfig
 }
 
+// ClusterKeyFileName is the name launchers give the cluster key file
+// (`--cluster-key`) in the directory they keep a cluster's files in: a local
+// cluster's Dir, a lab's state directory.
+const ClusterKeyFileName = "cluster.key"
+
 // ErrNoClusterKey is what Serve returns for options with neither a
 // ClusterKey nor Insecure: nodes are secure by default.
 var ErrNoClusterKey = errors.New("no cluster key: give --cluster-key FILE (make one with `bullylab keygen --out FILE`), or --insecure to accept unauthenticated peers")
@@ -93,7 +98,7 @@ var ErrNoClusterKey = errors.New("no cluster key: give --cluster-key FILE (make 
 // socket, and runs the Node. Errors are one line and name what failed (the
 // data dir, the listen address, a peer, the control socket).
 func Serve(ctx context.Context, o ServeOptions) error {
-	r, err := Start(o)
+	r, err := StartServing(o)
 	if err != nil {
 		return err
 	}
@@ -106,9 +111,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	return r.Err()
 }
 
-// Running is a node Start started: what Serve runs, as a handle, for a
-// process that hosts many nodes and stops, kills and pauses each on its
-// own as signals would its process.
+// Running is a node StartServing started: what Serve runs, as a handle,
+// for a process that hosts many nodes and stops, kills and pauses each on
+// its own as signals would its process.
 type Running struct {
 	n       *Node
 	tr      *TCPTransport
@@ -125,9 +130,9 @@ type Running struct {
 	release chan struct{} // non-nil while paused
 }
 
-// Start starts a node as Serve does and returns once it listens for peers
-// and on its control socket.
-func Start(o ServeOptions) (r *Running, err error) {
+// StartServing starts a node as Serve does and returns once it listens for
+// peers and on its control socket.
+func StartServing(o ServeOptions) (r *Running, err error) {
 	var cleanup []func()
 	defer func() {
 		if err != nil {

@@ -269,7 +269,7 @@ func TestStartClosesListenerOnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if _, err := Start(ServeOptions{Listener: ln, DataDir: t.TempDir()}); !errors.Is(err, ErrNoClusterKey) {
+	if _, err := StartServing(ServeOptions{Listener: ln, DataDir: t.TempDir()}); !errors.Is(err, ErrNoClusterKey) {
 		t.Fatalf("Start without a cluster key: %v, want ErrNoClusterKey", err)
 	}
 	if c, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {

@@ -8,7 +8,7 @@ import (
 	"github.com/bullylab/bullylab/topologies"
 )
 
-// Parts of node/doc.go's d that no impairment configures.
+// Parts of node/bully/doc.go's d that no impairment configures.
 const (
 	// delayerOverhead is what the NFQUEUE delayer adds to a delayed
 	// packet beyond its configured delay: 50 ms configured measured 50.8 ms
@@ -27,7 +27,7 @@ const (
 	tcpDelays = 3
 )
 
-// messageDelay is node/doc.go's d, the largest delay of one message, for
+// messageDelay is node/bully/doc.go's d, the largest delay of one message, for
 // a network whose largest one-way packet delay (jitter included, per
 // direction) is owd: tcpDelays of them, each with the delayer's overhead
 // when the NFQUEUE backend applies it, plus hostSlack.
@@ -38,7 +38,7 @@ func messageDelay(owd time.Duration, backend string) time.Duration {
 	return tcpDelays*owd + hostSlack
 }
 
-// sle2Bound is node/doc.go's SLE2 bound for the topology's slowest node,
+// sle2Bound is node/bully/doc.go's SLE2 bound for the topology's slowest node,
 //
 //	max(FailureTimeout + d + S, WaitFactor×ElectionTimeout + S, Heartbeat + d) + 3×ElectionTimeout + 10d,
 //

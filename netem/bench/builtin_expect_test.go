@@ -31,7 +31,7 @@ type measured struct {
 }
 
 // expectation is what a built-in scenario's measured election must be,
-// derived from the algorithm (node/doc.go) and the topology's timings,
+// derived from the algorithm (node/bully/doc.go) and the topology's timings,
 // not from a run.
 type expectation struct {
 	// leader is the measured election's winner.

@@ -21,7 +21,7 @@
 //	                capture's and the logs' held to each other
 //	tenure_log.go   the nodes' event logs: read, parsed, put on the
 //	                capture's time line, their tenures
-//	bound.go        node/doc.go's SLE2 bound for a topology and a delay
+//	bound.go        node/bully/doc.go's SLE2 bound for a topology and a delay
 //	target.go       labTarget, the scenario.Target on a lab
 //
 // What it records, and how it reads and shows it:
@@ -126,7 +126,7 @@
 //	                         agree (that poll, with no message in between), when they
 //	                         agreed on the highest of them; absent when that never
 //	                         happened, which fails the run on liveness
-//	      sle2_bound_ns      the bound convergence was held to: node/doc.go's
+//	      sle2_bound_ns      the bound convergence was held to: node/bully/doc.go's
 //	                         formula with d from the largest delay in force;
 //	                         absent when loss was still in force at the end
 //	    failure_kind      why it failed: safety, tenures, liveness, counters, fault,

@@ -301,7 +301,7 @@ func startClusterSpec(t *testing.T, spec Spec) *Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	spec.Binary, spec.Dir = binary, t.TempDir()
-	c, err := Start(ctx, spec)
+	c, err := Launch(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
