@@ -111,9 +111,9 @@ func TestBootstrappingNodeTakesAnyEpoch(t *testing.T) {
 func TestRestoredEpochBeyondMaxEpoch(t *testing.T) {
 	cfg := simConfig()
 	cfg.ID = uuid.New()
-	_, err := bully.New(cfg, &election.State{Epoch: math.MaxUint64}, 0)
+	_, err := bully.NewElector(cfg, &election.State{Epoch: math.MaxUint64}, 0)
 	if err == nil {
-		t.Fatal("NewMachine took a restored epoch of 2^64-1")
+		t.Fatal("NewElector took a restored epoch of 2^64-1")
 	}
 }
 

@@ -451,7 +451,7 @@ func TestDetectionStagger(t *testing.T) {
 	follower := func(i int, peers []wire.Member) election.Machine {
 		c := cfg
 		c.ID, c.Addr, c.Peers = ids[i], fmt.Sprintf("n%d", i), peers
-		m, err := bully.New(c, nil, 0)
+		m, err := bully.NewElector(c, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -515,7 +515,7 @@ func TestRefusedHalt(t *testing.T) {
 	top := func(t *testing.T) (election.Machine, uint64) {
 		c := simConfig()
 		c.ID, c.Addr, c.Peers = ids[3], "n3", peers
-		m, err := bully.New(c, nil, 0)
+		m, err := bully.NewElector(c, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -591,7 +591,7 @@ func TestLowerLeaderHearsHigherHeartbeat(t *testing.T) {
 		if restored > 0 {
 			st = &election.State{Epoch: restored, Promise: election.Ballot{Epoch: restored, ID: ids[1]}, Leader: ids[1], LeaderEpoch: restored}
 		}
-		m, err := bully.New(c, st, 0)
+		m, err := bully.NewElector(c, st, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

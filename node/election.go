@@ -21,9 +21,9 @@ func Algorithms() []string { return []string{AlgorithmBully} }
 func NewElection(algorithm string, cfg election.Config, restored *election.State, now time.Duration) (election.Machine, error) {
 	switch algorithm {
 	case "", AlgorithmBully:
-		m, err := bully.New(cfg, restored, now)
+		m, err := bully.NewElector(cfg, restored, now)
 		if err != nil {
-			return nil, err // not a nil *bully.Machine in a non-nil interface
+			return nil, err // not a nil *bully.Elector in a non-nil interface
 		}
 		return m, nil
 	}

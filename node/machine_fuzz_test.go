@@ -30,7 +30,7 @@ func FuzzMachineStep(f *testing.F) {
 		for i, id := range ids {
 			cfg.Peers = append(cfg.Peers, wire.Member{ID: id, Addr: "n" + string(rune('0'+i))})
 		}
-		m, err := bully.New(cfg, nil, 0)
+		m, err := bully.NewElector(cfg, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,5 +1,5 @@
 // Package bully is the Bully leader election with the Halt phase of
-// Garcia-Molina, as a deterministic election.Machine (Machine, New).
+// Garcia-Molina, as a deterministic election.Machine (Elector, NewElector).
 //
 // # Algorithm
 //
@@ -42,7 +42,7 @@
 // or leave. The leader's HEARTBEATs reach every follower at about the same
 // time, so without it every survivor of a leader crash elects at once; with
 // it the highest survivor (rank 0) detects first and halts the others before
-// their own, later, deadlines (the Machine emits HALTs highest first, though a
+// their own, later, deadlines (the Elector emits HALTs highest first, though a
 // transport with one connection per peer need not keep that order). A halted or
 // answered node has left Normal: its failure detector is off, and its wait
 // for a COORDINATOR is staggered the same way, so that a candidate dying

@@ -10,12 +10,12 @@ import (
 	"github.com/google/uuid"
 )
 
-// Machine is the Bully algorithm as an election.Machine. It owns no
+// Elector is the Bully algorithm as an election.Machine. It owns no
 // goroutine, socket or clock: the caller feeds it messages (Step) and time
 // (Tick), and drains what it wants sent, persisted and logged (Drain).
-// Every method takes the caller's monotonic clock reading; the Machine only
+// Every method takes the caller's monotonic clock reading; the Elector only
 // compares these readings, so any origin works.
-type Machine struct {
+type Elector struct {
 	cfg election.Config
 	id  uuid.UUID
 
@@ -51,7 +51,7 @@ type Machine struct {
 	scratch      []uuid.UUID     // reused by broadcasts
 }
 
-// New returns a Machine that starts an election at once (Reason boot).
+// NewElector returns an Elector that starts an election at once (Reason boot).
 // restored is the State a previous incarnation persisted, or nil on first
 // boot; a first boot also announces the node with JOIN.
 //
@@ -59,7 +59,7 @@ type Machine struct {
 // non-coordinator and elects, because starting as coordinators would have
 // every node Normal with itself as leader, breaking SLE1 the moment two nodes
 // boot. The election timeout plays the role of the boot wait.
-func New(cfg election.Config, restored *election.State, now time.Duration) (*Machine, error) {
+func NewElector(cfg election.Config, restored *election.State, now time.Duration) (*Elector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func New(cfg election.Config, restored *election.State, now time.Duration) (*Mac
 		return nil, fmt.Errorf("restored state: epoch %d is beyond the maximum %d (written by a build without epoch bounds?); start the node afresh",
 			max(restored.Epoch, restored.Promise.Epoch, restored.LeaderEpoch), uint64(election.MaxEpoch))
 	}
-	m := &Machine{
+	m := &Elector{
 		cfg:           cfg,
 		id:            cfg.ID,
 		members:       map[uuid.UUID]string{cfg.ID: cfg.Addr},
@@ -105,23 +105,23 @@ func New(cfg election.Config, restored *election.State, now time.Duration) (*Mac
 }
 
 // ID returns the node's ID.
-func (m *Machine) ID() uuid.UUID { return m.id }
+func (m *Elector) ID() uuid.UUID { return m.id }
 
 // Status returns the node's current status.
-func (m *Machine) Status() election.Status { return m.status }
+func (m *Elector) Status() election.Status { return m.status }
 
 // Leader returns the leader this node last accepted and its epoch. It is
 // significant only while Status is election.StatusNormal.
-func (m *Machine) Leader() (uuid.UUID, uint64) { return m.leader, m.leaderEpoch }
+func (m *Elector) Leader() (uuid.UUID, uint64) { return m.leader, m.leaderEpoch }
 
 // Epoch returns the highest epoch this node has seen.
-func (m *Machine) Epoch() uint64 { return m.epoch }
+func (m *Elector) Epoch() uint64 { return m.epoch }
 
 // IsLeader reports whether this node is a Normal leader.
-func (m *Machine) IsLeader() bool { return m.status == election.StatusNormal && m.leader == m.id }
+func (m *Elector) IsLeader() bool { return m.status == election.StatusNormal && m.leader == m.id }
 
 // Members returns every known member, self included, in ID order.
-func (m *Machine) Members() []wire.Member {
+func (m *Elector) Members() []wire.Member {
 	ms := make([]wire.Member, len(m.ids))
 	for i, id := range m.ids {
 		ms[i] = wire.Member{ID: id, Addr: m.members[id]}
@@ -129,20 +129,20 @@ func (m *Machine) Members() []wire.Member {
 	return ms
 }
 
-// Sent returns how many messages of type t the Machine has emitted.
-func (m *Machine) Sent(t wire.Type) uint64 { return m.sentBy[t&15] }
+// Sent returns how many messages of type t the Elector has emitted.
+func (m *Elector) Sent(t wire.Type) uint64 { return m.sentBy[t&15] }
 
 // NextDeadline returns the clock reading at which Tick next has work to do.
-func (m *Machine) NextDeadline() time.Duration { return m.deadline }
+func (m *Elector) NextDeadline() time.Duration { return m.deadline }
 
-// Refused tells the Machine that a message it sent to peer was refused:
+// Refused tells the Elector that a message it sent to peer was refused:
 // nobody listened at the peer's address (TCP answered the connection with a
 // reset), so the peer's process was not running. A HALT of the current
 // proposal so refused counts the peer as failed at once, as the end of
 // ElectionTimeout would: it neither acknowledged nor rejected this ballot,
 // and when it starts again it elects on its own. Anything else is ignored;
 // silence, as in a partition, still takes the timeout.
-func (m *Machine) Refused(now time.Duration, peer uuid.UUID, t wire.Type, epoch uint64) {
+func (m *Elector) Refused(now time.Duration, peer uuid.UUID, t wire.Type, epoch uint64) {
 	if m.left || t != wire.TypeHalt || m.status != election.StatusHalting || epoch != m.proposal.Epoch || !m.pending[peer] {
 		return
 	}
@@ -152,8 +152,8 @@ func (m *Machine) Refused(now time.Duration, peer uuid.UUID, t wire.Type, epoch 
 	}
 }
 
-// Drain returns and clears what the Machine produced since the last Drain.
-func (m *Machine) Drain() election.Output {
+// Drain returns and clears what the Elector produced since the last Drain.
+func (m *Elector) Drain() election.Output {
 	out := m.out
 	if m.dirty {
 		st := m.State()
@@ -165,7 +165,7 @@ func (m *Machine) Drain() election.Output {
 }
 
 // State returns a copy of what the node persists.
-func (m *Machine) State() election.State {
+func (m *Elector) State() election.State {
 	return election.State{
 		Epoch:       m.epoch,
 		Promise:     m.promise,
@@ -179,7 +179,7 @@ func (m *Machine) State() election.State {
 // Campaign starts an election now, as the failure detector would: for
 // ReasonLeaderFailed the current leader is left out of the ELECTIONs. It does
 // nothing while this node is already electing or halting.
-func (m *Machine) Campaign(now time.Duration, reason wire.Reason) {
+func (m *Elector) Campaign(now time.Duration, reason wire.Reason) {
 	if m.left || m.status == election.StatusElecting || m.status == election.StatusHalting {
 		return
 	}
@@ -187,8 +187,8 @@ func (m *Machine) Campaign(now time.Duration, reason wire.Reason) {
 }
 
 // Leave announces with LEAVE that this node leaves the cluster for good. The
-// Machine ignores all input afterwards.
-func (m *Machine) Leave(now time.Duration) {
+// Elector ignores all input afterwards.
+func (m *Elector) Leave(now time.Duration) {
 	if m.left {
 		return
 	}
@@ -201,7 +201,7 @@ func (m *Machine) Leave(now time.Duration) {
 }
 
 // Tick fires whatever timer is due at now.
-func (m *Machine) Tick(now time.Duration) {
+func (m *Elector) Tick(now time.Duration) {
 	if m.left || now < m.deadline {
 		return
 	}
@@ -227,7 +227,7 @@ func (m *Machine) Tick(now time.Duration) {
 
 // Step processes one received message. msg and its payload may be reused
 // by the caller once Step returns.
-func (m *Machine) Step(now time.Duration, msg *wire.Message) {
+func (m *Elector) Step(now time.Duration, msg *wire.Message) {
 	if m.left || msg.From == m.id {
 		return
 	}
@@ -297,7 +297,7 @@ func (m *Machine) Step(now time.Duration, msg *wire.Message) {
 // may move this node's epoch by at most election.EpochWindow (but while
 // bootstrapping, or in the MEMBERS reply that a JOIN asked for), and never
 // past election.MaxEpoch.
-func (m *Machine) epochProblem(msg *wire.Message) string {
+func (m *Elector) epochProblem(msg *wire.Message) string {
 	switch {
 	case msg.Epoch > election.MaxEpoch:
 		return fmt.Sprintf("%s epoch %d is beyond the maximum %d", msg.Type, msg.Epoch, uint64(election.MaxEpoch))
@@ -310,15 +310,15 @@ func (m *Machine) epochProblem(msg *wire.Message) string {
 		msg.Type, msg.Epoch, msg.Epoch-m.epoch, m.epoch, election.EpochWindow)
 }
 
-// refuse reports a message from peer that the Machine ignored.
-func (m *Machine) refuse(now time.Duration, peer uuid.UUID, cause election.RefusalCause, why string) {
+// refuse reports a message from peer that the Elector ignored.
+func (m *Elector) refuse(now time.Duration, peer uuid.UUID, cause election.RefusalCause, why string) {
 	m.emit(election.Event{At: now, Kind: election.EventRefused, Peer: wire.Member{ID: peer, Addr: m.members[peer]}, Cause: cause, Detail: why})
 }
 
 // onMembers takes the member list a peer sent in reply to this node's JOIN;
 // the list must fit MaxMembers whole. Each member new to this node is
 // introduced to with a JOIN: that is how a JOIN reaches all participants.
-func (m *Machine) onMembers(now time.Duration, from uuid.UUID, payload []byte) {
+func (m *Elector) onMembers(now time.Duration, from uuid.UUID, payload []byte) {
 	if !m.askedMembers[from] {
 		m.refuse(now, from, election.CauseMembership, "MEMBERS this node did not ask for")
 		return
@@ -339,7 +339,7 @@ func (m *Machine) onMembers(now time.Duration, from uuid.UUID, payload []byte) {
 	}
 }
 
-func (m *Machine) onElection(now time.Duration, from uuid.UUID) {
+func (m *Elector) onElection(now time.Duration, from uuid.UUID) {
 	if !election.Less(from, m.id) {
 		return // ELECTION goes only to higher nodes; a higher sender is confused, not a threat
 	}
@@ -358,7 +358,7 @@ func (m *Machine) onElection(now time.Duration, from uuid.UUID) {
 	m.startElection(now, wire.ReasonBullied)
 }
 
-func (m *Machine) onHalt(now time.Duration, b election.Ballot, reason wire.Reason) {
+func (m *Elector) onHalt(now time.Duration, b election.Ballot, reason wire.Reason) {
 	if election.Less(b.ID, m.id) {
 		// A lower node believes it is the highest alive: bully it.
 		if m.status == election.StatusNormal || m.status == election.StatusWaiting {
@@ -377,7 +377,7 @@ func (m *Machine) onHalt(now time.Duration, b election.Ballot, reason wire.Reaso
 }
 
 // onReject handles a REJECT naming ballot b that the sender promised.
-func (m *Machine) onReject(now time.Duration, b election.Ballot) {
+func (m *Elector) onReject(now time.Duration, b election.Ballot) {
 	switch {
 	case m.status == election.StatusHalting:
 		if b.Epoch < m.proposal.Epoch {
@@ -414,7 +414,7 @@ func (m *Machine) onReject(now time.Duration, b election.Ballot) {
 	}
 }
 
-func (m *Machine) onCoordinator(now time.Duration, b election.Ballot) {
+func (m *Elector) onCoordinator(now time.Duration, b election.Ballot) {
 	if election.Less(b.ID, m.id) {
 		// "A node that hears COORDINATOR from a lower ID bullies it."
 		if m.status == election.StatusNormal || m.status == election.StatusWaiting {
@@ -429,7 +429,7 @@ func (m *Machine) onCoordinator(now time.Duration, b election.Ballot) {
 	m.follow(now, b)
 }
 
-func (m *Machine) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
+func (m *Elector) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
 	if m.status != election.StatusNormal {
 		return
 	}
@@ -452,7 +452,7 @@ func (m *Machine) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
 	}
 }
 
-func (m *Machine) onJoin(now time.Duration, p wire.Member, wantMembers bool) {
+func (m *Elector) onJoin(now time.Duration, p wire.Member, wantMembers bool) {
 	_, member := m.members[p.ID]
 	_, left := m.departed[p.ID]
 	if m.cfg.Insecure && !member && !left {
@@ -467,7 +467,7 @@ func (m *Machine) onJoin(now time.Duration, p wire.Member, wantMembers bool) {
 	}
 }
 
-func (m *Machine) onLeave(now time.Duration, from uuid.UUID) {
+func (m *Elector) onLeave(now time.Duration, from uuid.UUID) {
 	addr := m.members[from]
 	delete(m.members, from)
 	if len(m.departed) >= m.cfg.MemberLimit() {
@@ -495,7 +495,7 @@ func (m *Machine) onLeave(now time.Duration, from uuid.UUID) {
 
 // addMember adds or updates p, announced by member by, and reports whether
 // anything changed.
-func (m *Machine) addMember(now time.Duration, p wire.Member, by uuid.UUID) bool {
+func (m *Elector) addMember(now time.Duration, p wire.Member, by uuid.UUID) bool {
 	if p.ID == m.id || p.ID == uuid.Nil {
 		return false
 	}
@@ -518,7 +518,7 @@ func (m *Machine) addMember(now time.Duration, p wire.Member, by uuid.UUID) bool
 
 // startElection sends ELECTION to every higher member (but a suspected
 // leader) and waits for an ANSWER; with nobody above, it halts at once.
-func (m *Machine) startElection(now time.Duration, reason wire.Reason) {
+func (m *Elector) startElection(now time.Duration, reason wire.Reason) {
 	m.skip = uuid.Nil
 	switch {
 	case reason == wire.ReasonLeaderFailed || reason == wire.ReasonLeaderLeft:
@@ -545,7 +545,7 @@ func (m *Machine) startElection(now time.Duration, reason wire.Reason) {
 }
 
 // startHalting proposes ballot (epoch, self) to every lower member.
-func (m *Machine) startHalting(now time.Duration, epoch uint64) {
+func (m *Elector) startHalting(now time.Duration, epoch uint64) {
 	epoch = max(epoch, m.epoch+1, m.promise.Epoch+1)
 	m.epoch = epoch
 	m.proposal = election.Ballot{Epoch: epoch, ID: m.id}
@@ -567,7 +567,7 @@ func (m *Machine) startHalting(now time.Duration, epoch uint64) {
 }
 
 // win makes this node leader of its proposed epoch and tells everyone.
-func (m *Machine) win(now time.Duration) {
+func (m *Elector) win(now time.Duration) {
 	m.bootstrapping = false
 	m.pending = nil
 	m.leader = m.id
@@ -581,7 +581,7 @@ func (m *Machine) win(now time.Duration) {
 }
 
 // follow accepts b's node as leader of b's epoch.
-func (m *Machine) follow(now time.Duration, b election.Ballot) {
+func (m *Elector) follow(now time.Duration, b election.Ballot) {
 	m.bootstrapping = false
 	changed := m.leader != b.ID || m.leaderEpoch != b.Epoch
 	m.promise = b
@@ -605,14 +605,14 @@ func (m *Machine) follow(now time.Duration, b election.Ballot) {
 // time, so without the stagger all of them would detect a crash at once and
 // each would elect: (N-1)(N-2)/2 ELECTIONs. Staggered, the highest survivor
 // detects first and its HALTs reach the others before their deadlines.
-func (m *Machine) armDetector() {
+func (m *Elector) armDetector() {
 	m.deadline = m.heard + m.cfg.FailureTimeout + m.staggerBelow(m.leader)
 }
 
 // rearmOnRankChange moves a Normal follower's failure deadline after the
 // membership changed, since a member joining or leaving between it and its
 // leader changes its rank.
-func (m *Machine) rearmOnRankChange() {
+func (m *Elector) rearmOnRankChange() {
 	if m.status == election.StatusNormal && m.leader != m.id && m.leader != uuid.Nil {
 		m.armDetector()
 	}
@@ -622,7 +622,7 @@ func (m *Machine) rearmOnRankChange() {
 // node. Its timeout is staggered like the failure detector, by rank below
 // awaited: if awaited dies, the nodes it halted would otherwise all time out
 // together and elect at once.
-func (m *Machine) becomeWaiting(now time.Duration, awaited uuid.UUID) {
+func (m *Elector) becomeWaiting(now time.Duration, awaited uuid.UUID) {
 	m.pending = nil
 	m.setStatus(now, election.StatusWaiting)
 	m.deadline = now + WaitFactor*m.cfg.ElectionTimeout + m.staggerBelow(awaited)
@@ -630,18 +630,18 @@ func (m *Machine) becomeWaiting(now time.Duration, awaited uuid.UUID) {
 
 // staggerBelow is the extra detection delay for watching node above: the
 // stagger of this node's rank below it (StaggerDelay).
-func (m *Machine) staggerBelow(above uuid.UUID) time.Duration {
+func (m *Elector) staggerBelow(above uuid.UUID) time.Duration {
 	return StaggerDelay(m.rankBelow(above), m.cfg.DetectionStagger, m.cfg.ElectionTimeout)
 }
 
 // rankBelow counts the members ranked strictly between this node and above,
-// in the member list this node holds (IDs compared with Less): 0 for the
+// in the member list this node holds (IDs compared with election.Less): 0 for the
 // node just below above, such as the highest follower of a leader. Members
 // that left are not in the list; members that crashed still are, since the
-// Machine has no liveness view beyond its leader's heartbeats: a crashed
+// Elector has no liveness view beyond its leader's heartbeats: a crashed
 // member in between costs one stagger step, within the cap. A node above
 // (which never follows a lower leader for long) has rank 0.
-func (m *Machine) rankBelow(above uuid.UUID) int {
+func (m *Elector) rankBelow(above uuid.UUID) int {
 	if !election.Less(m.id, above) {
 		return 0
 	}
@@ -649,16 +649,16 @@ func (m *Machine) rankBelow(above uuid.UUID) int {
 }
 
 // position is the index at which id is, or would be, in m.ids.
-func (m *Machine) position(id uuid.UUID) int {
+func (m *Elector) position(id uuid.UUID) int {
 	i, _ := slices.BinarySearchFunc(m.ids, id, compareIDs)
 	return i
 }
 
-func (m *Machine) reject(to uuid.UUID) {
+func (m *Elector) reject(to uuid.UUID) {
 	m.send(to, wire.TypeReject, 0, m.promise.Epoch, wire.AppendID(nil, m.promise.ID))
 }
 
-func (m *Machine) setStatus(now time.Duration, s election.Status) {
+func (m *Elector) setStatus(now time.Duration, s election.Status) {
 	if m.status == s {
 		return
 	}
@@ -666,23 +666,23 @@ func (m *Machine) setStatus(now time.Duration, s election.Status) {
 	m.status = s
 }
 
-func (m *Machine) emit(e election.Event) { m.out.Events = append(m.out.Events, e) }
+func (m *Elector) emit(e election.Event) { m.out.Events = append(m.out.Events, e) }
 
-func (m *Machine) send(to uuid.UUID, t wire.Type, flags uint8, epoch uint64, payload []byte) {
+func (m *Elector) send(to uuid.UUID, t wire.Type, flags uint8, epoch uint64, payload []byte) {
 	m.sentBy[t&15]++
 	m.out.Messages = append(m.out.Messages, election.Envelope{To: to, Msg: wire.Message{
 		Type: t, Flags: flags, Epoch: epoch, From: m.id, Payload: payload,
 	}})
 }
 
-func (m *Machine) broadcast(t wire.Type, flags uint8, epoch uint64, payload []byte) {
+func (m *Elector) broadcast(t wire.Type, flags uint8, epoch uint64, payload []byte) {
 	for _, id := range m.others() {
 		m.send(id, t, flags, epoch, payload)
 	}
 }
 
 // others returns every member but self, in ID order. The slice is reused.
-func (m *Machine) others() []uuid.UUID {
+func (m *Elector) others() []uuid.UUID {
 	m.scratch = m.scratch[:0]
 	for _, id := range m.ids {
 		if id != m.id {
@@ -693,7 +693,7 @@ func (m *Machine) others() []uuid.UUID {
 }
 
 // higher returns the members above self, less a suspected leader.
-func (m *Machine) higher() []uuid.UUID {
+func (m *Elector) higher() []uuid.UUID {
 	m.scratch = m.scratch[:0]
 	for _, id := range m.ids {
 		if election.Less(m.id, id) && id != m.skip {
@@ -703,7 +703,7 @@ func (m *Machine) higher() []uuid.UUID {
 	return m.scratch
 }
 
-func (m *Machine) rebuildIDs() {
+func (m *Elector) rebuildIDs() {
 	m.ids = m.ids[:0]
 	for id := range m.members {
 		m.ids = append(m.ids, id)
@@ -722,4 +722,4 @@ func compareIDs(a, b uuid.UUID) int {
 	return 0
 }
 
-var _ election.Machine = (*Machine)(nil)
+var _ election.Machine = (*Elector)(nil)
