@@ -63,10 +63,10 @@ const leaveFlushTimeout = time.Second
 // still get their turn.
 const maxBatch = 64
 
-// Node runs an election.Machine: one goroutine (Run) owns it and feeds it received
-// messages, timer ticks and control requests; after each it persists the
-// new State, then hands the messages to the Transport, which never blocks,
-// so the Machine never waits on a slow or dead peer.
+// Node runs an election.Machine: one goroutine (Run) owns it and feeds it
+// received messages, timer ticks and control requests; after each it
+// persists the new State, then hands the messages to the Transport, which
+// never blocks, so the Machine never waits on a slow or dead peer.
 type Node struct {
 	cfg      election.Config
 	tr       Transport

@@ -77,12 +77,15 @@ var peerIssueNames = [numPeerIssues]string{
 }
 
 // issueOfRefusal is the PeerIssue under which a Machine's refusal is
-// counted and logged.
+// counted and logged. A cause added to election needs its issue here.
 func issueOfRefusal(c election.RefusalCause) PeerIssue {
-	if c == election.CauseMembership {
+	switch c {
+	case election.CauseEpochWindow:
+		return IssueEpochWindow
+	case election.CauseMembership:
 		return IssueMembership
 	}
-	return IssueEpochWindow
+	return IssueMalformed // a cause without its own issue: still counted
 }
 
 func (i PeerIssue) String() string {
