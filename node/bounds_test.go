@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bullylab/bullylab/node/bully"
 	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
@@ -105,15 +104,6 @@ func TestBootstrappingNodeTakesAnyEpoch(t *testing.T) {
 	// Having followed a leader, it holds to the window.
 	if refused := s.inject(0, wire.Message{Type: wire.TypeHeartbeat, Epoch: far * 2, From: s.nodes[1].id}); len(refused) != 1 {
 		t.Fatalf("refusals %+v after following a leader, want 1", refused)
-	}
-}
-
-func TestRestoredEpochBeyondMaxEpoch(t *testing.T) {
-	cfg := simConfig()
-	cfg.ID = uuid.New()
-	_, err := bully.NewElector(cfg, &election.State{Epoch: math.MaxUint64}, 0)
-	if err == nil {
-		t.Fatal("NewElector took a restored epoch of 2^64-1")
 	}
 }
 
