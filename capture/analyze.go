@@ -28,7 +28,7 @@ const Schema = "bullylab.analyze/v2"
 const (
 	DefaultQuiet         = time.Second
 	DefaultTriggerWindow = 10 * time.Second
-	// waitFactor is node.WaitFactor: a node that answered or halted waits
+	// waitFactor is bully.WaitFactor: a node that answered or halted waits
 	// that many election timeouts for a COORDINATOR, the longest silence
 	// inside one election.
 	waitFactor = 3

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bullylab/bullylab/node"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -41,13 +42,9 @@ func LogPath(run, node string) string {
 	return filepath.Join(StateDir(run), "logs", node+".log")
 }
 
-// KeyFileName is the name of a lab's cluster key file in its state
-// directory.
-const KeyFileName = "cluster.key"
-
 // KeyPath is where a lab keeps its nodes' cluster key: in the run's state
 // directory, removed with it by Close and by Clean.
-func KeyPath(run string) string { return filepath.Join(StateDir(run), KeyFileName) }
+func KeyPath(run string) string { return filepath.Join(StateDir(run), node.ClusterKeyFileName) }
 
 // RecordKeyFile puts path in state.json as the run's cluster key file.
 func (tb *Testbed) RecordKeyFile(path string) {

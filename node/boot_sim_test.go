@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 )
 
@@ -172,7 +173,7 @@ func (c *simTCP) boot(i int) {
 // It returns the longest time two or more nodes were Normal leaders at
 // once, when that began, and who led.
 func bootOverlap(t testing.TB, seed uint64, offsets []time.Duration, maxDly time.Duration, tweak func(*simNetwork), trace bool) (longest, from time.Duration, who string, s *simNetwork) {
-	cfg := DefaultConfig()
+	cfg := election.DefaultConfig()
 	s = newSimNetwork(t, seed, len(offsets), cfg)
 	s.minDly, s.maxDly = 100*time.Microsecond, maxDly
 	s.tcp = newSimTCP(TCPConfig{})
@@ -322,6 +323,6 @@ func TestStaggeredBootOneLeader(t *testing.T) {
 // worst, so the two end within DialTimeout - ElectionTimeout + BackoffMin +
 // HeartbeatInterval and a few delays.
 func TestStaggeredBootLostSYN(t *testing.T) {
-	cfg, tcp := DefaultConfig(), TCPConfig{}.withDefaults()
+	cfg, tcp := election.DefaultConfig(), TCPConfig{}.withDefaults()
 	bootSearch(t, *bootRuns/8, true, tcp.DialTimeout-cfg.ElectionTimeout+tcp.BackoffMin+cfg.HeartbeatInterval+4*20*time.Millisecond)
 }

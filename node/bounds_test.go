@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -26,17 +27,12 @@ func stableSim(t *testing.T, n int) *simNetwork {
 
 // inject hands msg to node i as if it came off the wire, and returns the
 // refusals the node reported.
-func (s *simNetwork) inject(i int, msg wire.Message) []Event {
+func (s *simNetwork) inject(i int, msg wire.Message) []election.Event {
 	n := s.nodes[i]
+	n.refused = nil
 	n.m.Step(s.now, &msg)
-	var refused []Event
-	for _, e := range n.m.out.Events {
-		if e.Kind == EventRefused {
-			refused = append(refused, e)
-		}
-	}
 	s.flush(n)
-	return refused
+	return n.refused
 }
 
 // crashLeaderAndAgree crashes node leader and checks that the survivors
@@ -58,10 +54,10 @@ func TestEpochWindow(t *testing.T) {
 		refused bool
 	}{
 		{"heartbeat at 2^64-1", wire.TypeHeartbeat, func(uint64) uint64 { return math.MaxUint64 }, true},
-		{"coordinator past MaxEpoch", wire.TypeCoordinator, func(uint64) uint64 { return MaxEpoch + 1 }, true},
-		{"halt one past the window", wire.TypeHalt, func(c uint64) uint64 { return c + EpochWindow + 1 }, true},
-		{"reject one past the window", wire.TypeReject, func(c uint64) uint64 { return c + EpochWindow + 1 }, true},
-		{"election at the window's edge", wire.TypeElection, func(c uint64) uint64 { return c + EpochWindow }, false},
+		{"coordinator past MaxEpoch", wire.TypeCoordinator, func(uint64) uint64 { return election.MaxEpoch + 1 }, true},
+		{"halt one past the window", wire.TypeHalt, func(c uint64) uint64 { return c + election.EpochWindow + 1 }, true},
+		{"reject one past the window", wire.TypeReject, func(c uint64) uint64 { return c + election.EpochWindow + 1 }, true},
+		{"election at the window's edge", wire.TypeElection, func(c uint64) uint64 { return c + election.EpochWindow }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := stableSim(t, 4)
@@ -71,7 +67,7 @@ func TestEpochWindow(t *testing.T) {
 				msg.Payload = wire.AppendID(nil, s.nodes[3].id)
 			}
 			refused := s.inject(1, msg)
-			if got := len(refused) == 1 && refused[0].Issue == IssueEpochWindow; got != tc.refused {
+			if got := len(refused) == 1 && refused[0].Cause == election.CauseEpochWindow; got != tc.refused {
 				t.Fatalf("refusals %+v, want refused=%v", refused, tc.refused)
 			}
 			if tc.refused {
@@ -81,8 +77,8 @@ func TestEpochWindow(t *testing.T) {
 				if refused[0].Peer.ID != s.nodes[3].id || refused[0].Peer.Addr != "n3" {
 					t.Errorf("refusal names %+v, want n3 at its address", refused[0].Peer)
 				}
-			} else if e := s.nodes[1].m.Epoch(); e != before+EpochWindow {
-				t.Errorf("epoch %d, want %d", e, before+EpochWindow)
+			} else if e := s.nodes[1].m.Epoch(); e != before+election.EpochWindow {
+				t.Errorf("epoch %d, want %d", e, before+election.EpochWindow)
 			}
 			// Whatever happened, the cluster still elects when its leader dies.
 			crashLeaderAndAgree(t, s, 3)
@@ -111,22 +107,13 @@ func TestBootstrappingNodeTakesAnyEpoch(t *testing.T) {
 	}
 }
 
-func TestRestoredEpochBeyondMaxEpoch(t *testing.T) {
-	cfg := simConfig()
-	cfg.ID = uuid.New()
-	_, err := NewMachine(cfg, &State{Epoch: math.MaxUint64}, 0)
-	if err == nil {
-		t.Fatal("NewMachine took a restored epoch of 2^64-1")
-	}
-}
-
 func TestMembershipBounds(t *testing.T) {
 	t.Run("unsolicited MEMBERS", func(t *testing.T) {
 		s := stableSim(t, 3)
 		fake := wire.Member{ID: uuid.New(), Addr: "attacker:1"}
 		refused := s.inject(0, wire.Message{Type: wire.TypeMembers, Epoch: 1, From: s.nodes[2].id,
 			Payload: wire.AppendMembers(nil, []wire.Member{fake})})
-		if len(refused) != 1 || refused[0].Issue != IssueMembership {
+		if len(refused) != 1 || refused[0].Cause != election.CauseMembership {
 			t.Fatalf("refusals %+v", refused)
 		}
 		if len(s.nodes[0].m.Members()) != 3 {
@@ -141,13 +128,13 @@ func TestMembershipBounds(t *testing.T) {
 			s.start(i)
 		}
 		s.runUntil(time.Second, nil)
-		join := func() []Event {
+		join := func() []election.Event {
 			return s.inject(0, wire.Message{Type: wire.TypeJoin, From: uuid.New(), Payload: []byte("x:1")})
 		}
 		if refused := join(); len(refused) != 0 {
 			t.Fatalf("the 4th member was refused: %+v", refused)
 		}
-		if refused := join(); len(refused) != 1 || refused[0].Issue != IssueMembership {
+		if refused := join(); len(refused) != 1 || refused[0].Cause != election.CauseMembership {
 			t.Fatalf("the 5th member: refusals %+v", refused)
 		}
 		if n := len(s.nodes[0].m.Members()); n != 4 {
@@ -164,7 +151,7 @@ func TestMembershipBounds(t *testing.T) {
 		s.runUntil(time.Second, nil)
 		outsider := uuid.New()
 		refused := s.inject(0, wire.Message{Type: wire.TypeJoin, From: outsider, Payload: []byte("x:1")})
-		if len(refused) != 1 || refused[0].Issue != IssueMembership {
+		if len(refused) != 1 || refused[0].Cause != election.CauseMembership {
 			t.Fatalf("refusals %+v", refused)
 		}
 		// Its COORDINATOR is then that of a stranger: ignored.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -142,28 +143,28 @@ func NewEventLog(w io.Writer, format LogFormat, id uuid.UUID) *EventLog {
 
 // RecordOf converts a Machine event into a Record, leaving Time and Node to
 // the writer.
-func RecordOf(e Event) LogRecord {
+func RecordOf(e election.Event) LogRecord {
 	r := LogRecord{MonoNS: int64(e.At), Event: string(e.Kind)}
 	switch e.Kind {
-	case EventStatus:
+	case election.EventStatus:
 		if e.From != 0 {
 			r.From = e.From.String()
 		}
 		r.To = e.To.String()
-	case EventElectionStarted:
+	case election.EventElectionStarted:
 		r.Reason = e.Reason.String()
-	case EventElectionWon, EventLeaderChanged:
+	case election.EventElectionWon, election.EventLeaderChanged:
 		r.Leader = e.Leader.String()
 		r.Epoch = e.Epoch
-	case EventMemberJoined, EventMemberLeft:
+	case election.EventMemberJoined, election.EventMemberLeft:
 		r.Peer = e.Peer.ID.String()
 		r.PeerAddr = e.Peer.Addr
 		if e.By != uuid.Nil {
 			r.By = e.By.String()
 		}
-	case EventRefused:
+	case election.EventRefused:
 		r.Event = "peer_refused"
-		r.Reason = e.Issue.String()
+		r.Reason = issueOfRefusal(e.Cause).String()
 		r.Peer = e.Peer.ID.String()
 		r.PeerAddr = e.Peer.Addr
 		r.Error = e.Detail
@@ -183,7 +184,7 @@ func (l *EventLog) silence() {
 }
 
 // Event writes one Machine event.
-func (l *EventLog) Event(e Event) { l.Write(RecordOf(e)) }
+func (l *EventLog) Event(e election.Event) { l.Write(RecordOf(e)) }
 
 // Write fills in r's Time and Node and writes it.
 func (l *EventLog) Write(r LogRecord) {
@@ -240,7 +241,7 @@ func appendText(b []byte, r *LogRecord) []byte {
 			}
 		}
 	}
-	if r.Event == string(EventStatus) {
+	if r.Event == string(election.EventStatus) {
 		from := r.From
 		if from == "" {
 			from = "none"
@@ -252,7 +253,7 @@ func appendText(b []byte, r *LogRecord) []byte {
 	}
 	kv("reason", r.Reason)
 	kv("leader", short(r.Leader))
-	if r.Epoch != 0 || r.Event == string(EventElectionWon) || r.Event == string(EventLeaderChanged) {
+	if r.Epoch != 0 || r.Event == string(election.EventElectionWon) || r.Event == string(election.EventLeaderChanged) {
 		kv("epoch", strconv.FormatUint(r.Epoch, 10))
 	}
 	kv("peer", short(r.Peer))

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -16,12 +17,12 @@ func TestEventLogJSONSchema(t *testing.T) {
 	var buf bytes.Buffer
 	l := NewEventLog(&buf, LogJSON, id)
 	l.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC) }
-	l.Event(Event{At: 5, Kind: EventStatus, From: StatusElecting, To: StatusNormal})
-	l.Event(Event{At: 6, Kind: EventElectionStarted, Reason: wire.ReasonLeaderFailed})
-	l.Event(Event{At: 7, Kind: EventElectionWon, Leader: leader, Epoch: 3})
-	l.Event(Event{At: 8, Kind: EventLeaderChanged, Leader: leader, Epoch: 3})
-	l.Event(Event{At: 9, Kind: EventMemberJoined, Peer: wire.Member{ID: peer, Addr: "h:1"}})
-	l.Event(Event{At: 10, Kind: EventMemberLeft, Peer: wire.Member{ID: peer, Addr: "h:1"}})
+	l.Event(election.Event{At: 5, Kind: election.EventStatus, From: election.StatusElecting, To: election.StatusNormal})
+	l.Event(election.Event{At: 6, Kind: election.EventElectionStarted, Reason: wire.ReasonLeaderFailed})
+	l.Event(election.Event{At: 7, Kind: election.EventElectionWon, Leader: leader, Epoch: 3})
+	l.Event(election.Event{At: 8, Kind: election.EventLeaderChanged, Leader: leader, Epoch: 3})
+	l.Event(election.Event{At: 9, Kind: election.EventMemberJoined, Peer: wire.Member{ID: peer, Addr: "h:1"}})
+	l.Event(election.Event{At: 10, Kind: election.EventMemberLeft, Peer: wire.Member{ID: peer, Addr: "h:1"}})
 
 	want := []map[string]any{
 		{"event": "status", "from": "electing", "to": "normal"},
@@ -59,8 +60,8 @@ func TestEventLogText(t *testing.T) {
 	id, leader := uuid.New(), uuid.New()
 	var buf bytes.Buffer
 	l := NewEventLog(&buf, LogText, id)
-	l.Event(Event{Kind: EventLeaderChanged, Leader: leader, Epoch: 4})
-	l.Event(Event{Kind: EventStatus, To: StatusElecting})
+	l.Event(election.Event{Kind: election.EventLeaderChanged, Leader: leader, Epoch: 4})
+	l.Event(election.Event{Kind: election.EventStatus, To: election.StatusElecting})
 	l.Write(LogRecord{Event: "node_counters", Sent: map[string]uint64{"HEARTBEAT": 5, "ELECTION": 2}})
 	out := buf.String()
 	for _, want := range []string{id.String()[:8] + " leader_changed leader=" + leader.String()[:8] + " epoch=4\n", " status none->electing\n",

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -15,15 +16,17 @@ import (
 // Store persists a node's State; FileStore is the real one.
 type Store interface {
 	// Load returns the saved State, or nil, nil for a fresh node.
-	Load() (*State, error)
+	Load() (*election.State, error)
 	// Save puts st on stable storage before it returns nil.
-	Save(st *State) error
+	Save(st *election.State) error
 }
 
 // Options assemble a Node. Transport and Store are required and stay the
 // caller's to close, after Run returns.
 type Options struct {
-	Config    Config
+	Config election.Config
+	// Algorithm names the election algorithm (NewElection); "" is Bully.
+	Algorithm string
 	Transport Transport
 	Store     Store
 	// Log receives one record per Machine event; nil logs nothing.
@@ -60,20 +63,20 @@ const leaveFlushTimeout = time.Second
 // still get their turn.
 const maxBatch = 64
 
-// Node runs a Machine: one goroutine (Run) owns it and feeds it received
-// messages, timer ticks and control requests; after each it persists the
-// new State, then hands the messages to the Transport, which never blocks,
-// so the Machine never waits on a slow or dead peer.
+// Node runs an election.Machine: one goroutine (Run) owns it and feeds it
+// received messages, timer ticks and control requests; after each it
+// persists the new State, then hands the messages to the Transport, which
+// never blocks, so the Machine never waits on a slow or dead peer.
 type Node struct {
-	cfg      Config
+	cfg      election.Config
 	tr       Transport
 	store    Store
 	log      *EventLog
 	issues   *issueReporter
 	created  time.Time // for uptime
 	start    time.Time // origin of the Machine's clock; set by Run
-	m        *Machine
-	restored *State
+	m        election.Machine
+	restored *election.State
 	metrics  string // Options.Metrics
 	identity string // Options.Identity
 
@@ -121,7 +124,7 @@ type NodeStatus struct {
 
 // Agrees reports whether s is a Normal node following leader at epoch.
 func (s *NodeStatus) Agrees(leader uuid.UUID, epoch uint64) bool {
-	return s.Status == StatusNormal.String() && !s.Left && s.Leader == leader && s.Epoch == epoch
+	return s.Status == election.StatusNormal.String() && !s.Left && s.Leader == leader && s.Epoch == epoch
 }
 
 // New loads the node's State from the store and builds its Machine, which
@@ -138,7 +141,7 @@ func New(opts Options) (*Node, error) {
 		return nil, err
 	}
 	start := time.Now()
-	m, err := NewMachine(opts.Config, restored, 0)
+	m, err := NewElection(opts.Algorithm, opts.Config, restored, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -288,19 +291,19 @@ func (n *Node) flush() error {
 	}
 	members := false
 	for _, e := range out.Events {
-		if e.Kind == EventRefused {
-			n.issues.report(e.Issue, e.Peer.Addr, e.Peer.ID, e.Detail)
+		if e.Kind == election.EventRefused {
+			n.issues.report(issueOfRefusal(e.Cause), e.Peer.Addr, e.Peer.ID, e.Detail)
 			continue
 		}
 		n.log.Event(e)
 		switch e.Kind {
-		case EventElectionStarted:
+		case election.EventElectionStarted:
 			n.started++
-		case EventElectionWon:
+		case election.EventElectionWon:
 			n.won++
-		case EventLeaderChanged:
+		case election.EventLeaderChanged:
 			n.changes++
-		case EventMemberJoined, EventMemberLeft:
+		case election.EventMemberJoined, election.EventMemberLeft:
 			members = true
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -21,12 +22,12 @@ import (
 // memStore is a Store in memory that can log saves into a shared trace.
 type memStore struct {
 	mu    sync.Mutex
-	st    *State
+	st    *election.State
 	fail  error
 	trace *trace
 }
 
-func (s *memStore) Load() (*State, error) {
+func (s *memStore) Load() (*election.State, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.st == nil {
@@ -37,7 +38,7 @@ func (s *memStore) Load() (*State, error) {
 	return &st, nil
 }
 
-func (s *memStore) Save(st *State) error {
+func (s *memStore) Save(st *election.State) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
@@ -81,8 +82,8 @@ func (t tracingTransport) Send(to uuid.UUID, msg *wire.Message) {
 	t.Transport.Send(to, msg)
 }
 
-func fastConfig() Config {
-	return Config{HeartbeatInterval: 10 * time.Millisecond, FailureTimeout: 60 * time.Millisecond, ElectionTimeout: 30 * time.Millisecond}
+func fastConfig() election.Config {
+	return election.Config{HeartbeatInterval: 10 * time.Millisecond, FailureTimeout: 60 * time.Millisecond, ElectionTimeout: 30 * time.Millisecond}
 }
 
 type testNode struct {
@@ -153,7 +154,7 @@ func (n *testNode) stop() {
 func highest(nodes []*testNode) *testNode {
 	h := nodes[0]
 	for _, n := range nodes[1:] {
-		if Less(h.id, n.id) {
+		if election.Less(h.id, n.id) {
 			h = n
 		}
 	}

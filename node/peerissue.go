@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire/bounded"
 	"github.com/google/uuid"
 )
@@ -42,12 +43,14 @@ const (
 	// IssueTooManyConnections: a connection over TCPConfig.MaxInbound, or
 	// over MaxUnauthenticatedPerHost from one host; it is closed at once.
 	IssueTooManyConnections
-	// IssueEpochWindow: a message whose epoch is more than EpochWindow
-	// ahead of the node's, or beyond MaxEpoch; the Machine ignores it.
+	// IssueEpochWindow: a message whose epoch is more than
+	// election.EpochWindow ahead of the node's, or beyond election.MaxEpoch;
+	// the Machine ignores it (election.CauseEpochWindow).
 	IssueEpochWindow
-	// IssueMembership: a JOIN, LEAVE or MEMBERS the Machine refused: an
-	// unsolicited MEMBERS, a list over Config.MaxMembers, a JOIN from an
-	// unknown ID without authentication.
+	// IssueMembership: a JOIN, LEAVE or MEMBERS the Machine refused
+	// (election.CauseMembership): an unsolicited MEMBERS, a list over
+	// election.Config.MaxMembers, a JOIN from an unknown ID without
+	// authentication.
 	IssueMembership
 	// IssueMalformed: a payload that does not decode; the frame is dropped.
 	IssueMalformed
@@ -71,6 +74,18 @@ var peerIssueNames = [numPeerIssues]string{
 	IssueMembership:         "membership",
 	IssueMalformed:          "malformed_payload",
 	IssueSignature:          "bad_signature",
+}
+
+// issueOfRefusal is the PeerIssue under which a Machine's refusal is
+// counted and logged. A cause added to election needs its issue here.
+func issueOfRefusal(c election.RefusalCause) PeerIssue {
+	switch c {
+	case election.CauseEpochWindow:
+		return IssueEpochWindow
+	case election.CauseMembership:
+		return IssueMembership
+	}
+	return IssueMalformed // a cause without its own issue: still counted
 }
 
 func (i PeerIssue) String() string {

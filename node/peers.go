@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/bullylab/bullylab/wire/bounded"
 	"github.com/google/uuid"
@@ -243,7 +244,7 @@ func (ps *peerSet) addText(idText, addrText, keyText, where, from string) error 
 // was given in the words of a duplicate's error ("on line 3"), from in
 // those of a reference to it ("peers.txt:3").
 func (ps *peerSet) add(id uuid.UUID, addrText string, key ed25519.PublicKey, where, from string) error {
-	if why := uuidV4Problem(id); why != "" {
+	if why := election.IDProblem(id); why != "" {
 		return fmt.Errorf("ID %s is not a version-4 UUID (%s)", id, why)
 	}
 	addr, err := canonicalPeerAddr(addrText)
@@ -299,25 +300,10 @@ func ParseID(s string) (uuid.UUID, error) {
 	if len(s) != 36 || err != nil {
 		return uuid.Nil, fmt.Errorf("%s: not a UUID (want a version-4 UUID like 6f1c2d3e-8a4b-4c5d-9e6f-0a1b2c3d4e5f)", bounded.Quote(s))
 	}
-	if why := uuidV4Problem(id); why != "" {
+	if why := election.IDProblem(id); why != "" {
 		return uuid.Nil, fmt.Errorf("%s is not a version-4 UUID: %s", id, why)
 	}
 	return id, nil
-}
-
-// uuidV4Problem says why id is not a version-4 UUID of the RFC 9562 variant,
-// or returns "". The variant matters too: with another variant the version
-// nibble means nothing.
-func uuidV4Problem(id uuid.UUID) string {
-	switch {
-	case id == uuid.Nil:
-		return "it is the nil UUID"
-	case id.Version() != 4:
-		return fmt.Sprintf("it is version %d", id.Version())
-	case id.Variant() != uuid.RFC4122:
-		return fmt.Sprintf("its variant is %s", id.Variant())
-	}
-	return ""
 }
 
 // canonicalPeerAddr checks that s is an address a peer can dial and returns

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -347,7 +348,7 @@ func FuzzParseID(f *testing.F) {
 			}
 			return
 		}
-		if uuidV4Problem(id) != "" || !strings.EqualFold(id.String(), s) {
+		if election.IDProblem(id) != "" || !strings.EqualFold(id.String(), s) {
 			t.Fatalf("ParseID(%q) accepted %v", s, id)
 		}
 	})
@@ -403,7 +404,7 @@ func TestNewIDs(t *testing.T) {
 		if id.Version() != 4 || id.Variant() != uuid.RFC4122 {
 			t.Errorf("ID %s is not a version-4 UUID", id)
 		}
-		if i > 0 && !Less(a[i-1], id) {
+		if i > 0 && !election.Less(a[i-1], id) {
 			t.Errorf("IDs not ascending at %d: %s then %s", i, a[i-1], id)
 		}
 	}

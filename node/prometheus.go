@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 )
 
@@ -197,7 +198,7 @@ func writeNodeMetrics(e *expoWriter, n *Node) {
 	e.single(p+"max_epoch", "gauge", "The highest epoch this node has seen.", float64(st.MaxEpoch))
 	e.single(p+"is_leader", "gauge", "1 while this node leads, else 0.", b2f(st.IsLeader))
 	e.family(p+"status", "gauge", "1 for the node's current election status, 0 for the others.")
-	for _, s := range []Status{StatusElecting, StatusHalting, StatusWaiting, StatusNormal} {
+	for _, s := range election.Statuses() {
 		e.sample(p+"status", b2f(s.String() == st.Status), "status", s.String())
 	}
 	e.single(p+"members", "gauge", "Members in this node's list, itself included.", float64(len(st.Members)))

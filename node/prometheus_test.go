@@ -465,7 +465,7 @@ func TestServeMetrics(t *testing.T) {
 	id := uuid.New()
 	dir := t.TempDir()
 	// Port 0: the node binds a free port and says which.
-	r, err := Start(ServeOptions{ID: id, Listen: "127.0.0.1:0", DataDir: dir, ClusterKey: &key, Metrics: "127.0.0.1:0"})
+	r, err := StartServing(ServeOptions{ID: id, Listen: "127.0.0.1:0", DataDir: dir, ClusterKey: &key, Metrics: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

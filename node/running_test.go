@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -77,7 +78,7 @@ func startHostedKeys(t *testing.T, n int, memberKeys bool) []*hosted {
 
 func (h *hosted) start(t *testing.T) {
 	t.Helper()
-	r, err := Start(h.opts)
+	r, err := StartServing(h.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func waitAgreed(t *testing.T, live []*hosted, leader *hosted) {
 
 func sortIDs(ids []uuid.UUID) {
 	for i := 1; i < len(ids); i++ {
-		for j := i; j > 0 && Less(ids[j], ids[j-1]); j-- {
+		for j := i; j > 0 && election.Less(ids[j], ids[j-1]); j-- {
 			ids[j], ids[j-1] = ids[j-1], ids[j]
 		}
 	}
@@ -203,7 +204,7 @@ func TestMaxInboundGrowsWithMembers(t *testing.T) {
 		{peers, 10, 10},
 	} {
 		o := ServeOptions{Listen: "127.0.0.1:0", Advertise: "127.0.0.1:1", Peers: tc.peers, TCP: TCPConfig{MaxInbound: tc.set}, Join: true}
-		cfg := Config{ID: uuid.New()}
+		cfg := election.Config{ID: uuid.New()}
 		tr, err := listenPeers(o, &cfg, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -13,11 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
 
-// ServeOptions configure Serve. Zero timeouts take DefaultConfig's.
+// ServeOptions configure Serve. Zero timeouts take election.DefaultConfig's.
 type ServeOptions struct {
 	// ID is the node's ID; uuid.Nil takes the one stored in DataDir, or
 	// creates and stores a new one.
@@ -73,8 +74,8 @@ type ServeOptions struct {
 	ResetState bool
 
 	HeartbeatInterval, FailureTimeout, ElectionTimeout time.Duration
-	// DetectionStagger is Config.DetectionStagger; nil takes DefaultConfig's,
-	// since zero disables the stagger.
+	// DetectionStagger is election.Config.DetectionStagger; nil takes
+	// election.DefaultConfig's, since zero disables the stagger.
 	DetectionStagger *time.Duration
 
 	// Log receives the event log in LogFormat; nil logs nothing.
@@ -82,6 +83,11 @@ type ServeOptions struct {
 	LogFormat LogFormat
 	TCP       TCPConfig
 }
+
+// ClusterKeyFileName is the name launchers give the cluster key file
+// (`--cluster-key`) in the directory they keep a cluster's files in: a local
+// cluster's Dir, a lab's state directory.
+const ClusterKeyFileName = "cluster.key"
 
 // ErrNoClusterKey is what Serve returns for options with neither a
 // ClusterKey nor Insecure: nodes are secure by default.
@@ -92,7 +98,7 @@ var ErrNoClusterKey = errors.New("no cluster key: give --cluster-key FILE (make 
 // socket, and runs the Node. Errors are one line and name what failed (the
 // data dir, the listen address, a peer, the control socket).
 func Serve(ctx context.Context, o ServeOptions) error {
-	r, err := Start(o)
+	r, err := StartServing(o)
 	if err != nil {
 		return err
 	}
@@ -105,9 +111,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	return r.Err()
 }
 
-// Running is a node Start started: what Serve runs, as a handle, for a
-// process that hosts many nodes and stops, kills and pauses each on its
-// own as signals would its process.
+// Running is a node StartServing started: what Serve runs, as a handle,
+// for a process that hosts many nodes and stops, kills and pauses each on
+// its own as signals would its process.
 type Running struct {
 	n       *Node
 	tr      *TCPTransport
@@ -124,9 +130,9 @@ type Running struct {
 	release chan struct{} // non-nil while paused
 }
 
-// Start starts a node as Serve does and returns once it listens for peers
-// and on its control socket.
-func Start(o ServeOptions) (r *Running, err error) {
+// StartServing starts a node as Serve does and returns once it listens for
+// peers and on its control socket.
+func StartServing(o ServeOptions) (r *Running, err error) {
 	var cleanup []func()
 	defer func() {
 		if err != nil {
@@ -327,17 +333,17 @@ func checkServeOptions(o ServeOptions) error {
 // serveConfig resets the state in store if o asks to, loads or creates
 // the node's ID there, and returns the node's Config, checked, without its
 // Addr: that one is known once the node listens.
-func serveConfig(o ServeOptions, store *FileStore) (Config, error) {
+func serveConfig(o ServeOptions, store *FileStore) (election.Config, error) {
 	if o.ResetState {
 		if err := store.ResetState(); err != nil {
-			return Config{}, err
+			return election.Config{}, err
 		}
 	}
 	id, err := store.LoadOrCreateID(o.ID)
 	if err != nil {
-		return Config{}, err
+		return election.Config{}, err
 	}
-	cfg := DefaultConfig()
+	cfg := election.DefaultConfig()
 	if o.HeartbeatInterval != 0 {
 		cfg.HeartbeatInterval = o.HeartbeatInterval
 	}
@@ -355,7 +361,7 @@ func serveConfig(o ServeOptions, store *FileStore) (Config, error) {
 	cfg.Join = o.Join
 	cfg.Insecure = o.Insecure
 	if err := cfg.Validate(); err != nil {
-		return Config{}, err
+		return election.Config{}, err
 	}
 	return cfg, nil
 }
@@ -368,7 +374,7 @@ const inboundPerMember = 4
 // listenPeers listens for peers at o.Listen, or on o.Listener, sets
 // cfg.Addr to the address they dial, and checks the node's own entry in
 // o.Peers against it.
-func listenPeers(o ServeOptions, cfg *Config, log *EventLog) (*TCPTransport, error) {
+func listenPeers(o ServeOptions, cfg *election.Config, log *EventLog) (*TCPTransport, error) {
 	tcp := o.TCP
 	tcp.Key = o.ClusterKey
 	tcp.MemberKey = o.MemberKey

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -54,7 +55,7 @@ func (s *syncBuffer) records(t *testing.T) []LogRecord {
 // nothing between elections), the leader's at least what it had counted.
 func TestServeLogsFinalCounters(t *testing.T) {
 	ids := []uuid.UUID{uuid.New(), uuid.New()}
-	if Less(ids[1], ids[0]) {
+	if election.Less(ids[1], ids[0]) {
 		ids[0], ids[1] = ids[1], ids[0]
 	}
 	// Bound before either node starts, so that each is listed at its port.
@@ -268,7 +269,7 @@ func TestStartClosesListenerOnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if _, err := Start(ServeOptions{Listener: ln, DataDir: t.TempDir()}); !errors.Is(err, ErrNoClusterKey) {
+	if _, err := StartServing(ServeOptions{Listener: ln, DataDir: t.TempDir()}); !errors.Is(err, ErrNoClusterKey) {
 		t.Fatalf("Start without a cluster key: %v, want ErrNoClusterKey", err)
 	}
 	if c, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -22,7 +23,7 @@ type simNetwork struct {
 	t      testing.TB
 	rng    *rand.Rand
 	now    time.Duration
-	cfg    Config // timeouts shared by every node
+	cfg    election.Config // timeouts shared by every node
 	nodes  []*simNode
 	byID   map[uuid.UUID]*simNode
 	queue  deliveryHeap
@@ -44,15 +45,17 @@ type simNetwork struct {
 type simNode struct {
 	idx   int
 	id    uuid.UUID
-	m     *Machine
+	m     election.Machine
 	up    bool
-	state *State        // what the node last persisted
-	peers []wire.Member // the peers it boots with; nil means every node
-	join  bool          // announce itself with JOIN at boot
+	state *election.State // what the node last persisted
+	peers []wire.Member   // the peers it boots with; nil means every node
+	join  bool            // announce itself with JOIN at boot
 	// What its event log says it leads: since its last election_won,
 	// until its status left normal or it followed another leader.
 	logLeads bool
 	logEpoch uint64
+	// refused collects the EventRefused its flushes drained, for inject.
+	refused []election.Event
 }
 
 type delivery struct {
@@ -101,10 +104,10 @@ func simIDs(rng *rand.Rand, n int) []uuid.UUID {
 		ids[i] = uuid.UUID(b)
 	}
 	slices.SortFunc(ids, func(a, b uuid.UUID) int {
-		if Less(a, b) {
+		if election.Less(a, b) {
 			return -1
 		}
-		if Less(b, a) {
+		if election.Less(b, a) {
 			return 1
 		}
 		return 0
@@ -112,7 +115,7 @@ func simIDs(rng *rand.Rand, n int) []uuid.UUID {
 	return ids
 }
 
-func newSimNetwork(t testing.TB, seed uint64, n int, cfg Config) *simNetwork {
+func newSimNetwork(t testing.TB, seed uint64, n int, cfg election.Config) *simNetwork {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	s := &simNetwork{
 		t:      t,
@@ -159,9 +162,9 @@ func (s *simNetwork) start(i int) {
 	if cfg.Peers == nil {
 		cfg.Peers = s.peers()
 	}
-	m, err := NewMachine(cfg, n.state, s.now)
+	m, err := NewElection(AlgorithmBully, cfg, n.state, s.now)
 	if err != nil {
-		s.t.Fatalf("NewMachine(n%d): %v", i, err)
+		s.t.Fatalf("NewElection(n%d): %v", i, err)
 	}
 	n.m, n.up = m, true
 	n.logLeads = false
@@ -186,16 +189,18 @@ func (s *simNetwork) flush(n *simNode) {
 	}
 	for _, e := range out.Events {
 		switch e.Kind {
-		case EventStatus:
+		case election.EventRefused:
+			n.refused = append(n.refused, e)
+		case election.EventStatus:
 			s.tracef("n%d %s -> %s", n.idx, e.From, e.To)
-			if e.To != StatusNormal {
+			if e.To != election.StatusNormal {
 				n.logLeads = false
 			}
-		case EventElectionStarted:
+		case election.EventElectionStarted:
 			s.tracef("n%d election (%s)", n.idx, e.Reason)
-		case EventElectionWon:
+		case election.EventElectionWon:
 			n.logLeads, n.logEpoch = true, e.Epoch
-		case EventLeaderChanged:
+		case election.EventLeaderChanged:
 			s.tracef("n%d leader n%d epoch %d", n.idx, s.byID[e.Leader].idx, e.Epoch)
 			if e.Leader != n.id {
 				n.logLeads = false
@@ -340,7 +345,7 @@ func (s *simNetwork) agreement() (int, error) {
 			lname = fmt.Sprintf("n%d", ln.idx)
 		}
 		views = append(views, fmt.Sprintf("n%d:%s/%s@%d", n.idx, n.m.Status(), lname, e))
-		if n.m.Status() != StatusNormal || ln == nil {
+		if n.m.Status() != election.StatusNormal || ln == nil {
 			ok = false
 			continue
 		}
@@ -361,7 +366,7 @@ func (s *simNetwork) sle1() error {
 	var first uuid.UUID
 	seen := false
 	for _, n := range s.nodes {
-		if !n.up || n.m.Status() != StatusNormal {
+		if !n.up || n.m.Status() != election.StatusNormal {
 			continue
 		}
 		l, _ := n.m.Leader()
@@ -393,8 +398,8 @@ func (s *simNetwork) name(id uuid.UUID) string {
 
 const simMaxDelay = 5 * time.Millisecond
 
-func simConfig() Config {
-	cfg := DefaultConfig()
+func simConfig() election.Config {
+	cfg := election.DefaultConfig()
 	cfg.HeartbeatInterval = 50 * time.Millisecond
 	cfg.FailureTimeout = 200 * time.Millisecond
 	cfg.ElectionTimeout = 100 * time.Millisecond

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire/bounded"
 )
 
@@ -171,7 +172,7 @@ func (s *FileStore) Close() error {
 // error wrapping ErrStateMissing. A state file that exists but cannot be decoded is an error
 // wrapping ErrCorruptState; one that cannot be read is an error wrapping the
 // I/O error, so that a permission problem is not mistaken for corruption.
-func (s *FileStore) Load() (*State, error) {
+func (s *FileStore) Load() (*election.State, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.lock == nil {
@@ -185,7 +186,7 @@ func (s *FileStore) Load() (*State, error) {
 	return st, nil
 }
 
-func (s *FileStore) load() (*State, error) {
+func (s *FileStore) load() (*election.State, error) {
 	path := filepath.Join(s.dir, stateFileName)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -239,7 +240,7 @@ func (s *FileStore) ResetState() error {
 
 // saveFirst saves a fresh State at epoch 0; s.mu must be held.
 func (s *FileStore) saveFirst() error {
-	data, err := encodeState(&State{})
+	data, err := encodeState(&election.State{})
 	if err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
@@ -250,7 +251,7 @@ func (s *FileStore) saveFirst() error {
 	return nil
 }
 
-func decodeStateFile(path string, data []byte) (*State, error) {
+func decodeStateFile(path string, data []byte) (*election.State, error) {
 	st, err := decodeState(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w in %s: %v", ErrCorruptState, path, err)
@@ -258,7 +259,7 @@ func decodeStateFile(path string, data []byte) (*State, error) {
 	return st, nil
 }
 
-func (s *FileStore) noteEpoch(st *State) {
+func (s *FileStore) noteEpoch(st *election.State) {
 	s.epoch, s.epochKnown = 0, true
 	if st != nil {
 		s.epoch = st.Epoch
@@ -269,7 +270,7 @@ func (s *FileStore) noteEpoch(st *State) {
 // stable storage and survives a crash or power loss; when it returns an
 // error, either the old or the new State is on disk, never a mix. It refuses
 // a State whose Epoch is lower than the saved one.
-func (s *FileStore) Save(st *State) error {
+func (s *FileStore) Save(st *election.State) error {
 	if st == nil {
 		return errors.New("nil State")
 	}
@@ -351,7 +352,7 @@ func (s *FileStore) LoadOrCreateID(want uuid.UUID) (uuid.UUID, error) {
 		if id, err = uuid.NewRandom(); err != nil {
 			return uuid.Nil, fmt.Errorf("generate node ID: %w", err)
 		}
-	} else if why := uuidV4Problem(id); why != "" {
+	} else if why := election.IDProblem(id); why != "" {
 		return uuid.Nil, fmt.Errorf("node ID %s is not a version-4 UUID (%s)", id, why)
 	}
 	if _, err := writeAtomic(s.dir, idFileName, []byte(id.String()+"\n")); err != nil {
@@ -382,13 +383,13 @@ func decodeID(data []byte) (uuid.UUID, error) {
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("%s is not a UUID", bounded.Quote(text))
 	}
-	if why := uuidV4Problem(id); why != "" {
+	if why := election.IDProblem(id); why != "" {
 		return uuid.Nil, fmt.Errorf("%s is not a version-4 UUID (%s)", id, why)
 	}
 	return id, nil
 }
 
-func encodeState(st *State) ([]byte, error) {
+func encodeState(st *election.State) ([]byte, error) {
 	body, err := json.Marshal(st)
 	if err != nil {
 		return nil, err
@@ -408,7 +409,7 @@ func envelope(format int, crc string, body []byte) []byte {
 }
 
 // decodeState returns the State in a state file, or why it cannot.
-func decodeState(data []byte) (*State, error) {
+func decodeState(data []byte) (*election.State, error) {
 	if len(data) == 0 {
 		return nil, errors.New("empty file")
 	}
@@ -441,7 +442,7 @@ func decodeState(data []byte) (*State, error) {
 	// checksum, so they were written by a build that thought they mattered.
 	dec := json.NewDecoder(bytes.NewReader(env.State))
 	dec.DisallowUnknownFields()
-	var st State
+	var st election.State
 	if err := dec.Decode(&st); err != nil {
 		return nil, fmt.Errorf("bad state: %v", err)
 	}

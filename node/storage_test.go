@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -25,10 +26,10 @@ var (
 	idC = uuid.MustParse("c3a1f0de-7b62-4e35-a9d4-1e2f3a4b5c6d")
 )
 
-func sampleState(epoch uint64) *State {
-	return &State{
+func sampleState(epoch uint64) *election.State {
+	return &election.State{
 		Epoch:       epoch,
-		Promise:     Ballot{Epoch: epoch, ID: idC},
+		Promise:     election.Ballot{Epoch: epoch, ID: idC},
 		Leader:      idC,
 		LeaderEpoch: epoch,
 		Members: []wire.Member{
@@ -105,11 +106,11 @@ func TestFileStoreRoundTrip(t *testing.T) {
 	}
 
 	// The zero State round-trips too (nil Members stays nil).
-	if err := s2.Save(&State{Epoch: 7}); err != nil {
+	if err := s2.Save(&election.State{Epoch: 7}); err != nil {
 		t.Fatal(err)
 	}
 	got, err = s2.Load()
-	if err != nil || !reflect.DeepEqual(got, &State{Epoch: 7}) {
+	if err != nil || !reflect.DeepEqual(got, &election.State{Epoch: 7}) {
 		t.Fatalf("Load = %+v, %v", got, err)
 	}
 
@@ -293,7 +294,7 @@ func TestLoadOrCreateID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if uuidV4Problem(id) != "" {
+		if election.IDProblem(id) != "" {
 			t.Fatalf("generated %v, not a version-4 UUID", id)
 		}
 		s.Close()
@@ -484,7 +485,7 @@ func FuzzLoadState(f *testing.F) {
 		data, _ := encodeState(sampleState(epoch))
 		f.Add(data)
 	}
-	data, _ := encodeState(&State{})
+	data, _ := encodeState(&election.State{})
 	f.Add(data)
 	f.Add([]byte{})
 	f.Add([]byte(`{"format":1,"crc32c":"00000000","state":{}}` + "\n"))
@@ -510,7 +511,7 @@ func FuzzLoadState(f *testing.F) {
 	})
 }
 
-func checkStateReencodes(t *testing.T, st *State) {
+func checkStateReencodes(t *testing.T, st *election.State) {
 	t.Helper()
 	data, err := encodeState(st)
 	if err != nil {
@@ -533,7 +534,7 @@ func TestFileStoreStateMissing(t *testing.T) {
 			t.Fatal(err)
 		}
 		st, err := s.Load()
-		if err != nil || st == nil || !reflect.DeepEqual(*st, State{}) {
+		if err != nil || st == nil || !reflect.DeepEqual(*st, election.State{}) {
 			t.Fatalf("Load after a new ID = %+v, %v; want a State at epoch 0", st, err)
 		}
 		if names := dirNames(t, dir); !slices.Equal(names, []string{"id", "lock", "state.json"}) {

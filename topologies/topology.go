@@ -56,7 +56,7 @@ var DefaultSettings = Settings{
 	Heartbeat:       100 * time.Millisecond,
 	FailureTimeout:  500 * time.Millisecond,
 	ElectionTimeout: 200 * time.Millisecond,
-	// node.DefaultConfig's, so that a node started by hand and one started
+	// election.DefaultConfig's, so that a node started by hand and one started
 	// from a topology behave alike.
 	DetectionStagger: 50 * time.Millisecond,
 }
@@ -118,7 +118,7 @@ type Settings struct {
 	Heartbeat       time.Duration
 	FailureTimeout  time.Duration
 	ElectionTimeout time.Duration
-	// DetectionStagger is node.Config.DetectionStagger; 0 disables it.
+	// DetectionStagger is election.Config.DetectionStagger; 0 disables it.
 	DetectionStagger time.Duration
 }
 

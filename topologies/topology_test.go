@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/topologies"
 )
 
@@ -374,13 +374,13 @@ func TestStar(t *testing.T) {
 // TestDefaultSettingsMatchNode: a topology that names no settings runs its
 // nodes as `bullylab node` without timing flags would.
 func TestDefaultSettingsMatchNode(t *testing.T) {
-	def := node.DefaultConfig()
+	def := election.DefaultConfig()
 	want := topologies.Settings{
 		Heartbeat: def.HeartbeatInterval, FailureTimeout: def.FailureTimeout,
 		ElectionTimeout: def.ElectionTimeout, DetectionStagger: def.DetectionStagger,
 	}
 	if topologies.DefaultSettings != want {
-		t.Errorf("DefaultSettings = %+v, node.DefaultConfig has %+v", topologies.DefaultSettings, want)
+		t.Errorf("DefaultSettings = %+v, election.DefaultConfig has %+v", topologies.DefaultSettings, want)
 	}
 }
 

@@ -58,7 +58,7 @@ func runDemo(c *cli.Context) error {
 		}
 		opts.Dir = dir
 	}
-	cl, err := cluster.Start(ctx, opts)
+	cl, err := cluster.Launch(ctx, opts)
 	if err != nil {
 		return demoError(ctx, err)
 	}

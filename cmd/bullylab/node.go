@@ -14,12 +14,13 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/urfave/cli/v2"
 )
 
 func nodeCommand() *cli.Command {
-	def := node.DefaultConfig()
+	def := election.DefaultConfig()
 	return &cli.Command{
 		Name:         "node",
 		Usage:        "run one election node",

@@ -4,11 +4,11 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
-	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/node/bully"
 	"github.com/bullylab/bullylab/topologies"
 )
 
-// Parts of node/doc.go's d that no impairment configures.
+// Parts of node/bully/doc.go's d that no impairment configures.
 const (
 	// delayerOverhead is what the NFQUEUE delayer adds to a delayed
 	// packet beyond its configured delay: 50 ms configured measured 50.8 ms
@@ -27,7 +27,7 @@ const (
 	tcpDelays = 3
 )
 
-// messageDelay is node/doc.go's d, the largest delay of one message, for
+// messageDelay is node/bully/doc.go's d, the largest delay of one message, for
 // a network whose largest one-way packet delay (jitter included, per
 // direction) is owd: tcpDelays of them, each with the delayer's overhead
 // when the NFQUEUE backend applies it, plus hostSlack.
@@ -38,18 +38,18 @@ func messageDelay(owd time.Duration, backend string) time.Duration {
 	return tcpDelays*owd + hostSlack
 }
 
-// sle2Bound is node/doc.go's SLE2 bound for the topology's slowest node,
+// sle2Bound is node/bully/doc.go's SLE2 bound for the topology's slowest node,
 //
 //	max(FailureTimeout + d + S, WaitFactor×ElectionTimeout + S, Heartbeat + d) + 3×ElectionTimeout + 10d,
 //
 // d the largest message delay (messageDelay), S the largest detection
-// stagger a node of this many can have (node.MaxStaggerDelay).
+// stagger a node of this many can have (bully.MaxStaggerDelay).
 func sle2Bound(topo *topologies.Topology, d time.Duration) time.Duration {
 	var b time.Duration
 	for _, n := range topo.Nodes {
 		s := n.Settings
-		stagger := node.MaxStaggerDelay(len(topo.Nodes), s.DetectionStagger, s.ElectionTimeout)
-		first := max(s.FailureTimeout+d+stagger, node.WaitFactor*s.ElectionTimeout+stagger, s.Heartbeat+d)
+		stagger := bully.MaxStaggerDelay(len(topo.Nodes), s.DetectionStagger, s.ElectionTimeout)
+		first := max(s.FailureTimeout+d+stagger, bully.WaitFactor*s.ElectionTimeout+stagger, s.Heartbeat+d)
 		b = max(b, first+3*s.ElectionTimeout+10*d)
 	}
 	return b

@@ -10,7 +10,7 @@ import (
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/scenario"
-	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/node/bully"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"
 )
@@ -31,7 +31,7 @@ type measured struct {
 }
 
 // expectation is what a built-in scenario's measured election must be,
-// derived from the algorithm (node/doc.go) and the topology's timings,
+// derived from the algorithm (node/bully/doc.go) and the topology's timings,
 // not from a run.
 type expectation struct {
 	// leader is the measured election's winner.
@@ -67,7 +67,7 @@ func (m *measured) settings(n string) topologies.Settings {
 func (m *measured) stagger(n, above string) time.Duration {
 	s := m.settings(n)
 	rank := slices.Index(m.names, above) - slices.Index(m.names, n) - 1
-	return node.StaggerDelay(rank, s.DetectionStagger, s.ElectionTimeout)
+	return bully.StaggerDelay(rank, s.DetectionStagger, s.ElectionTimeout)
 }
 
 // expect derives the expectation of scenario m.sc (on a topology whose
@@ -189,7 +189,7 @@ func (m *measured) crashDuringElection() expectation {
 		return expectation{leader: w, minStep: 1, maxStep: 1, detect: det, floor: det + s.ElectionTimeout,
 			why: fmt.Sprintf("%s had won: FailureTimeout - HeartbeatInterval, then an ELECTION's ElectionTimeout", dead)}
 	case !halt.IsZero():
-		floor := halt.Sub(m.fault) + (node.WaitFactor+1)*s.ElectionTimeout
+		floor := halt.Sub(m.fault) + (bully.WaitFactor+1)*s.ElectionTimeout
 		return expectation{leader: w, minStep: 2, maxStep: 2, floor: floor, detect: floor - s.ElectionTimeout,
 			why: fmt.Sprintf("%s halted %s at %s: WaitFactor x ElectionTimeout, then an ELECTION's ElectionTimeout", dead, w, halt.Sub(m.fault))}
 	}

@@ -25,7 +25,7 @@
 //	                capture's and the logs' held to each other
 //	tenure_log.go   the nodes' event logs: read, parsed, put on the
 //	                capture's time line, their tenures
-//	bound.go        node/doc.go's SLE2 bound for a topology and a delay
+//	bound.go        node/bully/doc.go's SLE2 bound for a topology and a delay
 //	target.go       labTarget, the scenario.Target on a lab
 //
 // Around it:

@@ -13,7 +13,8 @@ import (
 	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/netem/remote"
 	"github.com/bullylab/bullylab/netem/scenario"
-	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/node/bully"
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
@@ -228,7 +229,7 @@ func waitQuiet(ctx context.Context, lb testbed, leader string, quiet, timeout ti
 			if s.State != lab.ProcRunning {
 				continue
 			}
-			if s.View == nil || s.Status != node.StatusNormal.String() || s.Leader != leader {
+			if s.View == nil || s.Status != election.StatusNormal.String() || s.Leader != leader {
 				agree = false
 				continue
 			}
@@ -265,8 +266,8 @@ func settleTime(topo *topologies.Topology) time.Duration {
 	q := capture.DefaultQuiet
 	for _, n := range topo.Nodes {
 		s := n.Settings
-		// A waiting node's timeout is staggered too (node.MaxStaggerDelay).
-		q = max(q, (node.WaitFactor+1)*s.ElectionTimeout+node.MaxStaggerDelay(len(topo.Nodes), s.DetectionStagger, s.ElectionTimeout))
+		// A waiting node's timeout is staggered too (bully.MaxStaggerDelay).
+		q = max(q, (bully.WaitFactor+1)*s.ElectionTimeout+bully.MaxStaggerDelay(len(topo.Nodes), s.DetectionStagger, s.ElectionTimeout))
 	}
 	return q + 200*time.Millisecond
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/bullylab/bullylab/wire"
 )
 
-// slowStar5 is star5 with four times its timeouts. node/doc.go's message
+// slowStar5 is star5 with four times its timeouts. node/bully/doc.go's message
 // counts hold while every message and every node's turn on a core come
 // within the timeouts; on a shared 2-core host under load a node waits for
 // a core longer than star5's 200 ms election timeout, its ANSWERs come
@@ -36,7 +36,7 @@ settings: {heartbeat: 400ms, failure_timeout: 2s, election_timeout: 800ms}
 
 // TestRunBenchLeaderCrash runs a small bench end to end on real namespaces
 // (five leader crashes on star5 with slow timeouts) and holds every
-// election's messages on the wire to node/doc.go's counts for N = 5.
+// election's messages on the wire to node/bully/doc.go's counts for N = 5.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	labtest.RemoveBinary()
@@ -103,7 +103,7 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 		t.Errorf("report.html refers to something outside it: %q", m)
 	}
 
-	// Every run passed, and its counts on the wire are within node/doc.go's
+	// Every run passed, and its counts on the wire are within node/bully/doc.go's
 	// ranges for N nodes with leader N crashed: the textbook counts less
 	// what went to the crashed node, plus what late detectors add.
 	n := len(topo.Nodes)
@@ -262,7 +262,7 @@ func TestRunBenchEveryBuiltin(t *testing.T) {
 }
 
 // checkLeaderCrashCounts holds the messages of one leader-crash election
-// on the wire to node/doc.go's "Message counts" for n nodes, late the
+// on the wire to node/bully/doc.go's "Message counts" for n nodes, late the
 // ELECTIONs with reason bullied among them; "" when they fit.
 func checkLeaderCrashCounts(n, late int, m map[string]int) string {
 	exact := map[string]int{"HALT": n - 2, "HALT_ACK": n - 2, "REJECT": 0}

@@ -23,7 +23,7 @@ import (
 
 // The leader-crash bench across three stand-in hosts, over SSH and the
 // VXLAN overlay: each run's leader crashes on its host, the next highest,
-// on whichever host, wins with node/doc.go's messages, counted in the
+// on whichever host, wins with node/bully/doc.go's messages, counted in the
 // merged capture of the three hosts' and equal to the nodes' counters;
 // every run's times carry the hosts' clock bound, and nothing is left on
 // any host. A scenario naming a host partitions it from the others.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/topologies/fault"
 )
 
@@ -138,11 +139,11 @@ func logSpans(name string, entries []logEntry) []span {
 		for _, e := range inc {
 			t := origin.Add(time.Duration(e.MonoNS))
 			switch e.Event {
-			case string(node.EventElectionWon):
+			case string(election.EventElectionWon):
 				end(t)
 				out = append(out, span{node: name, epoch: e.Epoch, start: t, end: forever})
 				open = len(out) - 1
-			case string(node.EventLeaderChanged):
+			case string(election.EventLeaderChanged):
 				switch {
 				case e.Leader != e.Node:
 					end(t)
@@ -151,8 +152,8 @@ func logSpans(name string, entries []logEntry) []span {
 					out = append(out, span{node: name, epoch: e.Epoch, start: t, end: forever})
 					open = len(out) - 1
 				}
-			case string(node.EventStatus):
-				if e.To != node.StatusNormal.String() {
+			case string(election.EventStatus):
+				if e.To != election.StatusNormal.String() {
 					end(t)
 				}
 			case "node_stopped":

@@ -920,7 +920,7 @@ func (l *Lab) Lossy() bool {
 
 // MaxDelay returns the largest one-way delay, jitter included, that the
 // impairments now in force give a packet between two nodes, per direction:
-// what node/doc.go's SLE2 bound calls d before TCP's share of it.
+// what node/bully/doc.go's SLE2 bound calls d before TCP's share of it.
 func (l *Lab) MaxDelay() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -196,7 +196,7 @@ func (h *hostServer) start(name string, s hostedSpec, wg *sync.WaitGroup) error 
 		release()
 		return fmt.Errorf("node %s is running already", name)
 	}
-	r, err := node.Start(o)
+	r, err := node.StartServing(o)
 	if err != nil {
 		fmt.Fprintf(log, "bullylab: %v\n", err) // where a node process writes why it exited
 		log.Close()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
@@ -983,7 +984,7 @@ func (w *eventWatch) scan() (started, normal bool, err error) {
 		switch {
 		case rec.Event == "node_started":
 			w.started = true
-		case rec.Event == "status" && rec.To == node.StatusNormal.String():
+		case rec.Event == "status" && rec.To == election.StatusNormal.String():
 			w.started, w.normal = true, true
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/google/uuid"
 )
 
@@ -213,7 +214,7 @@ func (l *Lab) agreement(ctx context.Context, nodes []*labNode, views map[string]
 		v, err := nodes[i].client.StatusBrief(qctx)
 		cancel()
 		answers[i] = answer{v, err}
-		good := err == nil && v.Status == node.StatusNormal.String() && !v.Left
+		good := err == nil && v.Status == election.StatusNormal.String() && !v.Left
 		if good {
 			ref.CompareAndSwap(nil, v)
 			r := ref.Load()
@@ -369,7 +370,7 @@ func agreedSince(path, leader string, epoch uint64, until time.Time) (since time
 		case "node_started":
 			normal, follows, ok = false, false, false
 		case "status":
-			normal = rec.To == node.StatusNormal.String()
+			normal = rec.To == election.StatusNormal.String()
 		case "leader_changed":
 			follows = rec.Leader == leader && rec.Epoch == epoch
 		default:

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -27,7 +28,7 @@ import (
 // the resolution of every time the package measures.
 const PollInterval = 5 * time.Millisecond
 
-// Spec describes the cluster Start runs.
+// Spec describes the cluster Launch runs.
 type Spec struct {
 	// Binary is the bullylab executable to run as `Binary node ...`.
 	Binary string
@@ -39,7 +40,7 @@ type Spec struct {
 	// NodeArgs are extra flags for every node, such as timeouts. With
 	// --insecure among them the nodes get no cluster key.
 	NodeArgs []string
-	// Key is the cluster key the nodes share; nil draws a new one. Start
+	// Key is the cluster key the nodes share; nil draws a new one. Launch
 	// writes it to Dir/cluster.key (mode 0600) for the nodes'
 	// --cluster-key.
 	Key *wire.Key
@@ -122,12 +123,12 @@ type Cluster struct {
 	closed bool
 }
 
-// Start starts opts.Nodes node processes on free loopback ports and waits
+// Launch starts opts.Nodes node processes on free loopback ports and waits
 // until every control socket answers. On error nothing is left running.
 // The ports are bound here, at port 0, before any node starts, and each
 // node inherits its listening socket (--listen-fd): no other process can
 // take a port between its choice and the node's start.
-func Start(ctx context.Context, opts Spec) (*Cluster, error) {
+func Launch(ctx context.Context, opts Spec) (*Cluster, error) {
 	if opts.Nodes < 1 {
 		return nil, fmt.Errorf("cluster: need at least 1 node, got %d", opts.Nodes)
 	}
@@ -177,9 +178,6 @@ func Start(ctx context.Context, opts Spec) (*Cluster, error) {
 	return c, nil
 }
 
-// KeyFileName is the name of the cluster key file in a cluster's Dir.
-const KeyFileName = "cluster.key"
-
 // writeMemberKeys gives each node a member key, in its own file in Dir.
 func (c *Cluster) writeMemberKeys() error {
 	for _, n := range c.Nodes {
@@ -207,7 +205,7 @@ func (c *Cluster) writeKey() error {
 			return fmt.Errorf("cluster: %w", err)
 		}
 	}
-	path := filepath.Join(c.Dir, KeyFileName)
+	path := filepath.Join(c.Dir, node.ClusterKeyFileName)
 	if err := wire.WriteKeyFile(path, k); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
@@ -413,7 +411,7 @@ func (c *Cluster) Restart(ctx context.Context, n *Process) error {
 func Highest(nodes []*Process) *Process {
 	var h *Process
 	for _, n := range nodes {
-		if h == nil || node.Less(h.ID, n.ID) {
+		if h == nil || election.Less(h.ID, n.ID) {
 			h = n
 		}
 	}
@@ -475,7 +473,7 @@ func (c *Cluster) killAll() {
 }
 
 // Close kills every process the cluster started (by PID) and removes the
-// dir if Start created it. It is safe to call more than once, and from
+// dir if Launch created it. It is safe to call more than once, and from
 // another goroutine than the one using the cluster.
 func (c *Cluster) Close() error {
 	c.killAll()

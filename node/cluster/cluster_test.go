@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/wire"
 )
 
@@ -35,7 +36,7 @@ func startCluster(t *testing.T, n int) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := Start(ctx, Spec{Binary: binary, Nodes: n, Dir: t.TempDir()})
+	c, err := Launch(ctx, Spec{Binary: binary, Nodes: n, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestFailoverScenario(t *testing.T) {
 func TestCloseKillsAndRemovesOwnDir(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := Start(ctx, Spec{Binary: binary, Nodes: 2})
+	c, err := Launch(ctx, Spec{Binary: binary, Nodes: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestCloseKillsAndRemovesOwnDir(t *testing.T) {
 func TestStartReportsNodeFailure(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err := Start(ctx, Spec{Binary: binary, Nodes: 1, Dir: t.TempDir(), NodeArgs: []string{"--heartbeat", "nonsense"}})
+	_, err := Launch(ctx, Spec{Binary: binary, Nodes: 1, Dir: t.TempDir(), NodeArgs: []string{"--heartbeat", "nonsense"}})
 	if err == nil {
 		t.Fatal("cluster with a bad flag started")
 	}
@@ -180,7 +181,7 @@ func TestStartReportsNodeFailure(t *testing.T) {
 	}
 }
 
-// The nodes run with a cluster key Start writes in Dir, or with none when
+// The nodes run with a cluster key Launch writes in Dir, or with none when
 // NodeArgs ask for --insecure.
 func TestClusterKey(t *testing.T) {
 	cmdline := func(t *testing.T, pid int) []string {
@@ -193,7 +194,7 @@ func TestClusterKey(t *testing.T) {
 	}
 	t.Run("key", func(t *testing.T) {
 		c := startCluster(t, 1)
-		if c.KeyFile != filepath.Join(c.Dir, KeyFileName) {
+		if c.KeyFile != filepath.Join(c.Dir, node.ClusterKeyFileName) {
 			t.Fatalf("KeyFile %q", c.KeyFile)
 		}
 		if _, err := wire.ReadKeyFile(c.KeyFile); err != nil {
@@ -208,7 +209,7 @@ func TestClusterKey(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		dir := t.TempDir()
-		c, err := Start(ctx, Spec{Binary: binary, Nodes: 1, Dir: dir, NodeArgs: []string{"--insecure"}})
+		c, err := Launch(ctx, Spec{Binary: binary, Nodes: 1, Dir: dir, NodeArgs: []string{"--insecure"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +217,7 @@ func TestClusterKey(t *testing.T) {
 		if c.KeyFile != "" {
 			t.Errorf("KeyFile %q with --insecure", c.KeyFile)
 		}
-		if _, err := os.Lstat(filepath.Join(dir, KeyFileName)); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Lstat(filepath.Join(dir, node.ClusterKeyFileName)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("a key file was written for --insecure nodes: %v", err)
 		}
 		if argv := cmdline(t, c.Nodes[0].PID()); slices.Contains(argv, "--cluster-key") {
@@ -225,7 +226,7 @@ func TestClusterKey(t *testing.T) {
 	})
 }
 
-// Each node accepts peers on the socket Start bound for it before any
+// Each node accepts peers on the socket Launch bound for it before any
 // node started, at the address the peers file lists; a node restarted
 // after another process took its port fails to start, naming the address.
 func TestListenersBoundBeforeStart(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -140,7 +141,7 @@ func TestHostilePeers(t *testing.T) {
 				at.run(t, c, a)
 				maxMembers := len(c.Nodes)
 				if at.addsMembers && mode.withKey {
-					maxMembers = node.DefaultMaxMembers
+					maxMembers = election.DefaultMaxMembers
 				}
 				checkNoHarm(t, c, epoch, maxMembers)
 			})
@@ -191,7 +192,7 @@ var hostileAttacks = []attack{
 		leader := Highest(c.Nodes)
 		lowest := c.Nodes[0]
 		for _, n := range c.Nodes {
-			if node.Less(n.ID, lowest.ID) {
+			if election.Less(n.ID, lowest.ID) {
 				lowest = n
 			}
 		}
@@ -300,7 +301,7 @@ func startClusterSpec(t *testing.T, spec Spec) *Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	spec.Binary, spec.Dir = binary, t.TempDir()
-	c, err := Start(ctx, spec)
+	c, err := Launch(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +378,7 @@ func checkNoHarm(t *testing.T, c *Cluster, epochBefore uint64, maxMembers int) {
 		if !ok() {
 			t.Errorf("%s lists %d members after the attack, want %d to %d", n, len(s.Members), len(c.Nodes), maxMembers)
 		}
-		if s.MaxEpoch > epoch+node.EpochWindow {
+		if s.MaxEpoch > epoch+election.EpochWindow {
 			t.Errorf("%s has seen epoch %d, the cluster's is %d", n, s.MaxEpoch, epoch)
 		}
 	}

@@ -68,7 +68,7 @@ func BenchmarkNodeStart(b *testing.B) {
 	var cpu time.Duration
 	for range b.N {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		c, err := Start(ctx, Spec{Binary: binary, Nodes: 1, Dir: b.TempDir()})
+		c, err := Launch(ctx, Spec{Binary: binary, Nodes: 1, Dir: b.TempDir()})
 		cancel()
 		if err != nil {
 			b.Fatal(err)
@@ -88,7 +88,7 @@ func bootToLeader(b *testing.B, spec Spec) {
 	spec.Dir, spec.StartTimeout = b.TempDir(), 2*time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	c, err := Start(ctx, spec)
+	c, err := Launch(ctx, spec)
 	if err != nil {
 		b.Fatal(err)
 	}

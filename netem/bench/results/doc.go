@@ -101,7 +101,7 @@
 //	                         agree (that poll, with no message in between), when they
 //	                         agreed on the highest of them; absent when that never
 //	                         happened, which fails the run on liveness
-//	      sle2_bound_ns      the bound convergence was held to: node/doc.go's
+//	      sle2_bound_ns      the bound convergence was held to: node/bully/doc.go's
 //	                         formula with d from the largest delay in force;
 //	                         absent when loss was still in force at the end
 //	    failure_kind      why it failed: safety, tenures, liveness, counters, fault,

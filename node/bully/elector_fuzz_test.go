@@ -1,10 +1,11 @@
-package node
+package bully
 
 import (
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 )
 
@@ -21,19 +22,19 @@ func FuzzMachineStep(f *testing.F) {
 	f.Add(seed(wire.TypeJoin, 0, []byte("10.0.0.1:7946")), uint8(7))
 	f.Fuzz(func(t *testing.T, stream []byte, sender uint8) {
 		rng := rand.New(rand.NewPCG(1, 2))
-		ids := simIDs(rng, 4)
-		cfg := simConfig()
+		ids := sortedIDs(rng, 4)
+		cfg := testConfig()
 		cfg.ID = ids[1]
 		cfg.Addr = "n1"
 		for i, id := range ids {
 			cfg.Peers = append(cfg.Peers, wire.Member{ID: id, Addr: "n" + string(rune('0'+i))})
 		}
-		m, err := NewMachine(cfg, nil, 0)
+		m, err := NewElector(cfg, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		now := time.Duration(0)
-		stranger := simIDs(rng, 1)[0]
+		stranger := sortedIDs(rng, 1)[0]
 		for len(stream) > 0 {
 			var msg wire.Message
 			n, err := wire.Decode(stream, &msg)
@@ -49,11 +50,11 @@ func FuzzMachineStep(f *testing.F) {
 			now += time.Millisecond
 			epochBefore := m.Epoch()
 			m.Step(now, &msg)
-			m.Tick(now + m.cfg.ElectionTimeout)
+			m.Tick(now + cfg.ElectionTimeout)
 			if m.Epoch() < epochBefore {
 				t.Fatalf("epoch went backwards: %d -> %d", epochBefore, m.Epoch())
 			}
-			if m.Status() == StatusNormal {
+			if m.Status() == election.StatusNormal {
 				if l, _ := m.Leader(); l == [16]byte{} {
 					t.Fatal("Normal without a leader")
 				}

@@ -4,11 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/node/bully"
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 )
 
@@ -31,7 +32,8 @@ func (c electionCounts) String() string {
 }
 
 // Textbook scenarios, N nodes ranked 1..N by ID, leader N crashed, a stable
-// cluster before the crash. These are the formulas documented in doc.go.
+// cluster before the crash. These are the formulas documented in
+// node/bully/doc.go.
 func highestDetects(n uint64) electionCounts {
 	return electionCounts{
 		wire.TypeHalt:        n - 2,
@@ -169,10 +171,11 @@ func textbookElection(t *testing.T, n int, detectors []int) electionCounts {
 }
 
 // sle2Bound is the time after the last fault within which every live node is
-// Normal with the same, live, highest leader (see doc.go for the derivation).
-func sle2Bound(cfg Config, n int) time.Duration {
-	stagger := MaxStaggerDelay(n, cfg.DetectionStagger, cfg.ElectionTimeout)
-	wait := WaitFactor*cfg.ElectionTimeout + stagger
+// Normal with the same, live, highest leader (see node/bully/doc.go for the
+// derivation).
+func sle2Bound(cfg election.Config, n int) time.Duration {
+	stagger := bully.MaxStaggerDelay(n, cfg.DetectionStagger, cfg.ElectionTimeout)
+	wait := bully.WaitFactor*cfg.ElectionTimeout + stagger
 	detect := max(cfg.FailureTimeout+simMaxDelay+stagger, wait, cfg.HeartbeatInterval+simMaxDelay)
 	return detect + 3*cfg.ElectionTimeout + 10*simMaxDelay
 }
@@ -428,223 +431,4 @@ func TestMembershipChurn(t *testing.T) {
 	if !s.nodes[4].m.IsLeader() {
 		t.Fatal("rejoined highest node does not lead")
 	}
-}
-
-// TestDetectionStagger: a follower's failure deadline grows by one stagger
-// per member between it and its leader, up to ElectionTimeout; a member
-// joining or leaving in between moves it; a halted node's wait is staggered
-// below the node that halted it.
-func TestDetectionStagger(t *testing.T) {
-	ids := simIDs(rand.New(rand.NewPCG(3, 4)), 8)
-	leader := ids[7]
-	var peers []wire.Member
-	for i, id := range ids {
-		peers = append(peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
-	}
-	cfg := simConfig()
-	cfg.DetectionStagger = 30 * time.Millisecond
-	cfg.ElectionTimeout = 100 * time.Millisecond
-	follower := func(i int, peers []wire.Member) *Machine {
-		c := cfg
-		c.ID, c.Addr, c.Peers = ids[i], fmt.Sprintf("n%d", i), peers
-		m, err := NewMachine(c, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.Step(time.Second, &wire.Message{Type: wire.TypeCoordinator, Epoch: 1, From: leader})
-		if l, _ := m.Leader(); m.Status() != StatusNormal || l != leader {
-			t.Fatalf("n%d did not follow the leader: %s", i, m.Status())
-		}
-		return m
-	}
-	for i, want := range []time.Duration{100, 100, 100, 90, 60, 30, 0} { // ms past FailureTimeout
-		m := follower(i, peers)
-		if got := m.NextDeadline() - time.Second - cfg.FailureTimeout; got != want*time.Millisecond {
-			t.Errorf("n%d (rank %d): stagger %v, want %v", i, 6-i, got, want*time.Millisecond)
-		}
-		m.Step(time.Second+10*time.Millisecond, &wire.Message{Type: wire.TypeHeartbeat, Epoch: 1, From: leader})
-		if got := m.NextDeadline() - time.Second - 10*time.Millisecond - cfg.FailureTimeout; got != want*time.Millisecond {
-			t.Errorf("n%d after a heartbeat: stagger %v, want %v", i, got, want*time.Millisecond)
-		}
-	}
-
-	// n4 starts without n5 and n6: rank 0 until they join, rank 2 after.
-	m := follower(4, append(slices.Clone(peers[:5]), peers[7]))
-	if got := m.NextDeadline() - time.Second; got != cfg.FailureTimeout {
-		t.Errorf("n4 with nobody in between: deadline +%v, want +%v", got, cfg.FailureTimeout)
-	}
-	for _, p := range peers[5:7] {
-		m.Step(time.Second+time.Millisecond, &wire.Message{Type: wire.TypeJoin, From: p.ID, Payload: wire.AppendAddr(nil, p.Addr)})
-	}
-	if got := m.NextDeadline() - time.Second; got != cfg.FailureTimeout+60*time.Millisecond {
-		t.Errorf("n4 after two joined above it: deadline +%v, want +%v", got, cfg.FailureTimeout+60*time.Millisecond)
-	}
-	m.Step(time.Second+2*time.Millisecond, &wire.Message{Type: wire.TypeLeave, From: ids[6]})
-	if got := m.NextDeadline() - time.Second; got != cfg.FailureTimeout+30*time.Millisecond {
-		t.Errorf("n4 after one left: deadline +%v, want +%v", got, cfg.FailureTimeout+30*time.Millisecond)
-	}
-
-	// Halted by n6, n2 (three members in between) waits three steps longer.
-	m = follower(2, peers)
-	m.Step(2*time.Second, &wire.Message{Type: wire.TypeHalt, Epoch: 2, From: ids[6]})
-	if m.Status() != StatusWaiting {
-		t.Fatalf("n2 after HALT: %s", m.Status())
-	}
-	if got, want := m.NextDeadline()-2*time.Second, WaitFactor*cfg.ElectionTimeout+90*time.Millisecond; got != want {
-		t.Errorf("n2 halted by n6: waits %v, want %v", got, want)
-	}
-
-	cfg.DetectionStagger = 0
-	if got := follower(0, peers).NextDeadline() - time.Second; got != cfg.FailureTimeout {
-		t.Errorf("stagger 0: deadline +%v, want +%v", got, cfg.FailureTimeout)
-	}
-}
-
-func TestStaggerDelayCap(t *testing.T) {
-	for _, c := range []struct {
-		rank             int
-		stagger, timeout time.Duration
-		want             time.Duration
-	}{
-		{0, time.Second, time.Second, 0},
-		{-1, time.Second, time.Second, 0},
-		{3, 0, time.Second, 0},
-		{3, 10 * time.Millisecond, time.Second, 30 * time.Millisecond},
-		{248, 50 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond},
-		{999, 1<<63 - 1, time.Second, time.Second}, // no overflow
-	} {
-		if got := StaggerDelay(c.rank, c.stagger, c.timeout); got != c.want {
-			t.Errorf("StaggerDelay(%d, %v, %v) = %v, want %v", c.rank, c.stagger, c.timeout, got, c.want)
-		}
-	}
-}
-
-// A HALT refused by a peer whose process is not running counts the peer as
-// failed at once; only a HALT of the current proposal does.
-func TestRefusedHalt(t *testing.T) {
-	ids := simIDs(rand.New(rand.NewPCG(5, 6)), 4)
-	var peers []wire.Member
-	for i, id := range ids {
-		peers = append(peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
-	}
-	top := func(t *testing.T) (*Machine, uint64) {
-		c := simConfig()
-		c.ID, c.Addr, c.Peers = ids[3], "n3", peers
-		m, err := NewMachine(c, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The highest node's boot election has nobody to ask: it halts
-		// the three below it at once.
-		m.Tick(0)
-		out := m.Drain()
-		var halts int
-		var epoch uint64
-		for _, e := range out.Messages {
-			if e.Msg.Type == wire.TypeHalt {
-				halts++
-				epoch = e.Msg.Epoch
-			}
-		}
-		if m.Status() != StatusHalting || halts != 3 {
-			t.Fatalf("boot: %s with %d HALTs, want halting with 3", m.Status(), halts)
-		}
-		return m, epoch
-	}
-	at := time.Millisecond
-
-	t.Run("all refused", func(t *testing.T) {
-		m, e := top(t)
-		for i := range 3 {
-			if m.IsLeader() {
-				t.Fatalf("leader after %d of 3 refusals", i)
-			}
-			m.Refused(at, ids[i], wire.TypeHalt, e)
-		}
-		if !m.IsLeader() || m.Status() != StatusNormal {
-			t.Fatalf("after every HALT was refused: %s, leader %v; want the leader", m.Status(), m.IsLeader())
-		}
-	})
-	t.Run("refused and acknowledged", func(t *testing.T) {
-		m, e := top(t)
-		m.Refused(at, ids[0], wire.TypeHalt, e)
-		m.Refused(at, ids[1], wire.TypeHalt, e)
-		m.Step(at, &wire.Message{Type: wire.TypeHaltAck, Epoch: e, From: ids[2]})
-		if !m.IsLeader() {
-			t.Fatalf("%s after two refusals and an ack, want the leader", m.Status())
-		}
-	})
-	t.Run("ignored", func(t *testing.T) {
-		m, e := top(t)
-		m.Refused(at, ids[0], wire.TypeHalt, e-1)   // an older round
-		m.Refused(at, ids[1], wire.TypeElection, e) // not a HALT
-		m.Refused(at, ids[3], wire.TypeHalt, e)     // not pending: itself
-		m.Step(at, &wire.Message{Type: wire.TypeHaltAck, Epoch: e, From: ids[2]})
-		if m.IsLeader() || m.Status() != StatusHalting {
-			t.Fatalf("%s, leader %v: a refusal that was not of this round's HALT counted", m.Status(), m.IsLeader())
-		}
-	})
-}
-
-// A leader that hears a HEARTBEAT from a higher node takes it as that
-// node's COORDINATOR: it follows a claim at an epoch not below its own and
-// rejects an older one, naming its ballot, so that the higher node elects
-// again. Either way two leaders end when the higher one's frame arrives,
-// not only when the lower one's HEARTBEAT gets through to it.
-func TestLowerLeaderHearsHigherHeartbeat(t *testing.T) {
-	ids := simIDs(rand.New(rand.NewPCG(8, 9)), 3)
-	var peers []wire.Member
-	for i, id := range ids {
-		peers = append(peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
-	}
-	// lead makes ids[1] the leader of epoch restored+1: nobody above
-	// answers its ELECTION and the node below refuses its HALT.
-	lead := func(t *testing.T, restored uint64) *Machine {
-		c := simConfig()
-		c.ID, c.Addr, c.Peers = ids[1], "n1", peers
-		var st *State
-		if restored > 0 {
-			st = &State{Epoch: restored, Promise: Ballot{Epoch: restored, ID: ids[1]}, Leader: ids[1], LeaderEpoch: restored}
-		}
-		m, err := NewMachine(c, st, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.Tick(0)
-		m.Tick(c.ElectionTimeout)
-		m.Refused(c.ElectionTimeout, ids[0], wire.TypeHalt, restored+1)
-		if _, e := m.Leader(); !m.IsLeader() || e != restored+1 {
-			t.Fatalf("%s, leader %v of epoch %d; want the leader of epoch %d", m.Status(), m.IsLeader(), e, restored+1)
-		}
-		m.Drain()
-		return m
-	}
-	at := time.Second
-
-	t.Run("newer or equal epoch", func(t *testing.T) {
-		m := lead(t, 0)
-		m.Step(at, &wire.Message{Type: wire.TypeHeartbeat, Epoch: 1, From: ids[2]})
-		if l, e := m.Leader(); m.Status() != StatusNormal || l != ids[2] || e != 1 {
-			t.Fatalf("%s following %s at epoch %d, want normal following the higher leader at 1", m.Status(), l, e)
-		}
-		if out := m.Drain(); len(out.Messages) != 0 {
-			t.Errorf("sent %v, want nothing", out.Messages)
-		}
-	})
-	t.Run("older epoch", func(t *testing.T) {
-		m := lead(t, 4)
-		m.Step(at, &wire.Message{Type: wire.TypeHeartbeat, Epoch: 2, From: ids[2]})
-		if !m.IsLeader() {
-			t.Fatalf("%s, want still the leader of epoch 5", m.Status())
-		}
-		out := m.Drain()
-		if len(out.Messages) != 1 {
-			t.Fatalf("sent %d messages, want one REJECT", len(out.Messages))
-		}
-		env := out.Messages[0]
-		id, err := wire.DecodeID(env.Msg.Payload)
-		if env.To != ids[2] || env.Msg.Type != wire.TypeReject || env.Msg.Epoch != 5 || err != nil || id != ids[1] {
-			t.Errorf("sent %s epoch %d naming %s to %s, want REJECT epoch 5 naming itself to the higher node", env.Msg.Type, env.Msg.Epoch, id, env.To)
-		}
-	})
 }

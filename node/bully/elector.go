@@ -1,41 +1,42 @@
-package node
+package bully
 
 import (
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
 
-// Machine is the Bully algorithm as a deterministic state machine. It owns no
+// Elector is the Bully algorithm as an election.Machine. It owns no
 // goroutine, socket or clock: the caller feeds it messages (Step) and time
 // (Tick), and drains what it wants sent, persisted and logged (Drain).
-// Every method takes the caller's monotonic clock reading; the Machine only
+// Every method takes the caller's monotonic clock reading; the Elector only
 // compares these readings, so any origin works.
-type Machine struct {
-	cfg Config
+type Elector struct {
+	cfg election.Config
 	id  uuid.UUID
 
 	members map[uuid.UUID]string // every known member, self included
 	ids     []uuid.UUID          // members sorted by Less; rebuilt on change
 
-	status      Status
+	status      election.Status
 	epoch       uint64 // highest epoch seen
-	promise     Ballot
+	promise     election.Ballot
 	leader      uuid.UUID
 	leaderEpoch uint64
 
-	proposal Ballot             // StatusHalting: the ballot being proposed
-	pending  map[uuid.UUID]bool // StatusHalting: lower members yet to HALT_ACK
+	proposal election.Ballot    // election.StatusHalting: the ballot being proposed
+	pending  map[uuid.UUID]bool // election.StatusHalting: lower members yet to HALT_ACK
 	skip     uuid.UUID          // a suspected leader left out of this election's ELECTIONs
 	reason   wire.Reason        // why the current or last election started; sent in its frames
 	deadline time.Duration      // when the current status times out, or the next heartbeat is due
-	heard    time.Duration      // StatusNormal follower: when the leader last showed it is alive
+	heard    time.Duration      // election.StatusNormal follower: when the leader last showed it is alive
 	left     bool               // Leave was called: the machine is inert
 	// bootstrapping: a first start that has not yet followed or won a
-	// leader; it takes any epoch up to MaxEpoch (see EpochWindow).
+	// leader; it takes any epoch up to election.MaxEpoch (see election.EpochWindow).
 	bootstrapping bool
 	// departed: members that sent LEAVE, with their addresses. One heard
 	// from again, other than with LEAVE, did not leave (a LEAVE forged
@@ -44,13 +45,13 @@ type Machine struct {
 	// askedMembers: peers sent a JOIN asking for MEMBERS; only their
 	// replies are taken.
 	askedMembers map[uuid.UUID]bool
-	sentBy       [16]uint64  // messages emitted, by wire.Type
-	out          Output      // accumulated since the last Drain
-	dirty        bool        // persisted fields changed since the last Drain
-	scratch      []uuid.UUID // reused by broadcasts
+	sentBy       [16]uint64      // messages emitted, by wire.Type
+	out          election.Output // accumulated since the last Drain
+	dirty        bool            // persisted fields changed since the last Drain
+	scratch      []uuid.UUID     // reused by broadcasts
 }
 
-// NewMachine returns a Machine that starts an election at once (Reason boot).
+// NewElector returns an Elector that starts an election at once (Reason boot).
 // restored is the State a previous incarnation persisted, or nil on first
 // boot; a first boot also announces the node with JOIN.
 //
@@ -58,15 +59,15 @@ type Machine struct {
 // non-coordinator and elects, because starting as coordinators would have
 // every node Normal with itself as leader, breaking SLE1 the moment two nodes
 // boot. The election timeout plays the role of the boot wait.
-func NewMachine(cfg Config, restored *State, now time.Duration) (*Machine, error) {
+func NewElector(cfg election.Config, restored *election.State, now time.Duration) (*Elector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if restored != nil && max(restored.Epoch, restored.Promise.Epoch, restored.LeaderEpoch) > MaxEpoch {
+	if restored != nil && max(restored.Epoch, restored.Promise.Epoch, restored.LeaderEpoch) > election.MaxEpoch {
 		return nil, fmt.Errorf("restored state: epoch %d is beyond the maximum %d (written by a build without epoch bounds?); start the node afresh",
-			max(restored.Epoch, restored.Promise.Epoch, restored.LeaderEpoch), uint64(MaxEpoch))
+			max(restored.Epoch, restored.Promise.Epoch, restored.LeaderEpoch), uint64(election.MaxEpoch))
 	}
-	m := &Machine{
+	m := &Elector{
 		cfg:           cfg,
 		id:            cfg.ID,
 		members:       map[uuid.UUID]string{cfg.ID: cfg.Addr},
@@ -104,23 +105,23 @@ func NewMachine(cfg Config, restored *State, now time.Duration) (*Machine, error
 }
 
 // ID returns the node's ID.
-func (m *Machine) ID() uuid.UUID { return m.id }
+func (m *Elector) ID() uuid.UUID { return m.id }
 
 // Status returns the node's current status.
-func (m *Machine) Status() Status { return m.status }
+func (m *Elector) Status() election.Status { return m.status }
 
 // Leader returns the leader this node last accepted and its epoch. It is
-// significant only while Status is StatusNormal.
-func (m *Machine) Leader() (uuid.UUID, uint64) { return m.leader, m.leaderEpoch }
+// significant only while Status is election.StatusNormal.
+func (m *Elector) Leader() (uuid.UUID, uint64) { return m.leader, m.leaderEpoch }
 
 // Epoch returns the highest epoch this node has seen.
-func (m *Machine) Epoch() uint64 { return m.epoch }
+func (m *Elector) Epoch() uint64 { return m.epoch }
 
 // IsLeader reports whether this node is a Normal leader.
-func (m *Machine) IsLeader() bool { return m.status == StatusNormal && m.leader == m.id }
+func (m *Elector) IsLeader() bool { return m.status == election.StatusNormal && m.leader == m.id }
 
 // Members returns every known member, self included, in ID order.
-func (m *Machine) Members() []wire.Member {
+func (m *Elector) Members() []wire.Member {
 	ms := make([]wire.Member, len(m.ids))
 	for i, id := range m.ids {
 		ms[i] = wire.Member{ID: id, Addr: m.members[id]}
@@ -128,21 +129,21 @@ func (m *Machine) Members() []wire.Member {
 	return ms
 }
 
-// Sent returns how many messages of type t the Machine has emitted.
-func (m *Machine) Sent(t wire.Type) uint64 { return m.sentBy[t&15] }
+// Sent returns how many messages of type t the Elector has emitted.
+func (m *Elector) Sent(t wire.Type) uint64 { return m.sentBy[t&15] }
 
 // NextDeadline returns the clock reading at which Tick next has work to do.
-func (m *Machine) NextDeadline() time.Duration { return m.deadline }
+func (m *Elector) NextDeadline() time.Duration { return m.deadline }
 
-// Refused tells the Machine that a message it sent to peer was refused:
+// Refused tells the Elector that a message it sent to peer was refused:
 // nobody listened at the peer's address (TCP answered the connection with a
 // reset), so the peer's process was not running. A HALT of the current
 // proposal so refused counts the peer as failed at once, as the end of
 // ElectionTimeout would: it neither acknowledged nor rejected this ballot,
 // and when it starts again it elects on its own. Anything else is ignored;
 // silence, as in a partition, still takes the timeout.
-func (m *Machine) Refused(now time.Duration, peer uuid.UUID, t wire.Type, epoch uint64) {
-	if m.left || t != wire.TypeHalt || m.status != StatusHalting || epoch != m.proposal.Epoch || !m.pending[peer] {
+func (m *Elector) Refused(now time.Duration, peer uuid.UUID, t wire.Type, epoch uint64) {
+	if m.left || t != wire.TypeHalt || m.status != election.StatusHalting || epoch != m.proposal.Epoch || !m.pending[peer] {
 		return
 	}
 	delete(m.pending, peer)
@@ -151,21 +152,21 @@ func (m *Machine) Refused(now time.Duration, peer uuid.UUID, t wire.Type, epoch 
 	}
 }
 
-// Drain returns and clears what the Machine produced since the last Drain.
-func (m *Machine) Drain() Output {
+// Drain returns and clears what the Elector produced since the last Drain.
+func (m *Elector) Drain() election.Output {
 	out := m.out
 	if m.dirty {
 		st := m.State()
 		out.State = &st
 		m.dirty = false
 	}
-	m.out = Output{}
+	m.out = election.Output{}
 	return out
 }
 
 // State returns a copy of what the node persists.
-func (m *Machine) State() State {
-	return State{
+func (m *Elector) State() election.State {
+	return election.State{
 		Epoch:       m.epoch,
 		Promise:     m.promise,
 		Leader:      m.leader,
@@ -178,16 +179,16 @@ func (m *Machine) State() State {
 // Campaign starts an election now, as the failure detector would: for
 // ReasonLeaderFailed the current leader is left out of the ELECTIONs. It does
 // nothing while this node is already electing or halting.
-func (m *Machine) Campaign(now time.Duration, reason wire.Reason) {
-	if m.left || m.status == StatusElecting || m.status == StatusHalting {
+func (m *Elector) Campaign(now time.Duration, reason wire.Reason) {
+	if m.left || m.status == election.StatusElecting || m.status == election.StatusHalting {
 		return
 	}
 	m.startElection(now, reason)
 }
 
 // Leave announces with LEAVE that this node leaves the cluster for good. The
-// Machine ignores all input afterwards.
-func (m *Machine) Leave(now time.Duration) {
+// Elector ignores all input afterwards.
+func (m *Elector) Leave(now time.Duration) {
 	if m.left {
 		return
 	}
@@ -200,21 +201,21 @@ func (m *Machine) Leave(now time.Duration) {
 }
 
 // Tick fires whatever timer is due at now.
-func (m *Machine) Tick(now time.Duration) {
+func (m *Elector) Tick(now time.Duration) {
 	if m.left || now < m.deadline {
 		return
 	}
 	switch m.status {
-	case StatusElecting:
+	case election.StatusElecting:
 		// Nobody above answered within the election timeout: they are all
 		// down, so this node is the highest alive and halts the ones below.
 		m.startHalting(now, m.epoch+1)
-	case StatusHalting:
+	case election.StatusHalting:
 		// Lower nodes that did not acknowledge in time count as failed.
 		m.win(now)
-	case StatusWaiting:
+	case election.StatusWaiting:
 		m.startElection(now, wire.ReasonWaitTimeout)
-	case StatusNormal:
+	case election.StatusNormal:
 		if m.leader == m.id {
 			m.broadcast(wire.TypeHeartbeat, 0, m.leaderEpoch, nil)
 			m.deadline = now + m.cfg.HeartbeatInterval
@@ -226,13 +227,13 @@ func (m *Machine) Tick(now time.Duration) {
 
 // Step processes one received message. msg and its payload may be reused
 // by the caller once Step returns.
-func (m *Machine) Step(now time.Duration, msg *wire.Message) {
+func (m *Elector) Step(now time.Duration, msg *wire.Message) {
 	if m.left || msg.From == m.id {
 		return
 	}
 	from := msg.From
 	if why := m.epochProblem(msg); why != "" {
-		m.refuse(now, from, IssueEpochWindow, why)
+		m.refuse(now, from, election.CauseEpochWindow, why)
 		return
 	}
 	if _, member := m.members[from]; !member {
@@ -257,13 +258,13 @@ func (m *Machine) Step(now time.Duration, msg *wire.Message) {
 	case wire.TypeElection:
 		m.onElection(now, from)
 	case wire.TypeAnswer:
-		if m.status == StatusElecting && Less(m.id, from) {
+		if m.status == election.StatusElecting && election.Less(m.id, from) {
 			m.becomeWaiting(now, from)
 		}
 	case wire.TypeHalt:
-		m.onHalt(now, Ballot{Epoch: msg.Epoch, ID: from}, msg.Reason())
+		m.onHalt(now, election.Ballot{Epoch: msg.Epoch, ID: from}, msg.Reason())
 	case wire.TypeHaltAck:
-		if m.status == StatusHalting && msg.Epoch == m.proposal.Epoch && m.pending[from] {
+		if m.status == election.StatusHalting && msg.Epoch == m.proposal.Epoch && m.pending[from] {
 			delete(m.pending, from)
 			if len(m.pending) == 0 {
 				m.win(now)
@@ -274,9 +275,9 @@ func (m *Machine) Step(now time.Duration, msg *wire.Message) {
 		if err != nil {
 			return
 		}
-		m.onReject(now, Ballot{Epoch: msg.Epoch, ID: id})
+		m.onReject(now, election.Ballot{Epoch: msg.Epoch, ID: id})
 	case wire.TypeCoordinator:
-		m.onCoordinator(now, Ballot{Epoch: msg.Epoch, ID: from})
+		m.onCoordinator(now, election.Ballot{Epoch: msg.Epoch, ID: from})
 	case wire.TypeHeartbeat:
 		m.onHeartbeat(now, from, msg.Epoch)
 	case wire.TypeJoin:
@@ -293,33 +294,33 @@ func (m *Machine) Step(now time.Duration, msg *wire.Message) {
 }
 
 // epochProblem says why msg's epoch is refused, or "" when it is not: it
-// may move this node's epoch by at most EpochWindow (but while
+// may move this node's epoch by at most election.EpochWindow (but while
 // bootstrapping, or in the MEMBERS reply that a JOIN asked for), and never
-// past MaxEpoch.
-func (m *Machine) epochProblem(msg *wire.Message) string {
+// past election.MaxEpoch.
+func (m *Elector) epochProblem(msg *wire.Message) string {
 	switch {
-	case msg.Epoch > MaxEpoch:
-		return fmt.Sprintf("%s epoch %d is beyond the maximum %d", msg.Type, msg.Epoch, uint64(MaxEpoch))
-	case msg.Epoch <= m.epoch+EpochWindow, m.bootstrapping:
+	case msg.Epoch > election.MaxEpoch:
+		return fmt.Sprintf("%s epoch %d is beyond the maximum %d", msg.Type, msg.Epoch, uint64(election.MaxEpoch))
+	case msg.Epoch <= m.epoch+election.EpochWindow, m.bootstrapping:
 		return ""
 	case msg.Type == wire.TypeMembers && m.askedMembers[msg.From]:
 		return ""
 	}
 	return fmt.Sprintf("%s epoch %d is %d ahead of this node's %d, more than the window of %d",
-		msg.Type, msg.Epoch, msg.Epoch-m.epoch, m.epoch, EpochWindow)
+		msg.Type, msg.Epoch, msg.Epoch-m.epoch, m.epoch, election.EpochWindow)
 }
 
-// refuse reports a message from peer that the Machine ignored.
-func (m *Machine) refuse(now time.Duration, peer uuid.UUID, issue PeerIssue, why string) {
-	m.emit(Event{At: now, Kind: EventRefused, Peer: wire.Member{ID: peer, Addr: m.members[peer]}, Issue: issue, Detail: why})
+// refuse reports a message from peer that the Elector ignored.
+func (m *Elector) refuse(now time.Duration, peer uuid.UUID, cause election.RefusalCause, why string) {
+	m.emit(election.Event{At: now, Kind: election.EventRefused, Peer: wire.Member{ID: peer, Addr: m.members[peer]}, Cause: cause, Detail: why})
 }
 
 // onMembers takes the member list a peer sent in reply to this node's JOIN;
 // the list must fit MaxMembers whole. Each member new to this node is
 // introduced to with a JOIN: that is how a JOIN reaches all participants.
-func (m *Machine) onMembers(now time.Duration, from uuid.UUID, payload []byte) {
+func (m *Elector) onMembers(now time.Duration, from uuid.UUID, payload []byte) {
 	if !m.askedMembers[from] {
-		m.refuse(now, from, IssueMembership, "MEMBERS this node did not ask for")
+		m.refuse(now, from, election.CauseMembership, "MEMBERS this node did not ask for")
 		return
 	}
 	ms, err := wire.DecodeMembers(payload)
@@ -327,8 +328,8 @@ func (m *Machine) onMembers(now time.Duration, from uuid.UUID, payload []byte) {
 		return
 	}
 	delete(m.askedMembers, from)
-	if len(ms) > m.cfg.maxMembers() {
-		m.refuse(now, from, IssueMembership, fmt.Sprintf("MEMBERS lists %d members, more than MaxMembers %d", len(ms), m.cfg.maxMembers()))
+	if len(ms) > m.cfg.MemberLimit() {
+		m.refuse(now, from, election.CauseMembership, fmt.Sprintf("MEMBERS lists %d members, more than MaxMembers %d", len(ms), m.cfg.MemberLimit()))
 		return
 	}
 	for _, p := range ms {
@@ -338,12 +339,12 @@ func (m *Machine) onMembers(now time.Duration, from uuid.UUID, payload []byte) {
 	}
 }
 
-func (m *Machine) onElection(now time.Duration, from uuid.UUID) {
-	if !Less(from, m.id) {
+func (m *Elector) onElection(now time.Duration, from uuid.UUID) {
+	if !election.Less(from, m.id) {
 		return // ELECTION goes only to higher nodes; a higher sender is confused, not a threat
 	}
 	m.send(from, wire.TypeAnswer, 0, m.epoch, nil)
-	if m.status != StatusNormal {
+	if m.status != election.StatusNormal {
 		// Already electing, halting or waiting for a higher node: the answer
 		// is all the lower node needs.
 		return
@@ -357,10 +358,10 @@ func (m *Machine) onElection(now time.Duration, from uuid.UUID) {
 	m.startElection(now, wire.ReasonBullied)
 }
 
-func (m *Machine) onHalt(now time.Duration, b Ballot, reason wire.Reason) {
-	if Less(b.ID, m.id) {
+func (m *Elector) onHalt(now time.Duration, b election.Ballot, reason wire.Reason) {
+	if election.Less(b.ID, m.id) {
 		// A lower node believes it is the highest alive: bully it.
-		if m.status == StatusNormal || m.status == StatusWaiting {
+		if m.status == election.StatusNormal || m.status == election.StatusWaiting {
 			m.startElection(now, wire.ReasonBullied)
 		}
 		return
@@ -376,9 +377,9 @@ func (m *Machine) onHalt(now time.Duration, b Ballot, reason wire.Reason) {
 }
 
 // onReject handles a REJECT naming ballot b that the sender promised.
-func (m *Machine) onReject(now time.Duration, b Ballot) {
+func (m *Elector) onReject(now time.Duration, b election.Ballot) {
 	switch {
-	case m.status == StatusHalting:
+	case m.status == election.StatusHalting:
 		if b.Epoch < m.proposal.Epoch {
 			return // answers an earlier proposal that the current one already beats
 		}
@@ -386,7 +387,7 @@ func (m *Machine) onReject(now time.Duration, b Ballot) {
 			m.epoch = b.Epoch
 			m.dirty = true
 		}
-		if Less(m.id, b.ID) && m.proposal.Less(b) {
+		if election.Less(m.id, b.ID) && m.proposal.Less(b) {
 			// A higher node holds a newer ballot. Competing with it would
 			// bump epochs back and forth; ask it instead: an ANSWER means it
 			// is alive and this node waits, silence means it is gone.
@@ -394,12 +395,12 @@ func (m *Machine) onReject(now time.Duration, b Ballot) {
 			return
 		}
 		m.startHalting(now, m.epoch+1)
-	case m.status == StatusNormal && m.leader == m.id:
+	case m.status == election.StatusNormal && m.leader == m.id:
 		if b.Epoch > m.epoch {
 			m.epoch = b.Epoch
 			m.dirty = true
 		}
-		if (Ballot{Epoch: m.leaderEpoch, ID: m.id}).Less(b) {
+		if (election.Ballot{Epoch: m.leaderEpoch, ID: m.id}).Less(b) {
 			// Some node promised a newer ballot. If its owner is higher and
 			// alive, the ELECTION finds it and this node waits; otherwise this
 			// node takes the cluster back under a still newer epoch.
@@ -413,10 +414,10 @@ func (m *Machine) onReject(now time.Duration, b Ballot) {
 	}
 }
 
-func (m *Machine) onCoordinator(now time.Duration, b Ballot) {
-	if Less(b.ID, m.id) {
+func (m *Elector) onCoordinator(now time.Duration, b election.Ballot) {
+	if election.Less(b.ID, m.id) {
 		// "A node that hears COORDINATOR from a lower ID bullies it."
-		if m.status == StatusNormal || m.status == StatusWaiting {
+		if m.status == election.StatusNormal || m.status == election.StatusWaiting {
 			m.startElection(now, wire.ReasonLowerLeader)
 		}
 		return
@@ -428,15 +429,15 @@ func (m *Machine) onCoordinator(now time.Duration, b Ballot) {
 	m.follow(now, b)
 }
 
-func (m *Machine) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
-	if m.status != StatusNormal {
+func (m *Elector) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
+	if m.status != election.StatusNormal {
 		return
 	}
 	switch {
 	case from == m.leader && epoch == m.leaderEpoch && m.leader != m.id:
 		m.heard = now
 		m.armDetector()
-	case m.leader == m.id && Less(from, m.id):
+	case m.leader == m.id && election.Less(from, m.id):
 		// Two leaders (a healed partition): the higher one takes over under
 		// a new epoch; the lower one waits to be halted.
 		m.startElection(now, wire.ReasonLowerLeader)
@@ -447,15 +448,15 @@ func (m *Machine) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
 		// not wait to be halted: the HEARTBEAT claims the higher node's
 		// epoch as its COORDINATOR did, and is taken or rejected by the
 		// same rule.
-		m.onCoordinator(now, Ballot{Epoch: epoch, ID: from})
+		m.onCoordinator(now, election.Ballot{Epoch: epoch, ID: from})
 	}
 }
 
-func (m *Machine) onJoin(now time.Duration, p wire.Member, wantMembers bool) {
+func (m *Elector) onJoin(now time.Duration, p wire.Member, wantMembers bool) {
 	_, member := m.members[p.ID]
 	_, left := m.departed[p.ID]
 	if m.cfg.Insecure && !member && !left {
-		m.refuse(now, p.ID, IssueMembership, fmt.Sprintf("JOIN from %s at %q, which this node does not know: without a cluster key it accepts no new members", p.ID, p.Addr))
+		m.refuse(now, p.ID, election.CauseMembership, fmt.Sprintf("JOIN from %s at %q, which this node does not know: without a cluster key it accepts no new members", p.ID, p.Addr))
 		return
 	}
 	if m.addMember(now, p, p.ID) && wantMembers {
@@ -466,26 +467,26 @@ func (m *Machine) onJoin(now time.Duration, p wire.Member, wantMembers bool) {
 	}
 }
 
-func (m *Machine) onLeave(now time.Duration, from uuid.UUID) {
+func (m *Elector) onLeave(now time.Duration, from uuid.UUID) {
 	addr := m.members[from]
 	delete(m.members, from)
-	if len(m.departed) >= m.cfg.maxMembers() {
+	if len(m.departed) >= m.cfg.MemberLimit() {
 		clear(m.departed) // what is forgotten only costs a JOIN
 	}
 	m.departed[from] = addr
 	m.rebuildIDs()
 	m.dirty = true
 	m.rearmOnRankChange()
-	m.emit(Event{At: now, Kind: EventMemberLeft, Peer: wire.Member{ID: from, Addr: addr}, By: from})
+	m.emit(election.Event{At: now, Kind: election.EventMemberLeft, Peer: wire.Member{ID: from, Addr: addr}, By: from})
 	switch m.status {
-	case StatusHalting:
+	case election.StatusHalting:
 		if m.pending[from] {
 			delete(m.pending, from)
 			if len(m.pending) == 0 {
 				m.win(now)
 			}
 		}
-	case StatusNormal:
+	case election.StatusNormal:
 		if m.leader == from {
 			m.startElection(now, wire.ReasonLeaderLeft)
 		}
@@ -494,7 +495,7 @@ func (m *Machine) onLeave(now time.Duration, from uuid.UUID) {
 
 // addMember adds or updates p, announced by member by, and reports whether
 // anything changed.
-func (m *Machine) addMember(now time.Duration, p wire.Member, by uuid.UUID) bool {
+func (m *Elector) addMember(now time.Duration, p wire.Member, by uuid.UUID) bool {
 	if p.ID == m.id || p.ID == uuid.Nil {
 		return false
 	}
@@ -502,8 +503,8 @@ func (m *Machine) addMember(now time.Duration, p wire.Member, by uuid.UUID) bool
 	if known && (addr == p.Addr || p.Addr == "") {
 		return false
 	}
-	if !known && len(m.members) >= m.cfg.maxMembers() {
-		m.refuse(now, by, IssueMembership, fmt.Sprintf("member %s would make %d, more than MaxMembers %d", p.ID, len(m.members)+1, m.cfg.maxMembers()))
+	if !known && len(m.members) >= m.cfg.MemberLimit() {
+		m.refuse(now, by, election.CauseMembership, fmt.Sprintf("member %s would make %d, more than MaxMembers %d", p.ID, len(m.members)+1, m.cfg.MemberLimit()))
 		return false
 	}
 	m.members[p.ID] = p.Addr
@@ -511,18 +512,18 @@ func (m *Machine) addMember(now time.Duration, p wire.Member, by uuid.UUID) bool
 	m.rebuildIDs()
 	m.dirty = true
 	m.rearmOnRankChange()
-	m.emit(Event{At: now, Kind: EventMemberJoined, Peer: p, By: by})
+	m.emit(election.Event{At: now, Kind: election.EventMemberJoined, Peer: p, By: by})
 	return true
 }
 
 // startElection sends ELECTION to every higher member (but a suspected
 // leader) and waits for an ANSWER; with nobody above, it halts at once.
-func (m *Machine) startElection(now time.Duration, reason wire.Reason) {
+func (m *Elector) startElection(now time.Duration, reason wire.Reason) {
 	m.skip = uuid.Nil
 	switch {
 	case reason == wire.ReasonLeaderFailed || reason == wire.ReasonLeaderLeft:
 		m.skip = m.leader
-	case reason == wire.ReasonBullied && m.status == StatusNormal && m.leader != m.id &&
+	case reason == wire.ReasonBullied && m.status == election.StatusNormal && m.leader != m.id &&
 		now-m.heard > 2*m.cfg.HeartbeatInterval:
 		// A lower node suspects the leader and this node has missed a
 		// heartbeat too: asking the leader would likely cost a whole
@@ -530,13 +531,13 @@ func (m *Machine) startElection(now time.Duration, reason wire.Reason) {
 		m.skip = m.leader
 	}
 	m.reason = reason
-	m.emit(Event{At: now, Kind: EventElectionStarted, Reason: reason})
+	m.emit(election.Event{At: now, Kind: election.EventElectionStarted, Reason: reason})
 	higher := m.higher()
 	if len(higher) == 0 {
 		m.startHalting(now, max(m.epoch, m.promise.Epoch)+1)
 		return
 	}
-	m.setStatus(now, StatusElecting)
+	m.setStatus(now, election.StatusElecting)
 	for _, id := range higher {
 		m.send(id, wire.TypeElection, uint8(reason), m.epoch, nil)
 	}
@@ -544,13 +545,13 @@ func (m *Machine) startElection(now time.Duration, reason wire.Reason) {
 }
 
 // startHalting proposes ballot (epoch, self) to every lower member.
-func (m *Machine) startHalting(now time.Duration, epoch uint64) {
+func (m *Elector) startHalting(now time.Duration, epoch uint64) {
 	epoch = max(epoch, m.epoch+1, m.promise.Epoch+1)
 	m.epoch = epoch
-	m.proposal = Ballot{Epoch: epoch, ID: m.id}
+	m.proposal = election.Ballot{Epoch: epoch, ID: m.id}
 	m.promise = m.proposal
 	m.dirty = true
-	m.setStatus(now, StatusHalting)
+	m.setStatus(now, election.StatusHalting)
 	m.pending = make(map[uuid.UUID]bool)
 	// Highest first: the nearer a lower node ranks, the sooner its
 	// staggered detector fires, so the sooner it needs its HALT.
@@ -566,21 +567,21 @@ func (m *Machine) startHalting(now time.Duration, epoch uint64) {
 }
 
 // win makes this node leader of its proposed epoch and tells everyone.
-func (m *Machine) win(now time.Duration) {
+func (m *Elector) win(now time.Duration) {
 	m.bootstrapping = false
 	m.pending = nil
 	m.leader = m.id
 	m.leaderEpoch = m.proposal.Epoch
 	m.dirty = true
-	m.setStatus(now, StatusNormal)
-	m.emit(Event{At: now, Kind: EventElectionWon, Leader: m.id, Epoch: m.leaderEpoch})
-	m.emit(Event{At: now, Kind: EventLeaderChanged, Leader: m.id, Epoch: m.leaderEpoch})
+	m.setStatus(now, election.StatusNormal)
+	m.emit(election.Event{At: now, Kind: election.EventElectionWon, Leader: m.id, Epoch: m.leaderEpoch})
+	m.emit(election.Event{At: now, Kind: election.EventLeaderChanged, Leader: m.id, Epoch: m.leaderEpoch})
 	m.broadcast(wire.TypeCoordinator, uint8(m.reason), m.leaderEpoch, nil)
 	m.deadline = now + m.cfg.HeartbeatInterval
 }
 
 // follow accepts b's node as leader of b's epoch.
-func (m *Machine) follow(now time.Duration, b Ballot) {
+func (m *Elector) follow(now time.Duration, b election.Ballot) {
 	m.bootstrapping = false
 	changed := m.leader != b.ID || m.leaderEpoch != b.Epoch
 	m.promise = b
@@ -590,9 +591,9 @@ func (m *Machine) follow(now time.Duration, b Ballot) {
 		m.dirty = true
 	}
 	m.pending = nil
-	m.setStatus(now, StatusNormal)
+	m.setStatus(now, election.StatusNormal)
 	if changed {
-		m.emit(Event{At: now, Kind: EventLeaderChanged, Leader: b.ID, Epoch: b.Epoch})
+		m.emit(election.Event{At: now, Kind: election.EventLeaderChanged, Leader: b.ID, Epoch: b.Epoch})
 	}
 	m.heard = now
 	m.armDetector()
@@ -604,15 +605,15 @@ func (m *Machine) follow(now time.Duration, b Ballot) {
 // time, so without the stagger all of them would detect a crash at once and
 // each would elect: (N-1)(N-2)/2 ELECTIONs. Staggered, the highest survivor
 // detects first and its HALTs reach the others before their deadlines.
-func (m *Machine) armDetector() {
+func (m *Elector) armDetector() {
 	m.deadline = m.heard + m.cfg.FailureTimeout + m.staggerBelow(m.leader)
 }
 
 // rearmOnRankChange moves a Normal follower's failure deadline after the
 // membership changed, since a member joining or leaving between it and its
 // leader changes its rank.
-func (m *Machine) rearmOnRankChange() {
-	if m.status == StatusNormal && m.leader != m.id && m.leader != uuid.Nil {
+func (m *Elector) rearmOnRankChange() {
+	if m.status == election.StatusNormal && m.leader != m.id && m.leader != uuid.Nil {
 		m.armDetector()
 	}
 }
@@ -621,67 +622,67 @@ func (m *Machine) rearmOnRankChange() {
 // node. Its timeout is staggered like the failure detector, by rank below
 // awaited: if awaited dies, the nodes it halted would otherwise all time out
 // together and elect at once.
-func (m *Machine) becomeWaiting(now time.Duration, awaited uuid.UUID) {
+func (m *Elector) becomeWaiting(now time.Duration, awaited uuid.UUID) {
 	m.pending = nil
-	m.setStatus(now, StatusWaiting)
+	m.setStatus(now, election.StatusWaiting)
 	m.deadline = now + WaitFactor*m.cfg.ElectionTimeout + m.staggerBelow(awaited)
 }
 
 // staggerBelow is the extra detection delay for watching node above: the
 // stagger of this node's rank below it (StaggerDelay).
-func (m *Machine) staggerBelow(above uuid.UUID) time.Duration {
+func (m *Elector) staggerBelow(above uuid.UUID) time.Duration {
 	return StaggerDelay(m.rankBelow(above), m.cfg.DetectionStagger, m.cfg.ElectionTimeout)
 }
 
 // rankBelow counts the members ranked strictly between this node and above,
-// in the member list this node holds (IDs compared with Less): 0 for the
+// in the member list this node holds (IDs compared with election.Less): 0 for the
 // node just below above, such as the highest follower of a leader. Members
 // that left are not in the list; members that crashed still are, since the
-// Machine has no liveness view beyond its leader's heartbeats: a crashed
+// Elector has no liveness view beyond its leader's heartbeats: a crashed
 // member in between costs one stagger step, within the cap. A node above
 // (which never follows a lower leader for long) has rank 0.
-func (m *Machine) rankBelow(above uuid.UUID) int {
-	if !Less(m.id, above) {
+func (m *Elector) rankBelow(above uuid.UUID) int {
+	if !election.Less(m.id, above) {
 		return 0
 	}
 	return max(m.position(above)-m.position(m.id)-1, 0)
 }
 
 // position is the index at which id is, or would be, in m.ids.
-func (m *Machine) position(id uuid.UUID) int {
+func (m *Elector) position(id uuid.UUID) int {
 	i, _ := slices.BinarySearchFunc(m.ids, id, compareIDs)
 	return i
 }
 
-func (m *Machine) reject(to uuid.UUID) {
+func (m *Elector) reject(to uuid.UUID) {
 	m.send(to, wire.TypeReject, 0, m.promise.Epoch, wire.AppendID(nil, m.promise.ID))
 }
 
-func (m *Machine) setStatus(now time.Duration, s Status) {
+func (m *Elector) setStatus(now time.Duration, s election.Status) {
 	if m.status == s {
 		return
 	}
-	m.emit(Event{At: now, Kind: EventStatus, From: m.status, To: s})
+	m.emit(election.Event{At: now, Kind: election.EventStatus, From: m.status, To: s})
 	m.status = s
 }
 
-func (m *Machine) emit(e Event) { m.out.Events = append(m.out.Events, e) }
+func (m *Elector) emit(e election.Event) { m.out.Events = append(m.out.Events, e) }
 
-func (m *Machine) send(to uuid.UUID, t wire.Type, flags uint8, epoch uint64, payload []byte) {
+func (m *Elector) send(to uuid.UUID, t wire.Type, flags uint8, epoch uint64, payload []byte) {
 	m.sentBy[t&15]++
-	m.out.Messages = append(m.out.Messages, Envelope{To: to, Msg: wire.Message{
+	m.out.Messages = append(m.out.Messages, election.Envelope{To: to, Msg: wire.Message{
 		Type: t, Flags: flags, Epoch: epoch, From: m.id, Payload: payload,
 	}})
 }
 
-func (m *Machine) broadcast(t wire.Type, flags uint8, epoch uint64, payload []byte) {
+func (m *Elector) broadcast(t wire.Type, flags uint8, epoch uint64, payload []byte) {
 	for _, id := range m.others() {
 		m.send(id, t, flags, epoch, payload)
 	}
 }
 
 // others returns every member but self, in ID order. The slice is reused.
-func (m *Machine) others() []uuid.UUID {
+func (m *Elector) others() []uuid.UUID {
 	m.scratch = m.scratch[:0]
 	for _, id := range m.ids {
 		if id != m.id {
@@ -692,17 +693,17 @@ func (m *Machine) others() []uuid.UUID {
 }
 
 // higher returns the members above self, less a suspected leader.
-func (m *Machine) higher() []uuid.UUID {
+func (m *Elector) higher() []uuid.UUID {
 	m.scratch = m.scratch[:0]
 	for _, id := range m.ids {
-		if Less(m.id, id) && id != m.skip {
+		if election.Less(m.id, id) && id != m.skip {
 			m.scratch = append(m.scratch, id)
 		}
 	}
 	return m.scratch
 }
 
-func (m *Machine) rebuildIDs() {
+func (m *Elector) rebuildIDs() {
 	m.ids = m.ids[:0]
 	for id := range m.members {
 		m.ids = append(m.ids, id)
@@ -713,10 +714,12 @@ func (m *Machine) rebuildIDs() {
 // compareIDs orders IDs by Less, for sorting and searching m.ids.
 func compareIDs(a, b uuid.UUID) int {
 	switch {
-	case Less(a, b):
+	case election.Less(a, b):
 		return -1
-	case Less(b, a):
+	case election.Less(b, a):
 		return 1
 	}
 	return 0
 }
+
+var _ election.Machine = (*Elector)(nil)

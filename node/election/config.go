@@ -1,4 +1,4 @@
-package node
+package election
 
 import (
 	"errors"
@@ -10,7 +10,8 @@ import (
 )
 
 // Config holds what a Machine needs to know before it starts. Build one from
-// DefaultConfig and check it with Validate.
+// DefaultConfig and check it with Validate. The timeouts are Bully's; an
+// algorithm takes the ones it has a use for.
 type Config struct {
 	// ID is this node's identity: a version-4 UUID that never changes.
 	ID uuid.UUID
@@ -37,10 +38,10 @@ type Config struct {
 	// DetectionStagger delays a follower's failure detection by this much for
 	// every member ranked between it and its leader, and a waiting node's
 	// timeout likewise for every member between it and the node it waits
-	// for; the delay is capped at ElectionTimeout (see StaggerDelay). After a
-	// leader crash the highest survivor then detects first and HALTs the
-	// others before their timers fire, instead of every survivor electing at
-	// once. 0 disables it. It changes timing only, never safety.
+	// for; the delay is capped at ElectionTimeout (see bully.StaggerDelay).
+	// After a leader crash the highest survivor then detects first and HALTs
+	// the others before their timers fire, instead of every survivor electing
+	// at once. 0 disables it. It changes timing only, never safety.
 	DetectionStagger time.Duration
 
 	// MaxMembers bounds the membership list, this node included: a JOIN or
@@ -61,7 +62,7 @@ const DefaultMaxMembers = 1024
 
 // EpochWindow is how far one message may move a node's epoch forward: a
 // message whose epoch is more than EpochWindow above the highest the node
-// has seen is ignored and reported (IssueEpochWindow). A healthy cluster
+// has seen is ignored and reported (CauseEpochWindow). A healthy cluster
 // moves its epoch by one or two per election, so only a node that slept
 // through some 65,536 elections falls this far behind; it catches up by
 // joining again (JOIN's MEMBERS reply sets its epoch), and a node that has
@@ -73,13 +74,6 @@ const EpochWindow = 1 << 16
 // MaxEpoch is the highest epoch a node accepts or reaches. Messages above
 // it are ignored, so that epoch+1 never overflows, whatever a peer sends.
 const MaxEpoch = 1 << 63
-
-// WaitFactor multiplies ElectionTimeout to give the time a node that was
-// answered or halted waits for a COORDINATOR before it starts over. The node
-// that answered needs up to one ElectionTimeout to learn that nobody above it
-// is alive and up to one more to halt the nodes below it; the third covers
-// message delays and one REJECT round.
-const WaitFactor = 3
 
 // DefaultConfig returns timeouts suited to a LAN or a testbed on one host.
 func DefaultConfig() Config {
@@ -102,32 +96,8 @@ func DefaultConfig() Config {
 	}
 }
 
-// StaggerDelay is the extra failure-detection delay of a node with rank
-// members between it and the node it watches: rank x stagger, capped at
-// electionTimeout. Past the cap staggering buys nothing: the highest
-// survivor, detecting at rank 0, has finished its HALT round within one
-// ElectionTimeout, and every later node would only wait longer to be
-// halted (250 nodes would otherwise wait seconds). The cap is also how
-// much the stagger adds to the SLE2 bound.
-func StaggerDelay(rank int, stagger, electionTimeout time.Duration) time.Duration {
-	if rank <= 0 || stagger <= 0 {
-		return 0
-	}
-	if time.Duration(rank) > electionTimeout/stagger {
-		return electionTimeout
-	}
-	return min(time.Duration(rank)*stagger, electionTimeout)
-}
-
-// MaxStaggerDelay is the largest StaggerDelay in a cluster of n members: the
-// term the stagger adds to node/doc.go's SLE2 bound.
-func MaxStaggerDelay(n int, stagger, electionTimeout time.Duration) time.Duration {
-	// Between a node and the one it watches lie at most n-2 others.
-	return StaggerDelay(n-2, stagger, electionTimeout)
-}
-
-// maxMembers is MaxMembers with 0 taking the default.
-func (c Config) maxMembers() int {
+// MemberLimit is MaxMembers with 0 taking the default.
+func (c Config) MemberLimit() int {
 	if c.MaxMembers == 0 {
 		return DefaultMaxMembers
 	}
@@ -143,7 +113,7 @@ func configError(field, format string, args ...any) error {
 
 // Validate checks c and returns an error naming the first bad field.
 func (c Config) Validate() error {
-	if why := uuidV4Problem(c.ID); why != "" {
+	if why := IDProblem(c.ID); why != "" {
 		return configError("ID", "%s is not a version-4 UUID: %s", c.ID, why)
 	}
 	if c.HeartbeatInterval <= 0 {
@@ -164,12 +134,12 @@ func (c Config) Validate() error {
 	if c.MaxMembers != 0 && (c.MaxMembers < 2 || c.MaxMembers > wire.MaxMembers) {
 		return configError("MaxMembers", "must be between 2 and %d (0 for %d), got %d", wire.MaxMembers, DefaultMaxMembers, c.MaxMembers)
 	}
-	if max := c.maxMembers(); len(c.Peers) >= max {
+	if max := c.MemberLimit(); len(c.Peers) >= max {
 		return configError("Peers", "%d peers, at most %d (MaxMembers %d, this node included)", len(c.Peers), max-1, max)
 	}
 	seen := make(map[uuid.UUID]string, len(c.Peers))
 	for i, p := range c.Peers {
-		if why := uuidV4Problem(p.ID); why != "" {
+		if why := IDProblem(p.ID); why != "" {
 			return configError(fmt.Sprintf("Peers[%d].ID", i), "%s is not a version-4 UUID: %s", p.ID, why)
 		}
 		if prev, dup := seen[p.ID]; dup {
@@ -184,4 +154,19 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// IDProblem says why id is not a node ID, a version-4 UUID of the RFC 9562
+// variant, or returns "". The variant matters too: with another variant the
+// version nibble means nothing.
+func IDProblem(id uuid.UUID) string {
+	switch {
+	case id == uuid.Nil:
+		return "it is the nil UUID"
+	case id.Version() != 4:
+		return fmt.Sprintf("it is version %d", id.Version())
+	case id.Variant() != uuid.RFC4122:
+		return fmt.Sprintf("its variant is %s", id.Variant())
+	}
+	return ""
 }

@@ -1,4 +1,4 @@
-package node
+package election
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Status is where a node stands in the algorithm. Only in StatusNormal is its
+// Status is where a node stands in its election. Only in StatusNormal is its
 // leader significant (SLE1 speaks of Normal nodes only).
 type Status uint8
 
@@ -40,8 +40,13 @@ func (s Status) String() string {
 	return fmt.Sprintf("status(%d)", uint8(s))
 }
 
-// Less orders node IDs as unsigned 128-bit big-endian numbers: the Bully
-// priority. The highest ID wins.
+// Statuses lists every Status, for gauges that export one series each.
+func Statuses() []Status {
+	return []Status{StatusElecting, StatusHalting, StatusWaiting, StatusNormal}
+}
+
+// Less orders node IDs as unsigned 128-bit big-endian numbers: the priority
+// of every election. The highest ID wins.
 func Less(a, b uuid.UUID) bool { return bytes.Compare(a[:], b[:]) < 0 }
 
 // Ballot is a candidate's claim: the epoch it proposes and its own ID.
@@ -77,7 +82,7 @@ type State struct {
 	Left bool `json:"left,omitempty"`
 }
 
-// Envelope is a message the Machine wants sent to one peer.
+// Envelope is a message a Machine wants sent to one peer.
 type Envelope struct {
 	To  uuid.UUID
 	Msg wire.Message
@@ -93,8 +98,8 @@ const (
 	EventLeaderChanged   EventKind = "leader_changed"   // Leader at Epoch accepted
 	EventMemberJoined    EventKind = "member_joined"    // Peer joined
 	EventMemberLeft      EventKind = "member_left"      // Peer left
-	// EventRefused: a message from Peer was ignored for Issue (Detail says
-	// how); the Node counts and logs it as peer_refused.
+	// EventRefused: a message from Peer was ignored for Cause (Detail says
+	// how); the runtime counts and logs it as peer_refused.
 	EventRefused EventKind = "refused"
 )
 
@@ -110,10 +115,23 @@ type Event struct {
 	Peer   wire.Member // EventMemberJoined, EventMemberLeft, EventRefused
 	// By is the member whose message caused a membership change: the
 	// joiner or leaver itself, or the seed whose MEMBERS listed the joiner.
-	By     uuid.UUID // EventMemberJoined, EventMemberLeft
-	Issue  PeerIssue // EventRefused
-	Detail string    // EventRefused
+	By     uuid.UUID    // EventMemberJoined, EventMemberLeft
+	Cause  RefusalCause // EventRefused
+	Detail string       // EventRefused
 }
+
+// RefusalCause says why a Machine ignored a peer's message (EventRefused).
+type RefusalCause uint8
+
+const (
+	// CauseEpochWindow: the message's epoch is more than EpochWindow ahead
+	// of the node's, or beyond MaxEpoch.
+	CauseEpochWindow RefusalCause = iota + 1
+	// CauseMembership: a JOIN or MEMBERS that would break the membership
+	// rules (an unsolicited MEMBERS, a list over Config.MaxMembers, a JOIN
+	// from an unknown ID without authentication).
+	CauseMembership
+)
 
 // Output is what a Machine produced since the last Drain. Persist State (when
 // non-nil) first, then send Messages; Events are for logs and metrics.

@@ -1,0 +1,52 @@
+package election
+
+import (
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// Machine is an election algorithm as a deterministic state machine. It owns
+// no goroutine, socket or clock: the runtime feeds it received messages
+// (Step), time (Tick), refused sends (Refused) and operator requests
+// (Campaign, Leave), and drains what it wants persisted, sent and logged
+// (Drain). Every method takes the caller's monotonic clock reading; a
+// Machine only compares these readings, so any origin works.
+type Machine interface {
+	// ID returns the node's ID.
+	ID() uuid.UUID
+	// Status returns where the node stands in its election.
+	Status() Status
+	// Leader returns the leader the node last accepted and its epoch,
+	// significant only while Status is StatusNormal.
+	Leader() (uuid.UUID, uint64)
+	// Epoch returns the highest epoch the node has seen.
+	Epoch() uint64
+	// IsLeader reports whether the node is a Normal leader.
+	IsLeader() bool
+	// Members returns every known member, the node included, in ID order.
+	Members() []wire.Member
+	// State returns a copy of what the node persists.
+	State() State
+	// NextDeadline returns the clock reading at which Tick next has work.
+	NextDeadline() time.Duration
+
+	// Step processes one received message; the caller may reuse msg and
+	// its payload once Step returns.
+	Step(now time.Duration, msg *wire.Message)
+	// Tick fires whatever timer is due at now.
+	Tick(now time.Duration)
+	// Refused tells the Machine that a message of type t at epoch it sent
+	// to peer was refused: nobody listened at the peer's address, so the
+	// peer's process was not running.
+	Refused(now time.Duration, peer uuid.UUID, t wire.Type, epoch uint64)
+	// Campaign starts an election now for reason, unless one is under way.
+	Campaign(now time.Duration, reason wire.Reason)
+	// Leave announces that the node leaves the cluster for good; the
+	// Machine ignores all input afterwards.
+	Leave(now time.Duration)
+	// Drain returns and clears what the Machine produced since the last
+	// Drain.
+	Drain() Output
+}
