@@ -1,3 +1,5 @@
+//go:build linux
+
 package netem
 
 // RefuseMicrosecondTimestamps makes the testbeds built until restore is

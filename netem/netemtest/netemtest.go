@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package netemtest helps tests build netem testbeds: a fresh run name per
 // testbed, prefixed per test, a small testbed closed by t.Cleanup, a
 // bullylab binary for labs' node processes, and RequireRoot and
