@@ -1,3 +1,5 @@
+//go:build linux
+
 package bench
 
 // SetLabStarted makes f hear the run ID of every lab a run starts, until
