@@ -139,7 +139,7 @@ func (ru *runner) setup(ctx context.Context) *runFailure {
 func (ru *runner) start(ctx context.Context) (testbed, error) {
 	topo := ru.opts.Topology
 	if len(topo.Hosts) == 0 {
-		lb, err := lab.Start(ctx, topo, lab.StartOptions{Binary: ru.opts.Binary, Seed: ru.seed, Backend: ru.opts.Backend,
+		lb, err := lab.Boot(ctx, topo, lab.BootOptions{Binary: ru.opts.Binary, Seed: ru.seed, Backend: ru.opts.Backend,
 			// Readable by all whatever the umask, as the other outputs.
 			Capture: &lab.CaptureOptions{Path: ru.capPath, Mode: OutputMode}})
 		if err != nil {

@@ -25,7 +25,7 @@ type CaptureOptions struct {
 	// node boots, so that the file holds the boot elections and every
 	// frame the nodes' counters count. Otherwise it starts once every
 	// node answers, and the nodes boot while the testbed is still being
-	// built (see Start).
+	// built (see Boot).
 	FromBoot bool
 	// Mode is the file's permission bits, applied whatever the umask; 0
 	// leaves what the umask gives.
@@ -204,7 +204,7 @@ func (lc *Capture) stopOnClose() error {
 	return err
 }
 
-// Capture returns the lab's capture, nil without StartOptions.Capture.
+// Capture returns the lab's capture, nil without BootOptions.Capture.
 func (l *Lab) Capture() *Capture { return l.capture }
 
 // Status describes the capture for the control API.

@@ -80,7 +80,7 @@ func TestLabCapture(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "star5.pcapng")
 	logDir := filepath.Join(dir, "logs")
-	lb := labtest.Start(t, topo, lab.StartOptions{Binary: bin, LogDir: logDir,
+	lb := labtest.Boot(t, topo, lab.BootOptions{Binary: bin, LogDir: logDir,
 		Capture: &lab.CaptureOptions{Path: path, FromBoot: true}})
 	lc := lb.Capture()
 	names := lb.Nodes()
@@ -301,7 +301,7 @@ func TestLabFaultsInForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "star3.pcapng")
-	lb := labtest.Start(t, topo, lab.StartOptions{Binary: bin, Capture: &lab.CaptureOptions{Path: path}})
+	lb := labtest.Boot(t, topo, lab.BootOptions{Binary: bin, Capture: &lab.CaptureOptions{Path: path}})
 	gone := map[int]bool{} // crashed PIDs, as observers saw them
 	lb.OnFault(func(f fault.Fault) {
 		if f.Kind != fault.Crash {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/fault"
+	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/node/localapi"
 )
 
@@ -29,12 +30,11 @@ import (
 // Errors are a non-200 status with {"error":"..."}: 400 for a fault the
 // lab refused, 405 and 404 for the wrong method or path.
 
-// ControlSocketName is the control socket's file name in a run's state
-// directory.
-const ControlSocketName = "control.sock"
-
-// ControlSocket is where a lab's control API is served.
-func ControlSocket(run string) string { return filepath.Join(netem.StateDir(run), ControlSocketName) }
+// ControlSocket is where a lab's control API is served: in the run's state
+// directory, under the name a node gives its own in its data dir.
+func ControlSocket(run string) string {
+	return filepath.Join(netem.StateDir(run), node.ControlSocketName)
+}
 
 // RunStatus is what GET /status answers.
 type RunStatus struct {

@@ -4,7 +4,7 @@
 // with `hosting: shared`, inside one `bullylab lab-host` process that makes
 // each node's sockets in its own namespace (host.go).
 //
-// Start builds the testbed, boots the nodes and, with StartOptions.Capture,
+// Boot builds the testbed, boots the nodes and, with BootOptions.Capture,
 // captures the switch into a pcapng file with every fault recorded. Apply
 // (or Crash, Partition, Delay, ...) applies a fault.Fault and reports it
 // to OnFault observers; NodeStates and WaitLeader watch the election it

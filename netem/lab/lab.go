@@ -35,8 +35,8 @@ const (
 	ProcExited  = "exited"  // ended by itself: after a leave fault, or failing
 )
 
-// StartOptions configure Start.
-type StartOptions struct {
+// BootOptions configure Boot.
+type BootOptions struct {
 	// Binary is the bullylab executable the nodes run as `Binary node ...`.
 	Binary string
 	// Run is the run ID; "" draws a fresh one with NewRunID.
@@ -132,7 +132,7 @@ func nodeEnv() []string {
 type Lab struct {
 	tb      *netem.Testbed
 	topo    *topologies.Topology
-	opts    StartOptions
+	opts    BootOptions
 	peers   string // the peers file every node reads
 	key     wire.Key
 	keyFile string     // where key is, for the nodes' --cluster-key
@@ -232,14 +232,14 @@ const (
 	queryWorkers = 4
 )
 
-// Start builds topo's testbed, applies the topology's impairments,
+// Boot builds topo's testbed, applies the topology's impairments,
 // starts one node per topology node and returns once every node's control
 // socket answers. It does not wait for a leader: see WaitLeader. On error,
 // or when ctx ends first, it removes everything it created.
 //
 // Node IDs are random version-4 UUIDs assigned in ascending order, so a
 // node's index is its Bully priority: in star5, n5 is the highest and wins.
-func Start(ctx context.Context, topo *topologies.Topology, opts StartOptions) (*Lab, error) {
+func Boot(ctx context.Context, topo *topologies.Topology, opts BootOptions) (*Lab, error) {
 	if len(topo.Hosts) > 0 && opts.Share == nil {
 		// Refused rather than run here in full: a testbed of the wrong
 		// machines measures something else.
@@ -300,7 +300,7 @@ func Start(ctx context.Context, topo *topologies.Topology, opts StartOptions) (*
 }
 
 // withDefaults checks opts and topo and fills in the defaults.
-func (opts StartOptions) withDefaults(topo *topologies.Topology) (StartOptions, error) {
+func (opts BootOptions) withDefaults(topo *topologies.Topology) (BootOptions, error) {
 	if opts.Binary == "" {
 		return opts, errors.New("lab: no bullylab binary given")
 	}
@@ -325,7 +325,7 @@ func (opts StartOptions) withDefaults(topo *topologies.Topology) (StartOptions, 
 
 // share returns the IDs of topo's nodes and the topology this host builds:
 // topo, or its share when opts.Share is set.
-func (opts StartOptions) share(topo *topologies.Topology) ([]uuid.UUID, *topologies.Topology, error) {
+func (opts BootOptions) share(topo *topologies.Topology) ([]uuid.UUID, *topologies.Topology, error) {
 	s := opts.Share
 	if s == nil {
 		ids, err := node.NewIDs(len(topo.Nodes), opts.Seed)
@@ -355,7 +355,7 @@ type nodeKeys struct {
 
 // memberKeys draws a member key for each of n nodes, or takes those of
 // opts.Share. At some 20 µs a key, a lab of 1000 nodes spends 20 ms on them.
-func (opts StartOptions) memberKeys(topo *topologies.Topology, n int) (nodeKeys, error) {
+func (opts BootOptions) memberKeys(topo *topologies.Topology, n int) (nodeKeys, error) {
 	if s := opts.Share; s != nil {
 		if s.PublicKeys == nil {
 			return nodeKeys{}, nil
@@ -382,7 +382,7 @@ func (opts StartOptions) memberKeys(topo *topologies.Topology, n int) (nodeKeys,
 }
 
 // key returns the cluster key opts give, or a new one.
-func (opts StartOptions) key() (wire.Key, error) {
+func (opts BootOptions) key() (wire.Key, error) {
 	if opts.Key != nil {
 		return *opts.Key, nil
 	}
@@ -414,7 +414,7 @@ func claimTestbed(ctx context.Context, topo *topologies.Topology, run string, bu
 
 // newLab describes the lab of topo on tb, its nodes with the IDs ids, and
 // the command lines they start with.
-func newLab(tb *netem.Testbed, topo *topologies.Topology, opts StartOptions, key wire.Key, ids []uuid.UUID, keys nodeKeys) *Lab {
+func newLab(tb *netem.Testbed, topo *topologies.Topology, opts BootOptions, key wire.Key, ids []uuid.UUID, keys nodeKeys) *Lab {
 	lctx, cancel := context.WithCancel(context.Background())
 	l := &Lab{
 		tb:      tb,
@@ -1022,9 +1022,9 @@ func (l *Lab) PeersFile() string { return l.peers }
 // Topology returns the topology the lab was started from.
 func (l *Lab) Topology() *topologies.Topology { return l.topo }
 
-// Times are the milestones of Start.
+// Times are the milestones of Boot.
 type Times struct {
-	Begin time.Time // Start was called
+	Begin time.Time // Boot was called
 	// Built is when the testbed's links were all up: before Started, or
 	// after it where the nodes boot while the testbed is built.
 	Built   time.Time
@@ -1036,7 +1036,7 @@ type Times struct {
 // the time to the first leader.
 func (l *Lab) Started() time.Time { return l.times.Started }
 
-// Times returns the milestones of Start.
+// Times returns the milestones of Boot.
 func (l *Lab) Times() Times { return l.times }
 
 // Nodes returns the node names in topology order.
@@ -1067,7 +1067,7 @@ func (l *Lab) NodeName(id uuid.UUID) string {
 
 // LogPath returns where a node's output goes: its JSON event log, with
 // whatever else its process writes to stdout and stderr, every
-// incarnation appended. Close removes it unless StartOptions.LogDir
+// incarnation appended. Close removes it unless BootOptions.LogDir
 // holds it.
 func (l *Lab) LogPath(name string) (string, error) {
 	n, err := l.node(name)

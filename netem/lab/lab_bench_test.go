@@ -80,7 +80,7 @@ func benchmarkLab(b *testing.B, n int, hosting topologies.Hosting) {
 		time.Sleep(settle)
 		run := netemtest.RunName(b)
 		cpu0 := selfCPU(b)
-		lb, err := lab.Start(b.Context(), topo, lab.StartOptions{Binary: bin, Run: run})
+		lb, err := lab.Boot(b.Context(), topo, lab.BootOptions{Binary: bin, Run: run})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -43,7 +43,7 @@ func labStartHosted(t *testing.T, topoName string, hosting topologies.Hosting) *
 	if hosting != "" {
 		topo.Hosting = hosting
 	}
-	lb := labtest.Start(t, topo, lab.StartOptions{Binary: bin})
+	lb := labtest.Boot(t, topo, lab.BootOptions{Binary: bin})
 	t.Cleanup(func() {
 		// Close is idempotent; the cleanup netemtest.Lab registered runs
 		// after this one and finds it done.
