@@ -289,9 +289,9 @@ func reportUp(ctx context.Context, out io.Writer, lb *lab.Lab) error {
 	}
 	const leaderWait = 30 * time.Second
 	wctx, cancel := context.WithTimeout(ctx, leaderWait)
-	ag, werr := lb.WaitLeader(wctx, nil)
+	ag, werr := lb.Monitor().WaitLeader(wctx, nil)
 	cancel()
-	backend, why := lb.Backend()
+	backend, why := lb.Faults().Backend()
 	// The first clause says why; the rest, what the backend cannot do, is
 	// in `bullylab status --json`.
 	why, _, _ = strings.Cut(why, "; ")

@@ -145,7 +145,7 @@ func (ru *runner) start(ctx context.Context) (testbed, error) {
 		if err != nil {
 			return nil, err
 		}
-		return localLab{lb}, nil
+		return localLab{lb, lb.Faults(), lb.Monitor()}, nil
 	}
 	h := ru.opts.Hosts
 	if h == nil {

@@ -90,7 +90,7 @@ func (l *Lab) startCapture(opts CaptureOptions) (*Capture, error) {
 		return fail(err)
 	}
 	lc := &Capture{path: opts.Path, started: started, f: f, w: w, live: live}
-	l.OnFault(lc.record)
+	l.faults.OnFault(lc.record)
 	return lc, nil
 }
 

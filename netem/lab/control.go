@@ -67,7 +67,8 @@ type CaptureStatus struct {
 }
 
 // Agreement returns the leader every running node follows in st at one
-// epoch, the leader among them, as WaitLeader defines agreement, or false.
+// epoch, the leader among them, as Monitor.WaitLeader defines agreement,
+// or false.
 func Agreement(st []NodeState) (Leader, bool) {
 	var ag Leader
 	for _, s := range st {
@@ -94,12 +95,12 @@ func Agreement(st []NodeState) (Leader, bool) {
 }
 
 // Status returns the lab's status as GET /status serves it, the nodes'
-// views without their member lists (NodeStates).
+// views without their member lists (Monitor.NodeStates).
 func (l *Lab) Status() RunStatus {
-	st := l.NodeStates()
-	backend, why := l.Backend()
+	st := l.monitor.NodeStates()
+	backend, why := l.faults.Backend()
 	ls := RunStatus{
-		Run: l.Run(), Topology: l.topo.Name, PID: os.Getpid(), Started: l.times.Begin,
+		Run: l.Run(), Topology: l.topo.Name, PID: os.Getpid(), Started: l.Times().Begin,
 		Backend: backend, BackendWhy: why, Nodes: st, KeyFile: l.keyFile,
 	}
 	if l.capture != nil {
@@ -132,7 +133,7 @@ type Served struct {
 // Close, owner-only: only root (or whoever runs the lab) may inject
 // faults.
 func Serve(l *Lab) (*APIServer, error) {
-	return ServeTestbed(Served{Run: l.Run(), Status: l.Status, Apply: l.Apply})
+	return ServeTestbed(Served{Run: l.Run(), Status: l.Status, Apply: l.faults.Apply})
 }
 
 // ServeTestbed serves t's control API at ControlSocket(t.Run), as Serve

@@ -85,7 +85,7 @@ func benchmarkLab(b *testing.B, n int, hosting topologies.Hosting) {
 			b.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
-		ag, err := lb.WaitLeader(ctx, nil)
+		ag, err := lb.Monitor().WaitLeader(ctx, nil)
 		cancel()
 		if err != nil {
 			lb.Close()
@@ -98,7 +98,7 @@ func benchmarkLab(b *testing.B, n int, hosting topologies.Hosting) {
 		f, l := nodeCPU(b, run, ag.Node)
 		nodesCPU += f
 		leaderCPU += l
-		agreed, ok, err := lb.AgreedAt(ag)
+		agreed, ok, err := lb.Monitor().AgreedAt(ag)
 		if err != nil || !ok {
 			lb.Close()
 			b.Fatalf("the nodes' logs do not show the agreement the poll saw (%v)", err)

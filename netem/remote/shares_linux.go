@@ -178,13 +178,13 @@ func (s *HostShares) Status() (ShareStatus, error) {
 		return ShareStatus{}, err
 	}
 	var st ShareStatus
-	if st.Nodes, err = json.Marshal(l.NodeStates()); err != nil {
+	if st.Nodes, err = json.Marshal(l.Monitor().NodeStates()); err != nil {
 		return ShareStatus{}, err
 	}
-	if st.Delayers, err = json.Marshal(l.DelayerStats()); err != nil {
+	if st.Delayers, err = json.Marshal(l.Faults().DelayerStats()); err != nil {
 		return ShareStatus{}, err
 	}
-	for _, f := range l.Failed() {
+	for _, f := range l.Monitor().Failed() {
 		st.Failed = append(st.Failed, ShareFailure{Node: f.Node, Reason: f.Reason})
 	}
 	return st, nil
@@ -196,7 +196,7 @@ func (s *HostShares) Network() (ShareNetwork, error) {
 	if err != nil {
 		return ShareNetwork{}, err
 	}
-	return ShareNetwork{MaxDelay: l.MaxDelay(), Lossy: l.Lossy()}, nil
+	return ShareNetwork{MaxDelay: l.Faults().MaxDelay(), Lossy: l.Faults().Lossy()}, nil
 }
 
 // maxShareLogs bounds the logs of one reply: a node logs elections and
@@ -235,7 +235,7 @@ func (s *HostShares) Apply(f fault.Fault) (fault.Fault, error) {
 	if err != nil {
 		return fault.Fault{}, err
 	}
-	return l.Apply(context.Background(), f)
+	return l.Faults().Apply(context.Background(), f)
 }
 
 // StopCapture ends the share's capture.
