@@ -76,7 +76,7 @@ type Share struct {
 	Join func(*netem.Testbed) error
 }
 
-// NodeRuntimeEnv tunes the Go runtime of node processes when Options.Env
+// NodeRuntimeEnv tunes the Go runtime of node processes when BootOptions.Env
 // is nil. A node is a single event loop with a transport; 250 of them share
 // the machine's cores. Measured with 100 nodes on 2 cores: GOMAXPROCS=1 cut
 // their steady CPU by a fifth (fewer threads handing work to each other),
