@@ -167,7 +167,7 @@ func runUp(c *cli.Context) error {
 	defer stop()
 	out := c.App.Writer
 	fmt.Fprintf(out, "starting %s: %d nodes\n", topo.Name, len(topo.Nodes))
-	lb, err := lab.Start(ctx, topo, opts)
+	lb, err := lab.Boot(ctx, topo, opts)
 	if err != nil {
 		if ctx.Err() != nil {
 			return errors.New("up: interrupted while starting; everything it created is removed")
@@ -233,8 +233,8 @@ func upTopology(c *cli.Context) (*topologies.Topology, string, []byte, error) {
 
 // upOptions checks up's flags and the host, and returns the lab's
 // options.
-func upOptions(c *cli.Context) (lab.StartOptions, error) {
-	var opts lab.StartOptions
+func upOptions(c *cli.Context) (lab.BootOptions, error) {
+	var opts lab.BootOptions
 	var err error
 	run := c.String("run")
 	if err := checkRunFlag(run); err != nil {
@@ -252,7 +252,7 @@ func upOptions(c *cli.Context) (lab.StartOptions, error) {
 			return opts, fmt.Errorf("up: finding this executable for the nodes: %w (give --binary)", err)
 		}
 	}
-	opts = lab.StartOptions{
+	opts = lab.BootOptions{
 		Binary: binary, Run: run, Seed: c.Int64("seed"), LogDir: c.String("log-dir"), Backend: c.String("backend"),
 	}
 	if capPath := c.String("capture"); capPath != "" {
@@ -289,9 +289,9 @@ func reportUp(ctx context.Context, out io.Writer, lb *lab.Lab) error {
 	}
 	const leaderWait = 30 * time.Second
 	wctx, cancel := context.WithTimeout(ctx, leaderWait)
-	ag, werr := lb.WaitLeader(wctx, nil)
+	ag, werr := lb.Monitor().WaitLeader(wctx, nil)
 	cancel()
-	backend, why := lb.Backend()
+	backend, why := lb.Faults().Backend()
 	// The first clause says why; the rest, what the backend cannot do, is
 	// in `bullylab status --json`.
 	why, _, _ = strings.Cut(why, "; ")

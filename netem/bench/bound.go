@@ -59,7 +59,7 @@ func sle2Bound(topo *topologies.Topology, d time.Duration) time.Duration {
 
 // topologyDelay is the largest one-way delay the topology's own
 // impairments give a packet, per direction: the sender's link, with the
-// pair's link between the two on top of it (lab.Lab.MaxDelay, before any
+// pair's link between the two on top of it (lab.Faults.MaxDelay, before any
 // fault).
 func topologyDelay(topo *topologies.Topology) time.Duration {
 	var d time.Duration

@@ -144,13 +144,13 @@ func (ru *runner) setup(ctx context.Context) *runFailure {
 func (ru *runner) start(ctx context.Context) (testbed, error) {
 	topo := ru.opts.Topology
 	if len(topo.Hosts) == 0 {
-		lb, err := lab.Start(ctx, topo, lab.StartOptions{Binary: ru.opts.Binary, Seed: ru.seed, Backend: ru.opts.Backend,
+		lb, err := lab.Boot(ctx, topo, lab.BootOptions{Binary: ru.opts.Binary, Seed: ru.seed, Backend: ru.opts.Backend,
 			// Readable by all whatever the umask, as the other outputs.
 			Capture: &lab.CaptureOptions{Path: ru.capPath, Mode: results.OutputMode}})
 		if err != nil {
 			return nil, err
 		}
-		return localLab{lb}, nil
+		return localLab{lb, lb.Faults(), lb.Monitor()}, nil
 	}
 	h := ru.opts.Hosts
 	if h == nil {

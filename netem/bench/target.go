@@ -44,8 +44,13 @@ type testbed interface {
 	Close() error
 }
 
-// localLab is a lab on this host as a testbed.
-type localLab struct{ *lab.Lab }
+// localLab is a lab on this host as a testbed: the lab, its faults and
+// the watch on its nodes.
+type localLab struct {
+	*lab.Lab
+	*lab.Faults
+	*lab.Monitor
+}
 
 func (l localLab) EventLog(name string) ([]byte, time.Duration, error) {
 	path, err := l.LogPath(name)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package lab
 
 import (
@@ -25,7 +27,7 @@ type CaptureOptions struct {
 	// node boots, so that the file holds the boot elections and every
 	// frame the nodes' counters count. Otherwise it starts once every
 	// node answers, and the nodes boot while the testbed is still being
-	// built (see Start).
+	// built (see Boot).
 	FromBoot bool
 	// Mode is the file's permission bits, applied whatever the umask; 0
 	// leaves what the umask gives.
@@ -90,7 +92,7 @@ func (l *Lab) startCapture(opts CaptureOptions) (*Capture, error) {
 		return fail(err)
 	}
 	lc := &Capture{path: opts.Path, started: started, f: f, w: w, live: live}
-	l.OnFault(lc.record)
+	l.faults.OnFault(lc.record)
 	return lc, nil
 }
 
@@ -204,7 +206,7 @@ func (lc *Capture) stopOnClose() error {
 	return err
 }
 
-// Capture returns the lab's capture, nil without StartOptions.Capture.
+// Capture returns the lab's capture, nil without BootOptions.Capture.
 func (l *Lab) Capture() *Capture { return l.capture }
 
 // Status describes the capture for the control API.

@@ -35,7 +35,7 @@ func waitLeader(t *testing.T, lb *lab.Lab, leader string, among ...string) lab.L
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), capturePhase)
 	defer cancel()
-	ag, err := lb.WaitLeaderAmong(ctx, among, func(l lab.Leader) bool { return l.Node == leader })
+	ag, err := lb.Monitor().WaitLeaderAmong(ctx, among, func(l lab.Leader) bool { return l.Node == leader })
 	if err != nil {
 		t.Fatalf("waiting for %s to lead %v: %v", leader, among, err)
 	}
@@ -52,7 +52,7 @@ func waitHeartbeats(t *testing.T, lb *lab.Lab, leader string, n uint64) {
 	t.Helper()
 	deadline := time.Now().Add(capturePhase)
 	for {
-		for _, s := range lb.NodeStates() {
+		for _, s := range lb.Monitor().NodeStates() {
 			if s.Node == leader && s.View != nil && s.View.Counters.Sent[wire.TypeHeartbeat.String()] >= n {
 				return
 			}
@@ -80,25 +80,25 @@ func TestLabCapture(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "star5.pcapng")
 	logDir := filepath.Join(dir, "logs")
-	lb := labtest.Start(t, topo, lab.StartOptions{Binary: bin, LogDir: logDir,
+	lb := labtest.Boot(t, topo, lab.BootOptions{Binary: bin, LogDir: logDir,
 		Capture: &lab.CaptureOptions{Path: path, FromBoot: true}})
 	lc := lb.Capture()
 	names := lb.Nodes()
 	start := time.Now()
 	waitLeader(t, lb, "n5", names...)
-	crash, err := lb.Crash("n5")
+	crash, err := lb.Faults().Crash("n5")
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitLeader(t, lb, "n4", names[:4]...)
 	waitHeartbeats(t, lb, "n4", heartbeats)
-	restart, err := lb.Restart(t.Context(), "n5")
+	restart, err := lb.Faults().Restart(t.Context(), "n5")
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitLeader(t, lb, "n5", names...)
 	waitHeartbeats(t, lb, "n5", heartbeats)
-	leave, err := lb.Leave(t.Context(), names...)
+	leave, err := lb.Faults().Leave(t.Context(), names...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestLabCapture(t *testing.T) {
 	}
 	// The lab outlives the capture: this fault must not reach the file
 	// (the records subtest lists what is there).
-	if _, err := lb.Heal(); err != nil {
+	if _, err := lb.Faults().Heal(); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("scenario %v; capture: %d packets written, socket accepted %d frames, %d dropped, %d freezes, %d late, %d unmatched, %d wrong source",
@@ -301,9 +301,9 @@ func TestLabFaultsInForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "star3.pcapng")
-	lb := labtest.Start(t, topo, lab.StartOptions{Binary: bin, Capture: &lab.CaptureOptions{Path: path}})
+	lb := labtest.Boot(t, topo, lab.BootOptions{Binary: bin, Capture: &lab.CaptureOptions{Path: path}})
 	gone := map[int]bool{} // crashed PIDs, as observers saw them
-	lb.OnFault(func(f fault.Fault) {
+	lb.Faults().OnFault(func(f fault.Fault) {
 		if f.Kind != fault.Crash {
 			return
 		}
@@ -314,11 +314,11 @@ func TestLabFaultsInForce(t *testing.T) {
 	})
 
 	applied := []fault.Fault{
-		labDo(t)(lb.Crash("n1")),
-		labDo(t)(lb.Pause("n2")),
-		labDo(t)(lb.Resume("n2")),
-		labDo(t)(lb.Partition([][]string{{"n2"}, {"n3"}}, false)),
-		labDo(t)(lb.Heal()),
+		labDo(t)(lb.Faults().Crash("n1")),
+		labDo(t)(lb.Faults().Pause("n2")),
+		labDo(t)(lb.Faults().Resume("n2")),
+		labDo(t)(lb.Faults().Partition([][]string{{"n2"}, {"n3"}}, false)),
+		labDo(t)(lb.Faults().Heal()),
 	}
 	for _, f := range applied {
 		if f.InForce.IsZero() || f.InForce.Before(f.Time) {

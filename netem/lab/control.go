@@ -1,3 +1,5 @@
+//go:build linux
+
 package lab
 
 import (
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/node/localapi"
 	"github.com/bullylab/bullylab/topologies/fault"
 )
@@ -29,12 +32,11 @@ import (
 // Errors are a non-200 status with {"error":"..."}: 400 for a fault the
 // lab refused, 405 and 404 for the wrong method or path.
 
-// ControlSocketName is the control socket's file name in a run's state
-// directory.
-const ControlSocketName = "control.sock"
-
-// ControlSocket is where a lab's control API is served.
-func ControlSocket(run string) string { return filepath.Join(netem.StateDir(run), ControlSocketName) }
+// ControlSocket is where a lab's control API is served: in the run's state
+// directory, under the name a node gives its own in its data dir.
+func ControlSocket(run string) string {
+	return filepath.Join(netem.StateDir(run), node.ControlSocketName)
+}
 
 // RunStatus is what GET /status answers.
 type RunStatus struct {
@@ -67,7 +69,8 @@ type CaptureStatus struct {
 }
 
 // Agreement returns the leader every running node follows in st at one
-// epoch, the leader among them, as WaitLeader defines agreement, or false.
+// epoch, the leader among them, as Monitor.WaitLeader defines agreement,
+// or false.
 func Agreement(st []NodeState) (Leader, bool) {
 	var ag Leader
 	for _, s := range st {
@@ -94,12 +97,12 @@ func Agreement(st []NodeState) (Leader, bool) {
 }
 
 // Status returns the lab's status as GET /status serves it, the nodes'
-// views without their member lists (NodeStates).
+// views without their member lists (Monitor.NodeStates).
 func (l *Lab) Status() RunStatus {
-	st := l.NodeStates()
-	backend, why := l.Backend()
+	st := l.monitor.NodeStates()
+	backend, why := l.faults.Backend()
 	ls := RunStatus{
-		Run: l.Run(), Topology: l.topo.Name, PID: os.Getpid(), Started: l.times.Begin,
+		Run: l.Run(), Topology: l.topo.Name, PID: os.Getpid(), Started: l.Times().Begin,
 		Backend: backend, BackendWhy: why, Nodes: st, KeyFile: l.keyFile,
 	}
 	if l.capture != nil {
@@ -132,7 +135,7 @@ type Served struct {
 // Close, owner-only: only root (or whoever runs the lab) may inject
 // faults.
 func Serve(l *Lab) (*APIServer, error) {
-	return ServeTestbed(Served{Run: l.Run(), Status: l.Status, Apply: l.Apply})
+	return ServeTestbed(Served{Run: l.Run(), Status: l.Status, Apply: l.faults.Apply})
 }
 
 // ServeTestbed serves t's control API at ControlSocket(t.Run), as Serve

@@ -4,11 +4,11 @@
 // with `hosting: shared`, inside one `bullylab lab-host` process that makes
 // each node's sockets in its own namespace (host.go).
 //
-// Start builds the testbed, boots the nodes and, with StartOptions.Capture,
-// captures the switch into a pcapng file with every fault recorded. Apply
-// (or Crash, Partition, Delay, ...) applies a fault.Fault and reports it
-// to OnFault observers; NodeStates and WaitLeader watch the election it
-// causes, AgreedAt dates an agreement from the nodes' logs. Serve and
-// Dial are the control API `bullylab up` serves to `bullylab status`,
-// `fault` and `down`.
+// Boot builds the testbed, boots the nodes and, with BootOptions.Capture,
+// captures the switch into a pcapng file with every fault recorded. A
+// Lab's Faults apply a fault.Fault (Apply, or Crash, Partition, Delay,
+// ...) and report it to OnFault observers; its Monitor's NodeStates and
+// WaitLeader watch the election it causes, AgreedAt dates an agreement
+// from the nodes' logs. Serve and Dial are the control API `bullylab up`
+// serves to `bullylab status`, `fault` and `down`.
 package lab

@@ -1,3 +1,5 @@
+//go:build linux
+
 package lab
 
 import (
@@ -18,7 +20,6 @@ import (
 
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/node"
-	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
@@ -429,14 +430,14 @@ func (h *sharedHost) kill() error {
 }
 
 // hostedSpec is what n's argv says, for the shared host.
-func (l *Lab) hostedSpec(n *labNode, join bool) hostedSpec {
-	tn, _ := l.topo.Node(n.name)
+func (ps *nodeProcs) hostedSpec(n *labNode, join bool) hostedSpec {
+	tn, _ := ps.topo.Node(n.name)
 	var memberKeyFile string
 	if n.memberKey != nil {
 		memberKeyFile = n.keyFile
 	}
 	return hostedSpec{
-		Namespace: n.ns, ID: n.id, Listen: n.listen, Peers: l.peers, DataDir: n.dataDir, KeyFile: l.keyFile,
+		Namespace: n.ns, ID: n.id, Listen: n.listen, Peers: ps.peers, DataDir: n.dataDir, KeyFile: ps.keyFile,
 		MemberKeyFile: memberKeyFile,
 		Log:           n.log, Join: join,
 		Heartbeat: tn.Settings.Heartbeat, FailureTimeout: tn.Settings.FailureTimeout,
@@ -445,18 +446,19 @@ func (l *Lab) hostedSpec(n *labNode, join bool) hostedSpec {
 }
 
 // hostAll asks the shared host to do op to every node in names at once.
-func (l *Lab) hostAll(op string, names []string) error {
+func (ps *nodeProcs) hostAll(op string, names []string) error {
 	errs := make([]error, len(names))
 	parallel(len(names), len(names), func(i int) bool {
-		errs[i] = l.host.do(l.ctx, op, names[i])
+		errs[i] = ps.host.do(ps.ctx, op, names[i])
 		return true
 	})
 	return errors.Join(errs...)
 }
 
-// hostSignal pauses or resumes nodes in the shared host: their event
-// loops park or run again, as SIGSTOP and SIGCONT would their processes.
-func (l *Lab) hostSignal(f fault.Fault, nodes []*labNode, pause bool) (fault.Fault, error) {
+// hostSignal pauses or resumes nodes in the shared host, their event
+// loops parked or run again as SIGSTOP and SIGCONT would their processes,
+// and says how.
+func (ps *nodeProcs) hostSignal(nodes []*labNode, pause bool) (string, error) {
 	op, how := hostResume, "event loop resumed, as SIGCONT would its process,"
 	if pause {
 		op, how = hostPause, "event loop parked, as SIGSTOP would its process,"
@@ -465,16 +467,15 @@ func (l *Lab) hostSignal(f fault.Fault, nodes []*labNode, pause bool) (fault.Fau
 	for i, n := range nodes {
 		names[i] = n.name
 	}
-	if err := l.hostAll(op, names); err != nil {
-		return fault.Fault{}, fmt.Errorf("%s: %w", f.Kind, err)
+	if err := ps.hostAll(op, names); err != nil {
+		return "", err
 	}
-	l.mu.Lock()
+	ps.mu.Lock()
 	for _, n := range nodes {
-		n.paused = pause
+		n.run.paused = pause
 	}
-	l.mu.Unlock()
-	f.Detail = fmt.Sprintf("%s in shared host process %d", how, l.host.proc.PID())
-	return l.done(f), nil
+	ps.mu.Unlock()
+	return fmt.Sprintf("%s in shared host process %d", how, ps.host.proc.PID()), nil
 }
 
 // dialSlots is the connection attempts each node of a cluster of members

@@ -1,3 +1,5 @@
+//go:build linux
+
 package lab_test
 
 import (
@@ -80,12 +82,12 @@ func benchmarkLab(b *testing.B, n int, hosting topologies.Hosting) {
 		time.Sleep(settle)
 		run := netemtest.RunName(b)
 		cpu0 := selfCPU(b)
-		lb, err := lab.Start(b.Context(), topo, lab.StartOptions{Binary: bin, Run: run})
+		lb, err := lab.Boot(b.Context(), topo, lab.BootOptions{Binary: bin, Run: run})
 		if err != nil {
 			b.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
-		ag, err := lb.WaitLeader(ctx, nil)
+		ag, err := lb.Monitor().WaitLeader(ctx, nil)
 		cancel()
 		if err != nil {
 			lb.Close()
@@ -98,7 +100,7 @@ func benchmarkLab(b *testing.B, n int, hosting topologies.Hosting) {
 		f, l := nodeCPU(b, run, ag.Node)
 		nodesCPU += f
 		leaderCPU += l
-		agreed, ok, err := lb.AgreedAt(ag)
+		agreed, ok, err := lb.Monitor().AgreedAt(ag)
 		if err != nil || !ok {
 			lb.Close()
 			b.Fatalf("the nodes' logs do not show the agreement the poll saw (%v)", err)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package lab
 
 import (
@@ -210,13 +212,13 @@ func TestDialSlots(t *testing.T) {
 
 // A topology that spans hosts is refused, naming them, before anything is
 // built: it is not run on this machine instead.
-func TestStartRefusesHosts(t *testing.T) {
+func TestBootRefusesHosts(t *testing.T) {
 	topo, err := topologies.Parse("two-hosts.yaml", []byte("nodes: 4\nhosts: [{ssh: 192.0.2.1}, {ssh: 192.0.2.2}]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Start(t.Context(), topo, StartOptions{})
+	_, err = Boot(t.Context(), topo, BootOptions{})
 	if err == nil || !strings.Contains(err.Error(), "spans 2 hosts") {
-		t.Errorf("Start: %v, want a refusal naming the 2 hosts", err)
+		t.Errorf("Boot: %v, want a refusal naming the 2 hosts", err)
 	}
 }

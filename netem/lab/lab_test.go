@@ -1,3 +1,5 @@
+//go:build linux
+
 package lab_test
 
 import (
@@ -43,7 +45,7 @@ func labStartHosted(t *testing.T, topoName string, hosting topologies.Hosting) *
 	if hosting != "" {
 		topo.Hosting = hosting
 	}
-	lb := labtest.Start(t, topo, lab.StartOptions{Binary: bin})
+	lb := labtest.Boot(t, topo, lab.BootOptions{Binary: bin})
 	t.Cleanup(func() {
 		// Close is idempotent; the cleanup netemtest.Lab registered runs
 		// after this one and finds it done.
@@ -66,7 +68,7 @@ func labWait(t *testing.T, lb *lab.Lab, what, leader string, after uint64, among
 	ctx, cancel := context.WithTimeout(t.Context(), labPhase)
 	defer cancel()
 	start := time.Now()
-	ag, err := lb.WaitLeaderAmong(ctx, among, func(l lab.Leader) bool {
+	ag, err := lb.Monitor().WaitLeaderAmong(ctx, among, func(l lab.Leader) bool {
 		return l.Node == leader && l.Epoch > after
 	})
 	if err != nil {
@@ -81,19 +83,19 @@ func labFirst(t *testing.T, lb *lab.Lab, want string) lab.Leader {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), labPhase)
 	defer cancel()
-	ag, err := lb.WaitLeader(ctx, nil)
+	ag, err := lb.Monitor().WaitLeader(ctx, nil)
 	if err != nil {
 		t.Fatalf("first leader: %v", err)
 	}
 	if ag.Node != want {
 		t.Fatalf("first leader is %s at epoch %d, want the highest node %s", ag.Node, ag.Epoch, want)
 	}
-	agreed, ok, err := lb.AgreedAt(ag)
-	if err != nil || !ok || agreed.Before(lb.Started()) || agreed.After(ag.At) {
-		t.Fatalf("AgreedAt = %v, %v, %v; want a time between the first start %v and the poll %v", agreed, ok, err, lb.Started(), ag.At)
+	agreed, ok, err := lb.Monitor().AgreedAt(ag)
+	if err != nil || !ok || agreed.Before(lb.Times().Started) || agreed.After(ag.At) {
+		t.Fatalf("AgreedAt = %v, %v, %v; want a time between the first start %v and the poll %v", agreed, ok, err, lb.Times().Started, ag.At)
 	}
 	t.Logf("first leader %s at epoch %d, agreed %v after the first node started (seen by a poll %v later)",
-		ag.Node, ag.Epoch, agreed.Sub(lb.Started()).Round(time.Millisecond), ag.At.Sub(agreed).Round(time.Millisecond))
+		ag.Node, ag.Epoch, agreed.Sub(lb.Times().Started).Round(time.Millisecond), ag.At.Sub(agreed).Round(time.Millisecond))
 	return ag
 }
 
@@ -110,7 +112,7 @@ func labDo(t *testing.T) func(fault.Fault, error) fault.Fault {
 
 func labState(t *testing.T, lb *lab.Lab, node string) lab.NodeState {
 	t.Helper()
-	for _, s := range lb.NodeStates() {
+	for _, s := range lb.Monitor().NodeStates() {
 		if s.Node == node {
 			return s
 		}
@@ -131,7 +133,7 @@ func testLabFailover(t *testing.T, hosting topologies.Hosting) {
 	lb := labStartHosted(t, "star5", hosting)
 	var faults []fault.Fault
 	var mu sync.Mutex
-	lb.OnFault(func(f fault.Fault) {
+	lb.Faults().OnFault(func(f fault.Fault) {
 		mu.Lock()
 		faults = append(faults, f)
 		mu.Unlock()
@@ -142,7 +144,7 @@ func testLabFailover(t *testing.T, hosting topologies.Hosting) {
 		t.Fatalf("first agreement among %v, want all 5", first.Nodes)
 	}
 
-	labDo(t)(lb.Crash("n5"))
+	labDo(t)(lb.Faults().Crash("n5"))
 	if s := labState(t, lb, "n5"); s.State != lab.ProcCrashed || s.PID != 0 {
 		t.Fatalf("after crash, n5 is %s with pid %d", s.State, s.PID)
 	}
@@ -151,17 +153,17 @@ func testLabFailover(t *testing.T, hosting topologies.Hosting) {
 		t.Fatalf("after crash, agreement among %v, want n1-n4", crashed.Nodes)
 	}
 
-	labDo(t)(lb.Restart(t.Context(), "n5"))
+	labDo(t)(lb.Faults().Restart(t.Context(), "n5"))
 	restarted := labWait(t, lb, "restart n5", "n5", crashed.Epoch)
 	labRequireKey(t, lb)
 
-	labDo(t)(lb.Pause("n5"))
+	labDo(t)(lb.Faults().Pause("n5"))
 	if s := labState(t, lb, "n5"); s.State != lab.ProcPaused || s.PID == 0 {
 		t.Fatalf("after pause, n5 is %s with pid %d", s.State, s.PID)
 	}
 	paused := labWait(t, lb, "pause n5 (grey failure)", "n4", restarted.Epoch)
 
-	labDo(t)(lb.Resume("n5"))
+	labDo(t)(lb.Faults().Resume("n5"))
 	labWait(t, lb, "resume n5", "n5", paused.Epoch)
 
 	mu.Lock()
@@ -182,14 +184,14 @@ func TestLabPartition(t *testing.T) {
 	lb := labStart(t, "star5")
 	first := labFirst(t, lb, "n5")
 
-	f := labDo(t)(lb.Partition([][]string{{"n1", "n2", "n3"}, {"n4", "n5"}}, false))
+	f := labDo(t)(lb.Faults().Partition([][]string{{"n1", "n2", "n3"}, {"n4", "n5"}}, false))
 	t.Logf("%s: %s", f.Kind, f.Detail)
 	left := labWait(t, lb, "minority side", "n3", first.Epoch, "n1", "n2", "n3")
 	right := labWait(t, lb, "majority side", "n5", first.Epoch-1, "n4", "n5")
 	if s := labState(t, lb, "n1"); !slices.Equal(s.Blocked, []string{"n4", "n5"}) {
 		t.Errorf("n1 blocks %v, want n4 and n5", s.Blocked)
 	}
-	labDo(t)(lb.Heal())
+	labDo(t)(lb.Faults().Heal())
 	labWait(t, lb, "heal", "n5", max(left.Epoch, right.Epoch))
 }
 
@@ -221,7 +223,7 @@ func TestLabOneWayPartition(t *testing.T) {
 			if dir == "to-leader" {
 				groups[0], groups[1] = groups[1], groups[0]
 			}
-			f := labDo(t)(lb.Partition(groups, true))
+			f := labDo(t)(lb.Faults().Partition(groups, true))
 			t.Logf("%s: %s", f.Kind, f.Detail)
 			blocker, blocked := "n4", []string{"n5"}
 			if dir == "to-leader" {
@@ -232,7 +234,7 @@ func TestLabOneWayPartition(t *testing.T) {
 			}
 			cut := labWait(t, lb, "followers", "n4", first.Epoch, rest...)
 			labWait(t, lb, "n5 meanwhile", "n5", first.Epoch-1, "n5")
-			labDo(t)(lb.Heal())
+			labDo(t)(lb.Faults().Heal())
 			// n5 may keep the epoch it took alone: above n4's is enough.
 			labWait(t, lb, "heal", "n5", cut.Epoch)
 		})
@@ -248,16 +250,16 @@ func TestLabFaultErrors(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"unknown node", second(lb.Crash("n9")), `has no node "n9"`},
-		{"resume running", second(lb.Resume("n1")), "node n1 is running, not paused"},
-		{"restart running", second(lb.Restart(t.Context(), "n1")), "node n1 is running; crash it first"},
-		{"one group", second(lb.Partition([][]string{{"n1"}}, false)), "want at least 2 groups"},
-		{"overlap", second(lb.Partition([][]string{{"site-a"}, {"n3", "n4"}}, false)), "node n3 is in groups 1 and 2"},
-		{"unknown group", second(lb.Partition([][]string{{"site-x"}, {"n4"}}, false)), `no node or group "site-x"`},
-		{"one-way of three", second(lb.Partition([][]string{{"n1"}, {"n2"}, {"n3"}}, true)), "exactly 2 groups"},
-		{"own peer", second(lb.Delay("n1", "n1", time.Millisecond, 0)), "its own peer"},
-		{"bad loss", second(lb.Loss("n1", "", 120)), "percentages"},
-		{"unknown kind", second(lb.Apply(t.Context(), fault.Fault{Kind: "explode"})), `unknown fault "explode"`},
+		{"unknown node", second(lb.Faults().Crash("n9")), `has no node "n9"`},
+		{"resume running", second(lb.Faults().Resume("n1")), "node n1 is running, not paused"},
+		{"restart running", second(lb.Faults().Restart(t.Context(), "n1")), "node n1 is running; crash it first"},
+		{"one group", second(lb.Faults().Partition([][]string{{"n1"}}, false)), "want at least 2 groups"},
+		{"overlap", second(lb.Faults().Partition([][]string{{"site-a"}, {"n3", "n4"}}, false)), "node n3 is in groups 1 and 2"},
+		{"unknown group", second(lb.Faults().Partition([][]string{{"site-x"}, {"n4"}}, false)), `no node or group "site-x"`},
+		{"one-way of three", second(lb.Faults().Partition([][]string{{"n1"}, {"n2"}, {"n3"}}, true)), "exactly 2 groups"},
+		{"own peer", second(lb.Faults().Delay("n1", "n1", time.Millisecond, 0)), "its own peer"},
+		{"bad loss", second(lb.Faults().Loss("n1", "", 120)), "percentages"},
+		{"unknown kind", second(lb.Faults().Apply(t.Context(), fault.Fault{Kind: "explode"})), `unknown fault "explode"`},
 	} {
 		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, c.err, c.want)
@@ -275,14 +277,14 @@ func TestLabImpairments(t *testing.T) {
 	if got, want := imp("n1"), "to n4,n5: delay 30ms"; got != want {
 		t.Errorf("n1 impairment %q, want %q", got, want)
 	}
-	f := labDo(t)(lb.Delay("n1", "", 10*time.Millisecond, 2*time.Millisecond))
+	f := labDo(t)(lb.Faults().Delay("n1", "", 10*time.Millisecond, 2*time.Millisecond))
 	if f.Impair == nil || f.Impair.Delay != 10*time.Millisecond {
 		t.Errorf("delay fault record %+v", f)
 	}
 	if got, want := imp("n1"), "delay 10ms±2ms; to n4,n5: delay 40ms±2ms"; got != want {
 		t.Errorf("after delay, n1 impairment %q, want %q", got, want)
 	}
-	labDo(t)(lb.Loss("n1", "n4", 10))
+	labDo(t)(lb.Faults().Loss("n1", "n4", 10))
 	if got, want := imp("n1"), "delay 10ms±2ms; to n4: delay 40ms±2ms loss 10%; to n5: delay 40ms±2ms"; got != want {
 		t.Errorf("after loss, n1 impairment %q, want %q", got, want)
 	}
@@ -292,12 +294,12 @@ func TestLabImpairments(t *testing.T) {
 	if b := labState(t, lb, "n2").Backend; b == "" {
 		t.Error("n2 has the topology's 30ms but no backend")
 	}
-	labDo(t)(lb.Clear("n1"))
+	labDo(t)(lb.Faults().Clear("n1"))
 	if got, want := imp("n1"), "to n4,n5: delay 30ms"; got != want {
 		t.Errorf("after clear, n1 impairment %q, want %q", got, want)
 	}
 	// The elections still work across the 30 ms link.
-	labDo(t)(lb.Campaign(t.Context(), "n2"))
+	labDo(t)(lb.Faults().Campaign(t.Context(), "n2"))
 	labWait(t, lb, "campaign n2", "n5", 0)
 }
 
@@ -312,34 +314,34 @@ func TestLabIsolateLeave(t *testing.T) {
 func testLabIsolateLeave(t *testing.T, hosting topologies.Hosting) {
 	lb := labStartHosted(t, "star5", hosting)
 	first := labFirst(t, lb, "n5")
-	labDo(t)(lb.Isolate("n5"))
+	labDo(t)(lb.Faults().Isolate("n5"))
 	isolated := labWait(t, lb, "isolate n5", "n4", first.Epoch, "n1", "n2", "n3", "n4")
 	if s := labState(t, lb, "n5"); !s.Isolated || s.State != lab.ProcRunning {
 		t.Errorf("isolated n5: %+v", s)
 	}
 	// A node restarts with its link down as well: a lab whose nodes booted
 	// while it was built must not wait for that link.
-	labDo(t)(lb.Crash("n5"))
-	labDo(t)(lb.Restart(t.Context(), "n5"))
+	labDo(t)(lb.Faults().Crash("n5"))
+	labDo(t)(lb.Faults().Restart(t.Context(), "n5"))
 	if s := labState(t, lb, "n5"); !s.Isolated || s.State != lab.ProcRunning {
 		t.Errorf("n5 restarted while isolated: %+v", s)
 	}
-	labDo(t)(lb.Unisolate("n5"))
+	labDo(t)(lb.Faults().Unisolate("n5"))
 	back := labWait(t, lb, "unisolate n5", "n5", isolated.Epoch)
 
-	labDo(t)(lb.Leave(t.Context(), "n5"))
+	labDo(t)(lb.Faults().Leave(t.Context(), "n5"))
 	if s := labState(t, lb, "n5"); s.State != lab.ProcExited {
 		t.Errorf("after leave, n5 is %s", s.State)
 	}
 	left := labWait(t, lb, "leave n5", "n4", back.Epoch)
-	if f := labDo(t)(lb.Join(t.Context(), "n5")); f.Kind != fault.Join {
+	if f := labDo(t)(lb.Faults().Join(t.Context(), "n5")); f.Kind != fault.Join {
 		t.Errorf("join record %+v", f)
 	}
-	if err := second(lb.Join(t.Context(), "n5")); err == nil || !strings.Contains(err.Error(), "node n5 is running") {
+	if err := second(lb.Faults().Join(t.Context(), "n5")); err == nil || !strings.Contains(err.Error(), "node n5 is running") {
 		t.Errorf("joining a running node: %v", err)
 	}
 	labWait(t, lb, "n5 joins", "n5", left.Epoch)
-	if f := lb.Failed(); len(f) != 0 {
+	if f := lb.Monitor().Failed(); len(f) != 0 {
 		t.Errorf("after leave and join, failed by themselves: %+v", f)
 	}
 
@@ -354,12 +356,12 @@ func testLabIsolateLeave(t *testing.T, hosting topologies.Hosting) {
 	if err := os.MkdirAll(filepath.Join(state, "in-the-way"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	labDo(t)(lb.Crash("n5"))
+	labDo(t)(lb.Faults().Crash("n5"))
 	deadline := time.Now().Add(30 * time.Second)
-	for len(lb.Failed()) == 0 && time.Now().Before(deadline) {
+	for len(lb.Monitor().Failed()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond) // polling the lab's view, with a deadline
 	}
-	f := lb.Failed()
+	f := lb.Monitor().Failed()
 	if len(f) != 1 || f[0].Node != "n1" || !strings.HasPrefix(f[0].Reason, "bullylab: ") || !strings.Contains(f[0].Reason, "n1") {
 		t.Errorf("n1 unable to save: failed %+v, want n1 with its reason", f)
 	}
@@ -372,9 +374,9 @@ func TestLabImpairSeveral(t *testing.T) {
 	lb := labStart(t, "star5")
 	labFirst(t, lb, "n5")
 	var records []fault.Fault
-	lb.OnFault(func(f fault.Fault) { records = append(records, f) })
+	lb.Faults().OnFault(func(f fault.Fault) { records = append(records, f) })
 	imp := func(node string) string { return labState(t, lb, node).Impairment }
-	labDo(t)(lb.DelayNodes([]string{"n1", "n2"}, nil, 20*time.Millisecond, 5*time.Millisecond))
+	labDo(t)(lb.Faults().DelayNodes([]string{"n1", "n2"}, nil, 20*time.Millisecond, 5*time.Millisecond))
 	if len(records) != 1 || !slices.Equal(records[0].Nodes, []string{"n1", "n2"}) {
 		t.Fatalf("records %+v, want one delay fault on n1 and n2", records)
 	}
@@ -383,28 +385,28 @@ func TestLabImpairSeveral(t *testing.T) {
 			t.Errorf("%s impairment %q, want %q", n, got, want)
 		}
 	}
-	if d := lb.MaxDelay(); d != 25*time.Millisecond {
+	if d := lb.Faults().MaxDelay(); d != 25*time.Millisecond {
 		t.Errorf("MaxDelay %v, want 25ms", d)
 	}
-	if lb.Lossy() {
+	if lb.Faults().Lossy() {
 		t.Error("Lossy with delay alone")
 	}
-	labDo(t)(lb.LossNodes([]string{"n3", "n4"}, []string{"n1", "n2"}, 10))
+	labDo(t)(lb.Faults().LossNodes([]string{"n3", "n4"}, []string{"n1", "n2"}, 10))
 	if got, want := imp("n3"), "to n1,n2: loss 10%"; got != want {
 		t.Errorf("n3 impairment %q, want %q", got, want)
 	}
-	if !lb.Lossy() {
+	if !lb.Faults().Lossy() {
 		t.Error("not Lossy with loss in force")
 	}
-	if err := second(lb.LossNodes([]string{"n1"}, []string{"n1"}, 10)); err == nil || !strings.Contains(err.Error(), "its own peer") {
+	if err := second(lb.Faults().LossNodes([]string{"n1"}, []string{"n1"}, 10)); err == nil || !strings.Contains(err.Error(), "its own peer") {
 		t.Errorf("own peer: %v", err)
 	}
-	labDo(t)(lb.Clear())
-	if lb.Lossy() || lb.MaxDelay() != 0 {
-		t.Errorf("after clear: lossy %v, max delay %v", lb.Lossy(), lb.MaxDelay())
+	labDo(t)(lb.Faults().Clear())
+	if lb.Faults().Lossy() || lb.Faults().MaxDelay() != 0 {
+		t.Errorf("after clear: lossy %v, max delay %v", lb.Faults().Lossy(), lb.Faults().MaxDelay())
 	}
 	// The cluster still elects after the impairments are gone.
-	labDo(t)(lb.Crash("n5"))
+	labDo(t)(lb.Faults().Crash("n5"))
 	labWait(t, lb, "crash n5", "n4", 0, "n1", "n2", "n3", "n4")
 }
 
@@ -424,7 +426,7 @@ func labRequireMemberKeys(t *testing.T, lb *lab.Lab) {
 	seen := map[string]bool{}
 	for _, m := range peers.Members {
 		name := ""
-		for _, s := range lb.NodeStates() {
+		for _, s := range lb.Monitor().NodeStates() {
 			if s.ID == m.ID {
 				name = s.Node
 			}

@@ -135,7 +135,7 @@ type Shares interface {
 	Network() (ShareNetwork, error)
 	// Logs reads the share's nodes' event logs, by node.
 	Logs() (map[string][]byte, error)
-	// Apply applies a fault to the share (lab.Lab.Apply) and returns its
+	// Apply applies a fault to the share (lab.Faults.Apply) and returns its
 	// record, stamped with this host's clock.
 	Apply(fault.Fault) (fault.Fault, error)
 	// StopCapture ends the share's capture, flushed to its file.

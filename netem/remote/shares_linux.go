@@ -59,7 +59,7 @@ func (s *HostShares) Build(r ShareRequest) (ShareBuilt, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), shareBuildTimeout)
 	defer cancel()
-	l, err := lab.Start(ctx, topo, opts)
+	l, err := lab.Boot(ctx, topo, opts)
 	if err != nil {
 		return ShareBuilt{}, err
 	}
@@ -72,35 +72,35 @@ func (s *HostShares) Build(r ShareRequest) (ShareBuilt, error) {
 }
 
 // shareOptions are the lab's options for r's share of topo.
-func shareOptions(topo *topologies.Topology, r ShareRequest) (lab.StartOptions, error) {
+func shareOptions(topo *topologies.Topology, r ShareRequest) (lab.BootOptions, error) {
 	k := slices.IndexFunc(topo.Hosts, func(h topologies.Host) bool { return h.Name == r.Host })
 	if k < 0 {
-		return lab.StartOptions{}, fmt.Errorf("topology %s has no host %q", topo.Name, r.Host)
+		return lab.BootOptions{}, fmt.Errorf("topology %s has no host %q", topo.Name, r.Host)
 	}
 	if len(r.Switches) != len(topo.Hosts) {
-		return lab.StartOptions{}, fmt.Errorf("%d overlay switches for %d hosts", len(r.Switches), len(topo.Hosts))
+		return lab.BootOptions{}, fmt.Errorf("%d overlay switches for %d hosts", len(r.Switches), len(topo.Hosts))
 	}
 	switches, err := parseSwitches(r.Switches)
 	if err != nil {
-		return lab.StartOptions{}, err
+		return lab.BootOptions{}, err
 	}
 	ids := make([]uuid.UUID, len(r.Cluster.IDs))
 	for i, id := range r.Cluster.IDs {
 		if ids[i], err = uuid.Parse(id); err != nil {
-			return lab.StartOptions{}, fmt.Errorf("cluster: ID %d: %w", i+1, err)
+			return lab.BootOptions{}, fmt.Errorf("cluster: ID %d: %w", i+1, err)
 		}
 	}
 	key, err := wire.ParseKey(r.Cluster.Key)
 	if err != nil {
-		return lab.StartOptions{}, fmt.Errorf("cluster: %w", err)
+		return lab.BootOptions{}, fmt.Errorf("cluster: %w", err)
 	}
 	pubs, privs, err := shareMemberKeys(r, len(ids))
 	if err != nil {
-		return lab.StartOptions{}, err
+		return lab.BootOptions{}, err
 	}
 	bin, err := os.Executable()
 	if err != nil {
-		return lab.StartOptions{}, err
+		return lab.BootOptions{}, err
 	}
 	o := netem.Overlay{Name: r.Run + "vx", VNI: r.VNI, Port: r.Port,
 		Local: switches[k].Underlay, Addr: netip.PrefixFrom(switches[k].Addr, OverlayBits), MAC: switches[k].MAC}
@@ -116,7 +116,7 @@ func shareOptions(topo *topologies.Topology, r ShareRequest) (lab.StartOptions, 
 			remote = append(remote, netem.RemoteNode{Addr: n.Addr, Via: switches[j].Addr})
 		}
 	}
-	opts := lab.StartOptions{Binary: bin, Run: r.Run, Key: &key, Backend: r.Backend,
+	opts := lab.BootOptions{Binary: bin, Run: r.Run, Key: &key, Backend: r.Backend,
 		Share: &lab.Share{Host: r.Host, IDs: ids, PublicKeys: pubs, MemberKeys: privs,
 			Join: func(tb *netem.Testbed) error { return tb.JoinOverlay("", o, remote) }}}
 	if r.Capture {
@@ -178,13 +178,13 @@ func (s *HostShares) Status() (ShareStatus, error) {
 		return ShareStatus{}, err
 	}
 	var st ShareStatus
-	if st.Nodes, err = json.Marshal(l.NodeStates()); err != nil {
+	if st.Nodes, err = json.Marshal(l.Monitor().NodeStates()); err != nil {
 		return ShareStatus{}, err
 	}
-	if st.Delayers, err = json.Marshal(l.DelayerStats()); err != nil {
+	if st.Delayers, err = json.Marshal(l.Faults().DelayerStats()); err != nil {
 		return ShareStatus{}, err
 	}
-	for _, f := range l.Failed() {
+	for _, f := range l.Monitor().Failed() {
 		st.Failed = append(st.Failed, ShareFailure{Node: f.Node, Reason: f.Reason})
 	}
 	return st, nil
@@ -196,7 +196,7 @@ func (s *HostShares) Network() (ShareNetwork, error) {
 	if err != nil {
 		return ShareNetwork{}, err
 	}
-	return ShareNetwork{MaxDelay: l.MaxDelay(), Lossy: l.Lossy()}, nil
+	return ShareNetwork{MaxDelay: l.Faults().MaxDelay(), Lossy: l.Faults().Lossy()}, nil
 }
 
 // maxShareLogs bounds the logs of one reply: a node logs elections and
@@ -235,7 +235,7 @@ func (s *HostShares) Apply(f fault.Fault) (fault.Fault, error) {
 	if err != nil {
 		return fault.Fault{}, err
 	}
-	return l.Apply(context.Background(), f)
+	return l.Faults().Apply(context.Background(), f)
 }
 
 // StopCapture ends the share's capture.

@@ -175,7 +175,7 @@ func (sp *Span) Lossy() bool { return sp.network().Lossy }
 const spanPoll = 10 * time.Millisecond
 
 // WaitLeader waits until every live node agrees on a leader that pred
-// (nil accepts any) accepts, as lab.Lab.WaitLeader does.
+// (nil accepts any) accepts, as lab.Monitor.WaitLeader does.
 func (sp *Span) WaitLeader(ctx context.Context, pred func(lab.Leader) bool) (lab.Leader, error) {
 	return sp.WaitLeaderAmong(ctx, nil, pred)
 }

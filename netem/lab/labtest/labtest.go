@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package labtest starts labs for tests: a node binary built once per test
 // binary, and labs under fresh run names that close when the test ends.
 package labtest
@@ -15,15 +17,15 @@ import (
 	"github.com/bullylab/bullylab/topologies"
 )
 
-// Start starts a lab of topo under a fresh run name and closes it when the test
+// Boot boots a lab of topo under a fresh run name and closes it when the test
 // ends, failing the test if teardown fails. It calls RequireRoot first.
 // opts.Binary must be set (see cluster.BuildTemp); opts.Run is ignored.
-func Start(t testing.TB, topo *topologies.Topology, opts lab.StartOptions) *lab.Lab {
+func Boot(t testing.TB, topo *topologies.Topology, opts lab.BootOptions) *lab.Lab {
 	t.Helper()
 	netemtest.RequireRoot(t)
 	for range 10 {
 		opts.Run = netemtest.RunName(t)
-		l, err := lab.Start(t.Context(), topo, opts)
+		l, err := lab.Boot(t.Context(), topo, opts)
 		if errors.Is(err, netem.ErrRunExists) {
 			continue // another test drew the same name in between
 		}

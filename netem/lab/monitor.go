@@ -1,3 +1,5 @@
+//go:build linux
+
 package lab
 
 import (
@@ -17,6 +19,27 @@ import (
 	"github.com/bullylab/bullylab/node/election"
 	"github.com/google/uuid"
 )
+
+const (
+	// pollInterval is how often waits query control sockets and process
+	// states: the resolution of every time a Lab measures.
+	pollInterval = 5 * time.Millisecond
+	// queryTimeout bounds one control-socket request; a node that cannot
+	// answer in that time counts as not agreeing.
+	queryTimeout = 2 * time.Second
+	// queryWorkers bounds the concurrent control-socket requests of a poll.
+	queryWorkers = 4
+)
+
+// Monitor watches a lab's nodes: what each reports, which failed, and
+// when they agree on a leader. It keeps nothing of its own: it reads the
+// nodes' processes and network, and asks the nodes.
+type Monitor struct {
+	*roster
+	procs *nodeProcs
+	net   *network
+	ctx   context.Context // the lab's: ends when Close begins
+}
 
 // NodeState is one node's row in Status: what the lab did to it and, when
 // it answered, what its control socket says.
@@ -54,34 +77,38 @@ type NodeState struct {
 // for their status without the member list: each lists every node, so a
 // poll of all of them was O(N^2), 80 MB of JSON at 1000 nodes, and the
 // bench's wait for a quiet cluster, polling every 50 ms, never saw one.
-func (l *Lab) NodeStates() []NodeState {
-	ctx, cancel := context.WithTimeout(l.ctx, queryTimeout)
+func (m *Monitor) NodeStates() []NodeState {
+	ctx, cancel := context.WithTimeout(m.ctx, queryTimeout)
 	defer cancel()
-	out := make([]NodeState, len(l.nodes))
-	l.mu.Lock()
-	for i, n := range l.nodes {
+	out := make([]NodeState, len(m.nodes))
+	// Both parts' locks, in the lock order, so that each row is of one
+	// moment.
+	m.procs.mu.Lock()
+	m.net.mu.Lock()
+	for i, n := range m.nodes {
 		s := NodeState{Node: n.name, Namespace: n.ns, Addr: n.listen, ID: n.id, Log: n.log,
-			State: l.procStateLocked(n), Isolated: n.isolated}
-		if n.proc != nil && (s.State == ProcRunning || s.State == ProcPaused) {
-			s.PID = n.proc.PID()
+			State: m.procs.stateLocked(n), Isolated: n.net.isolated}
+		if n.run.proc != nil && (s.State == ProcRunning || s.State == ProcPaused) {
+			s.PID = n.run.proc.PID()
 		}
-		for peer := range n.blocked {
+		for peer := range n.net.blocked {
 			s.Blocked = append(s.Blocked, peer)
 		}
-		slices.SortFunc(s.Blocked, l.cmpNames)
-		if n.imp != nil {
-			s.Backend = n.imp.Backend()
+		slices.SortFunc(s.Blocked, m.cmpNames)
+		if n.net.imp != nil {
+			s.Backend = n.net.imp.Backend()
 		}
-		s.Impairment = l.describeImpairments(n)
+		s.Impairment = m.net.describeLocked(n)
 		out[i] = s
 	}
-	l.mu.Unlock()
+	m.net.mu.Unlock()
+	m.procs.mu.Unlock()
 	parallel(len(out), queryWorkers, func(i int) bool {
 		s := &out[i]
 		if s.State != ProcRunning {
 			return true
 		}
-		v, err := l.nodes[i].client.StatusBrief(ctx)
+		v, err := m.nodes[i].client.StatusBrief(ctx)
 		if err != nil {
 			s.Error = err.Error()
 			return true
@@ -89,7 +116,7 @@ func (l *Lab) NodeStates() []NodeState {
 		s.View = v
 		s.Status, s.IsLeader, s.Epoch = v.Status, v.IsLeader, v.Epoch
 		if v.Leader != uuid.Nil {
-			s.Leader = l.NodeName(v.Leader)
+			s.Leader = m.nodeName(v.Leader)
 			if s.Leader == "" {
 				s.Leader = v.Leader.String()
 			}
@@ -98,8 +125,6 @@ func (l *Lab) NodeStates() []NodeState {
 	})
 	return out
 }
-
-func (l *Lab) cmpNames(a, b string) int { return l.byName[a].index - l.byName[b].index }
 
 // parallel calls f(0..n-1) from up to workers goroutines and stops handing
 // out indexes once f returns false; it reports whether every f returned
@@ -125,6 +150,26 @@ func parallel(n, workers int, f func(i int) bool) bool {
 	return !stop.Load()
 }
 
+// NodeFailure is a node that stopped although no fault stopped it.
+type NodeFailure struct {
+	Node string
+	// Reason is the node's last words in its log ("bullylab: ..."),
+	// or what the log lacks.
+	Reason string
+}
+
+// Failed returns the nodes, lowest ID first, that were started and have
+// exited by themselves: not crashed, and not after a leave fault. A node
+// that stops on its own (its state could not be saved, say) is no longer
+// measured, and an election among the others is not the one asked for.
+func (m *Monitor) Failed() []NodeFailure {
+	var out []NodeFailure
+	for _, n := range m.procs.failed() {
+		out = append(out, NodeFailure{Node: n.name, Reason: lastWords(n.log)})
+	}
+	return out
+}
+
 // Leader is an agreement WaitLeader observed.
 type Leader struct {
 	Node  string    `json:"node"`
@@ -147,17 +192,17 @@ var ErrNoLeader = errors.New("no agreed leader")
 // and pred (nil accepts any) accepts the agreement; it returns that
 // agreement. When ctx ends first, the error says what each disagreeing node
 // last said.
-func (l *Lab) WaitLeader(ctx context.Context, pred func(Leader) bool) (Leader, error) {
-	return l.WaitLeaderAmong(ctx, nil, pred)
+func (m *Monitor) WaitLeader(ctx context.Context, pred func(Leader) bool) (Leader, error) {
+	return m.WaitLeaderAmong(ctx, nil, pred)
 }
 
 // WaitLeaderAmong is WaitLeader over the live nodes among names (all nodes
 // when names is empty), such as one side of a partition.
-func (l *Lab) WaitLeaderAmong(ctx context.Context, names []string, pred func(Leader) bool) (Leader, error) {
-	set := l.nodes
+func (m *Monitor) WaitLeaderAmong(ctx context.Context, names []string, pred func(Leader) bool) (Leader, error) {
+	set := m.nodes
 	if len(names) > 0 {
 		var err error
-		if set, err = l.nodesOf(names); err != nil {
+		if set, err = m.nodesOf(names); err != nil {
 			return Leader{}, err
 		}
 	}
@@ -166,18 +211,11 @@ func (l *Lab) WaitLeaderAmong(ctx context.Context, names []string, pred func(Lea
 	views := make(map[string]string)
 	start := 0 // where the last disagreement was: ask it first next time
 	for {
-		var live []*labNode
-		l.mu.Lock()
-		for _, n := range set {
-			if l.procStateLocked(n) == ProcRunning {
-				live = append(live, n)
-			}
-		}
-		l.mu.Unlock()
+		live := m.procs.running(set)
 		if len(live) > 0 {
 			start %= len(live)
 			order := append(slices.Clone(live[start:]), live[:start]...)
-			ag, bad, ok := l.agreement(ctx, order, views)
+			ag, bad, ok := m.agreement(ctx, order, views)
 			if ok && (pred == nil || pred(ag)) {
 				return ag, nil
 			}
@@ -188,8 +226,8 @@ func (l *Lab) WaitLeaderAmong(ctx context.Context, names []string, pred func(Lea
 		select {
 		case <-ctx.Done():
 			return Leader{}, fmt.Errorf("%w among %d live nodes: %s", ErrNoLeader, len(live), summarize(views, live))
-		case <-l.ctx.Done():
-			return Leader{}, fmt.Errorf("%w: lab %s closed", ErrNoLeader, l.tb.Run())
+		case <-m.ctx.Done():
+			return Leader{}, fmt.Errorf("%w: lab %s closed", ErrNoLeader, m.run)
 		case <-tick.C:
 		}
 	}
@@ -198,7 +236,7 @@ func (l *Lab) WaitLeaderAmong(ctx context.Context, names []string, pred func(Lea
 // agreement asks nodes in order, stopping at the first that disagrees with
 // the first answer, and returns the agreement, or the position of a node
 // that disagreed.
-func (l *Lab) agreement(ctx context.Context, nodes []*labNode, views map[string]string) (Leader, int, bool) {
+func (m *Monitor) agreement(ctx context.Context, nodes []*labNode, views map[string]string) (Leader, int, bool) {
 	type answer struct {
 		v   *node.NodeStatus
 		err error
@@ -235,7 +273,7 @@ func (l *Lab) agreement(ctx context.Context, nodes []*labNode, views map[string]
 		case a.err != nil:
 			views[nodes[i].name] = a.err.Error()
 		case a.v != nil:
-			views[nodes[i].name] = fmt.Sprintf("%s leader %s epoch %d", a.v.Status, l.leaderName(a.v.Leader), a.v.Epoch)
+			views[nodes[i].name] = fmt.Sprintf("%s leader %s epoch %d", a.v.Status, m.leaderName(a.v.Leader), a.v.Epoch)
 		}
 	}
 	if !ok {
@@ -243,7 +281,7 @@ func (l *Lab) agreement(ctx context.Context, nodes []*labNode, views map[string]
 	}
 	at := time.Now()
 	r := ref.Load()
-	lead := l.byID[r.Leader]
+	lead := m.byID[r.Leader]
 	if lead == nil || !slices.Contains(nodes, lead) {
 		// Everyone follows a node outside the set, such as a leader that
 		// was just paused: not an agreement among the live.
@@ -253,15 +291,15 @@ func (l *Lab) agreement(ctx context.Context, nodes []*labNode, views map[string]
 	for _, n := range nodes {
 		ag.Nodes = append(ag.Nodes, n.name)
 	}
-	slices.SortFunc(ag.Nodes, l.cmpNames)
+	slices.SortFunc(ag.Nodes, m.cmpNames)
 	return ag, 0, true
 }
 
-func (l *Lab) leaderName(id uuid.UUID) string {
+func (m *Monitor) leaderName(id uuid.UUID) string {
 	if id == uuid.Nil {
 		return "none"
 	}
-	if name := l.NodeName(id); name != "" {
+	if name := m.nodeName(id); name != "" {
 		return name
 	}
 	return id.String()
@@ -321,10 +359,10 @@ func summarize(views map[string]string, nodes []*labNode) string {
 // ok is false when a log does not show the node entering the agreement, as
 // for a node that restarted into the leader and epoch it had persisted (it
 // logs no leader change).
-func (l *Lab) AgreedAt(ag Leader) (at time.Time, ok bool, err error) {
+func (m *Monitor) AgreedAt(ag Leader) (at time.Time, ok bool, err error) {
 	leader, epoch := ag.ID.String(), ag.Epoch
 	for _, name := range ag.Nodes {
-		n, err := l.node(name)
+		n, err := m.node(name)
 		if err != nil {
 			return time.Time{}, false, err
 		}
