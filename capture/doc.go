@@ -74,7 +74,7 @@
 // a GSO super-frame (veth hands them over), a TCP segment of up to 64 KiB.
 // Frames carry no packet options.
 //
-// The live capture ([Start]) gets that from the switch: its socket's filter
+// The live capture ([StartLive]) gets that from the switch: its socket's filter
 // keeps the copy of each frame that enters the switch by a port (not the
 // copy the switch routes out by the receiver's port), and each frame is written on the interface of the node whose port it
 // came in by ([NodePort.Veth], matched by interface index). What it cannot
@@ -264,7 +264,7 @@
 //
 // # Live capture
 //
-// [Start] captures a testbed switch's traffic into a Writer until its
+// [StartLive] captures a testbed switch's traffic into a Writer until its
 // context ends or [Live.Stop], which returns the capture's [Stats];
 // [NodePort] names a node's switch port. It needs Linux (an AF_PACKET
 // socket in the switch's network namespace): elsewhere Start returns

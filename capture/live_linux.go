@@ -51,11 +51,11 @@ type Live struct {
 // handing it over; it bounds how late a packet is read on a quiet network.
 const liveBlockTimeout = 10 * time.Millisecond
 
-// Start captures in the switch namespace switchNS into w. ports maps a
+// StartLive captures in the switch namespace switchNS into w. ports maps a
 // node's topology index to its switch port; w must have an interface for
 // each of those nodes. The capture runs until ctx is done or Stop. Live
 // capture needs Linux: elsewhere Start returns ErrNotSupported.
-func Start(ctx context.Context, switchNS netns.NsHandle, ports map[int]NodePort, w *Writer, opts ...LiveOptions) (*Live, error) {
+func StartLive(ctx context.Context, switchNS netns.NsHandle, ports map[int]NodePort, w *Writer, opts ...LiveOptions) (*Live, error) {
 	if len(ports) == 0 {
 		return nil, errors.New("capture: no ports to capture")
 	}

@@ -12,8 +12,8 @@ import (
 // ErrNotSupported).
 type Live struct{}
 
-// Start returns ErrNotSupported: live capture needs Linux.
-func Start(context.Context, netns.NsHandle, map[int]NodePort, *Writer, ...LiveOptions) (*Live, error) {
+// StartLive returns ErrNotSupported: live capture needs Linux.
+func StartLive(context.Context, netns.NsHandle, map[int]NodePort, *Writer, ...LiveOptions) (*Live, error) {
 	return nil, ErrNotSupported
 }
 

@@ -15,7 +15,7 @@ func TestStartNotSupported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := Start(t.Context(), -1, map[int]NodePort{1: {Veth: "sw-1"}}, w)
+	l, err := StartLive(t.Context(), -1, map[int]NodePort{1: {Veth: "sw-1"}}, w)
 	if !errors.Is(err, ErrNotSupported) || l != nil {
 		t.Errorf("Start: %v, %v; want nil, ErrNotSupported", l, err)
 	}

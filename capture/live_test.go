@@ -110,7 +110,7 @@ func startLiveTestbed(t *testing.T, n int, dir string) *liveTestbed {
 		t.Fatal(err)
 	}
 	defer swNS.Close()
-	live, err := capture.Start(t.Context(), swNS, ports, w)
+	live, err := capture.StartLive(t.Context(), swNS, ports, w)
 	if err != nil {
 		t.Fatal(err)
 	}

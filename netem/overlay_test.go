@@ -18,7 +18,7 @@ import (
 // Two stand-in hosts' switches joined by the overlay reach each other over
 // the hosts' network: a TCP connection crosses from one to the other.
 func TestOverlay(t *testing.T) {
-	hs := remotetest.Start(t, 2)
+	hs := remotetest.StartHosts(t, 2)
 	var addrs []netip.Prefix
 	for i := range hs.Hosts {
 		sw := fmt.Sprintf("%s-s%d", hs.Run, i+1)
@@ -53,7 +53,7 @@ func TestOverlay(t *testing.T) {
 // joining the overlay, is one network: a node on one host connects to a
 // node on the other at its address in the topology.
 func TestOverlayShares(t *testing.T) {
-	hs := remotetest.Start(t, 2)
+	hs := remotetest.StartHosts(t, 2)
 	topo, err := topologies.Parse("two-hosts.yaml", []byte("nodes: 4\nhosts: [{name: a, ssh: 192.0.2.1}, {name: b, ssh: 192.0.2.2}]\n"))
 	if err != nil {
 		t.Fatal(err)

@@ -122,7 +122,7 @@ func TestSwitchCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sw.Close()
-	live, err := capture.Start(t.Context(), sw, ports, w)
+	live, err := capture.StartLive(t.Context(), sw, ports, w)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -198,7 +198,7 @@ func tsCapture(t *testing.T, tb *netem.Testbed, path string, traffic func()) {
 		t.Fatal(err)
 	}
 	defer sw.Close()
-	live, err := capture.Start(t.Context(), sw, ports, w)
+	live, err := capture.StartLive(t.Context(), sw, ports, w)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,7 +180,7 @@ func shareHostBinary(t *testing.T, hostBin string) {
 // nodes across them.
 func spanHosts3(t *testing.T) (*remotetest.Hosts, string) {
 	t.Helper()
-	hs := remotetest.Start(t, 3)
+	hs := remotetest.StartHosts(t, 3)
 	hostBin, err := remote.HostBinary(remote.CheckOptions{Binary: binary})
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func TestRunBenchSpan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the bench builds testbeds across stand-in hosts")
 	}
-	hs := remotetest.Start(t, 3)
+	hs := remotetest.StartHosts(t, 3)
 	bin := labtest.Binary(t)
 	file := hs.Topology("name: slow-star6x3\nnodes: 6\nsettings: {heartbeat: 200ms, failure_timeout: 1s, election_timeout: 400ms}\n")
 	topo, err := topologies.Parse("slow-star6x3.yaml", file)
@@ -132,7 +132,7 @@ steps:
 // leader, the span's as a ratio of the one host's, measured in the same
 // round, and the span's clock bound.
 func BenchmarkSpanLeaderCrash(b *testing.B) {
-	hs := remotetest.Start(b, 3)
+	hs := remotetest.StartHosts(b, 3)
 	bin := labtest.Binary(b)
 	local, err := topologies.Load("star64")
 	if err != nil {

@@ -87,7 +87,7 @@ func (l *Lab) startCapture(opts CaptureOptions) (*Capture, error) {
 	defer sw.Close()
 	// The capture outlives every caller's context: Stop ends it, so that
 	// the file ends with the end record.
-	live, err := capture.Start(context.Background(), sw, ports, w, capture.LiveOptions{Exclude: opts.Exclude})
+	live, err := capture.StartLive(context.Background(), sw, ports, w, capture.LiveOptions{Exclude: opts.Exclude})
 	if err != nil {
 		return fail(err)
 	}

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 // Each stand-in host is reached over the underlay, by its own sshd, in its
 // own namespace.
 func TestStandInHosts(t *testing.T) {
-	hs := remotetest.Start(t, 3)
+	hs := remotetest.StartHosts(t, 3)
 	for i, h := range hs.Hosts {
 		c, err := hs.Dial(t.Context(), h)
 		if err != nil {
@@ -52,7 +52,7 @@ func TestStandInHosts(t *testing.T) {
 // starts there answers; the hosts share this machine's clock, so each
 // measured offset's interval holds 0, within a bound of a few milliseconds.
 func TestAgentClock(t *testing.T) {
-	hs := remotetest.Start(t, 2)
+	hs := remotetest.StartHosts(t, 2)
 	bin := labtest.Binary(t)
 	for _, h := range hs.Hosts {
 		c, err := hs.Dial(t.Context(), h)
@@ -89,7 +89,7 @@ func TestAgentClock(t *testing.T) {
 // Check reaches every host, copies the binary once, and finds each fit to
 // run a testbed, with a clock offset whose interval holds 0 (one clock).
 func TestCheck(t *testing.T) {
-	hs := remotetest.Start(t, 3)
+	hs := remotetest.StartHosts(t, 3)
 	opts := remote.CheckOptions{Binary: labtest.Binary(t), BinaryDir: t.TempDir(), Dial: hs.DialTCP}
 	first := remote.Check(t.Context(), hs.Hosts, opts)
 	for i, r := range first {
@@ -125,7 +125,7 @@ func TestCheck(t *testing.T) {
 // is one network; closing the span leaves nothing, and a host whose SSH
 // connection is lost tears its share down by itself.
 func TestSpan(t *testing.T) {
-	hs := remotetest.Start(t, 3)
+	hs := remotetest.StartHosts(t, 3)
 	file := hs.Topology("nodes: 6\n")
 	topo, err := topologies.Parse("span.yaml", file)
 	if err != nil {
@@ -177,7 +177,7 @@ func TestSpan(t *testing.T) {
 // answering (s/up), and every share's teardown (s/down). The binary is
 // copied to the hosts before.
 func BenchmarkSpan(b *testing.B) {
-	hs := remotetest.Start(b, 3)
+	hs := remotetest.StartHosts(b, 3)
 	file := hs.Topology("name: star64x3\nnodes: 64\n")
 	topo, err := topologies.Parse("star64x3.yaml", file)
 	if err != nil {
@@ -379,7 +379,7 @@ func waitAgreedAmong(t *testing.T, sp *remote.Span, names []string, leader strin
 // it, checking nothing is left, when the test ends.
 func startElectingSpan(t *testing.T, capturePath ...string) (*topologies.Topology, *remote.Span) {
 	t.Helper()
-	hs := remotetest.Start(t, 3)
+	hs := remotetest.StartHosts(t, 3)
 	file := hs.Topology("nodes: 6\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\n")
 	topo, err := topologies.Parse("six.yaml", file)
 	if err != nil {

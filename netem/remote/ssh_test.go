@@ -40,7 +40,7 @@ func writeFile(t *testing.T, path string, data []byte) {
 
 // Commands run over the connection; a failing one says why in its error.
 func TestRun(t *testing.T) {
-	hs := remotetest.Start(t, 1)
+	hs := remotetest.StartHosts(t, 1)
 	c := dialT(t, hs, hs.Hosts[0])
 	out, err := c.Output(t.Context(), "echo hello; echo ignored >&2")
 	if err != nil || string(out) != "hello\n" {
@@ -66,7 +66,7 @@ func TestRun(t *testing.T) {
 
 // A file is copied only when the host's copy differs, whole or not at all.
 func TestEnsureFile(t *testing.T) {
-	hs := remotetest.Start(t, 1)
+	hs := remotetest.StartHosts(t, 1)
 	c := dialT(t, hs, hs.Hosts[0])
 	local := filepath.Join(t.TempDir(), "bullylab")
 	writeFile(t, local, []byte("#!/bin/sh\necho one\n"))
@@ -96,7 +96,7 @@ func TestEnsureFile(t *testing.T) {
 // A host whose key known_hosts lacks, or has another key for, is refused
 // with the key's fingerprint; it is never added silently.
 func TestHostKeyChecked(t *testing.T) {
-	hs := remotetest.Start(t, 1)
+	hs := remotetest.StartHosts(t, 1)
 	dir := t.TempDir()
 	unknown := hs.Hosts[0]
 	unknown.KnownHosts = filepath.Join(dir, "empty_known_hosts")

@@ -98,10 +98,10 @@ func (hs *Hosts) DialTCP(ctx context.Context, addr string) (net.Conn, error) {
 	return net.FileConn(f)
 }
 
-// Start makes k hosts h1..hk under a fresh run ID and removes them, and
+// StartHosts makes k hosts h1..hk under a fresh run ID and removes them, and
 // checks that nothing is left, when the test ends. It skips without root
 // or sshd.
-func Start(t testing.TB, k int) *Hosts {
+func StartHosts(t testing.TB, k int) *Hosts {
 	t.Helper()
 	netemtest.RequireRoot(t)
 	if _, err := os.Stat(SSHD); err != nil {
