@@ -63,10 +63,12 @@ fi
 step "go vet"
 go vet ./...
 
-# Running nodes and analyzing captures work on any system; the testbeds
-# need Linux. The macOS build keeps it so.
-step "go vet, GOOS=darwin (node, analyze, keygen)"
-GOOS=darwin go vet ./cmd/bullylab ./capture/... ./node/... ./wire/... ./topologies/... ./netem/scenario ./netem/fault
+# Running nodes, analyzing captures and reading bench results work on any
+# system; the testbeds need Linux, and their packages say so in build tags
+# (each keeps its package doc portable). The macOS build keeps it so.
+step "go build and go vet, GOOS=darwin"
+GOOS=darwin go build ./...
+GOOS=darwin go vet ./...
 
 step "go build"
 go build -o /dev/null ./cmd/bullylab
