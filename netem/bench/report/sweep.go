@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/template"
 	"time"
 
 	"github.com/bullylab/bullylab/netem/bench/results"
@@ -169,7 +168,7 @@ const (
 //go:embed sweep.svg.tmpl
 var sweepTemplate string
 
-var sweepTmpl = template.Must(template.New("sweep").Funcs(template.FuncMap{"esc": esc}).Parse(sweepTemplate))
+var sweepTmpl = svgTemplate("sweep", sweepTemplate)
 
 // SweepSVG draws a sweep: per point the time to leader of the runs that
 // passed (p50 and p95 lines over a min-max band) and below it the mean
@@ -184,11 +183,7 @@ func SweepSVG(sw Sweep) string {
 	p.lines(&data)
 	p.gaps(&data)
 	p.legend(&data)
-	var b strings.Builder
-	if err := sweepTmpl.Execute(&b, data); err != nil {
-		panic(err) // the template and its data are both this file's
-	}
-	return b.String()
+	return executeSVG(sweepTmpl, data)
 }
 
 // sweepSVG is what sweep.svg.tmpl draws, its numbers formatted.
