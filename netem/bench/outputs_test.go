@@ -13,6 +13,7 @@ import (
 	"github.com/bullylab/bullylab/netem/bench"
 	"github.com/bullylab/bullylab/netem/bench/report"
 	"github.com/bullylab/bullylab/netem/bench/results"
+	"github.com/bullylab/bullylab/netem/bench/results/resultstest"
 )
 
 // requireOutputModes fails unless every file in dir is bench.OutputMode.
@@ -46,12 +47,12 @@ func TestOutputModes(t *testing.T) {
 	old := syscall.Umask(0o077) // as strict as root's umask gets
 	defer syscall.Umask(old)
 	dir := t.TempDir()
-	if err := report.WriteOutputs(dir, sampleResults(1), nil); err != nil {
+	if err := report.WriteOutputs(dir, resultstest.Sample(1), nil); err != nil {
 		t.Fatal(err)
 	}
 	requireOutputModes(t, dir, "results.json", "bench.txt", "report.html")
 	// Written again over the first ones, still.
-	if err := report.WriteOutputs(dir, sampleResults(2), nil); err != nil {
+	if err := report.WriteOutputs(dir, resultstest.Sample(2), nil); err != nil {
 		t.Fatal(err)
 	}
 	requireOutputModes(t, dir, "results.json", "bench.txt", "report.html")

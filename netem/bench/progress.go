@@ -89,13 +89,13 @@ func NewProgress(w io.Writer, total int, opts ...ProgressOptions) *Progress {
 	if o.Terminal != nil {
 		p.tty = *o.Terminal
 	} else {
-		p.tty = isFile && isTerminal(f) && os.Getenv("TERM") != "dumb"
+		p.tty = isFile && results.IsTerminal(f) && os.Getenv("TERM") != "dumb"
 	}
 	switch {
 	case o.Width > 0:
 		p.width = func() int { return o.Width }
 	case isFile:
-		p.width = func() int { return terminalWidth(f) }
+		p.width = func() int { return results.TerminalWidth(f) }
 	default:
 		p.width = func() int { return 80 }
 	}

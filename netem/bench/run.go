@@ -280,10 +280,10 @@ func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, ba
 	if err != nil {
 		return sr, nil, fmt.Errorf("bench: scenario %s: %w", sc.Name, err)
 	}
-	var details []*runDetail
+	var elections []*report.Sequence
 	for i := range opts.Runs {
 		if ctx.Err() != nil {
-			return sr, diagrams(&sr, details, opts.DiagramRuns), ErrInterrupted
+			return sr, opts.DiagramRuns.Sequences(&sr, elections), ErrInterrupted
 		}
 		if opts.Progress != nil {
 			opts.Progress.Start(sc.Key(), i+1, opts.Runs)
@@ -293,36 +293,23 @@ func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, ba
 			// Not a result: the run was cut short, its testbed is down.
 			// Its capture goes with it, as results.json does not name it.
 			if err := os.Remove(filepath.Join(opts.OutDir, r.Capture)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return sr, diagrams(&sr, details, opts.DiagramRuns), fmt.Errorf("bench: %w", err)
+				return sr, opts.DiagramRuns.Sequences(&sr, elections), fmt.Errorf("bench: %w", err)
 			}
-			return sr, diagrams(&sr, details, opts.DiagramRuns), ErrInterrupted
+			return sr, opts.DiagramRuns.Sequences(&sr, elections), ErrInterrupted
 		}
 		sr.Runs = append(sr.Runs, r)
-		details = append(details, d)
+		var election *report.Sequence
+		if d != nil {
+			election = d.seq
+		}
+		elections = append(elections, election)
 		if opts.Progress != nil {
 			opts.Progress.Done(RunUpdate{Scenario: sc.Key(), Index: r.Index, Runs: opts.Runs, OK: r.OK,
 				Leader: r.Leader, TimeToLeader: time.Duration(r.TimeToLeaderNS),
 				FailureKind: r.FailureKind, Failure: r.Failure})
 		}
 	}
-	return sr, diagrams(&sr, details, opts.DiagramRuns), nil
-}
-
-// diagrams are the elections of the runs of sr that dr picks, titled and
-// with their captures, from the details of sr's runs.
-func diagrams(sr *results.ScenarioResult, details []*runDetail, dr report.DiagramRuns) []report.Sequence {
-	var seqs []report.Sequence
-	for _, p := range dr.Pick(sr) {
-		i := p.Run.Index - 1
-		if i < 0 || i >= len(details) || details[i] == nil || details[i].seq == nil {
-			continue
-		}
-		seq := *details[i].seq
-		seq.Title = report.SequenceTitle(sr, p.Run, p.Roles...)
-		seq.Capture = p.Run.Capture
-		seqs = append(seqs, seq)
-	}
-	return seqs
+	return sr, opts.DiagramRuns.Sequences(&sr, elections), nil
 }
 
 func fileSafe(s string) string {

@@ -121,6 +121,23 @@ func (dr DiagramRuns) Pick(sr *results.ScenarioResult) []DiagramPick {
 	return picks
 }
 
+// Sequences are the elections of the runs of sr that dr picks, titled and
+// with their captures; elections[i] is run i+1's, nil where none was kept.
+func (dr DiagramRuns) Sequences(sr *results.ScenarioResult, elections []*Sequence) []Sequence {
+	var seqs []Sequence
+	for _, p := range dr.Pick(sr) {
+		i := p.Run.Index - 1
+		if i < 0 || i >= len(elections) || elections[i] == nil {
+			continue
+		}
+		seq := *elections[i]
+		seq.Title = SequenceTitle(sr, p.Run, p.Roles...)
+		seq.Capture = p.Run.Capture
+		seqs = append(seqs, seq)
+	}
+	return seqs
+}
+
 // slowestRun is the run of sr that passed with the longest time to
 // leader, the first of equals; ok is false when no run passed.
 func slowestRun(sr *results.ScenarioResult) (run results.Run, ok bool) {

@@ -18,5 +18,6 @@
 //	                its time scale and arrows; seqfaults.go its fault
 //	                marks and spans, seqlabels.go its texts placed so that
 //	                none covers another, seqlegend.go its legend
-//	diagramruns.go  DiagramRuns: the runs whose election is drawn
+//	diagramruns.go  DiagramRuns: the runs whose election is drawn, and
+//	                Sequences, those elections titled for the report
 package report

@@ -113,7 +113,7 @@ func Write(w io.Writer, r *results.Results, seqs ...Sequence) error {
 				ttl = append(ttl, run.TimeToLeaderNS)
 			}
 		}
-		title := fmt.Sprintf("time to leader of %s of %s", passedRuns(len(ttl)), sc.Key())
+		title := fmt.Sprintf("time to leader of %s of %s", results.PassedRunsPhrase(len(ttl)), sc.Key())
 		d.Scenarios = append(d.Scenarios, reportScenario{ScenarioResult: sc, Plot: template.HTML(DistributionSVG(ttl, title)),
 			Passed: passedText(sc.Summary), Notes: ScenarioNotes(sc), RunsLabel: runsLabel(len(sc.Runs)), FaultRun: faultRun(sc)})
 	}
@@ -129,18 +129,6 @@ func Write(w io.Writer, r *results.Results, seqs ...Sequence) error {
 		d.Sequences = append(d.Sequences, reportSequence{Title: s.Title, SVG: template.HTML(SequenceSVG(s)), Note: SequenceNote(s), Capture: s.Capture})
 	}
 	return reportTmpl().Execute(w, d)
-}
-
-// passedRuns is "the 29 runs that passed", "the one run that passed", "no
-// run that passed".
-func passedRuns(n int) string {
-	switch n {
-	case 0:
-		return "no run that passed"
-	case 1:
-		return "the one run that passed"
-	}
-	return fmt.Sprintf("the %d runs that passed", n)
 }
 
 // passedText is "29 of 30 runs passed", "The one run passed", "The one run

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bullylab/bullylab/netem/bench/report"
 	"github.com/bullylab/bullylab/netem/bench/results"
+	"github.com/bullylab/bullylab/netem/bench/results/resultstest"
 )
 
 // sampleSequence is the textbook "only the lowest detects" election of
@@ -61,7 +62,7 @@ func sampleSequence() report.Sequence {
 }
 
 func TestWriteReport(t *testing.T) {
-	r := sampleResults(1)
+	r := resultstest.Sample(1)
 	// Text from nodes and files must not become markup.
 	r.Scenarios[0].Runs[6].Failure = `no leader: n3 said "<script>alert(1)</script>"`
 	r.Scenarios[0].Summary = results.Summarize(r.Scenarios[0].Runs)
@@ -170,18 +171,6 @@ func TestDistributionSVGExtremes(t *testing.T) {
 	}
 }
 
-// firstRuns is the sample with its first n runs per scenario, all passed
-// (the sample's run 7 of leader-crash failed).
-func firstRuns(n int) *results.Results {
-	r := sampleResults(1)
-	for i := range r.Scenarios {
-		r.Scenarios[i].Runs = r.Scenarios[i].Runs[:n]
-	}
-	r.Settings.Runs = n
-	r.Summarize()
-	return r
-}
-
 func renderReport(t *testing.T, r *results.Results, seqs ...report.Sequence) string {
 	t.Helper()
 	var buf bytes.Buffer
@@ -228,7 +217,7 @@ func TestReportPercentileWording(t *testing.T) {
 		}, nil},
 	} {
 		t.Run(strconv.Itoa(tc.runs), func(t *testing.T) {
-			page := renderReport(t, firstRuns(tc.runs))
+			page := renderReport(t, resultstest.SampleFirstRuns(tc.runs))
 			for _, want := range tc.want {
 				if !strings.Contains(page, want) {
 					t.Errorf("report of %d runs lacks %q", tc.runs, want)
@@ -300,7 +289,7 @@ func TestSummaryTablePercentiles(t *testing.T) {
 		30: "percentiles of leader-crash are nearest-rank over the 29 runs that passed: p50 is the 15th fastest run; p95 is the 2nd slowest; max is the slowest; p99 is left out below 100 runs\n",
 	} {
 		var out bytes.Buffer
-		if err := results.WriteSummary(&out, firstRuns(n)); err != nil {
+		if err := results.WriteSummary(&out, resultstest.SampleFirstRuns(n)); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(out.String(), want) {
@@ -316,7 +305,7 @@ func TestSummaryTablePercentiles(t *testing.T) {
 // failed) is not said to match its counters, to have no split brain or to
 // have sent no message.
 func TestReportUncheckedRun(t *testing.T) {
-	r := firstRuns(1)
+	r := resultstest.SampleFirstRuns(1)
 	sc := &r.Scenarios[0]
 	sc.Runs = append(sc.Runs, results.Run{Index: 2, Seed: 2, FailureKind: results.FailSetup, Failure: "starting the lab: no netns",
 		Messages: map[string]int{}, Capture: "run-leader-crash-2.pcapng"})
@@ -357,7 +346,7 @@ func TestReportUncheckedRun(t *testing.T) {
 // receipt time, the gaps drawn shorter and the origin.
 func TestReportSequenceNote(t *testing.T) {
 	seq := sampleSequence()
-	page := renderReport(t, firstRuns(5), seq)
+	page := renderReport(t, resultstest.SampleFirstRuns(5), seq)
 	for _, want := range []string{
 		"Time runs down; the times on the left are from the fault crash n8 (SIGKILL).",
 		"An arrow starts when the sender's kernel sent the message (its TCP timestamp) and ends when the frame reached the receiver's port",

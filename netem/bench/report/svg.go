@@ -102,7 +102,23 @@ const (
 //go:embed distribution.svg.tmpl
 var distributionTemplate string
 
-var distributionTmpl = template.Must(template.New("distribution").Funcs(template.FuncMap{"esc": esc}).Parse(distributionTemplate))
+var distributionTmpl = svgTemplate("distribution", distributionTemplate)
+
+// svgTemplate parses one of this package's SVG templates, which escape
+// their text with esc.
+func svgTemplate(name, text string) *template.Template {
+	return template.Must(template.New(name).Funcs(template.FuncMap{"esc": esc}).Parse(text))
+}
+
+// executeSVG draws data with t: both are this package's, so an error is a
+// bug.
+func executeSVG(t *template.Template, data any) string {
+	var b strings.Builder
+	if err := t.Execute(&b, data); err != nil {
+		panic(err)
+	}
+	return b.String()
+}
 
 // DistributionSVG draws times to leader (nanoseconds) as a histogram of
 // runs with the cumulative distribution over it, the p50, p95 and p99
@@ -119,11 +135,7 @@ func DistributionSVG(ns []int64, title string) string {
 		d.cdf(&data)
 		d.percentiles(&data)
 	}
-	var b strings.Builder
-	if err := distributionTmpl.Execute(&b, data); err != nil {
-		panic(err) // the template and its data are both this file's
-	}
-	return b.String()
+	return executeSVG(distributionTmpl, data)
 }
 
 // distSVG is what distribution.svg.tmpl draws, its numbers formatted.

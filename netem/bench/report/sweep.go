@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/template"
 	"time"
 
 	"github.com/bullylab/bullylab/netem/bench/results"
@@ -169,7 +168,7 @@ const (
 //go:embed sweep.svg.tmpl
 var sweepTemplate string
 
-var sweepTmpl = template.Must(template.New("sweep").Funcs(template.FuncMap{"esc": esc}).Parse(sweepTemplate))
+var sweepTmpl = svgTemplate("sweep", sweepTemplate)
 
 // SweepSVG draws a sweep: per point the time to leader of the runs that
 // passed (p50 and p95 lines over a min-max band) and below it the mean
@@ -184,11 +183,7 @@ func SweepSVG(sw Sweep) string {
 	p.lines(&data)
 	p.gaps(&data)
 	p.legend(&data)
-	var b strings.Builder
-	if err := sweepTmpl.Execute(&b, data); err != nil {
-		panic(err) // the template and its data are both this file's
-	}
-	return b.String()
+	return executeSVG(sweepTmpl, data)
 }
 
 // sweepSVG is what sweep.svg.tmpl draws, its numbers formatted.
@@ -413,14 +408,14 @@ func (p *sweepPlot) lines(data *sweepSVG) {
 	ttl := func(i int) string {
 		d := p.sums[i].TimeToLeader
 		return fmt.Sprintf("%s=%s: time to leader p50 %s, p95 %s, min %s, max %s over %s",
-			p.sw.Key, p.sw.Points[i].Label, results.FormatNS(d.P50NS), results.FormatNS(d.P95NS), results.FormatNS(d.MinNS), results.FormatNS(d.MaxNS), passedRuns(p.sums[i].OK))
+			p.sw.Key, p.sw.Points[i].Label, results.FormatNS(d.P50NS), results.FormatNS(d.P95NS), results.FormatNS(d.MinNS), results.FormatNS(d.MaxNS), results.PassedRunsPhrase(p.sums[i].OK))
 	}
 	all := []series{
 		{"p50", swP50Color, false, func(i int) float64 { return p.yt(float64(p.sums[i].TimeToLeader.P50NS) / 1e6) }, ttl},
 		{"p95", swP95Color, true, func(i int) float64 { return p.yt(float64(p.sums[i].TimeToLeader.P95NS) / 1e6) }, ttl},
 		{"msgs", swMsgColor, false, func(i int) float64 { return p.ym(p.sums[i].MessagesTotal.Mean) }, func(i int) string {
 			return fmt.Sprintf("%s=%s: %s election messages per run, mean over %s (most %d)",
-				p.sw.Key, p.sw.Points[i].Label, results.FormatMean(p.sums[i].MessagesTotal.Mean), passedRuns(p.sums[i].OK), p.sums[i].MessagesTotal.Max)
+				p.sw.Key, p.sw.Points[i].Label, results.FormatMean(p.sums[i].MessagesTotal.Mean), results.PassedRunsPhrase(p.sums[i].OK), p.sums[i].MessagesTotal.Max)
 		}},
 	}
 	for _, s := range all {

@@ -11,80 +11,41 @@ import (
 
 	"github.com/bullylab/bullylab/netem/bench/report"
 	"github.com/bullylab/bullylab/netem/bench/results"
+	"github.com/bullylab/bullylab/netem/bench/results/resultstest"
 )
-
-// sweepScenario is a scenario of runs that pass with times to leader of
-// ms milliseconds and msgs election messages, and fail runs that fail.
-func sweepScenario(name string, labels map[string]string, fail int, ms ...float64) results.ScenarioResult {
-	sc := results.ScenarioResult{Name: name, Labels: labels}
-	for i, v := range ms {
-		sc.Runs = append(sc.Runs, results.Run{Index: len(sc.Runs) + 1, OK: true, TimeToLeaderNS: int64(v * 1e6),
-			Messages: map[string]int{"ELECTION": 4 + i, "COORDINATOR": 4}})
-	}
-	for range fail {
-		sc.Runs = append(sc.Runs, results.Run{Index: len(sc.Runs) + 1, FailureKind: results.FailLiveness, Failure: "no leader"})
-	}
-	sc.Summary = results.Summarize(sc.Runs)
-	return sc
-}
-
-func lbl(kv ...string) map[string]string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return m
-}
-
-func sweepResults() *results.Results {
-	r := sampleResults(3)
-	r.Topology.Name, r.Topology.Nodes = "star5", 5
-	r.Scenarios = []results.ScenarioResult{
-		sweepScenario("leader-crash", nil, 0, 700, 710),
-		sweepScenario("latency-sweep", lbl("delay", "0s"), 0, 700, 720, 750),
-		sweepScenario("latency-sweep", lbl("delay", "10ms"), 0, 760, 790),
-		sweepScenario("latency-sweep", lbl("delay", "50ms"), 2),
-		sweepScenario("latency-sweep", lbl("delay", "100ms"), 1, 1100, 1300),
-		sweepScenario("loss", lbl("loss", "1"), 0, 720),
-		sweepScenario("loss", lbl("loss", "5"), 0, 730),
-		sweepScenario("loss", lbl("loss", "10"), 0, 790),
-		sweepScenario("loss", lbl("loss", "20"), 0, 900),
-	}
-	return r
-}
 
 // TestSweepGrouping: scenarios of one name that differ in one numeric
 // label are a sweep, ordered by value; the rest are not.
 func TestSweepGrouping(t *testing.T) {
 	scs := []results.ScenarioResult{
-		sweepScenario("leader-crash", nil, 0, 700),
-		sweepScenario("latency-sweep", lbl("delay", "100ms"), 0, 1),
-		sweepScenario("latency-sweep", lbl("delay", "1s"), 0, 1),
-		sweepScenario("latency-sweep", lbl("delay", "10ms"), 0, 1),
-		sweepScenario("latency-sweep", lbl("delay", "0s"), 0, 1),
-		sweepScenario("cascade", lbl("k", "3"), 0, 1), // one point
-		sweepScenario("loss", lbl("loss", "20"), 0, 1),
-		sweepScenario("loss", lbl("loss", "10"), 0, 1),
-		sweepScenario("loss", lbl("loss", "1"), 0, 1),
-		sweepScenario("loss", lbl("loss", "5"), 0, 1),
-		sweepScenario("loss", lbl("loss", "2.5"), 0, 1),
+		resultstest.ScenarioOfTimes("leader-crash", nil, 0, 700),
+		resultstest.ScenarioOfTimes("latency-sweep", resultstest.Labels("delay", "100ms"), 0, 1),
+		resultstest.ScenarioOfTimes("latency-sweep", resultstest.Labels("delay", "1s"), 0, 1),
+		resultstest.ScenarioOfTimes("latency-sweep", resultstest.Labels("delay", "10ms"), 0, 1),
+		resultstest.ScenarioOfTimes("latency-sweep", resultstest.Labels("delay", "0s"), 0, 1),
+		resultstest.ScenarioOfTimes("cascade", resultstest.Labels("k", "3"), 0, 1), // one point
+		resultstest.ScenarioOfTimes("loss", resultstest.Labels("loss", "20"), 0, 1),
+		resultstest.ScenarioOfTimes("loss", resultstest.Labels("loss", "10"), 0, 1),
+		resultstest.ScenarioOfTimes("loss", resultstest.Labels("loss", "1"), 0, 1),
+		resultstest.ScenarioOfTimes("loss", resultstest.Labels("loss", "5"), 0, 1),
+		resultstest.ScenarioOfTimes("loss", resultstest.Labels("loss", "2.5"), 0, 1),
 		// Two labels vary: no one axis.
-		sweepScenario("two", lbl("delay", "10ms", "loss", "1"), 0, 1),
-		sweepScenario("two", lbl("delay", "20ms", "loss", "2"), 0, 1),
+		resultstest.ScenarioOfTimes("two", resultstest.Labels("delay", "10ms", "loss", "1"), 0, 1),
+		resultstest.ScenarioOfTimes("two", resultstest.Labels("delay", "20ms", "loss", "2"), 0, 1),
 		// One varies, the other is fixed.
-		sweepScenario("fixed", lbl("delay", "20ms", "variant", "a"), 0, 1),
-		sweepScenario("fixed", lbl("delay", "0", "variant", "a"), 0, 1),
+		resultstest.ScenarioOfTimes("fixed", resultstest.Labels("delay", "20ms", "variant", "a"), 0, 1),
+		resultstest.ScenarioOfTimes("fixed", resultstest.Labels("delay", "0", "variant", "a"), 0, 1),
 		// Not numbers, or not one unit, or not the same keys, or a repeat.
-		sweepScenario("words", lbl("mode", "fast"), 0, 1),
-		sweepScenario("words", lbl("mode", "slow"), 0, 1),
-		sweepScenario("mixed", lbl("x", "10ms"), 0, 1),
-		sweepScenario("mixed", lbl("x", "5"), 0, 1),
-		sweepScenario("keys", lbl("x", "1"), 0, 1),
-		sweepScenario("keys", lbl("y", "2"), 0, 1),
-		sweepScenario("repeat", lbl("x", "1"), 0, 1),
-		sweepScenario("repeat", lbl("x", "1.0"), 0, 1),
-		sweepScenario("unlabelled", nil, 0, 1),
-		sweepScenario("unlabelled", nil, 0, 1),
+		resultstest.ScenarioOfTimes("words", resultstest.Labels("mode", "fast"), 0, 1),
+		resultstest.ScenarioOfTimes("words", resultstest.Labels("mode", "slow"), 0, 1),
+		resultstest.ScenarioOfTimes("mixed", resultstest.Labels("x", "10ms"), 0, 1),
+		resultstest.ScenarioOfTimes("mixed", resultstest.Labels("x", "5"), 0, 1),
+		resultstest.ScenarioOfTimes("keys", resultstest.Labels("x", "1"), 0, 1),
+		resultstest.ScenarioOfTimes("keys", resultstest.Labels("y", "2"), 0, 1),
+		resultstest.ScenarioOfTimes("repeat", resultstest.Labels("x", "1"), 0, 1),
+		resultstest.ScenarioOfTimes("repeat", resultstest.Labels("x", "1.0"), 0, 1),
+		resultstest.ScenarioOfTimes("unlabelled", nil, 0, 1),
+		resultstest.ScenarioOfTimes("unlabelled", nil, 0, 1),
 	}
 	sws := report.Sweeps(scs)
 	type got struct {
@@ -204,7 +165,7 @@ func textsOf(els []svgElement, class string) []string {
 // where some run passed, a gap (not a zero) where none did, the values in
 // order with their units and the runs each point rests on.
 func TestSweepSVG(t *testing.T) {
-	sws := report.Sweeps(sweepResults().Scenarios)
+	sws := report.Sweeps(resultstest.SweepSample().Scenarios)
 	if len(sws) != 2 {
 		t.Fatalf("%d sweeps, want latency-sweep and loss", len(sws))
 	}
@@ -266,10 +227,10 @@ func TestSweepSVG(t *testing.T) {
 
 	// 0s, 10ms, 100ms and 1s cannot be to scale with room for each tick.
 	wide := report.Sweeps([]results.ScenarioResult{
-		sweepScenario("s", lbl("delay", "0s"), 0, 600),
-		sweepScenario("s", lbl("delay", "1s"), 0, 900),
-		sweepScenario("s", lbl("delay", "10ms"), 0, 700),
-		sweepScenario("s", lbl("delay", "100ms"), 0, 800),
+		resultstest.ScenarioOfTimes("s", resultstest.Labels("delay", "0s"), 0, 600),
+		resultstest.ScenarioOfTimes("s", resultstest.Labels("delay", "1s"), 0, 900),
+		resultstest.ScenarioOfTimes("s", resultstest.Labels("delay", "10ms"), 0, 700),
+		resultstest.ScenarioOfTimes("s", resultstest.Labels("delay", "100ms"), 0, 800),
 	})
 	els = parseSVG(t, report.SweepSVG(wide[0]))
 	if labels := strings.Join(textsOf(els, "label"), "|"); !strings.Contains(labels, "not to scale") {
@@ -278,8 +239,8 @@ func TestSweepSVG(t *testing.T) {
 
 	// Nothing passed anywhere, and text that needs escaping.
 	none := report.Sweeps([]results.ScenarioResult{
-		sweepScenario(`a<b&"c"`, lbl("x", "1"), 1),
-		sweepScenario(`a<b&"c"`, lbl("x", "2"), 1),
+		resultstest.ScenarioOfTimes(`a<b&"c"`, resultstest.Labels("x", "1"), 1),
+		resultstest.ScenarioOfTimes(`a<b&"c"`, resultstest.Labels("x", "2"), 1),
 	})
 	els = parseSVG(t, report.SweepSVG(none[0]))
 	if n := countEls(els, "g", "gap"); n != 2 {
@@ -306,7 +267,7 @@ func contains(ss []string, s string) bool {
 // (the summary table links them too).
 func TestReportSweeps(t *testing.T) {
 	var buf bytes.Buffer
-	if err := report.Write(&buf, sweepResults()); err != nil {
+	if err := report.Write(&buf, resultstest.SweepSample()); err != nil {
 		t.Fatal(err)
 	}
 	html := buf.String()

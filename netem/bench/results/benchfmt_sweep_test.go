@@ -7,54 +7,15 @@ import (
 	"testing"
 
 	"github.com/bullylab/bullylab/netem/bench/results"
+	"github.com/bullylab/bullylab/netem/bench/results/resultstest"
 )
-
-// sweepScenario is a scenario of runs that pass with times to leader of
-// ms milliseconds and msgs election messages, and fail runs that fail.
-func sweepScenario(name string, labels map[string]string, fail int, ms ...float64) results.ScenarioResult {
-	sc := results.ScenarioResult{Name: name, Labels: labels}
-	for i, v := range ms {
-		sc.Runs = append(sc.Runs, results.Run{Index: len(sc.Runs) + 1, OK: true, TimeToLeaderNS: int64(v * 1e6),
-			Messages: map[string]int{"ELECTION": 4 + i, "COORDINATOR": 4}})
-	}
-	for range fail {
-		sc.Runs = append(sc.Runs, results.Run{Index: len(sc.Runs) + 1, FailureKind: results.FailLiveness, Failure: "no leader"})
-	}
-	sc.Summary = results.Summarize(sc.Runs)
-	return sc
-}
-
-func lbl(kv ...string) map[string]string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return m
-}
-
-func sweepResults() *results.Results {
-	r := sampleResults(3)
-	r.Topology.Name, r.Topology.Nodes = "star5", 5
-	r.Scenarios = []results.ScenarioResult{
-		sweepScenario("leader-crash", nil, 0, 700, 710),
-		sweepScenario("latency-sweep", lbl("delay", "0s"), 0, 700, 720, 750),
-		sweepScenario("latency-sweep", lbl("delay", "10ms"), 0, 760, 790),
-		sweepScenario("latency-sweep", lbl("delay", "50ms"), 2),
-		sweepScenario("latency-sweep", lbl("delay", "100ms"), 1, 1100, 1300),
-		sweepScenario("loss", lbl("loss", "1"), 0, 720),
-		sweepScenario("loss", lbl("loss", "5"), 0, 730),
-		sweepScenario("loss", lbl("loss", "10"), 0, 790),
-		sweepScenario("loss", lbl("loss", "20"), 0, 900),
-	}
-	return r
-}
 
 // TestBenchTextSweepKeys: each point of a sweep is its own benchmark,
 // its label a name key, so that benchstat -col /delay or /loss slices
 // them.
 func TestBenchTextSweepKeys(t *testing.T) {
 	var buf bytes.Buffer
-	if err := results.WriteBenchText(&buf, sweepResults()); err != nil {
+	if err := results.WriteBenchText(&buf, resultstest.SweepSample()); err != nil {
 		t.Fatal(err)
 	}
 	bt, err := results.ParseBenchText("bench.txt", buf.Bytes())

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/bullylab/bullylab/netem/bench/results"
+	"github.com/bullylab/bullylab/netem/bench/results/resultstest"
 )
 
 // perfRecord is what golang.org/x/perf/benchfmt's Reader yields for a
@@ -116,7 +117,7 @@ func perfParse(data []byte) (recs []perfRecord, units map[string]string) {
 }
 
 func TestBenchTextFormat(t *testing.T) {
-	r := sampleResults(1)
+	r := resultstest.Sample(1)
 	var buf bytes.Buffer
 	if err := results.WriteBenchText(&buf, r); err != nil {
 		t.Fatal(err)
@@ -197,7 +198,7 @@ func TestBenchName(t *testing.T) {
 
 // bench.txt carries what compare needs: the same summaries as results.json.
 func TestResultsFromBenchText(t *testing.T) {
-	r := sampleResults(1)
+	r := resultstest.Sample(1)
 	var buf bytes.Buffer
 	if err := results.WriteBenchText(&buf, r); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem/bench/results"
+	"github.com/bullylab/bullylab/netem/bench/results/resultstest"
 )
 
 func writeResults(t *testing.T, r *results.Results, name string) string {
@@ -38,7 +39,7 @@ func writeResults(t *testing.T, r *results.Results, name string) string {
 // slower is sample with leader-crash 120ms slower in every run, a REJECT
 // in one run, and one failed run more.
 func slower() *results.Results {
-	r := sampleResults(1)
+	r := resultstest.Sample(1)
 	runs := r.Scenarios[0].Runs
 	for i := range runs {
 		runs[i].TimeToLeaderNS += int64(120 * time.Millisecond)
@@ -61,7 +62,7 @@ func change(t *testing.T, c *results.Comparison, scenario, metric string) result
 }
 
 func TestCompareRegression(t *testing.T) {
-	base := writeResults(t, sampleResults(1), "base.json")
+	base := writeResults(t, resultstest.Sample(1), "base.json")
 	for _, newName := range []string{"new.json", "new.txt"} {
 		nw := writeResults(t, slower(), newName)
 		c, err := results.CompareFiles(base, nw, results.CompareOptions{MaxRegress: 0.10})
@@ -103,7 +104,7 @@ func TestCompareRegression(t *testing.T) {
 }
 
 func TestComparePass(t *testing.T) {
-	base := writeResults(t, sampleResults(1), "base.json")
+	base := writeResults(t, resultstest.Sample(1), "base.json")
 	c, err := results.CompareFiles(base, base, results.CompareOptions{MaxRegress: 0.10})
 	if err != nil {
 		t.Fatal(err)
@@ -131,17 +132,17 @@ func TestComparePass(t *testing.T) {
 
 func TestCompareUnusable(t *testing.T) {
 	dir := t.TempDir()
-	base := writeResults(t, sampleResults(1), "base.json")
+	base := writeResults(t, resultstest.Sample(1), "base.json")
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
 		os.WriteFile(p, []byte(content), 0o644)
 		return p
 	}
-	other := sampleResults(1)
+	other := resultstest.Sample(1)
 	other.Topology.Name = "star5"
-	moreNodes := sampleResults(1)
+	moreNodes := resultstest.Sample(1)
 	moreNodes.Topology.Nodes = 17
-	fewer := sampleResults(1)
+	fewer := resultstest.Sample(1)
 	fewer.Scenarios = fewer.Scenarios[:1]
 	fifo := filepath.Join(dir, "fifo.json")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -170,7 +171,7 @@ func TestCompareUnusable(t *testing.T) {
 }
 
 func TestCompareNotes(t *testing.T) {
-	a, b := sampleResults(1), sampleResults(1)
+	a, b := resultstest.Sample(1), resultstest.Sample(1)
 	b.Seed = 2
 	b.Topology.Settings.HeartbeatNS = int64(50 * time.Millisecond)
 	c, err := results.Compare("a", a, "b", b, results.CompareOptions{MaxRegress: 0.1})
@@ -211,7 +212,7 @@ func TestParseThreshold(t *testing.T) {
 // by a few percent at p50 by chance; with a 1% threshold the test keeps
 // that from being a regression, and each change carries n and P.
 func TestCompareNoise(t *testing.T) {
-	c, err := results.Compare("a", sampleResults(1), "b", sampleResults(2), results.CompareOptions{MaxRegress: 0.01})
+	c, err := results.Compare("a", resultstest.Sample(1), "b", resultstest.Sample(2), results.CompareOptions{MaxRegress: 0.01})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +222,7 @@ func TestCompareNoise(t *testing.T) {
 		}
 	}
 	ch := change(t, c, "leader-crash", "time to leader p50")
-	okA, okB := sampleResults(1).Scenarios[0].Summary.OK, sampleResults(2).Scenarios[0].Summary.OK
+	okA, okB := resultstest.Sample(1).Scenarios[0].Summary.OK, resultstest.Sample(2).Scenarios[0].Summary.OK
 	if ch.P == nil || ch.BaseN != okA || ch.NewN != okB {
 		t.Errorf("time to leader p50: n %d/%d, want %d/%d, p %v", ch.BaseN, ch.NewN, okA, okB, ch.P)
 	}
@@ -238,7 +239,7 @@ func TestCompareNoise(t *testing.T) {
 // large slowdown is no regression, and a note says why; a failed run
 // still is.
 func TestCompareTooFewRuns(t *testing.T) {
-	base, slow := sampleResults(1), slower()
+	base, slow := resultstest.Sample(1), slower()
 	for _, r := range []*results.Results{base, slow} {
 		for i := range r.Scenarios {
 			r.Scenarios[i].Runs = r.Scenarios[i].Runs[:3]
@@ -270,7 +271,7 @@ func TestCompareTooFewRuns(t *testing.T) {
 // n and p of every change; the markdown is one table row per change with
 // the regressions in bold, cells that hold a '|' escaped.
 func TestComparisonFormats(t *testing.T) {
-	c, err := results.Compare("base|1", sampleResults(1), "new", slower(), results.CompareOptions{MaxRegress: 0.1})
+	c, err := results.Compare("base|1", resultstest.Sample(1), "new", slower(), results.CompareOptions{MaxRegress: 0.1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +321,7 @@ func TestComparisonFormats(t *testing.T) {
 // partial: in Partial, one line per side naming its file, and first among
 // the notes every format prints.
 func TestComparePartial(t *testing.T) {
-	full, cut := sampleResults(1), sampleResults(1)
+	full, cut := resultstest.Sample(1), resultstest.Sample(1)
 	cut.Partial = &results.Partial{Reason: "interrupted by SIGTERM", RunsPlanned: 120, RunsDone: 60}
 	basePath, newPath := writeResults(t, full, "results.json"), writeResults(t, cut, "results.json")
 	c, err := results.CompareFiles(basePath, newPath, results.CompareOptions{MaxRegress: 0.1})
@@ -367,7 +368,7 @@ func TestComparePartial(t *testing.T) {
 		t.Errorf("Partial %q, want %q", c.Partial, wantBoth)
 	}
 	// Neither partial: nothing said.
-	c, err = results.Compare("a.json", sampleResults(1), "b.json", sampleResults(1), results.CompareOptions{MaxRegress: 0.1})
+	c, err = results.Compare("a.json", resultstest.Sample(1), "b.json", resultstest.Sample(1), results.CompareOptions{MaxRegress: 0.1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +391,7 @@ func TestCompareRowsTheRunsSupport(t *testing.T) {
 		{30, []string{"time to leader p50", "time to leader p95", "time to leader max", "detection p95"},
 			[]string{"time to leader p99"}},
 	} {
-		base, next := firstRuns(tc.runs), firstRuns(tc.runs)
+		base, next := resultstest.SampleFirstRuns(tc.runs), resultstest.SampleFirstRuns(tc.runs)
 		// Runs count every type, sent or not: REJECT 0 in every run.
 		for _, r := range []*results.Results{base, next} {
 			for i := range r.Scenarios[0].Runs {

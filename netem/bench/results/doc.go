@@ -18,6 +18,9 @@
 //	                summary's two layouts, its columns and their units
 //	explain.go      which run each percentile is (PercentileRanks), in
 //	                words
+//	terminal_linux.go  IsTerminal, TerminalWidth: how wide a summary is
+//	                laid out (terminal_other.go: no terminal off Linux)
+//	resultstest/    deterministic sample results for tests
 //
 // # results.json
 //

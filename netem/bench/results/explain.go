@@ -189,7 +189,7 @@ func percentileLines(scs []ScenarioResult) []string {
 				need = append(need, strconv.Itoa(pctMinRuns[p.Name]))
 			}
 		}
-		line := fmt.Sprintf("%s are nearest-rank over %s: %s", whose, passedRuns(g.n), percentileRanks(g.n, shown))
+		line := fmt.Sprintf("%s are nearest-rank over %s: %s", whose, PassedRunsPhrase(g.n), percentileRanks(g.n, shown))
 		switch len(left) {
 		case 0:
 		case 1:
@@ -210,9 +210,9 @@ func summaryOf(sc *ScenarioResult) Summary {
 	return sc.Summary
 }
 
-// passedRuns is "the 29 runs that passed", "the one run that passed", "no
-// run that passed".
-func passedRuns(n int) string {
+// PassedRunsPhrase is "the 29 runs that passed", "the one run that
+// passed", "no run that passed".
+func PassedRunsPhrase(n int) string {
 	switch n {
 	case 0:
 		return "no run that passed"

@@ -7,11 +7,12 @@ import (
 
 	"github.com/bullylab/bullylab/netem/bench/report"
 	"github.com/bullylab/bullylab/netem/bench/results"
+	"github.com/bullylab/bullylab/netem/bench/results/resultstest"
 )
 
 // small is the sample with three runs per scenario, the failed one kept.
 func small() *results.Results {
-	r := sampleResults(1)
+	r := resultstest.Sample(1)
 	for i := range r.Scenarios {
 		r.Scenarios[i].Runs = r.Scenarios[i].Runs[4:7]
 	}

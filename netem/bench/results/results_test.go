@@ -10,12 +10,13 @@ import (
 	"testing"
 
 	"github.com/bullylab/bullylab/netem/bench/results"
+	"github.com/bullylab/bullylab/netem/bench/results/resultstest"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
 )
 
 func TestResultsRoundTrip(t *testing.T) {
-	r := sampleResults(1)
+	r := resultstest.Sample(1)
 	path := filepath.Join(t.TempDir(), "results.json")
 	if err := r.WriteFile(path); err != nil {
 		t.Fatal(err)
@@ -39,7 +40,7 @@ func TestResultsRoundTrip(t *testing.T) {
 // The documented field names are the ones written.
 func TestResultsFieldNames(t *testing.T) {
 	var buf bytes.Buffer
-	if err := sampleResults(1).Write(&buf); err != nil {
+	if err := resultstest.Sample(1).Write(&buf); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -57,7 +58,7 @@ func TestResultsFieldNames(t *testing.T) {
 func TestDecodeResultsErrors(t *testing.T) {
 	good := func() string {
 		var buf bytes.Buffer
-		sampleResults(1).Write(&buf)
+		resultstest.Sample(1).Write(&buf)
 		return buf.String()
 	}()
 	for _, tc := range []struct{ in, want string }{
@@ -138,7 +139,7 @@ func TestLongValuesInErrors(t *testing.T) {
 		r.Write(&buf)
 		return buf.String()
 	}
-	good := encode(sampleResults(1))
+	good := encode(resultstest.Sample(1))
 	check := func(what string, err error) {
 		t.Helper()
 		if err == nil {
@@ -149,7 +150,7 @@ func TestLongValuesInErrors(t *testing.T) {
 			t.Errorf("%s: error of %d bytes: %.500s", what, len(msg), msg)
 		}
 	}
-	twice := sampleResults(1)
+	twice := resultstest.Sample(1)
 	twice.Scenarios[0].Name = long
 	twice.Scenarios[1] = twice.Scenarios[0]
 	for what, in := range map[string]string{
@@ -178,11 +179,11 @@ func TestLongValuesInErrors(t *testing.T) {
 	check("--max-regress", err)
 
 	// compare names topologies and scenarios from the files.
-	base, other := sampleResults(1), sampleResults(1)
+	base, other := resultstest.Sample(1), resultstest.Sample(1)
 	other.Topology.Name = long
 	_, err = results.Compare("a", base, "b", other, results.CompareOptions{MaxRegress: 0.1})
 	check("topology", err)
-	other = sampleResults(1)
+	other = resultstest.Sample(1)
 	sc := other.Scenarios[0]
 	other.Scenarios = nil
 	for i := range 1000 {

@@ -31,13 +31,13 @@ const CompactBelow = 100
 // environment of the bench that wrote it.
 func summaryWidth(w io.Writer) int {
 	f, ok := w.(*os.File)
-	if !ok || !isTerminal(f) {
+	if !ok || !IsTerminal(f) {
 		return -1
 	}
 	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
 		return n
 	}
-	return terminalWidth(f)
+	return TerminalWidth(f)
 }
 
 // pctMinRuns is, per percentile the summary table shows, the fewest

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bullylab/bullylab/netem/bench/results"
+	"github.com/bullylab/bullylab/netem/bench/results/resultstest"
 	"golang.org/x/sys/unix"
 )
 
@@ -69,7 +70,7 @@ func summaryOnTerminal(t *testing.T, r *results.Results, cols uint16) string {
 // TestSummaryDetectsTerminal: on a terminal the summary takes its width,
 // or $COLUMNS when set.
 func TestSummaryDetectsTerminal(t *testing.T) {
-	r := sampleResults(1)
+	r := resultstest.Sample(1)
 	t.Setenv("COLUMNS", "")
 	if out := summaryOnTerminal(t, r, 80); strings.Contains(out, "┌") || !strings.Contains(out, "passed") {
 		t.Errorf("an 80-column terminal got no compact summary:\n%s", out)

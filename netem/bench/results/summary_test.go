@@ -12,12 +12,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/bullylab/bullylab/netem/bench/results"
+	"github.com/bullylab/bullylab/netem/bench/results/resultstest"
 )
 
 // twelveScenarios is a bench of 12 scenarios with long keys, one with 5
-// runs and one whose elections take seconds, built from sampleResults'.
+// runs and one whose elections take seconds, built from resultstest.Sample's.
 func twelveScenarios() *results.Results {
-	r := sampleResults(3)
+	r := resultstest.Sample(3)
 	base := r.Scenarios
 	r.Scenarios = nil
 	for i, key := range []struct{ name, label, value string }{
@@ -101,7 +102,7 @@ func TestSummaryFitsWidth(t *testing.T) {
 		}
 	}
 	// Two scenarios fit the full table in fewer columns than twelve.
-	two := sampleResults(1)
+	two := resultstest.Sample(1)
 	full := render(t, two, -1)
 	width := 0
 	for _, l := range tableLines(full) {
@@ -179,7 +180,7 @@ func TestSummaryPercentilesShown(t *testing.T) {
 		{5, false, false, "percentiles are nearest-rank over the 5 runs that passed: p50 is the 3rd fastest run; max is the slowest; p95 and p99 are left out below 20 and 100 runs\n", ""},
 		{30, true, false, "p50 is the 15th fastest run; p95 is the 2nd slowest; max is the slowest; p99 is left out below 100 runs\n", "p95 (ms)"},
 	} {
-		out := render(t, firstRuns(tc.runs), 160)
+		out := render(t, resultstest.SampleFirstRuns(tc.runs), 160)
 		header := strings.Join(tableLines(out)[:3], "\n")
 		if got := strings.Contains(header, "p95"); got != tc.p95 {
 			t.Errorf("%d runs: p95 column %v, want %v:\n%s", tc.runs, got, tc.p95, out)
@@ -208,7 +209,7 @@ func TestSummaryPercentilesShown(t *testing.T) {
 // TestSummaryDetectionAsReport: the table shows the detection p50 and
 // p95, as report.html does.
 func TestSummaryDetectionAsReport(t *testing.T) {
-	r := firstRuns(30)
+	r := resultstest.SampleFirstRuns(30)
 	d := r.Scenarios[0].Summary.Detection
 	for _, width := range []int{80, 160} {
 		out := render(t, r, width)

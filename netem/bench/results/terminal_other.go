@@ -6,8 +6,10 @@ import (
 	"os"
 )
 
-// Off Linux the summary table takes its full layout: benches run on Linux
-// only, and other systems only read their results.
-func isTerminal(*os.File) bool { return false }
+// IsTerminal is false off Linux, so that the summary table takes its full
+// layout: benches run on Linux only, and other systems only read their
+// results.
+func IsTerminal(*os.File) bool { return false }
 
-func terminalWidth(*os.File) int { return 80 }
+// TerminalWidth is 80 off Linux, where no file is taken for a terminal.
+func TerminalWidth(*os.File) int { return 80 }

@@ -1,4 +1,6 @@
-package report_test
+// Package resultstest builds deterministic bench results for tests: a
+// sample shaped like a real star16 bench, and a small one with sweeps.
+package resultstest
 
 import (
 	"fmt"
@@ -8,12 +10,13 @@ import (
 	"github.com/bullylab/bullylab/netem/bench/results"
 )
 
-// sampleResults is a deterministic star16 bench shaped like real ones:
+// Sample is a deterministic star16 bench shaped like real ones:
 // leader-crash runs detect within the failure timeout plus a heartbeat
 // phase, then elect in a few milliseconds; the highest survivor usually
 // detects first (42 frames), sometimes a lower node does (ELECTIONs and
 // ANSWERs too). Run 7 failed on liveness. A latency-sweep point adds delay.
-func sampleResults(seed uint64) *results.Results {
+// The seed picks the times and messages.
+func Sample(seed uint64) *results.Results {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	t0 := time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC)
 	r := &results.Results{
@@ -65,5 +68,60 @@ func sampleResults(seed uint64) *results.Results {
 		mk("latency-sweep", map[string]string{"delay": "50ms"}, 50*time.Millisecond),
 	}
 	r.Summarize()
+	return r
+}
+
+// SampleFirstRuns is Sample(1) with its first n runs per scenario, all
+// passed for n < 7 (run 7 of leader-crash failed).
+func SampleFirstRuns(n int) *results.Results {
+	r := Sample(1)
+	for i := range r.Scenarios {
+		r.Scenarios[i].Runs = r.Scenarios[i].Runs[:n]
+	}
+	r.Settings.Runs = n
+	r.Summarize()
+	return r
+}
+
+// ScenarioOfTimes is a scenario of runs that pass with times to leader of
+// ms milliseconds, then fail runs that fail on liveness.
+func ScenarioOfTimes(name string, labels map[string]string, fail int, ms ...float64) results.ScenarioResult {
+	sc := results.ScenarioResult{Name: name, Labels: labels}
+	for i, v := range ms {
+		sc.Runs = append(sc.Runs, results.Run{Index: len(sc.Runs) + 1, OK: true, TimeToLeaderNS: int64(v * 1e6),
+			Messages: map[string]int{"ELECTION": 4 + i, "COORDINATOR": 4}})
+	}
+	for range fail {
+		sc.Runs = append(sc.Runs, results.Run{Index: len(sc.Runs) + 1, FailureKind: results.FailLiveness, Failure: "no leader"})
+	}
+	sc.Summary = results.Summarize(sc.Runs)
+	return sc
+}
+
+// Labels is a scenario's labels from key, value pairs.
+func Labels(kv ...string) map[string]string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+// SweepSample is Sample(3) cut to star5 with a leader-crash scenario and
+// two sweeps: latency-sweep by delay (at 50ms no run passed) and loss.
+func SweepSample() *results.Results {
+	r := Sample(3)
+	r.Topology.Name, r.Topology.Nodes = "star5", 5
+	r.Scenarios = []results.ScenarioResult{
+		ScenarioOfTimes("leader-crash", nil, 0, 700, 710),
+		ScenarioOfTimes("latency-sweep", Labels("delay", "0s"), 0, 700, 720, 750),
+		ScenarioOfTimes("latency-sweep", Labels("delay", "10ms"), 0, 760, 790),
+		ScenarioOfTimes("latency-sweep", Labels("delay", "50ms"), 2),
+		ScenarioOfTimes("latency-sweep", Labels("delay", "100ms"), 1, 1100, 1300),
+		ScenarioOfTimes("loss", Labels("loss", "1"), 0, 720),
+		ScenarioOfTimes("loss", Labels("loss", "5"), 0, 730),
+		ScenarioOfTimes("loss", Labels("loss", "10"), 0, 790),
+		ScenarioOfTimes("loss", Labels("loss", "20"), 0, 900),
+	}
 	return r
 }
