@@ -31,7 +31,8 @@ type span struct {
 var forever = time.Unix(1<<62, 0)
 
 // cutSpans applies the faults to spans: a crash or a leave ends a node's
-// leads there (its process is gone), and a pause suspends them until the
+// leads there (its process is gone; a lead the capture saw begin while it
+// went is dropped whole), and a pause suspends them until the
 // node is resumed (a stopped process leads nobody; one resumed still
 // believes what it believed, until it hears otherwise). Other faults leave
 // what a node believes alone: a partitioned or isolated leader still
@@ -51,7 +52,12 @@ func cutSpans(spans []span, faults []fault.Fault) []span {
 				if !paused.IsZero() {
 					from = paused // it led nobody since
 				}
-				if from.After(sp.start) { // not a lead of a later process
+				// A lead begun before the process was gone is the ended
+				// process's, even one begun after the fault's Time: a
+				// claim it sent just before the kill can reach the switch
+				// after the lab began the fault. Only a restart, after
+				// that, makes a later process.
+				if gone(f).After(sp.start) {
 					pieces = removeSpan(pieces, from, forever)
 				}
 				paused = time.Time{}
@@ -72,6 +78,15 @@ func cutSpans(spans []span, faults []fault.Fault) []span {
 		out = append(out, pieces...)
 	}
 	return out
+}
+
+// gone is when f's change was known to be in force: for a crash or a
+// leave, when the process was gone.
+func gone(f fault.Fault) time.Time {
+	if f.InForce.IsZero() {
+		return f.Time
+	}
+	return f.InForce
 }
 
 // removeSpan removes [from, to) from pieces, keeping what lasts.

@@ -158,6 +158,10 @@ func TestCutSpans(t *testing.T) {
 		{"none", nil, []span{sp}},
 		{"crash", []fault.Fault{f(4, fault.Crash, "n5")}, []span{{"n5", 1, at(0), at(4)}}},
 		{"crash before", []fault.Fault{f(-1, fault.Crash, "n5")}, []span{sp}},
+		// A claim sent before the kill, on the switch after the lab began
+		// the crash but before the process was gone: the dead process's.
+		{"crash under way", []fault.Fault{{Time: at(-1), InForce: at(1), Kind: fault.Crash, Nodes: []string{"n5"}}}, nil},
+		{"crash before, in force before", []fault.Fault{{Time: at(-2), InForce: at(-1), Kind: fault.Crash, Nodes: []string{"n5"}}}, []span{sp}},
 		{"leave", []fault.Fault{f(4, fault.Leave, "n4", "n5")}, []span{{"n5", 1, at(0), at(4)}}},
 		{"other node", []fault.Fault{f(4, fault.Crash, "n4"), f(5, fault.Pause, "n3")}, []span{sp}},
 		{"pause", []fault.Fault{f(2, fault.Pause, "n5"), f(6, fault.Resume, "n1", "n5")},
