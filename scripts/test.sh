@@ -10,9 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Each target costs its fuzz time and about 3 s to build and replay its
-# corpus; at 38 targets, 5 s each keeps a CI run near 20 minutes. The
+# corpus; at 38 targets, 4 s each keeps a CI run under 20 minutes. The
 # corpora themselves run in every go test.
-FUZZTIME=${FUZZTIME:-5s}
+FUZZTIME=${FUZZTIME:-4s}
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -119,7 +119,13 @@ if [ -z "${SKIP_BENCH:-}" ]; then
 	# Every size, 1000 nodes included: star1000 runs in a shared host and
 	# reaches its leader in about 25 s (BULLYLAB_BENCH_MAX_NODES=500 skips it).
 	BULLYLAB_BENCH_MAX_NODES=${BULLYLAB_BENCH_MAX_NODES:-1000} \
-		go test -count=1 -run '^$' -bench . -benchtime 1x -timeout 15m ./...
+		go test -count=1 -run '^$' -bench . -benchtime 1x -timeout 15m $(go list ./... | grep -v '/netem/bench$')
+	# The bench's own benchmarks judge every run they make, as its tests
+	# do: beside netem/lab's 1000-node boot, one node of star64x3 was seen
+	# writing its lead 184 ms after its frames claimed it, past the 100 ms
+	# a loaded host is allowed. So they too run alone.
+	step "benchmarks (netem/bench, alone)"
+	go test -count=1 -run '^$' -bench . -benchtime 1x -timeout 15m ./netem/bench
 fi
 
 step "all checks passed"
