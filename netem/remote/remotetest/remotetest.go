@@ -84,12 +84,12 @@ func (hs *Hosts) DialTCP(ctx context.Context, addr string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		tv := unix.NsecToTimeval(time.Until(dl).Nanoseconds())
-		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv)
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Now().Add(time.Minute)
 	}
 	sa := &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
-	if err := unix.Connect(fd, sa); err != nil {
+	if err := connectBy(fd, sa, dl); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("connect %s: %w", addr, err)
 	}
@@ -313,13 +313,49 @@ func ConnectTime(t testing.TB, from, to string, addr netip.Addr, timeout time.Du
 	port := sa.(*unix.SockaddrInet4).Port
 	cfd := socketIn(t, from)
 	defer unix.Close(cfd)
-	tv := unix.NsecToTimeval(timeout.Nanoseconds())
-	must(t, unix.SetsockoptTimeval(cfd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv))
 	start := time.Now()
-	if err := unix.Connect(cfd, &unix.SockaddrInet4{Port: port, Addr: addr.As4()}); err != nil {
+	if err := connectBy(cfd, &unix.SockaddrInet4{Port: port, Addr: addr.As4()}, start.Add(timeout)); err != nil {
 		return 0, fmt.Errorf("connecting from %s to %s:%d (in %s): %v", from, addr, port, to, err)
 	}
 	return time.Since(start), nil
+}
+
+// connectBy connects the blocking socket fd to sa, waiting until deadline.
+// A signal, such as the Go runtime's preemption, can interrupt connect(2)
+// (EINTR) while the kernel goes on connecting: then wait for the socket
+// to become writable and read the outcome from SO_ERROR.
+func connectBy(fd int, sa unix.Sockaddr, deadline time.Time) error {
+	tv := unix.NsecToTimeval(time.Until(deadline).Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+		return err
+	}
+	err := unix.Connect(fd, sa)
+	if err != unix.EINTR {
+		return err
+	}
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return unix.ETIMEDOUT
+		}
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}, int(left.Milliseconds())+1)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return err
+		case n == 0:
+			return unix.ETIMEDOUT
+		}
+		soerr, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+		if err != nil {
+			return err
+		}
+		if soerr != 0 {
+			return unix.Errno(soerr)
+		}
+		return nil
+	}
 }
 
 // socketIn makes a TCP socket in namespace ns.
