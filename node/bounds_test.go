@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/node/election"
+	"github.com/bullylab/bullylab/node/election/electiontest"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -13,7 +14,7 @@ import (
 // stableSim returns a simulated cluster of n nodes agreed on its highest.
 func stableSim(t *testing.T, n int) *simNetwork {
 	t.Helper()
-	s := newSimNetwork(t, 11, n, simConfig())
+	s := newSimNetwork(t, 11, n, electiontest.Config())
 	s.maxDly = simMaxDelay
 	for i := range n {
 		s.start(i)
@@ -87,7 +88,7 @@ func TestEpochWindow(t *testing.T) {
 }
 
 func TestBootstrappingNodeTakesAnyEpoch(t *testing.T) {
-	s := newSimNetwork(t, 3, 2, simConfig())
+	s := newSimNetwork(t, 3, 2, electiontest.Config())
 	s.start(0)
 	far := uint64(1 << 40)
 	if refused := s.inject(0, wire.Message{Type: wire.TypeHeartbeat, Epoch: far, From: s.nodes[1].id}); len(refused) != 0 {
@@ -121,7 +122,7 @@ func TestMembershipBounds(t *testing.T) {
 		}
 	})
 	t.Run("JOIN past MaxMembers", func(t *testing.T) {
-		cfg := simConfig()
+		cfg := electiontest.Config()
 		cfg.MaxMembers = 4
 		s := newSimNetwork(t, 5, 3, cfg)
 		for i := range 3 {
@@ -142,7 +143,7 @@ func TestMembershipBounds(t *testing.T) {
 		}
 	})
 	t.Run("insecure JOIN from a stranger", func(t *testing.T) {
-		cfg := simConfig()
+		cfg := electiontest.Config()
 		cfg.Insecure = true
 		s := newSimNetwork(t, 5, 3, cfg)
 		for i := range 3 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bullylab/bullylab/node/bully"
 	"github.com/bullylab/bullylab/node/election"
+	"github.com/bullylab/bullylab/node/election/electiontest"
 	"github.com/bullylab/bullylab/wire"
 )
 
@@ -107,9 +108,9 @@ func TestTextbookCounts(t *testing.T) {
 // failure detectors start sends, heartbeats aside.
 func staggeredLeaderCrash(t *testing.T, n int) electionCounts {
 	t.Helper()
-	cfg := simConfig()
+	cfg := electiontest.Config()
 	if cfg.DetectionStagger == 0 {
-		t.Fatal("simConfig has no detection stagger")
+		t.Fatal("electiontest.Config has no detection stagger")
 	}
 	s := newSimNetwork(t, uint64(n), n, cfg)
 	s.maxDly = s.minDly
@@ -145,7 +146,7 @@ func sentSince(s *simNetwork, before [16]uint64) electionCounts {
 // The stagger is off: these cases are about detections the test places.
 func textbookElection(t *testing.T, n int, detectors []int) electionCounts {
 	t.Helper()
-	cfg := simConfig()
+	cfg := electiontest.Config()
 	cfg.DetectionStagger = 0
 	cfg.FailureTimeout = time.Hour // only the chosen detectors notice the crash
 	s := newSimNetwork(t, uint64(n), n, cfg)
@@ -214,14 +215,14 @@ func TestRandomSchedules(t *testing.T) {
 		}
 	}
 	t.Logf("%d schedules in %v: %d faults, SLE1 checked after %d of %d events; SLE2 max convergence %v (bound %v)",
-		n, time.Since(start).Round(time.Millisecond), stats.faults, stats.checked, stats.events, maxConverge, sle2Bound(simConfig(), 7))
+		n, time.Since(start).Round(time.Millisecond), stats.faults, stats.checked, stats.events, maxConverge, sle2Bound(electiontest.Config(), 7))
 }
 
 // runSchedule builds and runs the schedule for seed. It returns how long after
 // the last fault the live nodes came to agree for good, and the first
 // property the run violated.
 func runSchedule(t testing.TB, seed uint64, trace *strings.Builder, stats *scheduleStats) (time.Duration, error) {
-	cfg := simConfig()
+	cfg := electiontest.Config()
 	rng := rand.New(rand.NewPCG(seed, 0xb011))
 	n := 2 + rng.IntN(6)
 	s := newSimNetwork(t, seed, n, cfg)
@@ -383,7 +384,7 @@ func upNodes(s *simNetwork) []int {
 // and, being the highest, takes over; then it leaves and the next highest
 // leads; restarted from its data, it joins again.
 func TestMembershipChurn(t *testing.T) {
-	s := newSimNetwork(t, 7, 5, simConfig())
+	s := newSimNetwork(t, 7, 5, electiontest.Config())
 	s.maxDly = simMaxDelay
 	all := s.peers()
 	for i := range 4 {

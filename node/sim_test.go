@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/node/election"
+	"github.com/bullylab/bullylab/node/election/electiontest"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -87,34 +88,6 @@ func (h *deliveryHeap) Pop() any {
 	return d
 }
 
-// simIDs returns n version-4 UUIDs drawn from rng, sorted ascending, so that
-// index order is Bully priority order.
-func simIDs(rng *rand.Rand, n int) []uuid.UUID {
-	ids := make([]uuid.UUID, n)
-	for i := range ids {
-		var b [16]byte
-		for j := 0; j < 16; j += 8 {
-			v := rng.Uint64()
-			for k := range 8 {
-				b[j+k] = byte(v >> (8 * k))
-			}
-		}
-		b[6] = b[6]&0x0f | 0x40
-		b[8] = b[8]&0x3f | 0x80
-		ids[i] = uuid.UUID(b)
-	}
-	slices.SortFunc(ids, func(a, b uuid.UUID) int {
-		if election.Less(a, b) {
-			return -1
-		}
-		if election.Less(b, a) {
-			return 1
-		}
-		return 0
-	})
-	return ids
-}
-
 func newSimNetwork(t testing.TB, seed uint64, n int, cfg election.Config) *simNetwork {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	s := &simNetwork{
@@ -127,7 +100,7 @@ func newSimNetwork(t testing.TB, seed uint64, n int, cfg election.Config) *simNe
 		minDly: time.Millisecond,
 		maxDly: time.Millisecond,
 	}
-	for i, id := range simIDs(rng, n) {
+	for i, id := range electiontest.SortedIDs(rng, n) {
 		sn := &simNode{idx: i, id: id}
 		s.nodes = append(s.nodes, sn)
 		s.byID[id] = sn
@@ -397,11 +370,3 @@ func (s *simNetwork) name(id uuid.UUID) string {
 }
 
 const simMaxDelay = 5 * time.Millisecond
-
-func simConfig() election.Config {
-	cfg := election.DefaultConfig()
-	cfg.HeartbeatInterval = 50 * time.Millisecond
-	cfg.FailureTimeout = 200 * time.Millisecond
-	cfg.ElectionTimeout = 100 * time.Millisecond
-	return cfg
-}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/node/election"
+	"github.com/bullylab/bullylab/node/election/electiontest"
 	"github.com/bullylab/bullylab/wire"
 )
 
@@ -22,8 +23,8 @@ func FuzzMachineStep(f *testing.F) {
 	f.Add(seed(wire.TypeJoin, 0, []byte("10.0.0.1:7946")), uint8(7))
 	f.Fuzz(func(t *testing.T, stream []byte, sender uint8) {
 		rng := rand.New(rand.NewPCG(1, 2))
-		ids := sortedIDs(rng, 4)
-		cfg := testConfig()
+		ids := electiontest.SortedIDs(rng, 4)
+		cfg := electiontest.Config()
 		cfg.ID = ids[1]
 		cfg.Addr = "n1"
 		for i, id := range ids {
@@ -34,7 +35,7 @@ func FuzzMachineStep(f *testing.F) {
 			t.Fatal(err)
 		}
 		now := time.Duration(0)
-		stranger := sortedIDs(rng, 1)[0]
+		stranger := electiontest.SortedIDs(rng, 1)[0]
 		for len(stream) > 0 {
 			var msg wire.Message
 			n, err := wire.Decode(stream, &msg)

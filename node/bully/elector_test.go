@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/node/election"
+	"github.com/bullylab/bullylab/node/election/electiontest"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -18,13 +19,13 @@ import (
 // joining or leaving in between moves it; a halted node's wait is staggered
 // below the node that halted it.
 func TestDetectionStagger(t *testing.T) {
-	ids := sortedIDs(rand.New(rand.NewPCG(3, 4)), 8)
+	ids := electiontest.SortedIDs(rand.New(rand.NewPCG(3, 4)), 8)
 	leader := ids[7]
 	var peers []wire.Member
 	for i, id := range ids {
 		peers = append(peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
 	}
-	cfg := testConfig()
+	cfg := electiontest.Config()
 	cfg.DetectionStagger = 30 * time.Millisecond
 	cfg.ElectionTimeout = 100 * time.Millisecond
 	follower := func(i int, peers []wire.Member) election.Machine {
@@ -86,13 +87,13 @@ func TestDetectionStagger(t *testing.T) {
 // A HALT refused by a peer whose process is not running counts the peer as
 // failed at once; only a HALT of the current proposal does.
 func TestRefusedHalt(t *testing.T) {
-	ids := sortedIDs(rand.New(rand.NewPCG(5, 6)), 4)
+	ids := electiontest.SortedIDs(rand.New(rand.NewPCG(5, 6)), 4)
 	var peers []wire.Member
 	for i, id := range ids {
 		peers = append(peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
 	}
 	top := func(t *testing.T) (election.Machine, uint64) {
-		c := testConfig()
+		c := electiontest.Config()
 		c.ID, c.Addr, c.Peers = ids[3], "n3", peers
 		m, err := NewElector(c, nil, 0)
 		if err != nil {
@@ -156,7 +157,7 @@ func TestRefusedHalt(t *testing.T) {
 // again. Either way two leaders end when the higher one's frame arrives,
 // not only when the lower one's HEARTBEAT gets through to it.
 func TestLowerLeaderHearsHigherHeartbeat(t *testing.T) {
-	ids := sortedIDs(rand.New(rand.NewPCG(8, 9)), 3)
+	ids := electiontest.SortedIDs(rand.New(rand.NewPCG(8, 9)), 3)
 	var peers []wire.Member
 	for i, id := range ids {
 		peers = append(peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
@@ -164,7 +165,7 @@ func TestLowerLeaderHearsHigherHeartbeat(t *testing.T) {
 	// lead makes ids[1] the leader of epoch restored+1: nobody above
 	// answers its ELECTION and the node below refuses its HALT.
 	lead := func(t *testing.T, restored uint64) election.Machine {
-		c := testConfig()
+		c := electiontest.Config()
 		c.ID, c.Addr, c.Peers = ids[1], "n1", peers
 		var st *election.State
 		if restored > 0 {
@@ -214,7 +215,7 @@ func TestLowerLeaderHearsHigherHeartbeat(t *testing.T) {
 }
 
 func TestRestoredEpochBeyondMaxEpoch(t *testing.T) {
-	cfg := testConfig()
+	cfg := electiontest.Config()
 	cfg.ID = uuid.New()
 	_, err := NewElector(cfg, &election.State{Epoch: math.MaxUint64}, 0)
 	if err == nil {
