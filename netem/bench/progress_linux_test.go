@@ -1,50 +1,18 @@
 package bench_test
 
 import (
-	"errors"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bullylab/bullylab/netem/bench"
-	"golang.org/x/sys/unix"
+	"github.com/bullylab/bullylab/netem/bench/results/resultstest"
 )
 
 // On a real pseudo-terminal NewProgress draws the bar by itself.
 func TestProgressDetectsTerminal(t *testing.T) {
 	t.Setenv("TERM", "xterm")
-	// Only a system without pseudo-terminals skips: no /dev/ptmx, no
-	// devpts mounted on /dev/pts, or a kernel without them (ENODEV,
-	// ENXIO). Any other failure to open one fails the test.
-	noPTY := func(err error) bool {
-		return errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENXIO)
-	}
-	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if noPTY(err) {
-		t.Skipf("this system has no pseudo-terminals: %v", err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	defer ptmx.Close()
-	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatalf("unlockpt: %v", err)
-	}
-	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatalf("ptsname: %v", err)
-	}
-	pts, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if noPTY(err) {
-		t.Skipf("this system has no pseudo-terminals: devpts is not mounted on /dev/pts: %v", err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	defer pts.Close()
-	if err := unix.IoctlSetWinsize(int(pts.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 80}); err != nil {
-		t.Fatal(err)
-	}
+	ptmx, pts := resultstest.OpenPTY(t, 80)
 	p := bench.NewProgress(pts, 2)
 	p.Start("leader-crash", 1, 2)
 	p.Done(bench.RunUpdate{Scenario: "leader-crash", Index: 1, Runs: 2, OK: true, Leader: "n16", TimeToLeader: time.Second})

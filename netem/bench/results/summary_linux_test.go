@@ -1,59 +1,20 @@
 package results_test
 
 import (
-	"errors"
 	"io"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/bench/results/resultstest"
-	"golang.org/x/sys/unix"
 )
-
-// openPTY opens a pseudo-terminal of cols columns: its master, to read
-// what is written to its slave. Only a system without pseudo-terminals
-// skips.
-func openPTY(t *testing.T, cols uint16) (ptmx, pts *os.File) {
-	t.Helper()
-	noPTY := func(err error) bool {
-		return errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENXIO)
-	}
-	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if noPTY(err) {
-		t.Skipf("this system has no pseudo-terminals: %v", err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ptmx.Close() })
-	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatalf("unlockpt: %v", err)
-	}
-	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatalf("ptsname: %v", err)
-	}
-	pts, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if noPTY(err) {
-		t.Skipf("this system has no pseudo-terminals: devpts is not mounted on /dev/pts: %v", err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pts.Close() })
-	if err := unix.IoctlSetWinsize(int(pts.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: cols}); err != nil {
-		t.Fatal(err)
-	}
-	return ptmx, pts
-}
 
 // summaryOnTerminal writes the summary of r to a terminal of cols columns
 // and returns what the terminal got. The writer closes the terminal's
 // slave when done, which ends the master's reads once it has read all.
 func summaryOnTerminal(t *testing.T, r *results.Results, cols uint16) string {
 	t.Helper()
-	ptmx, pts := openPTY(t, cols)
+	ptmx, pts := resultstest.OpenPTY(t, cols)
 	done := make(chan error, 1)
 	go func() {
 		err := results.WriteSummary(pts, r)

@@ -1,5 +1,7 @@
 // Package resultstest builds deterministic bench results for tests: a
-// sample shaped like a real star16 bench, and a small one with sweeps.
+// sample shaped like a real star16 bench, and a small one with sweeps; and
+// it opens the pseudo-terminals that the summary and progress tests write
+// to.
 package resultstest
 
 import (
