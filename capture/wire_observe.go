@@ -140,11 +140,8 @@ func (a *analyzer) Segment(s *Segment) {
 		delete(w.pending, fwd)
 		delete(w.xmits, fwd)
 	}
-	if q := w.pending[fwd]; s.FIN && q != nil {
-		if w.fins == nil {
-			w.fins = map[int32][]finObs{}
-		}
-		w.fins[q.dir] = append(w.fins[q.dir], finObs{seq: s.Seq + uint32(s.Len), sent: sent, sentErr: sentErr, pkt: s.Packet})
+	if s.FIN {
+		w.fin(fwd, s, sent, sentErr)
 	}
 	if s.ACK {
 		w.acknowledge(dirKey{s.Dst, s.Src}, s.Ack, t, sent)
@@ -152,6 +149,18 @@ func (a *analyzer) Segment(s *Segment) {
 	if s.Len > 0 || s.SYN || s.FIN {
 		w.transmission(fwd, s, t, from, to)
 	}
+}
+
+// fin notes a FIN of direction k, if k carried frames, sent at sent.
+func (w *wireObserver) fin(k dirKey, s *Segment, sent, sentErr int64) {
+	q := w.pending[k]
+	if q == nil {
+		return
+	}
+	if w.fins == nil {
+		w.fins = map[int32][]finObs{}
+	}
+	w.fins[q.dir] = append(w.fins[q.dir], finObs{seq: s.Seq + uint32(s.Len), sent: sent, sentErr: sentErr, pkt: s.Packet})
 }
 
 // acknowledge settles, in direction k, the frames and transmissions that
