@@ -229,7 +229,7 @@ func TestTsharkRecords(t *testing.T) {
 	s.record(Record{Kind: fault.Join, Nodes: []string{"n1"}})
 	s.restart(leader)
 	s.advance(10 * time.Millisecond)
-	s.send(1, 0, s.msg(wire.Type(12), 1, 1, 0)) // a type this version does not define
+	s.send(1, 0, s.msg(wire.Type(14), 1, 1, 0)) // a type this version does not define
 	s.send(3, 0, s.msg(wire.TypeHeartbeat, 3, 2, 0))
 	s.record(Record{Kind: KindEnd, Capture: &CaptureStats{Packets: 1<<64 - 1, Drops: 3, Freezes: 1, Written: 1<<53 + 1,
 		Late: 2, Unmatched: 5, WrongSource: 6}})
@@ -282,7 +282,7 @@ func TestTsharkRecords(t *testing.T) {
 	}
 
 	// bullylab.type prints names (capturetest.Types fails on anything
-	// else), TYPE(12) for the unknown type, as the analyzer counts them.
+	// else), TYPE(14) for the unknown type, as the analyzer counts them.
 	rep, err := AnalyzeFile(path, AnalyzeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -297,7 +297,7 @@ func TestTsharkRecords(t *testing.T) {
 			names[v] = true
 		}
 	}
-	for _, want := range []string{"ELECTION", "ANSWER", "HALT", "HALT_ACK", "COORDINATOR", "HEARTBEAT", "TYPE(12)"} {
+	for _, want := range []string{"ELECTION", "ANSWER", "HALT", "HALT_ACK", "COORDINATOR", "HEARTBEAT", "TYPE(14)"} {
 		if !names[want] {
 			t.Errorf("tshark printed no bullylab.type %q; it printed %v", want, names)
 		}

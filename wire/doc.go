@@ -1,5 +1,6 @@
 // Package wire encodes and decodes the frames bullylab nodes exchange over
-// TCP to elect a leader (Bully algorithm with HALT, epochs and membership).
+// TCP to elect a leader (Bully with HALT, or the ring election; epochs and
+// membership).
 // It has a zero-allocation encoder and decoder, a buffered stream Reader, and
 // FrameLen for packet dissectors that must reassemble frames from segments.
 //
@@ -67,7 +68,7 @@
 // instruction on amd64 and arm64.
 //
 // Types: the Type byte says what a frame is. A number keeps its meaning for
-// good; one not listed here (0, or 12 and up) is a type a newer version
+// good; one not listed here (0, or 14 and up) is a type a newer version
 // added, which a decoder skips, by Length, once the CRC proved the frame
 // intact (see Decode):
 //
@@ -84,10 +85,17 @@
 //	10    MEMBERS      the sender's membership list
 //	11    HELLO        opens an authenticated connection (transport, not
 //	                   election; see Authentication)
+//	12    RING_ELECTION  the ring's travelling ballot, to the clockwise
+//	                   successor
+//	13    ELECTED      the ring's winner, announced around the ring
 //
-// Reasons: the low nibble of the Flags byte of ELECTION, HALT and
-// COORDINATOR says why the election started (Reason); it is 0 in other
-// frames, and values not listed are reserved:
+// Types 1 to 6 are the Bully algorithm's and 12 and 13 the ring's
+// (Type.Algorithm); the others every algorithm sends. A cluster runs one
+// algorithm: a node logs and ignores the other's frames.
+//
+// Reasons: the low nibble of the Flags byte of ELECTION, HALT,
+// COORDINATOR, RING_ELECTION and ELECTED says why the election started
+// (Reason); it is 0 in other frames, and values not listed are reserved:
 //
 //	Reason  Name           Meaning
 //	0       none           no reason given
@@ -111,6 +119,19 @@
 //	             (AppendID, DecodeID); Epoch is that ballot's epoch
 //	COORDINATOR  empty
 //	HEARTBEAT    empty
+//	RING_ELECTION  32 bytes (AppendRingElection, DecodeRingElection);
+//	             Epoch is the epoch the run proposes:
+//
+//	  0                 16                32
+//	  +-----------------+-----------------+
+//	  | Initiator (16)  | Candidate (16)  |
+//	  +-----------------+-----------------+
+//	  Initiator: the node that started the run; runs are ordered by
+//	  (Epoch, Initiator) and a node drops a run below the last it
+//	  forwarded. Candidate: the highest ID the run has passed so far.
+//
+//	ELECTED      16 bytes: ID of the leader the run of Epoch elected
+//	             (AppendID, DecodeID)
 //	JOIN         the joiner's dial address, raw bytes, at most MaxAddrLen
 //	             (AppendAddr, DecodeAddr)
 //	LEAVE        empty

@@ -191,7 +191,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"version 2, two bytes", []byte{wire.StartByte, 2}, wire.ErrVersion, 0},
 
 		{"type 0", edit(func(b []byte) []byte { b[2] = 0; return resum(b) }), wire.ErrUnknownType, len(good)},
-		{"type 12", edit(func(b []byte) []byte { b[2] = 12; return resum(b) }), wire.ErrUnknownType, len(good)},
+		{"type 14", edit(func(b []byte) []byte { b[2] = 14; return resum(b) }), wire.ErrUnknownType, len(good)},
 		{"type 255", edit(func(b []byte) []byte { b[2] = 255; return resum(b) }), wire.ErrUnknownType, len(good)},
 
 		{"flipped epoch bit", edit(func(b []byte) []byte { b[11] ^= 1; return b }), wire.ErrChecksum, 0},

@@ -159,3 +159,29 @@ func FuzzDecodeMembers(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecodeRingElection(f *testing.F) {
+	a, b := testMembers[0].ID, testMembers[1].ID
+	f.Add(wire.AppendRingElection(nil, a, b))
+	f.Add(wire.AppendID(nil, a))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		initiator, candidate, err := wire.DecodeRingElection(p)
+		if err != nil {
+			if !errors.Is(err, wire.ErrPayload) {
+				t.Fatalf("DecodeRingElection error %v does not wrap ErrPayload", err)
+			}
+		} else if re := wire.AppendRingElection(nil, initiator, candidate); !bytes.Equal(re, p) {
+			t.Fatalf("re-encoding differs:\n got %x\nwant %x", re, p)
+		}
+		// ELECTED carries one ID, decoded as REJECT's is.
+		id, err := wire.DecodeID(p)
+		if err != nil {
+			if !errors.Is(err, wire.ErrPayload) {
+				t.Fatalf("DecodeID error %v does not wrap ErrPayload", err)
+			}
+		} else if re := wire.AppendID(nil, id); !bytes.Equal(re, p) {
+			t.Fatalf("re-encoding the ID differs:\n got %x\nwant %x", re, p)
+		}
+	})
+}

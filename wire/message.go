@@ -42,28 +42,39 @@ const (
 	// holds the cluster key and binds the connection to its ID (see Sealer).
 	// It is part of the transport, like TCP's handshake, not of the election.
 	TypeHello Type = 11
+	// TypeRingElection is the ring election's travelling ballot: it goes to
+	// the sender's clockwise successor and carries the run's initiator and
+	// the best candidate so far (AppendRingElection); Epoch is the epoch the
+	// run proposes.
+	TypeRingElection Type = 12
+	// TypeElected announces, around the ring, the leader that the run of
+	// Epoch elected; the payload is its ID (AppendID).
+	TypeElected Type = 13
 
-	typeLimit = 12
+	typeLimit = 14
 )
 
 // Types lists every message type in wire order, for tables and counters.
 var Types = []Type{
 	TypeElection, TypeAnswer, TypeHalt, TypeHaltAck, TypeReject,
 	TypeCoordinator, TypeHeartbeat, TypeJoin, TypeLeave, TypeMembers, TypeHello,
+	TypeRingElection, TypeElected,
 }
 
 var typeNames = [typeLimit]string{
-	TypeElection:    "ELECTION",
-	TypeAnswer:      "ANSWER",
-	TypeHalt:        "HALT",
-	TypeHaltAck:     "HALT_ACK",
-	TypeReject:      "REJECT",
-	TypeCoordinator: "COORDINATOR",
-	TypeHeartbeat:   "HEARTBEAT",
-	TypeJoin:        "JOIN",
-	TypeLeave:       "LEAVE",
-	TypeMembers:     "MEMBERS",
-	TypeHello:       "HELLO",
+	TypeElection:     "ELECTION",
+	TypeAnswer:       "ANSWER",
+	TypeHalt:         "HALT",
+	TypeHaltAck:      "HALT_ACK",
+	TypeReject:       "REJECT",
+	TypeCoordinator:  "COORDINATOR",
+	TypeHeartbeat:    "HEARTBEAT",
+	TypeJoin:         "JOIN",
+	TypeLeave:        "LEAVE",
+	TypeMembers:      "MEMBERS",
+	TypeHello:        "HELLO",
+	TypeRingElection: "RING_ELECTION",
+	TypeElected:      "ELECTED",
 }
 
 // Valid reports whether t is a type this version defines.
@@ -71,7 +82,29 @@ func (t Type) Valid() bool { return t > 0 && t < typeLimit }
 
 // HasReason reports whether frames of type t carry a Reason in their flags.
 func (t Type) HasReason() bool {
-	return t == TypeElection || t == TypeHalt || t == TypeCoordinator
+	return t == TypeElection || t == TypeHalt || t == TypeCoordinator ||
+		t == TypeRingElection || t == TypeElected
+}
+
+// The election algorithms whose messages the types carry (Type.Algorithm).
+const (
+	AlgorithmBully = "bully"
+	AlgorithmRing  = "ring"
+)
+
+// Algorithm names the election algorithm that sends frames of type t:
+// AlgorithmBully for ELECTION through COORDINATOR, AlgorithmRing for
+// RING_ELECTION and ELECTED, and "" for the types every algorithm shares
+// (HEARTBEAT, membership, HELLO) or an unknown one. A node refuses the
+// other algorithm's frames: a cluster does not mix algorithms.
+func (t Type) Algorithm() string {
+	switch {
+	case t >= TypeElection && t <= TypeCoordinator:
+		return AlgorithmBully
+	case t == TypeRingElection || t == TypeElected:
+		return AlgorithmRing
+	}
+	return ""
 }
 
 func (t Type) String() string {

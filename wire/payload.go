@@ -28,15 +28,34 @@ const (
 // prescribes; the decoders wrap it with what was wrong.
 var ErrPayload = errors.New("wire: malformed payload")
 
-// AppendID appends the REJECT payload: the 16 bytes of id.
+// AppendID appends the REJECT or ELECTED payload: the 16 bytes of id.
 func AppendID(dst []byte, id uuid.UUID) []byte { return append(dst, id[:]...) }
 
-// DecodeID parses a REJECT payload, which must be exactly IDLen bytes.
+// DecodeID parses a REJECT or ELECTED payload, which must be exactly IDLen bytes.
 func DecodeID(p []byte) (uuid.UUID, error) {
 	if len(p) != IDLen {
 		return uuid.UUID{}, fmt.Errorf("%w: ID is %d bytes, want %d", ErrPayload, len(p), IDLen)
 	}
 	return uuid.UUID(p), nil
+}
+
+// RingElectionLen is the size of a RING_ELECTION payload.
+const RingElectionLen = 2 * IDLen
+
+// AppendRingElection appends the RING_ELECTION payload: the run's initiator
+// and the best candidate so far, 16 bytes each.
+func AppendRingElection(dst []byte, initiator, candidate uuid.UUID) []byte {
+	dst = append(dst, initiator[:]...)
+	return append(dst, candidate[:]...)
+}
+
+// DecodeRingElection parses a RING_ELECTION payload, which must be exactly
+// RingElectionLen bytes.
+func DecodeRingElection(p []byte) (initiator, candidate uuid.UUID, err error) {
+	if len(p) != RingElectionLen {
+		return uuid.UUID{}, uuid.UUID{}, fmt.Errorf("%w: RING_ELECTION is %d bytes, want %d", ErrPayload, len(p), RingElectionLen)
+	}
+	return uuid.UUID(p[:IDLen]), uuid.UUID(p[IDLen:]), nil
 }
 
 // CheckAddr reports whether addr fits a JOIN or MEMBERS payload. Check
