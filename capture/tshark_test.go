@@ -68,13 +68,22 @@ func TestTsharkSynthetic(t *testing.T) {
 }
 
 // BenchmarkTshark runs the analyzer and then tshark with the Lua dissector
-// on the benchmark capture (a million frames; -short: 100,000), once each,
-// and reports both rates and their ratio. tshark needs a minute or more.
+// on the benchmark capture (a million frames, or BULLYLAB_TSHARK_FRAMES;
+// -short: 100,000), once each, and reports both rates and their ratio,
+// which are per frame and so compare across sizes. tshark needs two minutes
+// for a million frames.
 func BenchmarkTshark(b *testing.B) {
 	tshark := requireTshark(b)
 	frames := int64(benchFrames)
 	if testing.Short() {
 		frames = 100_000
+	}
+	if v := os.Getenv("BULLYLAB_TSHARK_FRAMES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			b.Fatalf("BULLYLAB_TSHARK_FRAMES=%q: want a positive number of frames", v)
+		}
+		frames = n
 	}
 	path, s := writeBenchCapture(b, b.TempDir(), frames)
 	b.ResetTimer()
