@@ -64,7 +64,9 @@ func RegisterPort(port uint16) {
 // Bullylab is one decoded frame. Contents is the whole frame, header to
 // CRC; Payload (gopacket's name for what follows this layer) is whatever
 // the segment carries after the frame; Data is the frame's own payload
-// (REJECT's node ID, JOIN's address, MEMBERS' list, HELLO's fields).
+// (REJECT's node ID, JOIN's address, MEMBERS' list, HELLO's fields, the
+// ring's IDs). gopacket.LayerString shows every field, the ring's IDs
+// included.
 type Bullylab struct {
 	layers.BaseLayer
 	Version uint8
@@ -81,7 +83,14 @@ type Bullylab struct {
 	// bytes, or wire.SignedHelloLen signed (Hello.Signed, with the sender's
 	// member key in Hello.PublicKey); zero otherwise.
 	Hello wire.Hello
-	CRC   uint32
+	// Initiator and Candidate are a RING_ELECTION's payload decoded: the
+	// node that started the run and the highest ID it has passed; Leader
+	// is an ELECTED's, the node the run elected. Zero for other frames
+	// and for a payload of the wrong length.
+	Initiator uuid.UUID
+	Candidate uuid.UUID
+	Leader    uuid.UUID
+	CRC       uint32
 }
 
 var (
@@ -151,6 +160,7 @@ func (b *Bullylab) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) erro
 	b.Data = m.Payload
 	b.Tag = m.Tag
 	b.decodeHello(&m)
+	b.decodeRing(&m)
 	b.CRC = binary.BigEndian.Uint32(data[n-wire.TrailerLen : n])
 	b.Contents = data[:n:n]
 	b.Payload = data[n:]
@@ -165,9 +175,27 @@ func truncated(data []byte) error {
 	return fmt.Errorf("%w: %d bytes, header needs %d", errLayerTruncated, len(data), wire.HeaderLen)
 }
 
+// decodeRing sets b's ring fields from m, a frame b decodes: m's payload
+// decoded for a RING_ELECTION or ELECTED of the right length, zero
+// otherwise.
+func (b *Bullylab) decodeRing(m *wire.Message) {
+	b.Initiator, b.Candidate, b.Leader = uuid.UUID{}, uuid.UUID{}, uuid.UUID{}
+	switch m.Type {
+	case wire.TypeRingElection:
+		if i, c, err := wire.DecodeRingElection(m.Payload); err == nil {
+			b.Initiator, b.Candidate = i, c
+		}
+	case wire.TypeElected:
+		if l, err := wire.DecodeID(m.Payload); err == nil {
+			b.Leader = l
+		}
+	}
+}
+
 // SerializeTo writes the frame, as wire.Append encodes it. The payload is
-// Data, except for a HELLO with no Data, whose payload is Hello, signed
-// or not as Hello.Signed says. With
+// Data, except for a frame with no Data of a type whose payload the layer
+// decodes into fields: a HELLO's is Hello, signed or not as Hello.Signed
+// says; a RING_ELECTION's Initiator and Candidate; an ELECTED's Leader. With
 // FlagAuth, Tag follows the payload and must be wire.TagLen bytes
 // (wire.Sealer computes it); without it, Tag is ignored. With FixLengths,
 // Length is set from the payload; with ComputeChecksums, CRC is computed;
@@ -175,9 +203,16 @@ func truncated(data []byte) error {
 // frames a decoder must refuse. Version 0 is written as wire.Version.
 func (b *Bullylab) SerializeTo(buf gopacket.SerializeBuffer, opts gopacket.SerializeOptions) error {
 	m := b.Message()
-	var hello [wire.SignedHelloLen]byte
-	if b.Type == wire.TypeHello && b.Data == nil {
-		m.Payload = wire.AppendHello(hello[:0], b.Hello)
+	var fields [wire.SignedHelloLen]byte
+	if b.Data == nil {
+		switch b.Type {
+		case wire.TypeHello:
+			m.Payload = wire.AppendHello(fields[:0], b.Hello)
+		case wire.TypeRingElection:
+			m.Payload = wire.AppendRingElection(fields[:0], b.Initiator, b.Candidate)
+		case wire.TypeElected:
+			m.Payload = wire.AppendID(fields[:0], b.Leader)
+		}
 	}
 	if !b.Authenticated() {
 		m.Tag = nil

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +30,27 @@ func sampleMessages() []wire.Message {
 		{Type: wire.TypeLeave, From: id},
 		{Type: wire.TypeMembers, From: id, Payload: wire.AppendMembers(nil, []wire.Member{{ID: id, Addr: "10.77.0.2:7946"}, {ID: other, Addr: ""}})},
 		{Type: 42, From: id, Payload: []byte("future")}, // unknown type: decodes with ErrUnknownType
+		{Type: wire.TypeRingElection, Flags: uint8(wire.ReasonLeaderFailed), Epoch: 4, From: other, Payload: wire.AppendRingElection(nil, id, other)},
+		{Type: wire.TypeElected, Flags: uint8(wire.ReasonLeaderFailed), Epoch: 4, From: id, Payload: wire.AppendID(nil, other)},
+		{Type: wire.TypeRingElection, From: id, Payload: wire.AppendID(nil, id)}, // 16 bytes, not 32: no ring fields
 	}
+}
+
+// wantRing returns the ring fields the layer should decode from m: a
+// RING_ELECTION's initiator and candidate, an ELECTED's leader, zero
+// otherwise.
+func wantRing(m *wire.Message) (initiator, candidate, leader uuid.UUID) {
+	switch m.Type {
+	case wire.TypeRingElection:
+		if i, c, err := wire.DecodeRingElection(m.Payload); err == nil {
+			return i, c, uuid.UUID{}
+		}
+	case wire.TypeElected:
+		if l, err := wire.DecodeID(m.Payload); err == nil {
+			return uuid.UUID{}, uuid.UUID{}, l
+		}
+	}
+	return uuid.UUID{}, uuid.UUID{}, uuid.UUID{}
 }
 
 // testKey is the cluster key of the tests' authenticated connections.
@@ -85,6 +106,9 @@ func TestLayerIsomorphic(t *testing.T) {
 		if l.Hello != wantHello {
 			t.Errorf("%v: layer HELLO %+v, want %+v", m, l.Hello, wantHello)
 		}
+		if i, c, ld := wantRing(&m); l.Initiator != i || l.Candidate != c || l.Leader != ld {
+			t.Errorf("%v: layer ring fields %v %v %v, want %v %v %v", m, l.Initiator, l.Candidate, l.Leader, i, c, ld)
+		}
 
 		// layer -> wire
 		buf := gopacket.NewSerializeBuffer()
@@ -120,6 +144,49 @@ func TestLayerIsomorphic(t *testing.T) {
 	src.Tag = src.Tag[:5]
 	if err := src.SerializeTo(gopacket.NewSerializeBuffer(), gopacket.SerializeOptions{}); err == nil {
 		t.Error("serialized FlagAuth with a 5-byte tag")
+	}
+
+	// RING_ELECTION and ELECTED serialized from their fields, without
+	// Data, are the frames wire encodes, and decode back to those fields.
+	for _, m := range sampleMessages()[11:13] {
+		i, c, ld := wantRing(&m)
+		src := Bullylab{Type: m.Type, Flags: m.Flags, Epoch: m.Epoch, From: m.From, Initiator: i, Candidate: c, Leader: ld}
+		buf := gopacket.NewSerializeBuffer()
+		if err := src.SerializeTo(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}); err != nil {
+			t.Fatal(err)
+		}
+		if want := wire.Append(nil, &m); !bytes.Equal(buf.Bytes(), want) {
+			t.Errorf("%s from its fields:\n%x\nwire:\n%x", m.Type, buf.Bytes(), want)
+		}
+		var l Bullylab
+		if err := l.DecodeFromBytes(buf.Bytes(), gopacket.NilDecodeFeedback); err != nil || l.Initiator != i || l.Candidate != c || l.Leader != ld {
+			t.Errorf("%s decoded back as %v %v %v (%v)", m.Type, l.Initiator, l.Candidate, l.Leader, err)
+		}
+	}
+}
+
+// TestLayerStringRing checks that gopacket's layer string, as a packet
+// dump prints it, names a RING_ELECTION's initiator and candidate and an
+// ELECTED's leader.
+func TestLayerStringRing(t *testing.T) {
+	ms := sampleMessages()
+	for _, c := range []struct {
+		m    wire.Message
+		want []string
+	}{
+		{ms[11], []string{"Type=RING_ELECTION", "Initiator=" + ms[0].From.String(), "Candidate=" + ms[3].From.String()}},
+		{ms[12], []string{"Type=ELECTED", "Leader=" + ms[3].From.String()}},
+	} {
+		var l Bullylab
+		if err := l.DecodeFromBytes(wire.Append(nil, &c.m), gopacket.NilDecodeFeedback); err != nil {
+			t.Fatal(err)
+		}
+		s := gopacket.LayerString(&l)
+		for _, w := range c.want {
+			if !strings.Contains(s, w) {
+				t.Errorf("layer string %q lacks %q", s, w)
+			}
+		}
 	}
 }
 
@@ -301,6 +368,9 @@ func FuzzLayer(f *testing.F) {
 			}
 			if h, err := wire.DecodeHello(w.Payload); w.Type == wire.TypeHello && err == nil && l.Hello != h {
 				t.Fatalf("layer HELLO %+v, wire %+v", l.Hello, h)
+			}
+			if i, c, ld := wantRing(&w); l.Initiator != i || l.Candidate != c || l.Leader != ld {
+				t.Fatalf("layer ring fields %v %v %v, wire %v %v %v", l.Initiator, l.Candidate, l.Leader, i, c, ld)
 			}
 			buf := gopacket.NewSerializeBuffer()
 			if err := l.SerializeTo(buf, gopacket.SerializeOptions{}); err != nil {
