@@ -70,8 +70,10 @@ type TypeCounts struct {
 	Members     int64 `json:"MEMBERS"`
 	// Hello counts HELLOs, which open authenticated connections: transport,
 	// not election.
-	Hello   int64 `json:"HELLO"`
-	Unknown int64 `json:"unknown"` // intact frames of a type this version does not define
+	Hello        int64 `json:"HELLO"`
+	RingElection int64 `json:"RING_ELECTION"`
+	Elected      int64 `json:"ELECTED"`
+	Unknown      int64 `json:"unknown"` // intact frames of a type this version does not define
 }
 
 type counts [16]int64 // by wire.Type; 0 holds unknown types
@@ -87,13 +89,13 @@ func (c *counts) add(t wire.Type) {
 func (c *counts) typeCounts() TypeCounts {
 	return TypeCounts{c[wire.TypeElection], c[wire.TypeAnswer], c[wire.TypeHalt], c[wire.TypeHaltAck],
 		c[wire.TypeReject], c[wire.TypeCoordinator], c[wire.TypeHeartbeat], c[wire.TypeJoin],
-		c[wire.TypeLeave], c[wire.TypeMembers], c[wire.TypeHello], c[0]}
+		c[wire.TypeLeave], c[wire.TypeMembers], c[wire.TypeHello], c[wire.TypeRingElection], c[wire.TypeElected], c[0]}
 }
 
 // Get returns the count of type t (unknown types for an undefined t).
 func (tc TypeCounts) Get(t wire.Type) int64 {
 	a := [...]int64{tc.Unknown, tc.Election, tc.Answer, tc.Halt, tc.HaltAck, tc.Reject,
-		tc.Coordinator, tc.Heartbeat, tc.Join, tc.Leave, tc.Members, tc.Hello}
+		tc.Coordinator, tc.Heartbeat, tc.Join, tc.Leave, tc.Members, tc.Hello, tc.RingElection, tc.Elected}
 	if t.Valid() {
 		return a[t]
 	}
@@ -103,16 +105,28 @@ func (tc TypeCounts) Get(t wire.Type) int64 {
 // Total returns the sum of all counts.
 func (tc TypeCounts) Total() int64 {
 	return tc.Election + tc.Answer + tc.Halt + tc.HaltAck + tc.Reject + tc.Coordinator +
-		tc.Heartbeat + tc.Join + tc.Leave + tc.Members + tc.Hello + tc.Unknown
+		tc.Heartbeat + tc.Join + tc.Leave + tc.Members + tc.Hello + tc.RingElection + tc.Elected + tc.Unknown
 }
 
-// ElectionTotal returns the count of election messages.
+// ElectionTotal returns the count of election messages, of either
+// algorithm.
 func (tc TypeCounts) ElectionTotal() int64 {
-	return tc.Election + tc.Answer + tc.Halt + tc.HaltAck + tc.Reject + tc.Coordinator
+	return tc.Election + tc.Answer + tc.Halt + tc.HaltAck + tc.Reject + tc.Coordinator + tc.RingElection + tc.Elected
 }
 
-// IsElectionType reports whether t is an election message type.
-func IsElectionType(t wire.Type) bool { return t >= wire.TypeElection && t <= wire.TypeCoordinator }
+// IsElectionType reports whether t is one of Bully's election message
+// types, ELECTION to COORDINATOR; IsElectionMessage takes the ring's too.
+func IsElectionType(t wire.Type) bool { return t.Algorithm() == wire.AlgorithmBully }
+
+// IsElectionMessage reports whether t is an election message of either
+// algorithm: Bully's ELECTION to COORDINATOR, the ring's RING_ELECTION and
+// ELECTED.
+func IsElectionMessage(t wire.Type) bool { return t.Algorithm() != "" }
+
+// AlgorithmMixed is Report.Algorithm of a capture with frames of both
+// election algorithms, which no one cluster sends (see
+// AnomalyMixedAlgorithms).
+const AlgorithmMixed = "mixed"
 
 // Report is the result of Analyze, and the JSON document of schema Schema.
 // Times are RFC 3339 with nanoseconds; durations are integer nanoseconds
@@ -130,7 +144,12 @@ type Report struct {
 	Settings   AnalysisSettings `json:"settings"`
 	Packets    int64            `json:"packets"` // every packet in the file, records included
 	Frames     int64            `json:"frames"`  // frames decoded
-	// ElectionMessages counts ELECTION .. COORDINATOR frames.
+	// Algorithm is the election algorithm the capture's election
+	// messages are of: wire.AlgorithmBully, wire.AlgorithmRing, or
+	// AlgorithmMixed for both; "" (omitted) for none.
+	Algorithm string `json:"algorithm,omitempty"`
+	// ElectionMessages counts the election messages of either algorithm:
+	// ELECTION .. COORDINATOR, RING_ELECTION and ELECTED frames.
 	ElectionMessages int64      `json:"election_messages"`
 	Messages         TypeCounts `json:"messages"`
 	// OutsideElections counts election messages in no election.
@@ -253,21 +272,25 @@ type Trigger struct {
 
 // Election is one election (see Analyze for how elections are found).
 type Election struct {
-	N       int        `json:"n"` // 1-based
-	Start   time.Time  `json:"start"`
-	End     time.Time  `json:"end"`
-	Trigger Trigger    `json:"trigger"`
-	First   MessageRef `json:"first"` // its first ELECTION or HALT, whichever came first, which opened it
+	N       int       `json:"n"` // 1-based
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	Trigger Trigger   `json:"trigger"`
+	// Algorithm is the algorithm of its messages: wire.AlgorithmBully,
+	// wire.AlgorithmRing, or AlgorithmMixed for both.
+	Algorithm string     `json:"algorithm"`
+	First     MessageRef `json:"first"` // its first ELECTION, HALT or RING_ELECTION, which opened it
 	// DetectionNS runs from the trigger record to First; null for a wire trigger.
 	DetectionNS *int64 `json:"detection_ns"`
 	// TimeToLeaderNS runs from the trigger to the last live node being sent
-	// the winning COORDINATOR; null unless Converged.
+	// the winning COORDINATOR (the ring's: ELECTED); null unless Converged.
 	TimeToLeaderNS *int64    `json:"time_to_leader_ns"`
 	Leader         string    `json:"leader,omitempty"`
 	LeaderID       uuid.UUID `json:"leader_id"`
 	Epoch          uint64    `json:"epoch"`
 	Converged      bool      `json:"converged"`
-	// Pending lists the live nodes the winning COORDINATOR did not reach.
+	// Pending lists the live nodes the winning COORDINATOR (ELECTED) did
+	// not reach.
 	Pending  []string   `json:"pending,omitempty"`
 	Messages TypeCounts `json:"messages"`
 	first    int        // index of First in msgs
@@ -296,6 +319,12 @@ const (
 	AnomalyTwoLeaders       = "two-leaders"
 	AnomalyLowerCoordinator = "lower-coordinator"
 	AnomalyNoConvergence    = "no-convergence"
+	// AnomalyLowerElected is the ring's lower-coordinator: a leader's
+	// ELECTED naming itself while a higher node was live and reachable.
+	AnomalyLowerElected = "lower-elected"
+	// AnomalyMixedAlgorithms is a capture with frames of both election
+	// algorithms: a cluster runs one, and its nodes ignore the other's.
+	AnomalyMixedAlgorithms = "mixed-algorithms"
 )
 
 // Anomaly is something the algorithm's properties rule out, or a run that
@@ -342,6 +371,21 @@ type msg struct {
 	typ   wire.Type
 	flags uint8
 	frame int32 // in analyzer.wire.frames
+	// leader is the node an ELECTED names, -1 when no node of the
+	// capture has its ID (or for other types).
+	leader int32
+}
+
+// announces returns the leader m announces, for a COORDINATOR (its
+// sender) or an ELECTED (the node it names), and whether m is one.
+func (m *msg) announces() (int32, bool) {
+	switch m.typ {
+	case wire.TypeCoordinator:
+		return m.from, true
+	case wire.TypeElected:
+		return m.leader, m.leader >= 0
+	}
+	return -1, false
 }
 
 type nodeState struct {
@@ -396,6 +440,15 @@ type analyzer struct {
 	first   int64
 	last    int64
 	quiet   time.Duration
+	// firstOf is the first election message of each algorithm, by
+	// wire.Algorithm name; a second name is a mixed capture.
+	firstOf map[string]firstFrame
+}
+
+type firstFrame struct {
+	t   int64
+	pkt int64
+	typ wire.Type
 }
 
 // AnalyzeFile opens path and analyzes it; errors name the file.
@@ -426,7 +479,8 @@ func AnalyzeFile(path string, opts AnalyzeOptions) (*Report, error) {
 // interface's node); its receiver the node with its destination address.
 //
 // Message classes: ELECTION, ANSWER, HALT, HALT_ACK, REJECT and COORDINATOR
-// are election messages; HEARTBEAT, JOIN, LEAVE and MEMBERS are counted
+// (Bully's), RING_ELECTION and ELECTED (the ring's) are election
+// messages; HEARTBEAT, JOIN, LEAVE and MEMBERS are counted
 // (overall and per node, sent and received, exactly: one count per frame
 // decoded) but belong to no election. HELLO, which opens an authenticated
 // connection, is transport: counted the same way (nodes count the HELLOs
@@ -443,17 +497,22 @@ func AnalyzeFile(path string, opts AnalyzeOptions) (*Report, error) {
 // (the capture is at the switch, the drop in the receiver) but is not
 // counted as received when deciding convergence.
 //
+// Algorithm: the election messages' types tell which algorithm the
+// capture ran (wire.Type.Algorithm); a capture with both is an anomaly,
+// and its elections are still measured, each message by its own
+// algorithm's rules.
+//
 // Elections: election messages are taken in timestamp order, by phase and
 // by scope. Every fault or lifecycle record starts a phase: an election
 // open when it comes ends there, so that each election belongs to one
 // phase and is measured from its record. A symmetric partition or an
 // isolation splits the network into scopes, one per side (the sender's
 // side at the message's time), and each side elects on its own: in a
-// scope, an election starts with an ELECTION or HALT while none of that
-// scope is open; it stays open while its scope's election messages follow
+// scope, an election starts with an ELECTION, HALT or RING_ELECTION while
+// none of that scope is open; it stays open while its scope's election messages follow
 // each other within Quiet, and ends with the last of them. Election
-// messages while none is open in their scope that are not ELECTION or
-// HALT (a leader re-asserting itself with a COORDINATOR, say) are counted
+// messages while none is open in their scope that open none (a leader
+// re-asserting itself with a COORDINATOR, say) are counted
 // in OutsideElections. Every election message is thus in exactly one
 // election or outside.
 //
@@ -462,8 +521,9 @@ func AnalyzeFile(path string, opts AnalyzeOptions) (*Report, error) {
 // the first message of the previous election of its phase and scope;
 // failing that the trigger is that first message itself (kind "wire", e.g.
 // reason boot at a cold start). Detection is the time from the trigger
-// record to the election's first message, its first ELECTION or HALT,
-// whichever came first (First); undefined for a wire trigger.
+// record to the election's first message, its first ELECTION, HALT or
+// RING_ELECTION, whichever came first (First); undefined for a wire
+// trigger.
 //
 // Winner: the COORDINATOR of the highest epoch in the election, its sender
 // the leader (the latest such sender, should two claim one epoch, which is
@@ -475,10 +535,17 @@ func AnalyzeFile(path string, opts AnalyzeOptions) (*Report, error) {
 // egress added, microseconds before the receiver's kernel has it (see Send
 // and receipt times in the package doc). A frame is timed by its first
 // complete transmission; TCP retransmissions are not counted again.
+// The ring's winner is the node the ELECTED of the highest epoch in the
+// election names (the latest such ELECTED); a node is reached by being
+// sent that ELECTED, by whichever node forwards it: converged and time to
+// leader follow as for Bully, the ELECTED's last hop, back to the leader,
+// aside.
 //
-// Anomalies: two leaders in one epoch (a COORDINATOR or HEARTBEAT from two
-// nodes with one epoch); a COORDINATOR from a node while a node with a
-// higher ID was live since the election began and not cut from it; no
+// Anomalies: two leaders in one epoch (a COORDINATOR, HEARTBEAT or ELECTED
+// naming its sender from two nodes with one epoch); a COORDINATOR, or an
+// ELECTED naming its sender (lower-elected), from a node while a node with
+// a higher ID was live since the election began and not cut from it; a
+// capture of both algorithms (mixed-algorithms); no
 // convergence by the end of the capture (the last election did not
 // converge, or its leader is not live at the end, or a higher live node
 // that is not cut from it exists).
@@ -496,14 +563,15 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	a := &analyzer{
-		opts:   opts,
-		rep:    &Report{Schema: Schema, File: opts.Name},
-		byAddr: map[netip.Addr]int32{},
-		byID:   map[uuid.UUID]int32{},
-		byName: map[string]int32{},
-		claims: map[uint64]claim{},
-		twice:  map[[3]uint64]bool{},
-		auth:   newAuthChecker(opts.Key),
+		opts:    opts,
+		rep:     &Report{Schema: Schema, File: opts.Name},
+		byAddr:  map[netip.Addr]int32{},
+		byID:    map[uuid.UUID]int32{},
+		byName:  map[string]int32{},
+		claims:  map[uint64]claim{},
+		twice:   map[[3]uint64]bool{},
+		auth:    newAuthChecker(opts.Key),
+		firstOf: map[string]firstFrame{},
 	}
 	for {
 		p, err := rd.Next()
@@ -712,11 +780,27 @@ func (a *analyzer) Frame(f *Frame) {
 	switch {
 	case typ == wire.TypeHeartbeat:
 		a.claim(from, m.Epoch, t, f.Packet)
-	case IsElectionType(typ):
-		if typ == wire.TypeCoordinator {
+	case IsElectionMessage(typ):
+		if alg := typ.Algorithm(); len(a.firstOf) < 2 {
+			if _, ok := a.firstOf[alg]; !ok {
+				a.firstOf[alg] = firstFrame{t, f.Packet, typ}
+			}
+		}
+		mm := msg{t: t, pkt: f.Packet, epoch: m.Epoch, from: from, to: to, typ: typ, flags: m.Flags, frame: fi, leader: -1}
+		if typ == wire.TypeElected {
+			if id, err := wire.DecodeID(m.Payload); err == nil {
+				if l, ok := a.byID[id]; ok {
+					mm.leader = l
+				}
+			}
+		}
+		// A leader's claim: its COORDINATOR, or the ELECTED naming itself
+		// that it sends first; the ELECTEDs its successors forward claim
+		// nothing for them.
+		if l, ok := mm.announces(); ok && l == from {
 			a.claim(from, m.Epoch, t, f.Packet)
 		}
-		a.msgs = append(a.msgs, msg{t: t, pkt: f.Packet, epoch: m.Epoch, from: from, to: to, typ: typ, flags: m.Flags, frame: fi})
+		a.msgs = append(a.msgs, mm)
 	}
 }
 
@@ -918,6 +1002,7 @@ func (a *analyzer) finish() {
 	a.sortByTime()
 	allCuts := a.buildCuts()
 	a.totals()
+	a.algorithm()
 	els := a.elections(quiet, window, allCuts)
 	a.lowerCoordinators(els, allCuts)
 	a.final(els, allCuts)
@@ -994,6 +1079,7 @@ func (a *analyzer) elections(quiet, window time.Duration, allCuts []*cuts) []Ele
 	for k := range els {
 		e := &els[k]
 		e.Messages = byElection[k].typeCounts()
+		e.Algorithm = countsAlgorithm(&byElection[k])
 		e.Start = time.Unix(0, a.msgs[e.first].t).UTC()
 		e.End = time.Unix(0, a.msgs[e.last].t).UTC()
 		a.winner(e, allCuts)
@@ -1007,6 +1093,53 @@ func (a *analyzer) elections(quiet, window time.Duration, allCuts []*cuts) []Ele
 		a.rep.Claims = []LeaderClaim{}
 	}
 	return els
+}
+
+// countsAlgorithm names the algorithm whose messages c counts:
+// wire.AlgorithmBully, wire.AlgorithmRing, AlgorithmMixed for both, ""
+// for neither.
+func countsAlgorithm(c *counts) string {
+	var bully, ring bool
+	for t, n := range c {
+		if n == 0 {
+			continue
+		}
+		switch wire.Type(t).Algorithm() {
+		case wire.AlgorithmBully:
+			bully = true
+		case wire.AlgorithmRing:
+			ring = true
+		}
+	}
+	switch {
+	case bully && ring:
+		return AlgorithmMixed
+	case bully:
+		return wire.AlgorithmBully
+	case ring:
+		return wire.AlgorithmRing
+	}
+	return ""
+}
+
+// algorithm sets the report's algorithm from its election messages, and
+// reports a capture of both algorithms as an anomaly at the first message
+// of the one that came second.
+func (a *analyzer) algorithm() {
+	a.rep.Algorithm = countsAlgorithm(&a.total)
+	if a.rep.Algorithm != AlgorithmMixed {
+		return
+	}
+	b, r := a.firstOf[wire.AlgorithmBully], a.firstOf[wire.AlgorithmRing]
+	first, second := b, r
+	if r.t < b.t || r.t == b.t && r.pkt < b.pkt {
+		first, second = r, b
+	}
+	a.anoms = append(a.anoms, Anomaly{
+		Kind: AnomalyMixedAlgorithms, Time: time.Unix(0, second.t).UTC(), Packet: second.pkt,
+		Detail: fmt.Sprintf("%s (%s) at packet %d after %s (%s) at packet %d: the capture mixes both election algorithms, which one cluster never does; its elections are measured as they came",
+			second.typ, second.typ.Algorithm(), second.pkt, first.typ, first.typ.Algorithm(), first.pkt),
+	})
 }
 
 // segment cuts the election messages into elections, by phase and by
@@ -1039,7 +1172,7 @@ func (a *analyzer) segment(quiet, window time.Duration, allCuts []*cuts) (els []
 			isOpen = false
 		}
 		if !isOpen {
-			if m.typ != wire.TypeElection && m.typ != wire.TypeHalt {
+			if !opensElection(m.typ) {
 				outside.add(m.typ)
 				continue
 			}
@@ -1063,6 +1196,12 @@ func (a *analyzer) segment(quiet, window time.Duration, allCuts []*cuts) (els []
 		byElection[k].add(m.typ)
 	}
 	return els, byElection, outside
+}
+
+// opensElection reports whether a message of type t, outside an
+// election, opens one: Bully's ELECTION or HALT, the ring's RING_ELECTION.
+func opensElection(t wire.Type) bool {
+	return t == wire.TypeElection || t == wire.TypeHalt || t == wire.TypeRingElection
 }
 
 // phaseBounds returns the times of the records that start phases: every
@@ -1161,25 +1300,30 @@ func (a *analyzer) trigger(m *msg, after, window int64) Trigger {
 }
 
 // winner finds the election's leader and whether and when it converged.
+// Bully's leader is the sender of the COORDINATOR of the highest epoch,
+// and it reaches a node by sending it that COORDINATOR; the ring's is the
+// node the ELECTED of the highest epoch names, which reaches a node
+// whoever forwards it there.
 func (a *analyzer) winner(e *Election, allCuts []*cuts) {
 	msgs := a.msgs[e.first : e.last+1]
 	best := -1
 	for i := range msgs {
 		m := &msgs[i]
-		if m.typ == wire.TypeCoordinator && (best < 0 || m.epoch >= msgs[best].epoch) {
+		if _, ok := m.announces(); ok && (best < 0 || m.epoch >= msgs[best].epoch) {
 			best = i
 		}
 	}
 	if best < 0 {
 		return
 	}
-	leader, epoch := msgs[best].from, msgs[best].epoch
+	leader, _ := msgs[best].announces()
+	epoch, typ := msgs[best].epoch, msgs[best].typ
 	e.Leader, e.LeaderID, e.Epoch = a.name(leader), a.nodes[leader].ID, epoch
 	end := msgs[len(msgs)-1].t
 	reached := map[int32]int64{}
 	for i := range msgs {
 		m := &msgs[i]
-		if m.typ != wire.TypeCoordinator || m.from != leader || m.epoch != epoch {
+		if l, ok := m.announces(); !ok || m.typ != typ || l != leader || m.epoch != epoch {
 			continue
 		}
 		if _, ok := reached[m.to]; ok || cutsAt(allCuts, m.t).cut(m.from, m.to) {
@@ -1207,8 +1351,9 @@ func (a *analyzer) winner(e *Election, allCuts []*cuts) {
 	}
 }
 
-// lowerCoordinators reports COORDINATORs sent while a higher node was live
-// since the election began and not cut from the sender.
+// lowerCoordinators reports COORDINATORs, and the ELECTEDs by which a
+// ring's leader names itself, sent while a higher node was live since the
+// election began and not cut from the sender.
 func (a *analyzer) lowerCoordinators(els []Election, allCuts []*cuts) {
 	seen := map[[2]uint64]bool{}
 	el := 0
@@ -1217,7 +1362,7 @@ func (a *analyzer) lowerCoordinators(els []Election, allCuts []*cuts) {
 		for el < len(els) && els[el].last < i {
 			el++
 		}
-		if m.typ != wire.TypeCoordinator {
+		if l, ok := m.announces(); !ok || l != m.from {
 			continue
 		}
 		k := [2]uint64{m.epoch, uint64(m.from)}
@@ -1246,10 +1391,14 @@ func (a *analyzer) lowerCoordinators(els []Election, allCuts []*cuts) {
 		if top < 0 {
 			continue
 		}
+		kind, what := AnomalyLowerCoordinator, "COORDINATOR"
+		if m.typ == wire.TypeElected {
+			kind, what = AnomalyLowerElected, "ELECTED naming itself"
+		}
 		a.anoms = append(a.anoms, Anomaly{
-			Kind: AnomalyLowerCoordinator, Election: n, Time: time.Unix(0, m.t).UTC(), Packet: m.pkt, Epoch: m.epoch,
+			Kind: kind, Election: n, Time: time.Unix(0, m.t).UTC(), Packet: m.pkt, Epoch: m.epoch,
 			Nodes:  []string{a.name(m.from), a.name(top)},
-			Detail: fmt.Sprintf("%s sent COORDINATOR epoch %d to %s while higher node %s was live and reachable", a.name(m.from), m.epoch, a.name(m.to), a.name(top)),
+			Detail: fmt.Sprintf("%s sent %s epoch %d to %s while higher node %s was live and reachable", a.name(m.from), what, m.epoch, a.name(m.to), a.name(top)),
 		})
 	}
 }
@@ -1289,6 +1438,10 @@ func (a *analyzer) final(els []Election, allCuts []*cuts) {
 	case final != last:
 		fail("election %d produced no leader", final.N)
 	case !last.Converged:
+		if last.Algorithm == wire.AlgorithmRing {
+			fail("election %d did not converge: %v were not sent ELECTED epoch %d naming %s", last.N, last.Pending, last.Epoch, last.Leader)
+			break
+		}
 		fail("election %d did not converge: %v were not sent COORDINATOR epoch %d from %s", last.N, last.Pending, last.Epoch, last.Leader)
 	case !a.live(leader, a.last):
 		fail("leader %s of epoch %d is not live at the end of the capture", last.Leader, last.Epoch)

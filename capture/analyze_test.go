@@ -221,7 +221,7 @@ func TestTypeCountsEveryType(t *testing.T) {
 		if tc.Get(ty) != 1 || tc.Total() != 1 || tc.Get(0) != 0 {
 			t.Errorf("%s: counted %+v", ty, tc)
 		}
-		if (tc.ElectionTotal() == 1) != IsElectionType(ty) {
+		if (tc.ElectionTotal() == 1) != IsElectionMessage(ty) || IsElectionType(ty) != (ty.Algorithm() == wire.AlgorithmBully) {
 			t.Errorf("%s: election total %d", ty, tc.ElectionTotal())
 		}
 	}

@@ -3,6 +3,7 @@ package capture
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -114,7 +115,33 @@ func typeCells(tc TypeCounts, types []wire.Type) []string {
 	return cells
 }
 
-var electionTypes = []wire.Type{wire.TypeElection, wire.TypeAnswer, wire.TypeHalt, wire.TypeHaltAck, wire.TypeReject, wire.TypeCoordinator}
+var (
+	electionTypes     = []wire.Type{wire.TypeElection, wire.TypeAnswer, wire.TypeHalt, wire.TypeHaltAck, wire.TypeReject, wire.TypeCoordinator}
+	ringElectionTypes = []wire.Type{wire.TypeRingElection, wire.TypeElected}
+)
+
+// shownElectionTypes are the election types the tables of a capture of
+// algorithm alg have columns for: its algorithm's, both for a mixed
+// capture, Bully's for one without election messages.
+func shownElectionTypes(alg string) []wire.Type {
+	switch alg {
+	case wire.AlgorithmRing:
+		return ringElectionTypes
+	case AlgorithmMixed:
+		return append(slices.Clone(electionTypes), ringElectionTypes...)
+	}
+	return electionTypes
+}
+
+// shownTypes are the types the per-node table of a capture of algorithm
+// alg has columns for: every type but the election types of the other
+// algorithm.
+func shownTypes(alg string) []wire.Type {
+	shown := shownElectionTypes(alg)
+	return slices.DeleteFunc(slices.Clone(wire.Types), func(t wire.Type) bool {
+		return IsElectionMessage(t) && !slices.Contains(shown, t)
+	})
+}
 
 func typeNames(types []wire.Type) []string {
 	var s []string
@@ -125,14 +152,26 @@ func typeNames(types []wire.Type) []string {
 }
 
 // framesSummary is the frames the dissector decoded from the TCP streams,
-// of which the election messages (ELECTION .. COORDINATOR), HEARTBEATs and
-// HELLOs.
+// of which the election messages (ELECTION .. COORDINATOR, RING_ELECTION,
+// ELECTED), HEARTBEATs and HELLOs.
 func framesSummary(r *Report) string {
 	s := fmt.Sprintf("%d (%d election messages, %d HEARTBEATs", r.Frames, r.ElectionMessages, r.Messages.Heartbeat)
 	if r.Messages.Hello > 0 {
 		s += fmt.Sprintf(", %d HELLOs", r.Messages.Hello)
 	}
 	return s + ")"
+}
+
+// algorithmSummary names the election algorithm of the capture's
+// messages.
+func algorithmSummary(alg string) string {
+	switch alg {
+	case "":
+		return "- (no election message)"
+	case AlgorithmMixed:
+		return "mixed: Bully's and the ring's messages (an anomaly)"
+	}
+	return alg
 }
 
 // packetsSummary is every packet of the file: the captured ones, each of
@@ -235,6 +274,7 @@ func (r *Report) summaryTable() *textTable {
 		{"packets in file", packetsSummary(r)},
 		{"frames decoded", framesSummary(r)},
 		{"nodes", fmt.Sprint(len(r.Nodes))},
+		{"algorithm", algorithmSummary(r.Algorithm)},
 		{"elections", fmt.Sprint(len(r.Elections))},
 		{"final leader", leader},
 		{"converged", conv},
@@ -271,13 +311,14 @@ func (r *Report) electionsTable() *textTable {
 		dets, ttls = append(dets, e.DetectionNS), append(ttls, e.TimeToLeaderNS)
 	}
 	det, ttl := pickDurUnit(dets...), pickDurUnit(ttls...)
+	types := shownElectionTypes(r.Algorithm)
 	var rows [][]string
 	for _, e := range r.Elections {
 		row := []string{fmt.Sprint(e.N), e.Start.Format("15:04:05.000"), triggerCell(&e), det.cell(e.DetectionNS), ttl.cell(e.TimeToLeaderNS), leaderCell(&e), fmt.Sprint(e.Epoch)}
-		rows = append(rows, append(row, typeCells(e.Messages, electionTypes)...))
+		rows = append(rows, append(row, typeCells(e.Messages, types)...))
 	}
 	header := []string{"#", "start", "trigger", "detection (" + det.name + ")", "time to leader (" + ttl.name + ")", "leader", "epoch"}
-	return &textTable{"Elections", append(header, typeNames(electionTypes)...), rows}
+	return &textTable{"Elections", append(header, typeNames(types)...), rows}
 }
 
 // triggerCell says what started e: a record's kind and nodes, or its
@@ -308,6 +349,7 @@ func leaderCell(e *Election) string {
 
 // nodesTable lists the nodes with what each sent and received, by type.
 func (r *Report) nodesTable() *textTable {
+	types := shownTypes(r.Algorithm)
 	var rows [][]string
 	for _, n := range r.Nodes {
 		live := "down"
@@ -315,12 +357,12 @@ func (r *Report) nodesTable() *textTable {
 			live = "live"
 		}
 		row := []string{n.Name, n.Addr.String(), n.ID.String()[:8], live}
-		for _, t := range wire.Types {
+		for _, t := range types {
 			row = append(row, fmt.Sprintf("%d/%d", n.Sent.Get(t), n.Received.Get(t)))
 		}
 		rows = append(rows, row)
 	}
-	return &textTable{"Per node (sent/received)", append([]string{"node", "addr", "id", "at end"}, typeNames(wire.Types)...), rows}
+	return &textTable{"Per node (sent/received)", append([]string{"node", "addr", "id", "at end"}, typeNames(types)...), rows}
 }
 
 // anomaliesTable lists the anomalies, or says there are none.
