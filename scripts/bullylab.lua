@@ -16,6 +16,11 @@
 -- (ELECTION, HALT_ACK; TYPE(n) for a type it does not know), in that
 -- output and in filters (bullylab.type == "HEARTBEAT");
 -- bullylab.type.code is its number (bullylab.type.code == 7).
+-- The ring election's payloads: bullylab.ring_election.initiator and
+-- bullylab.ring_election.candidate of a RING_ELECTION,
+-- bullylab.elected.leader of an ELECTED (node IDs, 16 bytes); the Info
+-- column shows their first 4 bytes, as it does the sender's:
+--   RING_ELECTION epoch=3 from=00030000 initiator=00020000 candidate=00030000 reason=leader-failed
 --
 -- Records. A capture's bullylab-events interface (link type 147,
 -- LINKTYPE_USER0) carries the fault and lifecycle records, one JSON object
@@ -123,14 +128,16 @@ local AUTH_PROBE = 8
 local types = {
 	[1] = "ELECTION", [2] = "ANSWER", [3] = "HALT", [4] = "HALT_ACK", [5] = "REJECT",
 	[6] = "COORDINATOR", [7] = "HEARTBEAT", [8] = "JOIN", [9] = "LEAVE", [10] = "MEMBERS",
-	[11] = "HELLO",
+	[11] = "HELLO", [12] = "RING_ELECTION", [13] = "ELECTED",
 }
 local reasons = {
 	[0] = "none", [1] = "boot", [2] = "leader-failed", [3] = "bullied", [4] = "lower-leader",
 	[5] = "wait-timeout", [6] = "leader-left", [7] = "outvoted", [8] = "manual",
 }
--- ELECTION, HALT and COORDINATOR carry a reason.
-local has_reason = { [1] = true, [3] = true, [6] = true }
+-- ELECTION, HALT, COORDINATOR, RING_ELECTION and ELECTED carry a reason.
+local has_reason = { [1] = true, [3] = true, [6] = true, [12] = true, [13] = true }
+local TYPE_RING_ELECTION = 12
+local TYPE_ELECTED = 13
 
 local f = bullylab.fields
 f.start = ProtoField.uint8("bullylab.start", "Start", base.HEX)
@@ -151,6 +158,9 @@ f.crc = ProtoField.uint32("bullylab.crc", "CRC-32C", base.HEX)
 f.crc_status = ProtoField.string("bullylab.crc.status", "CRC status")
 f.reject_id = ProtoField.bytes("bullylab.reject.id", "Promised to (node ID)")
 f.join_addr = ProtoField.string("bullylab.join.addr", "Address")
+f.ring_initiator = ProtoField.bytes("bullylab.ring_election.initiator", "Initiator (node ID that started the run)")
+f.ring_candidate = ProtoField.bytes("bullylab.ring_election.candidate", "Candidate (highest node ID so far)")
+f.elected_leader = ProtoField.bytes("bullylab.elected.leader", "Leader (node ID)")
 f.members = ProtoField.uint16("bullylab.members", "Members", base.DEC)
 f.member_id = ProtoField.bytes("bullylab.member.id", "Member ID")
 f.member_addr = ProtoField.string("bullylab.member.addr", "Member address")
@@ -629,6 +639,19 @@ local function dissect_frame(tvb, pinfo, tree)
 			end
 		elseif t == 8 then
 			sub:add(f.join_addr, p)
+		elseif t == TYPE_RING_ELECTION then
+			if length == 32 then
+				sub:add(f.ring_initiator, p(0, 16))
+				sub:add(f.ring_candidate, p(16, 16))
+			else
+				sub:add_proto_expert_info(e_payload, "RING_ELECTION payload is not 32 bytes")
+			end
+		elseif t == TYPE_ELECTED then
+			if length == 16 then
+				sub:add(f.elected_leader, p)
+			else
+				sub:add_proto_expert_info(e_payload, "ELECTED payload is not 16 bytes")
+			end
 		elseif t == TYPE_HELLO then
 			if length == HELLO_LEN or length == SIGNED_HELLO_LEN then
 				sub:add(f.hello_to, p(0, 16))
@@ -685,6 +708,11 @@ local function dissect_frame(tvb, pinfo, tree)
 	end
 
 	local info = name .. " epoch=" .. tvb(4, 8):uint64():tonumber() .. " from=" .. hex_id(tvb(12, 4))
+	if t == TYPE_RING_ELECTION and length == 32 then
+		info = info .. " initiator=" .. hex_id(tvb(HEADER_LEN, 4)) .. " candidate=" .. hex_id(tvb(HEADER_LEN + 16, 4))
+	elseif t == TYPE_ELECTED and length == 16 then
+		info = info .. " leader=" .. hex_id(tvb(HEADER_LEN, 4))
+	end
 	if has_reason[t] then
 		local r = band(flags, 0x0f)
 		info = info .. " reason=" .. (reasons[r] or tostring(r))
