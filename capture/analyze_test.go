@@ -55,6 +55,8 @@ func checkCounts(t *testing.T, s *synth, rep *Report) {
 		sum.HaltAck += e.Messages.HaltAck
 		sum.Reject += e.Messages.Reject
 		sum.Coordinator += e.Messages.Coordinator
+		sum.RingElection += e.Messages.RingElection
+		sum.Elected += e.Messages.Elected
 	}
 	if got, want := sum.ElectionTotal()+rep.OutsideElections.ElectionTotal(), rep.ElectionMessages; got != want {
 		t.Errorf("election messages in elections + outside = %d, want %d", got, want)

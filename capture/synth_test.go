@@ -59,6 +59,10 @@ type synth struct {
 	// as a receiver that dropped it would.
 	noAck bool
 
+	// sentAt is the capture time of the packet that completed the last
+	// data segment sends (its first transmission), the frame's time.
+	sentAt int64
+
 	frames  int64
 	total   counts
 	sent    []counts
@@ -332,6 +336,7 @@ func (s *synth) segment(a, b int, data []byte) {
 		cut := 1 + s.rng.IntN(len(data)-1)
 		s.packet(a, b, c.cport, port, seq, c.sseq, tcpACK, data[:cut])
 		s.packet(a, b, c.cport, port, seq+uint32(cut), c.sseq, tcpACK|tcpPSH, data[cut:])
+		s.sentAt = s.t
 	case r < s.split+s.reorder && len(data) > 1:
 		// The second part overtakes the first.
 		cut := 1 + s.rng.IntN(len(data)-1)
@@ -339,11 +344,14 @@ func (s *synth) segment(a, b int, data []byte) {
 		first := append([]byte(nil), data[:cut]...)
 		s.packet(a, b, c.cport, port, seq+uint32(cut), c.sseq, tcpACK|tcpPSH, second)
 		s.packet(a, b, c.cport, port, seq, c.sseq, tcpACK, first)
+		s.sentAt = s.t
 	case r < s.split+s.reorder+s.retransmit:
 		s.packet(a, b, c.cport, port, seq, c.sseq, tcpACK|tcpPSH, data)
+		s.sentAt = s.t
 		s.packet(a, b, c.cport, port, seq, c.sseq, tcpACK|tcpPSH, data)
 	default:
 		s.packet(a, b, c.cport, port, seq, c.sseq, tcpACK|tcpPSH, data)
+		s.sentAt = s.t
 	}
 	c.unacked++
 	if !s.noAck && (c.unacked >= 2 || s.rng.IntN(2) == 0) {
@@ -500,4 +508,56 @@ func (s *synth) electAmong(top int, side []int, epoch uint64, reason wire.Reason
 		s.advance(50 * time.Microsecond)
 		s.send(top, i, s.msg(wire.TypeCoordinator, top, epoch, reason))
 	}
+}
+
+// ringMsg is a RING_ELECTION from node from for the run of initiator at
+// epoch, with candidate the best so far.
+func (s *synth) ringMsg(from, initiator, candidate int, epoch uint64, reason wire.Reason) *wire.Message {
+	m := s.msg(wire.TypeRingElection, from, epoch, reason)
+	m.Payload = wire.AppendRingElection(nil, s.nodes[initiator].ID, s.nodes[candidate].ID)
+	return m
+}
+
+// electedMsg is an ELECTED from node from naming leader at epoch.
+func (s *synth) electedMsg(from, leader int, epoch uint64, reason wire.Reason) *wire.Message {
+	m := s.msg(wire.TypeElected, from, epoch, reason)
+	m.Payload = wire.AppendID(nil, s.nodes[leader].ID)
+	return m
+}
+
+// ringElect runs a ring election among the live nodes that initiator
+// starts, proposing epoch; see ringElectAmong.
+func (s *synth) ringElect(initiator int, epoch uint64, reason wire.Reason) (leader int, reached int64) {
+	return s.ringElectAmong(s.liveNodes(), initiator, epoch, reason)
+}
+
+// ringElectAmong runs the classical ring election over ring, node
+// indices in ascending ID order, each sending to the next and the last to
+// the first: initiator's RING_ELECTION goes round, each node raising the
+// candidate to its own ID, until the candidate sees its own ID come back;
+// then the winner's ELECTED goes round back to it. It returns the winner,
+// and the time of the ELECTED to the last node but the winner: the time
+// the analysis takes the leader to be known.
+func (s *synth) ringElectAmong(ring []int, initiator int, epoch uint64, reason wire.Reason) (leader int, reached int64) {
+	n := len(ring)
+	cur := slices.Index(ring, initiator)
+	candidate := initiator
+	for {
+		next := (cur + 1) % n
+		s.advance(100 * time.Microsecond)
+		s.send(ring[cur], ring[next], s.ringMsg(ring[cur], initiator, candidate, epoch, reason))
+		cur = next
+		if ring[cur] == candidate {
+			break
+		}
+		candidate = max(candidate, ring[cur])
+	}
+	for k := 1; k <= n; k++ {
+		s.advance(100 * time.Microsecond)
+		s.send(ring[(cur+k-1)%n], ring[(cur+k)%n], s.electedMsg(ring[(cur+k-1)%n], candidate, epoch, reason))
+		if k == n-1 {
+			reached = s.sentAt
+		}
+	}
+	return candidate, reached
 }
