@@ -274,10 +274,11 @@
 // # Analysis
 //
 // [Analyze] and [AnalyzeFile] ([AnalyzeOptions]) read a capture and return
-// its [Report]: frames counted by type ([TypeCounts]) overall and per node
-// ([NodeReport]), the elections ([Election]) with their [Trigger], leader
-// and timings, the [Final] state, and the anomalies ([Anomaly]); Analyze's
-// doc gives the rules. A Report is a JSON document of schema [Schema],
+// its [Report]: the election algorithm its frames are of (Bully's or the
+// ring's; both is an anomaly), frames counted by type ([TypeCounts])
+// overall and per node ([NodeReport]), the elections ([Election]) with
+// their [Trigger], leader and timings, the [Final] state, and the
+// anomalies ([Anomaly]); Analyze's doc gives the rules. A Report is a JSON document of schema [Schema],
 // whose every key README.md documents (section "The analyze JSON", held to
 // the types by a test), or text ([Report.WriteText]), with one election's
 // messages in order if asked for ([Report.ElectionTimeline], [Timeline]).
