@@ -49,7 +49,7 @@ import (
 //	                  "replayed_hello", "wrong_sender", "handshake_timeout",
 //	                  "frame_timeout", "too_many_connections",
 //	                  "epoch_window", "membership", "malformed_payload",
-//	                  "bad_signature");
+//	                  "bad_signature", "wrong_algorithm");
 //	                  peer_addr: the remote address (the member's address
 //	                  for the Machine's refusals); peer when known; error:
 //	                  what was wrong; suppressed: records of the same reason

@@ -38,7 +38,7 @@ type Config struct {
 	// DetectionStagger delays a follower's failure detection by this much for
 	// every member ranked between it and its leader, and a waiting node's
 	// timeout likewise for every member between it and the node it waits
-	// for; the delay is capped at ElectionTimeout (see bully.StaggerDelay).
+	// for; the delay is capped at ElectionTimeout (see StaggerDelay).
 	// After a leader crash the highest survivor then detects first and HALTs
 	// the others before their timers fire, instead of every survivor electing
 	// at once. 0 disables it. It changes timing only, never safety.

@@ -131,6 +131,11 @@ const (
 	// rules (an unsolicited MEMBERS, a list over Config.MaxMembers, a JOIN
 	// from an unknown ID without authentication).
 	CauseMembership
+	// CauseAlgorithm: a frame of another election algorithm than the one
+	// this node runs (wire.Type.Algorithm); a cluster does not mix them.
+	CauseAlgorithm
+	// CauseMalformed: a payload that does not parse, or names nobody.
+	CauseMalformed
 )
 
 // Output is what a Machine produced since the last Drain. Persist State (when
