@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"container/heap"
 	"fmt"
 	"math/rand/v2"
@@ -23,6 +24,8 @@ import (
 type simNetwork struct {
 	t      testing.TB
 	rng    *rand.Rand
+	// algorithm is what every node runs (NewElection); "" is Bully.
+	algorithm string
 	now    time.Duration
 	cfg    election.Config // timeouts shared by every node
 	nodes  []*simNode
@@ -135,7 +138,7 @@ func (s *simNetwork) start(i int) {
 	if cfg.Peers == nil {
 		cfg.Peers = s.peers()
 	}
-	m, err := NewElection(AlgorithmBully, cfg, n.state, s.now)
+	m, err := NewElection(s.algorithm, cfg, n.state, s.now)
 	if err != nil {
 		s.t.Fatalf("NewElection(n%d): %v", i, err)
 	}
@@ -182,9 +185,12 @@ func (s *simNetwork) flush(n *simNode) {
 	}
 	for _, env := range out.Messages {
 		// The log and the wire agree: a node claims to lead (COORDINATOR,
-		// HEARTBEAT) only the epoch its log says it won, and only while
-		// its log says it leads.
-		if t := env.Msg.Type; (t == wire.TypeCoordinator || t == wire.TypeHeartbeat) && (!n.logLeads || env.Msg.Epoch != n.logEpoch) {
+		// HEARTBEAT, an ELECTED naming itself) only the epoch its log says
+		// it won, and only while its log says it leads.
+		t := env.Msg.Type
+		claims := t == wire.TypeCoordinator || t == wire.TypeHeartbeat ||
+			t == wire.TypeElected && bytes.Equal(env.Msg.Payload, n.id[:])
+		if claims && (!n.logLeads || env.Msg.Epoch != n.logEpoch) {
 			s.t.Fatalf("n%d sent %s epoch %d, its log having it lead epoch %d: %v", n.idx, t, env.Msg.Epoch, n.logEpoch, n.logLeads)
 		}
 		to := s.byID[env.To]
