@@ -22,21 +22,21 @@ import (
 // delay spikes) applied between events. Everything random comes from one
 // seeded PRNG, so a seed replays a run exactly.
 type simNetwork struct {
-	t      testing.TB
-	rng    *rand.Rand
+	t   testing.TB
+	rng *rand.Rand
 	// algorithm is what every node runs (NewElection); "" is Bully.
 	algorithm string
-	now    time.Duration
-	cfg    election.Config // timeouts shared by every node
-	nodes  []*simNode
-	byID   map[uuid.UUID]*simNode
-	queue  deliveryHeap
-	seq    uint64
-	fifo   map[[2]int]time.Duration // per directed link: latest scheduled arrival
-	cut    map[[2]int]bool          // per directed link: messages are dropped
-	minDly time.Duration
-	maxDly time.Duration
-	loss   float64
+	now       time.Duration
+	cfg       election.Config // timeouts shared by every node
+	nodes     []*simNode
+	byID      map[uuid.UUID]*simNode
+	queue     deliveryHeap
+	seq       uint64
+	fifo      map[[2]int]time.Duration // per directed link: latest scheduled arrival
+	cut       map[[2]int]bool          // per directed link: messages are dropped
+	minDly    time.Duration
+	maxDly    time.Duration
+	loss      float64
 
 	sent  [16]uint64 // messages handed to the network, by type
 	trace *strings.Builder
