@@ -346,7 +346,7 @@ func runSchedule(t testing.TB, algorithm string, seed uint64, trace *strings.Bui
 	converged := time.Duration(-1)
 	s.runUntil(lastFault+bound, func() {
 		check()
-		if _, err := s.agreement(); err != nil {
+		if _, ok := s.agreed(); !ok {
 			converged = -1
 		} else if converged < 0 {
 			converged = s.now - lastFault

@@ -307,37 +307,44 @@ func (s *simNetwork) heal() {
 }
 
 // agreement returns the leader every live node agrees on, or an error that
-// says who disagrees.
+// says who disagrees. The simulations ask after every event, so the views
+// are spelled out only when there is no agreement.
 func (s *simNetwork) agreement() (int, error) {
+	if leader, ok := s.agreed(); ok {
+		return leader, nil
+	}
+	return -1, s.disagreement()
+}
+
+// agreed returns the leader every live node agrees on, if they do.
+func (s *simNetwork) agreed() (int, bool) {
 	leader := -1
+	for _, n := range s.nodes {
+		if !n.up {
+			continue
+		}
+		l, _ := n.m.Leader()
+		ln := s.byID[l]
+		if n.m.Status() != election.StatusNormal || ln == nil || (leader != -1 && leader != ln.idx) {
+			return -1, false
+		}
+		leader = ln.idx
+	}
+	return leader, leader != -1
+}
+
+// disagreement describes every node's view, for agreement.
+func (s *simNetwork) disagreement() error {
 	var views []string
-	ok := true
 	for _, n := range s.nodes {
 		if !n.up {
 			views = append(views, fmt.Sprintf("n%d:down", n.idx))
 			continue
 		}
 		l, e := n.m.Leader()
-		ln := s.byID[l]
-		lname := "none"
-		if ln != nil {
-			lname = fmt.Sprintf("n%d", ln.idx)
-		}
-		views = append(views, fmt.Sprintf("n%d:%s/%s@%d", n.idx, n.m.Status(), lname, e))
-		if n.m.Status() != election.StatusNormal || ln == nil {
-			ok = false
-			continue
-		}
-		if leader == -1 {
-			leader = ln.idx
-		} else if leader != ln.idx {
-			ok = false
-		}
+		views = append(views, fmt.Sprintf("n%d:%s/%s@%d", n.idx, n.m.Status(), s.name(l), e))
 	}
-	if !ok {
-		return -1, fmt.Errorf("no agreement: %s", strings.Join(views, " "))
-	}
-	return leader, nil
+	return fmt.Errorf("no agreement: %s", strings.Join(views, " "))
 }
 
 // sle1 returns an error when two live Normal nodes name different leaders.

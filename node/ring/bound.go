@@ -18,5 +18,5 @@ func SLE2Bound(cfg election.Config, n int, d time.Duration) time.Duration {
 	stagger := election.MaxStaggerDelay(n, cfg.DetectionStagger, cfg.ElectionTimeout)
 	runTimeout := RunTimeout(n, cfg.ElectionTimeout)
 	detect := max(cfg.FailureTimeout+d+stagger, cfg.HeartbeatInterval+d, runTimeout)
-	return detect + 2*time.Duration(MaxHops(n))*d + cfg.ElectionTimeout
+	return detect + 2*time.Duration(MaxHops(n))*d + cfg.HeartbeatInterval + d
 }
