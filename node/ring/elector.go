@@ -259,6 +259,23 @@ func (m *Elector) Step(now time.Duration, msg *wire.Message) {
 			fmt.Sprintf("%s from %s: this node runs %s", msg.Type, from, wire.AlgorithmRing))
 		return
 	}
+	// A malformed frame changes nothing, not even the epoch.
+	var initiator, candidate, leader uuid.UUID
+	var err error
+	switch msg.Type {
+	case wire.TypeRingElection:
+		if initiator, candidate, err = wire.DecodeRingElection(msg.Payload); err == nil {
+			err = idProblem(initiator, candidate)
+		}
+	case wire.TypeElected:
+		if leader, err = wire.DecodeID(msg.Payload); err == nil {
+			err = idProblem(leader)
+		}
+	}
+	if err != nil {
+		m.out.Refuse(now, m.roster.Member(from), election.CauseMalformed, fmt.Sprintf("%s: %v", msg.Type, err))
+		return
+	}
 	if !m.roster.Admit(now, msg, m.epoch, m.bootstrapping) {
 		return
 	}
@@ -271,24 +288,8 @@ func (m *Elector) Step(now time.Duration, msg *wire.Message) {
 	}
 	switch msg.Type {
 	case wire.TypeRingElection:
-		initiator, candidate, err := wire.DecodeRingElection(msg.Payload)
-		if err == nil {
-			err = idProblem(initiator, candidate)
-		}
-		if err != nil {
-			m.out.Refuse(now, m.roster.Member(from), election.CauseMalformed, fmt.Sprintf("RING_ELECTION: %v", err))
-			return
-		}
 		m.onRun(now, election.Ballot{Epoch: msg.Epoch, ID: initiator}, candidate, msg.Flags)
 	case wire.TypeElected:
-		leader, err := wire.DecodeID(msg.Payload)
-		if err == nil {
-			err = idProblem(leader)
-		}
-		if err != nil {
-			m.out.Refuse(now, m.roster.Member(from), election.CauseMalformed, fmt.Sprintf("ELECTED: %v", err))
-			return
-		}
 		m.onElected(now, election.Ballot{Epoch: msg.Epoch, ID: leader}, msg.Flags)
 	case wire.TypeHeartbeat:
 		m.onHeartbeat(now, from, msg.Epoch)
