@@ -87,7 +87,12 @@
 //     ELECTED take at most 3N hops, one more per member found down, 4N
 //     hops of a message delay d each, which is at most ElectionTimeout/2
 //     where Bully works at all. A paused successor is covered only by this
-//     timeout.
+//     timeout, and only in part: nothing tells its predecessor that it
+//     swallows frames, so every run that reaches it stops there, and the
+//     ring elects again once it resumes (its queued frames then arrive
+//     and the runs go on) or is stopped (its kernel then refuses). A
+//     paused leader, the testbed's pause fault, costs nothing of the kind:
+//     its followers' detectors suspect it and the runs skip it.
 //   - A node forwards one run at most four times (twice when no candidate
 //     is lost, once more for each candidate found down); past that the run
 //     is looping and is dropped, leaving it to the run timeout.
