@@ -392,11 +392,18 @@ func upNodes(s *simNetwork) []int {
 	return up
 }
 
-// TestMembershipChurn: a node unknown to the cluster joins through one seed
-// and, being the highest, takes over; then it leaves and the next highest
+// TestMembershipChurn: with each algorithm, a node unknown to the cluster
+// joins through one seed and, being the highest, takes over; then it leaves and the next highest
 // leads; restarted from its data, it joins again.
 func TestMembershipChurn(t *testing.T) {
+	for _, algorithm := range Algorithms() {
+		t.Run(algorithm, func(t *testing.T) { membershipChurn(t, algorithm) })
+	}
+}
+
+func membershipChurn(t *testing.T, algorithm string) {
 	s := newSimNetwork(t, 7, 5, electiontest.Config())
+	s.algorithm = algorithm
 	s.maxDly = simMaxDelay
 	all := s.peers()
 	for i := range 4 {

@@ -1,11 +1,13 @@
 package node
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/node/election/electiontest"
 	"github.com/bullylab/bullylab/wire"
 )
@@ -130,5 +132,45 @@ func TestRingLeaderCrashCounts(t *testing.T) {
 		if got := sentSince(s, before); got.String() != want.String() {
 			t.Errorf("N=%d: got %v, want %v", n, got, want)
 		}
+	}
+}
+
+// TestRingEpochWindow: the ring refuses what Bully refuses, epochs past
+// the window or past MaxEpoch, and a ring cluster still elects afterwards.
+func TestRingEpochWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		typ     wire.Type
+		epoch   func(cur uint64) uint64
+		refused bool
+	}{
+		{"heartbeat at 2^64-1", wire.TypeHeartbeat, func(uint64) uint64 { return math.MaxUint64 }, true},
+		{"elected past MaxEpoch", wire.TypeElected, func(uint64) uint64 { return election.MaxEpoch + 1 }, true},
+		{"run one past the window", wire.TypeRingElection, func(c uint64) uint64 { return c + election.EpochWindow + 1 }, true},
+		{"run at the window's edge", wire.TypeRingElection, func(c uint64) uint64 { return c + election.EpochWindow }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := stableRing(t, 4)
+			before := s.nodes[1].m.Epoch()
+			msg := wire.Message{Type: tc.typ, Epoch: tc.epoch(before), From: s.nodes[0].id}
+			switch tc.typ {
+			case wire.TypeRingElection:
+				msg.Payload = wire.AppendRingElection(nil, s.nodes[0].id, s.nodes[0].id)
+			case wire.TypeElected:
+				msg.Payload = wire.AppendID(nil, s.nodes[3].id)
+			}
+			refused := s.inject(1, msg)
+			if got := len(refused) == 1 && refused[0].Cause == election.CauseEpochWindow; got != tc.refused {
+				t.Fatalf("refusals %+v, want refused=%v", refused, tc.refused)
+			}
+			if e := s.nodes[1].m.Epoch(); tc.refused && e != before {
+				t.Errorf("epoch moved %d -> %d on a refused message", before, e)
+			}
+			s.runUntil(s.now+2*time.Second, nil)
+			if l, err := s.agreement(); err != nil || l != 3 {
+				t.Fatalf("after the message: leader n%d, %v", l, err)
+			}
+			crashLeaderAndAgree(t, s, 3)
+		})
 	}
 }
