@@ -3,9 +3,11 @@ package node
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -105,5 +107,22 @@ func TestTCPReportsUnreachable(t *testing.T) {
 	a.Send(peer, &wire.Message{Type: wire.TypeElected, Epoch: 4, From: a.id, Payload: make([]byte, wire.IDLen)})
 	if r, want := next(), (Refusal{Peer: peer, Type: wire.TypeElected, Epoch: 4, Cause: RefusalUnreachable}); r != want {
 		t.Fatalf("refusal during the backoff %+v, want %+v", r, want)
+	}
+}
+
+func TestNewElectionByName(t *testing.T) {
+	if got := Algorithms(); !slices.Equal(got, []string{"bully", "ring"}) {
+		t.Errorf("Algorithms() = %v", got)
+	}
+	cfg := election.DefaultConfig()
+	cfg.ID, cfg.Addr = uuid.New(), "a:1"
+	for name, want := range map[string]string{"": "*bully.Elector", "bully": "*bully.Elector", "ring": "*ring.Elector"} {
+		m, err := NewElection(name, cfg, nil, 0)
+		if err != nil || fmt.Sprintf("%T", m) != want {
+			t.Errorf("NewElection(%q) = %T, %v; want a %s", name, m, err, want)
+		}
+	}
+	if _, err := NewElection("paxos", cfg, nil, 0); err == nil || !strings.Contains(err.Error(), `"paxos"`) {
+		t.Errorf("NewElection(\"paxos\"): %v, want an error naming it", err)
 	}
 }

@@ -44,8 +44,9 @@ func campaignTogether(t *testing.T, s *simNetwork, initiators []int) electionCou
 		s.nodes[i].m.Campaign(s.now, wire.ReasonManual)
 		s.flush(s.nodes[i])
 	}
-	s.runUntil(s.now+500*time.Millisecond, nil)
+	// With a delay of 1 ms a run and its ELECTED take at most 3N-1 ms.
 	n := len(s.nodes)
+	s.runUntil(s.now+time.Duration(3*n+10)*s.minDly, nil)
 	if l, err := s.agreement(); err != nil || l != n-1 {
 		t.Fatalf("N=%d after initiators %v: leader n%d, %v", n, initiators, l, err)
 	}
