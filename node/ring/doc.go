@@ -43,7 +43,12 @@
 //     both leaders and their followers, and the higher of the two, or any
 //     live node above both, wins it. Both start one, the lower too, since
 //     its HEARTBEATs may not get through to the higher one (a transport
-//     backing off from a node that was down).
+//     backing off from a node that was down). A node taking part in a run
+//     that hears a HEARTBEAT at an epoch at least its run's takes it for
+//     the ELECTED it missed (the run skipped it, as a suspected leader that
+//     restarted, or the frame was lost): it follows a higher leader and
+//     starts a run against a lower one, rather than wait for its run
+//     timeout.
 //   - Membership (JOIN, LEAVE, MEMBERS, Config.MaxMembers, Config.Insecure),
 //     the epoch window and the persisted State are Bully's
 //     (election.Roster). A leader answers a JOIN with ELECTED naming
@@ -157,8 +162,11 @@
 // no frame is lost, and the highest run that exists is dropped by nobody:
 // it completes within MaxHops(N) x d, or a newer run started by one of
 // those timers does, within another. A node the winner's run skipped as
-// suspected leader and that is alive after all hears the winner's
-// HEARTBEAT (HeartbeatInterval + d) or ELECTED and starts one more run,
-// which it wins: that is the last term. Node's TestRandomSchedules checks
+// suspected leader and that is alive after all (it restarted) hears the
+// winner's HEARTBEAT (HeartbeatInterval + d) or ELECTED and starts one
+// more run, which it wins: that is the last term. Node's
+// TestRandomSchedules found that case: before a node taking part in a run
+// took a HEARTBEAT for its ELECTED, such a node waited for its run
+// timeout, past the bound. Node's TestRandomSchedules checks
 // both properties on 10,000 random fault schedules.
 package ring

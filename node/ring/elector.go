@@ -381,6 +381,14 @@ func (m *Elector) onElected(now time.Duration, b election.Ballot, flags uint8) {
 
 func (m *Elector) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
 	if m.status != election.StatusNormal {
+		if epoch >= m.promise.Epoch && epoch >= m.leaderEpoch {
+			// A leader was elected at or after the run this node took part
+			// in, and its ELECTED did not come: the run skipped this node
+			// (a leader suspected by a node that has not heard from it
+			// since it restarted) or lost the frame. The HEARTBEAT stands
+			// for the ELECTED.
+			m.onElected(now, election.Ballot{Epoch: epoch, ID: from}, uint8(wire.ReasonNone))
+		}
 		return
 	}
 	switch {
