@@ -71,6 +71,10 @@ type delivery struct {
 	// refused: the sender's dial was refused; the delivery reports it to
 	// the sender instead of handing msg to the receiver.
 	refused bool
+	// unreachable: the sender's transport dropped msg unsent (a backoff, a
+	// dial that timed out); the delivery reports it to the sender's
+	// Machine if it asks (UnreachableReporter), as TCPTransport does.
+	unreachable bool
 }
 
 type deliveryHeap []delivery
@@ -206,6 +210,14 @@ func (s *simNetwork) flush(n *simNode) {
 	}
 }
 
+// unreachable reports msg, which from's transport dropped unsent at time
+// at, back to from.
+func (s *simNetwork) unreachable(at time.Duration, from, to int, msg wire.Message) {
+	s.seq++
+	msg.Payload = slices.Clone(msg.Payload)
+	heap.Push(&s.queue, delivery{at: max(at, s.now), seq: s.seq, from: from, to: to, msg: msg, unreachable: true})
+}
+
 // transmit puts msg on the link from->to, unless the network loses it.
 func (s *simNetwork) transmit(from, to int, msg wire.Message, refused bool) {
 	if s.loss > 0 && s.rng.Float64() < s.loss {
@@ -241,6 +253,14 @@ func (s *simNetwork) step(limit time.Duration) bool {
 		d := heap.Pop(&s.queue).(delivery)
 		s.now = max(s.now, d.at)
 		to := s.nodes[d.to]
+		if d.unreachable {
+			from := s.nodes[d.from]
+			if ur, ok := from.m.(UnreachableReporter); ok && from.up && d.msg.Type.Algorithm() != "" {
+				ur.Unreachable(s.now, to.id, d.msg.Type, d.msg.Epoch)
+				s.flush(from)
+			}
+			return true
+		}
 		if s.cut[[2]int{d.from, d.to}] {
 			s.tracef("n%d -> n%d %s e%d dropped", d.from, d.to, d.msg.Type, d.msg.Epoch)
 			return true
