@@ -11,6 +11,7 @@ import (
 	"github.com/bullylab/bullylab/node/bully"
 	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/node/election/electiontest"
+	"github.com/bullylab/bullylab/node/ring"
 	"github.com/bullylab/bullylab/wire"
 )
 
@@ -171,22 +172,32 @@ func textbookElection(t *testing.T, n int, detectors []int) electionCounts {
 	return sentSince(s, before)
 }
 
-// sle2Bound is the time after the last fault within which every live node is
-// Normal with the same, live, highest leader (see node/bully/doc.go for the
-// derivation).
-func sle2Bound(cfg election.Config, n int) time.Duration {
+// sle2Bound is the time after the last fault within which every live node
+// running algorithm is Normal with the same, live, highest leader (see
+// node/bully/doc.go and node/ring/doc.go for the derivations).
+func sle2Bound(algorithm string, cfg election.Config, n int) time.Duration {
+	if algorithm == AlgorithmRing {
+		return ring.SLE2Bound(cfg, n, simMaxDelay)
+	}
 	stagger := bully.MaxStaggerDelay(n, cfg.DetectionStagger, cfg.ElectionTimeout)
 	wait := bully.WaitFactor*cfg.ElectionTimeout + stagger
 	detect := max(cfg.FailureTimeout+simMaxDelay+stagger, wait, cfg.HeartbeatInterval+simMaxDelay)
 	return detect + 3*cfg.ElectionTimeout + 10*simMaxDelay
 }
 
-// TestRandomSchedules runs random fault schedules and checks SLE1 whenever
-// the network is synchronous and SLE2 after the last fault.
+// TestRandomSchedules runs random fault schedules for each algorithm and
+// checks SLE1 whenever the network is synchronous and SLE2 after the last
+// fault.
 func TestRandomSchedules(t *testing.T) {
+	for _, algorithm := range Algorithms() {
+		t.Run(algorithm, func(t *testing.T) { randomSchedules(t, algorithm) })
+	}
+}
+
+func randomSchedules(t *testing.T, algorithm string) {
 	if *simSeed != 0 {
 		var trace strings.Builder
-		converged, err := runSchedule(t, *simSeed, &trace, &scheduleStats{})
+		converged, err := runSchedule(t, algorithm, *simSeed, &trace, &scheduleStats{})
 		t.Log("\n" + trace.String())
 		t.Logf("converged %v after the last fault", converged)
 		if err != nil {
@@ -204,28 +215,29 @@ func TestRandomSchedules(t *testing.T) {
 	failures := 0
 	for i := range n {
 		seed := uint64(i + 1)
-		converged, err := runSchedule(t, seed, nil, &stats)
+		converged, err := runSchedule(t, algorithm, seed, nil, &stats)
 		maxConverge = max(maxConverge, converged)
 		if err != nil {
 			failures++
-			t.Errorf("seed %d: %v\n\treplay: go test ./node/ -run 'TestRandomSchedules$' -sim.seed=%d -v", seed, err, seed)
+			t.Errorf("seed %d: %v\n\treplay: go test ./node/ -run 'TestRandomSchedules/%s$' -sim.seed=%d -v", seed, err, algorithm, seed)
 			if failures >= 5 {
 				t.FailNow()
 			}
 		}
 	}
 	t.Logf("%d schedules in %v: %d faults, SLE1 checked after %d of %d events; SLE2 max convergence %v (bound %v)",
-		n, time.Since(start).Round(time.Millisecond), stats.faults, stats.checked, stats.events, maxConverge, sle2Bound(electiontest.Config(), 7))
+		n, time.Since(start).Round(time.Millisecond), stats.faults, stats.checked, stats.events, maxConverge, sle2Bound(algorithm, electiontest.Config(), 7))
 }
 
 // runSchedule builds and runs the schedule for seed. It returns how long after
 // the last fault the live nodes came to agree for good, and the first
 // property the run violated.
-func runSchedule(t testing.TB, seed uint64, trace *strings.Builder, stats *scheduleStats) (time.Duration, error) {
+func runSchedule(t testing.TB, algorithm string, seed uint64, trace *strings.Builder, stats *scheduleStats) (time.Duration, error) {
 	cfg := electiontest.Config()
 	rng := rand.New(rand.NewPCG(seed, 0xb011))
 	n := 2 + rng.IntN(6)
 	s := newSimNetwork(t, seed, n, cfg)
+	s.algorithm = algorithm
 	s.trace = trace
 	s.maxDly = simMaxDelay
 
@@ -233,7 +245,7 @@ func runSchedule(t testing.TB, seed uint64, trace *strings.Builder, stats *sched
 	// last one ended at least one SLE2 bound ago (rival leaders left by a
 	// healed partition need that long to meet). Crashes and restarts happen
 	// inside synchronous periods: that is where SLE1 must hold.
-	bound := sle2Bound(cfg, n)
+	bound := sle2Bound(algorithm, cfg, n)
 	asyncUntil := time.Duration(0)
 	inAsync := false
 	var violation error
@@ -334,7 +346,7 @@ func runSchedule(t testing.TB, seed uint64, trace *strings.Builder, stats *sched
 	converged := time.Duration(-1)
 	s.runUntil(lastFault+bound, func() {
 		check()
-		if _, err := s.agreement(); err != nil {
+		if _, ok := s.agreed(); !ok {
 			converged = -1
 		} else if converged < 0 {
 			converged = s.now - lastFault
@@ -380,11 +392,18 @@ func upNodes(s *simNetwork) []int {
 	return up
 }
 
-// TestMembershipChurn: a node unknown to the cluster joins through one seed
-// and, being the highest, takes over; then it leaves and the next highest
+// TestMembershipChurn: with each algorithm, a node unknown to the cluster
+// joins through one seed and, being the highest, takes over; then it leaves and the next highest
 // leads; restarted from its data, it joins again.
 func TestMembershipChurn(t *testing.T) {
+	for _, algorithm := range Algorithms() {
+		t.Run(algorithm, func(t *testing.T) { membershipChurn(t, algorithm) })
+	}
+}
+
+func membershipChurn(t *testing.T, algorithm string) {
 	s := newSimNetwork(t, 7, 5, electiontest.Config())
+	s.algorithm = algorithm
 	s.maxDly = simMaxDelay
 	all := s.peers()
 	for i := range 4 {

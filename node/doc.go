@@ -48,6 +48,10 @@
 //     election.EpochWindow; one beyond it, or beyond election.MaxEpoch, is
 //     ignored and reported, so epochs never overflow and a member with a
 //     bug cannot take the cluster's epochs far in one step.
+//   - Algorithms. A cluster runs one election algorithm; a frame of the
+//     other (wire.Type.Algorithm) is ignored and reported
+//     (election.CauseAlgorithm, IssueAlgorithm), so a node started with
+//     the wrong one says so instead of electing on its own.
 //   - Membership. JOIN and MEMBERS can grow the list to
 //     election.Config.MaxMembers at most; MEMBERS counts only as the reply
 //     to this node's own JOIN.

@@ -35,7 +35,8 @@ import (
 // and, by kind (absent fields are omitted):
 //
 //	status            from, to: "electing" | "halting" | "waiting" | "normal"
-//	                  (from is absent at boot)
+//	                  (from is absent at boot; the ring is only ever
+//	                  "electing", taking part in a run, or "normal")
 //	election_started  reason: "boot" | "leader-failed" | "bullied" |
 //	                  "lower-leader" | "wait-timeout" | "leader-left" |
 //	                  "outvoted" | "manual"
@@ -49,13 +50,14 @@ import (
 //	                  "replayed_hello", "wrong_sender", "handshake_timeout",
 //	                  "frame_timeout", "too_many_connections",
 //	                  "epoch_window", "membership", "malformed_payload",
-//	                  "bad_signature");
+//	                  "bad_signature", "wrong_algorithm");
 //	                  peer_addr: the remote address (the member's address
 //	                  for the Machine's refusals); peer when known; error:
 //	                  what was wrong; suppressed: records of the same reason
 //	                  and host left out since the last (at most one a
 //	                  second each)
-//	node_started      addr, pid, restored (true when state was loaded from
+//	node_started      algorithm: the election algorithm, "bully" | "ring";
+//	                  addr, pid, restored (true when state was loaded from
 //	                  disk), epoch (the highest epoch restored; absent when 0),
 //	                  metrics (the Prometheus address, when served),
 //	                  identity: what proves a peer's ID here, "member_keys"
@@ -114,9 +116,12 @@ type LogRecord struct {
 	Metrics string `json:"metrics,omitempty"`
 	// Identity is node_started's account of what proves a peer's ID here.
 	Identity string `json:"identity,omitempty"`
-	PID      int    `json:"pid,omitempty"`
-	Restored bool   `json:"restored,omitempty"`
-	Error    string `json:"error,omitempty"`
+	// Algorithm is node_started's election algorithm (AlgorithmBully,
+	// AlgorithmRing).
+	Algorithm string `json:"algorithm,omitempty"`
+	PID       int    `json:"pid,omitempty"`
+	Restored  bool   `json:"restored,omitempty"`
+	Error     string `json:"error,omitempty"`
 	// Sent is node_counters' counts by wire type name.
 	Sent map[string]uint64 `json:"sent,omitempty"`
 	// Suppressed is how many records like this one were not written since
@@ -259,6 +264,7 @@ func appendText(b []byte, r *LogRecord) []byte {
 	kv("peer", short(r.Peer))
 	kv("peer_addr", r.PeerAddr)
 	kv("by", short(r.By))
+	kv("algorithm", r.Algorithm)
 	kv("addr", r.Addr)
 	kv("metrics", r.Metrics)
 	if r.PID != 0 {

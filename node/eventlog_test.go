@@ -63,9 +63,10 @@ func TestEventLogText(t *testing.T) {
 	l.Event(election.Event{Kind: election.EventLeaderChanged, Leader: leader, Epoch: 4})
 	l.Event(election.Event{Kind: election.EventStatus, To: election.StatusElecting})
 	l.Write(LogRecord{Event: "node_counters", Sent: map[string]uint64{"HEARTBEAT": 5, "ELECTION": 2}})
+	l.Write(LogRecord{Event: "node_started", Algorithm: AlgorithmRing, Addr: "h:1", PID: 7})
 	out := buf.String()
 	for _, want := range []string{id.String()[:8] + " leader_changed leader=" + leader.String()[:8] + " epoch=4\n", " status none->electing\n",
-		" node_counters sent=ELECTION:2,HEARTBEAT:5\n"} {
+		" node_counters sent=ELECTION:2,HEARTBEAT:5\n", " node_started algorithm=ring addr=h:1 pid=7\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text log lacks %q:\n%s", want, out)
 		}

@@ -68,17 +68,18 @@ const maxBatch = 64
 // persists the new State, then hands the messages to the Transport, which
 // never blocks, so the Machine never waits on a slow or dead peer.
 type Node struct {
-	cfg      election.Config
-	tr       Transport
-	store    Store
-	log      *EventLog
-	issues   *issueReporter
-	created  time.Time // for uptime
-	start    time.Time // origin of the Machine's clock; set by Run
-	m        election.Machine
-	restored *election.State
-	metrics  string // Options.Metrics
-	identity string // Options.Identity
+	cfg       election.Config
+	tr        Transport
+	store     Store
+	log       *EventLog
+	issues    *issueReporter
+	created   time.Time // for uptime
+	start     time.Time // origin of the Machine's clock; set by Run
+	m         election.Machine
+	restored  *election.State
+	metrics   string // Options.Metrics
+	identity  string // Options.Identity
+	algorithm string // Options.Algorithm, "" made AlgorithmBully
 
 	ctrl    chan func()
 	done    chan struct{}
@@ -101,7 +102,10 @@ type MemberInfo struct {
 type NodeStatus struct {
 	ID   uuid.UUID `json:"id"`
 	Addr string    `json:"addr"`
-	// Status is "electing", "halting", "waiting" or "normal".
+	// Algorithm is the election algorithm the node runs: "bully" or "ring".
+	Algorithm string `json:"algorithm"`
+	// Status is "electing", "halting", "waiting" or "normal" (the ring
+	// only "electing", taking part in a run, and "normal").
 	Status string `json:"status"`
 	// Leader is the last leader accepted (the nil UUID before any); it is
 	// significant only while Status is "normal".
@@ -146,19 +150,20 @@ func New(opts Options) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg:      opts.Config,
-		tr:       opts.Transport,
-		store:    opts.Store,
-		log:      opts.Log,
-		issues:   newIssueReporter(opts.Transport.Counters(), opts.Log),
-		created:  start,
-		start:    start,
-		m:        m,
-		restored: restored,
-		metrics:  opts.Metrics,
-		identity: opts.Identity,
-		ctrl:     make(chan func()),
-		done:     make(chan struct{}),
+		cfg:       opts.Config,
+		tr:        opts.Transport,
+		store:     opts.Store,
+		log:       opts.Log,
+		issues:    newIssueReporter(opts.Transport.Counters(), opts.Log),
+		created:   start,
+		start:     start,
+		m:         m,
+		restored:  restored,
+		metrics:   opts.Metrics,
+		identity:  opts.Identity,
+		algorithm: AlgorithmName(opts.Algorithm),
+		ctrl:      make(chan func()),
+		done:      make(chan struct{}),
 	}
 	n.publish()
 	return n, nil
@@ -184,7 +189,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	// The Machine has not been called since New, so moving its clock's
 	// origin here is invisible to it, and makes mono_ns count from Run.
 	n.start = time.Now()
-	rec := LogRecord{Event: "node_started", MonoNS: 0, Addr: n.cfg.Addr, Metrics: n.metrics, Identity: n.identity, PID: os.Getpid()}
+	rec := LogRecord{Event: "node_started", MonoNS: 0, Algorithm: n.algorithm, Addr: n.cfg.Addr, Metrics: n.metrics, Identity: n.identity, PID: os.Getpid()}
 	if n.restored != nil {
 		rec.Restored, rec.Epoch = true, n.restored.Epoch
 	}
@@ -243,7 +248,11 @@ func (n *Node) Run(ctx context.Context) (err error) {
 			}
 			n.m.Tick(n.now())
 		case r := <-refused:
-			n.m.Refused(n.now(), r.Peer, r.Type, r.Epoch)
+			if r.Cause == RefusalRefused {
+				n.m.Refused(n.now(), r.Peer, r.Type, r.Epoch)
+			} else if ur, ok := n.m.(UnreachableReporter); ok {
+				ur.Unreachable(n.now(), r.Peer, r.Type, r.Epoch)
+			}
 		case f := <-n.ctrl:
 			f()
 		}
@@ -268,8 +277,10 @@ func (n *Node) step(msg *wire.Message) {
 		_, err = wire.DecodeAddr(msg.Payload)
 	case wire.TypeMembers:
 		_, err = wire.DecodeMembers(msg.Payload)
-	case wire.TypeReject:
+	case wire.TypeReject, wire.TypeElected:
 		_, err = wire.DecodeID(msg.Payload)
+	case wire.TypeRingElection:
+		_, _, err = wire.DecodeRingElection(msg.Payload)
 	}
 	if err != nil {
 		n.tr.Counters().rejected.Add(1)
@@ -338,6 +349,7 @@ func (n *Node) publish() {
 	s := &NodeStatus{
 		ID:               n.cfg.ID,
 		Addr:             n.cfg.Addr,
+		Algorithm:        n.algorithm,
 		Status:           n.m.Status().String(),
 		Leader:           leader,
 		IsLeader:         n.m.IsLeader(),

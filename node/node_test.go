@@ -101,6 +101,8 @@ type testCluster struct {
 	nodes []*testNode
 	peers []wire.Member
 	join  bool // nodes started from now on announce themselves with JOIN
+	// algorithm is what nodes started from now on run; "" is Bully.
+	algorithm string
 }
 
 func newTestCluster(t *testing.T, n int) *testCluster {
@@ -133,7 +135,7 @@ func (c *testCluster) startWith(i int, store *memStore, tr *trace, peers []wire.
 	if tr != nil {
 		transport = tracingTransport{itr, tr}
 	}
-	n, err := New(Options{Config: cfg, Transport: transport, Store: store})
+	n, err := New(Options{Config: cfg, Algorithm: c.algorithm, Transport: transport, Store: store})
 	if err != nil {
 		c.t.Fatal(err)
 	}

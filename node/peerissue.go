@@ -59,6 +59,9 @@ const (
 	// signed where member keys are required (TCPConfig.PeerKeys); the
 	// connection is closed.
 	IssueSignature
+	// IssueAlgorithm: a frame of another election algorithm than the one
+	// the node runs (election.CauseAlgorithm); the Machine ignores it.
+	IssueAlgorithm
 	numPeerIssues
 )
 
@@ -74,6 +77,7 @@ var peerIssueNames = [numPeerIssues]string{
 	IssueMembership:         "membership",
 	IssueMalformed:          "malformed_payload",
 	IssueSignature:          "bad_signature",
+	IssueAlgorithm:          "wrong_algorithm",
 }
 
 // issueOfRefusal is the PeerIssue under which a Machine's refusal is
@@ -84,6 +88,8 @@ func issueOfRefusal(c election.RefusalCause) PeerIssue {
 		return IssueEpochWindow
 	case election.CauseMembership:
 		return IssueMembership
+	case election.CauseAlgorithm:
+		return IssueAlgorithm
 	}
 	return IssueMalformed // a cause without its own issue: still counted
 }

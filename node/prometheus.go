@@ -57,7 +57,7 @@ const (
 //	bullylab_node_status{status}                     gauge    1 for the current status (electing,
 //	                                                          halting, waiting, normal), 0 for the others
 //	bullylab_node_members                            gauge    members in this node's list, itself included
-//	bullylab_node_info{id,addr}                      gauge    1, naming the node
+//	bullylab_node_info{id,addr,algorithm}            gauge    1, naming the node and its election
 //
 // Every wire type, drop reason, issue and status has its series from the
 // first scrape, zero or not, so that rates and alerts need no absent();
@@ -202,8 +202,8 @@ func writeNodeMetrics(e *expoWriter, n *Node) {
 		e.sample(p+"status", b2f(s.String() == st.Status), "status", s.String())
 	}
 	e.single(p+"members", "gauge", "Members in this node's list, itself included.", float64(len(st.Members)))
-	e.family(p+"info", "gauge", "Always 1; names the node.")
-	e.sample(p+"info", 1, "id", st.ID.String(), "addr", st.Addr)
+	e.family(p+"info", "gauge", "Always 1; names the node and the election algorithm it runs.")
+	e.sample(p+"info", 1, "id", st.ID.String(), "addr", st.Addr, "algorithm", st.Algorithm)
 }
 
 // writeStdMetrics writes the go_* and process_* families.

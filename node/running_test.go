@@ -29,6 +29,11 @@ func startHosted(t *testing.T, n int) []*hosted { return startHostedKeys(t, n, f
 // startHostedKeys is startHosted, with member keys for the nodes, listed
 // in their peers, when memberKeys is set.
 func startHostedKeys(t *testing.T, n int, memberKeys bool) []*hosted {
+	return startHostedWith(t, n, memberKeys, "")
+}
+
+// startHostedWith is startHostedKeys with the nodes running algorithm.
+func startHostedWith(t *testing.T, n int, memberKeys bool, algorithm string) []*hosted {
 	t.Helper()
 	key, err := wire.NewKey()
 	if err != nil {
@@ -67,7 +72,7 @@ func startHostedKeys(t *testing.T, n int, memberKeys bool) []*hosted {
 		dir := t.TempDir()
 		h := &hosted{log: &syncBuffer{}, ctl: NewControlClient(filepath.Join(dir, ControlSocketName))}
 		h.opts = ServeOptions{ID: m.ID, Listen: m.Addr, Listener: lns[i], Peers: members, DataDir: dir, ClusterKey: &key,
-			MemberKey: privs[i], PeerKeys: pubs,
+			MemberKey: privs[i], PeerKeys: pubs, Algorithm: algorithm,
 			HeartbeatInterval: 50 * time.Millisecond, FailureTimeout: 250 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond,
 			Log: h.log, LogFormat: LogJSON}
 		h.start(t)

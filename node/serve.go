@@ -54,6 +54,9 @@ type ServeOptions struct {
 	Metrics string
 	// Join announces the node with JOIN, for a node the peers do not list.
 	Join bool
+	// Algorithm names the election algorithm (NewElection, Algorithms);
+	// "" is Bully. Every node of a cluster must run the same one.
+	Algorithm string
 	// ClusterKey authenticates the node's connections: it is TCP.Key. A
 	// node needs either a key or Insecure, never both.
 	ClusterKey *wire.Key
@@ -178,7 +181,7 @@ func StartServing(o ServeOptions) (r *Running, err error) {
 	if metrics != nil {
 		metricsAddr = metrics.Addr()
 	}
-	n, err := New(Options{Config: cfg, Transport: tr, Store: store, Log: log, Metrics: metricsAddr, Identity: o.identity()})
+	n, err := New(Options{Config: cfg, Algorithm: o.Algorithm, Transport: tr, Store: store, Log: log, Metrics: metricsAddr, Identity: o.identity()})
 	if err != nil {
 		return nil, err
 	}
@@ -302,6 +305,8 @@ func (r *Running) Resume() error {
 // cluster key or insecure mode, an address peers can dial, the peers.
 func checkServeOptions(o ServeOptions) error {
 	switch {
+	case !slices.Contains(Algorithms(), AlgorithmName(o.Algorithm)):
+		return fmt.Errorf("unknown election algorithm %q (known: %v)", o.Algorithm, Algorithms())
 	case o.ClusterKey == nil && !o.Insecure:
 		return ErrNoClusterKey
 	case o.ClusterKey != nil && o.Insecure:

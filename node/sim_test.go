@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"container/heap"
 	"fmt"
 	"math/rand/v2"
@@ -21,19 +22,21 @@ import (
 // delay spikes) applied between events. Everything random comes from one
 // seeded PRNG, so a seed replays a run exactly.
 type simNetwork struct {
-	t      testing.TB
-	rng    *rand.Rand
-	now    time.Duration
-	cfg    election.Config // timeouts shared by every node
-	nodes  []*simNode
-	byID   map[uuid.UUID]*simNode
-	queue  deliveryHeap
-	seq    uint64
-	fifo   map[[2]int]time.Duration // per directed link: latest scheduled arrival
-	cut    map[[2]int]bool          // per directed link: messages are dropped
-	minDly time.Duration
-	maxDly time.Duration
-	loss   float64
+	t   testing.TB
+	rng *rand.Rand
+	// algorithm is what every node runs (NewElection); "" is Bully.
+	algorithm string
+	now       time.Duration
+	cfg       election.Config // timeouts shared by every node
+	nodes     []*simNode
+	byID      map[uuid.UUID]*simNode
+	queue     deliveryHeap
+	seq       uint64
+	fifo      map[[2]int]time.Duration // per directed link: latest scheduled arrival
+	cut       map[[2]int]bool          // per directed link: messages are dropped
+	minDly    time.Duration
+	maxDly    time.Duration
+	loss      float64
 
 	sent  [16]uint64 // messages handed to the network, by type
 	trace *strings.Builder
@@ -68,6 +71,10 @@ type delivery struct {
 	// refused: the sender's dial was refused; the delivery reports it to
 	// the sender instead of handing msg to the receiver.
 	refused bool
+	// unreachable: the sender's transport dropped msg unsent (a backoff, a
+	// dial that timed out); the delivery reports it to the sender's
+	// Machine if it asks (UnreachableReporter), as TCPTransport does.
+	unreachable bool
 }
 
 type deliveryHeap []delivery
@@ -135,7 +142,7 @@ func (s *simNetwork) start(i int) {
 	if cfg.Peers == nil {
 		cfg.Peers = s.peers()
 	}
-	m, err := NewElection(AlgorithmBully, cfg, n.state, s.now)
+	m, err := NewElection(s.algorithm, cfg, n.state, s.now)
 	if err != nil {
 		s.t.Fatalf("NewElection(n%d): %v", i, err)
 	}
@@ -182,9 +189,12 @@ func (s *simNetwork) flush(n *simNode) {
 	}
 	for _, env := range out.Messages {
 		// The log and the wire agree: a node claims to lead (COORDINATOR,
-		// HEARTBEAT) only the epoch its log says it won, and only while
-		// its log says it leads.
-		if t := env.Msg.Type; (t == wire.TypeCoordinator || t == wire.TypeHeartbeat) && (!n.logLeads || env.Msg.Epoch != n.logEpoch) {
+		// HEARTBEAT, an ELECTED naming itself) only the epoch its log says
+		// it won, and only while its log says it leads.
+		t := env.Msg.Type
+		claims := t == wire.TypeCoordinator || t == wire.TypeHeartbeat ||
+			t == wire.TypeElected && bytes.Equal(env.Msg.Payload, n.id[:])
+		if claims && (!n.logLeads || env.Msg.Epoch != n.logEpoch) {
 			s.t.Fatalf("n%d sent %s epoch %d, its log having it lead epoch %d: %v", n.idx, t, env.Msg.Epoch, n.logEpoch, n.logLeads)
 		}
 		to := s.byID[env.To]
@@ -198,6 +208,14 @@ func (s *simNetwork) flush(n *simNode) {
 		}
 		s.transmit(n.idx, to.idx, env.Msg, refused)
 	}
+}
+
+// unreachable reports msg, which from's transport dropped unsent at time
+// at, back to from.
+func (s *simNetwork) unreachable(at time.Duration, from, to int, msg wire.Message) {
+	s.seq++
+	msg.Payload = slices.Clone(msg.Payload)
+	heap.Push(&s.queue, delivery{at: max(at, s.now), seq: s.seq, from: from, to: to, msg: msg, unreachable: true})
 }
 
 // transmit puts msg on the link from->to, unless the network loses it.
@@ -235,6 +253,14 @@ func (s *simNetwork) step(limit time.Duration) bool {
 		d := heap.Pop(&s.queue).(delivery)
 		s.now = max(s.now, d.at)
 		to := s.nodes[d.to]
+		if d.unreachable {
+			from := s.nodes[d.from]
+			if ur, ok := from.m.(UnreachableReporter); ok && from.up && d.msg.Type.Algorithm() != "" {
+				ur.Unreachable(s.now, to.id, d.msg.Type, d.msg.Epoch)
+				s.flush(from)
+			}
+			return true
+		}
 		if s.cut[[2]int{d.from, d.to}] {
 			s.tracef("n%d -> n%d %s e%d dropped", d.from, d.to, d.msg.Type, d.msg.Epoch)
 			return true
@@ -301,37 +327,44 @@ func (s *simNetwork) heal() {
 }
 
 // agreement returns the leader every live node agrees on, or an error that
-// says who disagrees.
+// says who disagrees. The simulations ask after every event, so the views
+// are spelled out only when there is no agreement.
 func (s *simNetwork) agreement() (int, error) {
+	if leader, ok := s.agreed(); ok {
+		return leader, nil
+	}
+	return -1, s.disagreement()
+}
+
+// agreed returns the leader every live node agrees on, if they do.
+func (s *simNetwork) agreed() (int, bool) {
 	leader := -1
+	for _, n := range s.nodes {
+		if !n.up {
+			continue
+		}
+		l, _ := n.m.Leader()
+		ln := s.byID[l]
+		if n.m.Status() != election.StatusNormal || ln == nil || (leader != -1 && leader != ln.idx) {
+			return -1, false
+		}
+		leader = ln.idx
+	}
+	return leader, leader != -1
+}
+
+// disagreement describes every node's view, for agreement.
+func (s *simNetwork) disagreement() error {
 	var views []string
-	ok := true
 	for _, n := range s.nodes {
 		if !n.up {
 			views = append(views, fmt.Sprintf("n%d:down", n.idx))
 			continue
 		}
 		l, e := n.m.Leader()
-		ln := s.byID[l]
-		lname := "none"
-		if ln != nil {
-			lname = fmt.Sprintf("n%d", ln.idx)
-		}
-		views = append(views, fmt.Sprintf("n%d:%s/%s@%d", n.idx, n.m.Status(), lname, e))
-		if n.m.Status() != election.StatusNormal || ln == nil {
-			ok = false
-			continue
-		}
-		if leader == -1 {
-			leader = ln.idx
-		} else if leader != ln.idx {
-			ok = false
-		}
+		views = append(views, fmt.Sprintf("n%d:%s/%s@%d", n.idx, n.m.Status(), s.name(l), e))
 	}
-	if !ok {
-		return -1, fmt.Errorf("no agreement: %s", strings.Join(views, " "))
-	}
-	return leader, nil
+	return fmt.Errorf("no agreement: %s", strings.Join(views, " "))
 }
 
 // sle1 returns an error when two live Normal nodes name different leaders.

@@ -341,6 +341,7 @@ func (t *TCPTransport) Send(to uuid.UUID, msg *wire.Message) {
 	now := t.mono()
 	if now < p.retryAt.Load() {
 		t.counters.countDropped(msg.Type, DropUnreachable)
+		offerUnreachable(t.refused, to, msg.Type, msg.Epoch)
 		return
 	}
 	p.mu.Lock()
@@ -578,7 +579,15 @@ func (p *tcpPeer) stop() {
 	}
 }
 
-func (p *tcpPeer) drop(f tcpFrame, r DropReason) { p.t.counters.countDropped(f.typ, r) }
+// drop counts f as dropped for r; an unreachable one is reported too
+// (RefusalUnreachable), unless its dial was refused (dialFailed reports
+// that).
+func (p *tcpPeer) drop(f tcpFrame, r DropReason) {
+	p.t.counters.countDropped(f.typ, r)
+	if r == DropUnreachable {
+		offerUnreachable(p.t.refused, p.id, f.typ, f.epoch)
+	}
+}
 
 // dropQueued drops what is in the queue now. Frames queued concurrently are
 // handled normally afterwards.
@@ -706,10 +715,12 @@ func (p *tcpPeer) dialFailed(f tcpFrame, err error, heard uint64) {
 	if p.heard.Load() != heard {
 		p.retryAt.Store(0)
 	}
-	p.drop(f, DropUnreachable)
 	if errors.Is(err, syscall.ECONNREFUSED) {
+		p.t.counters.countDropped(f.typ, DropUnreachable)
 		offerRefusal(p.t.refused, Refusal{Peer: p.id, Type: f.typ, Epoch: f.epoch})
+		return
 	}
+	p.drop(f, DropUnreachable)
 }
 
 // dialQuick connects p in the goroutine of the Send that found it without

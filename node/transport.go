@@ -49,11 +49,35 @@ type RefusalReporter interface {
 	Refusals() <-chan Refusal
 }
 
-// Refusal is a frame a peer refused.
+// Refusal is a frame a peer refused, or that could not reach it.
 type Refusal struct {
 	Peer  uuid.UUID
 	Type  wire.Type
 	Epoch uint64
+	Cause RefusalCause
+}
+
+// RefusalCause says how a frame failed to reach its peer.
+type RefusalCause uint8
+
+const (
+	// RefusalRefused: the peer's host answered the connection attempt
+	// with a reset; its process was not running (Machine.Refused).
+	RefusalRefused RefusalCause = iota
+	// RefusalUnreachable: the connection attempt timed out (a partition,
+	// a host down), or the transport was backing off from the peer after
+	// a failed one and dropped the frame unsent. Reported only for the
+	// election algorithms' own frames (wire.Type.Algorithm), and only to a
+	// Machine that asks for it (UnreachableReporter).
+	RefusalUnreachable
+)
+
+// offerUnreachable reports a frame of type t dropped as unreachable, if it
+// is one an algorithm may want back (see RefusalUnreachable).
+func offerUnreachable(q chan<- Refusal, peer uuid.UUID, t wire.Type, epoch uint64) {
+	if t.Algorithm() != "" {
+		offerRefusal(q, Refusal{Peer: peer, Type: t, Epoch: epoch, Cause: RefusalUnreachable})
+	}
 }
 
 // offerRefusal queues r unless the queue is full: see RefusalReporter.

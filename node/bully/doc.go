@@ -121,6 +121,28 @@
 // ANSWER at most one per ELECTION, COORDINATOR N-2 to N-2+L (the bench's
 // leader-crash test asserts it).
 //
+// # Best and worst case
+//
+// For a leader crash in a cluster of N, as this implementation counts
+// messages (the formulas above, summed; HEARTBEATs aside):
+//
+//	best, the highest survivor detects:  N-2 HALT + N-2 HALT_ACK + N-1 COORDINATOR
+//	                                     = 3N - 5 (3N - 6 on the wire: one
+//	                                     COORDINATOR goes to the dead node)
+//	worst, only the lowest detects:      N(N-2) ELECTION and ANSWER + 3N - 5
+//	                                     = N^2 + N - 5
+//	everyone detects at once:            (N-1)(N-2) ELECTION and ANSWER + 3N - 5
+//	                                     = N^2 - 3
+//
+// The default stagger makes the best case the usual one. The textbook
+// Bully, without the Halt phase, needs N-2 COORDINATORs at best (the
+// highest survivor detects) and O(N^2) messages at worst (the lowest
+// detects, and every node it reaches elects in turn); the Halt phase costs
+// 2(N-2) more messages in every case, and is what makes SLE1 hold while a
+// new leader takes over. The ring election (package ring) needs 2(N-1) for
+// the same leader crash, 2N at best and 3N-1 at worst for an election among
+// N live nodes.
+//
 // # Properties
 //
 // SLE1: no two live Normal nodes name different leaders while the network is

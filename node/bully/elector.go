@@ -2,7 +2,6 @@ package bully
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/bullylab/bullylab/node/election"
@@ -19,8 +18,8 @@ type Elector struct {
 	cfg election.Config
 	id  uuid.UUID
 
-	members map[uuid.UUID]string // every known member, self included
-	ids     []uuid.UUID          // members sorted by Less; rebuilt on change
+	roster *election.Roster
+	out    *election.Outbox
 
 	status      election.Status
 	epoch       uint64 // highest epoch seen
@@ -38,17 +37,8 @@ type Elector struct {
 	// bootstrapping: a first start that has not yet followed or won a
 	// leader; it takes any epoch up to election.MaxEpoch (see election.EpochWindow).
 	bootstrapping bool
-	// departed: members that sent LEAVE, with their addresses. One heard
-	// from again, other than with LEAVE, did not leave (a LEAVE forged
-	// without authentication) and is a member again.
-	departed map[uuid.UUID]string
-	// askedMembers: peers sent a JOIN asking for MEMBERS; only their
-	// replies are taken.
-	askedMembers map[uuid.UUID]bool
-	sentBy       [16]uint64      // messages emitted, by wire.Type
-	out          election.Output // accumulated since the last Drain
-	dirty        bool            // persisted fields changed since the last Drain
-	scratch      []uuid.UUID     // reused by broadcasts
+	dirty         bool        // persisted fields changed since the last Drain
+	scratch       []uuid.UUID // reused by higher
 }
 
 // NewElector returns an Elector that starts an election at once (Reason boot).
@@ -63,42 +53,29 @@ func NewElector(cfg election.Config, restored *election.State, now time.Duration
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if restored != nil && max(restored.Epoch, restored.Promise.Epoch, restored.LeaderEpoch) > election.MaxEpoch {
-		return nil, fmt.Errorf("restored state: epoch %d is beyond the maximum %d (written by a build without epoch bounds?); start the node afresh",
-			max(restored.Epoch, restored.Promise.Epoch, restored.LeaderEpoch), uint64(election.MaxEpoch))
+	if err := election.CheckRestored(restored); err != nil {
+		return nil, err
 	}
 	m := &Elector{
 		cfg:           cfg,
 		id:            cfg.ID,
-		members:       map[uuid.UUID]string{cfg.ID: cfg.Addr},
+		out:           election.NewOutbox(cfg.ID),
 		bootstrapping: restored == nil,
-		departed:      make(map[uuid.UUID]string),
-		askedMembers:  make(map[uuid.UUID]bool),
 	}
-	for _, p := range cfg.Peers {
-		if p.ID != cfg.ID {
-			m.members[p.ID] = p.Addr
-		}
+	m.roster = election.NewRoster(cfg, restored, m.out)
+	m.roster.OnChange = func() {
+		m.dirty = true
+		m.rearmOnRankChange()
 	}
 	if restored != nil {
 		m.epoch = restored.Epoch
 		m.promise = restored.Promise
 		m.leader = restored.Leader
 		m.leaderEpoch = restored.LeaderEpoch
-		for _, p := range restored.Members {
-			if _, known := m.members[p.ID]; !known && p.ID != cfg.ID {
-				m.members[p.ID] = p.Addr
-			}
-		}
 	}
-	m.rebuildIDs()
 	m.dirty = true
 	if cfg.Join || (restored != nil && restored.Left) {
-		payload := wire.AppendAddr(nil, cfg.Addr)
-		for _, id := range m.others() {
-			m.askedMembers[id] = true
-			m.send(id, wire.TypeJoin, wire.FlagWantMembers, m.epoch, payload)
-		}
+		m.roster.Join(m.epoch)
 	}
 	m.startElection(now, wire.ReasonBoot)
 	return m, nil
@@ -121,16 +98,10 @@ func (m *Elector) Epoch() uint64 { return m.epoch }
 func (m *Elector) IsLeader() bool { return m.status == election.StatusNormal && m.leader == m.id }
 
 // Members returns every known member, self included, in ID order.
-func (m *Elector) Members() []wire.Member {
-	ms := make([]wire.Member, len(m.ids))
-	for i, id := range m.ids {
-		ms[i] = wire.Member{ID: id, Addr: m.members[id]}
-	}
-	return ms
-}
+func (m *Elector) Members() []wire.Member { return m.roster.Members() }
 
 // Sent returns how many messages of type t the Elector has emitted.
-func (m *Elector) Sent(t wire.Type) uint64 { return m.sentBy[t&15] }
+func (m *Elector) Sent(t wire.Type) uint64 { return m.out.Sent(t) }
 
 // NextDeadline returns the clock reading at which Tick next has work to do.
 func (m *Elector) NextDeadline() time.Duration { return m.deadline }
@@ -154,14 +125,13 @@ func (m *Elector) Refused(now time.Duration, peer uuid.UUID, t wire.Type, epoch 
 
 // Drain returns and clears what the Elector produced since the last Drain.
 func (m *Elector) Drain() election.Output {
-	out := m.out
+	var st *election.State
 	if m.dirty {
-		st := m.State()
-		out.State = &st
+		s := m.State()
+		st = &s
 		m.dirty = false
 	}
-	m.out = election.Output{}
-	return out
+	return m.out.Take(st)
 }
 
 // State returns a copy of what the node persists.
@@ -192,7 +162,7 @@ func (m *Elector) Leave(now time.Duration) {
 	if m.left {
 		return
 	}
-	for _, id := range m.others() {
+	for _, id := range m.roster.Others() {
 		m.send(id, wire.TypeLeave, 0, m.epoch, nil)
 	}
 	m.left = true
@@ -232,23 +202,13 @@ func (m *Elector) Step(now time.Duration, msg *wire.Message) {
 		return
 	}
 	from := msg.From
-	if why := m.epochProblem(msg); why != "" {
-		m.refuse(now, from, election.CauseEpochWindow, why)
+	if msg.Type.Algorithm() == wire.AlgorithmRing {
+		m.out.Refuse(now, m.roster.Member(from), election.CauseAlgorithm,
+			fmt.Sprintf("%s from %s: this node runs %s", msg.Type, from, wire.AlgorithmBully))
 		return
 	}
-	if _, member := m.members[from]; !member {
-		_, left := m.departed[from]
-		switch {
-		case msg.Type == wire.TypeJoin || msg.Type == wire.TypeMembers:
-		case left && msg.Type != wire.TypeLeave:
-			// It did not leave: its LEAVE was not its own (no cluster key)
-			// or it restarted without its state. Either way it is here.
-			m.addMember(now, wire.Member{ID: from, Addr: m.departed[from]}, from)
-		default:
-			// A node we do not know cannot be ordered against the others we
-			// elect among; it becomes one with JOIN.
-			return
-		}
+	if !m.roster.Admit(now, msg, m.epoch, m.bootstrapping) {
+		return
 	}
 	if msg.Epoch > m.epoch && msg.Type != wire.TypeReject {
 		m.epoch = msg.Epoch
@@ -285,57 +245,13 @@ func (m *Elector) Step(now time.Duration, msg *wire.Message) {
 		if err != nil {
 			return
 		}
-		m.onJoin(now, wire.Member{ID: from, Addr: addr}, msg.Flags&wire.FlagWantMembers != 0)
+		if m.roster.OnJoin(now, wire.Member{ID: from, Addr: addr}, msg.Flags&wire.FlagWantMembers != 0, m.epoch) && m.IsLeader() {
+			m.send(from, wire.TypeCoordinator, uint8(m.reason), m.leaderEpoch, nil)
+		}
 	case wire.TypeLeave:
 		m.onLeave(now, from)
 	case wire.TypeMembers:
-		m.onMembers(now, from, msg.Payload)
-	}
-}
-
-// epochProblem says why msg's epoch is refused, or "" when it is not: it
-// may move this node's epoch by at most election.EpochWindow (but while
-// bootstrapping, or in the MEMBERS reply that a JOIN asked for), and never
-// past election.MaxEpoch.
-func (m *Elector) epochProblem(msg *wire.Message) string {
-	switch {
-	case msg.Epoch > election.MaxEpoch:
-		return fmt.Sprintf("%s epoch %d is beyond the maximum %d", msg.Type, msg.Epoch, uint64(election.MaxEpoch))
-	case msg.Epoch <= m.epoch+election.EpochWindow, m.bootstrapping:
-		return ""
-	case msg.Type == wire.TypeMembers && m.askedMembers[msg.From]:
-		return ""
-	}
-	return fmt.Sprintf("%s epoch %d is %d ahead of this node's %d, more than the window of %d",
-		msg.Type, msg.Epoch, msg.Epoch-m.epoch, m.epoch, election.EpochWindow)
-}
-
-// refuse reports a message from peer that the Elector ignored.
-func (m *Elector) refuse(now time.Duration, peer uuid.UUID, cause election.RefusalCause, why string) {
-	m.emit(election.Event{At: now, Kind: election.EventRefused, Peer: wire.Member{ID: peer, Addr: m.members[peer]}, Cause: cause, Detail: why})
-}
-
-// onMembers takes the member list a peer sent in reply to this node's JOIN;
-// the list must fit MaxMembers whole. Each member new to this node is
-// introduced to with a JOIN: that is how a JOIN reaches all participants.
-func (m *Elector) onMembers(now time.Duration, from uuid.UUID, payload []byte) {
-	if !m.askedMembers[from] {
-		m.refuse(now, from, election.CauseMembership, "MEMBERS this node did not ask for")
-		return
-	}
-	ms, err := wire.DecodeMembers(payload)
-	if err != nil {
-		return
-	}
-	delete(m.askedMembers, from)
-	if len(ms) > m.cfg.MemberLimit() {
-		m.refuse(now, from, election.CauseMembership, fmt.Sprintf("MEMBERS lists %d members, more than MaxMembers %d", len(ms), m.cfg.MemberLimit()))
-		return
-	}
-	for _, p := range ms {
-		if p.ID != from && m.addMember(now, p, from) {
-			m.send(p.ID, wire.TypeJoin, 0, m.epoch, wire.AppendAddr(nil, m.cfg.Addr))
-		}
+		m.roster.OnMembers(now, from, msg.Payload, m.epoch)
 	}
 }
 
@@ -452,32 +368,8 @@ func (m *Elector) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
 	}
 }
 
-func (m *Elector) onJoin(now time.Duration, p wire.Member, wantMembers bool) {
-	_, member := m.members[p.ID]
-	_, left := m.departed[p.ID]
-	if m.cfg.Insecure && !member && !left {
-		m.refuse(now, p.ID, election.CauseMembership, fmt.Sprintf("JOIN from %s at %q, which this node does not know: without a cluster key it accepts no new members", p.ID, p.Addr))
-		return
-	}
-	if m.addMember(now, p, p.ID) && wantMembers {
-		m.send(p.ID, wire.TypeMembers, 0, m.epoch, wire.AppendMembers(nil, m.Members()))
-	}
-	if m.IsLeader() {
-		m.send(p.ID, wire.TypeCoordinator, uint8(m.reason), m.leaderEpoch, nil)
-	}
-}
-
 func (m *Elector) onLeave(now time.Duration, from uuid.UUID) {
-	addr := m.members[from]
-	delete(m.members, from)
-	if len(m.departed) >= m.cfg.MemberLimit() {
-		clear(m.departed) // what is forgotten only costs a JOIN
-	}
-	m.departed[from] = addr
-	m.rebuildIDs()
-	m.dirty = true
-	m.rearmOnRankChange()
-	m.emit(election.Event{At: now, Kind: election.EventMemberLeft, Peer: wire.Member{ID: from, Addr: addr}, By: from})
+	m.roster.OnLeave(now, from)
 	switch m.status {
 	case election.StatusHalting:
 		if m.pending[from] {
@@ -491,29 +383,6 @@ func (m *Elector) onLeave(now time.Duration, from uuid.UUID) {
 			m.startElection(now, wire.ReasonLeaderLeft)
 		}
 	}
-}
-
-// addMember adds or updates p, announced by member by, and reports whether
-// anything changed.
-func (m *Elector) addMember(now time.Duration, p wire.Member, by uuid.UUID) bool {
-	if p.ID == m.id || p.ID == uuid.Nil {
-		return false
-	}
-	addr, known := m.members[p.ID]
-	if known && (addr == p.Addr || p.Addr == "") {
-		return false
-	}
-	if !known && len(m.members) >= m.cfg.MemberLimit() {
-		m.refuse(now, by, election.CauseMembership, fmt.Sprintf("member %s would make %d, more than MaxMembers %d", p.ID, len(m.members)+1, m.cfg.MemberLimit()))
-		return false
-	}
-	m.members[p.ID] = p.Addr
-	delete(m.departed, p.ID)
-	m.rebuildIDs()
-	m.dirty = true
-	m.rearmOnRankChange()
-	m.emit(election.Event{At: now, Kind: election.EventMemberJoined, Peer: p, By: by})
-	return true
 }
 
 // startElection sends ELECTION to every higher member (but a suspected
@@ -555,8 +424,9 @@ func (m *Elector) startHalting(now time.Duration, epoch uint64) {
 	m.pending = make(map[uuid.UUID]bool)
 	// Highest first: the nearer a lower node ranks, the sooner its
 	// staggered detector fires, so the sooner it needs its HALT.
-	for i := m.position(m.id) - 1; i >= 0; i-- {
-		id := m.ids[i]
+	ids := m.roster.IDs()
+	for i := m.roster.Position(m.id) - 1; i >= 0; i-- {
+		id := ids[i]
 		m.pending[id] = true
 		m.send(id, wire.TypeHalt, uint8(m.reason), epoch, nil)
 	}
@@ -629,29 +499,9 @@ func (m *Elector) becomeWaiting(now time.Duration, awaited uuid.UUID) {
 }
 
 // staggerBelow is the extra detection delay for watching node above: the
-// stagger of this node's rank below it (StaggerDelay).
+// stagger of this node's rank below it (election.Roster.RankBelow).
 func (m *Elector) staggerBelow(above uuid.UUID) time.Duration {
-	return StaggerDelay(m.rankBelow(above), m.cfg.DetectionStagger, m.cfg.ElectionTimeout)
-}
-
-// rankBelow counts the members ranked strictly between this node and above,
-// in the member list this node holds (IDs compared with election.Less): 0 for the
-// node just below above, such as the highest follower of a leader. Members
-// that left are not in the list; members that crashed still are, since the
-// Elector has no liveness view beyond its leader's heartbeats: a crashed
-// member in between costs one stagger step, within the cap. A node above
-// (which never follows a lower leader for long) has rank 0.
-func (m *Elector) rankBelow(above uuid.UUID) int {
-	if !election.Less(m.id, above) {
-		return 0
-	}
-	return max(m.position(above)-m.position(m.id)-1, 0)
-}
-
-// position is the index at which id is, or would be, in m.ids.
-func (m *Elector) position(id uuid.UUID) int {
-	i, _ := slices.BinarySearchFunc(m.ids, id, compareIDs)
-	return i
+	return m.roster.StaggerBelow(above)
 }
 
 func (m *Elector) reject(to uuid.UUID) {
@@ -666,60 +516,27 @@ func (m *Elector) setStatus(now time.Duration, s election.Status) {
 	m.status = s
 }
 
-func (m *Elector) emit(e election.Event) { m.out.Events = append(m.out.Events, e) }
+func (m *Elector) emit(e election.Event) { m.out.Emit(e) }
 
 func (m *Elector) send(to uuid.UUID, t wire.Type, flags uint8, epoch uint64, payload []byte) {
-	m.sentBy[t&15]++
-	m.out.Messages = append(m.out.Messages, election.Envelope{To: to, Msg: wire.Message{
-		Type: t, Flags: flags, Epoch: epoch, From: m.id, Payload: payload,
-	}})
+	m.out.Send(to, t, flags, epoch, payload)
 }
 
 func (m *Elector) broadcast(t wire.Type, flags uint8, epoch uint64, payload []byte) {
-	for _, id := range m.others() {
+	for _, id := range m.roster.Others() {
 		m.send(id, t, flags, epoch, payload)
 	}
-}
-
-// others returns every member but self, in ID order. The slice is reused.
-func (m *Elector) others() []uuid.UUID {
-	m.scratch = m.scratch[:0]
-	for _, id := range m.ids {
-		if id != m.id {
-			m.scratch = append(m.scratch, id)
-		}
-	}
-	return m.scratch
 }
 
 // higher returns the members above self, less a suspected leader.
 func (m *Elector) higher() []uuid.UUID {
 	m.scratch = m.scratch[:0]
-	for _, id := range m.ids {
+	for _, id := range m.roster.IDs() {
 		if election.Less(m.id, id) && id != m.skip {
 			m.scratch = append(m.scratch, id)
 		}
 	}
 	return m.scratch
-}
-
-func (m *Elector) rebuildIDs() {
-	m.ids = m.ids[:0]
-	for id := range m.members {
-		m.ids = append(m.ids, id)
-	}
-	slices.SortFunc(m.ids, compareIDs)
-}
-
-// compareIDs orders IDs by Less, for sorting and searching m.ids.
-func compareIDs(a, b uuid.UUID) int {
-	switch {
-	case election.Less(a, b):
-		return -1
-	case election.Less(b, a):
-		return 1
-	}
-	return 0
 }
 
 var _ election.Machine = (*Elector)(nil)

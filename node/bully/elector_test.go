@@ -222,3 +222,34 @@ func TestRestoredEpochBeyondMaxEpoch(t *testing.T) {
 		t.Fatal("NewElector took a restored epoch of 2^64-1")
 	}
 }
+
+// TestRefusesRingFrames: a Bully node ignores the ring's frames and says
+// so, since a cluster does not mix algorithms.
+func TestRefusesRingFrames(t *testing.T) {
+	ids := electiontest.SortedIDs(rand.New(rand.NewPCG(7, 8)), 3)
+	cfg := electiontest.Config()
+	cfg.ID, cfg.Addr = ids[0], "n0"
+	for i, id := range ids {
+		cfg.Peers = append(cfg.Peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
+	}
+	m, err := NewElector(cfg, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Drain()
+	before := m.State()
+	for _, msg := range []wire.Message{
+		{Type: wire.TypeRingElection, Epoch: 5, From: ids[2], Payload: wire.AppendRingElection(nil, ids[2], ids[2])},
+		{Type: wire.TypeElected, Epoch: 5, From: ids[2], Payload: wire.AppendID(nil, ids[2])},
+	} {
+		m.Step(time.Millisecond, &msg)
+		o := m.Drain()
+		want := msg.Type.String() + " from " + ids[2].String() + ": this node runs bully"
+		if len(o.Messages) != 0 || len(o.Events) != 1 || o.Events[0].Cause != election.CauseAlgorithm || o.Events[0].Detail != want {
+			t.Errorf("%s: messages %v, events %+v; want one refusal %q", msg.Type, o.Messages, o.Events, want)
+		}
+	}
+	if after := m.State(); after.Epoch != before.Epoch || after.Promise != before.Promise {
+		t.Errorf("state moved: %+v -> %+v", before, after)
+	}
+}

@@ -30,15 +30,17 @@ type Config struct {
 	// not list yet. A node restarted after it left always joins again.
 	Join bool
 
-	// ElectionTimeout bounds each phase of an election: waiting for an ANSWER
-	// after ELECTION, and for HALT_ACKs after HALT. A node that was answered or
-	// halted waits WaitFactor times as long for a COORDINATOR.
+	// ElectionTimeout bounds each phase of a Bully election: waiting for an
+	// ANSWER after ELECTION, and for HALT_ACKs after HALT. A node that was
+	// answered or halted waits WaitFactor times as long for a COORDINATOR.
+	// The ring's run timeout is (2N+1) of it for N members
+	// (ring.RunTimeout).
 	ElectionTimeout time.Duration
 
 	// DetectionStagger delays a follower's failure detection by this much for
 	// every member ranked between it and its leader, and a waiting node's
 	// timeout likewise for every member between it and the node it waits
-	// for; the delay is capped at ElectionTimeout (see bully.StaggerDelay).
+	// for; the delay is capped at ElectionTimeout (see StaggerDelay).
 	// After a leader crash the highest survivor then detects first and HALTs
 	// the others before their timers fire, instead of every survivor electing
 	// at once. 0 disables it. It changes timing only, never safety.

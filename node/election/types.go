@@ -14,7 +14,8 @@ import (
 type Status uint8
 
 const (
-	// StatusElecting: sent ELECTION to the higher nodes, waiting for an ANSWER.
+	// StatusElecting: sent ELECTION to the higher nodes, waiting for an
+	// ANSWER; in the ring, taking part in a run, waiting for its ELECTED.
 	StatusElecting Status = iota + 1
 	// StatusHalting: nobody higher answered; sent HALT to the lower nodes and
 	// waiting for their HALT_ACKs before claiming victory.
@@ -70,7 +71,9 @@ func (b Ballot) Less(o Ballot) bool {
 type State struct {
 	// Epoch is the highest epoch this node has seen; it never goes backwards.
 	Epoch uint64 `json:"epoch"`
-	// Promise is the highest ballot this node accepted (HALT or COORDINATOR).
+	// Promise is the highest ballot this node accepted (Bully: HALT or
+	// COORDINATOR; the ring: the run it forwarded last, ID its initiator,
+	// or its leader's ballot once it follows one).
 	Promise Ballot `json:"promise"`
 	// Leader and LeaderEpoch are the last leader this node accepted.
 	Leader      uuid.UUID `json:"leader"`
@@ -131,6 +134,11 @@ const (
 	// rules (an unsolicited MEMBERS, a list over Config.MaxMembers, a JOIN
 	// from an unknown ID without authentication).
 	CauseMembership
+	// CauseAlgorithm: a frame of another election algorithm than the one
+	// this node runs (wire.Type.Algorithm); a cluster does not mix them.
+	CauseAlgorithm
+	// CauseMalformed: a payload that does not parse, or names nobody.
+	CauseMalformed
 )
 
 // Output is what a Machine produced since the last Drain. Persist State (when

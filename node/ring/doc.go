@@ -1,0 +1,172 @@
+// Package ring is the classical ring leader election, with the
+// multiple-initiator rule, epochs and failure handling, as a deterministic
+// election.Machine (Elector, NewElector) beside Bully's.
+//
+// # Algorithm
+//
+// The ring is the members in ascending ID order (IDs compared as Bully
+// compares them, election.Less), the highest wrapping to the lowest; each
+// node sends to its clockwise successor, the next higher ID. A run is
+// named by (epoch, initiator) and runs are ordered so; its RING_ELECTION
+// frame carries the epoch the run proposes, the initiator and the best
+// candidate so far.
+//
+//   - A node starts a run at boot, when its failure detector fires, when a
+//     run it takes part in times out, or on request: epoch max(highest
+//     epoch seen, epoch of its promise) + 1, candidate itself. While it
+//     takes part in a run (it started or forwarded one and has not heard
+//     the result) its status is "electing"; it starts no second run then.
+//   - Receiving RING_ELECTION (e, i, c): a run below the last one the node
+//     forwarded (its promise) is dropped: the seed's multiple-initiator
+//     rule, generalised from initiator IDs to (epoch, initiator), so that a
+//     later election is never beaten by an older one. A run not newer than
+//     the node's leader's epoch comes from a node that missed that
+//     election; a Normal node tells its initiator the leader with ELECTED
+//     instead. If c is the node itself, it wins. Otherwise it forwards the
+//     run with candidate max(c, itself), promises the run (persisted as
+//     State.Promise = (e, i), so that a restarted node never forwards a
+//     lower run) and leaves Normal: the winning run passes every live node
+//     before the win, which is what makes SLE1 hold.
+//   - The winner leads epoch e and sends ELECTED (e, itself) to its
+//     successor. A node accepts ELECTED (e, l) if e is at least the epoch
+//     of the run it promised and of its leader (at its leader's epoch only
+//     a higher l), follows l and forwards it, until it returns to l. A copy
+//     arriving again is not forwarded. A node higher than l does not accept
+//     it: the run missed it, so it starts a run, which it wins.
+//   - The leader sends HEARTBEAT to every member each HeartbeatInterval;
+//     the failure detector and its DetectionStagger are Bully's (a follower
+//     that hears none for FailureTimeout + min(rank below the leader x
+//     DetectionStagger, ElectionTimeout) starts a run), so after a leader
+//     crash the highest survivor starts first and its run reaches the
+//     others before their own deadlines. A leader that hears another
+//     leader's HEARTBEAT (a healed partition) starts a run; the run passes
+//     both leaders and their followers, and the higher of the two, or any
+//     live node above both, wins it. Both start one, the lower too, since
+//     its HEARTBEATs may not get through to the higher one (a transport
+//     backing off from a node that was down). A node taking part in a run
+//     that hears a HEARTBEAT at an epoch at least its run's takes it for
+//     the ELECTED it missed (the run skipped it, as a suspected leader that
+//     restarted, or the frame was lost): it follows a higher leader and
+//     starts a run against a lower one, rather than wait for its run
+//     timeout.
+//   - Membership (JOIN, LEAVE, MEMBERS, Config.MaxMembers, Config.Insecure),
+//     the epoch window and the persisted State are Bully's
+//     (election.Roster). A leader answers a JOIN with ELECTED naming
+//     itself; a joining node's own run, at a stale epoch, is answered the
+//     same way.
+//
+// A frame of the other algorithm (wire.Type.Algorithm) is ignored and
+// reported (election.CauseAlgorithm), as is a payload that does not parse
+// or names no node (election.CauseMalformed): a cluster does not mix
+// algorithms.
+//
+// # Failure handling
+//
+// The ring breaks where a node is down, so a frame passes over it:
+//
+//   - A successor the transport reports refused (nobody listens at its
+//     address: its process is not running, Machine.Refused) or
+//     unreachable (its dial timed out, or the transport is backing off
+//     from it after a failed dial: Unreachable) is skipped: the same frame
+//     is sent to the member after it, and so on round the ring.
+//   - The leader the failure detector suspects (the run's reason
+//     leader-failed or leader-left) is left out of the ring by the node
+//     whose detector fired, until it hears from it or follows a leader, so
+//     that a leader crash costs no frame to the dead node.
+//   - A frame is always handed to its candidate (or, for ELECTED, its
+//     leader) when it is next, whatever the node thinks of it. If a
+//     RING_ELECTION's candidate is the node found down, the node that found
+//     it stands in as candidate and passes the frame on: no node above it
+//     is alive on the run's way (it would have been the candidate), so it
+//     is the highest live node the run has seen, and wins when the frame
+//     comes back. Without this a run whose candidate died would circulate
+//     for ever, since nobody would ever be its candidate. A candidate the
+//     node does not know is treated the same way.
+//   - A run that is lost all the same (its frame went to a node that then
+//     crashed, into a partition, or to a paused node: a process stopped by
+//     SIGSTOP keeps its kernel's TCP, which accepts and acknowledges the
+//     frame, so nothing is refused or unreachable) is found by the run
+//     timeout: a node that forwarded a run and saw neither its ELECTED nor
+//     a newer run within RunTimeout(N) = (2N+1) x ElectionTimeout starts a
+//     run of its own, newer than every run it has seen. A run and its
+//     ELECTED take at most 3N hops, one more per member found down, 4N
+//     hops of a message delay d each, which is at most ElectionTimeout/2
+//     where Bully works at all. A paused successor is covered only by this
+//     timeout, and only in part: nothing tells its predecessor that it
+//     swallows frames, so every run that reaches it stops there, and the
+//     ring elects again once it resumes (its queued frames then arrive
+//     and the runs go on) or is stopped (its kernel then refuses). A
+//     paused leader, the testbed's pause fault, costs nothing of the kind:
+//     its followers' detectors suspect it and the runs skip it.
+//   - A node forwards one run at most four times (twice when no candidate
+//     is lost, once more for each candidate found down); past that the run
+//     is looping and is dropped, leaving it to the run timeout.
+//   - Epochs are bounded as Bully's: a message more than
+//     election.EpochWindow ahead, or beyond election.MaxEpoch, is refused.
+//
+// # Message counts
+//
+// With N members all live and constant delays, one initiator at clockwise
+// distance j from the highest node (j = 0 when the highest initiates) makes
+// the run travel j hops to the highest node and N more with it as
+// candidate, back to it:
+//
+//	RING_ELECTION  N + j
+//	ELECTED        N          (round the ring back to the leader)
+//	total          2N + j:    best 2N (j = 0), worst 3N - 1 (j = N - 1,
+//	                          the highest node's successor, the lowest)
+//
+// k initiators starting together with equal delays cost what the lowest of
+// them alone costs, 2N + j of the lowest: every run but the highest
+// initiator's dies at the next initiator clockwise, which has promised its
+// own higher run, and the hops of the dying runs and of the surviving one
+// up to the highest node add up to the lowest initiator's distance.
+//
+// A leader crash, the testbed's case, in a cluster of N: the highest
+// survivor's detector fires first, its run skips the dead leader it
+// suspects and passes the N-1 survivors, and so does its ELECTED:
+// RING_ELECTION N-1 and ELECTED N-1, 2(N-1), none sent to the dead node
+// (a lone survivor, N = 2, sends nothing). A member found down otherwise
+// costs one refused frame per pass that would cross it.
+//
+// HEARTBEATs are not counted. Node's TestRingCounts,
+// TestRingConcurrentInitiators and TestRingLeaderCrashCounts assert these
+// counts for N = 2..50 on its simulator.
+//
+// # Properties
+//
+// SLE1: no two live Normal nodes name different leaders while the network
+// is synchronous (no partition, loss or delay beyond the timeouts in force,
+// and none ended within the last SLE2 bound); crashes and restarts may
+// happen at any time. The winning run passed every live node, each of
+// which left Normal and promised the run, so none accepts an older
+// ELECTED afterwards; the one node a run skips without trying is the
+// leader its initiator's detector suspects, which in a synchronous network
+// has crashed, or restarted and is not Normal until a run ends. Over TCP a
+// node the transport still backs off from after it restarted is skipped
+// too; it is electing until an ELECTED reaches it.
+//
+// SLE2: after the last fault, within
+//
+//	max(FailureTimeout + d + S, HeartbeatInterval + d, RunTimeout(N))
+//	    + 2 x MaxHops(N) x d + HeartbeatInterval + d
+//
+// every live node is Normal with the highest live node as leader (SLE2Bound),
+// where d is the largest message delay, S = min((N-2) x DetectionStagger,
+// ElectionTimeout) the largest stagger, and MaxHops(N) = 6N - 1 the most
+// frames one run and its ELECTED take (2N-1 RING_ELECTION, N ELECTED, and
+// a resend per member found down on each of the three passes). A stale
+// view is found within the first term: a dead leader by its followers'
+// detectors, a rival leader by its HEARTBEAT, a run lost to the fault by
+// its participants' run timeout, armed before the last fault. From then on
+// no frame is lost, and the highest run that exists is dropped by nobody:
+// it completes within MaxHops(N) x d, or a newer run started by one of
+// those timers does, within another. A node the winner's run skipped as
+// suspected leader and that is alive after all (it restarted) hears the
+// winner's HEARTBEAT (HeartbeatInterval + d) or ELECTED and starts one
+// more run, which it wins: that is the last term. Node's
+// TestRandomSchedules found that case: before a node taking part in a run
+// took a HEARTBEAT for its ELECTED, such a node waited for its run
+// timeout, past the bound. Node's TestRandomSchedules checks
+// both properties on 10,000 random fault schedules.
+package ring
