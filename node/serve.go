@@ -73,6 +73,9 @@ type ServeOptions struct {
 	// data dir is an error wrapping ErrStateMissing.
 	ResetState bool
 
+	// Algorithm is Options.Algorithm: the election the node runs.
+	Algorithm string
+
 	HeartbeatInterval, FailureTimeout, ElectionTimeout time.Duration
 	// DetectionStagger is election.Config.DetectionStagger; nil takes
 	// election.DefaultConfig's, since zero disables the stagger.
@@ -178,7 +181,7 @@ func StartServing(o ServeOptions) (r *Running, err error) {
 	if metrics != nil {
 		metricsAddr = metrics.Addr()
 	}
-	n, err := New(Options{Config: cfg, Transport: tr, Store: store, Log: log, Metrics: metricsAddr, Identity: o.identity()})
+	n, err := New(Options{Algorithm: o.Algorithm, Config: cfg, Transport: tr, Store: store, Log: log, Metrics: metricsAddr, Identity: o.identity()})
 	if err != nil {
 		return nil, err
 	}
