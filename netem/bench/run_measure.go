@@ -268,10 +268,20 @@ func (ru *runner) recordElection(el *capture.Election) {
 		if t == wire.TypeHeartbeat {
 			continue
 		}
-		if n := el.Messages.Get(t); n > 0 || capture.IsElectionType(t) {
+		if n := electionCount(el, t); n > 0 || t.Algorithm() == ru.algorithm {
 			ru.r.Messages[t.String()] = int(n)
 		}
 	}
+}
+
+// electionCount is el's count of frames of type t. capture.TypeCounts
+// counts the types up to HELLO; the ring's are counted once it has fields
+// for them, and until then Get would index past its table.
+func electionCount(el *capture.Election, t wire.Type) int64 {
+	if t > wire.TypeHello {
+		return 0
+	}
+	return el.Messages.Get(t)
 }
 
 // checkCounters cross-checks the nodes' counters from the baseline to end
@@ -302,7 +312,8 @@ func (ru *runner) checkCounters(rep *capture.Report, end endCounters) *runFailur
 // they have no connection to, which a settled cluster does not do: it is
 // compared too.
 var electionTypes = []wire.Type{wire.TypeElection, wire.TypeAnswer, wire.TypeHalt, wire.TypeHaltAck,
-	wire.TypeReject, wire.TypeCoordinator, wire.TypeJoin, wire.TypeLeave, wire.TypeMembers, wire.TypeHello}
+	wire.TypeReject, wire.TypeCoordinator, wire.TypeJoin, wire.TypeLeave, wire.TypeMembers, wire.TypeHello,
+	wire.TypeRingElection, wire.TypeElected}
 
 // stillCounters reads the running nodes' sent counters twice in a row
 // until the two reads agree, and returns them with a time between the
