@@ -68,11 +68,11 @@ type runner struct {
 	opts      RunOptions
 	algorithm string
 	sc        *scenario.Scenario
-	backend string
-	seed    int64
-	r       results.Run
-	capName string // the run's capture, in opts.OutDir
-	capPath string
+	backend   string
+	seed      int64
+	r         results.Run
+	capName   string // the run's capture, in opts.OutDir
+	capPath   string
 
 	lab       testbed
 	labClosed bool
