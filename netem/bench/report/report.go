@@ -88,9 +88,9 @@ type reportData struct {
 	// run that passed; AlgorithmsText names the algorithms the bench ran.
 	Messages       template.HTML
 	AlgorithmsText string
-	Scenarios []reportScenario
-	Sweeps    []reportSweep
-	Sequences []reportSequence
+	Scenarios      []reportScenario
+	Sweeps         []reportSweep
+	Sequences      []reportSequence
 	// PercentileNote is PercentileSummary of the scenarios.
 	PercentileNote string
 	// TriggerWindow is how long before an election the capture analysis

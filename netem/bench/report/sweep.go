@@ -23,7 +23,7 @@ type Sweep struct {
 	Name string // the scenarios' name
 	// Algorithm is the election the points ran: a sweep is of one.
 	Algorithm string
-	Key  string // the label that varies
+	Key       string // the label that varies
 	// Fixed are the labels every point shares.
 	Fixed map[string]string
 	// Unit is what Value counts: "ms" for durations, "%" for loss, ""
