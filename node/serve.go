@@ -54,6 +54,9 @@ type ServeOptions struct {
 	Metrics string
 	// Join announces the node with JOIN, for a node the peers do not list.
 	Join bool
+	// Algorithm names the election algorithm (NewElection, Algorithms);
+	// "" is Bully. Every node of a cluster must run the same one.
+	Algorithm string
 	// ClusterKey authenticates the node's connections: it is TCP.Key. A
 	// node needs either a key or Insecure, never both.
 	ClusterKey *wire.Key
@@ -72,9 +75,6 @@ type ServeOptions struct {
 	// file afresh, at epoch 0 (FileStore.ResetState); without it such a
 	// data dir is an error wrapping ErrStateMissing.
 	ResetState bool
-
-	// Algorithm is Options.Algorithm: the election the node runs.
-	Algorithm string
 
 	HeartbeatInterval, FailureTimeout, ElectionTimeout time.Duration
 	// DetectionStagger is election.Config.DetectionStagger; nil takes
@@ -181,7 +181,7 @@ func StartServing(o ServeOptions) (r *Running, err error) {
 	if metrics != nil {
 		metricsAddr = metrics.Addr()
 	}
-	n, err := New(Options{Algorithm: o.Algorithm, Config: cfg, Transport: tr, Store: store, Log: log, Metrics: metricsAddr, Identity: o.identity()})
+	n, err := New(Options{Config: cfg, Algorithm: o.Algorithm, Transport: tr, Store: store, Log: log, Metrics: metricsAddr, Identity: o.identity()})
 	if err != nil {
 		return nil, err
 	}

@@ -268,20 +268,10 @@ func (ru *runner) recordElection(el *capture.Election) {
 		if t == wire.TypeHeartbeat {
 			continue
 		}
-		if n := electionCount(el, t); n > 0 || t.Algorithm() == ru.algorithm {
+		if n := el.Messages.Get(t); n > 0 || t.Algorithm() == ru.algorithm {
 			ru.r.Messages[t.String()] = int(n)
 		}
 	}
-}
-
-// electionCount is el's count of frames of type t. capture.TypeCounts
-// counts the types up to HELLO; the ring's are counted once it has fields
-// for them, and until then Get would index past its table.
-func electionCount(el *capture.Election, t wire.Type) int64 {
-	if t > wire.TypeHello {
-		return 0
-	}
-	return el.Messages.Get(t)
 }
 
 // checkCounters cross-checks the nodes' counters from the baseline to end
