@@ -10,6 +10,7 @@
 //	                        # not touching 0.0.0.0/8, loopback, multicast or 240.0.0.0/4
 //	port: 7946              # election port, 1..65535, not 7000 (Wireshark's Gryphon dissector)
 //	hosting: process        # process: a process per node; shared: one host process runs them all
+//	algorithm: bully        # the election every node runs: bully (the default) or ring
 //	impair:                 # default impairment of every node's link
 //	  delay: 0ms            # durations: Go syntax (30ms, 1.5s), >= 0
 //	  jitter: 0ms

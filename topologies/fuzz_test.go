@@ -1,6 +1,7 @@
 package topologies_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +16,8 @@ func FuzzParse(f *testing.F) {
 		"x: &a [1, 2]\ny: *a\n",
 		"nodes: &n [a, b]\ngroups: {g: *n}\n",
 		"nodes: 3\nport: 7000\n",
+		"nodes: 3\nalgorithm: ring\n",
+		"nodes: 3\nalgorithm: \"\"\n",
 		"nodes: 3\nsettings: {heartbeat: 1s}\n",
 		"nodes: [a, {name: b, detection_stagger: 0s}]\nsettings: {detection_stagger: 20ms}\n",
 		"\"a\\nb\": 1\n",
@@ -41,6 +44,9 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("error does not name the file: %q", msg)
 			}
 			return
+		}
+		if !slices.Contains(topologies.Algorithms, topo.Algorithm) {
+			t.Fatalf("algorithm %q accepted", topo.Algorithm)
 		}
 		if len(topo.Nodes) < 1 || len(topo.Nodes) > topologies.MaxNodes {
 			t.Fatalf("parsed %d nodes", len(topo.Nodes))

@@ -24,7 +24,7 @@ type Error = yamlfile.Error
 const maxPairWork = 4_000_000
 
 var (
-	topFields      = []string{"name", "nodes", "subnet", "port", "hosting", "impair", "settings", "groups", "links", "hosts"}
+	topFields      = []string{"name", "nodes", "subnet", "port", "hosting", "algorithm", "impair", "settings", "groups", "links", "hosts"}
 	nodeFields     = []string{"name", "heartbeat", "failure_timeout", "election_timeout", "detection_stagger", "impair"}
 	settingsFields = []string{"heartbeat", "failure_timeout", "election_timeout", "detection_stagger"}
 	impairFields   = []string{"delay", "jitter", "loss", "duplicate", "reorder"}
@@ -126,12 +126,13 @@ func (p *parser) parse(data []byte) (*Topology, error) {
 		return nil, err
 	}
 	t := &Topology{
-		Name:    yamlfile.DefaultName(p.File, "topology"),
-		Source:  p.File,
-		Subnet:  DefaultSubnet,
-		Port:    DefaultPort,
-		Hosting: HostingProcess,
-		Groups:  map[string][]string{},
+		Name:      yamlfile.DefaultName(p.File, "topology"),
+		Source:    p.File,
+		Subnet:    DefaultSubnet,
+		Port:      DefaultPort,
+		Hosting:   HostingProcess,
+		Algorithm: DefaultAlgorithm,
+		Groups:    map[string][]string{},
 	}
 	raw, err := p.fields(top, t)
 	if err != nil {
@@ -183,6 +184,8 @@ func (p *parser) fields(top *yaml.Node, t *Topology) (rawTopology, error) {
 			t.Port, err = p.port(v, fp)
 		case "hosting":
 			t.Hosting, err = p.hosting(v, fp)
+		case "algorithm":
+			t.Algorithm, err = p.algorithm(v, fp)
 		case "impair":
 			raw.impair, err = p.impair(v, fp)
 		case "settings":
@@ -261,6 +264,17 @@ func (p *parser) hosting(v *yaml.Node, path string) (Hosting, error) {
 		return h, nil
 	}
 	return "", p.ErrAt(v, path, "%q is not a hosting (want process or shared)", s)
+}
+
+func (p *parser) algorithm(v *yaml.Node, path string) (string, error) {
+	s, err := p.Scalar(v, path)
+	if err != nil {
+		return "", err
+	}
+	if slices.Contains(Algorithms, s) {
+		return s, nil
+	}
+	return "", p.ErrAt(v, path, "%s is not an election algorithm (want %s)", bounded.Quote(s), strings.Join(Algorithms, " or "))
 }
 
 func (p *parser) port(v *yaml.Node, path string) (int, error) {

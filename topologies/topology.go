@@ -61,6 +61,13 @@ var DefaultSettings = Settings{
 	DetectionStagger: 50 * time.Millisecond,
 }
 
+// Algorithms are the election algorithms a topology may name, as the
+// nodes name them; the wire's names, since this package sits below node.
+var Algorithms = []string{wire.AlgorithmBully, wire.AlgorithmRing}
+
+// DefaultAlgorithm is the election of a topology that names none.
+const DefaultAlgorithm = wire.AlgorithmBully
+
 // Hosting is how a lab runs a topology's nodes.
 type Hosting string
 
@@ -87,7 +94,9 @@ type Topology struct {
 	Subnet  netip.Prefix
 	Port    int
 	Hosting Hosting
-	Nodes   []Node // in index order: Nodes[i].Index == i+1
+	// Algorithm is the election every node runs, one of Algorithms.
+	Algorithm string
+	Nodes     []Node // in index order: Nodes[i].Index == i+1
 	// Groups maps a group name to its members, in file order.
 	Groups map[string][]string
 	// PairImpairs are the impairments links add between two nodes, one entry

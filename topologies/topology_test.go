@@ -48,6 +48,9 @@ func TestBuiltinsParse(t *testing.T) {
 		if topo.Hosting != wantHosting {
 			t.Errorf("%s: hosting %q, want %q", name, topo.Hosting, wantHosting)
 		}
+		if topo.Algorithm != topologies.DefaultAlgorithm {
+			t.Errorf("%s: algorithm %q, want the default %q", name, topo.Algorithm, topologies.DefaultAlgorithm)
+		}
 		for i, n := range topo.Nodes {
 			if n.Index != i+1 {
 				t.Errorf("%s: node %s index %d, want %d", name, n.Name, n.Index, i+1)
@@ -182,6 +185,18 @@ func TestSubnetEdges(t *testing.T) {
 	}
 }
 
+func TestAlgorithm(t *testing.T) {
+	for _, algorithm := range topologies.Algorithms {
+		topo, err := topologies.Parse("a.yaml", []byte("nodes: 3\nalgorithm: "+algorithm+"\n"))
+		if err != nil {
+			t.Fatalf("algorithm %s: %v", algorithm, err)
+		}
+		if topo.Algorithm != algorithm {
+			t.Errorf("algorithm: %s parsed as %q", algorithm, topo.Algorithm)
+		}
+	}
+}
+
 func TestBadFiles(t *testing.T) {
 	for _, tc := range []struct {
 		name, src string
@@ -199,6 +214,9 @@ func TestBadFiles(t *testing.T) {
 		{"repeated field", "nodes: 3\nport: 1\nport: 2\n", "bad.yaml:3: port: repeated (first at line 2)"},
 		{"bad hosting", "nodes: 3\nhosting: threads\n", `bad.yaml:2: hosting: "threads" is not a hosting (want process or shared)`},
 		{"hosting list", "nodes: 3\nhosting: [shared]\n", "bad.yaml:2: hosting: "},
+		{"bad algorithm", "nodes: 3\nalgorithm: raft\n", `bad.yaml:2: algorithm: "raft" is not an election algorithm (want bully or ring)`},
+		{"algorithm list", "nodes: 3\nalgorithm: [ring]\n", "bad.yaml:2: algorithm: "},
+		{"algorithm in capitals", "nodes: 3\nalgorithm: Ring\n", `bad.yaml:2: algorithm: "Ring" is not an election algorithm`},
 		{"no hosts", "nodes: 3\nhosts: []\n", "bad.yaml:2: hosts: no hosts"},
 		{"host without ssh", "nodes: 3\nhosts:\n  - name: a\n", "bad.yaml:3: hosts[0].ssh: missing"},
 		{"host bad port", "nodes: 3\nhosts:\n  - ssh: a.example:99999\n", `bad.yaml:3: hosts[0].ssh: "a.example:99999": port "99999" is not 1..65535`},

@@ -22,6 +22,7 @@ import (
 	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/remote"
 	"github.com/bullylab/bullylab/netem/scenario"
+	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire/bounded"
 	"github.com/urfave/cli/v2"
@@ -41,6 +42,9 @@ func benchCommand() *cli.Command {
 			"each metric in full and draws the election of each run --diagram-runs picks. Percentiles\n" +
 			"are nearest-rank over the runs that passed: with fewer than 100 of them p99 is the slowest\n" +
 			"run, with fewer than 20 p95 too.\n" +
+			"--algorithm bully,ring runs each run of a scenario on each algorithm in turn, with the same\n" +
+			"seed and fault schedule, so that the host's noise hits both alike; the summary, results.json\n" +
+			"(\"algorithm\"), bench.txt (/algorithm=NAME) and report.html keep them apart, side by side.\n" +
 			"Writes results.json, bench.txt (benchstat input), report.html and one pcapng per run to --out,\n" +
 			"all mode 0644. Needs root: it creates network namespaces. The inputs are checked first, the\n" +
 			"scenario against the topology included, so that a mistake costs no testbed.\n" +
@@ -60,6 +64,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "loss", Usage: "loss: comma-separated percentages dropped, one scenario each", DefaultText: "1,5,10,20"},
 			&cli.IntFlag{Name: "faults", Usage: "chaos: how many faults", DefaultText: "10"},
 			backendFlag,
+			&cli.StringFlag{Name: "algorithm", Usage: "election `algorithms` to run, comma-separated (" + strings.Join(node.Algorithms(), ", ") + "): each run of a scenario runs on each in turn, with the same seed and faults, and the summary sets them side by side", DefaultText: "the topology's algorithm:, else bully"},
 			&cli.StringFlag{Name: "diagram-runs", Value: report.DefaultDiagramRuns, Usage: "the runs of each scenario whose election report.html draws: run numbers and median, slowest or all, comma-separated"},
 		},
 		Action: func(c *cli.Context) error {
@@ -83,6 +88,12 @@ func benchCommand() *cli.Command {
 			topo, data, err := topologies.LoadSource(c.String("topology"))
 			if err != nil {
 				return &exitError{fmt.Sprintf("bench: --topology: %v", err), 2}
+			}
+			algorithms := []string{topo.Algorithm}
+			if c.IsSet("algorithm") {
+				if algorithms, err = parseAlgorithms(c.String("algorithm")); err != nil {
+					return &exitError{"bench: " + err.Error(), 2}
+				}
 			}
 			params := scenario.Params{Nodes: len(topo.Nodes), K: c.Int("k"),
 				Faults: c.Int("faults"), Seed: c.Int64("seed")}
@@ -142,10 +153,10 @@ func benchCommand() *cli.Command {
 			ctx, intr := notifyInterrupt(c.App.ErrWriter)
 			defer intr.stop()
 			measured, err := bench.RunBench(ctx, bench.RunOptions{
-				Topology: topo, Scenarios: scs, ScenarioArg: c.String("scenario"), Params: given,
+				Topology: topo, Scenarios: scs, Algorithms: algorithms, ScenarioArg: c.String("scenario"), Params: given,
 				Runs: runs, Seed: c.Int64("seed"), OutDir: out, Binary: bin, Version: version,
 				Backend: c.String("backend"), DiagramRuns: diagramRuns,
-				Progress: bench.NewProgress(c.App.ErrWriter, runs*len(scs)),
+				Progress: bench.NewProgress(c.App.ErrWriter, runs*len(scs)*len(algorithms)),
 				Abort:    intr.abort, Hosts: hosts,
 			})
 			var res *results.Results
@@ -253,6 +264,23 @@ func signalName(s syscall.Signal) string {
 		return "SIGTERM"
 	}
 	return s.String()
+}
+
+// parseAlgorithms reads bench's --algorithm: names node.Algorithms
+// lists, comma-separated, none twice.
+func parseAlgorithms(s string) ([]string, error) {
+	var as []string
+	for _, f := range strings.Split(s, ",") {
+		a, err := parseAlgorithm("--algorithm", strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(as, a) {
+			return nil, fmt.Errorf("--algorithm: %s is listed twice", a)
+		}
+		as = append(as, a)
+	}
+	return as, nil
 }
 
 func parseDelays(s string) ([]time.Duration, error) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/bullylab/bullylab/netem/bench/results"
+	"github.com/bullylab/bullylab/node"
 	"github.com/urfave/cli/v2"
 )
 
@@ -77,6 +78,9 @@ func TestBenchBadInput(t *testing.T) {
 			"bench: --scenario: " + unknownNode + `:2: steps[0].inject.crash: topology star5 has no node or group "n9" (its 5 nodes are n1 to n5; it has no groups)`},
 		{[]string{"--runs", "0"}, "bench: --runs 0: want at least 1"},
 		{[]string{"--backend", "tc"}, `--backend "tc": want netem or nfqueue`},
+		{[]string{"--algorithm", "raft"}, `bench: --algorithm "raft": not an election algorithm (known: ` + strings.Join(node.Algorithms(), ", ") + ")"},
+		{[]string{"--algorithm", "bully,"}, `bench: --algorithm "": not an election algorithm`},
+		{[]string{"--algorithm", "bully,bully"}, `bench: --algorithm: bully is listed twice`},
 		{[]string{"extra"}, `bench: unexpected argument "extra"`},
 		{[]string{"--diagram-runs", "median,fastest"}, `bench: --diagram-runs: "fastest" is not a run number (from 1), median, slowest or all`},
 		{[]string{"--diagram-runs", ""}, `bench: --diagram-runs: empty: want run numbers, median, slowest or all`},
@@ -101,6 +105,25 @@ func TestBackendFlag(t *testing.T) {
 		if err := checkBackend(b); err != nil {
 			t.Errorf("--backend %q: %v", b, err)
 		}
+	}
+}
+
+// TestAlgorithmFlags: bench's --algorithm takes a list of the names
+// node.Algorithms lists, up's one of them; either refuses another name
+// with a one-line usage error naming the flag, before any testbed.
+func TestAlgorithmFlags(t *testing.T) {
+	all := strings.Join(node.Algorithms(), ",")
+	got, err := parseAlgorithms(" " + strings.ReplaceAll(all, ",", " , ") + " ")
+	if err != nil || !slices.Equal(got, node.Algorithms()) {
+		t.Errorf("parseAlgorithms(%q) = %v, %v", all, got, err)
+	}
+	code, out := runCmd(t, upCommand(), "star3", "--algorithm", "raft")
+	if want := `--algorithm "raft": not an election algorithm (known: ` + strings.Join(node.Algorithms(), ", ") + ")"; code != 2 || out != want {
+		t.Errorf("up --algorithm raft: exit %d, %q; want 2, %q", code, out, want)
+	}
+	code, out = runCmd(t, upCommand(), "--algorithm", "bully,ring", "star3")
+	if code != 2 || !strings.HasPrefix(out, `--algorithm "bully,ring": not an election algorithm`) {
+		t.Errorf("up takes one algorithm: exit %d, %q", code, out)
 	}
 }
 

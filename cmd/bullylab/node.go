@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/wire"
+	"github.com/bullylab/bullylab/wire/bounded"
 	"github.com/urfave/cli/v2"
 )
 
@@ -34,6 +36,7 @@ func nodeCommand() *cli.Command {
 			&cli.StringFlag{Name: "data-dir", Usage: "`dir` for the node's ID, state and control socket; yours, and writable by you only (chmod 700)"},
 			&cli.StringFlag{Name: "cluster-key", Usage: "cluster key `FILE`, mode 0600, the same on every node (make one with `bullylab keygen --out FILE`); required unless --insecure"},
 			&cli.StringFlag{Name: "member-key", Usage: "this node's own member key `FILE`, mode 0600 (make one with `bullylab keygen --member --out FILE`, and list the public key it prints in the peers file); it signs the node's HELLOs, so that no other member can speak in its name; required when the peers file lists member keys"},
+			&cli.StringFlag{Name: "algorithm", Value: node.AlgorithmBully, Usage: "election `algorithm`: " + strings.Join(node.Algorithms(), " or ") + "; every node of a cluster runs the same"},
 			&cli.BoolFlag{Name: "insecure", Usage: "run without a cluster key: accept unauthenticated frames from anyone who can reach --listen"},
 			// Strings, not DurationFlags, whose errors say only "parse error".
 			&cli.StringFlag{Name: "heartbeat", Value: def.HeartbeatInterval.String(), Usage: "leader heartbeat `interval`"},
@@ -73,6 +76,11 @@ func runNode(c *cli.Context) error {
 		ResetState: c.Bool("reset-state"),
 		Log:        c.App.Writer,
 	}
+	algorithm, err := parseAlgorithm("--algorithm", c.String("algorithm"))
+	if err != nil {
+		return err
+	}
+	o.Algorithm = algorithm
 	var stagger time.Duration
 	for _, d := range []struct {
 		flag string
@@ -154,6 +162,14 @@ func runNode(c *cli.Context) error {
 		return fmt.Errorf("%v; to start it over at epoch 0 with its ID, add --reset-state", err)
 	}
 	return err
+}
+
+// parseAlgorithm checks one election algorithm name given by flag.
+func parseAlgorithm(flag, name string) (string, error) {
+	if slices.Contains(node.Algorithms(), name) {
+		return name, nil
+	}
+	return "", usagef("%s %s: not an election algorithm (known: %s)", flag, bounded.Quote(name), strings.Join(node.Algorithms(), ", "))
 }
 
 // clusterKey sets o's ClusterKey from --cluster-key, or Insecure from

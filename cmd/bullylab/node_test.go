@@ -289,3 +289,25 @@ func startedMetrics(t *testing.T, log *syncBuffer) string {
 		time.Sleep(5 * time.Millisecond) // a poll interval: the deadline bounds the wait
 	}
 }
+
+// --algorithm takes the names node.Algorithms lists, which its help shows;
+// anything else is a usage error naming the flag, before the node touches
+// its data dir.
+func TestNodeAlgorithmFlag(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"node", "--listen", "127.0.0.1:0", "--data-dir", dir, "--cluster-key", keyFile, "--algorithm"}
+	known := strings.Join(node.Algorithms(), ", ")
+	wantUsage(t, `--algorithm "raft": not an election algorithm (known: `+known+")", append(base, "raft")...)
+	wantUsage(t, `--algorithm "": not an election algorithm`, append(base, "")...)
+	if names, _ := os.ReadDir(dir); len(names) != 0 {
+		t.Errorf("data dir holds %v after refused algorithms", names)
+	}
+	help, _, _ := runApp("node", "--help")
+	if want := "election algorithm: " + strings.Join(node.Algorithms(), " or "); !strings.Contains(help, want) {
+		t.Errorf("node --help does not say %q:\n%s", want, help)
+	}
+	for _, algorithm := range node.Algorithms() {
+		cmd, exited, _ := startNode(t, t.TempDir(), "--algorithm", algorithm)
+		stopNode(t, cmd, exited)
+	}
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/lab"
+	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire/bounded"
@@ -110,6 +111,10 @@ func checkBackend(b string) error {
 	return usagef("--backend %s: want %s or %s", bounded.Quote(b), netem.BackendNetem, netem.BackendNFQueue)
 }
 
+// algorithmFlag is up's --algorithm, over the topology's algorithm:
+// field.
+var algorithmFlag = &cli.StringFlag{Name: "algorithm", Usage: "election `algorithm` every node runs: " + strings.Join(node.Algorithms(), " or "), DefaultText: "the topology's algorithm:, else bully"}
+
 // backendFlag is --backend, which up and bench share.
 var backendFlag = &cli.StringFlag{Name: "backend", Usage: "impairment backend: netem or nfqueue", DefaultText: "netem when the kernel has it, else nfqueue"}
 
@@ -143,6 +148,7 @@ func upCommand() *cli.Command {
 			&cli.StringFlag{Name: "binary", Usage: "bullylab `executable` the nodes run", DefaultText: "this one"},
 			&cli.StringFlag{Name: "log-dir", Usage: "keep the node logs in `DIR`", DefaultText: "the run's state directory, removed on exit"},
 			backendFlag,
+			algorithmFlag,
 			&cli.StringFlag{Name: "capture", Usage: "capture the switch from before the first node starts until teardown into pcapng `FILE`, faults included"},
 		},
 		Action: runUp,
@@ -166,7 +172,7 @@ func runUp(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	out := c.App.Writer
-	fmt.Fprintf(out, "starting %s: %d nodes\n", topo.Name, len(topo.Nodes))
+	fmt.Fprintf(out, "starting %s: %d nodes, %s election\n", topo.Name, len(topo.Nodes), topo.Algorithm)
 	lb, err := lab.Boot(ctx, topo, opts)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -227,6 +233,11 @@ func upTopology(c *cli.Context) (*topologies.Topology, string, []byte, error) {
 	}
 	if err != nil {
 		return nil, "", nil, err
+	}
+	if c.IsSet("algorithm") {
+		if topo.Algorithm, err = parseAlgorithm("--algorithm", c.String("algorithm")); err != nil {
+			return nil, "", nil, err
+		}
 	}
 	return topo, args[0], data, nil
 }

@@ -323,9 +323,14 @@ func checkMeasured(t *testing.T, topo *topologies.Topology, sc *scenario.Scenari
 }
 
 // coordinatorCarries reports whether leader sent COORDINATOR frames of
-// epoch after the measured fault, in the capture.
+// epoch after the measured fault, in the capture; on the ring, the
+// ELECTED that the leader starts round the ring.
 func coordinatorCarries(m *measured, leader string, epoch uint64) bool {
+	announce := wire.TypeCoordinator.String()
+	if _, ring := m.r.Messages[wire.TypeRingElection.String()]; ring {
+		announce = wire.TypeElected.String()
+	}
 	return slices.ContainsFunc(m.entries(), func(en capture.TimelineEntry) bool {
-		return en.Type == wire.TypeCoordinator.String() && en.From == leader && en.Epoch == epoch && !en.Time.Before(m.fault)
+		return en.Type == announce && en.From == leader && en.Epoch == epoch && !en.Time.Before(m.fault)
 	})
 }

@@ -10,8 +10,9 @@
 //
 // The runner, a run in steps:
 //
-//	run.go          RunBench: every scenario Runs times, each run on a fresh
-//	                lab, and its Outcome
+//	run.go          RunBench: every scenario Runs times on each algorithm,
+//	                the algorithms interleaved run by run, each run on a
+//	                fresh lab, and its Outcome
 //	run_one.go      runOne and its runner: setup (lab and capture), settle
 //	                (stable leader, quiet), inject (the scenario, its faults)
 //	run_measure.go  measure: still counters, teardown (which reads the

@@ -28,8 +28,14 @@ var errNoRuns = errors.New("bench: nothing to run")
 // RunOptions configure Run.
 type RunOptions struct {
 	Topology *topologies.Topology
-	// Scenarios run one after the other, Runs times each.
+	// Scenarios run one after the other, Runs times each on each of
+	// Algorithms.
 	Scenarios []*scenario.Scenario
+	// Algorithms are the elections each run of a scenario runs on, one
+	// after the other with the same seed and so the same fault schedule:
+	// run 1 on each, then run 2 on each, so that what the host does
+	// meanwhile hits them alike. Empty is the topology's.
+	Algorithms []string
 	// ScenarioArg and Params are --scenario and the parameters as given,
 	// recorded in Settings.
 	ScenarioArg string
@@ -143,6 +149,9 @@ func RunBench(ctx context.Context, opts RunOptions) (*Outcome, error) {
 	if err := CheckScenarios(opts.Topology, opts.Scenarios); err != nil {
 		return nil, err
 	}
+	if len(opts.Algorithms) == 0 {
+		opts.Algorithms = []string{cmp.Or(opts.Topology.Algorithm, topologies.DefaultAlgorithm)}
+	}
 	if opts.StableTimeout <= 0 {
 		opts.StableTimeout = scenario.DefaultTimeout
 	}
@@ -156,16 +165,18 @@ func RunBench(ctx context.Context, opts RunOptions) (*Outcome, error) {
 	res := newResults(opts, backend)
 	var seqs []report.Sequence
 	for _, sc := range opts.Scenarios {
-		sr, scSeqs, err := runScenario(ctx, opts, sc, backend)
+		srs, scSeqs, err := runScenario(ctx, opts, sc, backend)
 		if err != nil && !errors.Is(err, ErrInterrupted) {
 			return nil, err
 		}
-		if len(sr.Runs) > 0 {
-			res.Scenarios = append(res.Scenarios, sr)
-			seqs = append(seqs, scSeqs...)
+		for _, sr := range srs {
+			if len(sr.Runs) > 0 {
+				res.Scenarios = append(res.Scenarios, sr)
+			}
 		}
+		seqs = append(seqs, scSeqs...)
 		if err != nil {
-			res.Partial = &results.Partial{Reason: interruptReason(ctx), RunsPlanned: opts.Runs * len(opts.Scenarios), RunsDone: res.RunsDone()}
+			res.Partial = &results.Partial{Reason: interruptReason(ctx), RunsPlanned: opts.Runs * len(opts.Scenarios) * len(opts.Algorithms), RunsDone: res.RunsDone()}
 			break
 		}
 	}
@@ -272,44 +283,59 @@ func newResults(opts RunOptions, backend string) *results.Results {
 	}
 }
 
-// runScenario runs sc opts.Runs times, and returns its result with the
-// elections of the runs opts.DiagramRuns picks drawn for the report
-// (those whose election could not be drawn left out).
-func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, backend string) (results.ScenarioResult, []report.Sequence, error) {
-	sr, err := results.ResultOf(sc)
-	if err != nil {
-		return sr, nil, fmt.Errorf("bench: scenario %s: %w", sc.Name, err)
+// runScenario runs sc opts.Runs times on each of opts.Algorithms,
+// interleaved, and returns its result per algorithm with the elections of
+// the runs opts.DiagramRuns picks drawn for the report (those whose
+// election could not be drawn left out).
+func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, backend string) ([]results.ScenarioResult, []report.Sequence, error) {
+	srs := make([]results.ScenarioResult, len(opts.Algorithms))
+	elections := make([][]*report.Sequence, len(opts.Algorithms))
+	for k, a := range opts.Algorithms {
+		sr, err := results.ResultOf(sc, a)
+		if err != nil {
+			return nil, nil, fmt.Errorf("bench: scenario %s: %w", sc.Name, err)
+		}
+		srs[k] = sr
 	}
-	var elections []*report.Sequence
+	sequences := func() []report.Sequence {
+		var seqs []report.Sequence
+		for k := range srs {
+			seqs = append(seqs, opts.DiagramRuns.Sequences(&srs[k], elections[k])...)
+		}
+		return seqs
+	}
 	for i := range opts.Runs {
-		if ctx.Err() != nil {
-			return sr, opts.DiagramRuns.Sequences(&sr, elections), ErrInterrupted
-		}
-		if opts.Progress != nil {
-			opts.Progress.Start(sc.Key(), i+1, opts.Runs)
-		}
-		r, d := runOne(ctx, opts, sc, i, backend)
-		if ctx.Err() != nil {
-			// Not a result: the run was cut short, its testbed is down.
-			// Its capture goes with it, as results.json does not name it.
-			if err := os.Remove(filepath.Join(opts.OutDir, r.Capture)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return sr, opts.DiagramRuns.Sequences(&sr, elections), fmt.Errorf("bench: %w", err)
+		for k := range srs {
+			sr := &srs[k]
+			if ctx.Err() != nil {
+				return srs, sequences(), ErrInterrupted
 			}
-			return sr, opts.DiagramRuns.Sequences(&sr, elections), ErrInterrupted
-		}
-		sr.Runs = append(sr.Runs, r)
-		var election *report.Sequence
-		if d != nil {
-			election = d.seq
-		}
-		elections = append(elections, election)
-		if opts.Progress != nil {
-			opts.Progress.Done(RunUpdate{Scenario: sc.Key(), Index: r.Index, Runs: opts.Runs, OK: r.OK,
-				Leader: r.Leader, TimeToLeader: time.Duration(r.TimeToLeaderNS),
-				FailureKind: r.FailureKind, Failure: r.Failure})
+			if opts.Progress != nil {
+				opts.Progress.Start(sr.Key(), i+1, opts.Runs)
+			}
+			r, d := runOne(ctx, opts, sc, sr.AlgorithmName(), i, backend)
+			if ctx.Err() != nil {
+				// Not a result: the run was cut short, its testbed is down.
+				// Its capture goes with it, as results.json does not name it.
+				if err := os.Remove(filepath.Join(opts.OutDir, r.Capture)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return srs, sequences(), fmt.Errorf("bench: %w", err)
+				}
+				return srs, sequences(), ErrInterrupted
+			}
+			sr.Runs = append(sr.Runs, r)
+			var election *report.Sequence
+			if d != nil {
+				election = d.seq
+			}
+			elections[k] = append(elections[k], election)
+			if opts.Progress != nil {
+				opts.Progress.Done(RunUpdate{Scenario: sr.Key(), Index: r.Index, Runs: opts.Runs, OK: r.OK,
+					Leader: r.Leader, TimeToLeader: time.Duration(r.TimeToLeaderNS),
+					FailureKind: r.FailureKind, Failure: r.Failure})
+			}
 		}
 	}
-	return sr, opts.DiagramRuns.Sequences(&sr, elections), nil
+	return srs, sequences(), nil
 }
 
 func fileSafe(s string) string {

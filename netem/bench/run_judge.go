@@ -158,12 +158,13 @@ func (s *checkSource) wireSpans() []span {
 	return out
 }
 
-// halted reports whether node sent a HALT of epoch before t, in the
-// elections' timelines.
+// halted reports whether node sent a HALT of epoch before t, or on the
+// ring a RING_ELECTION of it (a run it took part in), in the elections'
+// timelines.
 func (s *checkSource) halted(node string, epoch uint64, t time.Time) bool {
 	for _, tl := range s.timelines {
 		for _, en := range tl.Entries {
-			if en.Type == wire.TypeHalt.String() && en.From == node && en.Epoch == epoch && en.Time.Before(t) {
+			if (en.Type == wire.TypeHalt.String() || en.Type == wire.TypeRingElection.String()) && en.From == node && en.Epoch == epoch && en.Time.Before(t) {
 				return true
 			}
 		}
@@ -174,7 +175,9 @@ func (s *checkSource) halted(node string, epoch uint64, t time.Time) bool {
 // stepDowns are the step-downs of each node on the wire: a leader that
 // sends ELECTION or HALT_ACK has left Normal, one that proposes a later
 // epoch with HALT no longer leads its own, and one sent a COORDINATOR of a
-// later epoch by a higher node follows it.
+// later epoch by a higher node follows it. On the ring, one that sends a
+// RING_ELECTION of a later epoch is in that run, and one sent an ELECTED
+// of a later epoch follows the leader it names.
 type stepDowns map[string][]stepDown
 
 type stepDown struct {
@@ -198,8 +201,10 @@ func (s *checkSource) stepDowns() stepDowns {
 			switch en.Type {
 			case wire.TypeElection.String(), wire.TypeHaltAck.String():
 				steps[en.From] = append(steps[en.From], stepDown{at: en.Time})
-			case wire.TypeHalt.String():
+			case wire.TypeHalt.String(), wire.TypeRingElection.String():
 				steps[en.From] = append(steps[en.From], stepDown{at: en.Time, epoch: en.Epoch})
+			case wire.TypeElected.String():
+				steps[en.To] = append(steps[en.To], stepDown{at: en.Time, epoch: en.Epoch})
 			case wire.TypeCoordinator.String():
 				if rf, ok := rank[en.From]; ok && rf > rank[en.To] {
 					steps[en.To] = append(steps[en.To], stepDown{at: en.Time, epoch: en.Epoch})

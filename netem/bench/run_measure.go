@@ -268,7 +268,7 @@ func (ru *runner) recordElection(el *capture.Election) {
 		if t == wire.TypeHeartbeat {
 			continue
 		}
-		if n := el.Messages.Get(t); n > 0 || capture.IsElectionType(t) {
+		if n := el.Messages.Get(t); n > 0 || t.Algorithm() == ru.algorithm {
 			ru.r.Messages[t.String()] = int(n)
 		}
 	}
@@ -302,7 +302,8 @@ func (ru *runner) checkCounters(rep *capture.Report, end endCounters) *runFailur
 // they have no connection to, which a settled cluster does not do: it is
 // compared too.
 var electionTypes = []wire.Type{wire.TypeElection, wire.TypeAnswer, wire.TypeHalt, wire.TypeHaltAck,
-	wire.TypeReject, wire.TypeCoordinator, wire.TypeJoin, wire.TypeLeave, wire.TypeMembers, wire.TypeHello}
+	wire.TypeReject, wire.TypeCoordinator, wire.TypeJoin, wire.TypeLeave, wire.TypeMembers, wire.TypeHello,
+	wire.TypeRingElection, wire.TypeElected}
 
 // stillCounters reads the running nodes' sent counters twice in a row
 // until the two reads agree, and returns them with a time between the

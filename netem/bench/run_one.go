@@ -27,9 +27,9 @@ type runDetail struct {
 	seq *report.Sequence
 }
 
-// runOne runs scenario sc once: run i from 0.
-func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, i int, backend string) (results.Run, *runDetail) {
-	ru := newRunner(opts, sc, i, backend)
+// runOne runs scenario sc once on algorithm: run i from 0.
+func runOne(ctx context.Context, opts RunOptions, sc *scenario.Scenario, algorithm string, i int, backend string) (results.Run, *runDetail) {
+	ru := newRunner(opts, sc, algorithm, i, backend)
 	ru.phase(PhaseBuild)
 	if f := ru.setup(ctx); f != nil {
 		return ru.failed(f)
@@ -64,13 +64,15 @@ var labStarted func(run string)
 // runner is one run of a scenario, in runOne's steps. They fill in r, the
 // run's record, as they go: a run that fails keeps what it measured.
 type runner struct {
-	opts    RunOptions
-	sc      *scenario.Scenario
-	backend string
-	seed    int64
-	r       results.Run
-	capName string // the run's capture, in opts.OutDir
-	capPath string
+	// opts.Topology is the bench's with the run's algorithm.
+	opts      RunOptions
+	algorithm string
+	sc        *scenario.Scenario
+	backend   string
+	seed      int64
+	r         results.Run
+	capName   string // the run's capture, in opts.OutDir
+	capPath   string
 
 	lab       testbed
 	labClosed bool
@@ -104,11 +106,18 @@ func failure(kind, format string, args ...any) *runFailure {
 	return &runFailure{kind: kind, reason: oneLine(fmt.Sprintf(format, args...))}
 }
 
-func newRunner(opts RunOptions, sc *scenario.Scenario, i int, backend string) *runner {
+func newRunner(opts RunOptions, sc *scenario.Scenario, algorithm string, i int, backend string) *runner {
 	seed := scenario.RunSeed(opts.Seed, i)
-	ru := &runner{opts: opts, sc: sc, backend: backend, seed: seed,
+	topo := *opts.Topology
+	topo.Algorithm = algorithm
+	opts.Topology = &topo
+	ru := &runner{opts: opts, algorithm: algorithm, sc: sc, backend: backend, seed: seed,
 		r: results.Run{Index: i + 1, Seed: seed, Started: time.Now(), Messages: map[string]int{}}}
-	ru.capName = fmt.Sprintf("run-%s-%d.pcapng", fileSafe(sc.Key()), i+1)
+	key := sc.Key()
+	if algorithm != topologies.DefaultAlgorithm {
+		key += "-" + algorithm // as the result's key, so Bully's captures keep their names
+	}
+	ru.capName = fmt.Sprintf("run-%s-%d.pcapng", fileSafe(key), i+1)
 	ru.capPath = filepath.Join(opts.OutDir, ru.capName)
 	ru.r.Capture = ru.capName
 	return ru

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/netem/scenario"
+	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire"
 )
@@ -142,25 +144,7 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 		if r.FramesVerified >= int64(2*(n-2)) {
 			freshDials++
 		}
-		rep, err := capture.AnalyzeFile(filepath.Join(out, r.Capture), capture.AnalyzeOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		late := 0 // ELECTIONs of nodes bullied again after they followed the new leader
-		for _, e := range rep.Elections {
-			if e.Trigger.Kind != "crash" {
-				continue
-			}
-			tl, err := rep.ElectionTimeline(e.N)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, en := range tl.Entries {
-				if en.Type == "ELECTION" && en.Reason == "bullied" {
-					late++
-				}
-			}
-		}
+		late := lateElections(t, filepath.Join(out, r.Capture))
 		if msg := checkLeaderCrashCounts(n, late, r.Messages); msg != "" {
 			t.Errorf("run %d (%d late ELECTIONs): %s", r.Index, late, msg)
 		}
@@ -263,6 +247,59 @@ func TestRunBenchEveryBuiltin(t *testing.T) {
 	}
 }
 
+// lateElections counts the ELECTIONs of nodes bullied again after they
+// followed the new leader, in the elections a crash triggered in capture
+// path.
+func lateElections(t *testing.T, path string) int {
+	t.Helper()
+	rep, err := capture.AnalyzeFile(path, capture.AnalyzeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := 0
+	for _, e := range rep.Elections {
+		if e.Trigger.Kind != "crash" {
+			continue
+		}
+		tl, err := rep.ElectionTimeline(e.N)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, en := range tl.Entries {
+			if en.Type == "ELECTION" && en.Reason == "bullied" {
+				late++
+			}
+		}
+	}
+	return late
+}
+
+// checkRingLeaderCrashCounts holds the messages of one ring leader-crash
+// election on the wire to the ring's counts for n nodes, n-1 survivors;
+// "" when they fit. The highest survivor h initiates and skips the dead
+// leader: n-1 RING_ELECTION hops round the survivors and n-1 ELECTED,
+// nothing to the dead node. A survivor s, the j-th lowest, whose detector
+// fires before h's run reaches it (a loaded host) starts a second run,
+// lower than h's (same epoch, lower initiator): it goes up the ring from s
+// and dies at the first node that forwarded a higher run, h at the
+// furthest, so it adds at most n-1-j hops; several late runs telescope
+// (each dies at the next late initiator above it), so they add at most
+// n-2, the lowest survivor's. Only h's run wins: ELECTED stays n-1.
+func checkRingLeaderCrashCounts(n int, m map[string]int) string {
+	for _, typ := range []string{"ELECTION", "ANSWER", "HALT", "HALT_ACK", "REJECT", "COORDINATOR"} {
+		if m[typ] != 0 {
+			return fmt.Sprintf("%d %s in a ring election", m[typ], typ)
+		}
+	}
+	if e := m["RING_ELECTION"]; e < n-1 || e > n-1+n-2 {
+		return fmt.Sprintf("%d RING_ELECTION, want %d..%d", e, n-1, 2*n-3)
+	}
+	if m["ELECTED"] != n-1 {
+		return fmt.Sprintf("%d ELECTED, want %d", m["ELECTED"], n-1)
+	}
+	return ""
+}
+
 // checkLeaderCrashCounts holds the messages of one leader-crash election
 // on the wire to node/bully/doc.go's "Message counts" for n nodes, late the
 // ELECTIONs with reason bullied among them; "" when they fit.
@@ -312,5 +349,90 @@ func TestRunBenchUnknownNode(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Errorf("RunBench created %s before refusing the scenario", out)
+	}
+}
+
+// TestRunBenchAlgorithms runs one star5 leader crash (slow timeouts, as
+// TestRunBenchLeaderCrash) on each algorithm node.Algorithms lists, with
+// one seed and so one fault schedule: each algorithm's result carries it
+// in its key and benchmark name, the summary sets them side by side, and
+// each election's messages on the wire are its algorithm's counts.
+func TestRunBenchAlgorithms(t *testing.T) {
+	netemtest.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("-short: the bench builds testbeds and runs real nodes")
+	}
+	bin := labtest.Binary(t)
+	topo, err := topologies.Parse("slow-star5", []byte(slowStar5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scs, err := scenario.Builtin("leader-crash", scenario.Params{Nodes: len(topo.Nodes)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The ring runs once the nodes know it.
+	algorithms := []string{wire.AlgorithmBully}
+	if slices.Contains(node.Algorithms(), wire.AlgorithmRing) {
+		algorithms = append(algorithms, wire.AlgorithmRing)
+	} else {
+		t.Logf("node.Algorithms() is %v: the ring's half waits for it", node.Algorithms())
+	}
+	out := t.TempDir()
+	var summary bytes.Buffer
+	res, err := runBench(t.Context(), bench.RunOptions{
+		Topology: topo, Scenarios: scs, Algorithms: algorithms, ScenarioArg: "leader-crash", Runs: 1, Seed: 1,
+		OutDir: out, Binary: bin, Version: "test",
+	}, &summary)
+	if err != nil {
+		t.Fatalf("RunBench: %v", err)
+	}
+	t.Logf("summary:\n%s", summary.String())
+	if len(res.Scenarios) != len(algorithms) {
+		t.Fatalf("%d results, want one per algorithm %v", len(res.Scenarios), algorithms)
+	}
+	txt, err := os.ReadFile(filepath.Join(out, "bench.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(topo.Nodes)
+	var schedules []string
+	for i, a := range algorithms {
+		sc := res.Scenarios[i]
+		if sc.Algorithm != a || len(sc.Runs) != 1 {
+			t.Fatalf("result %d: algorithm %q with %d runs, want %s with 1", i, sc.Algorithm, len(sc.Runs), a)
+		}
+		r := sc.Runs[0]
+		t.Logf("%s: ok=%v leader %s epoch %d time to leader %s messages %v counters %+v",
+			a, r.OK, r.Leader, r.Epoch, time.Duration(r.TimeToLeaderNS), r.Messages, r.Counters)
+		if !r.OK {
+			t.Errorf("%s: failed (%s): %s", a, r.FailureKind, r.Failure)
+			continue
+		}
+		if r.Leader != "n4" {
+			t.Errorf("%s: leader %s, want n4", a, r.Leader)
+		}
+		var msg string
+		if a == wire.AlgorithmRing {
+			msg = checkRingLeaderCrashCounts(n, r.Messages)
+		} else {
+			msg = checkLeaderCrashCounts(n, lateElections(t, filepath.Join(out, r.Capture)), r.Messages)
+		}
+		if msg != "" {
+			t.Errorf("%s: %s", a, msg)
+		}
+		schedules = append(schedules, strings.Join(r.Schedule, "; "))
+		name := "BenchmarkElection/topology=slow-star5/scenario=leader-crash/algorithm=" + a + " "
+		if !strings.Contains(string(txt), "\n"+name) {
+			t.Errorf("bench.txt has no line %s:\n%s", name, txt)
+		}
+	}
+	for _, s := range schedules[1:] {
+		if s != schedules[0] {
+			t.Errorf("the algorithms ran other schedules: %q and %q", schedules[0], s)
+		}
+	}
+	if len(algorithms) > 1 && !strings.Contains(summary.String(), "algorithm") {
+		t.Errorf("the summary does not set the algorithms side by side:\n%s", summary.String())
 	}
 }

@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -175,8 +176,9 @@ func (t *labTarget) WaitLeader(ctx context.Context, nodes []string, timeout time
 func (t *labTarget) WaitElection(ctx context.Context, timeout time.Duration) (scenario.View, error) {
 	deadline := time.Now().Add(timeout)
 	// A node's election status can last less than a poll (the highest
-	// survivor halts the rest within milliseconds), so an ELECTION or HALT
-	// a node sent since the first look counts as well.
+	// survivor halts the rest within milliseconds; a ring's run goes round
+	// in as little), so an ELECTION, HALT or RING_ELECTION a node sent since
+	// the first look counts as well.
 	var base map[string]map[string]uint64
 	for {
 		st := t.lab.NodeStates()
@@ -190,7 +192,7 @@ func (t *labTarget) WaitElection(ctx context.Context, timeout time.Duration) (sc
 			}
 		}
 		for n, c := range sent {
-			if b, ok := base[n]; ok && (c[wire.TypeElection.String()] > b[wire.TypeElection.String()] || c[wire.TypeHalt.String()] > b[wire.TypeHalt.String()]) {
+			if b, ok := base[n]; ok && slices.ContainsFunc(openingTypes, func(typ wire.Type) bool { return c[typ.String()] > b[typ.String()] }) {
 				return t.view(st), nil
 			}
 		}
@@ -204,6 +206,9 @@ func (t *labTarget) WaitElection(ctx context.Context, timeout time.Duration) (sc
 		}
 	}
 }
+
+// openingTypes are the types that open an election, of either algorithm.
+var openingTypes = []wire.Type{wire.TypeElection, wire.TypeHalt, wire.TypeRingElection}
 
 // lastAgreement returns the latest agreement a WaitLeader step saw.
 func (t *labTarget) lastAgreement() (lab.Leader, bool) {

@@ -65,6 +65,7 @@ type hostedSpec struct {
 	FailureTimeout   time.Duration `json:"failure_timeout"`
 	ElectionTimeout  time.Duration `json:"election_timeout"`
 	DetectionStagger time.Duration `json:"detection_stagger"`
+	Algorithm        string        `json:"algorithm"`
 }
 
 // hostReply answers the request with its ID, or (ID 0, Exited) reports a
@@ -186,8 +187,8 @@ func (h *hostServer) start(name string, s hostedSpec, wg *sync.WaitGroup) error 
 		ID: s.ID, Listen: s.Listen, Peers: peers.Members, PeersFrom: peers.From, PeersSource: s.Peers, DataDir: s.DataDir,
 		Join: s.Join, ClusterKey: &key, MemberKey: memberKey, PeerKeys: peers.Keys,
 		HeartbeatInterval: s.Heartbeat, FailureTimeout: s.FailureTimeout, ElectionTimeout: s.ElectionTimeout,
-		DetectionStagger: &stagger,
-		Log:              log, LogFormat: node.LogJSON,
+		DetectionStagger: &stagger, Algorithm: s.Algorithm,
+		Log: log, LogFormat: node.LogJSON,
 		TCP: node.TCPConfig{Socket: socket, MaxDialing: dialSlots(h.files, len(peers.Members))},
 	}
 	h.mu.Lock()
@@ -442,6 +443,7 @@ func (ps *nodeProcs) hostedSpec(n *labNode, join bool) hostedSpec {
 		Log:           n.log, Join: join,
 		Heartbeat: tn.Settings.Heartbeat, FailureTimeout: tn.Settings.FailureTimeout,
 		ElectionTimeout: tn.Settings.ElectionTimeout, DetectionStagger: tn.Settings.DetectionStagger,
+		Algorithm: nodeAlgorithm(ps.topo),
 	}
 }
 

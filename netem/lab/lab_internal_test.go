@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -220,5 +221,34 @@ func TestBootRefusesHosts(t *testing.T) {
 	_, err = Boot(t.Context(), topo, BootOptions{})
 	if err == nil || !strings.Contains(err.Error(), "spans 2 hosts") {
 		t.Errorf("Boot: %v, want a refusal naming the 2 hosts", err)
+	}
+}
+
+// Every node a lab starts, as a process or in the shared host, runs the
+// topology's algorithm; a Topology built by hand runs Bully.
+func TestNodesRunTopologyAlgorithm(t *testing.T) {
+	for _, want := range append([]string{""}, topologies.Algorithms...) {
+		topo, err := topologies.Star(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		topo.Algorithm = want
+		if want == "" {
+			want = topologies.DefaultAlgorithm
+		}
+		ids, err := node.NewIDs(len(topo.Nodes), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := &nodeProcs{roster: newRoster("r1", topo, BootOptions{Binary: "bullylab"}, ids, nodeKeys{})}
+		for _, n := range ps.nodes {
+			i := slices.Index(n.argv, "--algorithm")
+			if i < 0 || i+1 == len(n.argv) || n.argv[i+1] != want {
+				t.Errorf("algorithm %q: node %s starts as %q", want, n.name, n.argv)
+			}
+			if got := ps.hostedSpec(n, false).Algorithm; got != want {
+				t.Errorf("algorithm %q: the shared host starts node %s with %q", want, n.name, got)
+			}
+		}
 	}
 }

@@ -136,9 +136,19 @@ func (r *roster) newNode(tn *topologies.Node, opts BootOptions, id uuid.UUID, pr
 		"--failure-timeout", tn.Settings.FailureTimeout.String(),
 		"--election-timeout", tn.Settings.ElectionTimeout.String(),
 		"--detection-stagger", tn.Settings.DetectionStagger.String(),
+		"--algorithm", nodeAlgorithm(r.topo),
 		"--log", "json",
 	)
 	return n
+}
+
+// nodeAlgorithm is the election topo's nodes run: its Algorithm, or Bully
+// for a Topology not parsed from a file.
+func nodeAlgorithm(topo *topologies.Topology) string {
+	if topo.Algorithm == "" {
+		return topologies.DefaultAlgorithm
+	}
+	return topo.Algorithm
 }
 
 // publicKeys are the nodes' member keys by ID, as the peers file has

@@ -49,6 +49,9 @@ type ShareRequest struct {
 	// Topology is the whole topology file, Source its name.
 	Topology []byte `json:"topology"`
 	Source   string `json:"source"`
+	// Algorithm is the election the nodes run, over the topology's
+	// (a controller's --algorithm); "" keeps the topology's.
+	Algorithm string `json:"algorithm,omitempty"`
 	// Host is the hosts entry this agent's host is.
 	Host string `json:"host"`
 	// VNI is the testbed's overlay identifier, Port its UDP port.

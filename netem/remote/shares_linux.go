@@ -53,6 +53,9 @@ func (s *HostShares) Build(r ShareRequest) (ShareBuilt, error) {
 	if err != nil {
 		return ShareBuilt{}, err
 	}
+	if r.Algorithm != "" {
+		topo.Algorithm = r.Algorithm
+	}
 	opts, err := shareOptions(topo, r)
 	if err != nil {
 		return ShareBuilt{}, err

@@ -125,7 +125,7 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 	errs := make([]error, len(topo.Hosts))
 	var wg sync.WaitGroup
 	for k, h := range topo.Hosts {
-		req := ShareRequest{Run: sp.Runs[k], Topology: topoFile, Source: source, Host: h.Name, VNI: sp.VNI,
+		req := ShareRequest{Run: sp.Runs[k], Topology: topoFile, Source: source, Algorithm: topo.Algorithm, Host: h.Name, VNI: sp.VNI,
 			Switches: switches, Cluster: cluster, Backend: sopts.Backend, Capture: sopts.Capture != "",
 			MemberKeys: map[int]string{}}
 		for i, n := range topo.Nodes {

@@ -83,10 +83,14 @@ type reportSweep struct {
 }
 
 type reportData struct {
-	R         *results.Results
-	Scenarios []reportScenario
-	Sweeps    []reportSweep
-	Sequences []reportSequence
+	R *results.Results
+	// Messages is the messages-against-N plot, "" without a leader-crash
+	// run that passed; AlgorithmsText names the algorithms the bench ran.
+	Messages       template.HTML
+	AlgorithmsText string
+	Scenarios      []reportScenario
+	Sweeps         []reportSweep
+	Sequences      []reportSequence
 	// PercentileNote is PercentileSummary of the scenarios.
 	PercentileNote string
 	// TriggerWindow is how long before an election the capture analysis
@@ -118,6 +122,10 @@ func Write(w io.Writer, r *results.Results, seqs ...Sequence) error {
 			Passed: passedText(sc.Summary), Notes: ScenarioNotes(sc), RunsLabel: runsLabel(len(sc.Runs)), FaultRun: faultRun(sc)})
 	}
 	d.PercentileNote = results.PercentileSummary(r.Scenarios)
+	if pts := MessagesPoints(r); len(pts) > 0 {
+		d.Messages = template.HTML(MessagesByNSVG(pts))
+		d.AlgorithmsText = strings.Join(r.Algorithms(), " and ")
+	}
 	for _, sw := range Sweeps(r.Scenarios) {
 		rs := reportSweep{Title: sw.Title(), SVG: template.HTML(SweepSVG(sw))}
 		for _, pt := range sw.Points {

@@ -30,6 +30,9 @@ var typeColors = map[string]string{
 	"JOIN":        "#148f77",
 	"LEAVE":       "#5d6d7e",
 	"MEMBERS":     "#9a7d0a",
+	// The ring's: a run going round, then its leader announced.
+	"RING_ELECTION": "#b9770e",
+	"ELECTED":       "#0e6655",
 }
 
 const otherColor = "#515a5a"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/scenario"
+	"github.com/bullylab/bullylab/topologies"
 )
 
 // Sweep is a family of scenarios that differ in one numeric label: the
@@ -20,7 +21,9 @@ import (
 // against the swept value.
 type Sweep struct {
 	Name string // the scenarios' name
-	Key  string // the label that varies
+	// Algorithm is the election the points ran: a sweep is of one.
+	Algorithm string
+	Key       string // the label that varies
 	// Fixed are the labels every point shares.
 	Fixed map[string]string
 	// Unit is what Value counts: "ms" for durations, "%" for loss, ""
@@ -41,6 +44,9 @@ func (s *Sweep) Title() string {
 	t := s.Name + " by " + s.Key
 	if len(s.Fixed) > 0 {
 		t = scenario.Key(s.Name, s.Fixed) + " by " + s.Key
+	}
+	if s.Algorithm != "" && s.Algorithm != topologies.DefaultAlgorithm {
+		t += ", " + s.Algorithm
 	}
 	return t
 }
@@ -65,22 +71,25 @@ func SweepValue(key, v string) (value float64, unit string, ok bool) {
 }
 
 // Sweeps finds the families among scs: two or more scenarios of one name
-// with the same label keys, all but one of them equal, the one left
+// and algorithm with the same label keys, all but one of them equal, the one left
 // numeric (SweepValue) in one unit and different in each. Families come in
 // the order of their first scenario, points by value.
 func Sweeps(scs []results.ScenarioResult) []Sweep {
-	var names []string
-	byName := map[string][]*results.ScenarioResult{}
+	type family struct{ name, algorithm string }
+	var names []family
+	byName := map[family][]*results.ScenarioResult{}
 	for i := range scs {
 		sc := &scs[i]
-		if _, ok := byName[sc.Name]; !ok {
-			names = append(names, sc.Name)
+		f := family{sc.Name, sc.AlgorithmName()}
+		if _, ok := byName[f]; !ok {
+			names = append(names, f)
 		}
-		byName[sc.Name] = append(byName[sc.Name], sc)
+		byName[f] = append(byName[f], sc)
 	}
 	var out []Sweep
-	for _, name := range names {
-		if sw, ok := sweepOf(byName[name]); ok {
+	for _, f := range names {
+		if sw, ok := sweepOf(byName[f]); ok {
+			sw.Algorithm = f.algorithm
 			out = append(out, sw)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/wire/bounded"
 )
 
@@ -50,10 +51,14 @@ const (
 func MessageUnit(typ string) string { return strings.ToLower(typ) + msgsSuffix }
 
 // BenchName is the benchmark name of a scenario's runs:
-// BenchmarkElection/topology=T/scenario=S, then the labels in key order.
+// BenchmarkElection/topology=T/scenario=S/algorithm=A, then the labels in
+// key order. The algorithm is always named, so that `benchstat -col
+// /algorithm` sets the algorithms side by side; a name without it, from a
+// bench.txt before there was a choice, is Bully's.
 func BenchName(topology string, sc *ScenarioResult) string {
 	var b strings.Builder
-	b.WriteString("BenchmarkElection/topology=" + nameValue(topology) + "/scenario=" + nameValue(sc.Name))
+	b.WriteString("BenchmarkElection/topology=" + nameValue(topology) + "/scenario=" + nameValue(sc.Name) +
+		"/" + AlgorithmKey + "=" + nameValue(sc.AlgorithmName()))
 	keys := make([]string, 0, len(sc.Labels))
 	for k := range sc.Labels {
 		keys = append(keys, k)
@@ -69,6 +74,9 @@ func BenchName(topology string, sc *ScenarioResult) string {
 	}
 	return name
 }
+
+// AlgorithmKey is the benchmark name's key of the algorithm.
+const AlgorithmKey = "algorithm"
 
 // nameValue keeps a name part to what benchmark names can carry: no white
 // space (it ends the name), no '/' or '=' (they split it).
@@ -369,14 +377,18 @@ func ResultsFromBenchText(name string, bt *BenchText) (*Results, error) {
 		}
 		labels := map[string]string{}
 		for _, k := range keys {
-			if k != "topology" && k != "scenario" {
+			if k != "topology" && k != "scenario" && k != AlgorithmKey {
 				labels[k] = values[k]
 			}
 		}
 		if len(labels) == 0 {
 			labels = nil
 		}
-		sc := &ScenarioResult{Name: scName, Labels: labels}
+		algorithm := values[AlgorithmKey]
+		if algorithm == "" {
+			algorithm = topologies.DefaultAlgorithm
+		}
+		sc := &ScenarioResult{Name: scName, Labels: labels, Algorithm: algorithm}
 		if have, ok := byKey[sc.Key()]; ok {
 			return have, nil
 		}

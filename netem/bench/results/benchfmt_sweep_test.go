@@ -33,7 +33,7 @@ func TestBenchTextSweepKeys(t *testing.T) {
 		switch values["scenario"] {
 		case "latency-sweep", "loss":
 			k := map[string]string{"latency-sweep": "delay", "loss": "loss"}[values["scenario"]]
-			if want := []string{"topology", "scenario", k}; !reflect.DeepEqual(keys, want) {
+			if want := []string{"topology", "scenario", "algorithm", k}; !reflect.DeepEqual(keys, want) {
 				t.Errorf("line %d: keys %v, want %v", res.Line, keys, want)
 			}
 			if byKey[k] == nil {
@@ -41,7 +41,7 @@ func TestBenchTextSweepKeys(t *testing.T) {
 			}
 			byKey[k][values[k]]++
 		case "leader-crash":
-			if len(keys) != 2 {
+			if len(keys) != 3 {
 				t.Errorf("line %d: keys %v", res.Line, keys)
 			}
 		default:
@@ -57,8 +57,8 @@ func TestBenchTextSweepKeys(t *testing.T) {
 		t.Errorf("lines by key %v, want %v", byKey, want)
 	}
 	for _, n := range []string{
-		"BenchmarkElection/topology=star5/scenario=latency-sweep/delay=10ms",
-		"BenchmarkElection/topology=star5/scenario=loss/loss=20",
+		"BenchmarkElection/topology=star5/scenario=latency-sweep/algorithm=bully/delay=10ms",
+		"BenchmarkElection/topology=star5/scenario=loss/algorithm=bully/loss=20",
 	} {
 		if !names[n] {
 			t.Errorf("no line named %s", n)

@@ -142,8 +142,8 @@ func TestBenchTextFormat(t *testing.T) {
 		}
 		perScenario[strings.Join(rec.parts, "")] = append(perScenario[strings.Join(rec.parts, "")], rec)
 	}
-	crash := perScenario["/topology=star16/scenario=leader-crash"]
-	sweep := perScenario["/topology=star16/scenario=latency-sweep/delay=50ms"]
+	crash := perScenario["/topology=star16/scenario=leader-crash/algorithm=bully"]
+	sweep := perScenario["/topology=star16/scenario=latency-sweep/algorithm=bully/delay=50ms"]
 	if len(crash) != 29 || len(sweep) != 30 || len(perScenario) != 2 {
 		t.Fatalf("scenarios: %d, %d runs of %d names", len(crash), len(sweep), len(perScenario))
 	}
@@ -173,7 +173,7 @@ func TestBenchTextFormat(t *testing.T) {
 			t.Errorf("no better=lower for %s", u)
 		}
 	}
-	if !strings.Contains(buf.String(), "\n# failed BenchmarkElection/topology=star16/scenario=leader-crash run 7 liveness: step 2 (wait_leader)") {
+	if !strings.Contains(buf.String(), "\n# failed BenchmarkElection/topology=star16/scenario=leader-crash/algorithm=bully run 7 liveness: step 2 (wait_leader)") {
 		t.Error("failed run 7 not recorded as a comment")
 	}
 }
@@ -184,11 +184,11 @@ func TestBenchName(t *testing.T) {
 		labels map[string]string
 		want   string
 	}{
-		{"leader-crash", nil, "BenchmarkElection/topology=star16/scenario=leader-crash"},
-		{"latency-sweep", map[string]string{"delay": "10ms", "a": "b"}, "BenchmarkElection/topology=star16/scenario=latency-sweep/a=b/delay=10ms"},
+		{"leader-crash", nil, "BenchmarkElection/topology=star16/scenario=leader-crash/algorithm=bully"},
+		{"latency-sweep", map[string]string{"delay": "10ms", "a": "b"}, "BenchmarkElection/topology=star16/scenario=latency-sweep/algorithm=bully/a=b/delay=10ms"},
 		// Trailing -digits would be read as GOMAXPROCS.
-		{"cascade-3", nil, "BenchmarkElection/topology=star16/scenario=cascade_3"},
-		{"my scenario/x=y", nil, "BenchmarkElection/topology=star16/scenario=my_scenario_x_y"},
+		{"cascade-3", map[string]string{"k": "3-3"}, "BenchmarkElection/topology=star16/scenario=cascade-3/algorithm=bully/k=3_3"},
+		{"my scenario/x=y", nil, "BenchmarkElection/topology=star16/scenario=my_scenario_x_y/algorithm=bully"},
 	} {
 		if got := results.BenchName("star16", &results.ScenarioResult{Name: tc.name, Labels: tc.labels}); got != tc.want {
 			t.Errorf("%s %v: %q, want %q", tc.name, tc.labels, got, tc.want)

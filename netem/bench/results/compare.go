@@ -228,13 +228,19 @@ func Compare(baseName string, base *Results, newName string, nw *Results, opts C
 		return nil, fmt.Errorf("compare: significance level %g is not in (0, 1)", opts.Alpha)
 	}
 	c := &Comparison{Base: baseName, New: newName, Topology: base.Topology.Name, MaxRegress: opts.MaxRegress, Alpha: opts.Alpha}
+	keyOf := (*ScenarioResult).Key
+	ba, na := base.Algorithms(), nw.Algorithms()
+	if len(ba) == 1 && len(na) == 1 && ba[0] != na[0] {
+		// One algorithm against another: the same scenarios, contrasted.
+		keyOf = (*ScenarioResult).ScenarioKey
+	}
 	baseByKey := map[string]*ScenarioResult{}
 	newByKey := map[string]*ScenarioResult{}
 	for i := range base.Scenarios {
-		baseByKey[base.Scenarios[i].Key()] = &base.Scenarios[i]
+		baseByKey[keyOf(&base.Scenarios[i])] = &base.Scenarios[i]
 	}
 	for i := range nw.Scenarios {
-		newByKey[nw.Scenarios[i].Key()] = &nw.Scenarios[i]
+		newByKey[keyOf(&nw.Scenarios[i])] = &nw.Scenarios[i]
 	}
 	var onlyBase, onlyNew []string
 	for k := range baseByKey {
@@ -269,8 +275,9 @@ func Compare(baseName string, base *Results, newName string, nw *Results, opts C
 	}
 	c.Notes = append(slices.Clone(c.Partial), notes(baseName, base, newName, nw)...)
 
-	for _, sb := range base.Scenarios {
-		key := sb.Key()
+	for i := range base.Scenarios {
+		sb := &base.Scenarios[i]
+		key := keyOf(sb)
 		sn := newByKey[key]
 		if len(sb.Runs) == 0 {
 			return nil, unusable("scenario %s has no runs in %s", clip(key), baseName)
@@ -323,6 +330,7 @@ func notes(baseName string, base *Results, newName string, nw *Results) []string
 		}
 		return s
 	}
+	note("algorithm", strings.Join(base.Algorithms(), ","), strings.Join(nw.Algorithms(), ","))
 	note("timing", tm(base.Topology.Settings), tm(nw.Topology.Settings))
 	if base.Tool.Name != "" && nw.Tool.Name != "" { // bench.txt keeps no seed
 		note("seed", strconv.FormatInt(base.Seed, 10), strconv.FormatInt(nw.Seed, 10))

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -420,5 +421,73 @@ func TestCompareRowsTheRunsSupport(t *testing.T) {
 		if has["REJECT mean"] {
 			t.Errorf("%d runs a side: a row for REJECT, which no run sent", tc.runs)
 		}
+	}
+}
+
+// The algorithm is part of a scenario's key: a bench of both compares
+// each with its own, a results.json from before there was a choice reads
+// as Bully's, and one algorithm's bench against another's contrasts them
+// scenario by scenario, saying so.
+func TestCompareAlgorithms(t *testing.T) {
+	both := resultstest.AlgorithmsSample()
+	for _, name := range []string{"both.json", "both.txt"} {
+		path := writeResults(t, both, name)
+		c, err := results.CompareFiles(path, path, results.CompareOptions{MaxRegress: 0.10, Alpha: results.DefaultAlpha})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, key := range []string{"leader-crash", "leader-crash algorithm=ring"} {
+			if ch := change(t, c, key, "time to leader p50"); ch.Status != results.Same {
+				t.Errorf("%s: %s against itself: %+v", name, key, ch)
+			}
+		}
+		back, err := results.LoadComparable(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := back.Algorithms(); !slices.Equal(got, []string{"bully", "ring"}) {
+			t.Errorf("%s reads back algorithms %v", name, got)
+		}
+	}
+
+	// A results.json without the field, as benches wrote before.
+	old := resultstest.Sample(1)
+	var buf bytes.Buffer
+	if err := old.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	data := strings.ReplaceAll(buf.String(), `"algorithm": "bully",`, "")
+	if strings.Contains(data, `"algorithm"`) {
+		t.Fatal("the sample still names its algorithm")
+	}
+	oldPath := filepath.Join(t.TempDir(), "old.json")
+	if err := os.WriteFile(oldPath, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := results.ReadResults(oldPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := r.Scenarios[0].Algorithm; a != "bully" {
+		t.Errorf("an old results.json reads as algorithm %q", a)
+	}
+	if _, err := results.CompareFiles(oldPath, writeResults(t, resultstest.Sample(1), "new.json"), results.CompareOptions{MaxRegress: 0.10, Alpha: results.DefaultAlpha}); err != nil {
+		t.Errorf("old against new Bully: %v", err)
+	}
+
+	bully, ring := resultstest.AlgorithmsSample(), resultstest.AlgorithmsSample()
+	bully.Scenarios, ring.Scenarios = bully.Scenarios[:1], ring.Scenarios[1:]
+	c, err := results.CompareFiles(writeResults(t, bully, "bully.json"), writeResults(t, ring, "ring.json"), results.CompareOptions{MaxRegress: 0.10, Alpha: results.DefaultAlpha})
+	if err != nil {
+		t.Fatal(err)
+	}
+	change(t, c, "leader-crash", "time to leader p50")
+	if !slices.ContainsFunc(c.Notes, func(n string) bool { return strings.HasPrefix(n, "algorithm differs: bully in ") }) {
+		t.Errorf("no note of the algorithms: %q", c.Notes)
+	}
+
+	bad := strings.Replace(buf.String(), `"algorithm": "bully"`, `"algorithm": "raft"`, 1)
+	if _, err := results.DecodeResults("bad.json", []byte(bad)); err == nil || !strings.Contains(err.Error(), `scenarios[0].algorithm: "raft" is not an election algorithm`) {
+		t.Errorf("an unknown algorithm: %v", err)
 	}
 }

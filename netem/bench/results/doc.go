@@ -59,6 +59,10 @@
 //	  name, description
 //	  labels              variant labels such as {"delay": "50ms"}; with name, the key
 //	                      compare matches scenarios by ("latency-sweep delay=50ms")
+//	  algorithm           the election the runs ran, bully or ring; absent (in a
+//	                      results.json from before there was a choice) reads as
+//	                      bully. A key other than Bully's ends " algorithm=ring"
+//	                      ("leader-crash algorithm=ring")
 //	  source              the scenario file, or "built-in NAME"
 //	  definition          the scenario as a YAML file (scenario.Format)
 //	  runs[]              every run, in order
@@ -174,16 +178,22 @@
 //	cpu: AMD EPYC 7B13
 //	Unit detection-ns/op better=lower
 //	Unit msgs/op better=lower
-//	BenchmarkElection/topology=star16/scenario=leader-crash 1 578458000 ns/op 575701000 detection-ns/op 42 msgs/op 14 halt-msgs/op ...
-//	# failed BenchmarkElection/topology=star16/scenario=leader-crash run 7 liveness: ...
+//	BenchmarkElection/topology=star16/scenario=leader-crash/algorithm=bully 1 578458000 ns/op 575701000 detection-ns/op 42 msgs/op 14 halt-msgs/op ...
+//	BenchmarkElection/topology=star16/scenario=leader-crash/algorithm=ring 1 580112000 ns/op 576020000 detection-ns/op 30 msgs/op 15 ring_election-msgs/op ...
+//	# failed BenchmarkElection/topology=star16/scenario=leader-crash/algorithm=bully run 7 liveness: ...
 //
-// ns/op is the time to leader. Only configuration keys that do not change
+// ns/op is the time to leader. The algorithm is a name key of its own, so
+// that `benchstat -col /algorithm bench.txt` sets the algorithms side by
+// side; a name without it (a bench.txt from before there was a choice) is
+// Bully's. Only configuration keys that do not change
 // between two benches on one machine are written, because benchstat splits
 // results with different file configuration into separate tables.
 //
 // # compare
 //
-// Compare matches two benches' scenarios by key and compares, per scenario,
+// Compare matches two benches' scenarios by key (the algorithm part of
+// it), or, when each bench ran one algorithm and not the same, by the
+// scenario's key alone, contrasting the algorithms with a note; and compares, per scenario,
 // the time to leader p50, p95, p99 and max, the detection p50 and p95, the
 // mean messages per election in all and by type, and the share of failed
 // runs. A p95 or p99 that a side's runs do not support (fewer than 20 or

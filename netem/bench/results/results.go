@@ -121,6 +121,10 @@ type ScenarioResult struct {
 	Description string            `json:"description,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 	Source      string            `json:"source,omitempty"`
+	// Algorithm is the election the runs ran (topologies.Algorithms);
+	// DecodeResults reads a results.json from before there was a choice,
+	// which has none, as Bully's.
+	Algorithm string `json:"algorithm"`
 	// Definition is the scenario as a file (scenario.Format), so results
 	// say what ran even after the built-ins change.
 	Definition string  `json:"definition,omitempty"`
@@ -128,17 +132,50 @@ type ScenarioResult struct {
 	Summary    Summary `json:"summary"`
 }
 
-// Key identifies the scenario among the variants of one bench.
-func (s *ScenarioResult) Key() string { return scenario.Key(s.Name, s.Labels) }
+// Key identifies the scenario and its algorithm among the variants of
+// one bench: the scenario's key (ScenarioKey), then " algorithm=NAME"
+// unless the algorithm is Bully, so that the keys of the benches before
+// there was a choice, all Bully's, stay as they were.
+func (s *ScenarioResult) Key() string {
+	if a := s.AlgorithmName(); a != topologies.DefaultAlgorithm {
+		return s.ScenarioKey() + " algorithm=" + a
+	}
+	return s.ScenarioKey()
+}
 
-// ResultOf starts the results of sc: everything but the runs.
-func ResultOf(sc *scenario.Scenario) (ScenarioResult, error) {
+// ScenarioKey identifies the scenario alone: its name and labels.
+func (s *ScenarioResult) ScenarioKey() string { return scenario.Key(s.Name, s.Labels) }
+
+// AlgorithmName is the election the runs ran: Algorithm, or Bully when
+// it is empty.
+func (s *ScenarioResult) AlgorithmName() string {
+	if s.Algorithm == "" {
+		return topologies.DefaultAlgorithm
+	}
+	return s.Algorithm
+}
+
+// Algorithms lists the algorithms of r's scenarios, in order of first
+// appearance.
+func (r *Results) Algorithms() []string {
+	var as []string
+	for i := range r.Scenarios {
+		if a := r.Scenarios[i].AlgorithmName(); !slices.Contains(as, a) {
+			as = append(as, a)
+		}
+	}
+	return as
+}
+
+// ResultOf starts the results of sc run on algorithm: everything but the
+// runs.
+func ResultOf(sc *scenario.Scenario, algorithm string) (ScenarioResult, error) {
 	def, err := scenario.Format(sc)
 	if err != nil {
 		return ScenarioResult{}, err
 	}
 	return ScenarioResult{Name: sc.Name, Description: sc.Description, Labels: sc.Labels,
-		Source: sc.Source, Definition: string(def)}, nil
+		Source: sc.Source, Algorithm: algorithm, Definition: string(def)}, nil
 }
 
 // Failure kinds: why a run failed.
@@ -557,6 +594,11 @@ func (r *Results) validate(name string) error {
 		f := "scenarios[" + strconv.Itoa(i) + "]"
 		if sc.Name == "" {
 			return bad(f+".name", "missing")
+		}
+		if sc.Algorithm == "" {
+			r.Scenarios[i].Algorithm = topologies.DefaultAlgorithm
+		} else if !slices.Contains(topologies.Algorithms, sc.Algorithm) {
+			return bad(f+".algorithm", "%s is not an election algorithm (want %s)", bounded.Quote(sc.Algorithm), strings.Join(topologies.Algorithms, " or "))
 		}
 		if j, ok := keys[sc.Key()]; ok {
 			return bad(f, "scenario %s is also scenarios[%d]", bounded.Quote(sc.Key()), j)

@@ -112,7 +112,7 @@ func TestResultOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := results.ResultOf(scs[0])
+	res, err := results.ResultOf(scs[0], "bully")
 	if err != nil {
 		t.Fatal(err)
 	}

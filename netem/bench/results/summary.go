@@ -5,10 +5,12 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/bullylab/bullylab/topologies"
 	"github.com/olekukonko/tablewriter/tw"
 )
 
@@ -151,6 +153,23 @@ func intDigits(x float64) int {
 	return int(math.Floor(math.Log10(x))) + 1
 }
 
+// sideBySide reports whether the summary names each row's algorithm in
+// a column of its own: when r holds any but Bully's, whose keys (Key)
+// would otherwise say it among the labels.
+func sideBySide(r *Results) bool {
+	as := r.Algorithms()
+	return len(as) > 1 || len(as) == 1 && as[0] != topologies.DefaultAlgorithm
+}
+
+// rowKey is the scenario cell of row i: its key, or with the algorithm
+// in a column of its own the scenario's alone.
+func rowKey(r *Results, i int, algorithmColumn bool) string {
+	if algorithmColumn {
+		return r.Scenarios[i].ScenarioKey()
+	}
+	return r.Scenarios[i].Key()
+}
+
 // summaryRows are the scenarios' summaries, computed where results hold
 // runs but none.
 func summaryRows(r *Results) []Summary {
@@ -193,6 +212,11 @@ func writeFullSummary(w io.Writer, r *Results) error {
 	L, R := tw.AlignLeft, tw.AlignRight
 	header := []string{"scenario", "runs", "failed"}
 	align := []tw.Align{L, R, R}
+	algCol := sideBySide(r)
+	if algCol {
+		header = slices.Insert(header, 1, "algorithm")
+		align = slices.Insert(align, 1, L)
+	}
 	var cols []timeColumn
 	for _, group := range summaryTimeColumns(rows) {
 		for i, c := range group {
@@ -212,7 +236,10 @@ func writeFullSummary(w io.Writer, r *Results) error {
 	t := newTable(w, header, align)
 	for i := range r.Scenarios {
 		s := rows[i]
-		row := []string{r.Scenarios[i].Key(), strconv.Itoa(s.Runs), strconv.Itoa(s.Failed)}
+		row := []string{rowKey(r, i, algCol), strconv.Itoa(s.Runs), strconv.Itoa(s.Failed)}
+		if algCol {
+			row = slices.Insert(row, 1, r.Scenarios[i].AlgorithmName())
+		}
 		for _, c := range cols {
 			row = append(row, c.cells[i])
 		}
@@ -236,6 +263,14 @@ func writeCompactSummary(w io.Writer, r *Results, width int) error {
 		passed.cells = append(passed.cells, fmt.Sprintf("%d/%d", s.OK, s.Runs))
 	}
 	cols := []plainCol{{name: "scenario"}, passed}
+	algCol := sideBySide(r)
+	if algCol {
+		alg := plainCol{name: "algorithm"}
+		for i := range r.Scenarios {
+			alg.cells = append(alg.cells, r.Scenarios[i].AlgorithmName())
+		}
+		cols = slices.Insert(cols, 1, alg)
+	}
 	for _, group := range summaryTimeColumns(rows) {
 		shared := true
 		for _, c := range group {
@@ -272,7 +307,7 @@ func writeCompactSummary(w io.Writer, r *Results, width int) error {
 	}
 	var keys []string
 	for i := range r.Scenarios {
-		keys = append(keys, r.Scenarios[i].Key())
+		keys = append(keys, rowKey(r, i, algCol))
 	}
 	cols[0].cells = wrapWords(keys, width-rest)
 	_, err := io.WriteString(w, renderPlain(cols))

@@ -241,3 +241,32 @@ func TestSummaryPlainOffTerminal(t *testing.T) {
 		t.Errorf("summary in a file is not the full table:\n%s", b)
 	}
 }
+
+// A bench of both algorithms sets them side by side: a row per scenario
+// and algorithm, the algorithm in a column of its own, each with its own
+// messages; a Bully-only bench has no such column.
+func TestSummaryAlgorithmsSideBySide(t *testing.T) {
+	r := resultstest.AlgorithmsSample()
+	for _, width := range []int{80, 200} {
+		out := render(t, r, width)
+		lines := tableLines(out)
+		if !strings.Contains(strings.Join(lines, "\n"), "algorithm") {
+			t.Errorf("width %d: no algorithm column:\n%s", width, out)
+		}
+		var rows []string
+		for _, l := range lines {
+			if f := strings.FieldsFunc(l, func(r rune) bool { return r == ' ' || r == '│' }); len(f) > 1 && f[0] == "leader-crash" {
+				rows = append(rows, f[1])
+			}
+		}
+		if !slices.Equal(rows, []string{"bully", "ring"}) {
+			t.Errorf("width %d: rows of leader-crash by algorithm %q:\n%s", width, rows, out)
+		}
+		if width == 200 && (!strings.Contains(out, "RING_ELECTION") || !strings.Contains(out, "HALT_ACK")) {
+			t.Errorf("the full table lacks a type of either algorithm:\n%s", out)
+		}
+	}
+	if out := render(t, resultstest.Sample(1), 200); strings.Contains(out, "algorithm") {
+		t.Errorf("a Bully-only bench names the algorithm:\n%s", out)
+	}
+}

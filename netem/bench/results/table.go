@@ -124,15 +124,20 @@ func messagesCell(s Summary) string {
 	for t := range s.Messages {
 		types[t] = true
 	}
-	var lines []string
+	var shown []string
+	width := len("COORDINATOR") // Bully's longest, so its cells keep one width
 	for _, t := range SortMessageTypes(types) {
-		c := s.Messages[t]
-		if c.Max == 0 {
-			continue
+		if s.Messages[t].Max > 0 {
+			shown = append(shown, t)
+			width = max(width, len(t))
 		}
-		lines = append(lines, fmt.Sprintf("%-11s %5s (%d)", t, FormatMean(c.Mean), c.Max))
 	}
-	lines = append(lines, fmt.Sprintf("%-11s %5s (%d)", "total", FormatMean(s.MessagesTotal.Mean), s.MessagesTotal.Max))
+	var lines []string
+	for _, t := range shown {
+		c := s.Messages[t]
+		lines = append(lines, fmt.Sprintf("%-*s %5s (%d)", width, t, FormatMean(c.Mean), c.Max))
+	}
+	lines = append(lines, fmt.Sprintf("%-*s %5s (%d)", width, "total", FormatMean(s.MessagesTotal.Mean), s.MessagesTotal.Max))
 	return strings.Join(lines, "\n")
 }
 

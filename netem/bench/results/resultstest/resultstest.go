@@ -33,7 +33,7 @@ func Sample(seed uint64) *results.Results {
 		Settings: results.RunSettings{Runs: 30, Scenario: "leader-crash", Backend: "netem", SLE2BoundNS: int64(1300 * time.Millisecond)},
 	}
 	mk := func(name string, labels map[string]string, extra time.Duration) results.ScenarioResult {
-		sc := results.ScenarioResult{Name: name, Labels: labels, Description: "the leader is killed; the survivors elect the highest of them"}
+		sc := results.ScenarioResult{Name: name, Labels: labels, Algorithm: "bully", Description: "the leader is killed; the survivors elect the highest of them"}
 		for i := 1; i <= 30; i++ {
 			det := 500*time.Millisecond + time.Duration(rng.IntN(100_000))*time.Microsecond + 3*extra
 			elect := 2*time.Millisecond + time.Duration(rng.IntN(3000))*time.Microsecond + 4*extra
@@ -107,6 +107,35 @@ func Labels(kv ...string) map[string]string {
 		m[kv[i]] = kv[i+1]
 	}
 	return m
+}
+
+// AlgorithmsSample is a star5 leader-crash bench of both algorithms side
+// by side, as `bullylab bench --algorithm bully,ring` writes it: Bully's
+// runs with the highest survivor detecting (HALT, HALT_ACK and
+// COORDINATOR 3 each, 3N-6), the ring's with RING_ELECTION and ELECTED 4
+// each (2(N-1)).
+func AlgorithmsSample() *results.Results {
+	r := Sample(5)
+	r.Topology.Name, r.Topology.Nodes = "star5", 5
+	bully := ScenarioOfTimes("leader-crash", nil, 0, 700, 705, 712)
+	ring := ScenarioOfTimes("leader-crash", nil, 1, 702, 709, 731)
+	bully.Algorithm, ring.Algorithm = "bully", "ring"
+	for i := range bully.Runs {
+		bully.Runs[i].Messages = map[string]int{"HALT": 3, "HALT_ACK": 3, "COORDINATOR": 3}
+		d := int64(500e6 + i*1e6)
+		bully.Runs[i].DetectionNS = &d
+	}
+	for i := range ring.Runs {
+		if ring.Runs[i].OK {
+			ring.Runs[i].Messages = map[string]int{"RING_ELECTION": 4, "ELECTED": 4}
+			d := int64(501e6 + i*1e6)
+			ring.Runs[i].DetectionNS = &d
+		}
+	}
+	r.Scenarios = []results.ScenarioResult{bully, ring}
+	r.Settings.Runs = 4
+	r.Summarize()
+	return r
 }
 
 // SweepSample is Sample(3) cut to star5 with a leader-crash scenario and
