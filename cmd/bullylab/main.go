@@ -1,5 +1,5 @@
-// Command bullylab runs Bully leader-election nodes and measures how fast
-// they elect under faults.
+// Command bullylab runs leader-election nodes, Bully or ring, and measures
+// how fast they elect under faults.
 package main
 
 import (
@@ -103,7 +103,7 @@ func flagErrorText(msg string) string {
 func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:            "bullylab",
-		Usage:           "measure Bully leader election under real network faults",
+		Usage:           "measure leader election, Bully or ring, under real network faults",
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
