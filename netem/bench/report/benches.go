@@ -32,11 +32,17 @@ type BenchesOptions struct {
 
 // WriteBenchesReport reads the benches opts.Inputs name (ReadBenches)
 // and writes their report (WriteBenches) to opts.Out/report.html, whose
-// path it returns. A bad input is a *results.UnusableError.
+// path it returns. A bad input, or an opts.Out that holds one of the
+// benches (its own report.html would go), is a *results.UnusableError.
 func WriteBenchesReport(opts BenchesOptions) (string, error) {
 	benches, err := ReadBenches(opts.Inputs)
 	if err != nil {
 		return "", err
+	}
+	for _, b := range benches {
+		if sameDir(filepath.Dir(b.Source), opts.Out) {
+			return "", &results.UnusableError{Err: fmt.Errorf("%s holds the bench %s, whose own report.html this one would replace: write it to another directory", opts.Out, b.Source)}
+		}
 	}
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return "", err
@@ -74,6 +80,16 @@ func ReadBenches(inputs []string) ([]Bench, error) {
 		out = append(out, Bench{Source: path, Results: r})
 	}
 	return out, nil
+}
+
+// sameDir says whether a and b name one directory.
+func sameDir(a, b string) bool {
+	if sa, err := os.Stat(a); err == nil {
+		if sb, err := os.Stat(b); err == nil {
+			return os.SameFile(sa, sb)
+		}
+	}
+	return filepath.Clean(a) == filepath.Clean(b)
 }
 
 func scenarioKeys(r *results.Results) []string {
