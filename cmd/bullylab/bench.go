@@ -45,6 +45,8 @@ func benchCommand() *cli.Command {
 			"--algorithm bully,ring runs each run of a scenario on each algorithm in turn, with the same\n" +
 			"seed and fault schedule, so that the host's noise hits both alike; the summary, results.json\n" +
 			"(\"algorithm\"), bench.txt (/algorithm=NAME) and report.html keep them apart, side by side.\n" +
+			"`bullylab report` sets several benches side by side (star5, star16 and star64, say) and\n" +
+			"draws their leader crashes' messages against N.\n" +
 			"Writes results.json, bench.txt (benchstat input), report.html and one pcapng per run to --out,\n" +
 			"all mode 0644. Needs root: it creates network namespaces. The inputs are checked first, the\n" +
 			"scenario against the topology included, so that a mistake costs no testbed.\n" +
