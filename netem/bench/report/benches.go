@@ -129,6 +129,8 @@ type benchesData struct {
 	Benches  []benchesSection
 	Messages template.HTML
 	Points   []benchesPoint
+	// NoPoint are the benches none of whose leader-crash runs passed.
+	NoPoint []string
 	// TriggerWindow is as in reportData, for the shared definitions.
 	TriggerWindow string
 }
@@ -157,6 +159,9 @@ func WriteBenches(w io.Writer, benches []Bench) error {
 			sec.Rows = append(sec.Rows, benchesRow{Scenario: sc.ScenarioKey(), Algorithm: sc.AlgorithmName(), Summary: s})
 		}
 		d.Benches = append(d.Benches, sec)
+		if len(MessagesPoints(r)) == 0 {
+			d.NoPoint = append(d.NoPoint, b.Source)
+		}
 	}
 	d.Title = strings.Join(names, ", ")
 	pts := MessagesPoints(rs...)

@@ -70,4 +70,28 @@ func TestWriteBenches(t *testing.T) {
 	if strings.Contains(page, "<svg class=\"dist\"") || strings.Contains(page, "Message sequence") {
 		t.Error("the report of several benches draws a bench's own plots")
 	}
+	if strings.Contains(page, "No leader-crash run passed") {
+		t.Error("the page misses points it has")
+	}
+
+	// A bench none of whose leader crashes passed has no point, and the
+	// page says so.
+	benches := threeSizes()
+	for i := range benches[1].Results.Scenarios {
+		for j := range benches[1].Results.Scenarios[i].Runs {
+			benches[1].Results.Scenarios[i].Runs[j].OK = false
+		}
+	}
+	benches[1].Results.Summarize()
+	buf.Reset()
+	if err := report.WriteBenches(&buf, benches); err != nil {
+		t.Fatal(err)
+	}
+	page = buf.String()
+	if n := strings.Count(page, `<circle class="measured"`); n != 4 {
+		t.Errorf("%d measured points without star16's, want 4", n)
+	}
+	if !strings.Contains(page, "No leader-crash run passed in star16/results.json: no point of it.") {
+		t.Error("the page does not say which bench has no point")
+	}
 }
