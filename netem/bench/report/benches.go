@@ -92,6 +92,7 @@ func sameDir(a, b string) bool {
 	return filepath.Clean(a) == filepath.Clean(b)
 }
 
+// scenarioKeys name r's scenarios, at most maxKeysNamed of them.
 func scenarioKeys(r *results.Results) []string {
 	var keys []string
 	for i := range r.Scenarios {
@@ -99,11 +100,17 @@ func scenarioKeys(r *results.Results) []string {
 			keys = append(keys, k)
 		}
 	}
-	if len(keys) == 0 {
+	switch {
+	case len(keys) == 0:
 		return []string{"none"}
+	case len(keys) > maxKeysNamed:
+		return append(keys[:maxKeysNamed:maxKeysNamed], fmt.Sprintf("%d more", len(keys)-maxKeysNamed))
 	}
 	return keys
 }
+
+// maxKeysNamed keeps the error of a bench of many scenarios one short line.
+const maxKeysNamed = 5
 
 type benchesSection struct {
 	Bench
