@@ -36,15 +36,17 @@ func benchCommand() *cli.Command {
 		Description: "Each run builds the topology's testbed, captures it live, waits for a stable leader,\n" +
 			"runs the scenario and measures from the capture the election its measured fault (the last\n" +
 			"before its measured wait_leader) triggered: time to leader (from the fault until the winning\n" +
-			"COORDINATOR left the leader for the last live node it had to reach), detection time (from\n" +
-			"the fault to the election's first message, its first ELECTION or HALT) and messages by\n" +
-			"type, checked against the nodes' counters and the SLE1/SLE2 properties; report.html defines\n" +
-			"each metric in full and draws the election of each run --diagram-runs picks. Percentiles\n" +
-			"are nearest-rank over the runs that passed: with fewer than 100 of them p99 is the slowest\n" +
-			"run, with fewer than 20 p95 too.\n" +
+			"COORDINATOR, the ring's ELECTED, left the leader for the last live node it had to reach),\n" +
+			"detection time (from the fault to the election's first message: its first ELECTION or HALT,\n" +
+			"the ring's RING_ELECTION) and messages by type, checked against the nodes' counters and the\n" +
+			"SLE1/SLE2 properties; report.html defines each metric in full and draws the election of\n" +
+			"each run --diagram-runs picks. Percentiles are nearest-rank over the runs that passed: with\n" +
+			"fewer than 100 of them p99 is the slowest run, with fewer than 20 p95 too.\n" +
 			"--algorithm bully,ring runs each run of a scenario on each algorithm in turn, with the same\n" +
 			"seed and fault schedule, so that the host's noise hits both alike; the summary, results.json\n" +
 			"(\"algorithm\"), bench.txt (/algorithm=NAME) and report.html keep them apart, side by side.\n" +
+			"`bullylab report` sets several benches side by side (star5, star16 and star64, say) and\n" +
+			"draws their leader crashes' messages against N.\n" +
 			"Writes results.json, bench.txt (benchstat input), report.html and one pcapng per run to --out,\n" +
 			"all mode 0644. Needs root: it creates network namespaces. The inputs are checked first, the\n" +
 			"scenario against the topology included, so that a mistake costs no testbed.\n" +

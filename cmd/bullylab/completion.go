@@ -257,7 +257,7 @@ func writeFishCompletion(w io.Writer, cmds []completionCmd) error {
 		if len(c.args) > 0 {
 			fmt.Fprintf(&b, "complete -c bullylab -n %s -a %s\n", fishWord(cond), fishWord(strings.Join(c.args, " ")))
 		}
-		if slices.Contains([]string{"analyze", "compare", "up"}, c.name) {
+		if slices.Contains([]string{"analyze", "compare", "report", "up"}, c.name) {
 			fmt.Fprintf(&b, "complete -c bullylab -n %s -F\n", fishWord(cond))
 		}
 	}

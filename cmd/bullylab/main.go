@@ -1,5 +1,5 @@
-// Command bullylab runs Bully leader-election nodes and measures how fast
-// they elect under faults.
+// Command bullylab runs leader-election nodes, Bully or ring, and measures
+// how fast they elect under faults.
 package main
 
 import (
@@ -103,7 +103,7 @@ func flagErrorText(msg string) string {
 func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:            "bullylab",
-		Usage:           "measure Bully leader election under real network faults",
+		Usage:           "measure leader election, Bully or ring, under real network faults",
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
@@ -150,6 +150,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				keygenCommand(),
 				demoCommand(),
 				analyzeCommand(),
+				reportCommand(),
 				hostsCommand(),
 			},
 			testbedCommands(),
@@ -181,6 +182,12 @@ var examples = map[string][]string{
 	"bench": {
 		"sudo bullylab bench --topology star5 --scenario leader-crash --runs 10",
 		"sudo bullylab bench --topology star16 --scenario cascade -k 2 --out cascade-out",
+	},
+	"report": {
+		"sudo bullylab bench --topology star5 --algorithm bully,ring --runs 10 --out s5",
+		"sudo bullylab bench --topology star16 --algorithm bully,ring --runs 10 --out s16",
+		"sudo bullylab bench --topology star64 --algorithm bully,ring --runs 10 --out s64",
+		"bullylab report --out sweep s5 s16 s64",
 	},
 	"compare": {
 		"bullylab compare base-out/results.json bench-out/results.json",

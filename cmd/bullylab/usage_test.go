@@ -37,6 +37,7 @@ func TestUsageErrors(t *testing.T) {
 		"analyze":    {{}, {"a.pcapng", "b.pcapng"}},
 		"bench":      {{"extra"}},
 		"compare":    {{}, {"base.json"}, {"a", "b", "c"}},
+		"report":     {{}},
 		"up":         {{}, {"star5", "extra"}},
 		"status":     {{"extra"}},
 		"fault":      {{}, {"heal", "extra"}, {"crash"}},

@@ -51,7 +51,7 @@ func MessagesPoints(rs ...*results.Results) []MessagesPoint {
 			if s.Runs == 0 && len(sc.Runs) > 0 {
 				s = results.Summarize(sc.Runs)
 			}
-			if sc.Name != leaderCrashScenario || len(sc.Labels) > 0 || s.OK == 0 || r.Topology.Nodes < 3 {
+			if !isLeaderCrash(sc) || s.OK == 0 || r.Topology.Nodes < 3 {
 				continue
 			}
 			pts = append(pts, MessagesPoint{Algorithm: sc.AlgorithmName(), N: r.Topology.Nodes, Mean: s.MessagesTotal.Mean, Runs: s.OK})

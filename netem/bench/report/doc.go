@@ -1,13 +1,17 @@
 // Package report renders what a bench measured as report.html, one
 // self-contained page of tables, notes, charts and space-time diagrams of
 // elections, and writes a bench's outputs (WriteOutputs: results.json,
-// bench.txt and report.html). It builds on any system, as package results
-// does.
+// bench.txt and report.html); WriteBenchesReport makes one page of several
+// benches, of star5, star16 and star64 say. It builds on any system, as
+// package results does.
 //
 // # Map
 //
 //	outputs.go      WriteOutputs
 //	report.go       Write: report.html from report.html.tmpl
+//	benches.go      WriteBenches: one page of several benches from
+//	                benches.html.tmpl, which shares report.html.tmpl's
+//	                style, definitions and messages cells
 //	explain.go      the report's notes, computed from the data
 //	faults.go       the runs table's fault checks
 //	svg.go          the report's SVG: DistributionSVG from

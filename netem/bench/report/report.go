@@ -18,12 +18,17 @@ import (
 //go:embed report.html.tmpl
 var reportTemplate string
 
+//go:embed benches.html.tmpl
+var benchesTemplate string
+
 // reportTmpl is parsed on first use: every bullylab process, node
 // processes included, would otherwise parse it at start.
 var reportTmpl = sync.OnceValue(func() *template.Template { return reportTemplateParsed() })
 
+// reportTemplateParsed is report.html.tmpl as "report" and
+// benches.html.tmpl, which shares its pieces, as "benches".
 func reportTemplateParsed() *template.Template {
-	return template.Must(template.New("report").Funcs(template.FuncMap{
+	t := template.Must(template.New("report").Funcs(template.FuncMap{
 		"ns":     results.FormatNS,
 		"anchor": anchor,
 		"mean":   results.FormatMean,
@@ -53,6 +58,8 @@ func reportTemplateParsed() *template.Template {
 		"splitbrain": splitBrainCell,
 		"timing":     timingText,
 	}).Parse(reportTemplate))
+	template.Must(t.New("benches").Parse(benchesTemplate))
+	return t
 }
 
 type reportScenario struct {

@@ -74,17 +74,18 @@
 //	                      auth, step, setup or node (a node stopped by itself)
 //	    failure           how, in one line
 //	    time_to_leader_ns from the measured election's trigger (below) until the winning
-//	                      COORDINATOR left the leader for the last node it had to reach
+//	                      COORDINATOR (the ring's: ELECTED) left the leader for the
+//	                      last node it had to reach
 //	                      (live at the election's end, not cut off from the leader),
 //	                      by the capture; when the capture shows the election not
 //	                      converging, from the measured fault to the lab's poll that
 //	                      saw the nodes waited for follow one leader
 //	    detection_ns      from the trigger to the election's first message on the wire,
-//	                      its first ELECTION or HALT, whichever came first (with the
-//	                      detection stagger, a leader crash's election can hold no
-//	                      ELECTION: the highest survivor halts the rest first); absent
-//	                      when nothing had to be detected (cold start) or no record
-//	                      triggered the election
+//	                      its first ELECTION, HALT or RING_ELECTION, whichever came
+//	                      first (with the detection stagger, a leader crash's election
+//	                      can hold no ELECTION: the highest survivor halts the rest
+//	                      first); absent when nothing had to be detected (cold
+//	                      start) or no record triggered the election
 //	    leader, epoch     who led after the measured election
 //	    election          the measured election's number in the capture's analysis
 //	                      (n, as `bullylab analyze` lists them); absent when the

@@ -209,8 +209,8 @@ type Run struct {
 	Failure     string `json:"failure,omitempty"`
 	// TimeToLeaderNS is the measured election's (see the package doc):
 	// from its trigger, normally the record of the fault before the
-	// measured wait_leader, until the winning COORDINATOR left the leader
-	// for the last node it had to reach, by the capture; when the capture
+	// measured wait_leader, until the winning COORDINATOR (the ring's:
+	// ELECTED) left the leader for the last node it had to reach, by the capture; when the capture
 	// shows the election not converging, from that fault to the lab's
 	// poll that saw the nodes waited for follow one leader.
 	TimeToLeaderNS int64 `json:"time_to_leader_ns"`
@@ -219,8 +219,8 @@ type Run struct {
 	// none.
 	TimeToLeaderFrom string `json:"time_to_leader_from,omitempty"`
 	// DetectionNS is from the same trigger to the election's first
-	// message on the wire, its first ELECTION or HALT, whichever came
-	// first (capture.Election.DetectionNS); absent when no failure had to
+	// message on the wire, its first ELECTION, HALT or RING_ELECTION,
+	// whichever came first (capture.Election.DetectionNS); absent when no failure had to
 	// be detected (cold start) or no record triggered the election.
 	DetectionNS *int64 `json:"detection_ns,omitempty"`
 	// ClockErrorNS, on a testbed across hosts, bounds what the hosts'

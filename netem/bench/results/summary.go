@@ -234,6 +234,7 @@ func writeFullSummary(w io.Writer, r *Results) error {
 	header = append(header, "messages per election\nmean (max)")
 	align = append(align, L)
 	t := newTable(w, header, align)
+	typeWidth := messageTypeWidth(rows)
 	for i := range r.Scenarios {
 		s := rows[i]
 		row := []string{rowKey(r, i, algCol), strconv.Itoa(s.Runs), strconv.Itoa(s.Failed)}
@@ -243,7 +244,7 @@ func writeFullSummary(w io.Writer, r *Results) error {
 		for _, c := range cols {
 			row = append(row, c.cells[i])
 		}
-		row = append(row, messagesCell(s))
+		row = append(row, messagesCell(s, typeWidth))
 		if err := t.Append(row); err != nil {
 			return err
 		}

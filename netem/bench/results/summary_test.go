@@ -265,6 +265,19 @@ func TestSummaryAlgorithmsSideBySide(t *testing.T) {
 		if width == 200 && (!strings.Contains(out, "RING_ELECTION") || !strings.Contains(out, "HALT_ACK")) {
 			t.Errorf("the full table lacks a type of either algorithm:\n%s", out)
 		}
+		if width == 200 {
+			// The counts line up across the rows: the type column is as
+			// wide in Bully's rows as in the ring's.
+			at := map[int][]string{}
+			for _, l := range lines {
+				if f := strings.Fields(strings.TrimRight(l, "│ ")); len(f) > 3 && slices.Contains([]string{"HALT", "HALT_ACK", "COORDINATOR", "RING_ELECTION", "ELECTED", "total"}, f[len(f)-3]) {
+					at[strings.Index(l, "(")] = append(at[strings.Index(l, "(")], f[len(f)-3])
+				}
+			}
+			if len(at) != 1 {
+				t.Errorf("the messages' counts start at %d columns, want one:\n%s", len(at), out)
+			}
+		}
 	}
 	if out := render(t, resultstest.Sample(1), 200); strings.Contains(out, "algorithm") {
 		t.Errorf("a Bully-only bench names the algorithm:\n%s", out)

@@ -116,7 +116,27 @@ func failureLine(key string, g FailureGroup, runs int) string {
 	return fmt.Sprintf("%s: %d of %d runs failed on %s (%s): %s", key, len(g.Runs), runs, g.Kind, which, how)
 }
 
-func messagesCell(s Summary) string {
+// messageTypeWidth is the width of the type column of the messages
+// cells of rows: their longest type shown, at least Bully's COORDINATOR,
+// so that every row's counts line up, the ring's RING_ELECTION included.
+func messageTypeWidth(rows []Summary) int {
+	width := len("COORDINATOR")
+	for _, s := range rows {
+		if s.OK == 0 {
+			continue
+		}
+		for t, c := range s.Messages {
+			if c.Max > 0 {
+				width = max(width, len(t))
+			}
+		}
+	}
+	return width
+}
+
+// messagesCell is a row's messages per election, a line per type padded
+// to width (messageTypeWidth) and the total.
+func messagesCell(s Summary, width int) string {
 	if s.OK == 0 {
 		return "-"
 	}
@@ -124,18 +144,11 @@ func messagesCell(s Summary) string {
 	for t := range s.Messages {
 		types[t] = true
 	}
-	var shown []string
-	width := len("COORDINATOR") // Bully's longest, so its cells keep one width
-	for _, t := range SortMessageTypes(types) {
-		if s.Messages[t].Max > 0 {
-			shown = append(shown, t)
-			width = max(width, len(t))
-		}
-	}
 	var lines []string
-	for _, t := range shown {
-		c := s.Messages[t]
-		lines = append(lines, fmt.Sprintf("%-*s %5s (%d)", width, t, FormatMean(c.Mean), c.Max))
+	for _, t := range SortMessageTypes(types) {
+		if c := s.Messages[t]; c.Max > 0 {
+			lines = append(lines, fmt.Sprintf("%-*s %5s (%d)", width, t, FormatMean(c.Mean), c.Max))
+		}
 	}
 	lines = append(lines, fmt.Sprintf("%-*s %5s (%d)", width, "total", FormatMean(s.MessagesTotal.Mean), s.MessagesTotal.Max))
 	return strings.Join(lines, "\n")

@@ -114,20 +114,25 @@ func Labels(kv ...string) map[string]string {
 // runs with the highest survivor detecting (HALT, HALT_ACK and
 // COORDINATOR 3 each, 3N-6), the ring's with RING_ELECTION and ELECTED 4
 // each (2(N-1)).
-func AlgorithmsSample() *results.Results {
+func AlgorithmsSample() *results.Results { return AlgorithmsSampleOf("star5", 5) }
+
+// AlgorithmsSampleOf is AlgorithmsSample on topology, of n nodes: Bully's
+// runs send HALT, HALT_ACK and COORDINATOR n-2 times each, the ring's
+// RING_ELECTION and ELECTED n-1 times each, the closed forms' counts.
+func AlgorithmsSampleOf(topology string, n int) *results.Results {
 	r := Sample(5)
-	r.Topology.Name, r.Topology.Nodes = "star5", 5
+	r.Topology.Name, r.Topology.Nodes = topology, n
 	bully := ScenarioOfTimes("leader-crash", nil, 0, 700, 705, 712)
 	ring := ScenarioOfTimes("leader-crash", nil, 1, 702, 709, 731)
 	bully.Algorithm, ring.Algorithm = "bully", "ring"
 	for i := range bully.Runs {
-		bully.Runs[i].Messages = map[string]int{"HALT": 3, "HALT_ACK": 3, "COORDINATOR": 3}
+		bully.Runs[i].Messages = map[string]int{"HALT": n - 2, "HALT_ACK": n - 2, "COORDINATOR": n - 2}
 		d := int64(500e6 + i*1e6)
 		bully.Runs[i].DetectionNS = &d
 	}
 	for i := range ring.Runs {
 		if ring.Runs[i].OK {
-			ring.Runs[i].Messages = map[string]int{"RING_ELECTION": 4, "ELECTED": 4}
+			ring.Runs[i].Messages = map[string]int{"RING_ELECTION": n - 1, "ELECTED": n - 1}
 			d := int64(501e6 + i*1e6)
 			ring.Runs[i].DetectionNS = &d
 		}
