@@ -145,7 +145,7 @@ func TestReportDetectionFirstHalt(t *testing.T) {
 	}
 	text := page.String()
 	for _, want := range []string{
-		"<dt>detection</dt>\n<dd>From the measured election's trigger to the election's first message on the wire: its first ELECTION or its first HALT, whichever came first",
+		"<dt>detection</dt>\n<dd>From the measured election's trigger to the election's first message on the wire: its first ELECTION, HALT or RING_ELECTION, whichever came first",
 		"<td>" + results.FormatNS(*run.DetectionNS) + "</td>",
 	} {
 		if !strings.Contains(text, want) {
