@@ -10,8 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Each target costs its fuzz time and about 3 s to build and replay its
-# corpus; at 38 targets, 4 s each keeps a CI run under 20 minutes. The
-# corpora themselves run in every go test.
+# corpus; at 40 targets, two at a time, 4 s each keeps a CI run under 20
+# minutes. The corpora themselves run in every go test.
 FUZZTIME=${FUZZTIME:-4s}
 
 step() { printf '\n==> %s\n' "$*"; }
@@ -87,31 +87,48 @@ go test -count=1 -timeout 15m ./netem/bench
 step "go test -race (short)"
 go test -count=1 -race -short -timeout 10m ./node/... ./wire/...
 
+# fuzz_one PKG TARGET fuzzes one target with one worker. Two run at a
+# time: a target's build and corpus replay (about 3 s) are mostly one core's
+# work, so two fuzzers of one worker each keep both cores busy, where one of
+# two workers left one idle for that part.
+fuzz_one() {
+	local pkg=$1 target=$2 dir log
+	dir=$(go list -f '{{.Dir}}' "$pkg")
+	log=$(mktemp)
+	if go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" -parallel 1 "$pkg" >"$log" 2>&1; then
+		echo "fuzz $pkg $target: ok"
+		rm -f "$log"
+		return 0
+	fi
+	# Go 1.26's fuzz coordinator can report its own -fuzztime deadline as
+	# a failure (go.dev/issue/75804, fixed in 1.27). That failure writes no
+	# input and names no error of ours; anything else, or a written input,
+	# is a real failure.
+	if grep -q 'context deadline exceeded' "$log" &&
+		! grep -Eq 'Failing input written|panic:|_test\.go:[0-9]+:' "$log"; then
+		echo "fuzz $pkg $target: ok (fuzz coordinator deadline race, go.dev/issue/75804: no failing input)"
+		rm -f "$log"
+		return 0
+	fi
+	cat "$log" >&2
+	echo "fuzz target $target in $pkg failed; the failing input is in $dir/testdata/fuzz/$target" >&2
+	rm -f "$log"
+	return 1
+}
+
 if [ -z "${SKIP_FUZZ:-}" ]; then
-	step "fuzz ($FUZZTIME per target)"
+	step "fuzz ($FUZZTIME per target, two at a time)"
+	export FUZZTIME
+	export -f fuzz_one
 	for pkg in $(go list ./...); do
 		dir=$(go list -f '{{.Dir}}' "$pkg")
 		for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
-			echo "fuzz $pkg $target"
-			log=$(mktemp)
-			if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" >"$log" 2>&1; then
-				# Go 1.26's fuzz coordinator can report its own -fuzztime
-				# deadline as a failure (go.dev/issue/75804, fixed in 1.27).
-				# That failure writes no input and names no error of ours;
-				# anything else, or a written input, is a real failure.
-				if grep -q 'context deadline exceeded' "$log" &&
-					! grep -Eq 'Failing input written|panic:|_test\.go:[0-9]+:' "$log"; then
-					echo "  (fuzz coordinator deadline race, go.dev/issue/75804: no failing input; counted as passed)"
-				else
-					cat "$log" >&2
-					echo "fuzz target $target in $pkg failed; the failing input is in $dir/testdata/fuzz/$target" >&2
-					rm -f "$log"
-					exit 1
-				fi
-			fi
-			rm -f "$log"
+			echo "$pkg $target"
 		done
-	done
+	done | xargs -n 2 -P 2 bash -c 'fuzz_one "$@"' fuzz_one || {
+		echo "fuzzing failed (see above)" >&2
+		exit 1
+	}
 fi
 
 if [ -z "${SKIP_BENCH:-}" ]; then
