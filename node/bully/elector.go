@@ -15,30 +15,13 @@ import (
 // Every method takes the caller's monotonic clock reading; the Elector only
 // compares these readings, so any origin works.
 type Elector struct {
-	cfg election.Config
-	id  uuid.UUID
-
-	roster *election.Roster
-	out    *election.Outbox
-
-	status      election.Status
-	epoch       uint64 // highest epoch seen
-	promise     election.Ballot
-	leader      uuid.UUID
-	leaderEpoch uint64
+	*election.Core
 
 	proposal election.Ballot    // election.StatusHalting: the ballot being proposed
 	pending  map[uuid.UUID]bool // election.StatusHalting: lower members yet to HALT_ACK
 	skip     uuid.UUID          // a suspected leader left out of this election's ELECTIONs
 	reason   wire.Reason        // why the current or last election started; sent in its frames
-	deadline time.Duration      // when the current status times out, or the next heartbeat is due
-	heard    time.Duration      // election.StatusNormal follower: when the leader last showed it is alive
-	left     bool               // Leave was called: the machine is inert
-	// bootstrapping: a first start that has not yet followed or won a
-	// leader; it takes any epoch up to election.MaxEpoch (see election.EpochWindow).
-	bootstrapping bool
-	dirty         bool        // persisted fields changed since the last Drain
-	scratch       []uuid.UUID // reused by higher
+	scratch  []uuid.UUID        // reused by higher
 }
 
 // NewElector returns an Elector that starts an election at once (Reason boot).
@@ -50,61 +33,15 @@ type Elector struct {
 // every node Normal with itself as leader, breaking SLE1 the moment two nodes
 // boot. The election timeout plays the role of the boot wait.
 func NewElector(cfg election.Config, restored *election.State, now time.Duration) (*Elector, error) {
-	if err := cfg.Validate(); err != nil {
+	m := &Elector{}
+	core, err := election.NewCore(cfg, restored)
+	if err != nil {
 		return nil, err
 	}
-	if err := election.CheckRestored(restored); err != nil {
-		return nil, err
-	}
-	m := &Elector{
-		cfg:           cfg,
-		id:            cfg.ID,
-		out:           election.NewOutbox(cfg.ID),
-		bootstrapping: restored == nil,
-	}
-	m.roster = election.NewRoster(cfg, restored, m.out)
-	m.roster.OnChange = func() {
-		m.dirty = true
-		m.rearmOnRankChange()
-	}
-	if restored != nil {
-		m.epoch = restored.Epoch
-		m.promise = restored.Promise
-		m.leader = restored.Leader
-		m.leaderEpoch = restored.LeaderEpoch
-	}
-	m.dirty = true
-	if cfg.Join || (restored != nil && restored.Left) {
-		m.roster.Join(m.epoch)
-	}
+	m.Core = core
 	m.startElection(now, wire.ReasonBoot)
 	return m, nil
 }
-
-// ID returns the node's ID.
-func (m *Elector) ID() uuid.UUID { return m.id }
-
-// Status returns the node's current status.
-func (m *Elector) Status() election.Status { return m.status }
-
-// Leader returns the leader this node last accepted and its epoch. It is
-// significant only while Status is election.StatusNormal.
-func (m *Elector) Leader() (uuid.UUID, uint64) { return m.leader, m.leaderEpoch }
-
-// Epoch returns the highest epoch this node has seen.
-func (m *Elector) Epoch() uint64 { return m.epoch }
-
-// IsLeader reports whether this node is a Normal leader.
-func (m *Elector) IsLeader() bool { return m.status == election.StatusNormal && m.leader == m.id }
-
-// Members returns every known member, self included, in ID order.
-func (m *Elector) Members() []wire.Member { return m.roster.Members() }
-
-// Sent returns how many messages of type t the Elector has emitted.
-func (m *Elector) Sent(t wire.Type) uint64 { return m.out.Sent(t) }
-
-// NextDeadline returns the clock reading at which Tick next has work to do.
-func (m *Elector) NextDeadline() time.Duration { return m.deadline }
 
 // Refused tells the Elector that a message it sent to peer was refused:
 // nobody listened at the peer's address (TCP answered the connection with a
@@ -114,7 +51,7 @@ func (m *Elector) NextDeadline() time.Duration { return m.deadline }
 // and when it starts again it elects on its own. Anything else is ignored;
 // silence, as in a partition, still takes the timeout.
 func (m *Elector) Refused(now time.Duration, peer uuid.UUID, t wire.Type, epoch uint64) {
-	if m.left || t != wire.TypeHalt || m.status != election.StatusHalting || epoch != m.proposal.Epoch || !m.pending[peer] {
+	if m.Left || t != wire.TypeHalt || m.CurrentStatus != election.StatusHalting || epoch != m.proposal.Epoch || !m.pending[peer] {
 		return
 	}
 	delete(m.pending, peer)
@@ -123,72 +60,35 @@ func (m *Elector) Refused(now time.Duration, peer uuid.UUID, t wire.Type, epoch 
 	}
 }
 
-// Drain returns and clears what the Elector produced since the last Drain.
-func (m *Elector) Drain() election.Output {
-	var st *election.State
-	if m.dirty {
-		s := m.State()
-		st = &s
-		m.dirty = false
-	}
-	return m.out.Take(st)
-}
-
-// State returns a copy of what the node persists.
-func (m *Elector) State() election.State {
-	return election.State{
-		Epoch:       m.epoch,
-		Promise:     m.promise,
-		Leader:      m.leader,
-		LeaderEpoch: m.leaderEpoch,
-		Members:     m.Members(),
-		Left:        m.left,
-	}
-}
-
 // Campaign starts an election now, as the failure detector would: for
 // ReasonLeaderFailed the current leader is left out of the ELECTIONs. It does
 // nothing while this node is already electing or halting.
 func (m *Elector) Campaign(now time.Duration, reason wire.Reason) {
-	if m.left || m.status == election.StatusElecting || m.status == election.StatusHalting {
+	if m.Left || m.CurrentStatus == election.StatusElecting || m.CurrentStatus == election.StatusHalting {
 		return
 	}
 	m.startElection(now, reason)
 }
 
-// Leave announces with LEAVE that this node leaves the cluster for good. The
-// Elector ignores all input afterwards.
-func (m *Elector) Leave(now time.Duration) {
-	if m.left {
-		return
-	}
-	for _, id := range m.roster.Others() {
-		m.send(id, wire.TypeLeave, 0, m.epoch, nil)
-	}
-	m.left = true
-	m.dirty = true
-	m.deadline = 1<<63 - 1
-}
-
 // Tick fires whatever timer is due at now.
 func (m *Elector) Tick(now time.Duration) {
-	if m.left || now < m.deadline {
+	if m.Left || now < m.Deadline {
 		return
 	}
-	switch m.status {
+	switch m.CurrentStatus {
 	case election.StatusElecting:
 		// Nobody above answered within the election timeout: they are all
 		// down, so this node is the highest alive and halts the ones below.
-		m.startHalting(now, m.epoch+1)
+		m.startHalting(now, m.HighestEpoch+1)
 	case election.StatusHalting:
 		// Lower nodes that did not acknowledge in time count as failed.
 		m.win(now)
 	case election.StatusWaiting:
 		m.startElection(now, wire.ReasonWaitTimeout)
 	case election.StatusNormal:
-		if m.leader == m.id {
-			m.broadcast(wire.TypeHeartbeat, 0, m.leaderEpoch, nil)
-			m.deadline = now + m.cfg.HeartbeatInterval
+		if m.LeaderID == m.Self {
+			m.Broadcast(wire.TypeHeartbeat, 0, m.LeaderEpoch, nil)
+			m.Deadline = now + m.Config.HeartbeatInterval
 		} else {
 			m.startElection(now, wire.ReasonLeaderFailed)
 		}
@@ -198,33 +98,33 @@ func (m *Elector) Tick(now time.Duration) {
 // Step processes one received message. msg and its payload may be reused
 // by the caller once Step returns.
 func (m *Elector) Step(now time.Duration, msg *wire.Message) {
-	if m.left || msg.From == m.id {
+	if m.Left || msg.From == m.Self {
 		return
 	}
 	from := msg.From
 	if msg.Type.Algorithm() == wire.AlgorithmRing {
-		m.out.Refuse(now, m.roster.Member(from), election.CauseAlgorithm,
+		m.Out.Refuse(now, m.Roster.Member(from), election.CauseAlgorithm,
 			fmt.Sprintf("%s from %s: this node runs %s", msg.Type, from, wire.AlgorithmBully))
 		return
 	}
-	if !m.roster.Admit(now, msg, m.epoch, m.bootstrapping) {
+	if !m.Roster.Admit(now, msg, m.HighestEpoch, m.Bootstrapping) {
 		return
 	}
-	if msg.Epoch > m.epoch && msg.Type != wire.TypeReject {
-		m.epoch = msg.Epoch
-		m.dirty = true
+	if msg.Epoch > m.HighestEpoch && msg.Type != wire.TypeReject {
+		m.HighestEpoch = msg.Epoch
+		m.Dirty = true
 	}
 	switch msg.Type {
 	case wire.TypeElection:
 		m.onElection(now, from)
 	case wire.TypeAnswer:
-		if m.status == election.StatusElecting && election.Less(m.id, from) {
+		if m.CurrentStatus == election.StatusElecting && election.Less(m.Self, from) {
 			m.becomeWaiting(now, from)
 		}
 	case wire.TypeHalt:
 		m.onHalt(now, election.Ballot{Epoch: msg.Epoch, ID: from}, msg.Reason())
 	case wire.TypeHaltAck:
-		if m.status == election.StatusHalting && msg.Epoch == m.proposal.Epoch && m.pending[from] {
+		if m.CurrentStatus == election.StatusHalting && msg.Epoch == m.proposal.Epoch && m.pending[from] {
 			delete(m.pending, from)
 			if len(m.pending) == 0 {
 				m.win(now)
@@ -245,46 +145,46 @@ func (m *Elector) Step(now time.Duration, msg *wire.Message) {
 		if err != nil {
 			return
 		}
-		if m.roster.OnJoin(now, wire.Member{ID: from, Addr: addr}, msg.Flags&wire.FlagWantMembers != 0, m.epoch) && m.IsLeader() {
-			m.send(from, wire.TypeCoordinator, uint8(m.reason), m.leaderEpoch, nil)
+		if m.Roster.OnJoin(now, wire.Member{ID: from, Addr: addr}, msg.Flags&wire.FlagWantMembers != 0, m.HighestEpoch) && m.IsLeader() {
+			m.send(from, wire.TypeCoordinator, uint8(m.reason), m.LeaderEpoch, nil)
 		}
 	case wire.TypeLeave:
 		m.onLeave(now, from)
 	case wire.TypeMembers:
-		m.roster.OnMembers(now, from, msg.Payload, m.epoch)
+		m.Roster.OnMembers(now, from, msg.Payload, m.HighestEpoch)
 	}
 }
 
 func (m *Elector) onElection(now time.Duration, from uuid.UUID) {
-	if !election.Less(from, m.id) {
+	if !election.Less(from, m.Self) {
 		return // ELECTION goes only to higher nodes; a higher sender is confused, not a threat
 	}
-	m.send(from, wire.TypeAnswer, 0, m.epoch, nil)
-	if m.status != election.StatusNormal {
+	m.send(from, wire.TypeAnswer, 0, m.HighestEpoch, nil)
+	if m.CurrentStatus != election.StatusNormal {
 		// Already electing, halting or waiting for a higher node: the answer
 		// is all the lower node needs.
 		return
 	}
-	if m.leader == m.id {
+	if m.LeaderID == m.Self {
 		// A live leader re-asserts itself to the node that suspected it
 		// instead of starting a new round: its epoch has not ended.
-		m.send(from, wire.TypeCoordinator, uint8(m.reason), m.leaderEpoch, nil)
+		m.send(from, wire.TypeCoordinator, uint8(m.reason), m.LeaderEpoch, nil)
 		return
 	}
 	m.startElection(now, wire.ReasonBullied)
 }
 
 func (m *Elector) onHalt(now time.Duration, b election.Ballot, reason wire.Reason) {
-	if election.Less(b.ID, m.id) {
+	if election.Less(b.ID, m.Self) {
 		// A lower node believes it is the highest alive: bully it.
-		if m.status == election.StatusNormal || m.status == election.StatusWaiting {
+		if m.CurrentStatus == election.StatusNormal || m.CurrentStatus == election.StatusWaiting {
 			m.startElection(now, wire.ReasonBullied)
 		}
 		return
 	}
-	if m.promise.Less(b) && b.Epoch > m.leaderEpoch {
-		m.promise = b
-		m.dirty = true
+	if m.Promise.Less(b) && b.Epoch > m.LeaderEpoch {
+		m.Promise = b
+		m.Dirty = true
 		m.becomeWaiting(now, b.ID)
 		m.send(b.ID, wire.TypeHaltAck, 0, b.Epoch, nil)
 		return
@@ -295,50 +195,50 @@ func (m *Elector) onHalt(now time.Duration, b election.Ballot, reason wire.Reaso
 // onReject handles a REJECT naming ballot b that the sender promised.
 func (m *Elector) onReject(now time.Duration, b election.Ballot) {
 	switch {
-	case m.status == election.StatusHalting:
+	case m.CurrentStatus == election.StatusHalting:
 		if b.Epoch < m.proposal.Epoch {
 			return // answers an earlier proposal that the current one already beats
 		}
-		if b.Epoch > m.epoch {
-			m.epoch = b.Epoch
-			m.dirty = true
+		if b.Epoch > m.HighestEpoch {
+			m.HighestEpoch = b.Epoch
+			m.Dirty = true
 		}
-		if election.Less(m.id, b.ID) && m.proposal.Less(b) {
+		if election.Less(m.Self, b.ID) && m.proposal.Less(b) {
 			// A higher node holds a newer ballot. Competing with it would
 			// bump epochs back and forth; ask it instead: an ANSWER means it
 			// is alive and this node waits, silence means it is gone.
 			m.startElection(now, wire.ReasonOutvoted)
 			return
 		}
-		m.startHalting(now, m.epoch+1)
-	case m.status == election.StatusNormal && m.leader == m.id:
-		if b.Epoch > m.epoch {
-			m.epoch = b.Epoch
-			m.dirty = true
+		m.startHalting(now, m.HighestEpoch+1)
+	case m.CurrentStatus == election.StatusNormal && m.LeaderID == m.Self:
+		if b.Epoch > m.HighestEpoch {
+			m.HighestEpoch = b.Epoch
+			m.Dirty = true
 		}
-		if (election.Ballot{Epoch: m.leaderEpoch, ID: m.id}).Less(b) {
+		if (election.Ballot{Epoch: m.LeaderEpoch, ID: m.Self}).Less(b) {
 			// Some node promised a newer ballot. If its owner is higher and
 			// alive, the ELECTION finds it and this node waits; otherwise this
 			// node takes the cluster back under a still newer epoch.
 			m.startElection(now, wire.ReasonOutvoted)
 		}
 	default:
-		if b.Epoch > m.epoch {
-			m.epoch = b.Epoch
-			m.dirty = true
+		if b.Epoch > m.HighestEpoch {
+			m.HighestEpoch = b.Epoch
+			m.Dirty = true
 		}
 	}
 }
 
 func (m *Elector) onCoordinator(now time.Duration, b election.Ballot) {
-	if election.Less(b.ID, m.id) {
+	if election.Less(b.ID, m.Self) {
 		// "A node that hears COORDINATOR from a lower ID bullies it."
-		if m.status == election.StatusNormal || m.status == election.StatusWaiting {
+		if m.CurrentStatus == election.StatusNormal || m.CurrentStatus == election.StatusWaiting {
 			m.startElection(now, wire.ReasonLowerLeader)
 		}
 		return
 	}
-	if b.Less(m.promise) || b.Epoch < m.leaderEpoch {
+	if b.Less(m.Promise) || b.Epoch < m.LeaderEpoch {
 		m.reject(b.ID)
 		return
 	}
@@ -346,18 +246,18 @@ func (m *Elector) onCoordinator(now time.Duration, b election.Ballot) {
 }
 
 func (m *Elector) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
-	if m.status != election.StatusNormal {
+	if m.CurrentStatus != election.StatusNormal {
 		return
 	}
 	switch {
-	case from == m.leader && epoch == m.leaderEpoch && m.leader != m.id:
-		m.heard = now
-		m.armDetector()
-	case m.leader == m.id && election.Less(from, m.id):
+	case from == m.LeaderID && epoch == m.LeaderEpoch && m.LeaderID != m.Self:
+		m.Heard = now
+		m.ArmFailureDetector()
+	case m.LeaderID == m.Self && election.Less(from, m.Self):
 		// Two leaders (a healed partition): the higher one takes over under
 		// a new epoch; the lower one waits to be halted.
 		m.startElection(now, wire.ReasonLowerLeader)
-	case m.leader == m.id:
+	case m.LeaderID == m.Self:
 		// Two leaders, and this is the lower one. Its own HEARTBEATs may
 		// not reach the higher one (a transport backing off from it since
 		// before it came up drops them for up to a second), so it does
@@ -369,8 +269,8 @@ func (m *Elector) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
 }
 
 func (m *Elector) onLeave(now time.Duration, from uuid.UUID) {
-	m.roster.OnLeave(now, from)
-	switch m.status {
+	m.Roster.OnLeave(now, from)
+	switch m.CurrentStatus {
 	case election.StatusHalting:
 		if m.pending[from] {
 			delete(m.pending, from)
@@ -379,7 +279,7 @@ func (m *Elector) onLeave(now time.Duration, from uuid.UUID) {
 			}
 		}
 	case election.StatusNormal:
-		if m.leader == from {
+		if m.LeaderID == from {
 			m.startElection(now, wire.ReasonLeaderLeft)
 		}
 	}
@@ -391,46 +291,46 @@ func (m *Elector) startElection(now time.Duration, reason wire.Reason) {
 	m.skip = uuid.Nil
 	switch {
 	case reason == wire.ReasonLeaderFailed || reason == wire.ReasonLeaderLeft:
-		m.skip = m.leader
-	case reason == wire.ReasonBullied && m.status == election.StatusNormal && m.leader != m.id &&
-		now-m.heard > 2*m.cfg.HeartbeatInterval:
+		m.skip = m.LeaderID
+	case reason == wire.ReasonBullied && m.CurrentStatus == election.StatusNormal && m.LeaderID != m.Self &&
+		now-m.Heard > 2*m.Config.HeartbeatInterval:
 		// A lower node suspects the leader and this node has missed a
 		// heartbeat too: asking the leader would likely cost a whole
 		// ElectionTimeout waiting on a dead node.
-		m.skip = m.leader
+		m.skip = m.LeaderID
 	}
 	m.reason = reason
-	m.emit(election.Event{At: now, Kind: election.EventElectionStarted, Reason: reason})
+	m.Out.Emit(election.Event{At: now, Kind: election.EventElectionStarted, Reason: reason})
 	higher := m.higher()
 	if len(higher) == 0 {
-		m.startHalting(now, max(m.epoch, m.promise.Epoch)+1)
+		m.startHalting(now, max(m.HighestEpoch, m.Promise.Epoch)+1)
 		return
 	}
-	m.setStatus(now, election.StatusElecting)
+	m.SetStatus(now, election.StatusElecting)
 	for _, id := range higher {
-		m.send(id, wire.TypeElection, uint8(reason), m.epoch, nil)
+		m.send(id, wire.TypeElection, uint8(reason), m.HighestEpoch, nil)
 	}
-	m.deadline = now + m.cfg.ElectionTimeout
+	m.Deadline = now + m.Config.ElectionTimeout
 }
 
 // startHalting proposes ballot (epoch, self) to every lower member.
 func (m *Elector) startHalting(now time.Duration, epoch uint64) {
-	epoch = max(epoch, m.epoch+1, m.promise.Epoch+1)
-	m.epoch = epoch
-	m.proposal = election.Ballot{Epoch: epoch, ID: m.id}
-	m.promise = m.proposal
-	m.dirty = true
-	m.setStatus(now, election.StatusHalting)
+	epoch = max(epoch, m.HighestEpoch+1, m.Promise.Epoch+1)
+	m.HighestEpoch = epoch
+	m.proposal = election.Ballot{Epoch: epoch, ID: m.Self}
+	m.Promise = m.proposal
+	m.Dirty = true
+	m.SetStatus(now, election.StatusHalting)
 	m.pending = make(map[uuid.UUID]bool)
 	// Highest first: the nearer a lower node ranks, the sooner its
 	// staggered detector fires, so the sooner it needs its HALT.
-	ids := m.roster.IDs()
-	for i := m.roster.Position(m.id) - 1; i >= 0; i-- {
+	ids := m.Roster.IDs()
+	for i := m.Roster.Position(m.Self) - 1; i >= 0; i-- {
 		id := ids[i]
 		m.pending[id] = true
 		m.send(id, wire.TypeHalt, uint8(m.reason), epoch, nil)
 	}
-	m.deadline = now + m.cfg.ElectionTimeout
+	m.Deadline = now + m.Config.ElectionTimeout
 	if len(m.pending) == 0 {
 		m.win(now)
 	}
@@ -438,54 +338,35 @@ func (m *Elector) startHalting(now time.Duration, epoch uint64) {
 
 // win makes this node leader of its proposed epoch and tells everyone.
 func (m *Elector) win(now time.Duration) {
-	m.bootstrapping = false
+	m.Bootstrapping = false
 	m.pending = nil
-	m.leader = m.id
-	m.leaderEpoch = m.proposal.Epoch
-	m.dirty = true
-	m.setStatus(now, election.StatusNormal)
-	m.emit(election.Event{At: now, Kind: election.EventElectionWon, Leader: m.id, Epoch: m.leaderEpoch})
-	m.emit(election.Event{At: now, Kind: election.EventLeaderChanged, Leader: m.id, Epoch: m.leaderEpoch})
-	m.broadcast(wire.TypeCoordinator, uint8(m.reason), m.leaderEpoch, nil)
-	m.deadline = now + m.cfg.HeartbeatInterval
+	m.LeaderID = m.Self
+	m.LeaderEpoch = m.proposal.Epoch
+	m.Dirty = true
+	m.SetStatus(now, election.StatusNormal)
+	m.Out.Emit(election.Event{At: now, Kind: election.EventElectionWon, Leader: m.Self, Epoch: m.LeaderEpoch})
+	m.Out.Emit(election.Event{At: now, Kind: election.EventLeaderChanged, Leader: m.Self, Epoch: m.LeaderEpoch})
+	m.Broadcast(wire.TypeCoordinator, uint8(m.reason), m.LeaderEpoch, nil)
+	m.Deadline = now + m.Config.HeartbeatInterval
 }
 
 // follow accepts b's node as leader of b's epoch.
 func (m *Elector) follow(now time.Duration, b election.Ballot) {
-	m.bootstrapping = false
-	changed := m.leader != b.ID || m.leaderEpoch != b.Epoch
-	m.promise = b
-	m.leader = b.ID
-	m.leaderEpoch = b.Epoch
+	m.Bootstrapping = false
+	changed := m.LeaderID != b.ID || m.LeaderEpoch != b.Epoch
+	m.Promise = b
+	m.LeaderID = b.ID
+	m.LeaderEpoch = b.Epoch
 	if changed {
-		m.dirty = true
+		m.Dirty = true
 	}
 	m.pending = nil
-	m.setStatus(now, election.StatusNormal)
+	m.SetStatus(now, election.StatusNormal)
 	if changed {
-		m.emit(election.Event{At: now, Kind: election.EventLeaderChanged, Leader: b.ID, Epoch: b.Epoch})
+		m.Out.Emit(election.Event{At: now, Kind: election.EventLeaderChanged, Leader: b.ID, Epoch: b.Epoch})
 	}
-	m.heard = now
-	m.armDetector()
-}
-
-// armDetector sets a Normal follower's failure deadline: FailureTimeout after
-// its leader last showed it is alive, plus the stagger of its rank below the
-// leader. Every follower hears the leader's HEARTBEATs at about the same
-// time, so without the stagger all of them would detect a crash at once and
-// each would elect: (N-1)(N-2)/2 ELECTIONs. Staggered, the highest survivor
-// detects first and its HALTs reach the others before their deadlines.
-func (m *Elector) armDetector() {
-	m.deadline = m.heard + m.cfg.FailureTimeout + m.staggerBelow(m.leader)
-}
-
-// rearmOnRankChange moves a Normal follower's failure deadline after the
-// membership changed, since a member joining or leaving between it and its
-// leader changes its rank.
-func (m *Elector) rearmOnRankChange() {
-	if m.status == election.StatusNormal && m.leader != m.id && m.leader != uuid.Nil {
-		m.armDetector()
-	}
+	m.Heard = now
+	m.ArmFailureDetector()
 }
 
 // becomeWaiting waits for a COORDINATOR after awaited answered or halted this
@@ -494,45 +375,29 @@ func (m *Elector) rearmOnRankChange() {
 // together and elect at once.
 func (m *Elector) becomeWaiting(now time.Duration, awaited uuid.UUID) {
 	m.pending = nil
-	m.setStatus(now, election.StatusWaiting)
-	m.deadline = now + WaitFactor*m.cfg.ElectionTimeout + m.staggerBelow(awaited)
+	m.SetStatus(now, election.StatusWaiting)
+	m.Deadline = now + WaitFactor*m.Config.ElectionTimeout + m.staggerBelow(awaited)
 }
 
 // staggerBelow is the extra detection delay for watching node above: the
 // stagger of this node's rank below it (election.Roster.RankBelow).
 func (m *Elector) staggerBelow(above uuid.UUID) time.Duration {
-	return m.roster.StaggerBelow(above)
+	return m.Roster.StaggerBelow(above)
 }
 
 func (m *Elector) reject(to uuid.UUID) {
-	m.send(to, wire.TypeReject, 0, m.promise.Epoch, wire.AppendID(nil, m.promise.ID))
+	m.send(to, wire.TypeReject, 0, m.Promise.Epoch, wire.AppendID(nil, m.Promise.ID))
 }
-
-func (m *Elector) setStatus(now time.Duration, s election.Status) {
-	if m.status == s {
-		return
-	}
-	m.emit(election.Event{At: now, Kind: election.EventStatus, From: m.status, To: s})
-	m.status = s
-}
-
-func (m *Elector) emit(e election.Event) { m.out.Emit(e) }
 
 func (m *Elector) send(to uuid.UUID, t wire.Type, flags uint8, epoch uint64, payload []byte) {
-	m.out.Send(to, t, flags, epoch, payload)
-}
-
-func (m *Elector) broadcast(t wire.Type, flags uint8, epoch uint64, payload []byte) {
-	for _, id := range m.roster.Others() {
-		m.send(id, t, flags, epoch, payload)
-	}
+	m.Out.Send(to, t, flags, epoch, payload)
 }
 
 // higher returns the members above self, less a suspected leader.
 func (m *Elector) higher() []uuid.UUID {
 	m.scratch = m.scratch[:0]
-	for _, id := range m.roster.IDs() {
-		if election.Less(m.id, id) && id != m.skip {
+	for _, id := range m.Roster.IDs() {
+		if election.Less(m.Self, id) && id != m.skip {
 			m.scratch = append(m.scratch, id)
 		}
 	}

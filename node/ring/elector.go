@@ -31,33 +31,19 @@ func RunTimeout(n int, electionTimeout time.Duration) time.Duration {
 // goroutine, socket or clock: the caller feeds it messages (Step) and time
 // (Tick), and drains what it wants sent, persisted and logged (Drain).
 type Elector struct {
-	cfg    election.Config
-	id     uuid.UUID
-	roster *election.Roster
-	out    *election.Outbox
-
-	status election.Status // StatusElecting while taking part in a run, else StatusNormal
-	epoch  uint64          // highest epoch seen
-	// promise is the highest run this node started or forwarded (Epoch,
-	// ID: its initiator), or (leader's epoch, leader) once it followed one:
-	// runs below it are dropped, and ELECTED below its epoch too.
-	promise     election.Ballot
-	leader      uuid.UUID
-	leaderEpoch uint64
+	// Its Status is StatusElecting while the node takes part in a run,
+	// else StatusNormal; its Promise is the highest run this node started
+	// or forwarded (Epoch, ID: its initiator), or (leader's epoch, leader)
+	// once it followed one: runs below it are dropped, and ELECTED below
+	// its epoch too.
+	*election.Core
 
 	forwards int         // how often this node forwarded the run promise names
 	skip     uuid.UUID   // a leader the failure detector suspects, left out of the ring
 	reason   wire.Reason // why this node's current or last run started
-	deadline time.Duration
-	heard    time.Duration // Normal follower: when the leader last showed it is alive
-	left     bool
-	// bootstrapping: a first start that has not yet followed or won a
-	// leader; it takes any epoch up to election.MaxEpoch.
-	bootstrapping bool
 	// sent is the last ring frame sent to each peer, resent past the peer
 	// when the transport reports it refused or unreachable.
-	sent  map[uuid.UUID]wire.Message
-	dirty bool
+	sent map[uuid.UUID]wire.Message
 }
 
 // NewElector returns an Elector that starts a run at once (Reason boot).
@@ -65,86 +51,14 @@ type Elector struct {
 // boot; its Promise keeps a restarted node from forwarding a run below one
 // it forwarded before.
 func NewElector(cfg election.Config, restored *election.State, now time.Duration) (*Elector, error) {
-	if err := cfg.Validate(); err != nil {
+	m := &Elector{sent: make(map[uuid.UUID]wire.Message)}
+	core, err := election.NewCore(cfg, restored)
+	if err != nil {
 		return nil, err
 	}
-	if err := election.CheckRestored(restored); err != nil {
-		return nil, err
-	}
-	m := &Elector{
-		cfg:           cfg,
-		id:            cfg.ID,
-		out:           election.NewOutbox(cfg.ID),
-		bootstrapping: restored == nil,
-		sent:          make(map[uuid.UUID]wire.Message),
-	}
-	m.roster = election.NewRoster(cfg, restored, m.out)
-	m.roster.OnChange = func() {
-		m.dirty = true
-		if m.status == election.StatusNormal && m.leader != m.id && m.leader != uuid.Nil {
-			m.armDetector()
-		}
-	}
-	if restored != nil {
-		m.epoch = restored.Epoch
-		m.promise = restored.Promise
-		m.leader = restored.Leader
-		m.leaderEpoch = restored.LeaderEpoch
-	}
-	m.dirty = true
-	if cfg.Join || (restored != nil && restored.Left) {
-		m.roster.Join(m.epoch)
-	}
+	m.Core = core
 	m.startRun(now, wire.ReasonBoot)
 	return m, nil
-}
-
-// ID returns the node's ID.
-func (m *Elector) ID() uuid.UUID { return m.id }
-
-// Status returns StatusElecting while the node takes part in a run, and
-// StatusNormal otherwise.
-func (m *Elector) Status() election.Status { return m.status }
-
-// Leader returns the leader this node last accepted and its epoch.
-func (m *Elector) Leader() (uuid.UUID, uint64) { return m.leader, m.leaderEpoch }
-
-// Epoch returns the highest epoch this node has seen.
-func (m *Elector) Epoch() uint64 { return m.epoch }
-
-// IsLeader reports whether this node is a Normal leader.
-func (m *Elector) IsLeader() bool { return m.status == election.StatusNormal && m.leader == m.id }
-
-// Members returns every known member, self included, in ID order.
-func (m *Elector) Members() []wire.Member { return m.roster.Members() }
-
-// Sent returns how many messages of type t the Elector has emitted.
-func (m *Elector) Sent(t wire.Type) uint64 { return m.out.Sent(t) }
-
-// NextDeadline returns the clock reading at which Tick next has work to do.
-func (m *Elector) NextDeadline() time.Duration { return m.deadline }
-
-// State returns a copy of what the node persists.
-func (m *Elector) State() election.State {
-	return election.State{
-		Epoch:       m.epoch,
-		Promise:     m.promise,
-		Leader:      m.leader,
-		LeaderEpoch: m.leaderEpoch,
-		Members:     m.Members(),
-		Left:        m.left,
-	}
-}
-
-// Drain returns and clears what the Elector produced since the last Drain.
-func (m *Elector) Drain() election.Output {
-	var st *election.State
-	if m.dirty {
-		s := m.State()
-		st = &s
-		m.dirty = false
-	}
-	return m.out.Take(st)
 }
 
 // Campaign starts a run now, as the failure detector would: for
@@ -152,40 +66,26 @@ func (m *Elector) Drain() election.Output {
 // nothing while this node takes part in a run: a node calls at most one
 // election at a time.
 func (m *Elector) Campaign(now time.Duration, reason wire.Reason) {
-	if m.left || m.status == election.StatusElecting {
+	if m.Left || m.CurrentStatus == election.StatusElecting {
 		return
 	}
 	m.startRun(now, reason)
 }
 
-// Leave announces with LEAVE that this node leaves the cluster for good. The
-// Elector ignores all input afterwards.
-func (m *Elector) Leave(now time.Duration) {
-	if m.left {
-		return
-	}
-	for _, id := range m.roster.Others() {
-		m.out.Send(id, wire.TypeLeave, 0, m.epoch, nil)
-	}
-	m.left = true
-	m.dirty = true
-	m.deadline = 1<<63 - 1
-}
-
 // Tick fires whatever timer is due at now.
 func (m *Elector) Tick(now time.Duration) {
-	if m.left || now < m.deadline {
+	if m.Left || now < m.Deadline {
 		return
 	}
 	switch {
-	case m.status == election.StatusElecting:
+	case m.CurrentStatus == election.StatusElecting:
 		// The run this node forwarded last was lost: its frame went to a
 		// node that stopped, was paused or was cut off, or died at the loop
 		// guard. Its own run, newer than any it has seen, replaces it.
 		m.startRun(now, wire.ReasonWaitTimeout)
-	case m.leader == m.id:
-		m.broadcast(wire.TypeHeartbeat, 0, m.leaderEpoch)
-		m.deadline = now + m.cfg.HeartbeatInterval
+	case m.LeaderID == m.Self:
+		m.Broadcast(wire.TypeHeartbeat, 0, m.LeaderEpoch, nil)
+		m.Deadline = now + m.Config.HeartbeatInterval
 	default:
 		m.startRun(now, wire.ReasonLeaderFailed)
 	}
@@ -202,7 +102,7 @@ func (m *Elector) Refused(now time.Duration, peer uuid.UUID, t wire.Type, epoch 
 // because the peer could not be reached (a dial that timed out, or a
 // backoff after a failed one); it is handled as Refused is.
 func (m *Elector) Unreachable(now time.Duration, peer uuid.UUID, t wire.Type, epoch uint64) {
-	if m.left {
+	if m.Left {
 		return
 	}
 	f, ok := m.sent[peer]
@@ -219,18 +119,18 @@ func (m *Elector) passOver(now time.Duration, peer uuid.UUID, f wire.Message) {
 	switch f.Type {
 	case wire.TypeRingElection:
 		initiator, candidate, err := wire.DecodeRingElection(f.Payload)
-		if err != nil || m.status != election.StatusElecting || m.promise != (election.Ballot{Epoch: f.Epoch, ID: initiator}) {
+		if err != nil || m.CurrentStatus != election.StatusElecting || m.Promise != (election.Ballot{Epoch: f.Epoch, ID: initiator}) {
 			return // a newer run or a leader replaced it
 		}
 		if candidate == peer {
 			// The candidate is down: this node stands in, and wins when the
 			// frame comes back. No node above it is alive on the run's way,
 			// or it would have been the candidate.
-			candidate = m.id
+			candidate = m.Self
 		}
 		to, ok := m.next(peer, candidate)
 		if !ok {
-			if candidate == m.id {
+			if candidate == m.Self {
 				m.win(now, f.Epoch)
 			}
 			return
@@ -238,7 +138,7 @@ func (m *Elector) passOver(now time.Duration, peer uuid.UUID, f wire.Message) {
 		m.sendRing(to, wire.TypeRingElection, f.Flags, f.Epoch, wire.AppendRingElection(nil, initiator, candidate))
 	case wire.TypeElected:
 		leader, err := wire.DecodeID(f.Payload)
-		if err != nil || leader == peer || m.status != election.StatusNormal || m.leader != leader || m.leaderEpoch != f.Epoch {
+		if err != nil || leader == peer || m.CurrentStatus != election.StatusNormal || m.LeaderID != leader || m.LeaderEpoch != f.Epoch {
 			return // the leader itself is down: its followers' detectors find it
 		}
 		if to, ok := m.next(peer, leader); ok {
@@ -250,12 +150,12 @@ func (m *Elector) passOver(now time.Duration, peer uuid.UUID, f wire.Message) {
 // Step processes one received message. msg and its payload may be reused
 // by the caller once Step returns.
 func (m *Elector) Step(now time.Duration, msg *wire.Message) {
-	if m.left || msg.From == m.id {
+	if m.Left || msg.From == m.Self {
 		return
 	}
 	from := msg.From
 	if msg.Type.Algorithm() == wire.AlgorithmBully {
-		m.out.Refuse(now, m.roster.Member(from), election.CauseAlgorithm,
+		m.Out.Refuse(now, m.Roster.Member(from), election.CauseAlgorithm,
 			fmt.Sprintf("%s from %s: this node runs %s", msg.Type, from, wire.AlgorithmRing))
 		return
 	}
@@ -273,18 +173,18 @@ func (m *Elector) Step(now time.Duration, msg *wire.Message) {
 		}
 	}
 	if err != nil {
-		m.out.Refuse(now, m.roster.Member(from), election.CauseMalformed, fmt.Sprintf("%s: %v", msg.Type, err))
+		m.Out.Refuse(now, m.Roster.Member(from), election.CauseMalformed, fmt.Sprintf("%s: %v", msg.Type, err))
 		return
 	}
-	if !m.roster.Admit(now, msg, m.epoch, m.bootstrapping) {
+	if !m.Roster.Admit(now, msg, m.HighestEpoch, m.Bootstrapping) {
 		return
 	}
 	if from == m.skip {
 		m.skip = uuid.Nil // it is alive after all
 	}
-	if msg.Epoch > m.epoch {
-		m.epoch = msg.Epoch
-		m.dirty = true
+	if msg.Epoch > m.HighestEpoch {
+		m.HighestEpoch = msg.Epoch
+		m.Dirty = true
 	}
 	switch msg.Type {
 	case wire.TypeRingElection:
@@ -298,13 +198,13 @@ func (m *Elector) Step(now time.Duration, msg *wire.Message) {
 		if err != nil {
 			return
 		}
-		if m.roster.OnJoin(now, wire.Member{ID: from, Addr: addr}, msg.Flags&wire.FlagWantMembers != 0, m.epoch) && m.IsLeader() {
-			m.out.Send(from, wire.TypeElected, uint8(m.reason), m.leaderEpoch, wire.AppendID(nil, m.id))
+		if m.Roster.OnJoin(now, wire.Member{ID: from, Addr: addr}, msg.Flags&wire.FlagWantMembers != 0, m.HighestEpoch) && m.IsLeader() {
+			m.Out.Send(from, wire.TypeElected, uint8(m.reason), m.LeaderEpoch, wire.AppendID(nil, m.Self))
 		}
 	case wire.TypeLeave:
 		m.onLeave(now, from)
 	case wire.TypeMembers:
-		m.roster.OnMembers(now, from, msg.Payload, m.epoch)
+		m.Roster.OnMembers(now, from, msg.Payload, m.HighestEpoch)
 	}
 }
 
@@ -320,68 +220,68 @@ func idProblem(ids ...uuid.UUID) error {
 
 // onRun handles a RING_ELECTION of run carrying candidate.
 func (m *Elector) onRun(now time.Duration, run election.Ballot, candidate uuid.UUID, flags uint8) {
-	if run.Epoch <= m.leaderEpoch {
+	if run.Epoch <= m.LeaderEpoch {
 		// The initiator missed the election of this node's leader (it was
 		// down or cut off): tell it, rather than let it time out.
-		if m.status == election.StatusNormal && m.leader != uuid.Nil && run.ID != m.id && m.roster.Has(run.ID) {
-			m.out.Send(run.ID, wire.TypeElected, uint8(m.reason), m.leaderEpoch, wire.AppendID(nil, m.leader))
+		if m.CurrentStatus == election.StatusNormal && m.LeaderID != uuid.Nil && run.ID != m.Self && m.Roster.Has(run.ID) {
+			m.Out.Send(run.ID, wire.TypeElected, uint8(m.reason), m.LeaderEpoch, wire.AppendID(nil, m.LeaderID))
 		}
 		return
 	}
-	if run.Less(m.promise) {
+	if run.Less(m.Promise) {
 		return // beaten by a run this node forwarded: the multiple-initiator rule
 	}
-	if m.promise.Less(run) {
-		m.promise = run
+	if m.Promise.Less(run) {
+		m.Promise = run
 		m.forwards = 0
-		m.dirty = true
+		m.Dirty = true
 	}
-	if candidate == m.id {
+	if candidate == m.Self {
 		m.win(now, run.Epoch)
 		return
 	}
 	if m.forwards >= maxForwards {
 		return
 	}
-	if election.Less(candidate, m.id) || !m.roster.Has(candidate) {
+	if election.Less(candidate, m.Self) || !m.Roster.Has(candidate) {
 		// A node outside this node's ring cannot be handed the frame, so it
 		// counts as down, as a candidate found down does.
-		candidate = m.id
+		candidate = m.Self
 	}
-	m.setStatus(now, election.StatusElecting)
-	m.deadline = now + m.runTimeout()
+	m.SetStatus(now, election.StatusElecting)
+	m.Deadline = now + m.runTimeout()
 	m.forward(now, run, candidate, flags)
 }
 
 // onElected handles ELECTED naming leader b.ID of epoch b.Epoch.
 func (m *Elector) onElected(now time.Duration, b election.Ballot, flags uint8) {
 	switch {
-	case b.ID == m.id:
+	case b.ID == m.Self:
 		return // this node's announcement came round, or a stale one
-	case !m.roster.Has(b.ID):
+	case !m.Roster.Has(b.ID):
 		return
-	case election.Less(b.ID, m.id):
+	case election.Less(b.ID, m.Self):
 		// A lower leader: the run that elected it missed this node, which
 		// is alive and higher, so it starts a run it will win, unless it
 		// already takes part in a newer one.
-		if m.status != election.StatusElecting || m.promise.Epoch <= b.Epoch {
+		if m.CurrentStatus != election.StatusElecting || m.Promise.Epoch <= b.Epoch {
 			m.startRun(now, wire.ReasonLowerLeader)
 		}
 		return
-	case b.Epoch < m.promise.Epoch || b.Epoch < m.leaderEpoch || (b.Epoch == m.leaderEpoch && election.Less(b.ID, m.leader)):
+	case b.Epoch < m.Promise.Epoch || b.Epoch < m.LeaderEpoch || (b.Epoch == m.LeaderEpoch && election.Less(b.ID, m.LeaderID)):
 		return // a newer run or leader replaced it
-	case m.status == election.StatusNormal && m.leader == b.ID && m.leaderEpoch == b.Epoch:
+	case m.CurrentStatus == election.StatusNormal && m.LeaderID == b.ID && m.LeaderEpoch == b.Epoch:
 		return // passed here already
 	}
 	m.follow(now, b)
-	if to, ok := m.next(m.id, b.ID); ok {
+	if to, ok := m.next(m.Self, b.ID); ok {
 		m.sendRing(to, wire.TypeElected, flags, b.Epoch, wire.AppendID(nil, b.ID))
 	}
 }
 
 func (m *Elector) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
-	if m.status != election.StatusNormal {
-		if epoch >= m.promise.Epoch && epoch >= m.leaderEpoch {
+	if m.CurrentStatus != election.StatusNormal {
+		if epoch >= m.Promise.Epoch && epoch >= m.LeaderEpoch {
 			// A leader was elected at or after the run this node took part
 			// in, and its ELECTED did not come: the run skipped this node
 			// (a leader suspected by a node that has not heard from it
@@ -392,16 +292,16 @@ func (m *Elector) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
 		return
 	}
 	switch {
-	case from == m.leader && epoch == m.leaderEpoch && m.leader != m.id:
-		m.heard = now
-		m.armDetector()
-	case m.leader == m.id:
+	case from == m.LeaderID && epoch == m.LeaderEpoch && m.LeaderID != m.Self:
+		m.Heard = now
+		m.ArmFailureDetector()
+	case m.LeaderID == m.Self:
 		// Two leaders (a healed partition). A run passes both and every
 		// node that follows either, and the highest live node wins it. Both
 		// start one: the other's HEARTBEATs may not be getting through (a
 		// transport still backing off from a node that was down).
 		reason := wire.ReasonLowerLeader
-		if election.Less(m.id, from) {
+		if election.Less(m.Self, from) {
 			reason = wire.ReasonOutvoted
 		}
 		m.startRun(now, reason)
@@ -409,12 +309,12 @@ func (m *Elector) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
 }
 
 func (m *Elector) onLeave(now time.Duration, from uuid.UUID) {
-	m.roster.OnLeave(now, from)
+	m.Roster.OnLeave(now, from)
 	if f, ok := m.sent[from]; ok {
 		delete(m.sent, from)
 		m.passOver(now, from, f) // it may have left with the frame
 	}
-	if m.status == election.StatusNormal && m.leader == from {
+	if m.CurrentStatus == election.StatusNormal && m.LeaderID == from {
 		m.startRun(now, wire.ReasonLeaderLeft)
 	}
 }
@@ -423,24 +323,24 @@ func (m *Elector) onLeave(now time.Duration, from uuid.UUID) {
 // has forwarded, with itself as candidate.
 func (m *Elector) startRun(now time.Duration, reason wire.Reason) {
 	if reason == wire.ReasonLeaderFailed || reason == wire.ReasonLeaderLeft {
-		m.skip = m.leader
+		m.skip = m.LeaderID
 	}
 	m.reason = reason
-	m.emit(election.Event{At: now, Kind: election.EventElectionStarted, Reason: reason})
-	e := max(m.epoch, m.promise.Epoch) + 1
-	m.epoch = e
-	m.promise = election.Ballot{Epoch: e, ID: m.id}
+	m.Out.Emit(election.Event{At: now, Kind: election.EventElectionStarted, Reason: reason})
+	e := max(m.HighestEpoch, m.Promise.Epoch) + 1
+	m.HighestEpoch = e
+	m.Promise = election.Ballot{Epoch: e, ID: m.Self}
 	m.forwards = 0
-	m.dirty = true
-	m.setStatus(now, election.StatusElecting)
-	m.deadline = now + m.runTimeout()
-	m.forward(now, m.promise, m.id, uint8(reason))
+	m.Dirty = true
+	m.SetStatus(now, election.StatusElecting)
+	m.Deadline = now + m.runTimeout()
+	m.forward(now, m.Promise, m.Self, uint8(reason))
 }
 
 // forward hands the run's frame to this node's successor, or wins when
 // there is nobody else to hand it to.
 func (m *Elector) forward(now time.Duration, run election.Ballot, candidate uuid.UUID, flags uint8) {
-	to, ok := m.next(m.id, candidate)
+	to, ok := m.next(m.Self, candidate)
 	if !ok {
 		m.win(now, run.Epoch) // candidate is this node: it is alone
 		return
@@ -454,8 +354,8 @@ func (m *Elector) forward(now time.Duration, run election.Ballot, candidate uuid
 // detector suspects, but never target, the frame's candidate or leader. It
 // reports false when that comes back round to this node.
 func (m *Elector) next(after, target uuid.UUID) (uuid.UUID, bool) {
-	ids := m.roster.IDs()
-	i := m.roster.Position(after)
+	ids := m.Roster.IDs()
+	i := m.Roster.Position(after)
 	if i < len(ids) && ids[i] == after {
 		i++
 	}
@@ -463,7 +363,7 @@ func (m *Elector) next(after, target uuid.UUID) (uuid.UUID, bool) {
 		id := ids[i%len(ids)]
 		i++
 		switch {
-		case id == m.id:
+		case id == m.Self:
 			return uuid.Nil, false
 		case id == target || id != m.skip:
 			return id, true
@@ -474,71 +374,47 @@ func (m *Elector) next(after, target uuid.UUID) (uuid.UUID, bool) {
 
 // win makes this node leader of epoch and sends ELECTED round the ring.
 func (m *Elector) win(now time.Duration, epoch uint64) {
-	m.bootstrapping = false
-	m.leader = m.id
-	m.leaderEpoch = epoch
-	m.promise = election.Ballot{Epoch: epoch, ID: m.id}
-	m.dirty = true
-	m.setStatus(now, election.StatusNormal)
-	m.emit(election.Event{At: now, Kind: election.EventElectionWon, Leader: m.id, Epoch: epoch})
-	m.emit(election.Event{At: now, Kind: election.EventLeaderChanged, Leader: m.id, Epoch: epoch})
-	if to, ok := m.next(m.id, m.id); ok {
-		m.sendRing(to, wire.TypeElected, uint8(m.reason), epoch, wire.AppendID(nil, m.id))
+	m.Bootstrapping = false
+	m.LeaderID = m.Self
+	m.LeaderEpoch = epoch
+	m.Promise = election.Ballot{Epoch: epoch, ID: m.Self}
+	m.Dirty = true
+	m.SetStatus(now, election.StatusNormal)
+	m.Out.Emit(election.Event{At: now, Kind: election.EventElectionWon, Leader: m.Self, Epoch: epoch})
+	m.Out.Emit(election.Event{At: now, Kind: election.EventLeaderChanged, Leader: m.Self, Epoch: epoch})
+	if to, ok := m.next(m.Self, m.Self); ok {
+		m.sendRing(to, wire.TypeElected, uint8(m.reason), epoch, wire.AppendID(nil, m.Self))
 	}
 	m.skip = uuid.Nil
-	m.deadline = now + m.cfg.HeartbeatInterval
+	m.Deadline = now + m.Config.HeartbeatInterval
 }
 
 // follow accepts b's node as leader of b's epoch.
 func (m *Elector) follow(now time.Duration, b election.Ballot) {
-	m.bootstrapping = false
-	changed := m.leader != b.ID || m.leaderEpoch != b.Epoch
-	m.leader = b.ID
-	m.leaderEpoch = b.Epoch
-	if m.promise.Less(b) {
-		m.promise = b
+	m.Bootstrapping = false
+	changed := m.LeaderID != b.ID || m.LeaderEpoch != b.Epoch
+	m.LeaderID = b.ID
+	m.LeaderEpoch = b.Epoch
+	if m.Promise.Less(b) {
+		m.Promise = b
 	}
-	m.dirty = true
+	m.Dirty = true
 	m.skip = uuid.Nil
-	m.setStatus(now, election.StatusNormal)
+	m.SetStatus(now, election.StatusNormal)
 	if changed {
-		m.emit(election.Event{At: now, Kind: election.EventLeaderChanged, Leader: b.ID, Epoch: b.Epoch})
+		m.Out.Emit(election.Event{At: now, Kind: election.EventLeaderChanged, Leader: b.ID, Epoch: b.Epoch})
 	}
-	m.heard = now
-	m.armDetector()
-}
-
-// armDetector sets a Normal follower's failure deadline: FailureTimeout
-// after its leader last showed it is alive, plus the stagger of its rank
-// below the leader, as Bully's: the highest survivor of a leader crash
-// detects first, and its run reaches the others before their deadlines.
-func (m *Elector) armDetector() {
-	m.deadline = m.heard + m.cfg.FailureTimeout + m.roster.StaggerBelow(m.leader)
+	m.Heard = now
+	m.ArmFailureDetector()
 }
 
 func (m *Elector) runTimeout() time.Duration {
-	return RunTimeout(len(m.roster.IDs()), m.cfg.ElectionTimeout)
+	return RunTimeout(len(m.Roster.IDs()), m.Config.ElectionTimeout)
 }
-
-func (m *Elector) setStatus(now time.Duration, s election.Status) {
-	if m.status == s {
-		return
-	}
-	m.emit(election.Event{At: now, Kind: election.EventStatus, From: m.status, To: s})
-	m.status = s
-}
-
-func (m *Elector) emit(e election.Event) { m.out.Emit(e) }
 
 func (m *Elector) sendRing(to uuid.UUID, t wire.Type, flags uint8, epoch uint64, payload []byte) {
-	m.sent[to] = wire.Message{Type: t, Flags: flags, Epoch: epoch, From: m.id, Payload: payload}
-	m.out.Send(to, t, flags, epoch, payload)
-}
-
-func (m *Elector) broadcast(t wire.Type, flags uint8, epoch uint64) {
-	for _, id := range m.roster.Others() {
-		m.out.Send(id, t, flags, epoch, nil)
-	}
+	m.sent[to] = wire.Message{Type: t, Flags: flags, Epoch: epoch, From: m.Self, Payload: payload}
+	m.Out.Send(to, t, flags, epoch, payload)
 }
 
 var _ election.Machine = (*Elector)(nil)

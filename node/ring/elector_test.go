@@ -244,7 +244,7 @@ func TestRingRefusesBadFrames(t *testing.T) {
 		{wire.Message{Type: wire.TypeElected, Epoch: 9, Payload: []byte{1}}, election.CauseMalformed, "ELECTED"},
 		{wire.Message{Type: wire.TypeElected, Epoch: election.EpochWindow + 9, Payload: wire.AppendID(nil, r.ids[3])}, election.CauseEpochWindow, "window"},
 	} {
-		r.m.bootstrapping = false
+		r.m.Bootstrapping = false
 		tc.msg.From = r.ids[3]
 		r.m.Step(r.now, &tc.msg)
 		o := r.m.Drain()

@@ -1,0 +1,164 @@
+package election
+
+import (
+	"time"
+
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// Core is the state every algorithm's Machine keeps the same way: its
+// Config, Roster and Outbox, its status, epoch, promise and leader, whether
+// it must persist, and the HEARTBEAT failure detector's deadline. An
+// algorithm embeds a *Core, which gives it the Machine's accessors and
+// State, Drain and Leave, and writes the fields from its own Step, Tick and
+// Campaign.
+type Core struct {
+	Config Config
+	Self   uuid.UUID
+	Roster *Roster
+	Out    *Outbox
+
+	CurrentStatus Status
+	HighestEpoch  uint64 // highest epoch seen
+	// Promise is the highest ballot this node took part in; what it means
+	// beyond that is the algorithm's.
+	Promise     Ballot
+	LeaderID    uuid.UUID
+	LeaderEpoch uint64
+
+	Deadline time.Duration // when Tick next has work
+	Heard    time.Duration // StatusNormal follower: when the leader last showed it is alive
+	Left     bool          // Leave was called: the Machine is inert
+	// Bootstrapping: a first start that has not yet followed or won a
+	// leader; it takes any epoch up to MaxEpoch (see EpochWindow).
+	Bootstrapping bool
+	Dirty         bool // persisted fields changed since the last Drain
+}
+
+// NewCore checks cfg and restored, builds the Roster and Outbox, resumes
+// the epoch, promise and leader restored persisted (nil on first boot),
+// and announces the node with JOIN when cfg.Join says so or it had left.
+func NewCore(cfg Config, restored *State) (*Core, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := CheckRestored(restored); err != nil {
+		return nil, err
+	}
+	c := &Core{
+		Config:        cfg,
+		Self:          cfg.ID,
+		Out:           NewOutbox(cfg.ID),
+		Bootstrapping: restored == nil,
+	}
+	c.Roster = NewRoster(cfg, restored, c.Out)
+	c.Roster.OnChange = func() {
+		c.Dirty = true
+		// A member joining or leaving between a follower and its leader
+		// changes the follower's rank, so its failure deadline moves.
+		if c.CurrentStatus == StatusNormal && c.LeaderID != c.Self && c.LeaderID != uuid.Nil {
+			c.ArmFailureDetector()
+		}
+	}
+	if restored != nil {
+		c.HighestEpoch = restored.Epoch
+		c.Promise = restored.Promise
+		c.LeaderID = restored.Leader
+		c.LeaderEpoch = restored.LeaderEpoch
+	}
+	c.Dirty = true
+	if cfg.Join || (restored != nil && restored.Left) {
+		c.Roster.Join(c.HighestEpoch)
+	}
+	return c, nil
+}
+
+// ID returns the node's ID.
+func (c *Core) ID() uuid.UUID { return c.Self }
+
+// Status returns where the node stands in its election.
+func (c *Core) Status() Status { return c.CurrentStatus }
+
+// Leader returns the leader this node last accepted and its epoch. It is
+// significant only while Status is StatusNormal.
+func (c *Core) Leader() (uuid.UUID, uint64) { return c.LeaderID, c.LeaderEpoch }
+
+// Epoch returns the highest epoch this node has seen.
+func (c *Core) Epoch() uint64 { return c.HighestEpoch }
+
+// IsLeader reports whether this node is a Normal leader.
+func (c *Core) IsLeader() bool { return c.CurrentStatus == StatusNormal && c.LeaderID == c.Self }
+
+// Members returns every known member, self included, in ID order.
+func (c *Core) Members() []wire.Member { return c.Roster.Members() }
+
+// Sent returns how many messages of type t the Machine has emitted.
+func (c *Core) Sent(t wire.Type) uint64 { return c.Out.Sent(t) }
+
+// NextDeadline returns the clock reading at which Tick next has work to do.
+func (c *Core) NextDeadline() time.Duration { return c.Deadline }
+
+// State returns a copy of what the node persists.
+func (c *Core) State() State {
+	return State{
+		Epoch:       c.HighestEpoch,
+		Promise:     c.Promise,
+		Leader:      c.LeaderID,
+		LeaderEpoch: c.LeaderEpoch,
+		Members:     c.Members(),
+		Left:        c.Left,
+	}
+}
+
+// Drain returns and clears what the Machine produced since the last Drain.
+func (c *Core) Drain() Output {
+	var st *State
+	if c.Dirty {
+		s := c.State()
+		st = &s
+		c.Dirty = false
+	}
+	return c.Out.Take(st)
+}
+
+// Leave announces with LEAVE that this node leaves the cluster for good.
+// The Machine ignores all input afterwards.
+func (c *Core) Leave(now time.Duration) {
+	if c.Left {
+		return
+	}
+	for _, id := range c.Roster.Others() {
+		c.Out.Send(id, wire.TypeLeave, 0, c.HighestEpoch, nil)
+	}
+	c.Left = true
+	c.Dirty = true
+	c.Deadline = 1<<63 - 1
+}
+
+// ArmFailureDetector sets a Normal follower's failure deadline:
+// FailureTimeout after its leader last showed it is alive (Heard), plus the
+// stagger of its rank below the leader. Every follower hears the leader's
+// HEARTBEATs at about the same time, so without the stagger all of them
+// would detect a crash at once and each would elect. Staggered, the
+// highest survivor detects first and its election reaches the others
+// before their deadlines.
+func (c *Core) ArmFailureDetector() {
+	c.Deadline = c.Heard + c.Config.FailureTimeout + c.Roster.StaggerBelow(c.LeaderID)
+}
+
+// SetStatus moves the node to status s, reporting the change as an event.
+func (c *Core) SetStatus(now time.Duration, s Status) {
+	if c.CurrentStatus == s {
+		return
+	}
+	c.Out.Emit(Event{At: now, Kind: EventStatus, From: c.CurrentStatus, To: s})
+	c.CurrentStatus = s
+}
+
+// Broadcast sends the same message to every other member.
+func (c *Core) Broadcast(t wire.Type, flags uint8, epoch uint64, payload []byte) {
+	for _, id := range c.Roster.Others() {
+		c.Out.Send(id, t, flags, epoch, payload)
+	}
+}
