@@ -1,7 +1,6 @@
 package bully
 
 import (
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -13,44 +12,24 @@ import (
 // FuzzMachineStep feeds a Machine arbitrary frames from members and strangers
 // and checks it never panics and keeps its invariants.
 func FuzzMachineStep(f *testing.F) {
-	seed := func(t wire.Type, epoch uint64, payload []byte) []byte {
-		return wire.Append(nil, &wire.Message{Type: t, Epoch: epoch, Payload: payload})
-	}
+	seed := electiontest.SeedFrame
 	f.Add(seed(wire.TypeElection, 1, nil), uint8(0))
 	f.Add(seed(wire.TypeHalt, 9, nil), uint8(2))
 	f.Add(seed(wire.TypeReject, 3, make([]byte, 16)), uint8(1))
 	f.Add(seed(wire.TypeMembers, 3, wire.AppendMembers(nil, []wire.Member{{Addr: "x:1"}})), uint8(3))
 	f.Add(seed(wire.TypeJoin, 0, []byte("10.0.0.1:7946")), uint8(7))
 	f.Fuzz(func(t *testing.T, stream []byte, sender uint8) {
-		rng := rand.New(rand.NewPCG(1, 2))
-		ids := electiontest.SortedIDs(rng, 4)
-		cfg := electiontest.Config()
-		cfg.ID = ids[1]
-		cfg.Addr = "n1"
-		for i, id := range ids {
-			cfg.Peers = append(cfg.Peers, wire.Member{ID: id, Addr: "n" + string(rune('0'+i))})
-		}
+		cluster := electiontest.NewFuzzCluster()
+		cfg := cluster.Config
 		m, err := NewElector(cfg, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		now := time.Duration(0)
-		stranger := electiontest.SortedIDs(rng, 1)[0]
-		for len(stream) > 0 {
-			var msg wire.Message
-			n, err := wire.Decode(stream, &msg)
-			if err != nil || n == 0 {
-				break
-			}
-			stream = stream[n:]
-			msg.From = ids[int(sender)%len(ids)]
-			if sender&0x80 != 0 {
-				msg.From = stranger
-			}
-			sender = sender*31 + 7
+		cluster.EachFrame(stream, sender, func(msg *wire.Message, _ uint8) {
 			now += time.Millisecond
 			epochBefore := m.Epoch()
-			m.Step(now, &msg)
+			m.Step(now, msg)
 			m.Tick(now + cfg.ElectionTimeout)
 			if m.Epoch() < epochBefore {
 				t.Fatalf("epoch went backwards: %d -> %d", epochBefore, m.Epoch())
@@ -61,6 +40,6 @@ func FuzzMachineStep(f *testing.F) {
 				}
 			}
 			m.Drain()
-		}
+		})
 	})
 }

@@ -1,7 +1,6 @@
 package ring
 
 import (
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -14,10 +13,8 @@ import (
 // strangers, with refusals in between, and checks it never panics and
 // keeps its invariants.
 func FuzzMachineStep(f *testing.F) {
-	seed := func(t wire.Type, epoch uint64, payload []byte) []byte {
-		return wire.Append(nil, &wire.Message{Type: t, Epoch: epoch, Payload: payload})
-	}
-	ids := electiontest.SortedIDs(rand.New(rand.NewPCG(1, 2)), 4)
+	seed := electiontest.SeedFrame
+	ids := electiontest.NewFuzzCluster().IDs
 	f.Add(seed(wire.TypeRingElection, 2, wire.AppendRingElection(nil, ids[0], ids[3])), uint8(0))
 	f.Add(seed(wire.TypeRingElection, 1, wire.AppendRingElection(nil, ids[1], ids[1])), uint8(0))
 	f.Add(seed(wire.TypeElected, 9, wire.AppendID(nil, ids[3])), uint8(2))
@@ -28,36 +25,18 @@ func FuzzMachineStep(f *testing.F) {
 	f.Add(seed(wire.TypeMembers, 3, wire.AppendMembers(nil, []wire.Member{{Addr: "x:1"}})), uint8(3))
 	f.Add(seed(wire.TypeJoin, 0, []byte("10.0.0.1:7946")), uint8(7))
 	f.Fuzz(func(t *testing.T, stream []byte, sender uint8) {
-		rng := rand.New(rand.NewPCG(1, 2))
-		ids := electiontest.SortedIDs(rng, 4)
-		cfg := electiontest.Config()
-		cfg.ID = ids[1]
-		cfg.Addr = "n1"
-		for i, id := range ids {
-			cfg.Peers = append(cfg.Peers, wire.Member{ID: id, Addr: "n" + string(rune('0'+i))})
-		}
+		cluster := electiontest.NewFuzzCluster()
+		cfg := cluster.Config
 		m, err := NewElector(cfg, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		now := time.Duration(0)
-		stranger := electiontest.SortedIDs(rng, 1)[0]
 		var last []election.Envelope
-		for len(stream) > 0 {
-			var msg wire.Message
-			n, err := wire.Decode(stream, &msg)
-			if err != nil || n == 0 {
-				break
-			}
-			stream = stream[n:]
-			msg.From = ids[int(sender)%len(ids)]
-			if sender&0x80 != 0 {
-				msg.From = stranger
-			}
-			sender = sender*31 + 7
+		cluster.EachFrame(stream, sender, func(msg *wire.Message, sender uint8) {
 			now += time.Millisecond
 			epochBefore, promiseBefore := m.Epoch(), m.State().Promise
-			m.Step(now, &msg)
+			m.Step(now, msg)
 			if sender&0x40 != 0 && len(last) > 0 {
 				e := last[int(sender)%len(last)]
 				m.Refused(now, e.To, e.Msg.Type, e.Msg.Epoch)
@@ -84,6 +63,6 @@ func FuzzMachineStep(f *testing.F) {
 					t.Fatalf("sent %s to itself", env.Msg.Type)
 				}
 			}
-		}
+		})
 	})
 }

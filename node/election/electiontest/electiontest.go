@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/node/election"
+	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
 
@@ -41,4 +42,54 @@ func Config() election.Config {
 	cfg.FailureTimeout = 200 * time.Millisecond
 	cfg.ElectionTimeout = 100 * time.Millisecond
 	return cfg
+}
+
+// SeedFrame encodes a message of type t at epoch with payload, as a fuzz
+// target's seed frame.
+func SeedFrame(t wire.Type, epoch uint64, payload []byte) []byte {
+	return wire.Append(nil, &wire.Message{Type: t, Epoch: epoch, Payload: payload})
+}
+
+// FuzzCluster is the four-member cluster the algorithms' fuzz targets run
+// one Machine in: Config is IDs[1]'s, and Stranger is a node no member
+// knows.
+type FuzzCluster struct {
+	IDs      []uuid.UUID
+	Stranger uuid.UUID
+	Config   election.Config
+}
+
+// NewFuzzCluster returns the same FuzzCluster on every call.
+func NewFuzzCluster() FuzzCluster {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids := SortedIDs(rng, 4)
+	cfg := Config()
+	cfg.ID = ids[1]
+	cfg.Addr = "n1"
+	for i, id := range ids {
+		cfg.Peers = append(cfg.Peers, wire.Member{ID: id, Addr: "n" + string(rune('0'+i))})
+	}
+	return FuzzCluster{IDs: ids, Stranger: SortedIDs(rng, 1)[0], Config: cfg}
+}
+
+// EachFrame decodes stream frame by frame until it ends or stops decoding,
+// and hands each frame to step with its sender set: the member sender
+// picks, or Stranger when sender's high bit is set. sender then moves on
+// pseudo-randomly, and step gets its new value to draw further choices
+// from.
+func (c FuzzCluster) EachFrame(stream []byte, sender uint8, step func(msg *wire.Message, sender uint8)) {
+	for len(stream) > 0 {
+		var msg wire.Message
+		n, err := wire.Decode(stream, &msg)
+		if err != nil || n == 0 {
+			return
+		}
+		stream = stream[n:]
+		msg.From = c.IDs[int(sender)%len(c.IDs)]
+		if sender&0x80 != 0 {
+			msg.From = c.Stranger
+		}
+		sender = sender*31 + 7
+		step(&msg, sender)
+	}
 }
