@@ -47,6 +47,22 @@ func crashLeaderAndAgree(t *testing.T, s *simNetwork, leader int) {
 	}
 }
 
+// injectAgainstEpochWindow has node 1 of s take msg, fails t unless msg is
+// refused for its epoch exactly when refused is set, and reports an epoch
+// that a refused message moved. It returns the refusals.
+func injectAgainstEpochWindow(t *testing.T, s *simNetwork, msg wire.Message, refused bool) []election.Event {
+	t.Helper()
+	before := s.nodes[1].m.Epoch()
+	got := s.inject(1, msg)
+	if ok := len(got) == 1 && got[0].Cause == election.CauseEpochWindow; ok != refused {
+		t.Fatalf("refusals %+v, want refused=%v", got, refused)
+	}
+	if e := s.nodes[1].m.Epoch(); refused && e != before {
+		t.Errorf("epoch moved %d -> %d on a refused message", before, e)
+	}
+	return got
+}
+
 func TestEpochWindow(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -67,14 +83,8 @@ func TestEpochWindow(t *testing.T) {
 			if tc.typ == wire.TypeReject {
 				msg.Payload = wire.AppendID(nil, s.nodes[3].id)
 			}
-			refused := s.inject(1, msg)
-			if got := len(refused) == 1 && refused[0].Cause == election.CauseEpochWindow; got != tc.refused {
-				t.Fatalf("refusals %+v, want refused=%v", refused, tc.refused)
-			}
+			refused := injectAgainstEpochWindow(t, s, msg, tc.refused)
 			if tc.refused {
-				if e := s.nodes[1].m.Epoch(); e != before {
-					t.Errorf("epoch moved %d -> %d on a refused message", before, e)
-				}
 				if refused[0].Peer.ID != s.nodes[3].id || refused[0].Peer.Addr != "n3" {
 					t.Errorf("refusal names %+v, want n3 at its address", refused[0].Peer)
 				}

@@ -106,7 +106,12 @@ type testCluster struct {
 }
 
 func newTestCluster(t *testing.T, n int) *testCluster {
-	c := &testCluster{t: t, net: NewInmemNetwork()}
+	return newTestClusterRunning(t, n, "")
+}
+
+// newTestClusterRunning starts n nodes running algorithm ("" is Bully).
+func newTestClusterRunning(t *testing.T, n int, algorithm string) *testCluster {
+	c := &testCluster{t: t, net: NewInmemNetwork(), algorithm: algorithm}
 	for i := range n {
 		c.peers = append(c.peers, wire.Member{ID: uuid.New(), Addr: fmt.Sprintf("inmem-%d", i)})
 	}
@@ -192,15 +197,7 @@ func TestNodesConvergeAndFailOver(t *testing.T) {
 	first := highest(c.nodes)
 	epoch := waitAgree(t, c.nodes, first.id, 0)
 
-	first.stop()
-	survivors := slices.DeleteFunc(slices.Clone(c.nodes), func(n *testNode) bool { return n == first })
-	second := highest(survivors)
-	epoch2 := waitAgree(t, survivors, second.id, epoch)
-
-	// The old leader comes back with what it persisted and takes over.
-	i := slices.Index(c.nodes, first)
-	c.nodes[i] = c.start(i, first.store, nil)
-	waitAgree(t, c.nodes, first.id, epoch2)
+	failOverAndBack(t, c, first, epoch)
 
 	for _, n := range c.nodes {
 		s := n.Status()
@@ -208,6 +205,21 @@ func TestNodesConvergeAndFailOver(t *testing.T) {
 			t.Errorf("%s: %+v", n.id, s)
 		}
 	}
+}
+
+// failOverAndBack stops leader first, elected at epoch, waits for the
+// survivors to elect the highest of them, then restarts first with what it
+// persisted and waits for it to take over again.
+func failOverAndBack(t *testing.T, c *testCluster, first *testNode, epoch uint64) {
+	t.Helper()
+	first.stop()
+	survivors := slices.DeleteFunc(slices.Clone(c.nodes), func(n *testNode) bool { return n == first })
+	second := highest(survivors)
+	epoch2 := waitAgree(t, survivors, second.id, epoch)
+
+	i := slices.Index(c.nodes, first)
+	c.nodes[i] = c.start(i, first.store, nil)
+	waitAgree(t, c.nodes, first.id, epoch2)
 }
 
 // A node the others have never heard of joins with JOIN; the leader must

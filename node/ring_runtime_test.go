@@ -16,18 +16,7 @@ import (
 // leads, the next leads once it stops, and it takes the lead back when it
 // comes back with what it persisted.
 func TestRingNodesConvergeAndFailOver(t *testing.T) {
-	c := &testCluster{t: t, net: NewInmemNetwork(), algorithm: AlgorithmRing}
-	for i := range 5 {
-		c.peers = append(c.peers, wire.Member{ID: uuid.New(), Addr: fmt.Sprintf("inmem-%d", i)})
-	}
-	for i := range 5 {
-		c.nodes = append(c.nodes, c.start(i, &memStore{}, nil))
-	}
-	t.Cleanup(func() {
-		for _, n := range c.nodes {
-			n.stop()
-		}
-	})
+	c := newTestClusterRunning(t, 5, AlgorithmRing)
 	first := highest(c.nodes)
 	epoch := waitAgree(t, c.nodes, first.id, 0)
 	for _, n := range c.nodes {
@@ -36,14 +25,7 @@ func TestRingNodesConvergeAndFailOver(t *testing.T) {
 		}
 	}
 
-	first.stop()
-	survivors := slices.DeleteFunc(slices.Clone(c.nodes), func(n *testNode) bool { return n == first })
-	second := highest(survivors)
-	epoch2 := waitAgree(t, survivors, second.id, epoch)
-
-	i := slices.Index(c.nodes, first)
-	c.nodes[i] = c.start(i, first.store, nil)
-	waitAgree(t, c.nodes, first.id, epoch2)
+	failOverAndBack(t, c, first, epoch)
 	for _, n := range c.nodes {
 		if s := n.Status(); s.Counters.Sent[wire.TypeRingElection.String()]+s.Counters.Sent[wire.TypeElected.String()] == 0 {
 			t.Errorf("%s sent no ring frames: %v", n.id, s.Counters.Sent)

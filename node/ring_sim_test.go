@@ -160,13 +160,7 @@ func TestRingEpochWindow(t *testing.T) {
 			case wire.TypeElected:
 				msg.Payload = wire.AppendID(nil, s.nodes[3].id)
 			}
-			refused := s.inject(1, msg)
-			if got := len(refused) == 1 && refused[0].Cause == election.CauseEpochWindow; got != tc.refused {
-				t.Fatalf("refusals %+v, want refused=%v", refused, tc.refused)
-			}
-			if e := s.nodes[1].m.Epoch(); tc.refused && e != before {
-				t.Errorf("epoch moved %d -> %d on a refused message", before, e)
-			}
+			injectAgainstEpochWindow(t, s, msg, tc.refused)
 			s.runUntil(s.now+2*time.Second, nil)
 			if l, err := s.agreement(); err != nil || l != 3 {
 				t.Fatalf("after the message: leader n%d, %v", l, err)
