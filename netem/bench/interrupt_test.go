@@ -14,10 +14,7 @@ import (
 
 	"github.com/bullylab/bullylab/netem/bench"
 	"github.com/bullylab/bullylab/netem/bench/results"
-	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/netem/netemtest"
-	"github.com/bullylab/bullylab/netem/scenario"
-	"github.com/bullylab/bullylab/topologies"
 )
 
 // TestRunBenchInterrupted interrupts a bench of three runs once the first
@@ -26,19 +23,7 @@ import (
 // machine; the outputs hold the first run alone, marked partial; the
 // second run and its capture are gone.
 func TestRunBenchInterrupted(t *testing.T) {
-	netemtest.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("-short: the bench builds testbeds and runs real nodes")
-	}
-	bin := labtest.Binary(t)
-	topo, err := topologies.Parse("slow-star5", []byte(slowStar5))
-	if err != nil {
-		t.Fatal(err)
-	}
-	scs, err := scenario.Builtin("leader-crash", scenario.Params{Nodes: len(topo.Nodes)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, topo, scs := slowStar5LeaderCrash(t)
 	ctx, cancel := context.WithCancelCause(t.Context())
 	defer cancel(nil)
 	var (
@@ -146,19 +131,7 @@ func TestRunBenchInterrupted(t *testing.T) {
 // nothing on the machine, but writes no outputs (run 1's capture, written
 // as it ran, stays) and returns ErrAborted.
 func TestRunBenchAborted(t *testing.T) {
-	netemtest.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("-short: the bench builds testbeds and runs real nodes")
-	}
-	bin := labtest.Binary(t)
-	topo, err := topologies.Parse("slow-star5", []byte(slowStar5))
-	if err != nil {
-		t.Fatal(err)
-	}
-	scs, err := scenario.Builtin("leader-crash", scenario.Params{Nodes: len(topo.Nodes)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, topo, scs := slowStar5LeaderCrash(t)
 	ctx, cancel := context.WithCancelCause(t.Context())
 	defer cancel(nil)
 	abort := make(chan struct{})

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,20 +46,28 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func TestRunBenchLeaderCrash(t *testing.T) {
+// slowStar5LeaderCrash is what the bench tests of one star5 leader crash
+// start from: root, the node binary, the slow-timeout star5 and the
+// built-in leader-crash scenario; it skips under -short.
+func slowStar5LeaderCrash(t *testing.T) (bin string, topo *topologies.Topology, scs []*scenario.Scenario) {
+	t.Helper()
 	netemtest.RequireRoot(t)
 	if testing.Short() {
 		t.Skip("-short: the bench builds testbeds and runs real nodes")
 	}
-	bin := labtest.Binary(t)
 	topo, err := topologies.Parse("slow-star5", []byte(slowStar5))
 	if err != nil {
 		t.Fatal(err)
 	}
-	scs, err := scenario.Builtin("leader-crash", scenario.Params{Nodes: len(topo.Nodes)})
+	scs, err = scenario.Builtin("leader-crash", scenario.Params{Nodes: len(topo.Nodes)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return labtest.Binary(t), topo, scs
+}
+
+func TestRunBenchLeaderCrash(t *testing.T) {
+	bin, topo, scs := slowStar5LeaderCrash(t)
 	out := t.TempDir()
 	var progress, summary bytes.Buffer
 	term := false
@@ -358,26 +365,8 @@ func TestRunBenchUnknownNode(t *testing.T) {
 // in its key and benchmark name, the summary sets them side by side, and
 // each election's messages on the wire are its algorithm's counts.
 func TestRunBenchAlgorithms(t *testing.T) {
-	netemtest.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("-short: the bench builds testbeds and runs real nodes")
-	}
-	bin := labtest.Binary(t)
-	topo, err := topologies.Parse("slow-star5", []byte(slowStar5))
-	if err != nil {
-		t.Fatal(err)
-	}
-	scs, err := scenario.Builtin("leader-crash", scenario.Params{Nodes: len(topo.Nodes)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The ring runs once the nodes know it.
-	algorithms := []string{wire.AlgorithmBully}
-	if slices.Contains(node.Algorithms(), wire.AlgorithmRing) {
-		algorithms = append(algorithms, wire.AlgorithmRing)
-	} else {
-		t.Logf("node.Algorithms() is %v: the ring's half waits for it", node.Algorithms())
-	}
+	bin, topo, scs := slowStar5LeaderCrash(t)
+	algorithms := node.Algorithms()
 	out := t.TempDir()
 	var summary bytes.Buffer
 	res, err := runBench(t.Context(), bench.RunOptions{

@@ -1,7 +1,6 @@
 package bully
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/bullylab/bullylab/node/election"
@@ -102,9 +101,7 @@ func (m *Elector) Step(now time.Duration, msg *wire.Message) {
 		return
 	}
 	from := msg.From
-	if msg.Type.Algorithm() == wire.AlgorithmRing {
-		m.Out.Refuse(now, m.Roster.Member(from), election.CauseAlgorithm,
-			fmt.Sprintf("%s from %s: this node runs %s", msg.Type, from, wire.AlgorithmBully))
+	if m.RefuseForeign(now, msg, wire.AlgorithmBully) {
 		return
 	}
 	if !m.Roster.Admit(now, msg, m.HighestEpoch, m.Bootstrapping) {

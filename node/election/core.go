@@ -1,6 +1,7 @@
 package election
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/bullylab/bullylab/wire"
@@ -161,4 +162,17 @@ func (c *Core) Broadcast(t wire.Type, flags uint8, epoch uint64, payload []byte)
 	for _, id := range c.Roster.Others() {
 		c.Out.Send(id, t, flags, epoch, payload)
 	}
+}
+
+// RefuseForeign reports, and refuses, a message of another algorithm than
+// algorithm, the one this node runs (wire.Type.Algorithm): a cluster does
+// not mix algorithms, so the frame is ignored and its sender named.
+func (c *Core) RefuseForeign(now time.Duration, msg *wire.Message, algorithm string) bool {
+	other := msg.Type.Algorithm()
+	if other == "" || other == algorithm {
+		return false
+	}
+	c.Out.Refuse(now, c.Roster.Member(msg.From), CauseAlgorithm,
+		fmt.Sprintf("%s from %s: this node runs %s", msg.Type, msg.From, algorithm))
+	return true
 }

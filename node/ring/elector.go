@@ -154,9 +154,7 @@ func (m *Elector) Step(now time.Duration, msg *wire.Message) {
 		return
 	}
 	from := msg.From
-	if msg.Type.Algorithm() == wire.AlgorithmBully {
-		m.Out.Refuse(now, m.Roster.Member(from), election.CauseAlgorithm,
-			fmt.Sprintf("%s from %s: this node runs %s", msg.Type, from, wire.AlgorithmRing))
+	if m.RefuseForeign(now, msg, wire.AlgorithmRing) {
 		return
 	}
 	// A malformed frame changes nothing, not even the epoch.
