@@ -803,7 +803,7 @@ local JSON_MAX_DEPTH = 10000
 local record_kinds = {
 	testbed = true, crash = true, restart = true, pause = true, resume = true, isolate = true,
 	unisolate = true, partition = true, heal = true, delay = true, loss = true, clear = true,
-	leave = true, join = true, campaign = true, ["end"] = true,
+	leave = true, join = true, campaign = true, cut = true, clock = true, ["end"] = true,
 }
 
 local rf = record.fields

@@ -153,7 +153,7 @@ func TestParseErrors(t *testing.T) {
 			`e.yaml:3: steps[1].wait_leader.expekt: unknown field (want timeout, expect, among, measure)`},
 		{"steps:\n  - inject: {crash: 'top:x'}\n", `e.yaml:2: steps[0].inject.crash: "top:x": want top:N with N in 1..1000`},
 		{"steps:\n  - inject: {crash: Leader}\n", `e.yaml:2: steps[0].inject.crash: unknown selector "Leader"`},
-		{"steps:\n  - inject: {smash: leader}\n", `e.yaml:2: steps[0].inject.smash: unknown field (want crash, restart, pause, resume, isolate, unisolate, partition, heal, delay, loss, clear, campaign, leave, join)`},
+		{"steps:\n  - inject: {smash: leader}\n", `e.yaml:2: steps[0].inject.smash: unknown field (want crash, restart, pause, resume, isolate, unisolate, partition, heal, delay, loss, clear, campaign, leave, join, cut, clock)`},
 		{"steps:\n  - inject: {crash: leader, pause: n1}\n", `e.yaml:2: steps[0].inject: want one fault`},
 		{"steps:\n  - inject: {crash: leader}\n  - wait: 0s\n", `e.yaml:3: steps[1].wait: must be positive`},
 		{"steps:\n  - inject: {crash: leader}\n  - wait: soon\n", `e.yaml:3: steps[1].wait: "soon" is not a duration`},

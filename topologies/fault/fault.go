@@ -44,6 +44,8 @@ const (
 	Campaign  Kind = "campaign"  // ask the node to start an election
 	Leave     Kind = "leave"     // the node announces LEAVE and stops
 	Join      Kind = "join"      // start a node that left, announcing JOIN
+	Cut       Kind = "cut"       // cut the Links, node pairs, leaving every other link up (partial connectivity)
+	Clock     Kind = "clock"     // offset and skew the wall clock the nodes read (Fault.Clock)
 )
 
 // Args is what a fault of a kind names, besides its kind.
@@ -56,6 +58,8 @@ const (
 	ArgsGroups                     // Groups, two or more
 	ArgsDelay                      // Nodes the senders, Peers (optional) the receivers, Impair's Delay and Jitter
 	ArgsLoss                       // as ArgsDelay, with Impair's Loss
+	ArgsLinks                      // Links, one or more node pairs
+	ArgsClock                      // Nodes, one or more, and Clock
 )
 
 // ProcessChange is what a fault does to the processes of its Nodes.
@@ -95,6 +99,8 @@ var kinds = [...]struct {
 	{Campaign, ArgsNodes, ProcessKept, false},
 	{Leave, ArgsNodes, ProcessEnded, false},
 	{Join, ArgsNodes, ProcessStarted, false},
+	{Cut, ArgsLinks, ProcessKept, true},
+	{Clock, ArgsClock, ProcessKept, false},
 }
 
 // Kinds lists every fault kind in documentation order.
@@ -181,14 +187,84 @@ type Fault struct {
 	Time time.Time `json:"time"`
 	// InForce, in a record, is when the change was known to be in force
 	// (processes gone or stopped, rules installed); zero when unknown.
-	InForce time.Time   `json:"in_force,omitzero"`
-	Kind    Kind        `json:"kind"`
-	Nodes   []string    `json:"nodes,omitempty"`
-	Peers   []string    `json:"peers,omitempty"`
-	Groups  [][]string  `json:"groups,omitempty"`
-	OneWay  bool        `json:"one_way,omitempty"`
-	Impair  *Impairment `json:"impair,omitempty"`
-	Detail  string      `json:"detail,omitempty"`
+	InForce time.Time  `json:"in_force,omitzero"`
+	Kind    Kind       `json:"kind"`
+	Nodes   []string   `json:"nodes,omitempty"`
+	Peers   []string   `json:"peers,omitempty"`
+	Groups  [][]string `json:"groups,omitempty"`
+	// Links are the node pairs a cut separates, each cut both ways, or
+	// with OneWay only what the first sends to the second.
+	Links  [][2]string `json:"links,omitempty"`
+	OneWay bool        `json:"one_way,omitempty"`
+	// Mode is how partition, isolate and cut sever what they cut; empty
+	// means ModeDrop.
+	Mode   CutMode     `json:"mode,omitempty"`
+	Impair *Impairment `json:"impair,omitempty"`
+	// Clock is the wall clock a clock fault sets on its Nodes.
+	Clock  *ClockSkew `json:"clock,omitempty"`
+	Detail string     `json:"detail,omitempty"`
+}
+
+// CutMode is how a partition, isolation or cut severs a link.
+type CutMode string
+
+const (
+	// ModeDrop drops every packet silently, as a pulled cable does: the
+	// sender learns of it only by timeouts.
+	ModeDrop CutMode = "drop"
+	// ModeReset refuses at once: a SYN across the cut is answered with
+	// a TCP RST, and so is every segment of a connection established
+	// before it, which resets that connection at its next segment.
+	ModeReset CutMode = "reset"
+)
+
+// CutModes lists the modes, ModeDrop first.
+var CutModes = []CutMode{ModeDrop, ModeReset}
+
+// Valid reports whether m is empty (ModeDrop) or one of CutModes.
+func (m CutMode) Valid() bool { return m == "" || m == ModeDrop || m == ModeReset }
+
+// OrDrop is m, with empty read as ModeDrop.
+func (m CutMode) OrDrop() CutMode {
+	if m == "" {
+		return ModeDrop
+	}
+	return m
+}
+
+// ClockSkew is the wall clock a node reads, relative to its host's: an
+// offset at the moment the fault is applied, and a rate, in parts per
+// million, at which it drifts from there on (500 gains 0.5 ms a second).
+// A zero ClockSkew puts the node back on its host's clock.
+type ClockSkew struct {
+	Offset  time.Duration `json:"offset_ns,omitempty"`
+	RatePPM float64       `json:"rate_ppm,omitempty"`
+}
+
+// MaxClockRatePPM bounds a clock fault's rate: beyond a tenth, timers
+// would measure something other than the node's timings.
+const MaxClockRatePPM = 100_000
+
+// MaxClockOffset bounds a clock fault's offset both ways.
+const MaxClockOffset = 100 * 365 * 24 * time.Hour
+
+// Validate rejects a skew out of range.
+func (c ClockSkew) Validate() error {
+	switch {
+	case c.Offset > MaxClockOffset || c.Offset < -MaxClockOffset:
+		return fmt.Errorf("clock offset %v: beyond ±%v", c.Offset, MaxClockOffset)
+	case math.IsNaN(c.RatePPM) || c.RatePPM > MaxClockRatePPM || c.RatePPM < -MaxClockRatePPM:
+		return fmt.Errorf("clock rate %g ppm: beyond ±%d ppm", c.RatePPM, MaxClockRatePPM)
+	}
+	return nil
+}
+
+func (c ClockSkew) String() string {
+	s := fmt.Sprintf("offset %+v", c.Offset)
+	if c.RatePPM != 0 {
+		s += fmt.Sprintf(" rate %+g ppm", c.RatePPM)
+	}
+	return s
 }
 
 // Impairment degrades the traffic a node sends. Percentages are 0-100.

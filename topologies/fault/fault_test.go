@@ -29,7 +29,7 @@ func TestImpairmentValidate(t *testing.T) {
 
 func TestKindList(t *testing.T) {
 	got := KindList()
-	if n := strings.Count(got, ", ") + 1; n != len(Kinds) || !strings.HasPrefix(got, "crash, restart") || !strings.HasSuffix(got, "leave, join") {
+	if n := strings.Count(got, ", ") + 1; n != len(Kinds) || !strings.HasPrefix(got, "crash, restart") || !strings.HasSuffix(got, "leave, join, cut, clock") {
 		t.Errorf("KindList() = %q, want the %d kinds in documentation order", got, len(Kinds))
 	}
 }

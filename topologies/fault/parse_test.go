@@ -34,7 +34,7 @@ func TestParseWords(t *testing.T) {
 		opts  WordOptions
 		want  string
 	}{
-		{nil, WordOptions{}, "fault: no kind given (want crash, restart, pause, resume, isolate, unisolate, partition, heal, delay, loss, clear, campaign, leave, join)"},
+		{nil, WordOptions{}, "fault: no kind given (want crash, restart, pause, resume, isolate, unisolate, partition, heal, delay, loss, clear, campaign, leave, join, cut, clock)"},
 		{[]string{"explode", "n1"}, WordOptions{}, `fault: unknown fault "explode" (want crash, restart,`},
 		{[]string{"explode"}, WordOptions{OneWay: true}, "fault explode: --one-way is for partition"},
 		{[]string{"crash", "n1"}, WordOptions{Jitter: "1ms"}, "fault crash: --jitter is for delay"},
