@@ -348,6 +348,9 @@ func scenarioChanges(key string, baseRuns, newRuns []Run, opts CompareOptions) [
 	// Each metric's test is of its family's per-run values: the time to
 	// leader percentiles all of the runs' times to leader, and so on.
 	family := func(metric string) func(Run) (float64, bool) {
+		if get := availabilityFamily(metric); get != nil {
+			return get
+		}
 		switch {
 		case strings.HasPrefix(metric, "time to leader"):
 			return func(r Run) (float64, bool) { return float64(r.TimeToLeaderNS), true }
@@ -408,6 +411,7 @@ func scenarioChanges(key string, baseRuns, newRuns []Run, opts CompareOptions) [
 			add("detection p95", "ns", float64(bd.P95NS), float64(nd.P95NS), b.Detection != nil, n.Detection != nil, timeFloor)
 		}
 	}
+	availabilityChanges(b, n, add, timeFloor)
 	add("messages mean", "msgs", b.MessagesTotal.Mean, n.MessagesTotal.Mean, hb, hn, opts.MinMessages)
 	types := map[string]bool{}
 	for t := range b.Messages {

@@ -7,6 +7,8 @@
 // # Map
 //
 //	results.go      Results and their JSON, results.json (below); Summarize
+//	availability.go a run's availability (Availability: unavailability,
+//	                leader changes, verdict), its summary and comparison
 //	check.go        Checks: a run's safety (SLE1) and liveness (SLE2)
 //	                verdicts as results.json records them
 //	stats.go        Percentile, Mean, Distribution
@@ -112,8 +114,30 @@
 //	      sle2_bound_ns      the bound convergence was held to: node/bully/doc.go's
 //	                         formula with d from the largest delay in force;
 //	                         absent when loss was still in force at the end
-//	    failure_kind      why it failed: safety, tenures, liveness, counters, fault,
-//	                      auth, step, setup or node (a node stopped by itself)
+//	    unavailable_ns    from the measured disruption's start (the run's first fault
+//	                      that changed the network or the processes) until every live
+//	                      node followed one leader it reached both ways, and stayed so
+//	                      to the run's end (to the end when that never came), by the
+//	                      nodes' event logs and the faults in force
+//	    leader_changes    leader tenures, (leader, epoch), begun after that start
+//	    availability      the rest of it; these three are absent when unknown (a
+//	                      results.json from before, event logs that could not be read)
+//	      disruption_ns   the disruption's start from the measured fault (<= 0)
+//	      hold_ns         the hold window: from a disruption that cut links
+//	                      (partition, isolate, cut) to the heal, or to the run's end;
+//	                      absent when it cut none (a crash)
+//	      verdict         over the hold window (without one: from the disruption on):
+//	                      converged (the nodes settled, each live node following a
+//	                      leader it reaches both ways, that leader leading, and stayed
+//	                      so to the window's end), flapping (not settled, and a tenure
+//	                      began within the window's last quarter) or stuck
+//	      converged_ns    when it settled for good, from the disruption's start;
+//	                      without a hold, the time to leader
+//	      leader_changes_per_s  the tenures begun within the hold window per second
+//	      leaders         the nodes that led at some time after the disruption
+//	      dual_leader_ns  how long two leading nodes could reach each other both ways
+//	      leaderless_ns   node -> how long it ran without a leader it could reach
+//	                      both ways
 //	  summary             over the runs that passed, except the counts
 //	    runs, ok, failed
 //	    time_to_leader    {n, min_ns, mean_ns, p50_ns, p95_ns, p99_ns, max_ns}
@@ -122,6 +146,9 @@
 //	    messages          wire type -> {mean, max} frames per election
 //	    messages_total    {mean, max} of all types together
 //	    failures          [{kind, runs, example}]: failed runs by kind
+//	    availability      when runs measured it: unavailable {n, min_ns, ...} and
+//	                      leader_changes {mean, max} over the runs that passed,
+//	                      verdicts {verdict: runs} over every run
 //	partial               absent when every planned run finished; when the bench
 //	                      stopped early (SIGINT, SIGTERM: bench.RunBench's ctx ended):
 //	  reason              why, such as "interrupted by SIGINT"
@@ -196,13 +223,16 @@
 // it), or, when each bench ran one algorithm and not the same, by the
 // scenario's key alone, contrasting the algorithms with a note; and compares, per scenario,
 // the time to leader p50, p95, p99 and max, the detection p50 and p95, the
-// mean messages per election in all and by type, and the share of failed
-// runs. A p95 or p99 that a side's runs do not support (fewer than 20 or
+// unavailability p50, p95, p99 and max and the mean leader changes (when
+// both benches measured them: a results.json from before leaves them
+// unknown, n/a, never a regression), the mean messages per election in
+// all and by type, and the share of failed runs. A p95 or p99 that a side's runs do not support (fewer than 20 or
 // 100, as in the summary table) is left out, being that side's slowest run,
 // which max compares; so is a message type neither bench sent. Every metric
 // is lower-is-better: one regresses when it grew by more than
 // CompareOptions.MaxRegress relative to the base and by more than a noise
-// floor (1 ms, half a message); any larger share of failed runs regresses.
+// floor (1 ms, half a message or leader change); any larger share of
+// failed runs regresses.
 // Verdict maps to the exit status: 0 pass, 1 regressed, 2 unusable input
 // (an unreadable file, another schema, another topology or other scenarios,
 // named in the error). An input larger than MaxResultsSize (64 MiB) is

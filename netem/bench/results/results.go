@@ -252,6 +252,17 @@ type Run struct {
 	// what it asked (capture.Report.FaultChecks); one outside its
 	// tolerance fails the run (FailFault).
 	FaultChecks []capture.FaultCheck `json:"fault_checks,omitempty"`
+	// UnavailableNS is from the measured disruption's start until every
+	// live node followed one leader it reached both ways and stayed so to
+	// the run's end (to the run's end when that never came); LeaderChanges
+	// counts the leader tenures, (leader, epoch), that began after the
+	// disruption's start; Availability is the rest of what the nodes'
+	// event logs and the faults tell of it. All three are absent when
+	// unknown: a results.json from before they were measured, or a run
+	// whose event logs could not be read.
+	UnavailableNS *int64        `json:"unavailable_ns,omitempty"`
+	LeaderChanges *int          `json:"leader_changes,omitempty"`
+	Availability  *Availability `json:"availability,omitempty"`
 }
 
 // CountersCheck compares the nodes' frame counters with the capture.
@@ -282,6 +293,8 @@ type Summary struct {
 	Failures      []FailureGroup   `json:"failures,omitempty"`
 	// ClockErrorNS is the largest of the runs' (Run.ClockErrorNS).
 	ClockErrorNS int64 `json:"clock_error_ns,omitempty"`
+	// Availability is nil when no run measured it.
+	Availability *AvailabilitySummary `json:"availability,omitempty"`
 }
 
 // Dist is a distribution of durations; percentiles are nearest-rank (see
@@ -366,6 +379,7 @@ func Summarize(runs []Run) Summary {
 	for _, k := range order {
 		s.Failures = append(s.Failures, *groups[k])
 	}
+	s.Availability = summarizeAvailability(runs)
 	return s
 }
 
@@ -616,6 +630,10 @@ func (r *Results) validate(name string) error {
 				return bad(rf+".time_to_leader_ns", "negative")
 			case run.DetectionNS != nil && *run.DetectionNS < 0:
 				return bad(rf+".detection_ns", "negative")
+			case run.UnavailableNS != nil && *run.UnavailableNS < 0:
+				return bad(rf+".unavailable_ns", "negative")
+			case run.LeaderChanges != nil && *run.LeaderChanges < 0:
+				return bad(rf+".leader_changes", "negative")
 			case !run.OK && run.FailureKind == "":
 				return bad(rf+".failure_kind", "missing for a failed run")
 			}

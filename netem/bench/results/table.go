@@ -65,6 +65,9 @@ func WriteSummary(w io.Writer, r *Results, opts ...SummaryOptions) error {
 		for _, g := range s.Failures {
 			lines = append(lines, failureLine(sc.Key(), g, s.Runs))
 		}
+		if l := availabilityLine(sc.Key(), s); l != "" {
+			lines = append(lines, l)
+		}
 		if l := clockLine(sc.Key(), s); l != "" {
 			lines = append(lines, l)
 		}
