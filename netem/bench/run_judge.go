@@ -63,6 +63,7 @@ func (ru *runner) judge(m *measurement) (results.Run, *runDetail) {
 	if m.el != nil {
 		d.seq = sequenceOf(m.rep, m.el, ru.names, ru.faults.faults, m.fault.Time)
 	}
+	ru.addAvailability(&r, d.seq, m.fault)
 	return r, d
 }
 

@@ -129,6 +129,12 @@ func (ru *runner) failed(f *runFailure) (results.Run, *runDetail) {
 	r.OK = false
 	r.FailureKind = f.kind
 	r.Failure = f.reason
+	// A run that never settled is one these metrics are for.
+	var measured *fault.Fault
+	if len(ru.faultsBefore) > 0 {
+		measured = &ru.faultsBefore[len(ru.faultsBefore)-1]
+	}
+	ru.addAvailability(&r, nil, measured)
 	return r, nil
 }
 

@@ -78,8 +78,9 @@ type reportScenario struct {
 type reportSequence struct {
 	Title   string
 	SVG     template.HTML
-	Note    string // SequenceNote
-	Capture string // the run's pcapng, relative to the report
+	Note    string        // SequenceNote
+	Capture string        // the run's pcapng, relative to the report
+	Lanes   template.HTML // LeaderLanesSVG, "" when the run has none
 }
 
 type reportSweep struct {
@@ -141,7 +142,11 @@ func Write(w io.Writer, r *results.Results, seqs ...Sequence) error {
 		d.Sweeps = append(d.Sweeps, rs)
 	}
 	for _, s := range seqs {
-		d.Sequences = append(d.Sequences, reportSequence{Title: s.Title, SVG: template.HTML(SequenceSVG(s)), Note: SequenceNote(s), Capture: s.Capture})
+		rs := reportSequence{Title: s.Title, SVG: template.HTML(SequenceSVG(s)), Note: SequenceNote(s), Capture: s.Capture}
+		if s.Lanes != nil {
+			rs.Lanes = template.HTML(LeaderLanesSVG(*s.Lanes))
+		}
+		d.Sequences = append(d.Sequences, rs)
 	}
 	return reportTmpl().Execute(w, d)
 }
@@ -203,16 +208,21 @@ func MedianRun(sc *results.ScenarioResult) (run results.Run, ok bool) {
 
 // SequenceTitle is the caption of a run's election diagram: the run, the
 // roles it plays among the runs (median, slowest) and its time to leader,
-// or how it failed.
+// or how it failed, then its availability's verdict and unavailability
+// when it measured them (AvailabilityText).
 func SequenceTitle(sc *results.ScenarioResult, run results.Run, roles ...string) string {
 	s := fmt.Sprintf("%s, run %d (seed %d)", sc.Key(), run.Index, run.Seed)
 	if len(roles) > 0 {
 		s += ", the " + strings.Join(roles, " and the ") + " run"
 	}
-	if !run.OK {
-		return strings.TrimSpace(fmt.Sprintf("%s: failed (%s)", s, run.FailureKind))
+	avail := ""
+	if a := AvailabilityText(run); a != "" {
+		avail = "; " + a
 	}
-	return strings.TrimSpace(fmt.Sprintf("%s: leader %s after %s", s, run.Leader, results.FormatNS(run.TimeToLeaderNS)))
+	if !run.OK {
+		return strings.TrimSpace(fmt.Sprintf("%s: failed (%s)%s", s, run.FailureKind, avail))
+	}
+	return strings.TrimSpace(fmt.Sprintf("%s: leader %s after %s%s", s, run.Leader, results.FormatNS(run.TimeToLeaderNS), avail))
 }
 
 func joinInts(v []int) string {

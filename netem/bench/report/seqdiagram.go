@@ -29,6 +29,9 @@ type Sequence struct {
 	// Capture is the run's pcapng relative to the report, linked beside
 	// the diagram; "" links none.
 	Capture string
+	// Lanes, when not nil, are the nodes' leaders over the run, drawn
+	// under the diagram.
+	Lanes *LeaderLanes
 }
 
 // SequenceMessage is one frame between two nodes.
