@@ -22,6 +22,8 @@
 //	                its time scale and arrows; seqfaults.go its fault
 //	                marks and spans, seqlabels.go its texts placed so that
 //	                none covers another, seqlegend.go its legend
+//	leaderlanes.go  LeaderLanesSVG: each node's leader over a run, drawn
+//	                under its diagram (LeaderLanes)
 //	diagramruns.go  DiagramRuns: the runs whose election is drawn, and
 //	                Sequences, those elections titled for the report
 package report
