@@ -110,7 +110,7 @@ const (
 type Change struct {
 	Scenario string
 	Metric   string
-	Unit     string // "ns", "msgs" or "runs"
+	Unit     string // "ns", "msgs", "changes" (leader changes) or "runs"
 	Base     float64
 	New      float64
 	// HasBase and HasNew are false when that side has no value.
