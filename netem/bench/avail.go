@@ -144,7 +144,7 @@ func availabilityOf(in availabilityInput) availability {
 		rec.Verdict = results.VerdictConverged
 		c := int64(from.Sub(in.start))
 		rec.ConvergedNS = &c
-	case flapping:
+	case flapping && inWindow >= 2:
 		rec.Verdict = results.VerdictFlapping
 	default:
 		rec.Verdict = results.VerdictStuck

@@ -235,3 +235,19 @@ func TestDisruptionOf(t *testing.T) {
 		}
 	}
 }
+
+// One election won late in the hold, its followers not yet caught up at
+// the heal, is a change, not changes going on: stuck, not flapping.
+func TestAvailabilityLoneLateChange(t *testing.T) {
+	bs := beliefsFrom()
+	follow(bs, 10.1, "", 0, "n1", "n2", "n3", "n4")
+	follow(bs, 39, "n4", 2, "n4")
+	a := judgeAvailability(t, bs, []fault.Fault{
+		{Time: reachAt(10), Kind: fault.Partition, Groups: [][]string{{"n5"}, {"n1", "n2", "n3", "n4"}}, OneWay: true},
+		{Time: reachAt(40), Kind: fault.Heal},
+	}, 50)
+	if a.rec.Verdict != results.VerdictStuck || a.changes != 1 {
+		t.Errorf("verdict %s with %d changes, want stuck with 1", a.rec.Verdict, a.changes)
+	}
+	checkNear(t, "unavailable", int64(a.unavailable), secs(40))
+}

@@ -12,11 +12,12 @@ const (
 	// stayed so: each live node followed a leader it reached both ways,
 	// that leader leading.
 	VerdictConverged = "converged"
-	// VerdictFlapping: not settled at the window's end, and a new leader
-	// tenure began within its last quarter.
+	// VerdictFlapping: not settled at the window's end, and leader
+	// changes went on: two or more tenures began within the window, one
+	// of them within its last quarter. A lone change is one election,
+	// however late, not flapping.
 	VerdictFlapping = "flapping"
-	// VerdictStuck: neither: unsettled, with no new tenure in the window's
-	// last quarter.
+	// VerdictStuck: neither: unsettled, and no change going on.
 	VerdictStuck = "stuck"
 )
 

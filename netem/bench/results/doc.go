@@ -129,8 +129,9 @@
 //	      verdict         over the hold window (without one: from the disruption on):
 //	                      converged (the nodes settled, each live node following a
 //	                      leader it reaches both ways, that leader leading, and stayed
-//	                      so to the window's end), flapping (not settled, and a tenure
-//	                      began within the window's last quarter) or stuck
+//	                      so to the window's end), flapping (not settled, two or more
+//	                      tenures begun within the window, one within its last
+//	                      quarter) or stuck
 //	      converged_ns    when it settled for good, from the disruption's start;
 //	                      without a hold, the time to leader
 //	      leader_changes_per_s  the tenures begun within the hold window per second
