@@ -44,6 +44,8 @@ type simNetwork struct {
 	// network: dials, refusals and the backoff during which frames are
 	// dropped at the sender (simTCP).
 	tcp *simTCP
+	// observe, when set, sees every event a node's flush drains.
+	observe func(n *simNode, e election.Event)
 }
 
 type simNode struct {
@@ -168,6 +170,9 @@ func (s *simNetwork) flush(n *simNode) {
 		n.state = out.State
 	}
 	for _, e := range out.Events {
+		if s.observe != nil {
+			s.observe(n, e)
+		}
 		switch e.Kind {
 		case election.EventRefused:
 			n.refused = append(n.refused, e)
@@ -318,6 +323,22 @@ func (s *simNetwork) partition(groups ...[]int) {
 	}
 	s.tracef("PARTITION %v", groups)
 }
+
+// cutLinks cuts the links between each pair of nodes, both ways, or with
+// oneWay only what the first sends to the second; every other link stays
+// as it is. heal restores them.
+func (s *simNetwork) cutLinks(oneWay bool, pairs ...[2]int) {
+	for _, p := range pairs {
+		s.cut[p] = true
+		if !oneWay {
+			s.cut[[2]int{p[1], p[0]}] = true
+		}
+	}
+	s.tracef("CUT %v (one way: %v)", pairs, oneWay)
+}
+
+// reaches reports whether what a sends gets to b.
+func (s *simNetwork) reaches(a, b int) bool { return a == b || !s.cut[[2]int{a, b}] }
 
 func (s *simNetwork) heal() {
 	clear(s.cut)
