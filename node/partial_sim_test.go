@@ -83,10 +83,11 @@ const afterHeal = 10 * time.Second
 // runPartial boots n nodes running algorithm with the default timings,
 // lets them elect the highest, cuts pattern's links for hold, heals, and
 // measures the hold and the recovery.
-func runPartial(t testing.TB, algorithm, pattern string, n int, seed uint64, hold time.Duration) partialRun {
+func runPartial(t testing.TB, algorithm, pattern string, n int, seed uint64, hold time.Duration, resets bool) partialRun {
 	t.Helper()
 	s := newSimNetwork(t, seed, n, election.DefaultConfig())
 	s.algorithm = algorithm
+	s.cutResets = resets
 	s.maxDly = simMaxDelay
 	for i := range n {
 		s.start(i)
@@ -145,7 +146,10 @@ func partialRank(n, i int) string { return fmt.Sprintf("r%d", n-i) }
 // node/ring/doc.go ("Partial connectivity") predict for a pattern.
 type partialCase struct {
 	algorithm, pattern string
-	verdict            string
+	// resets: the cut answers with TCP resets (the testbed's reset mode),
+	// so senders are told Refused, instead of dropping silently.
+	resets  bool
+	verdict string
 	// leaders are the ranks (1 = r1) that declare themselves leader during
 	// the hold.
 	leaders func(n int) []int
@@ -193,7 +197,7 @@ func partialCases() []partialCase {
 		}
 		return nil
 	}
-	return []partialCase{
+	cases := []partialCase{
 		{
 			algorithm: AlgorithmBully, pattern: "chained", verdict: "stuck",
 			leaders:  func(int) []int { return []int{1, 2} },
@@ -282,7 +286,73 @@ func partialCases() []partialCase {
 			recovery: ringRunRecovery,
 		},
 	}
+	// With resets Bully ends alike: a refused HALT only ends the round
+	// sooner, and a refused ELECTION is ignored.
+	for _, pc := range cases[:3] {
+		pc.resets = true
+		cases = append(cases, pc)
+	}
+	// The ring passes a refused frame to the next member, and a node that
+	// finds the run's candidate refused stands in for it: the last node
+	// before a cut wins.
+	cases = append(cases,
+		partialCase{
+			algorithm: AlgorithmRing, pattern: "chained", resets: true, verdict: "stuck",
+			leaders:  func(int) []int { return []int{1, 2} },
+			final:    chainedFinal,
+			wins:     func(int) (int, int) { return 1, 1 },
+			recovery: ringRecovery,
+		},
+		partialCase{
+			// r(N-1) stands in for every run and wins it again, each time a
+			// cut-off node's run times out or rN tells it of a lower leader.
+			algorithm: AlgorithmRing, pattern: "quorum-loss", resets: true, verdict: "flapping",
+			leaders: func(n int) []int { return []int{1, n - 1} },
+			final: func(n int, leads func(int) bool, follows func(int) int, electing func(int) bool) error {
+				if !leads(1) || !leads(n-1) || follows(n) != n-1 {
+					return fmt.Errorf("r1 and r%d should lead, r%d follow r%d", n-1, n, n-1)
+				}
+				for k := 2; k < n-1; k++ {
+					if !electing(k) {
+						return fmt.Errorf("r%d should be electing", k)
+					}
+				}
+				return nil
+			},
+			wins:     func(n int) (int, int) { return 2, ringRunRounds(n) * 2 * (n - 3) },
+			recovery: ringRecovery,
+		},
+		partialCase{
+			// r3 stands in for r2, whose runs it wins again, one each run
+			// timeout.
+			algorithm: AlgorithmRing, pattern: "bridge", resets: true, verdict: "flapping",
+			leaders: func(n int) []int { return []int{1, 3} },
+			final: func(n int, leads func(int) bool, follows func(int) int, electing func(int) bool) error {
+				if !leads(1) || !leads(3) || !electing(2) {
+					return fmt.Errorf("r1 and r3 should lead, r2 be electing")
+				}
+				for k := 4; k <= n; k++ {
+					if follows(k) != 3 {
+						return fmt.Errorf("r%d should follow r3", k)
+					}
+				}
+				return nil
+			},
+			wins:     func(n int) (int, int) { return 2, 2 * ringRunRounds(n) },
+			recovery: ringRecovery,
+		},
+	)
+	return cases
 }
+
+// ringRunRounds is how many run timeouts fit in the partial-connectivity
+// hold, plus the first run.
+func ringRunRounds(n int) int {
+	return int(partialHold/ring.RunTimeout(n, election.DefaultConfig().ElectionTimeout)) + 1
+}
+
+// partialHold is how long the cut lasts, the scenarios' default.
+const partialHold = 30 * time.Second
 
 // partialSeeds is how many seeds (message delays) each case runs with.
 const partialSeeds = 10
@@ -294,19 +364,22 @@ const partialSeeds = 10
 // leaders that reach each other, and the recovery after the heal. With -v
 // it prints the figures table of the docs.
 func TestPartialConnectivity(t *testing.T) {
-	const hold = 30 * time.Second
 	for _, pc := range partialCases() {
+		mode := "drop"
+		if pc.resets {
+			mode = "reset"
+		}
 		for _, n := range []int{5, 16} {
-			t.Run(fmt.Sprintf("%s/%s/N=%d", pc.algorithm, pc.pattern, n), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s/%s/N=%d", pc.algorithm, pc.pattern, mode, n), func(t *testing.T) {
 				var agg partialAggregate
 				for seed := uint64(1); seed <= partialSeeds; seed++ {
-					r := runPartial(t, pc.algorithm, pc.pattern, n, seed, hold)
+					r := runPartial(t, pc.algorithm, pc.pattern, n, seed, partialHold, pc.resets)
 					agg.add(r)
 					if err := pc.check(n, r); err != nil {
 						t.Errorf("seed %d: %v\n\t%v\n\t%s", seed, err, r, r.final)
 					}
 				}
-				t.Logf("| %s | %s | %d | %s |", pc.algorithm, pc.pattern, n, agg)
+				t.Logf("| %s | %s | %s | %d | %s |", pc.algorithm, pc.pattern, mode, n, agg)
 			})
 		}
 	}

@@ -34,6 +34,10 @@ type simNetwork struct {
 	seq       uint64
 	fifo      map[[2]int]time.Duration // per directed link: latest scheduled arrival
 	cut       map[[2]int]bool          // per directed link: messages are dropped
+	// cutResets makes a cut answer what crosses it with a reset, as the
+	// testbed's reset mode does: the sender's Machine is told Refused, as
+	// for a node that is down, instead of hearing nothing.
+	cutResets bool
 	minDly    time.Duration
 	maxDly    time.Duration
 	loss      float64
@@ -266,12 +270,14 @@ func (s *simNetwork) step(limit time.Duration) bool {
 			}
 			return true
 		}
-		if s.cut[[2]int{d.from, d.to}] {
+		cut := s.cut[[2]int{d.from, d.to}]
+		if cut && !s.cutResets {
 			s.tracef("n%d -> n%d %s e%d dropped", d.from, d.to, d.msg.Type, d.msg.Epoch)
 			return true
 		}
-		if d.refused || !to.up {
-			// A crashed process's host answers with a reset, as TCP does.
+		if d.refused || !to.up || cut {
+			// A crashed process's host answers with a reset, as TCP does, and so
+			// does a cut in reset mode.
 			s.tracef("n%d -> n%d %s e%d refused", d.from, d.to, d.msg.Type, d.msg.Epoch)
 			if from := s.nodes[d.from]; from.up {
 				from.m.Refused(s.now, to.id, d.msg.Type, d.msg.Epoch)

@@ -271,7 +271,8 @@
 // leaders forever.
 //
 // Node's TestPartialConnectivity asserts these outcomes on 10 seeds
-// (message delays) each, with a 30 s hold; with -v it prints this table.
+// (message delays) each, with a 30 s hold, with the cut dropping and
+// resetting; with -v it prints this table.
 // Verdict: converged (every live node follows one leader it reaches both
 // ways, from the hold's first half on), flapping (elections still won in
 // the second half), stuck (neither). Unavailable: the time until every
@@ -289,6 +290,15 @@
 //	quorum-loss  16  stuck    never        28-47  5.922s  5.898s     2116-2137  77.5-101.9   16-30ms, 19ms
 //	bridge       5   stuck    never        2      883ms   879ms      119        0.8          22-30ms, 20ms
 //	bridge       16  stuck    never        2      885ms   885ms      450        8.1          26-32ms, 21ms
+//
+// With the cut in reset mode (a TCP reset answers what crosses it, and the
+// transport reports the send Refused) Bully ends the same way in every
+// pattern: a refused ELECTION is ignored, and a refused HALT only counts
+// its target failed at once instead of after ElectionTimeout, which
+// shortens quorum-loss's contest at rN. The simulator's figures with
+// resets, where they differ:
+//
+//	quorum-loss  16  stuck    never        17-23  3.515s  3.504s     2166-2171  61.4-66.9    13-29ms, 19ms
 //
 // The messages are mostly HEARTBEATs: every leader sends N-1 each 100 ms,
 // the cut ones included (the simulator counts what is handed to the

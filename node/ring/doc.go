@@ -212,18 +212,48 @@
 // that run, passing r1 (a run newer than its epoch, which r1 forwards as
 // candidate), elects r1: up to RunTimeout(N) plus 2N hops, within SLE2.
 //
+// With the cut in reset mode every send across it is refused, and the
+// ring's failure handling takes the refused member for down: the frame
+// goes to the member after it, and a node that finds the run's candidate
+// refused stands in as candidate. The ring then routes around the cut,
+// and the last node before it wins:
+//
+//   - Chained: as with drops, since r2 skips r1 anyway.
+//   - Quorum-loss: r2's run reaches rN and r(N-1), which finds r(N-2) ..
+//     r2 (the candidate: it stands in) and r1 refused and hands the run to
+//     rN, back to itself: r(N-1) leads r(N-1) and rN. Every cut-off node
+//     r2..r(N-2) is still electing; when its run times out, or rN answers
+//     its run with an ELECTED naming r(N-1), lower than itself, it starts
+//     a newer run, which takes the same way and which r(N-1) wins again at
+//     a new epoch. Flapping by the verdict (elections won all along, one or
+//     two per cut-off node per run timeout, each bumping the epoch), though
+//     the leader rN follows stays r(N-1); r1 keeps leading alone.
+//   - Bridge: r2's run, refused by rN, goes r(N-1) -> ... -> r3, which
+//     finds r2 refused, stands in, and wins: r3 leads r3..rN. r2 stays
+//     electing and each of its runs elects r3 again: flapping the same
+//     way, r1 and r3 leading.
+//
+// After the heal r1 hears r(N-1)'s or r3's HEARTBEAT and its run elects
+// it within 2N hops.
+//
 // Nothing of this was fixed: it is the ring's own behaviour, which the
 // design notes warn of ("when nodes fail, the ring may get broken, and
-// liveness may be violated"): a run needs every ring link, and a link that
-// drops silently looks like nothing at all. The implementation adds no
-// storm to it: one run per node per run timeout, epochs growing by as
-// much, no node forwarding a run more than four times. Over TCP the
-// transport reports some of these sends (a refused or timed-out dial),
-// and a reported send is passed over to the next member, which the
-// simulator's silent cut does not model.
+// liveness may be violated"): a run needs every ring link, a link that
+// drops silently looks like nothing at all, and one that resets looks
+// like a node that is down. The implementation adds no storm to it: at
+// most one run per node per run timeout, and one more when that run,
+// stale, is answered with an ELECTED naming a lower leader; epochs grow
+// by as much; no node forwards a run more than four times. On the
+// testbed a dropping cut is seen by the transport too, later: a frame on
+// a connection opened before the cut is lost silently until
+// TCP_USER_TIMEOUT aborts it, and a dial across the cut times out and is
+// reported unreachable, which the ring handles as a refusal; so a ring
+// behind a dropping cut should move, after some seconds, from the drop
+// rows below towards the reset rows.
 //
 // Node's TestPartialConnectivity asserts these outcomes on 10 seeds each
-// with a 30 s hold (the columns are those of Bully's table):
+// with a 30 s hold (the columns are those of Bully's table), a dropping
+// cut first:
 //
 //	pattern      N   verdict  unavailable  won  quiet  no-leader  msg/s  elections/s  recovery, dual
 //	chained      5   stuck    never        1    448ms  439ms      80     0.3          45-58ms, 26ms
@@ -233,8 +263,19 @@
 //	bridge       5   stuck    never        0    -      30s        41     1.4          1.242-1.259s, 0s
 //	bridge       16  stuck    never        0    -      30s        152    2.3          3.542-3.57s, 0s
 //
+// and with the cut in reset mode:
+//
+//	chained      5   stuck     never       1    448ms  439ms      80       0.3        45-58ms, 26ms
+//	chained      16  stuck     never       1    546ms  508ms      298      1.0        96-153ms, 57ms
+//	quorum-loss  5   flapping  never       28   29.2s  30s        90-91    13.9       44-61ms, 26ms
+//	quorum-loss  16  flapping  never       15   27.4s  30s        330-332  39.7-43.0  111-195ms, 50ms
+//	bridge       5   flapping  never       14   29.1s  30s        84       6.1        47-58ms, 25ms
+//	bridge       16  flapping  never       5    27.0s  30s        303      7.7        116-201ms, 60ms
+//
 // Bully in the same patterns elects a second leader (chained), one per
-// cut-off node (quorum-loss) or three (bridge), each within seconds; the
-// ring elects r2 in chained only, and elsewhere leaves all but r1 (and in
-// bridge rN) without a leader for as long as the cut lasts.
+// cut-off node (quorum-loss) or three (bridge), each within seconds, and
+// then stays put; behind a dropping cut the ring elects r2 in chained
+// only, and elsewhere leaves all but r1 (and in bridge rN) without a
+// leader for as long as the cut lasts; behind a resetting cut it elects
+// the last node before the cut over and over.
 package ring
