@@ -51,7 +51,7 @@ type partialRun struct {
 	// the hold, all of them and HEARTBEATs aside.
 	perSecond, electionPerSecond float64
 	// recovery is the time from the heal until every live node followed
-	// the highest node for good, -1 if not within afterHeal.
+	// the highest node for good, -1 if not within partialAfterHeal.
 	recovery time.Duration
 	// healDual is the time two leaders that reach each other coexisted
 	// after the heal.
@@ -78,7 +78,9 @@ func (r partialRun) electing(k int) bool {
 	return v.up && v.status != election.StatusNormal
 }
 
-const afterHeal = 10 * time.Second
+// partialAfterHeal is how long a run goes on after the heal: long enough
+// for the slowest recovery, the ring's run timeout at N = 16 (6.6 s).
+const partialAfterHeal = 10 * time.Second
 
 // runPartial boots n nodes running algorithm with the default timings,
 // lets them elect the highest, cuts pattern's links for hold, heals, and
@@ -118,7 +120,7 @@ func runPartial(t testing.TB, algorithm, pattern string, n int, seed uint64, hol
 	s.heal()
 	healAt := s.now
 	run.recovery = -1
-	s.runUntil(healAt+afterHeal, func() {
+	s.runUntil(healAt+partialAfterHeal, func() {
 		rec.sample()
 		if l, ok := s.agreed(); !ok || l != n-1 {
 			run.recovery = -1
@@ -126,7 +128,7 @@ func runPartial(t testing.TB, algorithm, pattern string, n int, seed uint64, hol
 			run.recovery = s.now - healAt
 		}
 	})
-	run.healDual = rec.figures(healAt, healAt+afterHeal).DualLeaders
+	run.healDual = rec.figures(healAt, healAt+partialAfterHeal).DualLeaders
 	return run
 }
 
@@ -137,10 +139,6 @@ func (r partialRun) String() string {
 	}
 	return fmt.Sprintf("%v msgs/s=%.0f (elections %.1f) recovery=%s heal-dual=%v", r.hold, r.perSecond, r.electionPerSecond, rec, r.healDual.Round(time.Millisecond))
 }
-
-// partialRank is node i's rank in a cluster of n, as the scenarios name
-// nodes: r1 the highest.
-func partialRank(n, i int) string { return fmt.Sprintf("r%d", n-i) }
 
 // partialCase is what the derivations in node/bully/doc.go and
 // node/ring/doc.go ("Partial connectivity") predict for a pattern.
@@ -154,14 +152,14 @@ type partialCase struct {
 	// the hold.
 	leaders func(n int) []int
 	// final checks every node's view at the end of the hold, by rank.
-	final func(n int, leads func(k int) bool, follows func(k int) int, electing func(k int) bool) error
+	final func(n int, r partialRun) error
 	// wins bounds the elections won during the hold.
 	wins func(n int) (lo, hi int)
 	// recovery bounds the time from the heal until every node follows r1.
 	recovery func(n int) time.Duration
 }
 
-func ranks(lo, hi int) []int {
+func rankRange(lo, hi int) []int {
 	var rs []int
 	for k := lo; k <= hi; k++ {
 		rs = append(rs, k)
@@ -169,8 +167,8 @@ func ranks(lo, hi int) []int {
 	return rs
 }
 
-// partialCases are the predictions, derived from the algorithms before
-// the simulator ran them.
+// partialCases are the outcomes the package docs derive from each
+// algorithm's rules, as checks.
 func partialCases() []partialCase {
 	cfg := election.DefaultConfig()
 	// After a heal Bully's leaders hear each other's HEARTBEATs within one
@@ -186,12 +184,12 @@ func partialCases() []partialCase {
 	ringRunRecovery := func(n int) time.Duration {
 		return ring.RunTimeout(n, cfg.ElectionTimeout) + time.Duration(2*ring.MaxHops(n))*simMaxDelay
 	}
-	chainedFinal := func(n int, leads func(int) bool, follows func(int) int, electing func(int) bool) error {
-		if !leads(1) || !leads(2) {
+	chainedFinal := func(n int, r partialRun) error {
+		if !r.leads(1) || !r.leads(2) {
 			return fmt.Errorf("r1 and r2 should both lead")
 		}
 		for k := 3; k <= n; k++ {
-			if follows(k) != 2 {
+			if r.follows(k) != 2 {
 				return fmt.Errorf("r%d should follow r2", k)
 			}
 		}
@@ -207,14 +205,14 @@ func partialCases() []partialCase {
 		},
 		{
 			algorithm: AlgorithmBully, pattern: "quorum-loss", verdict: "stuck",
-			leaders: func(n int) []int { return ranks(1, n-1) },
-			final: func(n int, leads func(int) bool, follows func(int) int, electing func(int) bool) error {
+			leaders: func(n int) []int { return rankRange(1, n-1) },
+			final: func(n int, r partialRun) error {
 				for k := 1; k < n; k++ {
-					if !leads(k) {
+					if !r.leads(k) {
 						return fmt.Errorf("r%d should lead", k)
 					}
 				}
-				if l := follows(n); l < 2 || l > n-1 {
+				if l := r.follows(n); l < 2 || l > n-1 {
 					return fmt.Errorf("r%d should follow one of r2..r%d, follows r%d", n, n-1, l)
 				}
 				return nil
@@ -228,14 +226,14 @@ func partialCases() []partialCase {
 		{
 			algorithm: AlgorithmBully, pattern: "bridge", verdict: "stuck",
 			leaders: func(int) []int { return []int{1, 2, 3} },
-			final: func(n int, leads func(int) bool, follows func(int) int, electing func(int) bool) error {
+			final: func(n int, r partialRun) error {
 				for k := 1; k <= 3; k++ {
-					if !leads(k) {
+					if !r.leads(k) {
 						return fmt.Errorf("r%d should lead", k)
 					}
 				}
 				for k := 4; k <= n; k++ {
-					if follows(k) != 3 {
+					if r.follows(k) != 3 {
 						return fmt.Errorf("r%d should follow r3", k)
 					}
 				}
@@ -254,12 +252,12 @@ func partialCases() []partialCase {
 		{
 			algorithm: AlgorithmRing, pattern: "quorum-loss", verdict: "stuck",
 			leaders: func(int) []int { return []int{1} },
-			final: func(n int, leads func(int) bool, follows func(int) int, electing func(int) bool) error {
-				if !leads(1) {
+			final: func(n int, r partialRun) error {
+				if !r.leads(1) {
 					return fmt.Errorf("r1 should lead")
 				}
 				for k := 2; k <= n; k++ {
-					if !electing(k) {
+					if !r.electing(k) {
 						return fmt.Errorf("r%d should be electing", k)
 					}
 				}
@@ -271,12 +269,12 @@ func partialCases() []partialCase {
 		{
 			algorithm: AlgorithmRing, pattern: "bridge", verdict: "stuck",
 			leaders: func(int) []int { return []int{1} },
-			final: func(n int, leads func(int) bool, follows func(int) int, electing func(int) bool) error {
-				if !leads(1) || follows(n) != 1 {
+			final: func(n int, r partialRun) error {
+				if !r.leads(1) || r.follows(n) != 1 {
 					return fmt.Errorf("r1 should lead and r%d follow it", n)
 				}
 				for k := 2; k < n; k++ {
-					if !electing(k) {
+					if !r.electing(k) {
 						return fmt.Errorf("r%d should be electing", k)
 					}
 				}
@@ -308,12 +306,12 @@ func partialCases() []partialCase {
 			// cut-off node's run times out or rN tells it of a lower leader.
 			algorithm: AlgorithmRing, pattern: "quorum-loss", resets: true, verdict: "flapping",
 			leaders: func(n int) []int { return []int{1, n - 1} },
-			final: func(n int, leads func(int) bool, follows func(int) int, electing func(int) bool) error {
-				if !leads(1) || !leads(n-1) || follows(n) != n-1 {
+			final: func(n int, r partialRun) error {
+				if !r.leads(1) || !r.leads(n-1) || r.follows(n) != n-1 {
 					return fmt.Errorf("r1 and r%d should lead, r%d follow r%d", n-1, n, n-1)
 				}
 				for k := 2; k < n-1; k++ {
-					if !electing(k) {
+					if !r.electing(k) {
 						return fmt.Errorf("r%d should be electing", k)
 					}
 				}
@@ -327,12 +325,12 @@ func partialCases() []partialCase {
 			// timeout.
 			algorithm: AlgorithmRing, pattern: "bridge", resets: true, verdict: "flapping",
 			leaders: func(n int) []int { return []int{1, 3} },
-			final: func(n int, leads func(int) bool, follows func(int) int, electing func(int) bool) error {
-				if !leads(1) || !leads(3) || !electing(2) {
+			final: func(n int, r partialRun) error {
+				if !r.leads(1) || !r.leads(3) || !r.electing(2) {
 					return fmt.Errorf("r1 and r3 should lead, r2 be electing")
 				}
 				for k := 4; k <= n; k++ {
-					if follows(k) != 3 {
+					if r.follows(k) != 3 {
 						return fmt.Errorf("r%d should follow r3", k)
 					}
 				}
@@ -404,7 +402,7 @@ func (pc partialCase) check(n int, r partialRun) error {
 	if f.DualLeaders != 0 {
 		return fmt.Errorf("two leaders that reach each other for %v", f.DualLeaders)
 	}
-	if err := pc.final(n, r.leads, r.follows, r.electing); err != nil {
+	if err := pc.final(n, r); err != nil {
 		return fmt.Errorf("at the end of the hold: %v", err)
 	}
 	if bound := pc.recovery(n); r.recovery < 0 || r.recovery > bound {

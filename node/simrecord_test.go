@@ -99,7 +99,8 @@ func (r *simRecord) sample() {
 }
 
 // simFigures is what a recorded window of a run measures. Reachability is
-// the network's at the end of the window: a window spans one fault state.
+// the network's when figures is called: a window spans one fault state,
+// measured before the next fault changes it.
 type simFigures struct {
 	// NoLeader is, per node, the time it was up without a leader it
 	// reaches both ways (itself, when it leads).
