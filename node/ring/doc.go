@@ -243,17 +243,26 @@
 // like a node that is down. The implementation adds no storm to it: at
 // most one run per node per run timeout, and one more when that run,
 // stale, is answered with an ELECTED naming a lower leader; epochs grow
-// by as much; no node forwards a run more than four times. On the
-// testbed a dropping cut is seen by the transport too, later: a frame on
+// by as much; no node forwards a run more than four times.
+//
+// Over TCP a dropping cut is seen by the transport too, later: a frame on
 // a connection opened before the cut is lost silently until
-// TCP_USER_TIMEOUT aborts it, and a dial across the cut times out and is
-// reported unreachable, which the ring handles as a refusal; so a ring
-// behind a dropping cut should move, after some seconds, from the drop
-// rows below towards the reset rows.
+// TCP_USER_TIMEOUT (2 s) aborts it, a dial into the cut times out (500 ms)
+// and is reported unreachable, which the ring handles as a refusal, and
+// the backoff after it reports the next frames unreachable at once. Over
+// the simulator's model of the transport the ring behind a dropping cut
+// therefore ends as behind a resetting one, passing the runs over the cut
+// members, only slower: chained stuck, bridge flapping with r3, quorum-
+// loss flapping with r(N-1) at N = 5. At N = 16 quorum-loss stays stuck as
+// with silent drops: r(N-1) must pass the run over 14 cut members, each
+// costing a dial timeout or a frame lost on an old connection, which is
+// longer than the run timeout (6.6 s); the newer run that replaces it
+// starts over. After the heal the transport's backoffs (up to 1 s) delay
+// the frames that end it: every node follows r1 within 2 s.
 //
 // Node's TestPartialConnectivity asserts these outcomes on 10 seeds each
-// with a 30 s hold (the columns are those of Bully's table), a dropping
-// cut first:
+// with a 30 s hold (the columns are those of Bully's table), a silently
+// dropping cut first:
 //
 //	pattern      N   verdict  unavailable  won  quiet  no-leader  msg/s  elections/s  recovery, dual
 //	chained      5   stuck    never        1    448ms  439ms      80     0.3          45-58ms, 26ms
@@ -272,10 +281,27 @@
 //	bridge       5   flapping  never       14   29.1s  30s        84       6.1        47-58ms, 25ms
 //	bridge       16  flapping  never       5    27.0s  30s        303      7.7        116-201ms, 60ms
 //
+// and with dropping, then resetting, cuts over the TCP model:
+//
+//	chained      5   stuck     never       1      439ms  429ms    80       0.3        42-945ms, 912ms
+//	chained      16  stuck     never       1      575ms  539ms    298      1.0        119-522ms, 419ms
+//	quorum-loss  5   flapping  never       15-19  29.7s  30s      66-71    7.9-9.6    355ms-1.533s, 483ms
+//	quorum-loss  16  stuck     never       0      -      30s      161      10.9-11.1  536ms-1.347s, 103ms
+//	bridge       5   flapping  never       13-14  30.0s  30s      77-81    5.8-6.1    148ms-1.221s, 659ms
+//	bridge       16  flapping  never       4      28.4s  30s      262-267  7.0        422ms-1.404s, 780ms
+//
+//	chained      5   stuck     never       1      441ms  432ms    80       0.3        41-564ms, 533ms
+//	chained      16  stuck     never       1      573ms  539ms    298      1.0        126-793ms, 703ms
+//	quorum-loss  5   flapping  never       24-26  29.2s  30s      84-88    12.3-13.2  129-648ms, 486ms
+//	quorum-loss  16  flapping  never       13-20  27.2s  30s      257-299  29.8-39.2  207ms-1.114s, 425ms
+//	bridge       5   flapping  never       14     29.0s  30s      84       5.9        144-736ms, 614ms
+//	bridge       16  flapping  never       4      27.0s  30s      269-270  6.5        245-843ms, 501ms
+//
 // Bully in the same patterns elects a second leader (chained), one per
 // cut-off node (quorum-loss) or three (bridge), each within seconds, and
 // then stays put; behind a dropping cut the ring elects r2 in chained
 // only, and elsewhere leaves all but r1 (and in bridge rN) without a
-// leader for as long as the cut lasts; behind a resetting cut it elects
-// the last node before the cut over and over.
+// leader for as long as the cut lasts; behind a resetting cut, or a
+// dropping one that TCP reports, it elects the last node before the cut
+// over and over.
 package ring
