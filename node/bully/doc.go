@@ -228,10 +228,10 @@
 // failed), and then hears nothing more: rN follows the last winner,
 // ignoring the others' HEARTBEATs. The end: N-1 leaders, none reaching
 // another, rN following one of r2..r(N-1); stuck, not flapping. N = 5:
-// r2, r3, r4 win epochs e+1, e+2, e+3 and rN ends with r4, 1.1 s after the
-// cut; N = 16: 24 to 57 wins over 100 seeds, quiet within 6.8 s. rN could reach every
-// leader, r1 included, but Bully never elects across a node it cannot
-// hear.
+// r2, r3, r4 win epochs e+1, e+2, e+3 and rN ends with r4, 1.1 s after
+// the cut; N = 16: 24 to 57 wins over 100 seeds, quiet within 6.8 s. rN
+// could reach every leader, r1 included, but Bully never elects across a
+// node it cannot hear.
 //
 // Bridge (r1 reaches only rN, r2 only r(N-1)). r2 detects first and halts:
 // its HALT reaches r(N-1) only, which accepts; after ElectionTimeout r2
@@ -273,16 +273,15 @@
 // Node's TestPartialConnectivity asserts these outcomes on 10 seeds
 // (message delays) each, with a 30 s hold, with the cut dropping and
 // resetting, and both again over its model of the TCP transport; with -v
-// it prints this table.
-// Verdict: converged (every live node follows one leader it reaches both
-// ways, from the hold's first half on), flapping (elections still won in
-// the second half), stuck (neither). Unavailable: the time until every
-// live node follows one such leader for good; no-leader: the longest a
-// node had no leader it reaches both ways (itself, if it leads); quiet:
-// when the last election was won or leader followed; messages per second
-// of the hold, all and without HEARTBEATs; recovery: from the heal until
-// every node follows r1, and how long two leaders that reach each other
-// coexisted meanwhile.
+// it prints the table below. Verdict: converged (every live node follows
+// one leader it reaches both ways, from the hold's first half on),
+// flapping (elections still won in the second half), stuck (neither).
+// Unavailable: the time until every live node follows one such leader for
+// good; no-leader: the longest a node had no leader it reaches both ways
+// (itself, if it leads); quiet: when the last election was won or leader
+// followed; messages per second of the hold, all and without HEARTBEATs;
+// recovery: from the heal until every node follows r1, and how long two
+// leaders that reach each other coexisted meanwhile.
 //
 //	pattern      N   verdict  unavailable  won    quiet   no-leader  msg/s      elections/s  recovery, dual
 //	chained      5   stuck    never        1      425ms   421ms      80         0.3          21-30ms, 17ms
@@ -317,5 +316,6 @@
 // the cut ones included (the simulator counts what is handed to the
 // network), so 2(N-1) x 10/s chained, (N-1)^2 x 10/s quorum-loss. The
 // ring election (package ring) ends differently: its runs die at the
-// first cut link of the ring.
+// first cut link of the ring, or, where the cut is reported to the
+// sender, elect the last node before it over and over.
 package bully
