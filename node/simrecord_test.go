@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/bullylab/bullylab/node/election"
@@ -47,7 +48,8 @@ type simMark struct {
 }
 
 // recordSim starts recording s from its current instant; sample must run
-// after every event (runUntil's check).
+// after every event (runUntil's check) and after every fault that changes
+// a view (a crash or a start).
 func recordSim(s *simNetwork) *simRecord {
 	r := &simRecord{s: s, last: make([]uint64, len(s.nodes))}
 	for i, n := range s.nodes {
@@ -150,7 +152,7 @@ func (r *simRecord) figures(from, to time.Duration) simFigures {
 	reach := func(a, b int) bool { return r.s.reaches(a, b) && r.s.reaches(b, a) }
 	f := simFigures{NoLeader: make([]time.Duration, n), Unavailable: -1}
 	leaders := map[int]bool{}
-	settledSince := time.Duration(-1)
+	settledSince, settledOn := time.Duration(-1), -1
 	for k, views := range r.views {
 		start, end := max(r.at[k], from), to
 		if k+1 < len(r.at) {
@@ -187,8 +189,8 @@ func (r *simRecord) figures(from, to time.Duration) simFigures {
 		switch {
 		case !settled || one == -1:
 			settledSince = -1
-		case settledSince < 0:
-			settledSince = start
+		case settledSince < 0 || one != settledOn:
+			settledSince, settledOn = start, one
 		}
 	dual:
 		for a := range leading {
@@ -265,4 +267,39 @@ func (r *simRecord) describe() string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// TestSimRecordLeaderCrash checks the recorder's figures on a run whose
+// outcome is known: the leader of five Bully nodes crashes, the next
+// highest takes over within one detection and one HALT round, and the
+// window converges.
+func TestSimRecordLeaderCrash(t *testing.T) {
+	cfg := election.DefaultConfig()
+	s := newSimNetwork(t, 3, 5, cfg)
+	s.maxDly = simMaxDelay
+	for i := range 5 {
+		s.start(i)
+	}
+	s.runUntil(3*time.Second, nil)
+	rec := recordSim(s)
+	from := s.now
+	s.crash(4)
+	rec.sample() // a fault changes views between events
+	s.runUntil(from+10*time.Second, rec.sample)
+	f := rec.figures(from, from+10*time.Second)
+	bound := cfg.FailureTimeout + cfg.HeartbeatInterval + cfg.ElectionTimeout
+	if f.Verdict != "converged" || f.Unavailable <= 0 || f.Unavailable > bound {
+		t.Errorf("verdict %s, unavailable %v: want converged within %v", f.Verdict, f.Unavailable, bound)
+	}
+	if f.Wins != 1 || !slices.Equal(f.Leaders, []int{3}) || f.DualLeaders != 0 {
+		t.Errorf("wins %d, leaders %v, two reachable leaders for %v: want n3 winning once, alone", f.Wins, f.Leaders, f.DualLeaders)
+	}
+	for i, d := range f.NoLeader[:4] {
+		if d <= 0 || d > f.Unavailable {
+			t.Errorf("n%d without a leader for %v, want some of the %v unavailable", i, d, f.Unavailable)
+		}
+	}
+	if f.NoLeader[4] != 0 {
+		t.Errorf("the crashed n4 counted %v without a leader", f.NoLeader[4])
+	}
 }
