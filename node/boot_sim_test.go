@@ -36,6 +36,14 @@ type simTCP struct {
 	dialEnd map[[2]int]time.Duration
 	queued  map[[2]int][]wire.Message
 
+	// userTimeout aborts a connection whose frames cross a dropping cut
+	// that long after the first of them (TCP_USER_TIMEOUT): until then
+	// they are lost silently; lostSince is when that first one went.
+	userTimeout time.Duration
+	lostSince   map[[2]int]time.Duration
+	// cutDialEnd is when a dial into a dropping cut times out.
+	cutDialEnd map[[2]int]time.Duration
+
 	// lose, when set, is the link whose first dial's SYN goes unanswered:
 	// a loaded host or delayer dropped it, which the transport cannot tell
 	// from a partition.
@@ -49,6 +57,9 @@ func newSimTCP(cfg TCPConfig) *simTCP {
 		min:         cfg.BackoffMin,
 		max:         cfg.BackoffMax,
 		dialTimeout: cfg.DialTimeout,
+		userTimeout: cfg.UserTimeout,
+		lostSince:   map[[2]int]time.Duration{},
+		cutDialEnd:  map[[2]int]time.Duration{},
 		conn:        map[[2]int]bool{},
 		retryAt:     map[[2]int]time.Duration{},
 		failures:    map[[2]int]int{},
@@ -70,11 +81,43 @@ func (c *simTCP) send(s *simNetwork, from, to int, msg wire.Message) (send, refu
 	}
 	if s.now < c.retryAt[link] {
 		s.tracef("n%d -> n%d %s e%d dropped: backing off until %v", from, to, msg.Type, msg.Epoch, c.retryAt[link])
-		s.unreachable(s.now, from, to, msg)
+		s.unreachable(max(s.now, c.cutDialEnd[link]), from, to, msg)
 		return false, false
 	}
+	if c.conn[link] && s.cut[link] {
+		if s.cutResets {
+			// The reset answers this segment: the frame is lost and the
+			// connection closed; the next frame dials into the cut.
+			delete(c.conn, link)
+			s.tracef("n%d -> n%d %s e%d: connection reset", from, to, msg.Type, msg.Epoch)
+			return false, false
+		}
+		since, lost := c.lostSince[link]
+		if !lost {
+			c.lostSince[link] = s.now
+		}
+		if !lost || s.now < since+c.userTimeout {
+			return true, false
+		}
+		s.tracef("n%d -> n%d: connection aborted, unacknowledged since %v", from, to, since)
+		delete(c.conn, link)
+		delete(c.lostSince, link)
+	}
 	if c.conn[link] {
+		delete(c.lostSince, link)
 		return true, false
+	}
+	if s.cut[link] && !s.cutResets {
+		// The SYN is dropped: the dial times out and the frame is reported
+		// unreachable then, and so is every frame of the backoff that
+		// follows, those sent during the dial when it fails.
+		end := s.now + c.dialTimeout
+		c.cutDialEnd[link] = end
+		c.failures[link]++
+		c.retryAt[link] = end + c.backoff(s, link)
+		s.tracef("n%d -> n%d %s e%d: SYN into the cut", from, to, msg.Type, msg.Epoch)
+		s.unreachable(end, from, to, msg)
+		return false, false
 	}
 	if c.lose != nil && *c.lose == link && !c.lostOnce {
 		c.lostOnce = true
@@ -84,7 +127,7 @@ func (c *simTCP) send(s *simNetwork, from, to int, msg wire.Message) (send, refu
 		c.queued[link] = []wire.Message{msg}
 		return false, false
 	}
-	if s.nodes[to].up {
+	if s.nodes[to].up && !s.cut[link] {
 		c.conn[link] = true
 		c.failures[link] = 0
 		c.retryAt[link] = 0

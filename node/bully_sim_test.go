@@ -310,8 +310,7 @@ func runSchedule(t testing.TB, algorithm string, seed uint64, trace *strings.Bui
 			case 1: // one-way cut between two nodes
 				a, b := rng.IntN(n), rng.IntN(n)
 				if a != b {
-					s.cut[[2]int{a, b}] = true
-					s.tracef("CUT n%d -> n%d", a, b)
+					s.cutLinks(true, [2]int{a, b})
 				}
 			case 2:
 				s.loss = 0.05 + rng.Float64()*0.45

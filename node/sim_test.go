@@ -34,6 +34,10 @@ type simNetwork struct {
 	seq       uint64
 	fifo      map[[2]int]time.Duration // per directed link: latest scheduled arrival
 	cut       map[[2]int]bool          // per directed link: messages are dropped
+	// cutResets makes a cut answer what crosses it with a reset, as the
+	// testbed's reset mode does: the sender's Machine is told Refused, as
+	// for a node that is down, instead of hearing nothing.
+	cutResets bool
 	minDly    time.Duration
 	maxDly    time.Duration
 	loss      float64
@@ -44,6 +48,8 @@ type simNetwork struct {
 	// network: dials, refusals and the backoff during which frames are
 	// dropped at the sender (simTCP).
 	tcp *simTCP
+	// observe, when set, sees every event a node's flush drains.
+	observe func(n *simNode, e election.Event)
 }
 
 type simNode struct {
@@ -168,6 +174,9 @@ func (s *simNetwork) flush(n *simNode) {
 		n.state = out.State
 	}
 	for _, e := range out.Events {
+		if s.observe != nil {
+			s.observe(n, e)
+		}
 		switch e.Kind {
 		case election.EventRefused:
 			n.refused = append(n.refused, e)
@@ -261,12 +270,14 @@ func (s *simNetwork) step(limit time.Duration) bool {
 			}
 			return true
 		}
-		if s.cut[[2]int{d.from, d.to}] {
+		cut := s.cut[[2]int{d.from, d.to}]
+		if cut && !s.cutResets {
 			s.tracef("n%d -> n%d %s e%d dropped", d.from, d.to, d.msg.Type, d.msg.Epoch)
 			return true
 		}
-		if d.refused || !to.up {
-			// A crashed process's host answers with a reset, as TCP does.
+		if d.refused || !to.up || cut {
+			// A crashed process's host answers with a reset, as TCP does, and so
+			// does a cut in reset mode.
 			s.tracef("n%d -> n%d %s e%d refused", d.from, d.to, d.msg.Type, d.msg.Epoch)
 			if from := s.nodes[d.from]; from.up {
 				from.m.Refused(s.now, to.id, d.msg.Type, d.msg.Epoch)
@@ -318,6 +329,22 @@ func (s *simNetwork) partition(groups ...[]int) {
 	}
 	s.tracef("PARTITION %v", groups)
 }
+
+// cutLinks cuts the links between each pair of nodes, both ways, or with
+// oneWay only what the first sends to the second; every other link stays
+// as it is. heal restores them.
+func (s *simNetwork) cutLinks(oneWay bool, pairs ...[2]int) {
+	for _, p := range pairs {
+		s.cut[p] = true
+		if !oneWay {
+			s.cut[[2]int{p[1], p[0]}] = true
+		}
+	}
+	s.tracef("CUT %v (one way: %v)", pairs, oneWay)
+}
+
+// reaches reports whether what a sends gets to b.
+func (s *simNetwork) reaches(a, b int) bool { return a == b || !s.cut[[2]int{a, b}] }
 
 func (s *simNetwork) heal() {
 	clear(s.cut)
