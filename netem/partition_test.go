@@ -294,7 +294,7 @@ func testPartitionReset(t *testing.T, backend string) {
 	go acceptAll(lnA)
 	go acceptAll(lnB)
 	abA, _ := tcpPair(t, a, b) // a's end of a connection a made
-	_, baB := tcpPair(t, a, b)  // b's end of another
+	_, baB := tcpPair(t, a, b) // b's end of another
 	drA, drB := tcpPair(t, a, b)
 
 	// A drop cut: a SYN times out, data vanishes, nothing resets.
