@@ -15,9 +15,9 @@ import (
 // nodeNet is what faults made of a node's network.
 type nodeNet struct {
 	isolated bool
-	isoMode  fault.CutMode   // how the isolation severs, when isolated
-	imp      *netem.Impairer // nil until an impairment is set
-	fw       *netem.Firewall // nil until a partition cuts this node
+	isoMode  fault.CutMode            // how the isolation severs, when isolated
+	imp      *netem.Impairer          // nil until an impairment is set
+	fw       *netem.Firewall          // nil until a partition cuts this node
 	blocked  map[string]fault.CutMode // source -> how its Firewall cuts it
 	// link is the link-wide impairment in force: the topology's until a
 	// fault changes it. pairs are per-peer impairments faults set, which
