@@ -661,6 +661,13 @@ func runFault(c *cli.Context) error {
 		}
 		what = strings.Join(gs, " ")
 	}
+	if len(rec.Links) > 0 {
+		var ls []string
+		for _, l := range rec.Links {
+			ls = append(ls, l[0]+":"+l[1])
+		}
+		what = strings.Join(ls, " ")
+	}
 	if what != "" {
 		what = " " + what
 	}

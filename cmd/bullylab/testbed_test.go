@@ -346,6 +346,9 @@ func TestCleanAfterUpKilled(t *testing.T) {
 	u := startUp(t, "star5")
 	u.waitUp(t)
 	mustCLI(t, "fault", "partition", "n1,n2", "n3,n4,n5", "--run", u.run)
+	if out := mustCLI(t, "fault", "cut", "n1:n2", "--mode", "reset", "--run", u.run); !strings.HasPrefix(out, "cut n1:n2: refusing (TCP with resets) n1<->n2 (testbed "+u.run) {
+		t.Errorf("fault cut printed %q", out)
+	}
 	st, err := netem.ReadState(u.run)
 	if err != nil {
 		t.Fatal(err)
