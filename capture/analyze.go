@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"os"
 	"slices"
@@ -723,6 +724,9 @@ func (a *analyzer) record(p *Packet, ts int64) {
 		a.rep.Capture = &c
 	}
 	a.records = append(a.records, recordAt{Record: rec, t: ts, pkt: p.Num})
+	if rec.Mode == fault.ModeReset {
+		a.wire.keepSegments = true // for the cut check: the resets a reset cut answers with
+	}
 	if change := rec.Kind.Process(); change != fault.ProcessKept {
 		for _, name := range rec.Nodes {
 			if i, ok := a.byName[name]; ok {
@@ -869,17 +873,44 @@ type cuts struct {
 	group     map[int32]int // partition: node -> group; absent: the extra group
 	oneWay    bool
 	parted    bool
+	partMode  fault.CutMode // how the partition severs
 	isolated  map[int32]bool
+	isoMode   map[int32]fault.CutMode    // how each isolation severs
+	links     map[[2]int32]fault.CutMode // cut: sender and receiver cut, and how
 	groupsLen int
 }
 
-func (c *cuts) cut(from, to int32) bool {
+func (c *cuts) cut(from, to int32) bool { return c.mode(from, to) != "" }
+
+// mode says how what from sends to to is cut: "" when it is not, else
+// ModeDrop or ModeReset. Where several faults cut it, a drop wins: the
+// packet never reaches the side that would answer it.
+func (c *cuts) mode(from, to int32) fault.CutMode {
 	if c == nil {
-		return false
+		return ""
 	}
-	if c.isolated[from] || c.isolated[to] {
-		return true
+	var mode fault.CutMode
+	note := func(m fault.CutMode) {
+		if mode == "" || m.OrDrop() == fault.ModeDrop {
+			mode = m.OrDrop()
+		}
 	}
+	for _, n := range [2]int32{from, to} {
+		if c.isolated[n] {
+			note(c.isoMode[n])
+		}
+	}
+	if m, ok := c.links[[2]int32{from, to}]; ok {
+		note(m)
+	}
+	if c.partitioned(from, to) {
+		note(c.partMode)
+	}
+	return mode
+}
+
+// partitioned reports whether the partition cuts what from sends to to.
+func (c *cuts) partitioned(from, to int32) bool {
 	if !c.parted {
 		return false
 	}
@@ -913,21 +944,39 @@ func (a *analyzer) buildCuts() []*cuts {
 					}
 				}
 			}
-			next.groupsLen, next.oneWay, next.parted = len(r.Groups), r.OneWay, true
+			next.groupsLen, next.oneWay, next.parted, next.partMode = len(r.Groups), r.OneWay, true, r.Mode
+		case fault.Cut:
+			next.links = map[[2]int32]fault.CutMode{}
+			for _, l := range r.Links {
+				i, iok := a.byName[l[0]]
+				j, jok := a.byName[l[1]]
+				if !iok || !jok || i == j {
+					continue
+				}
+				next.links[[2]int32{i, j}] = r.Mode.OrDrop()
+				if !r.OneWay {
+					next.links[[2]int32{j, i}] = r.Mode.OrDrop()
+				}
+			}
 		case fault.Heal:
-			next.group, next.parted, next.oneWay = nil, false, false
-			next.isolated = map[int32]bool{}
+			next.group, next.parted, next.oneWay, next.partMode = nil, false, false, ""
+			next.isolated, next.isoMode, next.links = map[int32]bool{}, nil, nil
 		case fault.Isolate, fault.Unisolate:
-			next.isolated = make(map[int32]bool, len(cur.isolated)+1)
-			for k, v := range cur.isolated {
-				next.isolated[k] = v
+			next.isolated = maps.Clone(cur.isolated)
+			if next.isolated == nil {
+				next.isolated = map[int32]bool{}
+			}
+			next.isoMode = maps.Clone(cur.isoMode)
+			if next.isoMode == nil {
+				next.isoMode = map[int32]fault.CutMode{}
 			}
 			for _, n := range r.Nodes {
 				if i, ok := a.byName[n]; ok {
 					if r.Kind == fault.Isolate {
-						next.isolated[i] = true
+						next.isolated[i], next.isoMode[i] = true, r.Mode.OrDrop()
 					} else {
 						delete(next.isolated, i)
+						delete(next.isoMode, i)
 					}
 				}
 			}

@@ -106,7 +106,9 @@
 //	kind     string      what happened: testbed, end or a fault kind
 //	nodes    [string]    the nodes it concerns, by name (see the kinds)
 //	groups   [[string]]  partition only: the groups, by node name
-//	one_way  bool        partition only
+//	one_way  bool        partition, cut
+//	links    [[string]]  cut only: the node pairs, two names each
+//	mode     string      partition, isolate, cut: reset, or absent for drop
 //	detail   string      any kind: what changed, in words for people (its
 //	                     wording is no format)
 //	in_force string      any fault kind: when the change was known to be in
@@ -136,8 +138,16 @@
 //   - partition: groups are two or more disjoint lists of nodes, cut from
 //     each other; nodes in no group keep reaching everyone. With one_way
 //     there are exactly two groups and only what the first sends to the
-//     second is cut. A partition replaces the one before; isolations stay.
-//   - heal: every partition and isolation removed; nodes are the nodes
+//     second is cut. A partition replaces the one before; isolations and
+//     cuts stay.
+//   - cut: links are node pairs cut from each other, every other link up;
+//     with one_way only what each pair's first node sends to its second is
+//     cut. A cut replaces the one before; partitions and isolations stay.
+//   - partition, isolate and cut with mode reset: the receivers answer
+//     every TCP segment across the cut with a reset (a SYN is refused, a
+//     connection resets at its next segment) rather than dropping it.
+//     Where faults in different modes cut one direction, it is a drop.
+//   - heal: every partition, cut and isolation removed; nodes are the nodes
 //     that were cut.
 //   - delay, loss: the impairment of what nodes send changed; detail says
 //     to whom and what is now in force.
@@ -345,12 +355,15 @@
 //     Pure ACKs, whose loss TCP does not show, are not counted; a
 //     retransmission of a segment whose ACK was delayed past the sender's
 //     timeout counts as a loss (Linux waits at least 200 ms for it).
-//   - cut (partition, isolate): per cut direction, the frames that entered
-//     the switch while the cut was in force, and those of them that the
-//     receiver acknowledged before the cut changed, by the ACK's own send
-//     time ([CutObservation]): crossed. Any crossing fails the check. A
-//     frame received during a cut whose ACK the receiver delayed past its
-//     end is missed.
+//   - cut (partition, isolate, cut): per cut direction, the frames that
+//     entered the switch while the cut was in force, and those of them
+//     that the receiver acknowledged before the cut changed, by the ACK's
+//     own send time ([CutObservation]): crossed. Any crossing fails the
+//     check. A frame received during a cut whose ACK the receiver delayed
+//     past its end is missed. Over a direction a reset cuts, also the TCP
+//     segments sent across while in force (resets not counted) and the
+//     resets the receiver sent back meanwhile: a direction with segments
+//     and no reset fails the check too.
 //   - last-frame (crash, pause): per node, the last frame it sent before
 //     it came back ([LastFrame]); the check fails if its kernel sent it
 //     after the fault was in force (beyond the send time's error bound)

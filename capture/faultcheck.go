@@ -3,6 +3,7 @@ package capture
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -107,6 +108,13 @@ type CutObservation struct {
 	Crossed int    `json:"crossed"`
 	// FirstCrossed is the packet of the first frame that crossed, 0: none.
 	FirstCrossed int64 `json:"first_crossed,omitempty"`
+	// Mode is ModeReset where a reset cuts the direction, else empty.
+	// Over such a direction Segments counts the TCP segments sent while
+	// the cut was in force (resets not counted) and Resets the resets its
+	// receiver sent back meanwhile.
+	Mode     fault.CutMode `json:"mode,omitempty"`
+	Segments int           `json:"segments,omitempty"`
+	Resets   int           `json:"resets,omitempty"`
 }
 
 // LastFrame is the last frame a crashed or paused node sent before it came
@@ -419,7 +427,9 @@ func wilson(k, n int, z float64) (lo, hi float64) {
 }
 
 // cutChecks counts, for each reachability change that cuts, the frames
-// sent over a cut direction while it was in force and those that crossed.
+// sent over a cut direction while it was in force and those that crossed;
+// over a direction a reset cuts, also the segments sent and the resets
+// its receiver answered them with.
 func (a *analyzer) cutChecks(allCuts []*cuts) []FaultCheck {
 	var out []FaultCheck
 	for ci, c := range allCuts {
@@ -429,18 +439,24 @@ func (a *analyzer) cutChecks(allCuts []*cuts) []FaultCheck {
 		}
 		byPair := map[[2]int32]*CutObservation{}
 		var pairs [][2]int32
+		observe := func(k [2]int32) *CutObservation {
+			o := byPair[k]
+			if o == nil {
+				o = &CutObservation{From: a.name(k[0]), To: a.name(k[1])}
+				if m := c.mode(k[0], k[1]); m == fault.ModeReset {
+					o.Mode = m
+				}
+				byPair[k] = o
+				pairs = append(pairs, k)
+			}
+			return o
+		}
 		for i := range a.wire.frames {
 			f := &a.wire.frames[i]
 			if f.t < c.inForce || f.t >= end || !c.cut(f.from, f.to) {
 				continue
 			}
-			k := [2]int32{f.from, f.to}
-			o := byPair[k]
-			if o == nil {
-				o = &CutObservation{From: a.name(f.from), To: a.name(f.to)}
-				byPair[k] = o
-				pairs = append(pairs, k)
-			}
+			o := observe([2]int32{f.from, f.to})
 			o.Frames++
 			at := f.ackSent
 			if at == 0 {
@@ -453,25 +469,63 @@ func (a *analyzer) cutChecks(allCuts []*cuts) []FaultCheck {
 				}
 			}
 		}
+		// Directions with frames first, in the order of their first,
+		// then the others by sender and receiver.
+		keys := slices.SortedFunc(maps.Keys(a.wire.segments), func(x, y [2]int32) int {
+			return cmp.Or(cmp.Compare(x[0], y[0]), cmp.Compare(x[1], y[1]))
+		})
+		for _, k := range keys {
+			if c.mode(k[0], k[1]) != fault.ModeReset {
+				continue
+			}
+			segs := a.wire.segments[k]
+			sent := 0
+			for _, sg := range segs {
+				if sg.t >= c.inForce && sg.t < end && !sg.rst {
+					sent++
+				}
+			}
+			if sent == 0 {
+				continue
+			}
+			o := observe(k)
+			o.Segments = sent
+			for _, sg := range a.wire.segments[[2]int32{k[1], k[0]}] {
+				if sg.t >= c.inForce && sg.t < end && sg.rst {
+					o.Resets++
+				}
+			}
+		}
 		r := a.recordOfPacket(c.pkt)
-		if r == nil || (!c.parted && len(c.isolated) == 0) {
+		if r == nil || (!c.parted && len(c.isolated) == 0 && len(c.links) == 0) {
 			continue
 		}
 		fc := FaultCheck{Packet: r.pkt, Kind: string(r.Kind), Time: r.Time.UTC(), Check: CheckCut, OK: true}
-		frames, crossed := 0, 0
+		frames, crossed, segments, resets, unanswered := 0, 0, 0, 0, 0
 		for _, k := range pairs {
 			o := byPair[k]
 			fc.Cuts = append(fc.Cuts, *o)
 			frames += o.Frames
 			crossed += o.Crossed
+			segments += o.Segments
+			resets += o.Resets
+			if o.Mode == fault.ModeReset && o.Segments > 0 && o.Resets == 0 {
+				unanswered++
+			}
 		}
-		if frames == 0 {
+		if frames == 0 && segments == 0 {
 			fc.Detail = "cut: not verified: no frame was sent over it while it was in force"
 			out = append(out, fc)
 			continue
 		}
-		fc.Verified, fc.OK = true, crossed == 0
+		fc.Verified, fc.OK = true, crossed == 0 && unanswered == 0
 		fc.Detail = fmt.Sprintf("cut: %d frames sent over it on %d directions while in force, %d crossed (acknowledged by their receiver)", frames, len(pairs), crossed)
+		if segments > 0 {
+			fc.Detail += fmt.Sprintf("; reset: %d segments sent over it answered by %d resets", segments, resets)
+			if unanswered > 0 {
+				fc.Detail += fmt.Sprintf(", %d directions answered by none", unanswered)
+			}
+		}
 		out = append(out, fc)
 	}
 	return out

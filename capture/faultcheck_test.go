@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -436,5 +437,96 @@ func TestStaleClaims(t *testing.T) {
 	}
 	if want := []uint64{3, 4, 5, 2}; !slices.Equal(got, want) {
 		t.Errorf("claims of epochs %v, want %v", got, want)
+	}
+}
+
+// TestFaultCheckCutLinks: a cut of one pair is checked on that pair
+// alone, both ways, while the leader's other links carry on.
+func TestFaultCheckCutLinks(t *testing.T) {
+	for _, crossing := range []bool{false, true} {
+		s, buf := faultSynth(t)
+		s.inForceRecord(Record{Kind: fault.Cut, Links: [][2]string{{"n5", "n2"}}})
+		for range 3 {
+			for _, to := range []int{0, 1, 2, 3} {
+				s.noAck = to == 1 && !crossing
+				s.send(4, to, s.msg(wire.TypeHeartbeat, 4, 1, 0))
+			}
+			s.advance(10 * time.Millisecond)
+		}
+		s.noAck = false
+		s.record(Record{Kind: fault.Heal, Nodes: s.names(1, 4)})
+		s.heartbeats(4, 1, 2)
+		rep := analyzeSynth(t, s, buf)
+		cs := checksOf(rep, CheckCut)
+		if len(cs) != 1 || cs[0].Kind != string(fault.Cut) {
+			t.Fatalf("cut checks %+v, want one of the cut", cs)
+		}
+		c := cs[0]
+		t.Log(c.Detail)
+		if len(c.Cuts) != 1 || c.Cuts[0].From != "n5" || c.Cuts[0].To != "n2" || c.Cuts[0].Frames != 3 || c.Cuts[0].Mode != "" {
+			t.Fatalf("cut observations %+v, want 3 frames n5 -> n2 alone", c.Cuts)
+		}
+		if c.OK == crossing || !c.Verified || (c.Cuts[0].Crossed > 0) != crossing {
+			t.Errorf("crossing %v: ok %v verified %v: %s", crossing, c.OK, c.Verified, c.Detail)
+		}
+	}
+}
+
+// refused writes what a reset cut makes of what a sends to b: a
+// frame on their connection, answered (when answer) by b's reset, then a
+// new connection's SYN, refused likewise.
+func (s *synth) refused(a, b int, m *wire.Message, answer bool) {
+	c := s.conn(a, b)
+	port := uint16(s.nodes[b].Port)
+	data := wire.Append(nil, m)
+	s.count(a, b, m.Type)
+	s.packet(a, b, c.cport, port, c.cseq, c.sseq, tcpACK|tcpPSH, data)
+	if answer {
+		// The kernel's reset takes its sequence number from the ACK.
+		s.packet(b, a, port, c.cport, c.sseq, 0, tcpRST, nil)
+	}
+	delete(s.conns, [2]int{a, b})
+	cport, seq := uint16(32768+s.rng.IntN(28000)), s.rng.Uint32()
+	s.packet(a, b, cport, port, seq, 0, tcpSYN, nil)
+	if answer {
+		s.packet(b, a, port, cport, 0, seq+1, tcpRST|tcpACK, nil)
+	}
+}
+
+// TestFaultCheckResetPartition: over a partition in reset mode the check
+// counts the segments sent across and the resets answering them, and
+// fails a direction the receiver never answered, as it fails a frame
+// that crossed.
+func TestFaultCheckResetPartition(t *testing.T) {
+	for _, answer := range []bool{true, false} {
+		s, buf := faultSynth(t)
+		s.inForceRecord(Record{Kind: fault.Partition, Groups: [][]string{s.names(4), s.names(0, 1, 2, 3)}, Mode: fault.ModeReset})
+		s.refused(4, 0, s.msg(wire.TypeHeartbeat, 4, 1, 0), answer)
+		s.refused(4, 1, s.msg(wire.TypeHeartbeat, 4, 1, 0), answer)
+		s.advance(10 * time.Millisecond)
+		s.record(Record{Kind: fault.Heal, Nodes: s.names(0, 1, 2, 3, 4)})
+		s.heartbeats(4, 1, 2)
+		rep := analyzeSynth(t, s, buf)
+		cs := checksOf(rep, CheckCut)
+		if len(cs) != 1 {
+			t.Fatalf("%d cut checks, want 1: %+v", len(cs), rep.FaultChecks)
+		}
+		c := cs[0]
+		t.Log(c.Detail)
+		if len(c.Cuts) != 2 {
+			t.Fatalf("cut observations %+v, want n5 -> n1 and n5 -> n2", c.Cuts)
+		}
+		for _, o := range c.Cuts {
+			wantResets := 0
+			if answer {
+				wantResets = 2
+			}
+			if o.From != "n5" || o.Mode != fault.ModeReset || o.Frames != 1 || o.Crossed != 0 || o.Segments != 2 || o.Resets != wantResets {
+				t.Errorf("answer %v: observation %+v, want 1 frame, 2 segments, %d resets, none crossed", answer, o, wantResets)
+			}
+		}
+		if c.OK != answer || !c.Verified || !strings.Contains(c.Detail, "reset: 4 segments") {
+			t.Errorf("answer %v: ok %v verified %v: %s", answer, c.OK, c.Verified, c.Detail)
+		}
 	}
 }

@@ -127,8 +127,13 @@ type Record struct {
 	Kind    fault.Kind `json:"kind"`
 	Nodes   []string   `json:"nodes,omitempty"`   // node names
 	Groups  [][]string `json:"groups,omitempty"`  // partition: node names
-	OneWay  bool       `json:"one_way,omitempty"` // partition
-	Detail  string     `json:"detail,omitempty"`  // what changed, in words for people
+	OneWay  bool       `json:"one_way,omitempty"` // partition, cut
+	// Links are the node pairs a cut separates (OneWay: only what the
+	// first sends to the second).
+	Links [][2]string `json:"links,omitempty"`
+	// Mode is how a partition, isolate or cut severs; empty: drop.
+	Mode   fault.CutMode `json:"mode,omitempty"`
+	Detail string        `json:"detail,omitempty"` // what changed, in words for people
 	// InForce is when the change was known to be in force (the process
 	// gone or stopped, the rules installed), the zero time when unknown.
 	InForce time.Time `json:"in_force,omitzero"`
@@ -171,9 +176,25 @@ func (r *Record) Comment() string {
 			}
 			b.WriteString(strings.Join(g, ","))
 		}
+	case len(r.Links) > 0:
+		sep := "<->"
+		if r.OneWay {
+			sep = "->"
+		}
+		for i, l := range r.Links {
+			if i == 0 {
+				b.WriteByte(' ')
+			} else {
+				b.WriteByte(',')
+			}
+			b.WriteString(l[0] + sep + l[1])
+		}
 	case len(r.Nodes) > 0:
 		b.WriteByte(' ')
 		b.WriteString(strings.Join(r.Nodes, ","))
+	}
+	if r.Mode == fault.ModeReset {
+		b.WriteString(" [reset]")
 	}
 	if r.Capture != nil {
 		fmt.Fprintf(&b, " (%d packets, %d dropped, %d late)", r.Capture.Packets, r.Capture.Drops, r.Capture.Late)

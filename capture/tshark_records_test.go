@@ -77,7 +77,7 @@ var newRecordFields = []string{
 var recordFields = slices.Concat(newRecordFields, []string{
 	"bullylab.record.version", "bullylab.record.time", "bullylab.record.kind", "bullylab.record.nodes",
 	"bullylab.record.groups", "bullylab.record.groups.node", "bullylab.record.one_way", "bullylab.record.detail",
-	"bullylab.record.summary",
+	"bullylab.record.summary", "bullylab.record.links", "bullylab.record.links.node", "bullylab.record.mode",
 	"bullylab.record.testbed.topology", "bullylab.record.testbed.run", "bullylab.record.testbed.node",
 	"bullylab.record.testbed.node.index", "bullylab.record.testbed.node.id", "bullylab.record.testbed.node.addr",
 	"bullylab.record.testbed.node.port", "bullylab.record.testbed.heartbeat_ns",
@@ -126,9 +126,20 @@ func recordWant(rec *Record) map[string][]string {
 		set("bullylab.record.groups", append(w["bullylab.record.groups"], strings.Join(g, ","))...)
 		set("bullylab.record.groups.node", append(w["bullylab.record.groups.node"], g...)...)
 	}
+	sep := "<->"
+	if rec.OneWay {
+		sep = "->"
+	}
+	for _, l := range rec.Links {
+		set("bullylab.record.links", append(w["bullylab.record.links"], l[0]+sep+l[1])...)
+		set("bullylab.record.links.node", append(w["bullylab.record.links.node"], l[0], l[1])...)
+	}
+	if rec.Mode != "" {
+		set("bullylab.record.mode", string(rec.Mode))
+	}
 	if rec.OneWay {
 		set("bullylab.record.one_way", "1")
-	} else if len(rec.Groups) > 0 {
+	} else if len(rec.Groups) > 0 || len(rec.Links) > 0 {
 		set("bullylab.record.one_way", "0")
 	}
 	if rec.Detail != "" {
@@ -216,6 +227,10 @@ func TestTsharkRecords(t *testing.T) {
 	s.record(Record{Kind: fault.Unisolate, Nodes: []string{"n2"}})
 	s.record(Record{Kind: fault.Partition, Groups: [][]string{{"n1", "n2"}, {"n3"}, {"n4"}}})
 	s.record(Record{Kind: fault.Partition, Groups: [][]string{{"n1"}, {"n2", "n3"}}, OneWay: true})
+	s.record(Record{Kind: fault.Partition, Groups: [][]string{{"n1"}, {"n2", "n3"}}, Mode: fault.ModeReset, Detail: "cut {n1} | {n2,n3}, TCP answered with resets"})
+	s.record(Record{Kind: fault.Isolate, Nodes: []string{"n4"}, Mode: fault.ModeDrop})
+	s.record(Record{Kind: fault.Cut, Links: [][2]string{{"n1", "n2"}, {"n3", "n4"}}, Detail: "dropping n1<->n2, n3<->n4"})
+	s.record(Record{Kind: fault.Cut, Links: [][2]string{{"n2", "n1"}}, OneWay: true, Mode: fault.ModeReset})
 	s.record(Record{Kind: fault.Heal})
 	s.record(Record{Kind: fault.Delay, Nodes: []string{"n1", "n2"}, Peers: []string{"n3", "n4"}, InForce: time.Unix(0, s.t+1_234_567),
 		Impair: &RecordImpairment{DelayNS: 50_000_000, JitterNS: 5_000_001}, Detail: "n1,n2 -> n3,n4: delay 50ms±5ms"})
@@ -277,8 +292,8 @@ func TestTsharkRecords(t *testing.T) {
 	if int64(len(got)) != packets {
 		t.Errorf("tshark printed %d packets, the capture has %d", len(got), packets)
 	}
-	if len(kinds) != 16 {
-		t.Errorf("the capture has records of %d kinds, want all 16: %v", len(kinds), kinds)
+	if len(kinds) != 17 {
+		t.Errorf("the capture has records of %d kinds, want all 17: %v", len(kinds), kinds)
 	}
 
 	// bullylab.type prints names (capturetest.Types fails on anything
@@ -410,6 +425,10 @@ func TestTsharkRecordsMalformed(t *testing.T) {
 		`{"version":1,"kind":"crash" "nodes":[]}`,
 		`{"version":1,"kind":"partition","groups":["n1"]}`,
 		`{"version":1,"kind":"partition","one_way":"yes"}`,
+		`{"version":1,"kind":"cut","links":["n1","n2"]}`,
+		`{"version":1,"kind":"cut","links":[["n1",2]]}`,
+		`{"version":1,"kind":"cut","links":{"n1":"n2"}}`,
+		`{"version":1,"kind":"cut","links":[["n1","n2"]],"mode":1}`,
 		`{"version":1,"kind":"testbed","testbed":{"nodes":[{"name":"n1","index":"one"}]}}`,
 		`{"version":1,"kind":"end","capture":{"packets":-1}}`,
 		`{"version":1,"kind":"end","capture":{"packets":18446744073709551616}}`,
@@ -437,6 +456,8 @@ func TestTsharkRecordsMalformed(t *testing.T) {
 		`{"version":1,"kind":"crash","detail":"caf` + "\xe9\xff" + `"}`,
 		"\r\n {\"version\":2,\"kind\":\"restart\",\"nodes\":[\"n3\"],\"time\":\"2024-02-29T03:04:05.5+02:00\",\"detail\":\"\x7f\"}\t",
 		`{"version":1,"kind":"partition","groups":[["n1"],null,[]],"one_way":null}`,
+		`{"version":1,"kind":"cut","links":[["n1","n2","x",7],null,[],["n3"],[null,"n4"]],"one_way":true,"mode":"reset"}`,
+		`{"version":1,"kind":"isolate","nodes":["n1"],"mode":"sideways"}`,
 		`{"version":1,"kind":"end","capture":{"packets":18446744073709551615,"drops":3,"late":2},"testbed":null}`,
 		`{"version":1,"kind":"testbed","testbed":{"topology":"ring3","run":"r","nodes":[{"name":"n1","index":-1,"port":70000,"addr":"fd00::1","id":"00000000-0000-0000-0000-000000000000"}],"heartbeat_ns":-5}}`,
 		`{"version":1,"kind":"delay","nodes":["n1"],"peers":["n2",null],"in_force":"2025-01-02T05:04:05.000000001+02:00","impair":{"delay_ns":-9223372036854775808,"jitter_ns":1,"loss":1.0E-2,"x":{}}}`,

@@ -17,6 +17,16 @@ type wireObserver struct {
 	// (frameObs.dir); fins holds the FINs each of them carried.
 	dirs int32
 	fins map[int32][]finObs
+	// segments holds, once keepSegments is set (a record of a reset cut
+	// was read), every segment between two nodes by sender and receiver.
+	keepSegments bool
+	segments     map[[2]int32][]segmentObs
+}
+
+// segmentObs is a TCP segment on the switch at t, a reset or not.
+type segmentObs struct {
+	t   int64
+	rst bool
 }
 
 // finObs is a FIN on the wire: it closes its direction at seq, which its
@@ -132,6 +142,13 @@ func (a *analyzer) Segment(s *Segment) {
 			k := [2]int32{from, to}
 			w.delays[k] = append(w.delays[k], delaySample{t: t, sent: sent})
 		}
+	}
+	if w.keepSegments {
+		if w.segments == nil {
+			w.segments = map[[2]int32][]segmentObs{}
+		}
+		k := [2]int32{from, to}
+		w.segments[k] = append(w.segments[k], segmentObs{t: t, rst: s.RST})
 	}
 	fwd := dirKey{s.Src, s.Dst}
 	if s.SYN {

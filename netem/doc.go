@@ -4,8 +4,8 @@
 //
 // Testbed (Build, Attach) is one run's switch and node namespaces, veths
 // and the processes started in them, recorded in a state file (RunState)
-// so that Clean can remove what a killed run left. Firewall (partitions)
-// and Impairer (delay, jitter, loss, duplication, reordering, with the
+// so that Clean can remove what a killed run left. Firewall (partitions
+// and cuts, dropping or refusing with TCP resets) and Impairer (delay, jitter, loss, duplication, reordering, with the
 // netem qdisc or an NFQUEUE delayer as backend) act in one node namespace;
 // Probe says which the kernel supports.
 //

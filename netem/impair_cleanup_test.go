@@ -38,6 +38,11 @@ func chains(t *testing.T, f *fixture, nd *fixtureNode) map[string]int {
 	return out
 }
 
+// firewallRules is how many rules a Firewall's chain holds: one dropping
+// the blocked sources, three for the rejected ones (resets pass, TCP is
+// answered with a reset, the rest dropped).
+const firewallRules = 4
+
 func TestImpairCleanup(t *testing.T) {
 	noLeak(t)
 	f := newFaultsFixture(t, 2)
@@ -57,8 +62,8 @@ func TestImpairCleanup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := chains(t, f, a); got[firewallChain] != 1 {
-		t.Errorf("chains after reopening: %v, want one rule in %s", got, firewallChain)
+	if got := chains(t, f, a); got[firewallChain] != firewallRules {
+		t.Errorf("chains after reopening: %v, want %d rules in %s", got, firewallRules, firewallChain)
 	}
 	// fw2 shares fw's objects; closing it would remove them, so drop it
 	// without Close by releasing only its resources.
@@ -127,7 +132,7 @@ func TestImpairCleanup(t *testing.T) {
 	if got := nftTables(t, a, f.run); !slices.Equal(got, table) {
 		t.Errorf("tables after closing the impairer: %v, want %v", got, table)
 	}
-	if got := chains(t, f, a); len(got) != 1 || got[firewallChain] != 1 {
+	if got := chains(t, f, a); len(got) != 1 || got[firewallChain] != firewallRules {
 		t.Errorf("chains after closing the impairer: %v", got)
 	}
 	if err := fw.Close(); err != nil {

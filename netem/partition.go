@@ -22,6 +22,7 @@ import (
 // Names of the objects a Firewall keeps in a node's NftTable(run).
 const (
 	firewallSet       = "blocked"
+	firewallResetSet  = "rejected"
 	firewallChain     = "partition_in"
 	firewallLossChain = "loss_in"
 )
@@ -37,17 +38,25 @@ var nftTableMu sync.Mutex
 // error, as on a real network; a one-way cut A→B is B's Firewall blocking A,
 // a symmetric cut is both Firewalls blocking each other.
 //
+// Sources rejected rather than blocked are in a second set: a TCP segment
+// from one is answered with a TCP reset (a SYN is refused, an established
+// connection resets at its next segment), anything else from it is
+// dropped. Resets from such a source pass, so that in a symmetric cut each
+// side's refusal reaches the other.
+//
 // Partitioning and healing only add and remove set elements (about a
-// millisecond), never recreate the table, so established connections see a
-// clean cut rather than a flush of state.
+// millisecond), never recreate the table or its rules, so established
+// connections see a clean cut rather than a flush of state.
 type Firewall struct {
-	mu      sync.Mutex
-	ns      netns.NsHandle // our own duplicate, closed by Close
-	conn    *nftables.Conn
-	table   *nftables.Table
-	set     *nftables.Set
-	chain   *nftables.Chain
-	blocked map[netip.Addr]struct{}
+	mu       sync.Mutex
+	ns       netns.NsHandle // our own duplicate, closed by Close
+	conn     *nftables.Conn
+	table    *nftables.Table
+	set      *nftables.Set // sources dropped
+	resetSet *nftables.Set // sources rejected
+	chain    *nftables.Chain
+	// blocked holds every source cut, true for those rejected.
+	blocked map[netip.Addr]bool
 	// lossChain holds one rule per lossy source; nil until SetLoss
 	// first needs it.
 	lossChain *nftables.Chain
@@ -55,9 +64,10 @@ type Firewall struct {
 	closed    bool
 }
 
-// NewFirewall installs an empty partition set and its input rule in table
-// NftTable(run) of namespace ns. The handle may be closed after the call.
-// Opening a Firewall again on the same namespace resets it.
+// NewFirewall installs empty sets of dropped and rejected sources and their
+// input rules in table NftTable(run) of namespace ns. The handle may be
+// closed after the call. Opening a Firewall again on the same namespace
+// resets it.
 func NewFirewall(ns netns.NsHandle, run string) (*Firewall, error) {
 	if err := CheckRunName(run); err != nil {
 		return nil, fmt.Errorf("firewall: %w", err)
@@ -71,9 +81,10 @@ func NewFirewall(ns netns.NsHandle, run string) (*Firewall, error) {
 		own.Close()
 		return nil, fmt.Errorf("firewall: opening nftables in namespace: %w", err)
 	}
-	f := &Firewall{ns: own, conn: conn, blocked: map[netip.Addr]struct{}{}}
+	f := &Firewall{ns: own, conn: conn, blocked: map[netip.Addr]bool{}}
 	f.table = &nftables.Table{Name: NftTable(run), Family: nftables.TableFamilyINet}
 	f.set = &nftables.Set{Table: f.table, Name: firewallSet, KeyType: nftables.TypeIPAddr}
+	f.resetSet = &nftables.Set{Table: f.table, Name: firewallResetSet, KeyType: nftables.TypeIPAddr}
 	f.chain = &nftables.Chain{Name: firewallChain, Table: f.table, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter}
 
@@ -81,20 +92,42 @@ func NewFirewall(ns netns.NsHandle, run string) (*Firewall, error) {
 	defer nftTableMu.Unlock()
 	conn.AddTable(f.table)
 	conn.AddChain(f.chain)
-	// Flushing what a previous Firewall left keeps the rule single.
+	// Flushing what a previous Firewall left keeps the rules as below.
 	conn.FlushChain(f.chain)
-	if err := conn.AddSet(f.set, nil); err != nil {
-		f.abort()
-		return nil, fmt.Errorf("firewall: adding set: %w", err)
+	for _, set := range []*nftables.Set{f.set, f.resetSet} {
+		if err := conn.AddSet(set, nil); err != nil {
+			f.abort()
+			return nil, fmt.Errorf("firewall: adding set %s: %w", set.Name, err)
+		}
+		conn.FlushSet(set)
 	}
-	conn.FlushSet(f.set)
-	conn.AddRule(&nftables.Rule{Table: f.table, Chain: f.chain, Exprs: []expr.Any{
-		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.NFPROTO_IPV4}},
-		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
-		&expr.Lookup{SourceRegister: 1, SetName: f.set.Name, SetID: f.set.ID},
-		&expr.Verdict{Kind: expr.VerdictDrop},
-	}})
+	from := func(set *nftables.Set, more ...expr.Any) []expr.Any {
+		return append([]expr.Any{
+			&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.NFPROTO_IPV4}},
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+			&expr.Lookup{SourceRegister: 1, SetName: set.Name, SetID: set.ID},
+		}, more...)
+	}
+	tcp := []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
+	}
+	rstFlag := []expr.Any{
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 13, Len: 1},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 1, Mask: []byte{tcpFlagRST}, Xor: []byte{0}},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: []byte{0}},
+	}
+	for _, exprs := range [][]expr.Any{
+		from(f.set, &expr.Verdict{Kind: expr.VerdictDrop}),
+		// A reset is never answered (the kernel would drop it): let it
+		// end the connection it belongs to.
+		from(f.resetSet, slices.Concat(tcp, rstFlag, []expr.Any{&expr.Verdict{Kind: expr.VerdictAccept}})...),
+		from(f.resetSet, append(slices.Clone(tcp), &expr.Reject{Type: unix.NFT_REJECT_TCP_RST})...),
+		from(f.resetSet, &expr.Verdict{Kind: expr.VerdictDrop}),
+	} {
+		conn.AddRule(&nftables.Rule{Table: f.table, Chain: f.chain, Exprs: exprs})
+	}
 	if err := conn.Flush(); err != nil {
 		f.abort()
 		return nil, fmt.Errorf("firewall: installing table %s: %w", f.table.Name, err)
@@ -102,75 +135,130 @@ func NewFirewall(ns netns.NsHandle, run string) (*Firewall, error) {
 	return f, nil
 }
 
+// tcpFlagRST is the RST bit of the TCP header's flags byte.
+const tcpFlagRST = 0x04
+
 func (f *Firewall) abort() {
 	_ = f.conn.CloseLasting()
 	f.ns.Close()
 }
 
-// Block drops from now on every IPv4 packet arriving from srcs.
+// firewallVerdict is what a Firewall does with a source's packets.
+type firewallVerdict int
+
+const (
+	firewallPass   firewallVerdict = iota
+	firewallDrop                   // dropped silently
+	firewallReject                 // TCP answered with a reset, the rest dropped
+)
+
+// Block drops from now on every IPv4 packet arriving from srcs, rejected
+// ones included.
 func (f *Firewall) Block(srcs ...netip.Addr) error {
-	return f.change(srcs, true)
+	return f.change(srcs, firewallDrop)
 }
 
-// Unblock lets packets from srcs through again.
+// Reject answers from now on every TCP segment arriving from srcs with a
+// TCP reset and drops what else they send, blocked ones included.
+func (f *Firewall) Reject(srcs ...netip.Addr) error {
+	return f.change(srcs, firewallReject)
+}
+
+// Unblock lets packets from srcs through again, blocked or rejected.
 func (f *Firewall) Unblock(srcs ...netip.Addr) error {
-	return f.change(srcs, false)
+	return f.change(srcs, firewallPass)
 }
 
-func (f *Firewall) change(srcs []netip.Addr, block bool) error {
+// change moves srcs to the set of verdict v in one batch, so that a source
+// moving from one set to the other is never let through between them.
+func (f *Firewall) change(srcs []netip.Addr, v firewallVerdict) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
 		return errors.New("firewall: closed")
 	}
-	elems := make([]nftables.SetElement, 0, len(srcs))
-	seen := map[netip.Addr]bool{}
+	sets := map[firewallVerdict]*nftables.Set{firewallDrop: f.set, firewallReject: f.resetSet}
+	add := map[firewallVerdict][]nftables.SetElement{}
+	del := map[firewallVerdict][]nftables.SetElement{}
+	moved := map[netip.Addr]bool{}
 	for _, a := range srcs {
 		a = a.Unmap()
 		if !a.Is4() {
 			return fmt.Errorf("firewall: %v is not an IPv4 address", a)
 		}
-		_, present := f.blocked[a]
-		if present == block || seen[a] {
+		if f.verdict(a) == v || moved[a] {
 			continue // deleting an absent element fails the whole batch
 		}
-		seen[a] = true
+		moved[a] = true
 		b := a.As4()
-		elems = append(elems, nftables.SetElement{Key: b[:]})
+		e := nftables.SetElement{Key: b[:]}
+		if cur := f.verdict(a); cur != firewallPass {
+			del[cur] = append(del[cur], e)
+		}
+		if v != firewallPass {
+			add[v] = append(add[v], e)
+		}
 	}
-	if len(elems) == 0 {
+	if len(moved) == 0 {
 		return nil
 	}
 	var err error
-	if block {
-		err = f.conn.SetAddElements(f.set, elems)
-	} else {
-		err = f.conn.SetDeleteElements(f.set, elems)
+	for _, k := range []firewallVerdict{firewallDrop, firewallReject} {
+		if len(del[k]) > 0 && err == nil {
+			err = f.conn.SetDeleteElements(sets[k], del[k])
+		}
+	}
+	for _, k := range []firewallVerdict{firewallDrop, firewallReject} {
+		if len(add[k]) > 0 && err == nil {
+			err = f.conn.SetAddElements(sets[k], add[k])
+		}
 	}
 	if err == nil {
 		err = f.conn.Flush()
 	}
 	if err != nil {
-		return fmt.Errorf("firewall: updating set %s: %w", f.set.Name, err)
+		return fmt.Errorf("firewall: updating sets %s and %s: %w", f.set.Name, f.resetSet.Name, err)
 	}
-	for _, e := range elems {
-		a := netip.AddrFrom4([4]byte(e.Key))
-		if block {
-			f.blocked[a] = struct{}{}
-		} else {
+	for a := range moved {
+		if v == firewallPass {
 			delete(f.blocked, a)
+		} else {
+			f.blocked[a] = v == firewallReject
 		}
 	}
 	return nil
 }
 
-// Blocked returns the blocked source addresses, sorted.
+// verdict is what f does now with packets from a; callers hold f.mu.
+func (f *Firewall) verdict(a netip.Addr) firewallVerdict {
+	reject, cut := f.blocked[a]
+	switch {
+	case !cut:
+		return firewallPass
+	case reject:
+		return firewallReject
+	}
+	return firewallDrop
+}
+
+// Blocked returns the sources cut, blocked or rejected, sorted.
 func (f *Firewall) Blocked() []netip.Addr {
+	return f.sources(func(bool) bool { return true })
+}
+
+// Rejected returns the sources rejected, sorted.
+func (f *Firewall) Rejected() []netip.Addr {
+	return f.sources(func(reject bool) bool { return reject })
+}
+
+func (f *Firewall) sources(keep func(reject bool) bool) []netip.Addr {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]netip.Addr, 0, len(f.blocked))
-	for a := range f.blocked {
-		out = append(out, a)
+	for a, reject := range f.blocked {
+		if keep(reject) {
+			out = append(out, a)
+		}
 	}
 	slices.SortFunc(out, netip.Addr.Compare)
 	return out
@@ -184,8 +272,9 @@ func (f *Firewall) Clear() error {
 		return errors.New("firewall: closed")
 	}
 	f.conn.FlushSet(f.set)
+	f.conn.FlushSet(f.resetSet)
 	if err := f.conn.Flush(); err != nil {
-		return fmt.Errorf("firewall: flushing set %s: %w", f.set.Name, err)
+		return fmt.Errorf("firewall: flushing sets %s and %s: %w", f.set.Name, f.resetSet.Name, err)
 	}
 	clear(f.blocked)
 	return nil
@@ -273,9 +362,10 @@ func (f *Firewall) Close() error {
 		f.conn.DelChain(f.lossChain)
 	}
 	f.conn.DelSet(f.set)
+	f.conn.DelSet(f.resetSet)
 	err := f.conn.Flush()
 	if err != nil && !errors.Is(err, syscall.ENOENT) {
-		return fmt.Errorf("firewall: removing chain and set: %w", err)
+		return fmt.Errorf("firewall: removing chain and sets: %w", err)
 	}
 	return dropTableIfEmpty(f.conn, f.table)
 }

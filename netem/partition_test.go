@@ -10,8 +10,11 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 func firewall(t *testing.T, f *fixture, nd *fixtureNode) *Firewall {
@@ -228,4 +231,143 @@ func TestReceiverLoss(t *testing.T) {
 	if err := fb.SetLoss(map[netip.Addr]float64{a.addr: 120}); err == nil {
 		t.Error("SetLoss accepted 120%")
 	}
+}
+
+// dialErr dials to from from within timeout and returns the error, if
+// any, and how long it took.
+func dialErr(t *testing.T, from *fixtureNode, to net.Addr, timeout time.Duration) (time.Duration, error) {
+	t.Helper()
+	start := time.Now()
+	err := inNamespace(from.ns, func() error {
+		c, err := net.DialTimeout("tcp4", to.String(), timeout)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+	return time.Since(start), err
+}
+
+// wantReset writes to c and waits for c to report the connection reset,
+// which a reset cut does at the segment's arrival.
+func wantReset(t *testing.T, c net.Conn, what string) {
+	t.Helper()
+	tcpSend(t, c, "doomed")
+	start := time.Now()
+	_ = c.SetReadDeadline(start.Add(5 * time.Second))
+	buf := make([]byte, 16)
+	n, err := c.Read(buf)
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("%s: read %q, %v; want the connection reset", what, buf[:n], err)
+		return
+	}
+	t.Logf("%s: reset %v after the write", what, time.Since(start))
+}
+
+// TestPartitionReset checks a Firewall's rejected sources: across a reset
+// cut a SYN is refused and an established connection resets at its next
+// segment, both ways of a symmetric cut, while a drop cut stays silent.
+// The impairment backends sit on the path the resets take back (the
+// receiver's egress), so each must let them through alike.
+func TestPartitionReset(t *testing.T) {
+	for _, backend := range []string{"", BackendNetem, BackendNFQueue} {
+		name := backend
+		if name == "" {
+			name = "unimpaired"
+		}
+		t.Run(name, func(t *testing.T) { testPartitionReset(t, backend) })
+	}
+}
+
+func testPartitionReset(t *testing.T, backend string) {
+	noLeak(t)
+	f := newFaultsFixture(t, 2)
+	a, b := f.nodes[0], f.nodes[1]
+	if backend != "" {
+		for _, nd := range []*fixtureNode{a, b} {
+			im := impairer(t, f, nd, backend)
+			applyOrSkip(t, func() error { return im.Set(fault.Impairment{Delay: time.Millisecond}) })
+		}
+	}
+	fa, fb := firewall(t, f, a), firewall(t, f, b)
+	lnA, lnB := listenTCP(t, a), listenTCP(t, b)
+	go acceptAll(lnA)
+	go acceptAll(lnB)
+	abA, _ := tcpPair(t, a, b) // a's end of a connection a made
+	_, baB := tcpPair(t, a, b) // b's end of another
+	drA, drB := tcpPair(t, a, b)
+
+	// A drop cut: a SYN times out, data vanishes, nothing resets.
+	if err := fb.Block(a.addr); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := dialErr(t, a, lnB.Addr(), 1500*time.Millisecond); !isTimeout(err) {
+		t.Errorf("dial a→b across a drop cut: %v after %v; want a timeout", err, d)
+	}
+	tcpSend(t, drA, "lost")
+	tcpSilent(t, drB, "TCP a→b across a drop cut")
+	tcpSilent(t, drA, "a's end across a drop cut") // no reset either
+
+	// The same source moves to the rejected set in one step.
+	if err := fb.Reject(a.addr); err != nil {
+		t.Fatal(err)
+	}
+	if err := fa.Reject(b.addr); err != nil {
+		t.Fatal(err)
+	}
+	if got := fb.Rejected(); !slices.Equal(got, []netip.Addr{a.addr}) {
+		t.Errorf("Rejected() = %v", got)
+	}
+	if got := fb.Blocked(); !slices.Equal(got, []netip.Addr{a.addr}) {
+		t.Errorf("Blocked() = %v, want the rejected source too", got)
+	}
+	for _, dir := range []struct {
+		what     string
+		from, to *fixtureNode
+		ln       net.Listener
+	}{{"a→b", a, b, lnB}, {"b→a", b, a, lnA}} {
+		d, err := dialErr(t, dir.from, dir.ln.Addr(), 5*time.Second)
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Errorf("dial %s across a reset cut: %v after %v; want it refused", dir.what, err, d)
+		} else {
+			t.Logf("dial %s across a reset cut: refused after %v", dir.what, d)
+		}
+	}
+	wantReset(t, abA, "a's connection, a writing")
+	wantReset(t, baB, "a's connection, b writing")
+
+	// Healed, connections open again.
+	if err := fb.Unblock(a.addr); err != nil {
+		t.Fatal(err)
+	}
+	if err := fa.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	if got := append(fa.Blocked(), fb.Blocked()...); len(got) != 0 {
+		t.Errorf("still cut after heal: %v", got)
+	}
+	for _, dir := range []struct {
+		what string
+		from *fixtureNode
+		ln   net.Listener
+	}{{"a→b", a, lnB}, {"b→a", b, lnA}} {
+		if d, err := dialErr(t, dir.from, dir.ln.Addr(), 5*time.Second); err != nil {
+			t.Errorf("dial %s after heal: %v after %v", dir.what, err, d)
+		}
+	}
+}
+
+func acceptAll(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -40,7 +40,14 @@
 --   bullylab.record.groups     one per partition group, its nodes joined
 --                              with commas (and each in .groups.node)
 --   bullylab.record.one_way    of a partition: only the first group's
---                              traffic to the others is cut
+--                              traffic to the others is cut; of a cut:
+--                              only what each pair's first node sends
+--                              to its second
+--   bullylab.record.links      of a cut: one per node pair, as the summary
+--                              writes it (n1<->n2, one-way n1->n2), each
+--                              node in .links.node
+--   bullylab.record.mode       of a partition, isolate or cut: drop or
+--                              reset, absent for drop
 --   bullylab.record.impair     of a delay or loss: .impair.delay_ns,
 --                              .impair.jitter_ns (integers), .impair.loss
 --                              (a double, percent), those the record has
@@ -817,6 +824,9 @@ rf.peers = ProtoField.string("bullylab.record.peers", "Peer")
 rf.groups = ProtoField.string("bullylab.record.groups", "Group")
 rf.groups_node = ProtoField.string("bullylab.record.groups.node", "Node")
 rf.one_way = ProtoField.bool("bullylab.record.one_way", "One way (only the first group cut from the others)", base.NONE)
+rf.links = ProtoField.string("bullylab.record.links", "Link")
+rf.links_node = ProtoField.string("bullylab.record.links.node", "Node")
+rf.mode = ProtoField.string("bullylab.record.mode", "Mode")
 rf.detail = ProtoField.string("bullylab.record.detail", "Detail")
 rf.impair = ProtoField.none("bullylab.record.impair", "Impairment")
 rf.impair_delay = ProtoField.int64("bullylab.record.impair.delay_ns", "Delay (ns)", base.DEC)
@@ -1370,9 +1380,45 @@ local function dissect_record(tvb, pinfo, tree)
 	local ov = member(o, "one_way", "bool", "true or false")
 	if ov then
 		one_way = ov.v
+	end
+	-- A pair is a Go [2]string: members past the second are skipped
+	-- unread, missing ones empty.
+	local links = {}
+	local lv = member(o, "links", "array", "a list")
+	if lv then
+		for i, l in ipairs(lv.v) do
+			l.path = "links[" .. (i - 1) .. "]"
+			if l.t == "array" or l.t == "null" then
+				local pair = { v = {}, path = l.path }
+				if l.t == "array" then
+					pair.v = { l.v[1], l.v[2] }
+				end
+				local ends = strings(pair)
+				local names = { ends[1] and ends[1].v or "", ends[2] and ends[2].v or "" }
+				local li = item:add(rf.links, range(l), names[1] .. (one_way and "->" or "<->") .. names[2])
+				for k = 1, 2 do
+					if ends[k] then
+						li:add(rf.links_node, range(ends[k]), names[k])
+					else
+						li:add(rf.links_node, ""):set_generated()
+					end
+				end
+				links[#links + 1] = names
+			else
+				malformed(l, l.path .. " is not a list")
+			end
+		end
+	end
+	if ov then
 		item:add(rf.one_way, range(ov), one_way)
-	elseif #groups > 0 then
+	elseif #groups > 0 or #links > 0 then
 		item:add(rf.one_way, false):set_generated()
+	end
+	local mode = ""
+	local mv = member(o, "mode", "string", "a string")
+	if mv then
+		mode = mv.v
+		item:add(rf.mode, range(mv), mode)
 	end
 	local detail = ""
 	local dv = member(o, "detail", "string", "a string")
@@ -1500,8 +1546,15 @@ local function dissect_record(tvb, pinfo, tree)
 			b[#b + 1] = i == 1 and " " or (one_way and " -> " or " | ")
 			b[#b + 1] = table.concat(g, ",")
 		end
+	elseif #links > 0 then
+		for i, l in ipairs(links) do
+			b[#b + 1] = (i == 1 and " " or ",") .. l[1] .. (one_way and "->" or "<->") .. l[2]
+		end
 	elseif #nodes > 0 then
 		b[#b + 1] = " " .. table.concat(nodes, ",")
+	end
+	if mode == "reset" then
+		b[#b + 1] = " [reset]"
 	end
 	if counters then
 		b[#b + 1] = string.format(" (%s packets, %s dropped, %s late)", counters.packets, counters.drops, counters.late)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/urfave/cli/v2"
 )
 
@@ -110,6 +111,10 @@ func completionFlagOf(f cli.Flag) completionFlag {
 		cf.values = []string{"netem", "nfqueue"}
 	case "log":
 		cf.values = []string{"json", "text"}
+	case "mode":
+		for _, m := range fault.CutModes {
+			cf.values = append(cf.values, string(m))
+		}
 	}
 	return cf
 }

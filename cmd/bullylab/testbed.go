@@ -508,12 +508,16 @@ const faultHelp = `Faults (NODE is a node name; GROUP a comma list of nodes or a
   restart NODE...          start crashed or exited nodes again, same ID and data dir
   pause NODE...            SIGSTOP the nodes (a hung node: a grey failure)
   resume NODE...           SIGCONT paused nodes
-  isolate NODE...          drop every packet to and from the nodes (at the receivers)
+  isolate [--mode M] NODE...
+                           drop every packet to and from the nodes (at the receivers)
   unisolate NODE...        reconnect them
-  partition [--one-way] GROUP GROUP...
+  partition [--one-way] [--mode M] GROUP GROUP...
                            cut the groups from each other (one-way: only what the
                            first group sends to the second), replacing any partition
-  heal                     remove every partition and isolation
+  cut [--one-way] [--mode M] NODE:NODE...
+                           cut each pair of nodes (one-way: only what the first
+                           sends to the second), every other link up; replaces any cut
+  heal                     remove every partition, cut and isolation
   delay NODE[:PEER] DURATION [--jitter DURATION]
                            delay what NODE sends (to PEER only); 0 removes it
   loss NODE[:PEER] PERCENT drop that share of what NODE sends (to PEER only), on arrival
@@ -521,8 +525,10 @@ const faultHelp = `Faults (NODE is a node name; GROUP a comma list of nodes or a
   campaign NODE...         have the nodes start an election
   leave NODE...            have the nodes announce LEAVE and exit
   join NODE...             start nodes that are down as newcomers announcing JOIN
---run NAME picks the testbed: it is needed when several are up, or when the only one is
-another user's; flags may follow the arguments.`
+--mode drop (the default) drops what is cut silently; --mode reset answers it with TCP
+resets, so connections across the cut fail at once. --run NAME picks the testbed: it is
+needed when several are up, or when the only one is another user's; flags may follow
+the arguments.`
 
 func faultCommand() *cli.Command {
 	return &cli.Command{
@@ -537,8 +543,9 @@ func faultCommand() *cli.Command {
 		// For the help only: parseFaultArgs reads them.
 		Flags: []cli.Flag{
 			runFlag,
-			&cli.BoolFlag{Name: "one-way", Usage: "partition: cut only what the first group sends to the second"},
+			&cli.BoolFlag{Name: "one-way", Usage: "partition, cut: cut only what the first group (node) sends to the second"},
 			&cli.StringFlag{Name: "jitter", Usage: "delay: vary the delay by up to `DURATION`"},
+			&cli.StringFlag{Name: "mode", Usage: "partition, isolate, cut: `MODE` drop (silently, the default) or reset (TCP resets)"},
 		},
 		Action: runFault,
 	}
@@ -549,6 +556,7 @@ type faultArgs struct {
 	run    string
 	oneWay bool
 	jitter string
+	mode   string
 	pos    []string
 }
 
@@ -579,6 +587,8 @@ func parseFaultArgs(args []string) (faultArgs, error) {
 			}
 		case "jitter":
 			fa.jitter, err = value()
+		case "mode":
+			fa.mode, err = value()
 		case "one-way":
 			if hasVal {
 				return fa, usagef("fault: flag --one-way takes no value")
@@ -587,7 +597,7 @@ func parseFaultArgs(args []string) (faultArgs, error) {
 		case "h", "help":
 			return fa, errFaultHelp
 		default:
-			return fa, usagef("fault: unknown flag %q (flags: --run, --one-way, --jitter)", a)
+			return fa, usagef("fault: unknown flag %q (flags: --run, --one-way, --jitter, --mode)", a)
 		}
 		if err != nil {
 			return fa, err
@@ -603,7 +613,7 @@ func faultRequest(fa faultArgs) (fault.Fault, error) {
 	if len(fa.pos) == 0 {
 		return fault.Fault{}, usagef("fault: which fault? (%s; see bullylab fault --help)", fault.KindList())
 	}
-	f, err := fault.ParseWords(fa.pos, fault.WordOptions{OneWay: fa.oneWay, Jitter: fa.jitter})
+	f, err := fault.ParseWords(fa.pos, fault.WordOptions{OneWay: fa.oneWay, Jitter: fa.jitter, Mode: fa.mode})
 	if err != nil {
 		return f, usagef("%s", err)
 	}
@@ -650,6 +660,13 @@ func runFault(c *cli.Context) error {
 			gs = append(gs, strings.Join(g, ","))
 		}
 		what = strings.Join(gs, " ")
+	}
+	if len(rec.Links) > 0 {
+		var ls []string
+		for _, l := range rec.Links {
+			ls = append(ls, l[0]+":"+l[1])
+		}
+		what = strings.Join(ls, " ")
 	}
 	if what != "" {
 		what = " " + what

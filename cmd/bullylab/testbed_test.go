@@ -346,6 +346,9 @@ func TestCleanAfterUpKilled(t *testing.T) {
 	u := startUp(t, "star5")
 	u.waitUp(t)
 	mustCLI(t, "fault", "partition", "n1,n2", "n3,n4,n5", "--run", u.run)
+	if out := mustCLI(t, "fault", "cut", "n1:n2", "--mode", "reset", "--run", u.run); !strings.HasPrefix(out, "cut n1:n2: refusing (TCP with resets) n1<->n2 (testbed "+u.run) {
+		t.Errorf("fault cut printed %q", out)
+	}
 	st, err := netem.ReadState(u.run)
 	if err != nil {
 		t.Fatal(err)
@@ -411,12 +414,16 @@ func TestTestbedCLIErrors(t *testing.T) {
 	wantUsage(t, `fault loss: "120%": want a percentage`, "fault", "loss", "n1", "120%")
 	wantUsage(t, "fault crash: --jitter is for delay", "fault", "crash", "n1", "--jitter", "1ms")
 	wantUsage(t, `fault: unknown flag "--bogus"`, "fault", "heal", "--bogus")
+	wantUsage(t, `fault cut: --mode "rst": want drop or reset`, "fault", "cut", "n1:n2", "--mode", "rst")
+	wantUsage(t, "fault crash: --mode is for partition, isolate and cut", "fault", "crash", "n1", "--mode=reset")
+	wantUsage(t, `fault cut: "n1": want NODE:NODE`, "fault", "cut", "n1")
 
 	u := startUp(t, "star3")
 	u.waitUp(t)
 	wantError(t, `run `+u.run+` has no node "n9"`, "fault", "crash", "n9", "--run", u.run)
 	wantError(t, `has no node or group "site-x"`, "fault", "partition", "n1", "site-x", "--run", u.run)
 	wantError(t, "node n1 is running, not paused", "fault", "resume", "n1", "--run", u.run)
+	wantError(t, `cut: run `+u.run+` has no node "n9"`, "fault", "cut", "n1:n9", "--mode", "reset", "--run", u.run)
 	wantError(t, `run `+u.run+` has no node "n9"`, "exec", "--run", u.run, "n9", "--", "true")
 	if _, _, code := runBin(t, "exec", "--run", u.run, "n1", "--", "sh", "-c", "exit 7"); code != 7 {
 		t.Errorf("exec of a command exiting 7 exited %d", code)

@@ -145,7 +145,7 @@ func (lc *Capture) record(f fault.Fault) {
 // FaultRecord is fault f as a capture's record.
 func FaultRecord(f fault.Fault) capture.Record {
 	rec := capture.Record{Time: f.Time, InForce: f.InForce, Kind: f.Kind, Nodes: f.Nodes,
-		Peers: f.Peers, Groups: f.Groups, OneWay: f.OneWay, Detail: f.Detail}
+		Peers: f.Peers, Groups: f.Groups, OneWay: f.OneWay, Links: f.Links, Mode: f.Mode, Detail: f.Detail}
 	if f.Impair != nil && f.Kind.Impairs() {
 		rec.Impair = &capture.RecordImpairment{DelayNS: int64(f.Impair.Delay), JitterNS: int64(f.Impair.Jitter), Loss: f.Impair.Loss}
 	}

@@ -317,7 +317,7 @@ func TestLabFaultsInForce(t *testing.T) {
 		labDo(t)(lb.Faults().Crash("n1")),
 		labDo(t)(lb.Faults().Pause("n2")),
 		labDo(t)(lb.Faults().Resume("n2")),
-		labDo(t)(lb.Faults().Partition([][]string{{"n2"}, {"n3"}}, false)),
+		labDo(t)(lb.Faults().Partition([][]string{{"n2"}, {"n3"}}, false, "")),
 		labDo(t)(lb.Faults().Heal()),
 	}
 	for _, f := range applied {

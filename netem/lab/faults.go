@@ -35,6 +35,12 @@ type Faults struct {
 // Apply applies f (see fault.Fault for what each kind takes) and returns the
 // record observers got.
 func (fl *Faults) Apply(ctx context.Context, f fault.Fault) (fault.Fault, error) {
+	if !f.Mode.Valid() {
+		return fault.Fault{}, fmt.Errorf("%s: mode %q: want %s or %s", f.Kind, f.Mode, fault.ModeDrop, fault.ModeReset)
+	}
+	if f.Mode != "" && !f.Kind.Severs() {
+		return fault.Fault{}, fmt.Errorf("%s: a mode is for %s, %s and %s", f.Kind, fault.Partition, fault.Isolate, fault.Cut)
+	}
 	switch f.Kind {
 	case fault.Crash:
 		return fl.Crash(f.Nodes...)
@@ -45,11 +51,13 @@ func (fl *Faults) Apply(ctx context.Context, f fault.Fault) (fault.Fault, error)
 	case fault.Resume:
 		return fl.Resume(f.Nodes...)
 	case fault.Isolate:
-		return fl.Isolate(f.Nodes...)
+		return fl.Isolate(f.Mode, f.Nodes...)
 	case fault.Unisolate:
 		return fl.Unisolate(f.Nodes...)
 	case fault.Partition:
-		return fl.Partition(f.Groups, f.OneWay)
+		return fl.Partition(f.Groups, f.OneWay, f.Mode)
+	case fault.Cut:
+		return fl.Cut(f.Links, f.OneWay, f.Mode)
 	case fault.Heal:
 		return fl.Heal()
 	case fault.Delay, fault.Loss:
@@ -238,33 +246,37 @@ func (fl *Faults) signal(kind fault.Kind, names []string, pause bool) (fault.Fau
 }
 
 // Isolate cuts nodes off everyone else: every packet between an isolated
-// node and any other is dropped on arrival, as when a cable is pulled. The
+// node and any other is dropped on arrival, as when a cable is pulled, or
+// with mode ModeReset refused, TCP answered with a reset. The
 // receivers drop them, as for a partition, so that what an isolated node
 // writes still crosses the switch: a capture there sees every frame each
 // node wrote, which is what the bench's counter cross-check compares
 // (with the switch port down, frames written into it vanished before the
 // capture, or died with the TCP connection that held them).
-func (fl *Faults) Isolate(names ...string) (fault.Fault, error) {
-	return fl.setIsolated(fault.Isolate, names, true)
+func (fl *Faults) Isolate(mode fault.CutMode, names ...string) (fault.Fault, error) {
+	return fl.setIsolated(fault.Isolate, names, true, mode)
 }
 
 // Unisolate reconnects isolated nodes; a partition in force stays.
 func (fl *Faults) Unisolate(names ...string) (fault.Fault, error) {
-	return fl.setIsolated(fault.Unisolate, names, false)
+	return fl.setIsolated(fault.Unisolate, names, false, "")
 }
 
-func (fl *Faults) setIsolated(kind fault.Kind, names []string, isolate bool) (fault.Fault, error) {
+func (fl *Faults) setIsolated(kind fault.Kind, names []string, isolate bool, mode fault.CutMode) (fault.Fault, error) {
+	if !mode.Valid() {
+		return fault.Fault{}, fmt.Errorf("%s: mode %q: want %s or %s", kind, mode, fault.ModeDrop, fault.ModeReset)
+	}
 	nodes, end, err := fl.beginOn(kind, names, nil)
 	if err != nil {
 		return fault.Fault{}, err
 	}
 	defer end()
-	f := fault.Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names)}
-	if err := fl.net.isolate(nodes, isolate); err != nil {
+	f := fault.Fault{Time: time.Now(), Kind: kind, Nodes: slices.Clone(names), Mode: mode}
+	if err := fl.net.isolate(nodes, isolate, mode); err != nil {
 		return fault.Fault{}, fmt.Errorf("%s: %w", kind, err)
 	}
 	if isolate {
-		f.Detail = "dropping every packet to and from " + strings.Join(names, ", ")
+		f.Detail = cutVerb(mode) + " every packet to and from " + strings.Join(names, ", ")
 	} else {
 		f.Detail = strings.Join(names, ", ") + " reconnected"
 	}
@@ -293,12 +305,17 @@ func (fl *Faults) ResolveGroup(entries []string) ([]string, error) {
 }
 
 // Partition cuts the network into groups, replacing any earlier partition
-// (isolation stays). Symmetric: no packet crosses between two groups.
-// One-way (exactly two groups): what Groups[0] sends to Groups[1] is
-// dropped, the reverse passes. Nodes in no group keep reaching everyone.
+// (isolation and cut links stay). Symmetric: no packet crosses between two
+// groups. One-way (exactly two groups): what Groups[0] sends to Groups[1]
+// is cut, the reverse passes. Nodes in no group keep reaching everyone.
 // The cut is made by the receivers, whose Firewalls drop packets from the
-// blocked sources, so senders see no error, as on a real network.
-func (fl *Faults) Partition(groups [][]string, oneWay bool) (fault.Fault, error) {
+// blocked sources, so senders see no error, as on a real network; with
+// mode ModeReset they answer TCP with a reset instead, so connections
+// across the cut fail at once.
+func (fl *Faults) Partition(groups [][]string, oneWay bool, mode fault.CutMode) (fault.Fault, error) {
+	if !mode.Valid() {
+		return fault.Fault{}, fmt.Errorf("partition: mode %q: want %s or %s", mode, fault.ModeDrop, fault.ModeReset)
+	}
 	end, err := fl.begin()
 	if err != nil {
 		return fault.Fault{}, err
@@ -328,14 +345,11 @@ func (fl *Faults) Partition(groups [][]string, oneWay bool) (fault.Fault, error)
 		}
 		resolved[i] = r
 	}
-	want := map[string]map[string]bool{} // receiver -> sources it drops
+	want := blockMap{}
 	cut := func(from, to []string) {
 		for _, b := range to {
-			if want[b] == nil {
-				want[b] = map[string]bool{}
-			}
 			for _, a := range from {
-				want[b][a] = true
+				want.add(b, a, mode)
 			}
 		}
 	}
@@ -350,7 +364,7 @@ func (fl *Faults) Partition(groups [][]string, oneWay bool) (fault.Fault, error)
 			}
 		}
 	}
-	f := fault.Fault{Time: time.Now(), Kind: fault.Partition, Groups: resolved, OneWay: oneWay}
+	f := fault.Fault{Time: time.Now(), Kind: fault.Partition, Groups: resolved, OneWay: oneWay, Mode: mode}
 	if err := fl.net.partition(want); err != nil {
 		return fault.Fault{}, fmt.Errorf("partition: %w", err)
 	}
@@ -361,14 +375,69 @@ func (fl *Faults) Partition(groups [][]string, oneWay bool) (fault.Fault, error)
 	sep := " | "
 	if oneWay {
 		sep = " -> "
-		f.Detail = "dropping what " + parts[0] + " sends to " + parts[1]
+		f.Detail = cutVerb(mode) + " what " + parts[0] + " sends to " + parts[1]
 	} else {
 		f.Detail = "cut " + strings.Join(parts, sep)
+		if mode == fault.ModeReset {
+			f.Detail += ", TCP answered with resets"
+		}
 	}
 	return fl.done(f), nil
 }
 
-// Heal removes every partition and reconnects every isolated node.
+// cutVerb says in words what a cut of mode does to packets.
+func cutVerb(mode fault.CutMode) string {
+	if mode == fault.ModeReset {
+		return "refusing (TCP with resets)"
+	}
+	return "dropping"
+}
+
+// Cut cuts the links between pairs of nodes, leaving every other link up
+// (partial connectivity), replacing any earlier cut of links (partitions
+// and isolation stay). Each pair is cut both ways, or with oneWay only
+// what the first sends to the second. As for a partition the receivers
+// cut, dropping or, with mode ModeReset, answering TCP with a reset.
+func (fl *Faults) Cut(links [][2]string, oneWay bool, mode fault.CutMode) (fault.Fault, error) {
+	if !mode.Valid() {
+		return fault.Fault{}, fmt.Errorf("cut: mode %q: want %s or %s", mode, fault.ModeDrop, fault.ModeReset)
+	}
+	end, err := fl.begin()
+	if err != nil {
+		return fault.Fault{}, err
+	}
+	defer end()
+	if len(links) == 0 {
+		return fault.Fault{}, errors.New("cut: no node pair given")
+	}
+	want := blockMap{}
+	words := make([]string, len(links))
+	for i, l := range links {
+		for _, name := range l {
+			if _, err := fl.anyNode(name); err != nil {
+				return fault.Fault{}, fmt.Errorf("cut: %w", err)
+			}
+		}
+		if l[0] == l[1] {
+			return fault.Fault{}, fmt.Errorf("cut: pair %d names node %s twice", i+1, l[0])
+		}
+		want.add(l[1], l[0], mode)
+		words[i] = l[0] + "->" + l[1]
+		if !oneWay {
+			want.add(l[0], l[1], mode)
+			words[i] = l[0] + "<->" + l[1]
+		}
+	}
+	f := fault.Fault{Time: time.Now(), Kind: fault.Cut, Links: slices.Clone(links), OneWay: oneWay, Mode: mode}
+	if err := fl.net.cutLinks(want); err != nil {
+		return fault.Fault{}, fmt.Errorf("cut: %w", err)
+	}
+	f.Detail = cutVerb(mode) + " " + strings.Join(words, ", ")
+	return fl.done(f), nil
+}
+
+// Heal removes every partition and cut of links and reconnects every
+// isolated node.
 func (fl *Faults) Heal() (fault.Fault, error) {
 	end, err := fl.begin()
 	if err != nil {
@@ -384,7 +453,7 @@ func (fl *Faults) Heal() (fault.Fault, error) {
 	if len(healed) == 0 {
 		f.Detail = "nothing was cut"
 	} else {
-		f.Detail = "every partition and isolation removed"
+		f.Detail = "every partition, cut and isolation removed"
 	}
 	return fl.done(f), nil
 }

@@ -252,3 +252,35 @@ func TestNodesRunTopologyAlgorithm(t *testing.T) {
 		}
 	}
 }
+
+// TestWantBlocked: a cut, a partition and an isolation in force compose
+// per receiver and source, a drop winning over a reset on the same pair.
+func TestWantBlocked(t *testing.T) {
+	r := &roster{byName: map[string]*labNode{}}
+	for _, name := range []string{"n1", "n2", "n3", "n4"} {
+		n := &labNode{name: name}
+		r.nodes = append(r.nodes, n)
+		r.byName[name] = n
+	}
+	nw := &network{roster: r}
+	nw.cut = blockMap{}
+	nw.cut.add("n2", "n1", fault.ModeReset) // a one-way reset partition n1 -> n2
+	nw.links = blockMap{}
+	nw.links.add("n2", "n1", "") // a drop cut of n1 <-> n2
+	nw.links.add("n1", "n2", fault.ModeDrop)
+	r.byName["n4"].net.isolated, r.byName["n4"].net.isoMode = true, fault.ModeReset
+	got := nw.wantBlocked()
+	want := blockMap{
+		"n1": {"n2": fault.ModeDrop, "n4": fault.ModeReset},
+		"n2": {"n1": fault.ModeDrop, "n4": fault.ModeReset},
+		"n3": {"n4": fault.ModeReset},
+		"n4": {"n1": fault.ModeReset, "n2": fault.ModeReset, "n3": fault.ModeReset},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("wantBlocked = %v, want %v", got, want)
+	}
+	nw.links = nil
+	if got := nw.wantBlocked()["n2"]["n1"]; got != fault.ModeReset {
+		t.Errorf("with the cut gone, n2 cuts n1 as %q, want the partition's reset", got)
+	}
+}

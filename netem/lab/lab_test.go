@@ -184,7 +184,7 @@ func TestLabPartition(t *testing.T) {
 	lb := labStart(t, "star5")
 	first := labFirst(t, lb, "n5")
 
-	f := labDo(t)(lb.Faults().Partition([][]string{{"n1", "n2", "n3"}, {"n4", "n5"}}, false))
+	f := labDo(t)(lb.Faults().Partition([][]string{{"n1", "n2", "n3"}, {"n4", "n5"}}, false, ""))
 	t.Logf("%s: %s", f.Kind, f.Detail)
 	left := labWait(t, lb, "minority side", "n3", first.Epoch, "n1", "n2", "n3")
 	right := labWait(t, lb, "majority side", "n5", first.Epoch-1, "n4", "n5")
@@ -223,7 +223,7 @@ func TestLabOneWayPartition(t *testing.T) {
 			if dir == "to-leader" {
 				groups[0], groups[1] = groups[1], groups[0]
 			}
-			f := labDo(t)(lb.Faults().Partition(groups, true))
+			f := labDo(t)(lb.Faults().Partition(groups, true, ""))
 			t.Logf("%s: %s", f.Kind, f.Detail)
 			blocker, blocked := "n4", []string{"n5"}
 			if dir == "to-leader" {
@@ -253,13 +253,18 @@ func TestLabFaultErrors(t *testing.T) {
 		{"unknown node", second(lb.Faults().Crash("n9")), `has no node "n9"`},
 		{"resume running", second(lb.Faults().Resume("n1")), "node n1 is running, not paused"},
 		{"restart running", second(lb.Faults().Restart(t.Context(), "n1")), "node n1 is running; crash it first"},
-		{"one group", second(lb.Faults().Partition([][]string{{"n1"}}, false)), "want at least 2 groups"},
-		{"overlap", second(lb.Faults().Partition([][]string{{"site-a"}, {"n3", "n4"}}, false)), "node n3 is in groups 1 and 2"},
-		{"unknown group", second(lb.Faults().Partition([][]string{{"site-x"}, {"n4"}}, false)), `no node or group "site-x"`},
-		{"one-way of three", second(lb.Faults().Partition([][]string{{"n1"}, {"n2"}, {"n3"}}, true)), "exactly 2 groups"},
+		{"one group", second(lb.Faults().Partition([][]string{{"n1"}}, false, "")), "want at least 2 groups"},
+		{"overlap", second(lb.Faults().Partition([][]string{{"site-a"}, {"n3", "n4"}}, false, "")), "node n3 is in groups 1 and 2"},
+		{"unknown group", second(lb.Faults().Partition([][]string{{"site-x"}, {"n4"}}, false, "")), `no node or group "site-x"`},
+		{"one-way of three", second(lb.Faults().Partition([][]string{{"n1"}, {"n2"}, {"n3"}}, true, "")), "exactly 2 groups"},
 		{"own peer", second(lb.Faults().Delay("n1", "n1", time.Millisecond, 0)), "its own peer"},
 		{"bad loss", second(lb.Faults().Loss("n1", "", 120)), "percentages"},
 		{"unknown kind", second(lb.Faults().Apply(t.Context(), fault.Fault{Kind: "explode"})), `unknown fault "explode"`},
+		{"cut unknown node", second(lb.Faults().Cut([][2]string{{"n1", "n2"}, {"n3", "n9"}}, false, "")), `cut: run ` + lb.Run() + ` has no node "n9"`},
+		{"cut a node from itself", second(lb.Faults().Cut([][2]string{{"n2", "n2"}}, false, "")), "cut: pair 1 names node n2 twice"},
+		{"cut nothing", second(lb.Faults().Cut(nil, false, "")), "cut: no node pair given"},
+		{"bad mode", second(lb.Faults().Apply(t.Context(), fault.Fault{Kind: fault.Cut, Links: [][2]string{{"n1", "n2"}}, Mode: "rst"})), `cut: mode "rst": want drop or reset`},
+		{"mode of a crash", second(lb.Faults().Apply(t.Context(), fault.Fault{Kind: fault.Crash, Nodes: []string{"n1"}, Mode: fault.ModeReset})), "crash: a mode is for partition, isolate and cut"},
 	} {
 		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, c.err, c.want)
@@ -314,7 +319,7 @@ func TestLabIsolateLeave(t *testing.T) {
 func testLabIsolateLeave(t *testing.T, hosting topologies.Hosting) {
 	lb := labStartHosted(t, "star5", hosting)
 	first := labFirst(t, lb, "n5")
-	labDo(t)(lb.Faults().Isolate("n5"))
+	labDo(t)(lb.Faults().Isolate("", "n5"))
 	isolated := labWait(t, lb, "isolate n5", "n4", first.Epoch, "n1", "n2", "n3", "n4")
 	if s := labState(t, lb, "n5"); !s.Isolated || s.State != lab.ProcRunning {
 		t.Errorf("isolated n5: %+v", s)

@@ -107,7 +107,7 @@ func (r *roster) newNode(tn *topologies.Node, opts BootOptions, id uuid.UUID, pr
 		dataDir: filepath.Join(DataRoot(run), tn.Name),
 		log:     netem.LogPath(run, tn.Name),
 		net: nodeNet{
-			blocked: map[string]bool{},
+			blocked: map[string]fault.CutMode{},
 			pairs:   map[string]fault.Impairment{},
 			link:    fromTopo(tn.Impair),
 		},

@@ -479,3 +479,51 @@ func TestSpanImpairHosts(t *testing.T) {
 		t.Errorf("after clear, %s to %s: connect took %v, %v: want under %v", a.Name, b.Name, rtt, err, delay)
 	}
 }
+
+// A cut in mode reset between nodes of two hosts goes through the span
+// like a partition: every host applies it, each receiver blocks the other
+// end of the pair as the mode says, the record keeps links and mode, and
+// heal removes it.
+func TestSpanCut(t *testing.T) {
+	topo, sp := startElectingSpan(t)
+	var all []string
+	for _, n := range topo.Nodes {
+		all = append(all, n.Name)
+	}
+	waitAgreedAmong(t, sp, all, "n6")
+	leader, _ := topo.Node("n6")
+	var other string
+	for _, n := range topo.Nodes {
+		if n.Host != leader.Host {
+			other = n.Name
+			break
+		}
+	}
+	links := [][2]string{{"n6", other}}
+	rec, err := sp.Apply(t.Context(), fault.Fault{Kind: fault.Cut, Links: links, Mode: fault.ModeReset})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rec.Links, links) || rec.Mode != fault.ModeReset || rec.Detail == "" {
+		t.Errorf("cut record %+v, want links %v in mode reset, with a detail", rec, links)
+	}
+	t.Logf("cut record: %s", rec.Detail)
+	blocked := func(want map[string][]string) {
+		t.Helper()
+		states, err := sp.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range states {
+			if !slices.Equal(s.Blocked, want[s.Node]) {
+				t.Errorf("%s blocks %v, want %v", s.Node, s.Blocked, want[s.Node])
+			}
+		}
+	}
+	blocked(map[string][]string{"n6": {other}, other: {"n6"}})
+	if _, err := sp.Apply(t.Context(), fault.Fault{Kind: fault.Heal}); err != nil {
+		t.Fatal(err)
+	}
+	blocked(nil)
+	waitAgreedAmong(t, sp, all, "n6")
+}

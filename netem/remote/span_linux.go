@@ -257,7 +257,7 @@ func (sp *Span) HostOf(node string) (int, bool) {
 // Apply applies f across the span and returns its record on this
 // machine's clock: a fault on processes (crash, restart, pause, resume,
 // isolate, unisolate, campaign, leave, join) by the hosts that run its
-// nodes, the others (partition, heal, delay, loss, clear) by every host,
+// nodes, the others (partition, cut, heal, delay, loss, clear) by every host,
 // each acting at its own nodes. A host's name stands for its nodes
 // wherever f names nodes, so that a partition or a delay can be between
 // whole hosts.

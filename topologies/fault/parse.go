@@ -9,10 +9,11 @@ import (
 )
 
 // WordOptions are the options of a fault given as words, as the command
-// line's flags --one-way and --jitter give them.
+// line's flags --one-way, --jitter and --mode give them.
 type WordOptions struct {
-	OneWay bool   // partition: cut only what the first group sends to the second
+	OneWay bool   // partition, cut: cut only what the first group (node) sends to the second
 	Jitter string // delay: the jitter, a duration such as 5ms
+	Mode   string // partition, isolate, cut: drop or reset (CutModes); empty: drop
 }
 
 // ParseWords parses a fault given as words, its kind and then its
@@ -22,6 +23,7 @@ type WordOptions struct {
 //	clear [NODE...]              no NODE: every node
 //	heal
 //	partition GROUP GROUP...     a GROUP: NODE[,NODE...] or a topology group
+//	cut NODE:NODE...             each pair cut both ways (WordOptions.OneWay: first -> second)
 //	delay NODE[:PEER] DURATION   such as 50ms; WordOptions.Jitter adds jitter
 //	loss NODE[:PEER] PERCENT     0 to 100, the "%" optional
 //
@@ -33,11 +35,21 @@ func ParseWords(words []string, opts WordOptions) (Fault, error) {
 	}
 	kind, args := Kind(words[0]), words[1:]
 	f := Fault{Kind: kind}
-	if opts.OneWay && kind.Args() != ArgsGroups {
-		return f, fmt.Errorf("fault %s: --one-way is for %s", printable(kind), kindsTaking(ArgsGroups))
+	if opts.OneWay && kind.Args() != ArgsGroups && kind.Args() != ArgsLinks {
+		return f, fmt.Errorf("fault %s: --one-way is for %s and %s", printable(kind), kindsTaking(ArgsGroups), kindsTaking(ArgsLinks))
 	}
 	if opts.Jitter != "" && kind.Args() != ArgsDelay {
 		return f, fmt.Errorf("fault %s: --jitter is for %s", printable(kind), kindsTaking(ArgsDelay))
+	}
+	if opts.Mode != "" {
+		if !kind.Severs() {
+			return f, fmt.Errorf("fault %s: --mode is for %s, %s and %s", printable(kind), Partition, Isolate, Cut)
+		}
+		m := CutMode(opts.Mode)
+		if !m.Valid() {
+			return f, fmt.Errorf("fault %s: --mode %s: want %s or %s", kind, strconv.Quote(opts.Mode), ModeDrop, ModeReset)
+		}
+		f.Mode = m
 	}
 	switch kind.Args() {
 	case ArgsNodes:
@@ -61,6 +73,21 @@ func ParseWords(words []string, opts WordOptions) (Fault, error) {
 				return f, fmt.Errorf("fault %s: %w", kind, err)
 			}
 			f.Groups = append(f.Groups, group)
+		}
+		f.OneWay = opts.OneWay
+	case ArgsLinks:
+		if len(args) == 0 {
+			return f, fmt.Errorf("fault %s: name the node pairs (like n1:n2 n3:n4)", kind)
+		}
+		for _, a := range args {
+			from, to, ok := strings.Cut(a, ":")
+			if !ok || from == "" || to == "" || strings.Contains(to, ":") {
+				return f, fmt.Errorf("fault %s: %s: want NODE:NODE", kind, strconv.Quote(a))
+			}
+			if from == to {
+				return f, fmt.Errorf("fault %s: %s: a node cannot be cut from itself", kind, strconv.Quote(a))
+			}
+			f.Links = append(f.Links, [2]string{from, to})
 		}
 		f.OneWay = opts.OneWay
 	case ArgsDelay, ArgsLoss:
@@ -141,6 +168,10 @@ func printable(k Kind) string {
 	}
 	return string(k)
 }
+
+// Severs reports whether a fault of kind k cuts links, so that it takes a
+// CutMode: partition, isolate and cut.
+func (k Kind) Severs() bool { return k == Partition || k == Isolate || k == Cut }
 
 // kindsTaking names the kinds whose faults name a, for messages.
 func kindsTaking(a Args) string {

@@ -21,6 +21,11 @@ func TestParseWords(t *testing.T) {
 		{[]string{"delay", "n1:n2", "50ms"}, WordOptions{Jitter: "5ms"},
 			Fault{Kind: Delay, Nodes: []string{"n1"}, Peers: []string{"n2"}, Impair: &Impairment{Delay: 50 * time.Millisecond, Jitter: 5 * time.Millisecond}}},
 		{[]string{"loss", "n3", "12.5%"}, WordOptions{}, Fault{Kind: Loss, Nodes: []string{"n3"}, Impair: &Impairment{Loss: 12.5}}},
+		{[]string{"cut", "n1:n2", "n3:n1"}, WordOptions{}, Fault{Kind: Cut, Links: [][2]string{{"n1", "n2"}, {"n3", "n1"}}}},
+		{[]string{"cut", "n1:n2"}, WordOptions{OneWay: true, Mode: "reset"},
+			Fault{Kind: Cut, Links: [][2]string{{"n1", "n2"}}, OneWay: true, Mode: ModeReset}},
+		{[]string{"partition", "n1", "n2"}, WordOptions{Mode: "drop"}, Fault{Kind: Partition, Groups: [][]string{{"n1"}, {"n2"}}, Mode: ModeDrop}},
+		{[]string{"isolate", "n1"}, WordOptions{Mode: "reset"}, Fault{Kind: Isolate, Nodes: []string{"n1"}, Mode: ModeReset}},
 	}
 	for _, tc := range good {
 		got, err := ParseWords(tc.words, tc.opts)
@@ -48,6 +53,14 @@ func TestParseWords(t *testing.T) {
 		{[]string{"delay", "n1", "soon"}, WordOptions{}, `fault delay: delay "soon": want a duration like 50ms`},
 		{[]string{"delay", "n1", "1ms"}, WordOptions{Jitter: "-1ms"}, `fault delay: --jitter "-1ms": want a duration like 50ms`},
 		{[]string{"loss", "n1", "120%"}, WordOptions{}, `fault loss: "120%": want a percentage from 0 to 100 (like 10%)`},
+		{[]string{"crash", "n1"}, WordOptions{OneWay: true}, "fault crash: --one-way is for partition and cut"},
+		{[]string{"cut"}, WordOptions{}, "fault cut: name the node pairs (like n1:n2 n3:n4)"},
+		{[]string{"cut", "n1:n2", "n3"}, WordOptions{}, `fault cut: "n3": want NODE:NODE`},
+		{[]string{"cut", "n1:"}, WordOptions{}, `fault cut: "n1:": want NODE:NODE`},
+		{[]string{"cut", "n1:n2:n3"}, WordOptions{}, `fault cut: "n1:n2:n3": want NODE:NODE`},
+		{[]string{"cut", "n1:n1"}, WordOptions{}, `fault cut: "n1:n1": a node cannot be cut from itself`},
+		{[]string{"crash", "n1"}, WordOptions{Mode: "reset"}, "fault crash: --mode is for partition, isolate and cut"},
+		{[]string{"cut", "n1:n2"}, WordOptions{Mode: "rst"}, `fault cut: --mode "rst": want drop or reset`},
 	}
 	for _, tc := range bad {
 		_, err := ParseWords(tc.words, tc.opts)
@@ -74,16 +87,22 @@ func TestKindsAllDescribed(t *testing.T) {
 func FuzzParseWords(f *testing.F) {
 	for _, s := range []string{"crash\tn1", "partition\tn1,n2\tn3", "delay\tn1:n2\t5ms", "loss\tn1\t10%",
 		"heal", "clear", "heal\tx", "bogus", "partition\ta,,b\tc", "delay\t:x\t1ms", "loss\tn1\tNaN", ""} {
-		f.Add(s, false, "")
-		f.Add(s, true, "")
-		f.Add(s, false, "1ms")
+		f.Add(s, false, "", "")
+		f.Add(s, true, "", "")
+		f.Add(s, false, "1ms", "")
+		f.Add(s, false, "", "reset")
 	}
-	f.Fuzz(func(t *testing.T, line string, oneWay bool, jitter string) {
+	for _, s := range []string{"cut\tn1:n2", "cut\tn1:n2\tn2:n3", "cut\tn1", "cut\t:n2", "cut\tn1:n1", "isolate\tn1"} {
+		f.Add(s, true, "", "reset")
+		f.Add(s, false, "", "drop")
+		f.Add(s, false, "", "bogus")
+	}
+	f.Fuzz(func(t *testing.T, line string, oneWay bool, jitter, mode string) {
 		var words []string
 		if line != "" {
 			words = strings.Split(line, "\t")
 		}
-		got, err := ParseWords(words, WordOptions{OneWay: oneWay, Jitter: jitter})
+		got, err := ParseWords(words, WordOptions{OneWay: oneWay, Jitter: jitter, Mode: mode})
 		if err != nil {
 			if msg := err.Error(); strings.ContainsAny(msg, "\r\n") || !strings.HasPrefix(msg, "fault") {
 				t.Fatalf("ParseWords(%q): error %q is not one line starting with fault", words, msg)
@@ -109,12 +128,25 @@ func FuzzParseWords(f *testing.F) {
 					}
 				}
 			}
+		case ArgsLinks:
+			if len(got.Links) == 0 {
+				t.Fatalf("ParseWords(%q): no links", words)
+			}
+			for _, l := range got.Links {
+				if l[0] == "" || l[1] == "" || l[0] == l[1] || strings.Contains(l[0]+l[1], ":") {
+					t.Fatalf("ParseWords(%q): link %q", words, l)
+				}
+			}
 		case ArgsDelay, ArgsLoss:
 			if got.Impair == nil || len(got.Nodes) != 1 || got.Nodes[0] == "" || got.Impair.Delay < 0 || got.Impair.Jitter < 0 {
 				t.Fatalf("ParseWords(%q): %+v", words, got)
 			}
 		}
-		if got.OneWay && got.Kind.Args() != ArgsGroups || got.Impair != nil && !got.Kind.Impairs() {
+		if got.Mode != CutMode(mode) || !got.Mode.Valid() || got.Mode != "" && !got.Kind.Severs() {
+			t.Fatalf("ParseWords(%q, mode %q): mode %q for %s", words, mode, got.Mode, got.Kind)
+		}
+		if got.OneWay && got.Kind.Args() != ArgsGroups && got.Kind.Args() != ArgsLinks ||
+			got.Impair != nil && !got.Kind.Impairs() || len(got.Links) > 0 && got.Kind.Args() != ArgsLinks {
 			t.Fatalf("ParseWords(%q): %+v has what its kind does not take", words, got)
 		}
 	})
