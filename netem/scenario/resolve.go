@@ -113,8 +113,8 @@ type Action struct {
 	// Links are the node pairs a cut severs, each in ID order unless the
 	// cut is one-way; for heal, the pairs cut until then (both ways).
 	Links  [][2]string
-	OneWay bool          // inject partition, cut
-	Mode   fault.CutMode // inject partition, isolate, cut
+	OneWay bool            // inject partition, cut
+	Mode   fault.CutMode   // inject partition, isolate, cut
 	Clock  fault.ClockSkew // inject clock
 	// Impair is what delay or loss sets on Nodes: Delay and Jitter for
 	// delay, Loss for loss; the node's other settings stay.
