@@ -150,7 +150,7 @@ func TestResolveCut(t *testing.T) {
 		{"inject: {cut: {links: [['top:3', 'top:3']]}}", "cut e-d,e-g,d-g"},
 		{"inject: {cut: {links: [['top:2', 'top:2']], one_way: true}}", "cut d->g,g->d"},
 		{"inject: {cut: {links: [[a, all]]}}", "cut c-a,a-f,a-b,a-e,a-d,a-g"}, // a name may be down
-		{"inject: {cut: {links: [[west, 'rank:1'], [g, b]]}}", "cut a-g,b-g"},  // each pair once
+		{"inject: {cut: {links: [[west, 'rank:1'], [g, b]]}}", "cut a-g,b-g"}, // each pair once
 		{"inject: {cut: {links: [[[c, 'rank:1'], 'rank:2']]}}", "cut c-d,d-g"},
 		{"inject: {isolate: {nodes: 'rank:6', mode: reset}}", "isolate c mode reset"},
 		{"inject: {partition: {groups: [['rank:1', 'rank:2'], rest], mode: reset}}", "partition d,g | c,a,f,b,e mode reset"},
