@@ -126,11 +126,16 @@ func parseEventLog(data []byte) ([]logEntry, error) {
 // records puts on the capture's time line; a lead still open when the
 // process's records end ends where the next process's begin, or never
 // (the faults cut it: its process was killed).
-func logSpans(name string, entries []logEntry) []span {
+//
+// A clock fault with a rate runs the node's monotonic clock, and so
+// mono_ns, at that rate from then on (from rated, zero when none did):
+// from there the records' own times, which keep the host's clock, place
+// them instead, and only the records before it estimate the origin.
+func logSpans(name string, entries []logEntry, rated time.Time) []span {
 	var out []span
 	incs := incarnations(entries)
 	for k, inc := range incs {
-		origin := incarnationOrigin(inc)
+		origin, ok := incarnationOrigin(beforeRate(inc, rated))
 		open := -1 // index in out of the lead in force
 		end := func(t time.Time) {
 			if open >= 0 {
@@ -140,6 +145,9 @@ func logSpans(name string, entries []logEntry) []span {
 		}
 		for _, e := range inc {
 			t := origin.Add(time.Duration(e.MonoNS))
+			if !ok || !rated.IsZero() && !t.Before(rated) {
+				t = e.wall
+			}
 			switch e.Event {
 			case string(election.EventElectionWon):
 				end(t)
@@ -165,7 +173,11 @@ func logSpans(name string, entries []logEntry) []span {
 		if open >= 0 && k+1 < len(incs) {
 			// Left open by a process that was killed: over by the
 			// time the next one started.
-			out[open].end = maxTime(out[open].start, incarnationOrigin(incs[k+1]))
+			next := incs[k+1][0].wall
+			if o, ok := incarnationOrigin(beforeRate(incs[k+1], rated)); ok {
+				next = o
+			}
+			out[open].end = maxTime(out[open].start, next)
 		}
 	}
 	return out
@@ -188,15 +200,46 @@ func incarnations(entries []logEntry) [][]logEntry {
 // was 0. A record's time is when it was written, at or after the event it
 // records, so each record's time less its mono_ns is at or after the
 // origin, and the smallest is the best estimate: node_started's, written
-// as the clock starts, is within microseconds of it.
-func incarnationOrigin(inc []logEntry) time.Time {
+// as the clock starts, is within microseconds of it. False when inc is
+// empty.
+func incarnationOrigin(inc []logEntry) (time.Time, bool) {
 	var o time.Time
 	for i, e := range inc {
 		if t := e.wall.Add(-time.Duration(e.MonoNS)); i == 0 || t.Before(o) {
 			o = t
 		}
 	}
-	return o
+	return o, len(inc) > 0
+}
+
+// beforeRate are the records of inc written before rated, when a clock
+// rate began to run the node's monotonic clock off the host's; all of them
+// when rated is zero.
+func beforeRate(inc []logEntry, rated time.Time) []logEntry {
+	if rated.IsZero() {
+		return inc
+	}
+	i := 0
+	for i < len(inc) && inc[i].wall.Before(rated) {
+		i++
+	}
+	return inc[:i]
+}
+
+// rateStart is when the first clock fault with a rate struck each node.
+func rateStart(faults []fault.Fault) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, f := range faults {
+		if f.Kind != fault.Clock || f.Clock == nil || f.Clock.RatePPM == 0 {
+			continue
+		}
+		for _, n := range f.Nodes {
+			if _, ok := out[n]; !ok {
+				out[n] = f.Time
+			}
+		}
+	}
+	return out
 }
 
 // logTenures are the tenures the nodes' event logs show, cut by faults,
@@ -205,12 +248,13 @@ func incarnationOrigin(inc []logEntry) time.Time {
 func logTenures(logs []nodeLog, faults []fault.Fault, from, to, origin time.Time) ([]Tenure, []string) {
 	var spans []span
 	var problems []string
+	rated := rateStart(faults)
 	for _, nl := range logs {
 		if nl.err != nil {
 			problems = append(problems, fmt.Sprintf("%s's event log: %v", nl.node, nl.err))
 			continue
 		}
-		spans = append(spans, logSpans(nl.node, nl.entries)...)
+		spans = append(spans, logSpans(nl.node, nl.entries, rated[nl.node])...)
 	}
 	return spanTenures(cutSpans(spans, faults), from, to, origin), problems
 }
