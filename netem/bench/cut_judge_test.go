@@ -63,7 +63,9 @@ func TestClockDisruptions(t *testing.T) {
 	}
 	t0 := time.Unix(1000, 0)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	skew := func(off time.Duration, rate float64) *fault.ClockSkew { return &fault.ClockSkew{Offset: off, RatePPM: rate} }
+	skew := func(off time.Duration, rate float64) *fault.ClockSkew {
+		return &fault.ClockSkew{Offset: off, RatePPM: rate}
+	}
 	faults := []fault.Fault{
 		{Time: at(1), Kind: fault.Clock, Nodes: []string{"n1"}, Clock: skew(-90*time.Second, 0)},
 		{Time: at(2), Kind: fault.Clock, Nodes: []string{"n2", "n3"}, Clock: skew(10*time.Second, 0)},
