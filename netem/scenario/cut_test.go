@@ -154,7 +154,9 @@ func TestResolveCut(t *testing.T) {
 		{"inject: {cut: {links: [[[c, 'rank:1'], 'rank:2']]}}", "cut c-d,d-g"},
 		{"inject: {isolate: {nodes: 'rank:6', mode: reset}}", "isolate c mode reset"},
 		{"inject: {partition: {groups: [['rank:1', 'rank:2'], rest], mode: reset}}", "partition d,g | c,a,f,b,e mode reset"},
-		{"inject: {clock: {nodes: [leader, 'rank:2'], offset: 90s, rate: -500ppm}}", "clock offset 1m30s rate -500 ppm on d,g"},
+		{"inject: {clock: {nodes: [leader, 'rank:2'], offset: 90s, rate: -500ppm}}", "clock offset +1m30s rate -500ppm on d,g"},
+		{"inject: {clock: {nodes: a, offset: 1s}}", "clock offset +1s on a"}, // down: gets it when it starts
+		{"inject: {clock: {nodes: all}}", "clock host clock on c,a,f,b,e,d,g"},
 		{"inject: {crash: ['rank:2', 'rank:3']}", "crash e,d"}, // ranks count the whole pool
 		{"inject: {crash: ['top:1', 'rank:1']}", "crash g"},
 		{"inject: {restart: 'rank:1'}", "restart a"},
@@ -377,7 +379,7 @@ steps:
 	want := []string{
 		"cut (reset) n4->n1,n4->n3",
 		"isolate (reset) n1",
-		"clock offset 1s rate +5 ppm n2",
+		"clock 1s 5ppm n2",
 		"heal ",
 		"wait_leader n1,n2,n3,n4",
 	}

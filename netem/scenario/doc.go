@@ -101,7 +101,8 @@
 // The pool is the set of nodes a fault can apply to: crashed nodes for
 // restart, paused for resume, nodes that left for join, isolated nodes for
 // unisolate, impaired nodes for clear, the live and connected for isolate,
-// every node for delay and loss, the live nodes otherwise (and in partition
+// every node for delay and loss, every node but the paused for clock (one
+// down gets the skew when it starts), the live nodes otherwise (and in partition
 // groups and the ends of a cut's links). Keywords choose from the pool;
 // names must be in it (restart n3 fails when n3 runs), but partition groups
 // and links may name any node. Later selectors of a list do not choose

@@ -124,7 +124,7 @@ func (f *fakeTarget) Apply(_ context.Context, ft fault.Fault) error {
 		}
 		return f.log("cut"+modeText(ft.Mode), pairs)
 	case fault.Clock:
-		return f.log("clock "+ft.Clock.String(), n)
+		return f.log(fmt.Sprintf("clock %v %gppm", ft.Clock.Offset, ft.Clock.RatePPM), n)
 	case fault.Isolate:
 		return f.log("isolate"+modeText(ft.Mode), n)
 	case fault.Delay:

@@ -167,7 +167,7 @@ func (a Action) String() string {
 		case fault.ArgsLinks:
 			b.WriteString(" " + linksText(a.Links, a.OneWay))
 		case fault.ArgsClock:
-			fmt.Fprintf(&b, " %s on %s", a.Clock, strings.Join(a.Nodes, ","))
+			fmt.Fprintf(&b, " %s on %s", clockText(a.Clock), strings.Join(a.Nodes, ","))
 		case fault.ArgsNone:
 		case fault.ArgsDelay, fault.ArgsLoss:
 			fmt.Fprintf(&b, " %s on %s", impairText(a.Impair), strings.Join(a.Nodes, ","))
@@ -206,6 +206,25 @@ func (a Action) String() string {
 		b.WriteString(" " + a.Duration.String())
 	}
 	return b.String()
+}
+
+// clockText is a skew as a schedule line has it: "offset +1m30s rate
+// -500ppm", or "host clock" for none.
+func clockText(c fault.ClockSkew) string {
+	if c == (fault.ClockSkew{}) {
+		return "host clock"
+	}
+	s := "offset " + c.Offset.String()
+	if c.Offset > 0 {
+		s = "offset +" + c.Offset.String()
+	}
+	if c.RatePPM != 0 {
+		s += " rate " + strconv.FormatFloat(c.RatePPM, 'g', -1, 64) + "ppm"
+		if c.RatePPM > 0 {
+			s = strings.Replace(s, "rate ", "rate +", 1)
+		}
+	}
+	return s
 }
 
 // linksText is links as a schedule has them: "a-b,a-c", or "a->b" for
@@ -506,6 +525,10 @@ func (p *picker) pool(k fault.Kind) ([]string, string) {
 		return p.filter(func(x string) bool { return p.net.impaired[x] }), "impaired"
 	case fault.Delay, fault.Loss:
 		return p.filter(func(string) bool { return true }), "testbed"
+	case fault.Clock:
+		// A node down gets the skew when it starts; a paused one cannot
+		// be told.
+		return p.filter(func(x string) bool { return p.status[x] != StatusPaused }), "unpaused"
 	}
 	return p.live(), "live"
 }
