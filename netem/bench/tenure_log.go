@@ -135,7 +135,8 @@ func logSpans(name string, entries []logEntry, rated time.Time) []span {
 	var out []span
 	incs := incarnations(entries)
 	for k, inc := range incs {
-		origin, ok := incarnationOrigin(beforeRate(inc, rated))
+		pre := beforeRate(inc, rated)
+		origin, ok := incarnationOrigin(pre), len(pre) > 0
 		open := -1 // index in out of the lead in force
 		end := func(t time.Time) {
 			if open >= 0 {
@@ -174,8 +175,8 @@ func logSpans(name string, entries []logEntry, rated time.Time) []span {
 			// Left open by a process that was killed: over by the
 			// time the next one started.
 			next := incs[k+1][0].wall
-			if o, ok := incarnationOrigin(beforeRate(incs[k+1], rated)); ok {
-				next = o
+			if pre := beforeRate(incs[k+1], rated); len(pre) > 0 {
+				next = incarnationOrigin(pre)
 			}
 			out[open].end = maxTime(out[open].start, next)
 		}
@@ -200,16 +201,15 @@ func incarnations(entries []logEntry) [][]logEntry {
 // was 0. A record's time is when it was written, at or after the event it
 // records, so each record's time less its mono_ns is at or after the
 // origin, and the smallest is the best estimate: node_started's, written
-// as the clock starts, is within microseconds of it. False when inc is
-// empty.
-func incarnationOrigin(inc []logEntry) (time.Time, bool) {
+// as the clock starts, is within microseconds of it.
+func incarnationOrigin(inc []logEntry) time.Time {
 	var o time.Time
 	for i, e := range inc {
 		if t := e.wall.Add(-time.Duration(e.MonoNS)); i == 0 || t.Before(o) {
 			o = t
 		}
 	}
-	return o, len(inc) > 0
+	return o
 }
 
 // beforeRate are the records of inc written before rated, when a clock
