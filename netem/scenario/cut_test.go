@@ -209,9 +209,9 @@ func TestResolveWaitUnderCut(t *testing.T) {
 		{"- inject: {partition: {groups: [[n1, n2], rest]}}\n- inject: {cut: {links: [[n5, all]]}}\n- wait_leader\n", "3. wait_leader among n3,n4"},
 		// An isolated node is a component of its own.
 		{"- inject: {isolate: n1}\n- inject: {cut: {links: [[n5, n4]]}}\n- wait_leader\n", "3. wait_leader among n2,n3,n4,n5"},
-		// Cuts add up, and heal undoes all of them.
-		{"- inject: {cut: {links: [[n5, n4]]}}\n- inject: {cut: {links: [[n1, n2]], one_way: true}}\n- heal\n- wait_leader\n",
-			"3. heal uncut n1-n2,n4-n5\n4. wait_leader among n1,n2,n3,n4,n5"},
+		// A cut replaces the one in force, and heal undoes it.
+		{"- inject: {cut: {links: [['top:2', all]]}}\n- inject: {cut: {links: [[n1, all]]}}\n- wait_leader\n- heal\n- wait_leader\n",
+			"3. wait_leader among n2,n3,n4,n5 expect highest-live timeout 30s\n4. heal uncut n1-n2,n1-n3,n1-n4,n1-n5\n5. wait_leader among n1,n2,n3,n4,n5"},
 		{"- inject: {cut: {links: [[n5, all]]}}\n- inject: heal\n- wait_leader\n", "3. wait_leader among n1,n2,n3,n4,n5"},
 	} {
 		sc, err := scenario.Parse("w.yaml", []byte("steps:\n"+tc.steps))

@@ -49,8 +49,9 @@
 //	cut: {links: [[SEL, SEL], ...], one_way: BOOL, mode: drop|reset}
 //	                  each link [A, B] cuts every node of A from every node
 //	                  of B but itself ([X, X]: every pair within X), every
-//	                  other link staying up; one_way: only A -> B. Cuts add
-//	                  up until a heal
+//	                  other link staying up; one_way: only A -> B. A cut
+//	                  replaces the cut in force (partitions and isolations
+//	                  stay), and heal removes it
 //	clock: {nodes: SEL, offset: 90s, rate: 500ppm}
 //	                  the wall clock the nodes read: offset (signed) now,
 //	                  drifting at rate parts per million (signed, "ppm"

@@ -262,8 +262,8 @@ type network struct {
 	oneWay   bool
 	isolated map[string]bool
 	impaired map[string]bool // delay or loss set by a fault
-	// cut holds the directions cuts severed, [from, to]; cuts add up
-	// until a heal.
+	// cut holds the directions the cut in force severs, [from, to]; a new
+	// cut replaces it, as in the lab, and a heal removes it.
 	cut map[[2]string]bool
 }
 
@@ -311,6 +311,7 @@ func (n *network) apply(a Action) {
 		case fault.Partition:
 			n.groups, n.oneWay = a.Groups, a.OneWay
 		case fault.Cut:
+			clear(n.cut)
 			for _, l := range a.Links {
 				n.cut[l] = true
 				if !a.OneWay {

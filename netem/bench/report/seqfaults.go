@@ -183,7 +183,7 @@ type FaultSpan struct {
 // until the node's restart or join, a pause until its resume, an
 // isolation until its unisolate or a heal, each side of a partition until
 // a heal (or a later partition, which redraws the sides), the nodes of a
-// cut's links until a heal, and a node's skewed clock until a clock fault
+// cut's links until a heal or the next cut, and a node's skewed clock until a clock fault
 // puts it back.
 func FaultSpans(marks []FaultMark) []FaultSpan {
 	var spans []FaultSpan
@@ -241,6 +241,7 @@ func FaultSpans(marks []FaultMark) []FaultSpan {
 				}
 			}
 		case fault.Cut:
+			finishAll(spanLinksCut, f.Time) // a cut replaces the one in force
 			for _, n := range f.struck() {
 				begin(spanLinksCut, n, 0, f.Time, i)
 			}
