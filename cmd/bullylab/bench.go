@@ -65,6 +65,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "delays", Usage: "latency-sweep: comma-separated delays", DefaultText: "0,10ms,50ms,100ms"},
 			&cli.StringFlag{Name: "loss", Usage: "loss: comma-separated percentages dropped, one scenario each", DefaultText: "1,5,10,20"},
 			&cli.IntFlag{Name: "faults", Usage: "chaos: how many faults", DefaultText: "10"},
+			&cli.DurationFlag{Name: "hold", Usage: "chained, quorum-loss, bridge: how long the cut is held before the heal", DefaultText: scenario.DefaultHold.String()},
 			backendFlag,
 			&cli.StringFlag{Name: "algorithm", Usage: "election `algorithms` to run, comma-separated (" + strings.Join(node.Algorithms(), ", ") + "): each run of a scenario runs on each in turn, with the same seed and faults, and the summary sets them side by side", DefaultText: "the topology's algorithm:, else bully"},
 			&cli.StringFlag{Name: "diagram-runs", Value: report.DefaultDiagramRuns, Usage: "the runs of each scenario whose election report.html draws: run numbers and median, slowest or all, comma-separated"},
@@ -98,9 +99,12 @@ func benchCommand() *cli.Command {
 				}
 			}
 			params := scenario.Params{Nodes: len(topo.Nodes), K: c.Int("k"),
-				Faults: c.Int("faults"), Seed: c.Int64("seed")}
+				Faults: c.Int("faults"), Seed: c.Int64("seed"), Hold: c.Duration("hold")}
+			if c.IsSet("hold") && params.Hold <= 0 {
+				return &exitError{fmt.Sprintf("bench: --hold %v: want a positive duration", params.Hold), 2}
+			}
 			given := map[string]string{}
-			for _, f := range []string{"k", "delays", "loss", "faults"} {
+			for _, f := range []string{"k", "delays", "loss", "faults", "hold"} {
 				if c.IsSet(f) {
 					given[f] = c.String(f)
 					if f != "delays" && f != "loss" {

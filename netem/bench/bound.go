@@ -8,6 +8,7 @@ import (
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/node/bully"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 // Parts of node/bully/doc.go's d that no impairment configures.
@@ -76,4 +77,22 @@ func topologyDelay(topo *topologies.Topology) time.Duration {
 		}
 	}
 	return d
+}
+
+// clockStretched is bound for a run whose clock faults may have slowed
+// nodes' clocks: a node's timers run at its clock's rate, so a rate of
+// -r ppm stretches each of its timeouts, on the host's clock, by
+// 1/(1 - r/1e6). The slowest rate any clock fault set stretches the whole
+// bound; offsets move no timer.
+func clockStretched(bound time.Duration, faults []fault.Fault) time.Duration {
+	slowest := 0.0
+	for _, f := range faults {
+		if f.Kind == fault.Clock && f.Clock != nil {
+			slowest = min(slowest, f.Clock.RatePPM)
+		}
+	}
+	if slowest >= 0 {
+		return bound
+	}
+	return time.Duration(float64(bound) / (1 + slowest/1e6))
 }

@@ -144,6 +144,13 @@ func (m *measured) expect() (expectation, error) {
 		// election at once (leader-left), and the highest remaining
 		// node halts with B + 1.
 		return expectation{leader: m.top(2), minStep: 1, maxStep: 1, why: "a LEAVE starts the election at once"}, nil
+	case "chained", "quorum-loss", "bridge":
+		// Measured from the heal: whatever the cut led to (r2 or rN
+		// electing itself while r1 still led others, or no election at
+		// all), the nodes hear each other again and the highest, r1,
+		// leads, at the highest epoch yet. No timeout bounds it from
+		// below: the first HEARTBEAT across a healed link may come at once.
+		return expectation{leader: m.top(1), minStep: 0, maxStep: unbounded, why: "partial connectivity healed; measured from the heal"}, nil
 	case "chaos":
 		// Everything healed, restarted and resumed: the highest node
 		// leads, at the highest epoch yet, B itself when it led B all

@@ -24,12 +24,12 @@ import (
 // the capture.
 func (ru *runner) judge(m *measurement) (results.Run, *runDetail) {
 	topo := ru.opts.Topology
-	bound := sle2Bound(topo, messageDelay(ru.faults.owd, ru.backend))
+	faults := slices.Concat(ru.settleFaults, ru.faults.faults)
+	bound := clockStretched(sle2Bound(topo, messageDelay(ru.faults.owd, ru.backend)), faults)
 	var agreed *lab.Leader
 	if ag, ok := ru.tgt.lastAgreement(); ok {
 		agreed = &ag
 	}
-	faults := slices.Concat(ru.settleFaults, ru.faults.faults)
 	in := checkInput(m.rep, topo, faults, ru.faults.lastInForce, agreed, m.fault.Time, ru.ended, bound)
 	ru.addLogTenures(&in, m.rep, faults, m.fault.Time)
 	if m.lossyAtEnd {
@@ -229,12 +229,16 @@ func (steps stepDowns) stop(n string, epoch uint64, from, end time.Time) time.Ti
 	return stop
 }
 
-// disruptions are the partitions and isolations until healed, the
-// impairments until cleared, and each node's pause until it is resumed
-// (or killed): what a paused node sends comes later than any timeout, and
+// disruptions are the partitions, cuts and isolations until healed (in
+// either mode: a reset severs as a drop does, only sooner), the
+// impairments until cleared, each node's pause until it is resumed (or
+// killed): what a paused node sends comes later than any timeout, and
 // once resumed it leads, if it led, until it hears the new leader, as a
-// healed partition's leader does. Those never healed, cleared or resumed
-// last to the end.
+// healed partition's leader does; and each node's clock offset until put
+// back (clockDisruptions). A cut is a partition's equal here: a node cut
+// from the leader may elect another, and both lead until the heal lets
+// them hear each other, even though the network never fell apart. Those
+// never healed, cleared, resumed or put back last to the end.
 func (s *checkSource) disruptions() []Disruption {
 	var out []Disruption
 	open := map[string]time.Time{}
@@ -251,12 +255,13 @@ func (s *checkSource) disruptions() []Disruption {
 	}
 	for _, f := range s.faults {
 		switch f.Kind {
-		case fault.Partition, fault.Isolate:
+		case fault.Partition, fault.Isolate, fault.Cut:
 			begin(string(f.Kind), f.Time)
 		case fault.Delay, fault.Loss:
 			begin("impair", f.Time)
 		case fault.Heal:
 			finish(string(fault.Partition), f.Time)
+			finish(string(fault.Cut), f.Time)
 			finish(string(fault.Isolate), f.Time)
 		case fault.Unisolate:
 			finish(string(fault.Isolate), f.Time)
@@ -274,6 +279,59 @@ func (s *checkSource) disruptions() []Disruption {
 	}
 	for _, k := range slices.Sorted(maps.Keys(open)) {
 		finish(k, s.end)
+	}
+	return append(out, s.clockDisruptions()...)
+}
+
+// clockDisruptions are the spans in which a clock fault may keep a node
+// from its peers. A node's HELLOs carry its wall clock, and a peer refuses
+// one too far from its own (node.TCPConfig.MaxClockSkew) or not newer
+// than the last it accepted from that node: an offset can cut a node off
+// while it lasts, and a clock set back (a negative offset, or a positive
+// one removed) has its reconnections refused until it reads past what it
+// read before, as long again as the jump back. So each node's span runs
+// from a clock fault giving it an offset until one puts it back, extended
+// by any jump back, or to the end. A rate alone moves the clock smoothly
+// and severs nothing; sle2Bound's caller stretches the bound for it.
+func (s *checkSource) clockDisruptions() []Disruption {
+	var out []Disruption
+	type skewed struct {
+		start  time.Time
+		offset time.Duration
+		// refused is until when a jump back may have reconnections
+		// refused.
+		refused time.Time
+	}
+	open := map[string]skewed{}
+	finish := func(n string, end time.Time) {
+		end = maxTime(end, open[n].refused)
+		out = append(out, Disruption{Start: s.rel(open[n].start), End: s.rel(end), What: "clock " + n})
+		delete(open, n)
+	}
+	for _, f := range s.faults {
+		if f.Kind != fault.Clock || f.Clock == nil {
+			continue
+		}
+		for _, n := range f.Nodes {
+			sk, was := open[n]
+			if !was {
+				if f.Clock.Offset == 0 {
+					continue
+				}
+				sk.start = f.Time
+			}
+			if back := sk.offset - f.Clock.Offset; back > 0 {
+				sk.refused = maxTime(sk.refused, f.Time.Add(back))
+			}
+			sk.offset = f.Clock.Offset
+			open[n] = sk
+			if f.Clock.Offset == 0 {
+				finish(n, f.Time)
+			}
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(open)) {
+		finish(n, s.end)
 	}
 	return out
 }
@@ -390,7 +448,8 @@ func faultMarks(faults []fault.Fault, names []string, from, to time.Time) []repo
 	var all []report.FaultMark
 	for _, f := range faults {
 		if !f.Time.After(to) {
-			all = append(all, report.FaultMark{Kind: string(f.Kind), Time: f.Time, Text: faultText(f, names), Nodes: f.Nodes, Groups: f.Groups})
+			all = append(all, report.FaultMark{Kind: string(f.Kind), Time: f.Time, Text: faultText(f, names), Nodes: f.Nodes, Groups: f.Groups,
+				Links: f.Links, Skewed: f.Clock != nil && *f.Clock != (fault.ClockSkew{})})
 		}
 	}
 	reaching := map[int]bool{}
@@ -409,10 +468,13 @@ func faultMarks(faults []fault.Fault, names []string, from, to time.Time) []repo
 }
 
 // faultText is a fault as the diagram labels it: its kind, the nodes it
-// struck (a partition's sides) and what it impairs.
+// struck (a partition's sides, a cut's pairs), what it impairs, a clock's
+// skew and a reset's mode.
 func faultText(f fault.Fault, names []string) string {
 	s := string(f.Kind)
-	if len(f.Groups) > 0 {
+	if len(f.Links) > 0 {
+		s += " " + linkList(f.Links, f.OneWay)
+	} else if len(f.Groups) > 0 {
 		sides := make([]string, len(f.Groups))
 		for i, g := range f.Groups {
 			sides[i] = nodeList(g, names)
@@ -431,7 +493,35 @@ func faultText(f fault.Fault, names []string) string {
 	if f.Impair != nil && !f.Impair.IsZero() {
 		s += " (" + f.Impair.String() + ")"
 	}
+	if f.Clock != nil {
+		if *f.Clock == (fault.ClockSkew{}) {
+			s += " (back on the host's clock)"
+		} else {
+			s += " (" + f.Clock.String() + ")"
+		}
+	}
+	if f.Mode == fault.ModeReset {
+		s += " (reset)"
+	}
 	return s
+}
+
+// linkList names a cut's pairs briefly: up to four, or the first two and
+// the count.
+func linkList(links [][2]string, oneWay bool) string {
+	sep := "-"
+	if oneWay {
+		sep = "↛"
+	}
+	var parts []string
+	for i, l := range links {
+		if i == 2 && len(links) > 4 {
+			parts = append(parts, fmt.Sprintf("… (%d pairs)", len(links)))
+			break
+		}
+		parts = append(parts, l[0]+sep+l[1])
+	}
+	return strings.Join(parts, ",")
 }
 
 // nodeList names nodes briefly: all of them, up to four by name, or the

@@ -400,8 +400,9 @@ func crossCheck(names []string, before, after map[string]map[string]uint64, wire
 
 // dropping returns the nodes that may have written into a network that
 // dropped their packets or the acknowledgements of them during the run:
-// with a partition or an isolation every node may have (each may send to a
-// node cut off), and with loss every node whose sends or whose peers'
+// with a partition, a cut or an isolation every node may have (each may
+// send to a node cut off; with mode reset TCP aborts the connection and
+// drops what it had not sent), and with loss every node whose sends or whose peers'
 // sends were lossy, which for simplicity is every node too; the same when
 // the topology itself loses packets.
 func dropping(topo *topologies.Topology, faults []fault.Fault, names []string) map[string]bool {
@@ -413,7 +414,7 @@ func dropping(topo *topologies.Topology, faults []fault.Fault, names []string) m
 			break
 		}
 		switch f.Kind {
-		case fault.Partition, fault.Isolate, fault.Loss:
+		case fault.Partition, fault.Isolate, fault.Cut, fault.Loss:
 			lossy = true
 		}
 	}

@@ -196,7 +196,7 @@ func TestRunBenchEveryBuiltin(t *testing.T) {
 	// do not see at 5%.
 	params := scenario.Params{Nodes: len(topo.Nodes), Seed: 1,
 		Delays: []time.Duration{10 * time.Millisecond, 100 * time.Millisecond},
-		Losses: []float64{scenario.DefaultLoss}}
+		Losses: []float64{scenario.DefaultLoss}, Hold: 5 * time.Second}
 	for _, name := range scenario.BuiltinNames() {
 		scs, err := scenario.Builtin(name, params)
 		if err != nil {

@@ -35,8 +35,10 @@ var forever = time.Unix(1<<62, 0)
 // went is dropped whole), and a pause suspends them until the
 // node is resumed (a stopped process leads nobody; one resumed still
 // believes what it believed, until it hears otherwise). Other faults leave
-// what a node believes alone: a partitioned or isolated leader still
-// leads its side, and the disruptions excuse that.
+// what a node believes alone: a partitioned, isolated or cut-off leader
+// (a cut leaves it some links, and the nodes it still reaches may follow
+// it) still leads whoever follows it, and the disruptions excuse that; a
+// clock fault changes when its timers fire, not what it believes.
 func cutSpans(spans []span, faults []fault.Fault) []span {
 	var out []span
 	for _, sp := range spans {

@@ -126,11 +126,17 @@ func parseEventLog(data []byte) ([]logEntry, error) {
 // records puts on the capture's time line; a lead still open when the
 // process's records end ends where the next process's begin, or never
 // (the faults cut it: its process was killed).
-func logSpans(name string, entries []logEntry) []span {
+//
+// A clock fault with a rate runs the node's monotonic clock, and so
+// mono_ns, at that rate from then on (from rated, zero when none did):
+// from there the records' own times, which keep the host's clock, place
+// them instead, and only the records before it estimate the origin.
+func logSpans(name string, entries []logEntry, rated time.Time) []span {
 	var out []span
 	incs := incarnations(entries)
 	for k, inc := range incs {
-		origin := incarnationOrigin(inc)
+		pre := beforeRate(inc, rated)
+		origin, ok := incarnationOrigin(pre), len(pre) > 0
 		open := -1 // index in out of the lead in force
 		end := func(t time.Time) {
 			if open >= 0 {
@@ -140,6 +146,9 @@ func logSpans(name string, entries []logEntry) []span {
 		}
 		for _, e := range inc {
 			t := origin.Add(time.Duration(e.MonoNS))
+			if !ok || !rated.IsZero() && !t.Before(rated) {
+				t = e.wall
+			}
 			switch e.Event {
 			case string(election.EventElectionWon):
 				end(t)
@@ -165,7 +174,11 @@ func logSpans(name string, entries []logEntry) []span {
 		if open >= 0 && k+1 < len(incs) {
 			// Left open by a process that was killed: over by the
 			// time the next one started.
-			out[open].end = maxTime(out[open].start, incarnationOrigin(incs[k+1]))
+			next := incs[k+1][0].wall
+			if pre := beforeRate(incs[k+1], rated); len(pre) > 0 {
+				next = incarnationOrigin(pre)
+			}
+			out[open].end = maxTime(out[open].start, next)
 		}
 	}
 	return out
@@ -199,18 +212,49 @@ func incarnationOrigin(inc []logEntry) time.Time {
 	return o
 }
 
+// beforeRate are the records of inc written before rated, when a clock
+// rate began to run the node's monotonic clock off the host's; all of them
+// when rated is zero.
+func beforeRate(inc []logEntry, rated time.Time) []logEntry {
+	if rated.IsZero() {
+		return inc
+	}
+	i := 0
+	for i < len(inc) && inc[i].wall.Before(rated) {
+		i++
+	}
+	return inc[:i]
+}
+
+// rateStart is when the first clock fault with a rate struck each node.
+func rateStart(faults []fault.Fault) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, f := range faults {
+		if f.Kind != fault.Clock || f.Clock == nil || f.Clock.RatePPM == 0 {
+			continue
+		}
+		for _, n := range f.Nodes {
+			if _, ok := out[n]; !ok {
+				out[n] = f.Time
+			}
+		}
+	}
+	return out
+}
+
 // logTenures are the tenures the nodes' event logs show, cut by faults,
 // clipped to [from, to] and relative to origin as the capture's are, and
 // one line for each node whose log could not be read.
 func logTenures(logs []nodeLog, faults []fault.Fault, from, to, origin time.Time) ([]Tenure, []string) {
 	var spans []span
 	var problems []string
+	rated := rateStart(faults)
 	for _, nl := range logs {
 		if nl.err != nil {
 			problems = append(problems, fmt.Sprintf("%s's event log: %v", nl.node, nl.err))
 			continue
 		}
-		spans = append(spans, logSpans(nl.node, nl.entries)...)
+		spans = append(spans, logSpans(nl.node, nl.entries, rated[nl.node])...)
 	}
 	return spanTenures(cutSpans(spans, faults), from, to, origin), problems
 }

@@ -89,7 +89,7 @@ func FuzzParseEventLog(f *testing.F) {
 			last = e.line
 		}
 		// Whatever parses gives spans that end no earlier than they start.
-		for _, sp := range logSpans("n", es) {
+		for _, sp := range logSpans("n", es, time.Time{}) {
 			if sp.end.Before(sp.start) {
 				t.Fatalf("span %+v", sp)
 			}
@@ -121,7 +121,7 @@ func TestLogSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := logSpans("n3", es)
+	got := logSpans("n3", es, time.Time{})
 	lag := 3 * time.Millisecond
 	want := []span{
 		{"n3", 1, t0.Add(s + lag), t1},

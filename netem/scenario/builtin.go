@@ -36,6 +36,9 @@ type Params struct {
 	Seed int64
 	// Faults is how many faults chaos injects; 0 means 10.
 	Faults int
+	// Hold is how long chained, quorum-loss and bridge keep their cut
+	// before healing it; 0 means DefaultHold.
+	Hold time.Duration
 }
 
 // Defaults of Params.
@@ -47,6 +50,7 @@ var (
 	// it is one of them.
 	DefaultLoss   = 5.0
 	DefaultFaults = 10
+	DefaultHold   = 30 * time.Second
 )
 
 type builtin struct {
@@ -68,6 +72,9 @@ var builtins = []builtin{
 	{"loss", loss},
 	{"churn", one(churn)},
 	{"chaos", chaos},
+	{"chained", chained},
+	{"quorum-loss", quorumLoss},
+	{"bridge", bridge},
 }
 
 func one(f func() *Scenario) func(Params) ([]*Scenario, error) {
@@ -397,5 +404,88 @@ func chaos(p Params) ([]*Scenario, error) {
 	steps = append(steps, waitLeader(true))
 	sc := scenario("chaos", fmt.Sprintf("%d random faults drawn from seed %d, then everything healed; measured: the cluster converging", faults, p.Seed), steps...)
 	sc.Labels = map[string]string{"seed": strconv.FormatInt(p.Seed, 10)}
+	return []*Scenario{sc}, nil
+}
+
+// The partial-connectivity built-ins rank the nodes by ID, r1 the highest
+// (the leader before the fault) to rN the lowest, and name them rank:K,
+// so that they cut the same links whatever the topology calls its nodes.
+// Each cuts from a stable start, holds the cut for Params.Hold, heals it,
+// and measures the recovery after the heal.
+
+// chained cuts r1 from r2 alone: r2 stops hearing the leader, which every
+// other node still hears, and their elections chain through nodes that
+// disagree on whether r1 lives.
+func chained(p Params) ([]*Scenario, error) {
+	if err := needNodes("chained", p, 3); err != nil {
+		return nil, err
+	}
+	return cutScenario("chained", "the leader and the second highest node lose the link between them, every other link up; held, healed; measured: the recovery after the heal",
+		p, Link{From: sels("rank:1"), To: sels("rank:2")})
+}
+
+// quorumLoss cuts every link among r1..r(N-1): only rN reaches everyone,
+// so no node but rN hears a majority.
+func quorumLoss(p Params) ([]*Scenario, error) {
+	if err := needNodes("quorum-loss", p, 3); err != nil {
+		return nil, err
+	}
+	top := sels("top:" + strconv.Itoa(p.Nodes-1))
+	return cutScenario("quorum-loss", "every link among all but the lowest node is cut; the lowest still reaches everyone; held, healed; measured: the recovery after the heal",
+		p, Link{From: top, To: top})
+}
+
+// bridge leaves r1 reaching only rN and r2 only r(N-1), r3..rN fully
+// connected: the two highest hang off the rest by one link each.
+func bridge(p Params) ([]*Scenario, error) {
+	if err := needNodes("bridge", p, 4); err != nil {
+		return nil, err
+	}
+	n := p.Nodes
+	ranks := func(ks ...int) Selectors {
+		var ss []string
+		for _, k := range ks {
+			ss = append(ss, "rank:"+strconv.Itoa(k))
+		}
+		return sels(ss...)
+	}
+	var r1Cut, r2Cut []int // r1 from r2..r(N-1); r2 from r3..r(N-2) and rN
+	for k := 2; k <= n-1; k++ {
+		r1Cut = append(r1Cut, k)
+	}
+	for k := 3; k <= n-2; k++ {
+		r2Cut = append(r2Cut, k)
+	}
+	r2Cut = append(r2Cut, n)
+	return cutScenario("bridge", "the leader reaches only the lowest node, the second highest only the second lowest, the rest fully connected; held, healed; measured: the recovery after the heal",
+		p, Link{From: ranks(1), To: ranks(r1Cut...)}, Link{From: ranks(2), To: ranks(r2Cut...)})
+}
+
+// needNodes checks that the topology has the nodes scenario name needs.
+func needNodes(name string, p Params, least int) error {
+	if p.Nodes < 1 {
+		return fmt.Errorf("%s needs the topology's node count", name)
+	}
+	if p.Nodes < least {
+		return fmt.Errorf("%s needs at least %d nodes, the topology has %d", name, least, p.Nodes)
+	}
+	return nil
+}
+
+// cutScenario cuts links from a stable start, holds the cut for p.Hold,
+// heals, and measures the election after the heal.
+func cutScenario(name, desc string, p Params, links ...Link) ([]*Scenario, error) {
+	hold := p.Hold
+	if hold == 0 {
+		hold = DefaultHold
+	}
+	if hold < 0 {
+		return nil, fmt.Errorf("hold %v is negative", hold)
+	}
+	sc := scenario(name, desc,
+		Step{Kind: StepInject, Fault: &Injection{Kind: fault.Cut, Links: links}},
+		waitFor(hold),
+		healStep(),
+		waitLeader(true))
 	return []*Scenario{sc}, nil
 }

@@ -22,28 +22,49 @@
 //	inject         one fault, below
 //	wait_leader    wait until the nodes waited for agree on one leader at one
 //	               epoch. They are the live nodes of the largest connected
-//	               part of the network (under a one-way cut: groups[1], which
-//	               no longer hears groups[0]), or among: selectors. expect: highest-live
+//	               part of the network (under a one-way partition: groups[1],
+//	               which no longer hears groups[0]; under cuts, see below), or
+//	               among: selectors. expect: highest-live
 //	               (default) fails the run unless the highest of them leads,
 //	               as SLE2 promises; any accepts any agreement. timeout
 //	               defaults to 30s and failing it fails the run.
 //	wait_election  wait until some live node is in an election
 //	wait           let a duration pass
-//	heal           undo every network fault: remove the partition, reconnect
-//	               isolated nodes, restore the topology's delay and loss;
-//	               crashed and paused nodes stay down
+//	heal           undo every network fault: remove the partition and the
+//	               cuts, reconnect isolated nodes, restore the topology's
+//	               delay and loss; crashed and paused nodes stay down, and
+//	               clocks stay as set
 //
 // Faults, named as the capture's fault records are:
 //
 //	crash: SEL        SIGKILL                 restart: SEL   start a node that is down
 //	pause: SEL        SIGSTOP, sockets open   resume: SEL    SIGCONT
 //	isolate: SEL      cut off from everyone   unisolate: SEL reconnect
+//	isolate: {nodes: SEL, mode: reset}        the same, refusing rather than dropping
 //	leave: SEL        LEAVE, then exit        join: SEL      start with JOIN
 //	campaign: SEL     ask for an election     clear: SEL     restore the topology's impairments
-//	heal              remove the partition, reconnect isolated nodes
-//	partition: {groups: [SEL, ...], one_way: BOOL}  one_way: two groups, only 1 -> 2 cut
+//	heal              remove the partition and the cuts, reconnect isolated nodes
+//	partition: {groups: [SEL, ...], one_way: BOOL, mode: drop|reset}
+//	                  one_way: two groups, only 1 -> 2 cut
+//	cut: {links: [[SEL, SEL], ...], one_way: BOOL, mode: drop|reset}
+//	                  each link [A, B] cuts every node of A from every node
+//	                  of B but itself ([X, X]: every pair within X), every
+//	                  other link staying up; one_way: only A -> B. A cut
+//	                  replaces the cut in force (partitions and isolations
+//	                  stay), and heal removes it
+//	clock: {nodes: SEL, offset: 90s, rate: 500ppm}
+//	                  the wall clock the nodes read: offset (signed) now,
+//	                  drifting at rate parts per million (signed, "ppm"
+//	                  optional); both default to 0, and zero puts the nodes
+//	                  back on their hosts' clocks
 //	delay: {nodes: SEL, delay: 50ms, jitter: 5ms}   nodes defaults to all; keeps the loss
 //	loss: {nodes: SEL, percent: 5%}                 keeps the delay
+//
+// mode says how partition, isolate and cut sever what they cut: drop
+// (the default) drops every packet silently, as a pulled cable does;
+// reset answers a SYN across the cut with a TCP RST, and every segment of
+// a connection established before it too, so that it resets at its next
+// segment.
 //
 // SEL is one selector or a list of them; a fault applies to their union.
 // One scenario measures one election (the time to leader a bench reports):
@@ -64,6 +85,9 @@
 //	leader            the leader the live nodes follow
 //	highest, lowest   the highest- or lowest-ID node of the pool
 //	top:K, bottom:K   the K highest- or lowest-ID nodes of the pool
+//	rank:K            the K-th highest-ID node of the pool (rank:1 = highest),
+//	                  counted over the whole pool whatever other selectors
+//	                  took: [rank:2, rank:3] is the second and third highest
 //	random, random:K  1 or K nodes of the pool, uniformly
 //	all               the whole pool
 //	minority          the floor((n-1)/2) highest-ID live nodes, n the live count:
@@ -78,11 +102,26 @@
 // The pool is the set of nodes a fault can apply to: crashed nodes for
 // restart, paused for resume, nodes that left for join, isolated nodes for
 // unisolate, impaired nodes for clear, the live and connected for isolate,
-// every node for delay and loss, the live nodes otherwise (and in partition
-// groups). Keywords choose from the pool; names must be in it (restart n3
-// fails when n3 runs). Later selectors of a list do not choose what earlier
-// ones did, so [leader, random] is two nodes. Partition groups must take
-// every node of the testbed exactly once.
+// every node for delay and loss, every node but the paused for clock (one
+// down gets the skew when it starts), the live nodes otherwise (and in partition
+// groups and the ends of a cut's links). Keywords choose from the pool;
+// names must be in it (restart n3 fails when n3 runs), but partition groups
+// and links may name any node. Later selectors of a list do not choose
+// what earlier ones did, so [leader, random] is two nodes. Partition groups
+// must take every node of the testbed exactly once.
+//
+// # Partial connectivity
+//
+// A cut need not split the network into clean parts: under chained (r1-r2
+// cut) every node still reaches every other through someone. wait_leader
+// then waits, by default, for the largest connected component of the graph
+// whose nodes are the live, unisolated nodes and whose edges are the pairs
+// linked both ways (a one-way cut breaks the edge; so does the partition
+// in force), ties going to the component holding the highest node. When
+// the cuts leave that graph connected, that is every live unisolated node.
+// side:N names the sides of a partition only; a cut has none. Resolve's
+// schedule lists the pairs a cut severs, as a-b (a->b when one-way), lower
+// ID first.
 //
 // # Seeds and schedules
 //
@@ -103,9 +142,21 @@
 // leader-pause, crash-during-election, cascade (Params.K), partition-minority,
 // partition-majority, one-way-partition, latency-sweep (one scenario per
 // Params.Delays point, labelled delay=...), loss (one scenario per
-// Params.Losses percentage, labelled loss=...), churn and
-// chaos (Params.Faults faults drawn from Params.Seed). Format prints any
-// scenario as a file that parses back to it.
+// Params.Losses percentage, labelled loss=...), churn,
+// chaos (Params.Faults faults drawn from Params.Seed), and the partial
+// connectivity of chained, quorum-loss and bridge. Those three rank the
+// nodes by ID, r1 the highest (the leader before the fault) to rN the
+// lowest, and name them rank:K:
+//
+//	chained      cut r1-r2 (N >= 3)
+//	quorum-loss  cut every pair among r1..r(N-1); rN keeps every link (N >= 3)
+//	bridge       r1 reaches only rN, r2 only r(N-1), r3..rN fully connected (N >= 4)
+//
+// Each starts stable, injects its cut, holds it for Params.Hold (30 s by
+// default), heals, and measures the wait_leader after the heal (expect
+// highest-live): the recovery. Params.Nodes sets N; too few nodes is an
+// error naming the scenario and the minimum. Format prints any scenario as
+// a file that parses back to it.
 package scenario
 
 import _ "embed"

@@ -17,8 +17,11 @@ type Target interface {
 	// to all its nodes at once, one fault record in the capture, and
 	// returns once it is in force. Restart starts nodes that are down, the
 	// first start included; partition groups cover every node and replace
-	// any partition in force; heal removes the partition and reconnects
-	// isolated nodes; delay and loss set Impair's delay and jitter, or its
+	// any partition in force; cut severs its Links, node pairs, adding to
+	// the cuts in force; partition, isolate and cut sever as their Mode
+	// says; clock sets the wall clock its nodes read; heal removes the
+	// partition and the cuts and reconnects isolated nodes; delay and
+	// loss set Impair's delay and jitter, or its
 	// loss, on what the nodes send, keeping the rest; clear restores the
 	// topology's impairments of the nodes; leave has the nodes announce
 	// LEAVE and exit, and join starts nodes that left, which announce

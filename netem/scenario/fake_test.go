@@ -113,12 +113,33 @@ func (f *fakeTarget) Apply(_ context.Context, ft fault.Fault) error {
 		return f.log("heal", nil)
 	case fault.Partition:
 		return f.partition(ft.Groups, ft.OneWay)
+	case fault.Cut:
+		sep := "-"
+		if ft.OneWay {
+			sep = "->"
+		}
+		pairs := make([]string, len(ft.Links))
+		for i, l := range ft.Links {
+			pairs[i] = l[0] + sep + l[1]
+		}
+		return f.log("cut"+modeText(ft.Mode), pairs)
+	case fault.Clock:
+		return f.log(fmt.Sprintf("clock %v %gppm", ft.Clock.Offset, ft.Clock.RatePPM), n)
+	case fault.Isolate:
+		return f.log("isolate"+modeText(ft.Mode), n)
 	case fault.Delay:
 		return f.log(fmt.Sprintf("delay %v±%v", ft.Impair.Delay, ft.Impair.Jitter), n)
 	case fault.Loss:
 		return f.log(fmt.Sprintf("loss %g%%", ft.Impair.Loss), n)
 	}
 	return f.log(string(ft.Kind), n) // isolate, unisolate, campaign, clear
+}
+
+func modeText(m fault.CutMode) string {
+	if m == "" {
+		return ""
+	}
+	return " (" + string(m) + ")"
 }
 
 func (f *fakeTarget) partition(groups [][]string, oneWay bool) error {

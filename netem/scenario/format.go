@@ -68,6 +68,28 @@ func formatStep(st Step) *yaml.Node {
 			if ft.OneWay {
 				add(arg, "one_way", boolean(true))
 			}
+			addMode(arg, ft.Mode)
+		case fault.ArgsLinks:
+			arg = mapping(true)
+			links := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+			for _, l := range ft.Links {
+				links.Content = append(links.Content, &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle,
+					Content: []*yaml.Node{selectors(l.From), selectors(l.To)}})
+			}
+			add(arg, "links", links)
+			if ft.OneWay {
+				add(arg, "one_way", boolean(true))
+			}
+			addMode(arg, ft.Mode)
+		case fault.ArgsClock:
+			arg = mapping(true)
+			add(arg, "nodes", selectors(ft.Nodes))
+			if ft.Clock.Offset != 0 {
+				add(arg, "offset", str(ft.Clock.Offset.String()))
+			}
+			if ft.Clock.RatePPM != 0 {
+				add(arg, "rate", str(strconv.FormatFloat(ft.Clock.RatePPM, 'g', -1, 64)+"ppm"))
+			}
 		case fault.ArgsDelay:
 			arg = mapping(true)
 			add(arg, "nodes", selectors(ft.Nodes))
@@ -81,6 +103,11 @@ func formatStep(st Step) *yaml.Node {
 			add(arg, "percent", str(strconv.FormatFloat(ft.Loss, 'g', -1, 64)+"%"))
 		default:
 			arg = selectors(ft.Nodes)
+			if ft.Mode != "" {
+				arg = mapping(true)
+				add(arg, "nodes", selectors(ft.Nodes))
+				addMode(arg, ft.Mode)
+			}
 		}
 		fault := mapping(true)
 		add(fault, string(ft.Kind), arg)
@@ -106,6 +133,13 @@ func formatStep(st Step) *yaml.Node {
 		return str(string(StepHeal))
 	}
 	return step
+}
+
+// addMode adds a mode the file gave; none means the default, drop.
+func addMode(m *yaml.Node, mode fault.CutMode) {
+	if mode != "" {
+		add(m, "mode", str(string(mode)))
+	}
 }
 
 func mapping(flow bool) *yaml.Node {

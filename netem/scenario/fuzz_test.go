@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bullylab/bullylab/netem/scenario"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 // FuzzParse checks that any input either parses into a scenario that
@@ -23,6 +24,9 @@ func FuzzParse(f *testing.F) {
 		"? [a]\n: 1\n",
 		"\"a\\nb\": 1\n",
 		"steps:\n  - inject: {crash: " + strings.Repeat("x", 300) + "}\n",
+		"steps:\n  - inject: {cut: {links: [[leader, 'rank:2'], [[n1, 'group:g'], 'top:2']], one_way: true, mode: reset}}\n  - wait: 1s\n  - heal\n  - wait_leader: {measure: true}\n",
+		"steps:\n  - inject: {partition: {groups: [minority, rest], mode: drop}}\n  - inject: {isolate: {nodes: 'rank:3', mode: reset}}\n  - wait_leader\n",
+		"steps:\n  - inject: {clock: {nodes: all, offset: -90s, rate: 500ppm}}\n  - inject: {clock: {nodes: n1, rate: -0.5}}\n  - wait_leader\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -40,6 +44,26 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("error of %d bytes: %.2000q", len(msg), msg)
 			}
 			return
+		}
+		for i, st := range sc.Steps {
+			ft := st.Fault
+			if ft == nil {
+				continue
+			}
+			if !ft.Mode.Valid() || ft.Mode != "" && ft.Kind != fault.Partition && ft.Kind != fault.Isolate && ft.Kind != fault.Cut {
+				t.Fatalf("steps[%d]: %s with mode %q", i, ft.Kind, ft.Mode)
+			}
+			if err := ft.Clock.Validate(); err != nil {
+				t.Fatalf("steps[%d]: %v", i, err)
+			}
+			for j, l := range ft.Links {
+				if len(l.From) == 0 || len(l.To) == 0 {
+					t.Fatalf("steps[%d]: link %d has an empty end: %+v", i, j, l)
+				}
+			}
+			if (len(ft.Links) > 0) != (ft.Kind == fault.Cut) {
+				t.Fatalf("steps[%d]: %s with %d links", i, ft.Kind, len(ft.Links))
+			}
 		}
 		if err := sc.CheckNames("t", []string{"n1", "n2", "leader"}, map[string][]string{"g": {"n1"}}); err != nil {
 			if msg := err.Error(); strings.ContainsAny(msg, "\r\n") || !strings.HasPrefix(msg, "fuzz.yaml") || len(msg) > 1024 {
@@ -61,7 +85,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func FuzzParseSelector(f *testing.F) {
-	for _, s := range []string{"leader", "top:3", "random", "random:2", "minority:random", "side:1", "node:x", "group:g", "n1", "top:", ":", "random:01"} {
+	for _, s := range []string{"leader", "top:3", "random", "random:2", "minority:random", "side:1", "rank:1", "rank:", "node:x", "group:g", "n1", "top:", ":", "random:01"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -2,7 +2,9 @@ package scenario
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,7 +28,10 @@ var (
 	waitLeaderFields  = []string{"timeout", "expect", "among", "measure"}
 	timeoutFields     = []string{"timeout"}
 	durationFields    = []string{"duration"}
-	partitionFields   = []string{"groups", "one_way"}
+	partitionFields   = []string{"groups", "one_way", "mode"}
+	isolateFields     = []string{"nodes", "mode"}
+	cutFields         = []string{"links", "one_way", "mode"}
+	clockFields       = []string{"nodes", "offset", "rate"}
 	delayFields       = []string{"nodes", "delay", "jitter"}
 	lossFields        = []string{"nodes", "percent"}
 	faultNames        = fault.KindNames()
@@ -336,6 +341,10 @@ func (p *parser) fault(v *yaml.Node, f string) (*Injection, error) {
 			}
 		case fault.ArgsGroups:
 			err = p.partition(ft, v, fp)
+		case fault.ArgsLinks:
+			err = p.cut(ft, v, fp)
+		case fault.ArgsClock:
+			err = p.clock(ft, v, fp)
 		case fault.ArgsDelay:
 			ft.Nodes = Selectors{{Kind: SelAll}}
 			err = p.Mapping(v, fp, delayFields, func(key string, _, v *yaml.Node, fp string) error {
@@ -363,6 +372,10 @@ func (p *parser) fault(v *yaml.Node, f string) (*Injection, error) {
 				return err
 			})
 		default:
+			if ft.Kind == fault.Isolate && yamlfile.Deref(v).Kind == yaml.MappingNode {
+				err = p.isolate(ft, v, fp)
+				break
+			}
 			ft.Nodes, err = p.selectors(v, fp, false)
 		}
 		return err
@@ -371,6 +384,155 @@ func (p *parser) fault(v *yaml.Node, f string) (*Injection, error) {
 		return nil, err
 	}
 	return ft, nil
+}
+
+// mode reads how a partition, isolation or cut severs links.
+func (p *parser) mode(v *yaml.Node, f string) (fault.CutMode, error) {
+	s, err := p.Scalar(v, f)
+	if err != nil {
+		return "", err
+	}
+	m := fault.CutMode(strings.TrimSpace(s))
+	if m == "" || !m.Valid() {
+		return "", p.ErrAt(v, f, "unknown mode %s (want drop or reset)", bounded.Quote(s))
+	}
+	return m, nil
+}
+
+// isolate reads the long form of isolate, {nodes: SEL, mode: MODE}.
+func (p *parser) isolate(ft *Injection, v *yaml.Node, f string) error {
+	err := p.Mapping(v, f, isolateFields, func(key string, _, v *yaml.Node, fp string) error {
+		var err error
+		switch key {
+		case "nodes":
+			ft.Nodes, err = p.selectors(v, fp, false)
+		case "mode":
+			ft.Mode, err = p.mode(v, fp)
+		}
+		return err
+	})
+	if err == nil && len(ft.Nodes) == 0 {
+		err = p.ErrAt(v, f+".nodes", "missing")
+	}
+	return err
+}
+
+// cut reads {links: [[SEL, SEL], ...], one_way: BOOL, mode: MODE}.
+func (p *parser) cut(ft *Injection, v *yaml.Node, f string) error {
+	var linksVal *yaml.Node
+	err := p.Mapping(v, f, cutFields, func(key string, _, v *yaml.Node, fp string) error {
+		var err error
+		switch key {
+		case "links":
+			linksVal = v
+			ft.Links, err = p.links(v, fp)
+		case "one_way":
+			ft.OneWay, err = p.Boolean(v, fp)
+		case "mode":
+			ft.Mode, err = p.mode(v, fp)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if linksVal == nil {
+		return p.ErrAt(v, f+".links", "missing")
+	}
+	return nil
+}
+
+// links reads a cut's links, each a pair of selectors or lists of them.
+func (p *parser) links(v *yaml.Node, f string) ([]Link, error) {
+	items, err := p.Sequence(v, f, "a list of links [SEL, SEL]")
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, p.ErrAt(v, f, "no links (want [[SEL, SEL], ...])")
+	}
+	if len(items) > MaxSelectors {
+		return nil, p.ErrAt(v, f, "%d links, at most %d", len(items), MaxSelectors)
+	}
+	out := make([]Link, 0, len(items))
+	for i, it := range items {
+		lf := fmt.Sprintf("%s[%d]", f, i)
+		ends, err := p.Sequence(it, lf, "a link [SEL, SEL]")
+		if err != nil {
+			return nil, err
+		}
+		if len(ends) != 2 {
+			return nil, p.ErrAt(it, lf, "want a link [SEL, SEL], got %d entries", len(ends))
+		}
+		var l Link
+		if l.From, err = p.selectors(ends[0], lf+"[0]", false); err != nil {
+			return nil, err
+		}
+		if l.To, err = p.selectors(ends[1], lf+"[1]", false); err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// clock reads {nodes: SEL, offset: DURATION, rate: PPM}; offset and rate
+// may be negative, and both default to zero, which puts the nodes back on
+// their hosts' clocks.
+func (p *parser) clock(ft *Injection, v *yaml.Node, f string) error {
+	err := p.Mapping(v, f, clockFields, func(key string, _, v *yaml.Node, fp string) error {
+		var err error
+		switch key {
+		case "nodes":
+			ft.Nodes, err = p.selectors(v, fp, false)
+		case "offset":
+			ft.Clock.Offset, err = p.offset(v, fp)
+		case "rate":
+			ft.Clock.RatePPM, err = p.rate(v, fp)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(ft.Nodes) == 0 {
+		return p.ErrAt(v, f+".nodes", "missing")
+	}
+	return nil
+}
+
+// offset reads a signed duration within fault.MaxClockOffset.
+func (p *parser) offset(v *yaml.Node, f string) (time.Duration, error) {
+	s, err := p.Scalar(v, f)
+	if err != nil {
+		return 0, err
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, p.ErrAt(v, f, "%s is not a duration (want e.g. 90s or -1.5s)", bounded.Quote(s))
+	}
+	if err := (fault.ClockSkew{Offset: d}).Validate(); err != nil {
+		return 0, p.ErrAt(v, f, "%v", err)
+	}
+	return d, nil
+}
+
+// rate reads a drift in parts per million, such as 500ppm or -20 (the
+// "ppm" is optional), within fault.MaxClockRatePPM.
+func (p *parser) rate(v *yaml.Node, f string) (float64, error) {
+	s, err := p.Scalar(v, f)
+	if err != nil {
+		return 0, err
+	}
+	num := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "ppm"))
+	r, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsInf(r, 0) {
+		return 0, p.ErrAt(v, f, "%s is not a rate in ppm (want e.g. 500ppm or -20ppm)", bounded.Quote(s))
+	}
+	if err := (fault.ClockSkew{RatePPM: r}).Validate(); err != nil {
+		return 0, p.ErrAt(v, f, "%v", err)
+	}
+	return r, nil
 }
 
 func (p *parser) partition(ft *Injection, v *yaml.Node, f string) error {
@@ -396,6 +558,8 @@ func (p *parser) partition(ft *Injection, v *yaml.Node, f string) error {
 			}
 		case "one_way":
 			ft.OneWay, err = p.Boolean(v, fp)
+		case "mode":
+			ft.Mode, err = p.mode(v, fp)
 		}
 		return err
 	})

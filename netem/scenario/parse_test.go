@@ -29,8 +29,8 @@ func TestParseExample(t *testing.T) {
 		kinds = append(kinds, k)
 	}
 	want := []string{"inject:delay", "wait_leader", "inject:partition", "wait_election", "inject:crash",
-		"wait_leader", "wait", "inject:loss", "inject:isolate", "heal", "inject:restart", "wait_leader",
-		"inject:campaign", "wait_leader"}
+		"wait_leader", "wait", "inject:loss", "inject:isolate", "inject:cut", "inject:clock", "wait", "heal",
+		"inject:clock", "inject:restart", "wait_leader", "inject:campaign", "wait_leader"}
 	if !reflect.DeepEqual(kinds, want) {
 		t.Errorf("steps\n got %v\nwant %v", kinds, want)
 	}
@@ -48,7 +48,13 @@ func TestParseExample(t *testing.T) {
 	if l := sc.Steps[7].Fault; l.Loss != 20 || l.Nodes.String() != "random:2" {
 		t.Errorf("loss step: %+v", l)
 	}
-	if st := sc.Steps[11]; st.Expect != scenario.ExpectAny || st.Timeout != scenario.DefaultTimeout {
+	if c := sc.Steps[9].Fault; len(c.Links) != 2 || c.Mode != fault.ModeReset || c.Links[1].From.String() != "top:3" {
+		t.Errorf("cut step: %+v", c)
+	}
+	if c := sc.Steps[10].Fault; c.Clock.Offset != -90*time.Second || c.Clock.RatePPM != 500 {
+		t.Errorf("clock step: %+v", c)
+	}
+	if st := sc.Steps[15]; st.Expect != scenario.ExpectAny || st.Timeout != scenario.DefaultTimeout {
 		t.Errorf("wait_leader defaults: %+v", st)
 	}
 	if st := sc.Steps[2]; st.Line != 36 {

@@ -110,7 +110,12 @@ type Action struct {
 	Fault  fault.Kind // inject
 	Nodes  []string   // inject: the nodes; wait_leader: those waited for; heal: those unisolated
 	Groups [][]string // inject partition; heal: the partition removed
-	OneWay bool       // inject partition
+	// Links are the node pairs a cut severs, each in ID order unless the
+	// cut is one-way; for heal, the pairs cut until then (both ways).
+	Links  [][2]string
+	OneWay bool            // inject partition, cut
+	Mode   fault.CutMode   // inject partition, isolate, cut
+	Clock  fault.ClockSkew // inject clock
 	// Impair is what delay or loss sets on Nodes: Delay and Jitter for
 	// delay, Loss for loss; the node's other settings stay.
 	Impair fault.Impairment
@@ -126,10 +131,14 @@ type Action struct {
 
 // fault is the fault an inject action applies.
 func (a Action) fault() fault.Fault {
-	f := fault.Fault{Kind: a.Fault, Nodes: a.Nodes, Groups: a.Groups, OneWay: a.OneWay}
+	f := fault.Fault{Kind: a.Fault, Nodes: a.Nodes, Groups: a.Groups, Links: a.Links, OneWay: a.OneWay, Mode: a.Mode}
 	if a.Fault == fault.Delay || a.Fault == fault.Loss {
 		imp := a.Impair
 		f.Impair = &imp
+	}
+	if a.Fault == fault.Clock {
+		skew := a.Clock
+		f.Clock = &skew
 	}
 	return f
 }
@@ -155,16 +164,26 @@ func (a Action) String() string {
 				}
 				b.WriteString(strings.Join(g, ","))
 			}
+		case fault.ArgsLinks:
+			b.WriteString(" " + linksText(a.Links, a.OneWay))
+		case fault.ArgsClock:
+			fmt.Fprintf(&b, " %s on %s", clockText(a.Clock), strings.Join(a.Nodes, ","))
 		case fault.ArgsNone:
 		case fault.ArgsDelay, fault.ArgsLoss:
 			fmt.Fprintf(&b, " %s on %s", impairText(a.Impair), strings.Join(a.Nodes, ","))
 		default:
 			b.WriteString(" " + strings.Join(a.Nodes, ","))
 		}
+		if a.Mode != "" {
+			b.WriteString(" mode " + string(a.Mode))
+		}
 	case StepHeal:
 		var parts []string
 		if len(a.Groups) > 0 {
 			parts = append(parts, "partition")
+		}
+		if len(a.Links) > 0 {
+			parts = append(parts, "uncut "+linksText(a.Links, false))
 		}
 		if len(a.Nodes) > 0 {
 			parts = append(parts, "unisolate "+strings.Join(a.Nodes, ","))
@@ -189,6 +208,39 @@ func (a Action) String() string {
 	return b.String()
 }
 
+// clockText is a skew as a schedule line has it: "offset +1m30s rate
+// -500ppm", or "host clock" for none.
+func clockText(c fault.ClockSkew) string {
+	if c == (fault.ClockSkew{}) {
+		return "host clock"
+	}
+	s := "offset " + c.Offset.String()
+	if c.Offset > 0 {
+		s = "offset +" + c.Offset.String()
+	}
+	if c.RatePPM != 0 {
+		s += " rate " + strconv.FormatFloat(c.RatePPM, 'g', -1, 64) + "ppm"
+		if c.RatePPM > 0 {
+			s = strings.Replace(s, "rate ", "rate +", 1)
+		}
+	}
+	return s
+}
+
+// linksText is links as a schedule has them: "a-b,a-c", or "a->b" for
+// one-way.
+func linksText(links [][2]string, oneWay bool) string {
+	sep := "-"
+	if oneWay {
+		sep = "->"
+	}
+	parts := make([]string, len(links))
+	for i, l := range links {
+		parts[i] = l[0] + sep + l[1]
+	}
+	return strings.Join(parts, ",")
+}
+
 // Schedule is a scenario resolved step by step.
 type Schedule []Action
 
@@ -210,10 +262,40 @@ type network struct {
 	oneWay   bool
 	isolated map[string]bool
 	impaired map[string]bool // delay or loss set by a fault
+	// cut holds the directions the cut in force severs, [from, to]; a new
+	// cut replaces it, as in the lab, and a heal removes it.
+	cut map[[2]string]bool
 }
 
 func newNetwork() *network {
-	return &network{isolated: map[string]bool{}, impaired: map[string]bool{}}
+	return &network{isolated: map[string]bool{}, impaired: map[string]bool{}, cut: map[[2]string]bool{}}
+}
+
+// cutPairs are the node pairs some cut severed in either direction, in
+// the ID order rank gives, lower first.
+func (n *network) cutPairs(rank map[string]int) [][2]string {
+	seen := map[[2]string]bool{}
+	var out [][2]string
+	for l := range n.cut {
+		if rank[l[0]] > rank[l[1]] {
+			l[0], l[1] = l[1], l[0]
+		}
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	sortLinks(out, rank)
+	return out
+}
+
+func sortLinks(links [][2]string, rank map[string]int) {
+	slices.SortFunc(links, func(a, b [2]string) int {
+		if c := rank[a[0]] - rank[b[0]]; c != 0 {
+			return c
+		}
+		return rank[a[1]] - rank[b[1]]
+	})
 }
 
 // apply records the network effect of a.
@@ -223,13 +305,23 @@ func (n *network) apply(a Action) {
 		n.groups, n.oneWay = nil, false
 		clear(n.isolated)
 		clear(n.impaired)
+		clear(n.cut)
 	case StepInject:
 		switch a.Fault {
 		case fault.Partition:
 			n.groups, n.oneWay = a.Groups, a.OneWay
+		case fault.Cut:
+			clear(n.cut)
+			for _, l := range a.Links {
+				n.cut[l] = true
+				if !a.OneWay {
+					n.cut[[2]string{l[1], l[0]}] = true
+				}
+			}
 		case fault.Heal:
 			n.groups, n.oneWay = nil, false
 			clear(n.isolated)
+			clear(n.cut)
 		case fault.Isolate:
 			for _, x := range a.Nodes {
 				n.isolated[x] = true
@@ -344,7 +436,13 @@ func (r *resolver) step(i int, v *View, net *network) (Action, error) {
 			if err != nil {
 				return a, fmt.Errorf("partition: %w", err)
 			}
-			a.Groups, a.OneWay = groups, ft.OneWay
+			a.Groups, a.OneWay, a.Mode = groups, ft.OneWay, ft.Mode
+		case fault.ArgsLinks:
+			links, err := pk.links(ft.Links, ft.OneWay)
+			if err != nil {
+				return a, fmt.Errorf("cut: %w", err)
+			}
+			a.Links, a.OneWay, a.Mode = links, ft.OneWay, ft.Mode
 		default:
 			pool, poolName := pk.pool(ft.Kind)
 			nodes, err := pk.pick(ft.Nodes, pool, poolName, nil)
@@ -353,11 +451,13 @@ func (r *resolver) step(i int, v *View, net *network) (Action, error) {
 			}
 			a.Nodes = nodes
 			a.Impair = fault.Impairment{Delay: ft.Delay, Jitter: ft.Jitter, Loss: ft.Loss}
+			a.Mode, a.Clock = ft.Mode, ft.Clock
 		}
 	case StepHeal:
 		a.Groups = net.groups
 		a.Nodes = pk.filter(func(x string) bool { return net.isolated[x] })
-		a.Healed = net.groups != nil || len(a.Nodes) > 0
+		a.Links = net.cutPairs(pk.rank)
+		a.Healed = net.groups != nil || len(a.Nodes) > 0 || len(a.Links) > 0
 		a.Cleared = pk.filter(func(x string) bool { return net.impaired[x] })
 	case StepWaitLeader:
 		var err error
@@ -426,6 +526,10 @@ func (p *picker) pool(k fault.Kind) ([]string, string) {
 		return p.filter(func(x string) bool { return p.net.impaired[x] }), "impaired"
 	case fault.Delay, fault.Loss:
 		return p.filter(func(string) bool { return true }), "testbed"
+	case fault.Clock:
+		// A node down gets the skew when it starts; a paused one cannot
+		// be told.
+		return p.filter(func(x string) bool { return p.status[x] != StatusPaused }), "unpaused"
 	}
 	return p.live(), "live"
 }
@@ -499,6 +603,8 @@ func (sel *selection) apply(s Selector) error {
 		return sel.leader()
 	case SelHighest, SelLowest, SelTop, SelBottom:
 		return sel.byRank(s)
+	case SelRank:
+		return sel.rank(s)
 	case SelRandom:
 		cands := sel.free()
 		if err := sel.need(s, s.N, cands); err != nil {
@@ -546,11 +652,24 @@ func (sel *selection) byRank(s Selector) error {
 	if err := sel.need(s, n, cands); err != nil {
 		return err
 	}
-	if s.Kind == SelHighest || s.Kind == SelTop {
+	switch s.Kind {
+	case SelHighest, SelTop:
 		sel.choose(cands[len(cands)-n:]...)
-	} else {
+	default:
 		sel.choose(cands[:n]...)
 	}
+	return nil
+}
+
+// rank selects the N-th highest node of the pool. Unlike byRank it counts
+// the whole pool, whatever earlier selectors or partition groups took, so
+// that [rank:2, rank:3] names the second and third highest: a rank names
+// one fixed node, and choosing a node twice changes nothing.
+func (sel *selection) rank(s Selector) error {
+	if len(sel.pool) < s.N {
+		return fmt.Errorf("%s: needs %d %s nodes, the testbed has %d", s, s.N, sel.poolName, len(sel.pool))
+	}
+	sel.choose(sel.pool[len(sel.pool)-s.N])
 	return nil
 }
 
@@ -581,6 +700,9 @@ func (sel *selection) share(s Selector) error {
 func (sel *selection) side(s Selector) error {
 	groups := sel.p.net.groups
 	if groups == nil {
+		if len(sel.p.net.cut) > 0 {
+			return fmt.Errorf("%s: no partition in force (a cut has no sides)", s)
+		}
 		return fmt.Errorf("%s: no partition in force", s)
 	}
 	if s.N > len(groups) {
@@ -742,14 +864,94 @@ func (p *picker) partition(groups []Selectors) ([][]string, error) {
 	return out, nil
 }
 
+// links resolves a cut's links to node pairs: for each link, every node
+// its From selects with every node its To selects but itself, lower ID
+// first unless the cut is one-way, each pair once, in ID order. Like
+// partition groups, names may name any node and keywords pick among the
+// live nodes; the two ends of a link are resolved independently, so
+// [top:2, top:2] cuts the two highest nodes from each other.
+func (p *picker) links(links []Link, oneWay bool) ([][2]string, error) {
+	seen := map[[2]string]bool{}
+	var out [][2]string
+	for i, l := range links {
+		from, err := p.endpoint(l.From)
+		if err != nil {
+			return nil, fmt.Errorf("links[%d][0]: %w", i, err)
+		}
+		to, err := p.endpoint(l.To)
+		if err != nil {
+			return nil, fmt.Errorf("links[%d][1]: %w", i, err)
+		}
+		n := len(out)
+		for _, a := range from {
+			for _, b := range to {
+				pair := [2]string{a, b}
+				if !oneWay && p.rank[a] > p.rank[b] {
+					pair = [2]string{b, a}
+				}
+				if a != b && !seen[pair] {
+					seen[pair] = true
+					out = append(out, pair)
+				}
+			}
+		}
+		if len(out) == n && len(from) == 1 && slices.Equal(from, to) {
+			return nil, fmt.Errorf("links[%d] joins %s to itself", i, from[0])
+		}
+	}
+	sortLinks(out, p.rank)
+	return out, nil
+}
+
+// endpoint resolves one end of a cut's link: names anywhere in the
+// testbed, keywords among the live nodes the names left.
+func (p *picker) endpoint(ss Selectors) ([]string, error) {
+	var names, keys Selectors
+	for _, s := range ss {
+		if s.Kind == SelName || s.Kind == SelNode || s.Kind == SelGroup {
+			names = append(names, s)
+		} else {
+			keys = append(keys, s)
+		}
+	}
+	var out []string
+	taken := map[string]bool{}
+	if len(names) > 0 {
+		ns, err := p.pick(names, nil, "", nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range ns {
+			taken[x] = true
+		}
+		out = append(out, ns...)
+	}
+	if len(keys) > 0 {
+		ks, err := p.pick(keys, p.live(), "live", taken)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ks...)
+	}
+	return out, nil
+}
+
 // connected returns the live nodes wait_leader waits for by default: those
 // of the largest connected part of the network. Isolated nodes are parts of
-// their own; under a symmetric partition the largest side wins, ties going
-// to the side with the highest node; under a one-way cut from Groups[0] to
-// Groups[1], Groups[1], which no longer hears Groups[0].
+// their own. With no cut in force: under a symmetric partition the largest
+// side wins, ties going to the side with the highest node; under a one-way
+// partition from Groups[0] to Groups[1], Groups[1], which no longer hears
+// Groups[0]. With cuts the network need not fall into clean parts; the
+// nodes waited for are then the largest connected component of the graph
+// whose edges are the pairs of live, unisolated nodes linked both ways
+// (neither direction cut, nor separated by the partition), ties going to
+// the component with the highest node. A cut that leaves that graph
+// connected (chained, bridge) waits for every live unisolated node.
 func (p *picker) connected() ([]string, error) {
 	cands := p.filter(func(x string) bool { return p.status[x] == StatusLive && !p.net.isolated[x] })
-	if p.net.groups != nil {
+	if len(p.net.cut) > 0 {
+		cands = p.largestComponent(cands)
+	} else if p.net.groups != nil {
 		side := map[string]int{}
 		for i, g := range p.net.groups {
 			for _, x := range g {
@@ -795,6 +997,49 @@ func (p *picker) connected() ([]string, error) {
 	return cands, nil
 }
 
+// largestComponent returns the largest connected component of nodes
+// (lowest ID first) under the partition and cuts in force, counting a
+// link only when it is up both ways.
+func (p *picker) largestComponent(nodes []string) []string {
+	side := map[string]int{}
+	for i, g := range p.net.groups {
+		for _, x := range g {
+			side[x] = i
+		}
+	}
+	up := func(a, b string) bool {
+		return side[a] == side[b] && !p.net.cut[[2]string{a, b}] && !p.net.cut[[2]string{b, a}]
+	}
+	comp := make([]int, len(nodes))
+	for i := range comp {
+		comp[i] = -1
+	}
+	var best []string
+	for i := range nodes {
+		if comp[i] >= 0 {
+			continue
+		}
+		comp[i] = i
+		members := []int{i}
+		for q := 0; q < len(members); q++ {
+			for j := range nodes {
+				if comp[j] < 0 && up(nodes[members[q]], nodes[j]) {
+					comp[j] = i
+					members = append(members, j)
+				}
+			}
+		}
+		slices.Sort(members)
+		if len(members) > len(best) || len(members) == len(best) && p.rank[nodes[members[len(members)-1]]] > p.rank[best[len(best)-1]] {
+			best = best[:0]
+			for _, j := range members {
+				best = append(best, nodes[j])
+			}
+		}
+	}
+	return best
+}
+
 // CheckNames reports the first selector of sc that names a node or group
 // the testbed lacks, before anything runs: such a step could only fail,
 // and a bench would find out only once it had built a testbed and run the
@@ -838,8 +1083,16 @@ func (sc *Scenario) CheckNames(topology string, nodes []string, groups map[strin
 					break
 				}
 			}
+			for j, l := range ft.Links {
+				if err == nil {
+					err = check(st, fmt.Sprintf("%s.links[%d][0]", f, j), l.From)
+				}
+				if err == nil {
+					err = check(st, fmt.Sprintf("%s.links[%d][1]", f, j), l.To)
+				}
+			}
 			if err == nil {
-				if ft.Kind == fault.Delay || ft.Kind == fault.Loss {
+				if ft.Kind.Impairs() || ft.Kind == fault.Clock || ft.Kind == fault.Isolate && ft.Mode != "" {
 					f += ".nodes"
 				}
 				err = check(st, f, ft.Nodes)

@@ -10,7 +10,7 @@ import (
 
 func TestParseSelector(t *testing.T) {
 	for _, s := range []string{"leader", "highest", "lowest", "all", "rest", "random", "random:3",
-		"top:2", "bottom:1", "minority", "majority", "minority:random", "majority:random", "side:2",
+		"top:2", "bottom:1", "rank:3", "minority", "majority", "minority:random", "majority:random", "side:2",
 		"n7", "site-a", "node:leader", "group:top"} {
 		sel, err := scenario.ParseSelector(s)
 		if err != nil {
@@ -24,7 +24,7 @@ func TestParseSelector(t *testing.T) {
 	if sel, _ := scenario.ParseSelector("random:1"); sel.String() != "random" {
 		t.Errorf("random:1 prints as %q, want random", sel)
 	}
-	for _, s := range []string{"", "top:0", "top:1001", "random:-1", "side:x", "minority:low",
+	for _, s := range []string{"", "top:0", "top:1001", "rank:0", "rank:1001", "rank", "rank:-1", "random:-1", "side:x", "minority:low",
 		"node:", "group:Bad", "Leader", "-n1", "n1,n2", "top", "x:y", "a-very-long-node-name"} {
 		if sel, err := scenario.ParseSelector(s); err == nil {
 			t.Errorf("%q parsed as %v", s, sel)

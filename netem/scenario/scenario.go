@@ -72,7 +72,7 @@ const DefaultTimeout = 30 * time.Second
 // Limits keep a hostile or mistaken file from costing unbounded work.
 const (
 	MaxSteps     = 10_000
-	MaxSelectors = 1_000 // per fault, group or among list
+	MaxSelectors = 1_000 // per fault, group, link side or among list; links per cut
 	MaxCount     = 1_000 // K of top:K and friends; topologies have at most 1000 nodes
 )
 
@@ -97,12 +97,24 @@ type Step struct {
 // Injection is what an inject step does: a fault on selected nodes.
 type Injection struct {
 	Kind   fault.Kind
-	Nodes  Selectors   // every fault but partition and heal
+	Nodes  Selectors   // every fault but partition, cut and heal
 	Groups []Selectors // partition
-	OneWay bool        // partition
+	Links  []Link      // cut
+	OneWay bool        // partition, cut
+	// Mode is how partition, isolate and cut sever links; empty is
+	// fault.ModeDrop, and the file says it only when it was written.
+	Mode   fault.CutMode
 	Delay  time.Duration
 	Jitter time.Duration
-	Loss   float64 // percent, 0..100
+	Loss   float64         // percent, 0..100
+	Clock  fault.ClockSkew // clock
+}
+
+// Link is one entry of a cut: every node From selects is cut from every
+// node To selects (a node from itself excepted), both ways unless the
+// cut is one-way.
+type Link struct {
+	From, To Selectors
 }
 
 // The patterns compile on first use: package initialisation runs in every
@@ -268,7 +280,35 @@ func (v validator) step(st Step, f string) error {
 }
 
 func (v validator) fault(ft *Injection, line int, f string) error {
+	if ft.Mode != "" {
+		if !ft.Mode.Valid() {
+			return v.err(line, f+".mode", "unknown mode %s (want drop or reset)", bounded.Quote(string(ft.Mode)))
+		}
+		if !takesMode(ft.Kind) {
+			return v.err(line, f+".mode", "only partition, isolate and cut take a mode")
+		}
+	}
+	if ft.OneWay && ft.Kind != fault.Partition && ft.Kind != fault.Cut {
+		return v.err(line, f+".one_way", "only partition and cut are one-way")
+	}
 	switch ft.Kind.Args() {
+	case fault.ArgsLinks:
+		return v.links(ft.Links, line, f+".links")
+	case fault.ArgsClock:
+		if len(ft.Nodes) == 0 {
+			return v.err(line, f+".nodes", "selects no node")
+		}
+		if err := v.selectors(ft.Nodes, line, f+".nodes", false); err != nil {
+			return err
+		}
+		if err := ft.Clock.Validate(); err != nil {
+			field := ".offset"
+			if ft.Clock.Offset <= fault.MaxClockOffset && ft.Clock.Offset >= -fault.MaxClockOffset {
+				field = ".rate"
+			}
+			return v.err(line, f+field, "%v", err)
+		}
+		return nil
 	case fault.ArgsGroups:
 		if len(ft.Groups) < 2 {
 			return v.err(line, f+".groups", "want at least two groups, got %d (use rest for everyone else)", len(ft.Groups))
@@ -323,6 +363,33 @@ func (v validator) fault(ft *Injection, line int, f string) error {
 		}
 	}
 	return nil
+}
+
+func (v validator) links(links []Link, line int, f string) error {
+	if len(links) == 0 {
+		return v.err(line, f, "no links (want [[SEL, SEL], ...])")
+	}
+	if len(links) > MaxSelectors {
+		return v.err(line, f, "%d links, at most %d", len(links), MaxSelectors)
+	}
+	for i, l := range links {
+		for j, side := range [2]Selectors{l.From, l.To} {
+			lf := fmt.Sprintf("%s[%d][%d]", f, i, j)
+			if len(side) == 0 {
+				return v.err(line, lf, "selects no node")
+			}
+			if err := v.selectors(side, line, lf, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// takesMode reports whether a fault of kind k severs links, and so takes
+// a fault.CutMode.
+func takesMode(k fault.Kind) bool {
+	return k == fault.Partition || k == fault.Isolate || k == fault.Cut
 }
 
 func (v validator) selectors(ss Selectors, line int, f string, group bool) error {

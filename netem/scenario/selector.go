@@ -31,13 +31,14 @@ const (
 	SelRandomMajority                         // majority:random
 	SelSide                                   // side:N: the nodes of group N (1-based) of the partition in force
 	SelRest                                   // rest: every node no other partition group took
+	SelRank                                   // rank:K: the K-th highest-ID node of the pool
 )
 
 // Selector picks nodes when a step runs, from the live view of the
 // testbed. Its text form is what scenario files use.
 type Selector struct {
 	Kind SelectorKind
-	N    int    // top, bottom, random, side
+	N    int    // top, bottom, random, side, rank
 	Name string // name, node, group
 }
 
@@ -53,7 +54,7 @@ var keywords = map[string]SelectorKind{
 // ParseSelector parses one selector:
 //
 //	leader  highest  lowest  all  rest  random
-//	top:K  bottom:K  random:K  side:N
+//	top:K  bottom:K  random:K  rank:K  side:N
 //	minority  majority  minority:random  majority:random
 //	NAME  node:NAME  group:NAME
 //
@@ -70,11 +71,11 @@ func ParseSelector(s string) (Selector, error) {
 	head, arg, hasArg := strings.Cut(s, ":")
 	if !hasArg {
 		switch s {
-		case "top", "bottom", "side", "node", "group":
+		case "top", "bottom", "rank", "side", "node", "group":
 			return Selector{}, fmt.Errorf("%q needs an argument after a colon (a node called %s is written node:%s)", s, s, s)
 		}
 		if msg := checkNodeName(s); msg != "" {
-			return Selector{}, fmt.Errorf("unknown selector %s (want leader, highest, lowest, top:K, bottom:K, random[:K], all, minority, majority, side:N, rest, or a node or group name)", bounded.Quote(s))
+			return Selector{}, fmt.Errorf("unknown selector %s (want leader, highest, lowest, top:K, bottom:K, rank:K, random[:K], all, minority, majority, side:N, rest, or a node or group name)", bounded.Quote(s))
 		}
 		return Selector{Kind: SelName, Name: s}, nil
 	}
@@ -95,12 +96,12 @@ func ParseSelector(s string) (Selector, error) {
 			return Selector{Kind: SelRandomMinority}, nil
 		}
 		return Selector{Kind: SelRandomMajority}, nil
-	case "top", "bottom", "random", "side":
+	case "top", "bottom", "random", "side", "rank":
 		n, err := strconv.Atoi(arg)
 		if err != nil || n < 1 || n > MaxCount {
 			return Selector{}, fmt.Errorf("%s: want %s:N with N in 1..%d", bounded.Quote(s), head, MaxCount)
 		}
-		kind := map[string]SelectorKind{"top": SelTop, "bottom": SelBottom, "random": SelRandom, "side": SelSide}[head]
+		kind := map[string]SelectorKind{"top": SelTop, "bottom": SelBottom, "random": SelRandom, "side": SelSide, "rank": SelRank}[head]
 		return Selector{Kind: kind, N: n}, nil
 	}
 	return Selector{}, fmt.Errorf("unknown selector %s", bounded.Quote(s))
@@ -144,6 +145,8 @@ func (s Selector) String() string {
 		return "side:" + strconv.Itoa(s.N)
 	case SelRest:
 		return "rest"
+	case SelRank:
+		return "rank:" + strconv.Itoa(s.N)
 	}
 	return fmt.Sprintf("selector(%d)", s.Kind)
 }
@@ -163,7 +166,7 @@ func (s Selector) check() error {
 		if msg := checkNodeName(s.Name); msg != "" {
 			return errors.New(msg)
 		}
-	case SelTop, SelBottom, SelRandom, SelSide:
+	case SelTop, SelBottom, SelRandom, SelSide, SelRank:
 		if s.N < 1 || s.N > MaxCount {
 			return fmt.Errorf("%s needs a count in 1..%d", s, MaxCount)
 		}

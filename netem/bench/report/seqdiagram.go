@@ -63,6 +63,11 @@ type FaultMark struct {
 	Nodes []string
 	// Groups are a partition's sides.
 	Groups [][]string
+	// Links are the node pairs a cut severs.
+	Links [][2]string
+	// Skewed says a clock fault left its Nodes off their hosts' clocks;
+	// false for one that put them back.
+	Skewed bool
 }
 
 // Layout of the space-time diagram.

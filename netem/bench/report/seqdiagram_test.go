@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"html"
 	"os"
 	"path/filepath"
@@ -326,6 +327,63 @@ func TestSequenceFaultSpans(t *testing.T) {
 	}
 }
 
+// TestSequenceCutClockSpans: a cut marks and shades the nodes of its
+// links until the heal, and a clock fault shades its nodes until one
+// puts their clocks back; the legend explains both.
+func TestSequenceCutClockSpans(t *testing.T) {
+	t0 := time.Date(2026, 3, 14, 9, 27, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	seq := Sequence{Nodes: []string{"n1", "n2", "n3", "n4"}, Faults: []FaultMark{
+		{Kind: "cut", Time: at(0), Text: "cut n3-n4", Links: [][2]string{{"n3", "n4"}}},
+		{Kind: "clock", Time: at(1), Text: "clock n1 offset +1m30s", Nodes: []string{"n1"}, Skewed: true},
+		{Kind: "heal", Time: at(3), Text: "heal"},
+		{Kind: "clock", Time: at(4), Text: "clock n1 back on the host's", Nodes: []string{"n1"}},
+	}, Messages: []SequenceMessage{{Time: at(5), RecvTime: at(6), From: "n4", To: "n1", Type: "COORDINATOR", Epoch: 3}}}
+	d := newSeqDiagram(seq)
+	type want struct {
+		kind       spanKind
+		node       string
+		start, end time.Time
+	}
+	var got []want
+	for _, s := range d.spans {
+		got = append(got, want{s.kind, s.node, s.Start, s.End})
+	}
+	exp := []want{
+		{spanLinksCut, "n3", at(0), at(3)},
+		{spanLinksCut, "n4", at(0), at(3)},
+		{spanClock, "n1", at(1), at(4)},
+	}
+	if !slices.Equal(got, exp) {
+		t.Errorf("spans\n%v\nwant\n%v", got, exp)
+	}
+	var marked []string
+	for _, g := range d.marks {
+		if d.faults[g.mark].Kind == "cut" {
+			marked = append(marked, fmt.Sprint(g.x))
+		}
+	}
+	if len(marked) != 2 {
+		t.Errorf("the cut is marked on %d lifelines, want 2 (n3 and n4)", len(marked))
+	}
+	var legend []string
+	for _, tx := range d.legend.texts {
+		legend = append(legend, tx.text)
+	}
+	all := strings.Join(legend, "\n")
+	for _, w := range []string{faultStyles["cut"].meaning, faultStyles["clock"].meaning, "links cut: reaches only some nodes", "clock skewed"} {
+		if !strings.Contains(all, w) {
+			t.Errorf("legend lacks %q:\n%s", w, all)
+		}
+	}
+	svg := SequenceSVG(seq)
+	for _, w := range []string{"<title>n3 links cut: reaches only some nodes</title>", "<title>n1 clock skewed</title>"} {
+		if !strings.Contains(svg, w) {
+			t.Errorf("diagram lacks %q", w)
+		}
+	}
+}
+
 // TestSequenceLegend: the legend lists each message type, fault kind,
 // span and arrow style the diagram uses, explains the epochs, and lists
 // nothing it does not use.
@@ -375,8 +433,13 @@ func TestSequenceDistinctFaultMarks(t *testing.T) {
 			t.Errorf("%s: no colour or legend line", k)
 		}
 	}
-	if len(faultStyles) != 14 {
-		t.Errorf("%d fault kinds styled, want 14", len(faultStyles))
+	for _, k := range fault.Kinds {
+		if _, ok := faultStyles[string(k)]; !ok {
+			t.Errorf("fault kind %s has no mark", k)
+		}
+	}
+	if len(faultStyles) != len(fault.Kinds) {
+		t.Errorf("%d fault kinds styled, want %d", len(faultStyles), len(fault.Kinds))
 	}
 }
 

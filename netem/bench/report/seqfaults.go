@@ -26,7 +26,7 @@ var faultStyles = map[string]faultStyle{
 	string(fault.Pause):     {"#e67e22", glyphBars, "pause (SIGSTOP)"},
 	string(fault.Resume):    {"#9a7d0a", glyphPlay, "resume (SIGCONT)"},
 	string(fault.Partition): {"#7d3c98", glyphDiamond, "partition"},
-	string(fault.Heal):      {"#7d3c98", glyphHollowDiamond, "heal: partitions and isolations end"},
+	string(fault.Heal):      {"#7d3c98", glyphHollowDiamond, "heal: partitions, cuts and isolations end"},
 	string(fault.Isolate):   {"#6e2c00", glyphSquare, "isolate"},
 	string(fault.Unisolate): {"#ba4a00", glyphHollowSquare, "unisolate"},
 	string(fault.Delay):     {"#2471a3", glyphClock, "delay added to what the node sends"},
@@ -35,6 +35,8 @@ var faultStyles = map[string]faultStyle{
 	string(fault.Campaign):  {"#b7950b", glyphStar, "campaign: asked to start an election"},
 	string(fault.Leave):     {"#566573", glyphHollowDownTriangle, "leave: announces LEAVE and stops"},
 	string(fault.Join):      {"#117a65", glyphHollowUpTriangle, "join: starts and announces JOIN"},
+	string(fault.Cut):       {"#7d3c98", glyphSlash, "cut: links between node pairs severed, the others up"},
+	string(fault.Clock):     {"#1a5276", glyphHourglass, "clock: the node's wall clock offset or drifting"},
 }
 
 // otherFault marks a kind the diagram does not know.
@@ -122,20 +124,35 @@ func glyphStar(x, y float64, c string) string {
 	return fmt.Sprintf(`<path d="%sz" fill="%s"/>`, p.String(), c)
 }
 
+func glyphSlash(x, y float64, c string) string {
+	return fmt.Sprintf(`<path d="M%s %s l12 -12" stroke="%s" stroke-width="3"/>`, f1(x-6), f1(y+6), c)
+}
+
+func glyphHourglass(x, y float64, c string) string {
+	return fmt.Sprintf(`<path d="M%s %s h10 l-10 12 h10 z" fill="%s"/>`, f1(x-5), f1(y-6), c)
+}
+
 func glyphBang(x, y float64, c string) string {
 	return fmt.Sprintf(`<rect x="%s" y="%s" width="3" height="7" fill="%s"/><rect x="%s" y="%s" width="3" height="3" fill="%s"/>`,
 		f1(x-1.5), f1(y-6), c, f1(x-1.5), f1(y+3), c)
 }
 
-// struck are the nodes a fault mark is drawn on: its nodes, or for a
-// partition those of its sides.
+// struck are the nodes a fault mark is drawn on: its nodes, for a
+// partition those of its sides, for a cut those of its links.
 func (f FaultMark) struck() []string {
-	if len(f.Nodes) > 0 || len(f.Groups) == 0 {
+	if len(f.Nodes) > 0 {
 		return f.Nodes
 	}
 	var ns []string
 	for _, g := range f.Groups {
 		ns = append(ns, g...)
+	}
+	for _, l := range f.Links {
+		for _, n := range l {
+			if !slices.Contains(ns, n) {
+				ns = append(ns, n)
+			}
+		}
 	}
 	return ns
 }
@@ -148,6 +165,8 @@ const (
 	spanPaused                   // stopped: it sends and reads nothing
 	spanIsolated                 // cut from every other node
 	spanCut                      // on one side of a partition
+	spanLinksCut                 // some of its links cut: it reaches only some nodes
+	spanClock                    // its wall clock off its host's
 )
 
 // FaultSpan is a node in one state from start to end; a zero end lasts
@@ -163,10 +182,12 @@ type FaultSpan struct {
 // FaultSpans pairs the marks, by time, into spans: a crash or a leave
 // until the node's restart or join, a pause until its resume, an
 // isolation until its unisolate or a heal, each side of a partition until
-// a heal (or a later partition, which redraws the sides).
+// a heal (or a later partition, which redraws the sides), the nodes of a
+// cut's links until a heal or the next cut, and a node's skewed clock until a clock fault
+// puts it back.
 func FaultSpans(marks []FaultMark) []FaultSpan {
 	var spans []FaultSpan
-	open := map[spanKind]map[string]int{spanDown: {}, spanPaused: {}, spanIsolated: {}, spanCut: {}}
+	open := map[spanKind]map[string]int{spanDown: {}, spanPaused: {}, spanIsolated: {}, spanCut: {}, spanLinksCut: {}, spanClock: {}}
 	begin := func(k spanKind, n string, side int, at time.Time, opener int) {
 		if _, ok := open[k][n]; ok {
 			return
@@ -219,8 +240,22 @@ func FaultSpans(marks []FaultMark) []FaultSpan {
 					begin(spanCut, n, side, f.Time, i)
 				}
 			}
+		case fault.Cut:
+			finishAll(spanLinksCut, f.Time) // a cut replaces the one in force
+			for _, n := range f.struck() {
+				begin(spanLinksCut, n, 0, f.Time, i)
+			}
+		case fault.Clock:
+			for _, n := range f.Nodes {
+				// A new skew replaces the old: the span shows the latest.
+				finish(spanClock, n, f.Time)
+				if f.Skewed {
+					begin(spanClock, n, 0, f.Time, i)
+				}
+			}
 		case fault.Heal:
 			finishAll(spanCut, f.Time)
+			finishAll(spanLinksCut, f.Time)
 			finishAll(spanIsolated, f.Time)
 		}
 	}
@@ -261,18 +296,25 @@ func lookOf(s FaultSpan) spanLook {
 	switch s.kind {
 	case spanCut:
 		return spanLook{30, cutSideColors[s.side%len(cutSideColors)], 0.28, fmt.Sprintf("partitioned: side %d", s.side+1)}
+	case spanLinksCut:
+		return spanLook{24, "#884ea0", 0.18, "links cut: reaches only some nodes"}
 	case spanIsolated:
 		return spanLook{20, "#a04000", 0.25, "isolated"}
+	case spanClock:
+		return spanLook{4, "#1a5276", 0.7, "clock skewed"}
 	case spanPaused:
 		return spanLook{9, "#e67e22", 0.55, "paused"}
 	}
 	return spanLook{}
 }
 
-// drawSpans shades the partitioned, isolated and paused stretches of the
-// lifelines, widest first.
+// drawnSpans are the kinds of span drawn as shading, widest first.
+var drawnSpans = []spanKind{spanCut, spanLinksCut, spanIsolated, spanPaused, spanClock}
+
+// drawSpans shades the partitioned, cut, isolated, paused and skewed
+// stretches of the lifelines, widest first.
 func (d *seqDiagram) drawSpans(b *strings.Builder) {
-	for _, k := range []spanKind{spanCut, spanIsolated, spanPaused} {
+	for _, k := range drawnSpans {
 		for _, s := range d.spans {
 			if s.kind != k {
 				continue

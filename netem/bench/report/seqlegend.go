@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -154,11 +155,11 @@ func (d *seqDiagram) faultEntries() []legendEntry {
 }
 
 // spanEntries explain the spans drawn: each side of a partition, the
-// isolated, paused and down stretches.
+// cut, isolated, paused, skewed and down stretches.
 func (d *seqDiagram) spanEntries() []legendEntry {
 	seen := map[string]bool{}
 	var es []legendEntry
-	for _, k := range []spanKind{spanCut, spanIsolated, spanPaused, spanDown} {
+	for _, k := range append(slices.Clone(drawnSpans), spanDown) {
 		for _, s := range d.spans {
 			if s.kind != k {
 				continue
