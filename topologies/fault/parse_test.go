@@ -21,6 +21,9 @@ func TestParseWords(t *testing.T) {
 		{[]string{"delay", "n1:n2", "50ms"}, WordOptions{Jitter: "5ms"},
 			Fault{Kind: Delay, Nodes: []string{"n1"}, Peers: []string{"n2"}, Impair: &Impairment{Delay: 50 * time.Millisecond, Jitter: 5 * time.Millisecond}}},
 		{[]string{"loss", "n3", "12.5%"}, WordOptions{}, Fault{Kind: Loss, Nodes: []string{"n3"}, Impair: &Impairment{Loss: 12.5}}},
+		{[]string{"clock", "n3", "+90s", "500ppm"}, WordOptions{}, Fault{Kind: Clock, Nodes: []string{"n3"}, Clock: &ClockSkew{Offset: 90 * time.Second, RatePPM: 500}}},
+		{[]string{"clock", "n1", "n2", "-2m"}, WordOptions{}, Fault{Kind: Clock, Nodes: []string{"n1", "n2"}, Clock: &ClockSkew{Offset: -2 * time.Minute}}},
+		{[]string{"clock", "n1", "0"}, WordOptions{}, Fault{Kind: Clock, Nodes: []string{"n1"}, Clock: &ClockSkew{}}},
 	}
 	for _, tc := range good {
 		got, err := ParseWords(tc.words, tc.opts)
@@ -48,6 +51,13 @@ func TestParseWords(t *testing.T) {
 		{[]string{"delay", "n1", "soon"}, WordOptions{}, `fault delay: delay "soon": want a duration like 50ms`},
 		{[]string{"delay", "n1", "1ms"}, WordOptions{Jitter: "-1ms"}, `fault delay: --jitter "-1ms": want a duration like 50ms`},
 		{[]string{"loss", "n1", "120%"}, WordOptions{}, `fault loss: "120%": want a percentage from 0 to 100 (like 10%)`},
+		{[]string{"clock", "n1"}, WordOptions{}, "fault clock: want NODE... OFFSET [RATEppm] (like n3 +90s 500ppm)"},
+		{[]string{"clock", "+90s", "500ppm"}, WordOptions{}, "fault clock: want NODE... OFFSET [RATEppm]"},
+		{[]string{"clock", "n1", "soon"}, WordOptions{}, `fault clock: offset "soon": want a signed duration like +90s or -2m`},
+		{[]string{"clock", "n1", "1s", "fastppm"}, WordOptions{}, `fault clock: rate "fastppm": want parts per million like 500ppm or -20ppm`},
+		{[]string{"clock", "n1", "1s", "NaNppm"}, WordOptions{}, `fault clock: rate "NaNppm": want parts per million`},
+		{[]string{"clock", "n1", "1s", "200000ppm"}, WordOptions{}, "fault clock: clock rate 200000 ppm: beyond ±100000 ppm"},
+		{[]string{"clock", "n1", "1000000h"}, WordOptions{}, "fault clock: clock offset 1000000h0m0s: beyond"},
 	}
 	for _, tc := range bad {
 		_, err := ParseWords(tc.words, tc.opts)
@@ -73,7 +83,7 @@ func TestKindsAllDescribed(t *testing.T) {
 // Words are separated by tabs.
 func FuzzParseWords(f *testing.F) {
 	for _, s := range []string{"crash\tn1", "partition\tn1,n2\tn3", "delay\tn1:n2\t5ms", "loss\tn1\t10%",
-		"heal", "clear", "heal\tx", "bogus", "partition\ta,,b\tc", "delay\t:x\t1ms", "loss\tn1\tNaN", ""} {
+		"heal", "clear", "heal\tx", "bogus", "clock\tn3\t+90s\t500ppm", "clock\tn1\t-1m", "clock\tppm", "partition\ta,,b\tc", "delay\t:x\t1ms", "loss\tn1\tNaN", ""} {
 		f.Add(s, false, "")
 		f.Add(s, true, "")
 		f.Add(s, false, "1ms")
@@ -113,8 +123,12 @@ func FuzzParseWords(f *testing.F) {
 			if got.Impair == nil || len(got.Nodes) != 1 || got.Nodes[0] == "" || got.Impair.Delay < 0 || got.Impair.Jitter < 0 {
 				t.Fatalf("ParseWords(%q): %+v", words, got)
 			}
+		case ArgsClock:
+			if got.Clock == nil || len(got.Nodes) == 0 || got.Clock.Validate() != nil {
+				t.Fatalf("ParseWords(%q): %+v", words, got)
+			}
 		}
-		if got.OneWay && got.Kind.Args() != ArgsGroups || got.Impair != nil && !got.Kind.Impairs() {
+		if got.OneWay && got.Kind.Args() != ArgsGroups || got.Impair != nil && !got.Kind.Impairs() || got.Clock != nil && got.Kind != Clock {
 			t.Fatalf("ParseWords(%q): %+v has what its kind does not take", words, got)
 		}
 	})
