@@ -75,7 +75,9 @@ func TestFaultCheckClock(t *testing.T) {
 			}
 			// The synth's send times are whole milliseconds: each is off
 			// by up to one.
-			near := func(got, want int64) bool { return got >= want-int64(time.Millisecond) && got <= want+int64(time.Millisecond) }
+			near := func(got, want int64) bool {
+				return got >= want-int64(time.Millisecond) && got <= want+int64(time.Millisecond)
+			}
 			first, later := int64(tc.stamped), int64(tc.stamped)+int64(5*time.Millisecond)
 			if !near(o3.MinNS, first) || !near(o3.MaxNS, later) {
 				t.Errorf("n3's offsets %v..%v, want %v then %v (the drift of 10 s at 500 ppm)",
