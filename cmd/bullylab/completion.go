@@ -8,6 +8,7 @@ import (
 
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/urfave/cli/v2"
 )
 
@@ -88,6 +89,8 @@ func completionCommands(app *cli.App) []completionCmd {
 			cc.args = topologies.Names()
 		case "completion":
 			cc.args = completionShells
+		case "fault":
+			cc.args = fault.KindNames()
 		}
 		out = append(out, cc)
 	}

@@ -411,6 +411,7 @@ func TestTestbedCLIErrors(t *testing.T) {
 	wantUsage(t, `fault loss: "120%": want a percentage`, "fault", "loss", "n1", "120%")
 	wantUsage(t, "fault crash: --jitter is for delay", "fault", "crash", "n1", "--jitter", "1ms")
 	wantUsage(t, `fault: unknown flag "--bogus"`, "fault", "heal", "--bogus")
+	wantUsage(t, `fault clock: offset "soon": want a signed duration`, "fault", "clock", "n1", "soon")
 
 	u := startUp(t, "star3")
 	u.waitUp(t)
@@ -739,4 +740,13 @@ func othersUp(t *testing.T, run string) bool {
 		t.Fatal(err)
 	}
 	return slices.ContainsFunc(runs, func(r lab.UpRun) bool { return r.Run != run })
+}
+
+// TestFaultArgsNegativeOffset: a clock fault's negative offset and rate
+// are arguments, not flags.
+func TestFaultArgsNegativeOffset(t *testing.T) {
+	fa, err := parseFaultArgs([]string{"clock", "n3", "-90s", "-20ppm", "--run", "bl1"})
+	if err != nil || !slices.Equal(fa.pos, []string{"clock", "n3", "-90s", "-20ppm"}) || fa.run != "bl1" {
+		t.Errorf("parseFaultArgs: %+v, %v; want clock n3 -90s -20ppm on run bl1", fa, err)
+	}
 }
