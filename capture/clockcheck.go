@@ -42,6 +42,11 @@ type ClockObservation struct {
 	MinNS int64 `json:"min_ns"`
 	P50NS int64 `json:"p50_ns"`
 	MaxNS int64 `json:"max_ns"`
+	// GapMinNS and GapMaxNS bound the skew in force at each HELLO's send
+	// time minus its observed offset: how long before its send it was
+	// stamped, within the send time's error.
+	GapMinNS int64 `json:"gap_min_ns"`
+	GapMaxNS int64 `json:"gap_max_ns"`
 	// Outside counts the HELLOs outside the tolerance: stamped more than
 	// ClockToleranceLate before, or after, the send time, beyond its
 	// error bounds.
@@ -108,6 +113,7 @@ func (a *analyzer) clockChecks() []FaultCheck {
 		}
 		fc := FaultCheck{Packet: r.pkt, Kind: string(r.Kind), Time: r.Time.UTC(), Check: CheckClock, OK: true}
 		byNode := map[int32][]int64{}
+		gaps := map[int32][2]int64{}
 		outside := map[int32]int{}
 		switchTimes := false
 		for _, h := range a.hellos {
@@ -121,6 +127,12 @@ func (a *analyzer) clockChecks() []FaultCheck {
 			slack := h.errNS + hc.bound + sk.uncertain
 			if observed > want+slack || observed < want-int64(ClockToleranceLate)-slack {
 				outside[h.from]++
+			}
+			gap := want - observed
+			if g, ok := gaps[h.from]; !ok {
+				gaps[h.from] = [2]int64{gap, gap}
+			} else {
+				gaps[h.from] = [2]int64{min(g[0], gap), max(g[1], gap)}
 			}
 			byNode[h.from] = append(byNode[h.from], observed)
 			switchTimes = switchTimes || !h.sent
@@ -152,6 +164,7 @@ func (a *analyzer) clockChecks() []FaultCheck {
 			if obs := byNode[i]; len(obs) > 0 {
 				slices.Sort(obs)
 				o.MinNS, o.P50NS, o.MaxNS = obs[0], obs[len(obs)/2], obs[len(obs)-1]
+				o.GapMinNS, o.GapMaxNS = gaps[i][0], gaps[i][1]
 				words = append(words, o.words())
 			}
 			if o.Asked {
