@@ -5,6 +5,7 @@ package lab_test
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,23 @@ func testLabClock(t *testing.T, hosting topologies.Hosting) {
 	lb := labtest.Boot(t, topo, lab.BootOptions{Binary: bin, Capture: &lab.CaptureOptions{Path: path, FromBoot: true}})
 	names := lb.Nodes()
 	waitLeader(t, lb, "n3", names...)
+
+	labDo(t)(lb.Faults().Pause("n1"))
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"no skew", second(lb.Faults().Apply(t.Context(), fault.Fault{Kind: fault.Clock, Nodes: []string{"n1"}})), "clock: no skew given"},
+		{"rate beyond", second(lb.Faults().Clock(t.Context(), []string{"n2"}, fault.ClockSkew{RatePPM: 2e6})), "clock rate 2e+06 ppm: beyond"},
+		{"paused", second(lb.Faults().Clock(t.Context(), []string{"n1"}, fault.ClockSkew{Offset: time.Second})), "node n1 is paused"},
+		{"unknown node", second(lb.Faults().Clock(t.Context(), []string{"n9"}, fault.ClockSkew{Offset: time.Second})), `has no node "n9"`},
+	} {
+		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, c.err, c.want)
+		}
+	}
+	labDo(t)(lb.Faults().Resume("n1"))
 
 	skew := fault.ClockSkew{Offset: 90 * time.Second, RatePPM: fault.MaxClockRatePPM}
 	rec := labDo(t)(lb.Faults().Apply(t.Context(), fault.Fault{Kind: fault.Clock, Nodes: []string{"n3"}, Clock: &skew}))
