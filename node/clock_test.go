@@ -1,6 +1,7 @@
 package node
 
 import (
+	"math"
 	"regexp"
 	"strings"
 	"sync"
@@ -166,5 +167,37 @@ func TestControlSetClock(t *testing.T) {
 	}
 	if st, err := h.ctl.Status(ctx); err != nil || st.Clock != nil {
 		t.Errorf("status clock %+v (%v) after clearing, want none", st.Clock, err)
+	}
+}
+
+// TestNodeTimersAtClockRate has a node's Machine read a clock gaining 10%:
+// its clock runs 1.1 s a host second, and the host waits 1/1.1 of the
+// time the Machine has until its next deadline.
+func TestNodeTimersAtClockRate(t *testing.T) {
+	host := &virtualHost{now: time.Unix(1_800_000_000, 0)}
+	clock := newClockOn(host.read)
+	cfg := fastConfig()
+	cfg.ID, cfg.Addr = uuid.New(), "inmem-0"
+	cfg.Peers = []wire.Member{{ID: cfg.ID, Addr: cfg.Addr}}
+	n, err := New(Options{Config: cfg, Transport: NewInmemNetwork().NewTransport(cfg.ID, cfg.Addr), Store: &memStore{}, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := clock.Set(fault.ClockSkew{Offset: time.Hour, RatePPM: 100_000}); err != nil {
+		t.Fatal(err)
+	}
+	host.advance(time.Second)
+	if got := n.now(); got != 1100*time.Millisecond {
+		t.Errorf("the Machine's clock reads %v a host second after New, want 1.1s (the offset does not move it)", got)
+	}
+	// The Machine's first deadline is its boot election's, at 0: a
+	// campaign now sets one ahead.
+	n.m.Campaign(n.now(), wire.ReasonManual)
+	left := n.m.NextDeadline() - n.now()
+	if left <= 0 {
+		t.Fatalf("the Machine's next deadline %v is not after its clock's %v: nothing to wait for", n.m.NextDeadline(), n.now())
+	}
+	if got, want := n.untilDeadline(), time.Duration(math.Round(float64(left)/1.1)); got != want {
+		t.Errorf("the host waits %v for the Machine's %v, want %v", got, left, want)
 	}
 }
