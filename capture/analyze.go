@@ -444,6 +444,9 @@ type analyzer struct {
 	// firstOf is the first election message of each algorithm, by
 	// wire.Algorithm name; a second name is a mixed capture.
 	firstOf map[string]firstFrame
+	hellos  []helloObs
+	// hostClocks are the merged capture's host offsets, by node name.
+	hostClocks map[string]hostClockOf
 }
 
 type firstFrame struct {
@@ -668,6 +671,14 @@ func (a *analyzer) testbed(tb *TestbedInfo) {
 		a.addNode(n)
 	}
 	a.rep.ClockErrorNS = max(a.rep.ClockErrorNS, tb.ClockErrorNS)
+	for _, h := range tb.Hosts {
+		for _, n := range h.Nodes {
+			if a.hostClocks == nil {
+				a.hostClocks = map[string]hostClockOf{}
+			}
+			a.hostClocks[n] = hostClockOf{h.OffsetNS, h.BoundNS}
+		}
+	}
 	if tb.Clock != nil && tb.Clock.TSUnitNS > 0 && a.wire.clock == nil {
 		c := *tb.Clock
 		a.wire.clock = &c
@@ -782,6 +793,15 @@ func (a *analyzer) Frame(f *Frame) {
 	sender.sent.add(typ)
 	a.nodes[to].recv.add(typ)
 	switch {
+	case typ == wire.TypeHello:
+		if h, err := wire.DecodeHello(m.Payload); err == nil {
+			fo := &a.wire.frames[fi]
+			ho := helloObs{from: from, pkt: f.Packet, stamp: h.Time, at: t}
+			if fo.sent != 0 {
+				ho.at, ho.errNS, ho.sent = fo.sent, fo.sentErr, true
+			}
+			a.hellos = append(a.hellos, ho)
+		}
 	case typ == wire.TypeHeartbeat:
 		a.claim(from, m.Epoch, t, f.Packet)
 	case IsElectionMessage(typ):

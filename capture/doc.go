@@ -118,6 +118,10 @@
 //	impair   object      delay, loss: what is asked on what nodes send (to
 //	                     peers): delay_ns, jitter_ns (integers), loss
 //	                     (percent)
+//	clock    object      clock: the skew asked of the nodes' wall clocks,
+//	                     offset_ns (integer) from in_force, drifting at
+//	                     rate_ppm (number) from then; both 0 put them back
+//	                     on their host's
 //	testbed  object      testbed record only: TestbedInfo
 //	capture  object      end record only: CaptureStats
 //
@@ -153,6 +157,9 @@
 //     to whom and what is now in force.
 //   - clear: the impairments of nodes (of all, without nodes) are back to
 //     the topology's.
+//   - clock: the wall clocks of nodes read their host's plus clock's
+//     offset_ns from in_force on, drifting at its rate_ppm; a node the
+//     lab restarts keeps the skew (the lab models it as its host's).
 //   - end, the last record: capture is the [CaptureStats], the counters of
 //     the writer and of its live capture, each an integer.
 //
@@ -375,6 +382,21 @@
 //     frame before it leaves the check unverified (LossAsked), since the
 //     testbed drops on the sender's egress, before the switch, so the
 //     only copy the capture has may be a retransmission.
+//   - clock: every HELLO sent while the record was in force, until the
+//     next clock record, against the skew of its sender's clock: the
+//     HELLO's time minus its send time (its capture timestamp when
+//     unknown) is the offset its clock had, which for the record's nodes
+//     must be the asked offset_ns plus rate_ppm times the time since
+//     in_force, and for the others the skew an earlier record left them
+//     (none, normally: ~0) ([ClockObservation], min, median and max per
+//     node). A node stamps a HELLO before it writes it, so the offset
+//     observed is never above the skew's by more than the send time's
+//     error, and below it by the stamp-to-send gap, which the check
+//     bounds at [ClockToleranceLate], 100 ms; a HELLO outside fails it.
+//     In a capture merged from several hosts' a HELLO carries its host's
+//     clock, so the host's offset (HostClock) is added back and its bound
+//     allowed. A node sends a HELLO only when it opens a connection: with
+//     none from the record's nodes, the check is not verified.
 //
 // # Authentication
 //

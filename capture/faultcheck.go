@@ -55,7 +55,7 @@ type FaultCheck struct {
 	Packet int64     `json:"packet"` // the record's
 	Kind   string    `json:"kind"`   // the record's
 	Time   time.Time `json:"time"`   // the record's
-	Check  string    `json:"check"`  // CheckDelay, CheckLoss, CheckCut, CheckLastFrame
+	Check  string    `json:"check"`  // CheckDelay, CheckLoss, CheckCut, CheckLastFrame, CheckClock
 	// OK is false when the observation is outside the check's tolerance;
 	// a check the capture could not make (Verified false) is OK.
 	OK       bool   `json:"ok"`
@@ -66,6 +66,7 @@ type FaultCheck struct {
 	Loss   *LossObservation   `json:"loss,omitempty"`
 	Cuts   []CutObservation   `json:"cuts,omitempty"`
 	Last   []LastFrame        `json:"last_frames,omitempty"`
+	Clocks []ClockObservation `json:"clocks,omitempty"`
 }
 
 // DelayObservation is one direction's one-way delay while a delay was in
@@ -170,6 +171,7 @@ func (a *analyzer) faultChecks(allCuts []*cuts) {
 	checks = append(checks, a.lossChecks(wins, allCuts)...)
 	checks = append(checks, a.cutChecks(allCuts)...)
 	checks = append(checks, a.lastFrameChecks(wins)...)
+	checks = append(checks, a.clockChecks()...)
 	slices.SortStableFunc(checks, func(x, y FaultCheck) int { return cmp.Compare(x.Packet, y.Packet) })
 	a.rep.FaultChecks = checks
 	if a.rep.FaultChecks == nil {

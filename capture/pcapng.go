@@ -141,9 +141,11 @@ type Record struct {
 	Peers []string `json:"peers,omitempty"`
 	// Impair is, for delay and loss, the impairment the change asked for
 	// on what Nodes send (to Peers).
-	Impair  *RecordImpairment `json:"impair,omitempty"`
-	Testbed *TestbedInfo      `json:"testbed,omitempty"` // testbed record
-	Capture *CaptureStats     `json:"capture,omitempty"` // end record
+	Impair *RecordImpairment `json:"impair,omitempty"`
+	// Clock is, for clock, the skew asked of Nodes' clocks.
+	Clock   *RecordClock  `json:"clock,omitempty"`
+	Testbed *TestbedInfo  `json:"testbed,omitempty"` // testbed record
+	Capture *CaptureStats `json:"capture,omitempty"` // end record
 }
 
 // RecordImpairment is a delay or loss a record asked for; the JSON names
@@ -153,6 +155,14 @@ type RecordImpairment struct {
 	DelayNS  int64   `json:"delay_ns,omitempty"`
 	JitterNS int64   `json:"jitter_ns,omitempty"`
 	Loss     float64 `json:"loss,omitempty"` // percent
+}
+
+// RecordClock is the skew a clock record asked: the nodes' wall clocks
+// read their host's plus OffsetNS from the record's in_force, drifting at
+// RatePPM from then (fault.ClockSkew); zero puts them back on the host's.
+type RecordClock struct {
+	OffsetNS int64   `json:"offset_ns"`
+	RatePPM  float64 `json:"rate_ppm"`
 }
 
 // Comment is the record's one-line summary, written as its packet comment.

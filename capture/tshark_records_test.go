@@ -70,7 +70,7 @@ var newRecordFields = []string{
 	"bullylab.record.in_force", "bullylab.record.peers", "bullylab.record.impair.delay_ns",
 	"bullylab.record.impair.jitter_ns", "bullylab.record.impair.loss",
 	"bullylab.record.testbed.clock.monotonic_offset_ns", "bullylab.record.testbed.clock.offset_error_ns",
-	"bullylab.record.testbed.clock.ts_unit_ns",
+	"bullylab.record.testbed.clock.ts_unit_ns", "bullylab.record.clock.offset_ns", "bullylab.record.clock.rate_ppm",
 }
 
 // recordFields are the record fields the dissector defines.
@@ -119,6 +119,11 @@ func recordWant(rec *Record) map[string][]string {
 			// prints as %.15g and later versions as the shortest form.
 			set("bullylab.record.impair.loss", strconv.FormatFloat(im.Loss, 'g', -1, 64))
 		}
+	}
+	if c := rec.Clock; c != nil {
+		// Both always written, 0 included.
+		set("bullylab.record.clock.offset_ns", itoa(c.OffsetNS))
+		set("bullylab.record.clock.rate_ppm", strconv.FormatFloat(c.RatePPM, 'g', -1, 64))
 	}
 	set("bullylab.record.kind", string(rec.Kind))
 	set("bullylab.record.nodes", rec.Nodes...)
@@ -238,6 +243,10 @@ func TestTsharkRecords(t *testing.T) {
 		Detail: "n3 -> everyone: loss 12.5%"})
 	s.record(Record{Kind: fault.Loss, Nodes: []string{"n4"}, Peers: []string{"n1"}, Impair: &RecordImpairment{Loss: 0.1}})
 	s.record(Record{Kind: fault.Clear, Nodes: []string{"n1", "n2", "n3"}})
+	s.record(Record{Kind: fault.Clock, Nodes: []string{"n3", "n4"}, InForce: time.Unix(0, s.t+3_001), Clock: &RecordClock{OffsetNS: 90_000_000_000, RatePPM: 500},
+		Detail: "n3,n4 clock offset +1m30s rate +500 ppm"})
+	s.record(Record{Kind: fault.Clock, Nodes: []string{"n3"}, Clock: &RecordClock{OffsetNS: -1, RatePPM: -0.25}})
+	s.record(Record{Kind: fault.Clock, Nodes: []string{"n4"}, Clock: &RecordClock{}})
 	// encoding/json escapes <, > and & as \u003c and so on.
 	s.record(Record{Kind: fault.Campaign, Nodes: []string{"n2"}, Detail: `"asked" <by> the operator & née 日本 \ 🙂`})
 	s.record(Record{Kind: fault.Leave, Nodes: []string{"n1"}})

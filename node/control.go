@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/bullylab/bullylab/node/localapi"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 // The control API is HTTP/1.1 over a unix socket, by default
@@ -19,6 +20,10 @@ import (
 //	                unless the node was already electing
 //	POST /leave     200 {"ok":true}: LEAVE was sent and the node stopped;
 //	                the process exits after answering
+//	POST /clock     body a fault.ClockSkew, {"offset_ns":..,"rate_ppm":..};
+//	                200 {"ok":true}: the node's clock reads the host's
+//	                plus offset_ns from now, drifting at rate_ppm
+//	                (Node.SetClock); {} puts it back on the host's
 //
 // Errors are a non-200 status with {"error":"..."}.
 
@@ -60,6 +65,18 @@ func ListenControl(path string, n *Node) (*ControlServer, error) {
 	mux.HandleFunc("POST /leave", func(w http.ResponseWriter, r *http.Request) {
 		controlReply(w, n.Leave(r.Context()))
 	})
+	mux.HandleFunc("POST /clock", func(w http.ResponseWriter, r *http.Request) {
+		var skew fault.ClockSkew
+		if err := localapi.ReadJSON(r.Body, 1<<10, &skew); err != nil {
+			localapi.WriteError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		if err := skew.Validate(); err != nil {
+			localapi.WriteError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		controlReply(w, n.SetClock(r.Context(), skew))
+	})
 	srv.Serve(mux)
 	return &ControlServer{srv: srv}, nil
 }
@@ -96,7 +113,7 @@ func NewControlClient(path string) *ControlClient {
 // Status fetches GET /status.
 func (c *ControlClient) Status(ctx context.Context) (*NodeStatus, error) {
 	var s NodeStatus
-	if err := c.call(ctx, http.MethodGet, "/status", &s); err != nil {
+	if err := c.call(ctx, http.MethodGet, "/status", nil, &s); err != nil {
 		return nil, err
 	}
 	return &s, nil
@@ -107,7 +124,7 @@ func (c *ControlClient) Status(ctx context.Context) (*NodeStatus, error) {
 // that only look at who leads.
 func (c *ControlClient) StatusBrief(ctx context.Context) (*NodeStatus, error) {
 	var s NodeStatus
-	if err := c.call(ctx, http.MethodGet, "/status?members=0", &s); err != nil {
+	if err := c.call(ctx, http.MethodGet, "/status?members=0", nil, &s); err != nil {
 		return nil, err
 	}
 	return &s, nil
@@ -115,18 +132,24 @@ func (c *ControlClient) StatusBrief(ctx context.Context) (*NodeStatus, error) {
 
 // Campaign asks the node to start an election.
 func (c *ControlClient) Campaign(ctx context.Context) error {
-	return c.call(ctx, http.MethodPost, "/campaign", nil)
+	return c.call(ctx, http.MethodPost, "/campaign", nil, nil)
 }
 
 // Leave asks the node to leave the cluster and stop.
 func (c *ControlClient) Leave(ctx context.Context) error {
-	return c.call(ctx, http.MethodPost, "/leave", nil)
+	return c.call(ctx, http.MethodPost, "/leave", nil, nil)
+}
+
+// SetClock asks the node to skew its clock (POST /clock); a zero skew puts
+// it back on the host's.
+func (c *ControlClient) SetClock(ctx context.Context, skew fault.ClockSkew) error {
+	return c.call(ctx, http.MethodPost, "/clock", skew, nil)
 }
 
 // call's errors are "control GET /status: " and what the node answered,
 // or "control /path/control.sock: " and why it could not be asked.
-func (c *ControlClient) call(ctx context.Context, method, path string, out any) error {
-	err := c.api.Call(ctx, method, path, nil, out)
+func (c *ControlClient) call(ctx context.Context, method, path string, in, out any) error {
+	err := c.api.Call(ctx, method, path, in, out)
 	if _, ok := errors.AsType[*localapi.StatusError](err); ok {
 		return fmt.Errorf("control %w", err)
 	}

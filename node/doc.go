@@ -2,6 +2,19 @@
 // (the algorithm NewElection picks by name) over TCP, persists its State, and
 // serves its status, metrics and event log.
 //
+// # The node's clock
+//
+// A node reads wall time through its Clock, not the host's directly: Linux
+// has no per-namespace wall clock, so the nodes of a testbed share their
+// host's, and a clock fault (a host whose clock is off, or drifts) is made
+// by offsetting and skewing the node's Clock (Node.SetClock, the control
+// socket's POST /clock, `--clock-offset` and `--clock-rate`). It stamps the
+// HELLOs the node sends and checks those it receives (TCPConfig.MaxClockSkew).
+// Its rate also drives the Machine's timers, so that heartbeats and
+// timeouts run fast or slow as on a drifting crystal; the offset touches
+// only wall readings. The event log and the status keep the host's clock
+// for their timestamps; the status and the metrics report the skew.
+//
 // # Hostile and broken peers
 //
 // A node runs on networks it does not control, so nothing a peer sends may

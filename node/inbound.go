@@ -283,7 +283,7 @@ func (t *TCPTransport) openConn(ic *inboundConn, remote string, m *wire.Message)
 		t.issues.report(IssueSignature, remote, m.From, err.Error())
 		return nil, false
 	}
-	if err := t.hellos.accept(m.From, h.Time, time.Now()); err != nil {
+	if err := t.hellos.accept(m.From, h.Time, t.cfg.Clock.Now()); err != nil {
 		t.issues.report(IssueReplay, remote, m.From, err.Error())
 		return nil, false
 	}
@@ -384,9 +384,13 @@ type helloClock struct {
 
 func (h *helloClock) accept(from uuid.UUID, at int64, now time.Time) error {
 	if h.skew > 0 {
-		if d := time.Duration(now.UnixNano() - at); d > h.skew || d < -h.skew {
-			return fmt.Errorf("HELLO from %s is stamped %v, %v from this node's clock: more than the %v allowed (are both clocks synchronised?)",
-				from, time.Unix(0, at).UTC().Format(time.RFC3339), d.Round(time.Millisecond), h.skew)
+		if d := time.Duration(at - now.UnixNano()); d > h.skew || d < -h.skew {
+			side := "ahead of"
+			if d < 0 {
+				side, d = "behind", -d
+			}
+			return fmt.Errorf("HELLO from %s is stamped %v, %v %s this node's clock: more than the %v allowed (are both clocks synchronised?)",
+				from, time.Unix(0, at).UTC().Format(time.RFC3339), d.Round(time.Millisecond), side, h.skew)
 		}
 	}
 	h.mu.Lock()

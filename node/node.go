@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/node/election"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -37,6 +38,10 @@ type Options struct {
 	// Identity says, in the node_started record, what proves a peer's ID
 	// at this node (IdentityMemberKeys, IdentityClusterKey, IdentityNone).
 	Identity string
+	// Clock is the node's clock, which SetClock skews; the transport
+	// should read the same one (TCPConfig.Clock). nil makes one reading
+	// the host's.
+	Clock *Clock
 }
 
 // What proves a peer's ID at a node (node_started's identity).
@@ -74,7 +79,8 @@ type Node struct {
 	log       *EventLog
 	issues    *issueReporter
 	created   time.Time // for uptime
-	start     time.Time // origin of the Machine's clock; set by Run
+	clock     *Clock
+	start     time.Duration // clock.mono() at the origin of the Machine's clock; set by Run
 	m         election.Machine
 	restored  *election.State
 	metrics   string // Options.Metrics
@@ -124,6 +130,10 @@ type NodeStatus struct {
 	PID              int             `json:"pid"`
 	Uptime           string          `json:"uptime"`
 	UptimeNS         int64           `json:"uptime_ns"`
+	// Clock is the skew of the node's clock in force (SetClock): the
+	// offset of its wall clock from the host's now, and its rate; absent
+	// while it reads the host's.
+	Clock *fault.ClockSkew `json:"clock,omitempty"`
 }
 
 // Agrees reports whether s is a Normal node following leader at epoch.
@@ -144,7 +154,10 @@ func New(opts Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
+	clock := opts.Clock
+	if clock == nil {
+		clock = NewClock()
+	}
 	m, err := NewElection(opts.Algorithm, opts.Config, restored, 0)
 	if err != nil {
 		return nil, err
@@ -155,8 +168,9 @@ func New(opts Options) (*Node, error) {
 		store:     opts.Store,
 		log:       opts.Log,
 		issues:    newIssueReporter(opts.Transport.Counters(), opts.Log),
-		created:   start,
-		start:     start,
+		created:   time.Now(),
+		clock:     clock,
+		start:     clock.mono(),
 		m:         m,
 		restored:  restored,
 		metrics:   opts.Metrics,
@@ -172,8 +186,9 @@ func New(opts Options) (*Node, error) {
 // ID returns the node's ID.
 func (n *Node) ID() uuid.UUID { return n.cfg.ID }
 
-// now is the Machine's clock: monotonic time since New.
-func (n *Node) now() time.Duration { return time.Since(n.start) }
+// now is the Machine's clock: the node's monotonic clock since Run (since
+// New before it), at the rate of its skew.
+func (n *Node) now() time.Duration { return n.clock.mono() - n.start }
 
 // Done is closed when Run has returned.
 func (n *Node) Done() <-chan struct{} { return n.done }
@@ -188,7 +203,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	defer close(n.done)
 	// The Machine has not been called since New, so moving its clock's
 	// origin here is invisible to it, and makes mono_ns count from Run.
-	n.start = time.Now()
+	n.start = n.clock.mono()
 	rec := LogRecord{Event: "node_started", MonoNS: 0, Algorithm: n.algorithm, Addr: n.cfg.Addr, Metrics: n.metrics, Identity: n.identity, PID: os.Getpid()}
 	if n.restored != nil {
 		rec.Restored, rec.Epoch = true, n.restored.Epoch
@@ -264,8 +279,9 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	return nil
 }
 
+// untilDeadline is the host time until the Machine's next deadline.
 func (n *Node) untilDeadline() time.Duration {
-	return max(n.m.NextDeadline()-n.now(), 0)
+	return n.clock.hostDuration(max(n.m.NextDeadline()-n.now(), 0))
 }
 
 // step hands msg to the Machine unless its payload is malformed: the
@@ -376,7 +392,22 @@ func (n *Node) Status() NodeStatus {
 	up := time.Since(n.created)
 	s.Uptime = up.Round(time.Millisecond).String()
 	s.UptimeNS = int64(up)
+	if skew := n.clock.Skew(); skew != (fault.ClockSkew{}) {
+		s.Clock = &skew
+	}
 	return s
+}
+
+// SetClock puts skew on the node's clock from now (Clock.Set): the wall
+// time its HELLOs carry and it checks peers' against, and the rate its
+// timers run at. A zero skew puts it back on the host's clock.
+func (n *Node) SetClock(ctx context.Context, skew fault.ClockSkew) error {
+	if err := skew.Validate(); err != nil {
+		return err
+	}
+	// On the Run goroutine, so that the timer it waits on is set again at
+	// the new rate.
+	return n.do(ctx, func() { n.clock.Set(skew) })
 }
 
 // do runs f on the Run goroutine and waits until it ran.

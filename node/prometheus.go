@@ -58,6 +58,10 @@ const (
 //	                                                          halting, waiting, normal), 0 for the others
 //	bullylab_node_members                            gauge    members in this node's list, itself included
 //	bullylab_node_info{id,addr,algorithm}            gauge    1, naming the node and its election
+//	bullylab_clock_offset_seconds                    gauge    how far the node's wall clock is from its
+//	                                                          host's (Clock): 0 unless a clock fault or
+//	                                                          --clock-offset set one
+//	bullylab_clock_rate_ppm                          gauge    the rate the node's clock drifts at, ppm
 //
 // Every wire type, drop reason, issue and status has its series from the
 // first scrape, zero or not, so that rates and alerts need no absent();
@@ -204,6 +208,9 @@ func writeNodeMetrics(e *expoWriter, n *Node) {
 	e.single(p+"members", "gauge", "Members in this node's list, itself included.", float64(len(st.Members)))
 	e.family(p+"info", "gauge", "Always 1; names the node and the election algorithm it runs.")
 	e.sample(p+"info", 1, "id", st.ID.String(), "addr", st.Addr, "algorithm", st.Algorithm)
+	skew := n.clock.Skew()
+	e.single("bullylab_clock_offset_seconds", "gauge", "How far the node's wall clock is from its host's, by a clock fault or --clock-offset and the drift since.", skew.Offset.Seconds())
+	e.single("bullylab_clock_rate_ppm", "gauge", "The rate the node's clock drifts at from its host's, in parts per million.", skew.RatePPM)
 }
 
 // writeStdMetrics writes the go_* and process_* families.

@@ -271,6 +271,8 @@ func TestPrometheusFirstScrape(t *testing.T) {
 		"bullylab_node_status":                       {gauge, 4},
 		"bullylab_node_members":                      {gauge, 1},
 		"bullylab_node_info":                         {gauge, 1},
+		"bullylab_clock_offset_seconds":              {gauge, 1},
+		"bullylab_clock_rate_ppm":                    {gauge, 1},
 		"go_goroutines":                              {gauge, 1},
 		"go_memstats_heap_alloc_bytes":               {gauge, 1},
 	}

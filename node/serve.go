@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/node/election"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 )
@@ -75,6 +76,11 @@ type ServeOptions struct {
 	// file afresh, at epoch 0 (FileStore.ResetState); without it such a
 	// data dir is an error wrapping ErrStateMissing.
 	ResetState bool
+	// Clock is the skew the node's clock starts with (Node.SetClock): a
+	// clock fault a lab keeps across the node's restarts, or a real host's
+	// error reproduced (`--clock-offset`, `--clock-rate`). Zero reads the
+	// host's clock.
+	Clock fault.ClockSkew
 
 	HeartbeatInterval, FailureTimeout, ElectionTimeout time.Duration
 	// DetectionStagger is election.Config.DetectionStagger; nil takes
@@ -168,6 +174,11 @@ func StartServing(o ServeOptions) (r *Running, err error) {
 	if err != nil {
 		return nil, err
 	}
+	clock := NewClock()
+	if err := clock.Set(o.Clock); err != nil {
+		return nil, err
+	}
+	o.TCP.Clock = clock
 	var log *EventLog
 	if o.Log != nil {
 		log = NewEventLog(o.Log, o.LogFormat, cfg.ID)
@@ -181,7 +192,7 @@ func StartServing(o ServeOptions) (r *Running, err error) {
 	if metrics != nil {
 		metricsAddr = metrics.Addr()
 	}
-	n, err := New(Options{Config: cfg, Algorithm: o.Algorithm, Transport: tr, Store: store, Log: log, Metrics: metricsAddr, Identity: o.identity()})
+	n, err := New(Options{Config: cfg, Algorithm: o.Algorithm, Transport: tr, Store: store, Log: log, Metrics: metricsAddr, Identity: o.identity(), Clock: clock})
 	if err != nil {
 		return nil, err
 	}

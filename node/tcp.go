@@ -84,6 +84,10 @@ type TCPConfig struct {
 	// Without any, an unsigned HELLO is accepted on the cluster key alone,
 	// and only a signed one's signature is checked.
 	PeerKeys map[uuid.UUID]ed25519.PublicKey
+	// Clock is the node's clock (Options.Clock): HELLOs are stamped with
+	// its wall time, and received ones checked against it. nil reads the
+	// host's.
+	Clock *Clock
 	// MaxClockSkew is how far a HELLO's time may be from this node's clock;
 	// negative disables the check, leaving only the per-sender ordering
 	// (see helloClock). Default 5m, Kerberos's long-standing choice.
@@ -851,7 +855,7 @@ func (p *tcpPeer) adopt(nc net.Conn, gen uint64) {
 	if key := t.cfg.Key; key != nil {
 		// Strictly later than the last HELLO to this peer, even if the
 		// clock stepped back: the peer refuses one that is not.
-		now := max(time.Now().UnixNano(), p.lastHello+1)
+		now := max(t.cfg.Clock.Now().UnixNano(), p.lastHello+1)
 		p.lastHello = now
 		h := wire.Hello{To: p.id, Time: now}
 		rand.Read(h.Nonce[:]) // never fails: see crypto/rand.Read

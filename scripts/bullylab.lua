@@ -51,6 +51,10 @@
 --   bullylab.record.impair     of a delay or loss: .impair.delay_ns,
 --                              .impair.jitter_ns (integers), .impair.loss
 --                              (a double, percent), those the record has
+--   bullylab.record.clock      of a clock fault, the skew asked of the
+--                              nodes' wall clocks: .clock.offset_ns (an
+--                              integer, from in_force), .clock.rate_ppm (a
+--                              double, the drift from then)
 --   bullylab.record.testbed    of the testbed record: .testbed.topology,
 --                              .testbed.run, .testbed.node (one per node,
 --                              with .node.index, .node.id, .node.addr,
@@ -832,6 +836,9 @@ rf.impair = ProtoField.none("bullylab.record.impair", "Impairment")
 rf.impair_delay = ProtoField.int64("bullylab.record.impair.delay_ns", "Delay (ns)", base.DEC)
 rf.impair_jitter = ProtoField.int64("bullylab.record.impair.jitter_ns", "Jitter (ns)", base.DEC)
 rf.impair_loss = ProtoField.double("bullylab.record.impair.loss", "Loss (%)")
+rf.skew = ProtoField.none("bullylab.record.clock", "Clock skew")
+rf.skew_offset = ProtoField.int64("bullylab.record.clock.offset_ns", "Offset (ns)", base.DEC)
+rf.skew_rate = ProtoField.double("bullylab.record.clock.rate_ppm", "Rate (ppm)")
 rf.testbed = ProtoField.none("bullylab.record.testbed", "Testbed")
 rf.topology = ProtoField.string("bullylab.record.testbed.topology", "Topology")
 rf.run = ProtoField.string("bullylab.record.testbed.run", "Run")
@@ -1447,6 +1454,24 @@ local function dissect_record(tvb, pinfo, tree)
 		end
 		if #desc > 0 then
 			ii:append_text(": " .. table.concat(desc, ", "))
+		end
+	end
+
+	local sv = member(o, "clock", "object", "an object")
+	if sv then
+		sv.path = "clock."
+		local si = item:add(rf.skew, range(sv))
+		local desc = {}
+		local offset = add_int(si, rf.skew_offset, sv, "offset_ns")
+		if offset then
+			desc[#desc + 1] = "offset " .. offset .. " ns"
+		end
+		local rate = add_double(si, rf.skew_rate, sv, "rate_ppm")
+		if rate then
+			desc[#desc + 1] = "rate " .. rate .. " ppm"
+		end
+		if #desc > 0 then
+			si:append_text(": " .. table.concat(desc, ", "))
 		end
 	end
 

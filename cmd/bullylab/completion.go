@@ -89,6 +89,8 @@ func completionCommands(app *cli.App) []completionCmd {
 			cc.args = topologies.Names()
 		case "completion":
 			cc.args = completionShells
+		case "fault":
+			cc.args = fault.KindNames()
 		}
 		out = append(out, cc)
 	}

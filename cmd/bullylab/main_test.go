@@ -163,6 +163,8 @@ func TestFlagErrors(t *testing.T) {
 	wantUsage(t, "--election-timeout -1s: must be positive", "node", "--listen", addr, "--data-dir", dir, "--election-timeout", "-1s")
 	wantUsage(t, "--failure-timeout 50ms: must be longer than --heartbeat 100ms", "node", "--listen", addr, "--data-dir", dir, "--failure-timeout", "50ms")
 	wantUsage(t, "--detection-stagger -5ms: must not be negative", "node", "--listen", addr, "--data-dir", dir, "--detection-stagger", "-5ms")
+	wantUsage(t, `--clock-offset: offset "soon": want a signed duration`, "node", "--listen", addr, "--data-dir", dir, "--clock-offset", "soon")
+	wantUsage(t, "--clock-offset, --clock-rate: clock rate 200000 ppm: beyond", "node", "--listen", addr, "--data-dir", dir, "--clock-rate", "200000ppm")
 	wantUsage(t, `--id "nope": not a UUID`, "node", "--listen", addr, "--data-dir", dir, "--id", "nope")
 	wantUsage(t, `--log: unknown log format "xml"`, "node", "--listen", addr, "--data-dir", dir, "--log", "xml")
 	wantUsage(t, "node: unknown flag --bogus", "node", "--bogus")

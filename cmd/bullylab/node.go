@@ -16,6 +16,7 @@ import (
 
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/node/election"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/bullylab/bullylab/wire/bounded"
 	"github.com/urfave/cli/v2"
@@ -47,6 +48,8 @@ func nodeCommand() *cli.Command {
 			&cli.StringFlag{Name: "control", Usage: "control socket `path`, mode 0600", DefaultText: "<data-dir>/control.sock"},
 			&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics (bullylab_node_*: frames by type and direction, drops by reason, peer issues, elections, leader changes, epoch, is_leader, status; with go_* and process_*) at http://`host:port`/metrics; plain HTTP, so bind it where only your scraper reaches", DefaultText: "off"},
 			&cli.BoolFlag{Name: "join", Usage: "announce this node with JOIN: for a node the peers' lists do not name yet (--peers may then leave it out)"},
+			&cli.StringFlag{Name: "clock-offset", Usage: "run the node's wall clock `OFFSET` from the host's (a signed duration like +90s): the time its HELLOs carry and it checks peers' against, to reproduce a host whose clock is off", DefaultText: "0"},
+			&cli.StringFlag{Name: "clock-rate", Usage: "drift the node's clock at `PPM` parts per million from the host's (like 500 or -20ppm): its wall clock, and the timers its heartbeats and timeouts run on, as a drifting crystal", DefaultText: "0"},
 			&cli.BoolFlag{Name: "reset-state", Usage: "start over at epoch 0, keeping the ID, when --data-dir has an id file but its state.json was lost; the node forgets its promises, so use it only knowing the state is gone"},
 		},
 		Action: runNode,
@@ -98,6 +101,19 @@ func runNode(c *cli.Context) error {
 		*d.dst = v
 	}
 	o.DetectionStagger = &stagger
+	if c.IsSet("clock-offset") {
+		if o.Clock.Offset, err = fault.ParseClockOffset(c.String("clock-offset")); err != nil {
+			return usagef("--clock-offset: %v", err)
+		}
+	}
+	if c.IsSet("clock-rate") {
+		if o.Clock.RatePPM, err = fault.ParseClockRate(c.String("clock-rate")); err != nil {
+			return usagef("--clock-rate: %v", err)
+		}
+	}
+	if err := o.Clock.Validate(); err != nil {
+		return usagef("--clock-offset, --clock-rate: %v", err)
+	}
 	if c.IsSet("id") {
 		// An explicit nil ID is refused, not taken to mean "none given".
 		id, err := node.ParseID(c.String("id"))

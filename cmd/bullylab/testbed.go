@@ -525,6 +525,9 @@ const faultHelp = `Faults (NODE is a node name; GROUP a comma list of nodes or a
   campaign NODE...         have the nodes start an election
   leave NODE...            have the nodes announce LEAVE and exit
   join NODE...             start nodes that are down as newcomers announcing JOIN
+  clock NODE... OFFSET [RATEppm]
+                           set the nodes' wall clocks OFFSET from their host's (like +90s
+                           or -2m), drifting at RATE ppm (like 500ppm); 0 puts them back
 --mode drop (the default) drops what is cut silently; --mode reset answers it with TCP
 resets, so connections across the cut fail at once. --run NAME picks the testbed: it is
 needed when several are up, or when the only one is another user's; flags may follow
@@ -564,7 +567,7 @@ func parseFaultArgs(args []string) (faultArgs, error) {
 	var fa faultArgs
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if !strings.HasPrefix(a, "-") || a == "-" {
+		if !strings.HasPrefix(a, "-") || a == "-" || negativeNumber(a) {
 			fa.pos = append(fa.pos, a)
 			continue
 		}
@@ -607,6 +610,12 @@ func parseFaultArgs(args []string) (faultArgs, error) {
 }
 
 var errFaultHelp = errors.New("help")
+
+// negativeNumber reports whether a is an argument such as -90s or -20ppm,
+// a clock fault's, rather than a flag.
+func negativeNumber(a string) bool {
+	return len(a) > 1 && a[0] == '-' && (a[1] >= '0' && a[1] <= '9' || a[1] == '.')
+}
 
 // faultRequest turns the arguments into the fault to apply.
 func faultRequest(fa faultArgs) (fault.Fault, error) {

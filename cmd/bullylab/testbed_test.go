@@ -417,6 +417,7 @@ func TestTestbedCLIErrors(t *testing.T) {
 	wantUsage(t, `fault cut: --mode "rst": want drop or reset`, "fault", "cut", "n1:n2", "--mode", "rst")
 	wantUsage(t, "fault crash: --mode is for partition, isolate and cut", "fault", "crash", "n1", "--mode=reset")
 	wantUsage(t, `fault cut: "n1": want NODE:NODE`, "fault", "cut", "n1")
+	wantUsage(t, `fault clock: offset "soon": want a signed duration`, "fault", "clock", "n1", "soon")
 
 	u := startUp(t, "star3")
 	u.waitUp(t)
@@ -746,4 +747,13 @@ func othersUp(t *testing.T, run string) bool {
 		t.Fatal(err)
 	}
 	return slices.ContainsFunc(runs, func(r lab.UpRun) bool { return r.Run != run })
+}
+
+// TestFaultArgsNegativeOffset: a clock fault's negative offset and rate
+// are arguments, not flags.
+func TestFaultArgsNegativeOffset(t *testing.T) {
+	fa, err := parseFaultArgs([]string{"clock", "n3", "-90s", "-20ppm", "--run", "bl1"})
+	if err != nil || !slices.Equal(fa.pos, []string{"clock", "n3", "-90s", "-20ppm"}) || fa.run != "bl1" {
+		t.Errorf("parseFaultArgs: %+v, %v; want clock n3 -90s -20ppm on run bl1", fa, err)
+	}
 }

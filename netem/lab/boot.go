@@ -232,11 +232,15 @@ func (ps *nodeProcs) startProc(n *labNode) error {
 	if join {
 		argv = append(slices.Clone(argv), "--join")
 	}
+	clock := ps.clockLocked(n, time.Now())
+	if args := clockArgs(clock); args != nil {
+		argv = append(slices.Clone(argv), args...)
+	}
 	ps.mu.Unlock()
 	var p nodeProc
 	var err error
 	if ps.host != nil {
-		p, err = ps.host.start(ps.ctx, n.name, ps.hostedSpec(n, join))
+		p, err = ps.host.start(ps.ctx, n.name, ps.hostedSpec(n, join, clock))
 	} else {
 		p, err = ps.tb.StartUnflushed(n.name, argv, ps.opts.Env, n.log)
 	}

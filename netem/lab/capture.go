@@ -149,6 +149,9 @@ func FaultRecord(f fault.Fault) capture.Record {
 	if f.Impair != nil && f.Kind.Impairs() {
 		rec.Impair = &capture.RecordImpairment{DelayNS: int64(f.Impair.Delay), JitterNS: int64(f.Impair.Jitter), Loss: f.Impair.Loss}
 	}
+	if f.Clock != nil && f.Kind == fault.Clock {
+		rec.Clock = &capture.RecordClock{OffsetNS: int64(f.Clock.Offset), RatePPM: f.Clock.RatePPM}
+	}
 	return rec
 }
 

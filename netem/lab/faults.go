@@ -76,6 +76,11 @@ func (fl *Faults) Apply(ctx context.Context, f fault.Fault) (fault.Fault, error)
 		return fl.Leave(ctx, f.Nodes...)
 	case fault.Join:
 		return fl.Join(ctx, f.Nodes...)
+	case fault.Clock:
+		if f.Clock == nil {
+			return fault.Fault{}, errors.New("clock: no skew given (clock, with offset_ns and rate_ppm)")
+		}
+		return fl.Clock(ctx, f.Nodes, *f.Clock)
 	case "":
 		return fault.Fault{}, fmt.Errorf("fault: no kind given (want %s)", fault.KindList())
 	}
@@ -597,6 +602,45 @@ func (fl *Faults) control(ctx context.Context, kind fault.Kind, names []string, 
 		if err := fl.procs.awaitLeft(nodes); err != nil {
 			return fault.Fault{}, fmt.Errorf("leave: %w", err)
 		}
+	}
+	return fl.done(f), nil
+}
+
+// Clock sets the wall clock the nodes read to their host's plus
+// skew.Offset from now, drifting at skew.RatePPM, through their control
+// sockets (node.ControlClient.SetClock); a zero skew puts them back on the
+// host's. The lab models the skew as the clock of the node's host: a node
+// down now, or restarted later, starts with it, drifted since. A paused
+// node is refused, since its control socket cannot answer.
+func (fl *Faults) Clock(ctx context.Context, names []string, skew fault.ClockSkew) (fault.Fault, error) {
+	if err := skew.Validate(); err != nil {
+		return fault.Fault{}, fmt.Errorf("clock: %w", err)
+	}
+	nodes, end, err := fl.beginOn(fault.Clock, names, func(n *labNode, st string) error {
+		if st == ProcPaused {
+			return fmt.Errorf("node %s is paused, and cannot be told its clock; resume it first", n.name)
+		}
+		return nil
+	})
+	if err != nil {
+		return fault.Fault{}, err
+	}
+	defer end()
+	ctx, cancel := mergeCancel(ctx, fl.ctx)
+	defer cancel()
+	f := fault.Fault{Time: time.Now(), Kind: fault.Clock, Nodes: slices.Clone(names), Clock: &skew}
+	fl.procs.setClock(nodes, skew, f.Time)
+	for _, n := range fl.procs.running(nodes) {
+		qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
+		err := n.client.SetClock(qctx, skew)
+		qcancel()
+		if err != nil {
+			return fault.Fault{}, fmt.Errorf("clock: node %s: %w", n.name, err)
+		}
+	}
+	f.Detail = strings.Join(names, ",") + " clock " + skew.String()
+	if skew == (fault.ClockSkew{}) {
+		f.Detail = strings.Join(names, ",") + " clock back on the host's"
 	}
 	return fl.done(f), nil
 }

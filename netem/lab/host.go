@@ -20,6 +20,7 @@ import (
 
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
@@ -66,6 +67,9 @@ type hostedSpec struct {
 	ElectionTimeout  time.Duration `json:"election_timeout"`
 	DetectionStagger time.Duration `json:"detection_stagger"`
 	Algorithm        string        `json:"algorithm"`
+	// Clock is the node's clock skew at its start (--clock-offset,
+	// --clock-rate).
+	Clock fault.ClockSkew `json:"clock,omitzero"`
 }
 
 // hostReply answers the request with its ID, or (ID 0, Exited) reports a
@@ -187,7 +191,7 @@ func (h *hostServer) start(name string, s hostedSpec, wg *sync.WaitGroup) error 
 		ID: s.ID, Listen: s.Listen, Peers: peers.Members, PeersFrom: peers.From, PeersSource: s.Peers, DataDir: s.DataDir,
 		Join: s.Join, ClusterKey: &key, MemberKey: memberKey, PeerKeys: peers.Keys,
 		HeartbeatInterval: s.Heartbeat, FailureTimeout: s.FailureTimeout, ElectionTimeout: s.ElectionTimeout,
-		DetectionStagger: &stagger, Algorithm: s.Algorithm,
+		DetectionStagger: &stagger, Algorithm: s.Algorithm, Clock: s.Clock,
 		Log: log, LogFormat: node.LogJSON,
 		TCP: node.TCPConfig{Socket: socket, MaxDialing: dialSlots(h.files, len(peers.Members))},
 	}
@@ -430,8 +434,9 @@ func (h *sharedHost) kill() error {
 	return err
 }
 
-// hostedSpec is what n's argv says, for the shared host.
-func (ps *nodeProcs) hostedSpec(n *labNode, join bool) hostedSpec {
+// hostedSpec is what n's argv says, for the shared host, with the clock
+// skew it starts with.
+func (ps *nodeProcs) hostedSpec(n *labNode, join bool, clock fault.ClockSkew) hostedSpec {
 	tn, _ := ps.topo.Node(n.name)
 	var memberKeyFile string
 	if n.memberKey != nil {
@@ -443,7 +448,7 @@ func (ps *nodeProcs) hostedSpec(n *labNode, join bool) hostedSpec {
 		Log:           n.log, Join: join,
 		Heartbeat: tn.Settings.Heartbeat, FailureTimeout: tn.Settings.FailureTimeout,
 		ElectionTimeout: tn.Settings.ElectionTimeout, DetectionStagger: tn.Settings.DetectionStagger,
-		Algorithm: nodeAlgorithm(ps.topo),
+		Algorithm: nodeAlgorithm(ps.topo), Clock: clock,
 	}
 }
 

@@ -246,7 +246,7 @@ func TestNodesRunTopologyAlgorithm(t *testing.T) {
 			if i < 0 || i+1 == len(n.argv) || n.argv[i+1] != want {
 				t.Errorf("algorithm %q: node %s starts as %q", want, n.name, n.argv)
 			}
-			if got := ps.hostedSpec(n, false).Algorithm; got != want {
+			if got := ps.hostedSpec(n, false, fault.ClockSkew{}).Algorithm; got != want {
 				t.Errorf("algorithm %q: the shared host starts node %s with %q", want, n.name, got)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
+	"github.com/bullylab/bullylab/topologies/fault"
 )
 
 // Process states of a lab node, as NodeState.State reports them.
@@ -37,6 +38,10 @@ type nodeRun struct {
 	left    bool // ended by itself after a leave fault
 	join    bool // the next start announces the node with JOIN
 	paused  bool
+	// clock is the skew a clock fault gave the node's host clock at
+	// clockSet; every start of the node gets it, drifted since.
+	clock    fault.ClockSkew
+	clockSet time.Time
 }
 
 // nodeProcs boots a lab's nodes and starts, kills, pauses and resumes
@@ -125,6 +130,34 @@ func (ps *nodeProcs) failed() []*labNode {
 	}
 	ps.mu.Unlock()
 	return out
+}
+
+// setClock records skew as the clock of nodes' hosts from at, for their
+// next starts.
+func (ps *nodeProcs) setClock(nodes []*labNode, skew fault.ClockSkew, at time.Time) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, n := range nodes {
+		n.run.clock, n.run.clockSet = skew, at
+	}
+}
+
+// clockLocked is the skew n starts with now: the one its clock fault set,
+// with the offset it drifted to since. ps.mu must be held.
+func (ps *nodeProcs) clockLocked(n *labNode, now time.Time) fault.ClockSkew {
+	c := n.run.clock
+	if c.RatePPM != 0 {
+		c.Offset += time.Duration(float64(now.Sub(n.run.clockSet)) * c.RatePPM / 1e6)
+	}
+	return c
+}
+
+// clockArgs are the flags that start a node on skew.
+func clockArgs(skew fault.ClockSkew) []string {
+	if skew == (fault.ClockSkew{}) {
+		return nil
+	}
+	return []string{"--clock-offset", skew.Offset.String(), "--clock-rate", strconv.FormatFloat(skew.RatePPM, 'g', -1, 64)}
 }
 
 // crash SIGKILLs the nodes' processes, or has the shared host kill them,

@@ -260,7 +260,10 @@ func (c ClockSkew) Validate() error {
 }
 
 func (c ClockSkew) String() string {
-	s := fmt.Sprintf("offset %+v", c.Offset)
+	s := "offset " + c.Offset.String()
+	if c.Offset > 0 {
+		s = "offset +" + c.Offset.String() // %+v does not sign a Duration
+	}
 	if c.RatePPM != 0 {
 		s += fmt.Sprintf(" rate %+g ppm", c.RatePPM)
 	}

@@ -33,3 +33,15 @@ func TestKindList(t *testing.T) {
 		t.Errorf("KindList() = %q, want the %d kinds in documentation order", got, len(Kinds))
 	}
 }
+
+func TestClockSkewString(t *testing.T) {
+	for skew, want := range map[ClockSkew]string{
+		{Offset: 90 * time.Second, RatePPM: 500}: "offset +1m30s rate +500 ppm",
+		{Offset: -2 * time.Minute}:               "offset -2m0s",
+		{RatePPM: -20}:                           "offset 0s rate -20 ppm",
+	} {
+		if got := skew.String(); got != want {
+			t.Errorf("%#v: %q, want %q", skew, got, want)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package fault
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +28,8 @@ type WordOptions struct {
 //	cut NODE:NODE...             each pair cut both ways (WordOptions.OneWay: first -> second)
 //	delay NODE[:PEER] DURATION   such as 50ms; WordOptions.Jitter adds jitter
 //	loss NODE[:PEER] PERCENT     0 to 100, the "%" optional
+//	clock NODE... OFFSET [RATEppm]  such as +90s 500ppm; 0 puts the nodes
+//	                             back on their host's clock
 //
 // Names are not checked against a topology: the lab resolves them. An
 // error is one line, "fault KIND: what is wrong", naming the argument.
@@ -92,6 +96,8 @@ func ParseWords(words []string, opts WordOptions) (Fault, error) {
 		f.OneWay = opts.OneWay
 	case ArgsDelay, ArgsLoss:
 		return parseImpairWords(f, args, opts)
+	case ArgsClock:
+		return parseClockWords(f, args)
 	default:
 		return f, fmt.Errorf("fault: unknown fault %q (want %s)", kind, KindList())
 	}
@@ -149,6 +155,52 @@ func parseImpairWords(f Fault, args []string, opts WordOptions) (Fault, error) {
 		}
 	}
 	return f, nil
+}
+
+// parseClockWords parses the arguments of a clock fault, NODE... OFFSET
+// [RATEppm], into f.
+func parseClockWords(f Fault, args []string) (Fault, error) {
+	var skew ClockSkew
+	if n := len(args); n > 0 && strings.HasSuffix(args[n-1], "ppm") {
+		r, err := ParseClockRate(args[n-1])
+		if err != nil {
+			return f, fmt.Errorf("fault clock: %w", err)
+		}
+		skew.RatePPM, args = r, args[:n-1]
+	}
+	if len(args) < 2 {
+		return f, errors.New("fault clock: want NODE... OFFSET [RATEppm] (like n3 +90s 500ppm)")
+	}
+	d, err := ParseClockOffset(args[len(args)-1])
+	if err != nil {
+		return f, fmt.Errorf("fault clock: %w", err)
+	}
+	skew.Offset = d
+	if err := skew.Validate(); err != nil {
+		return f, fmt.Errorf("fault clock: %w", err)
+	}
+	f.Nodes, f.Clock = args[:len(args)-1], &skew
+	return f, nil
+}
+
+// ParseClockOffset parses a clock fault's offset, a signed duration such
+// as +90s or -2m.
+func ParseClockOffset(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("offset %q: want a signed duration like +90s or -2m", s)
+	}
+	return d, nil
+}
+
+// ParseClockRate parses a clock fault's rate in parts per million, such as
+// 500ppm or -20 (the "ppm" optional).
+func ParseClockRate(s string) (float64, error) {
+	r, err := strconv.ParseFloat(strings.TrimSuffix(s, "ppm"), 64)
+	if err != nil || math.IsNaN(r) || math.IsInf(r, 0) {
+		return 0, fmt.Errorf("rate %q: want parts per million like 500ppm or -20ppm", s)
+	}
+	return r, nil
 }
 
 // parseDelayWord parses a duration of at least 0; what names it.

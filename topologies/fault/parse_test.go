@@ -26,6 +26,9 @@ func TestParseWords(t *testing.T) {
 			Fault{Kind: Cut, Links: [][2]string{{"n1", "n2"}}, OneWay: true, Mode: ModeReset}},
 		{[]string{"partition", "n1", "n2"}, WordOptions{Mode: "drop"}, Fault{Kind: Partition, Groups: [][]string{{"n1"}, {"n2"}}, Mode: ModeDrop}},
 		{[]string{"isolate", "n1"}, WordOptions{Mode: "reset"}, Fault{Kind: Isolate, Nodes: []string{"n1"}, Mode: ModeReset}},
+		{[]string{"clock", "n3", "+90s", "500ppm"}, WordOptions{}, Fault{Kind: Clock, Nodes: []string{"n3"}, Clock: &ClockSkew{Offset: 90 * time.Second, RatePPM: 500}}},
+		{[]string{"clock", "n1", "n2", "-2m"}, WordOptions{}, Fault{Kind: Clock, Nodes: []string{"n1", "n2"}, Clock: &ClockSkew{Offset: -2 * time.Minute}}},
+		{[]string{"clock", "n1", "0"}, WordOptions{}, Fault{Kind: Clock, Nodes: []string{"n1"}, Clock: &ClockSkew{}}},
 	}
 	for _, tc := range good {
 		got, err := ParseWords(tc.words, tc.opts)
@@ -61,6 +64,13 @@ func TestParseWords(t *testing.T) {
 		{[]string{"cut", "n1:n1"}, WordOptions{}, `fault cut: "n1:n1": a node cannot be cut from itself`},
 		{[]string{"crash", "n1"}, WordOptions{Mode: "reset"}, "fault crash: --mode is for partition, isolate and cut"},
 		{[]string{"cut", "n1:n2"}, WordOptions{Mode: "rst"}, `fault cut: --mode "rst": want drop or reset`},
+		{[]string{"clock", "n1"}, WordOptions{}, "fault clock: want NODE... OFFSET [RATEppm] (like n3 +90s 500ppm)"},
+		{[]string{"clock", "+90s", "500ppm"}, WordOptions{}, "fault clock: want NODE... OFFSET [RATEppm]"},
+		{[]string{"clock", "n1", "soon"}, WordOptions{}, `fault clock: offset "soon": want a signed duration like +90s or -2m`},
+		{[]string{"clock", "n1", "1s", "fastppm"}, WordOptions{}, `fault clock: rate "fastppm": want parts per million like 500ppm or -20ppm`},
+		{[]string{"clock", "n1", "1s", "NaNppm"}, WordOptions{}, `fault clock: rate "NaNppm": want parts per million`},
+		{[]string{"clock", "n1", "1s", "200000ppm"}, WordOptions{}, "fault clock: clock rate 200000 ppm: beyond ±100000 ppm"},
+		{[]string{"clock", "n1", "1000000h"}, WordOptions{}, "fault clock: clock offset 1000000h0m0s: beyond"},
 	}
 	for _, tc := range bad {
 		_, err := ParseWords(tc.words, tc.opts)
@@ -86,7 +96,7 @@ func TestKindsAllDescribed(t *testing.T) {
 // Words are separated by tabs.
 func FuzzParseWords(f *testing.F) {
 	for _, s := range []string{"crash\tn1", "partition\tn1,n2\tn3", "delay\tn1:n2\t5ms", "loss\tn1\t10%",
-		"heal", "clear", "heal\tx", "bogus", "partition\ta,,b\tc", "delay\t:x\t1ms", "loss\tn1\tNaN", ""} {
+		"heal", "clear", "heal\tx", "bogus", "clock\tn3\t+90s\t500ppm", "clock\tn1\t-1m", "clock\tppm", "partition\ta,,b\tc", "delay\t:x\t1ms", "loss\tn1\tNaN", ""} {
 		f.Add(s, false, "", "")
 		f.Add(s, true, "", "")
 		f.Add(s, false, "1ms", "")
@@ -141,12 +151,17 @@ func FuzzParseWords(f *testing.F) {
 			if got.Impair == nil || len(got.Nodes) != 1 || got.Nodes[0] == "" || got.Impair.Delay < 0 || got.Impair.Jitter < 0 {
 				t.Fatalf("ParseWords(%q): %+v", words, got)
 			}
+		case ArgsClock:
+			if got.Clock == nil || len(got.Nodes) == 0 || got.Clock.Validate() != nil {
+				t.Fatalf("ParseWords(%q): %+v", words, got)
+			}
 		}
 		if got.Mode != CutMode(mode) || !got.Mode.Valid() || got.Mode != "" && !got.Kind.Severs() {
 			t.Fatalf("ParseWords(%q, mode %q): mode %q for %s", words, mode, got.Mode, got.Kind)
 		}
 		if got.OneWay && got.Kind.Args() != ArgsGroups && got.Kind.Args() != ArgsLinks ||
-			got.Impair != nil && !got.Kind.Impairs() || len(got.Links) > 0 && got.Kind.Args() != ArgsLinks {
+			got.Impair != nil && !got.Kind.Impairs() || len(got.Links) > 0 && got.Kind.Args() != ArgsLinks ||
+			got.Clock != nil && got.Kind != Clock {
 			t.Fatalf("ParseWords(%q): %+v has what its kind does not take", words, got)
 		}
 	})
