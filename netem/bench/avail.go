@@ -14,8 +14,11 @@ import (
 // reach (connectivity). A node has a leader at an instant when it runs,
 // follows some node, and that node runs, leads (follows itself) and is
 // connected to it both ways; a node leading has itself. The cluster is
-// settled when every running node has a leader (one per side of a
-// partition will do) and whole when, besides, they all have the same one.
+// settled when every running node has a leader and every two running
+// nodes that traffic can join, both ways and through others if need be,
+// have the same one: one leader per side of a partition will do, but a
+// cut that leaves the network in one piece (chained, bridge) needs one
+// leader for all. It is whole when, besides, they all have the same one.
 
 // belief is what a node believed from at on: the leader it followed, ""
 // for none, and its epoch.
@@ -227,6 +230,8 @@ func (in availabilityInput) judge(from, to time.Time) segment {
 	s.settled = len(s.believed) > 0
 	var common string
 	s.whole = true
+	piece := in.pieces(s.believed, from)
+	pieceLeader := map[int]string{}
 	for _, n := range in.nodes {
 		b, ok := s.believed[n]
 		if !ok {
@@ -235,6 +240,10 @@ func (in availabilityInput) judge(from, to time.Time) segment {
 		l := b.leader
 		s.has[n] = l != "" && slices.Contains(s.leading, l) && in.net.connected(n, l, from)
 		s.settled = s.settled && s.has[n]
+		if pl, ok := pieceLeader[piece[n]]; ok && pl != l {
+			s.settled = false
+		}
+		pieceLeader[piece[n]] = l
 		if common == "" {
 			common = l
 		}
@@ -247,6 +256,38 @@ func (in availabilityInput) judge(from, to time.Time) segment {
 		}
 	}
 	return s
+}
+
+// pieces numbers the connected pieces of the running nodes at t, where
+// two nodes are joined when traffic passes between them both ways.
+func (in availabilityInput) pieces(running map[string]belief, t time.Time) map[string]int {
+	piece := map[string]int{}
+	next := 0
+	for _, n := range in.nodes {
+		if _, ok := running[n]; !ok {
+			continue
+		}
+		if _, seen := piece[n]; seen {
+			continue
+		}
+		piece[n] = next
+		stack := []string{n}
+		for len(stack) > 0 {
+			a := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, b := range in.nodes {
+				if _, ok := running[b]; !ok {
+					continue
+				}
+				if _, seen := piece[b]; !seen && in.net.connected(a, b, t) {
+					piece[b] = next
+					stack = append(stack, b)
+				}
+			}
+		}
+		next++
+	}
+	return piece
 }
 
 // beliefAt is what n believed at t: none before its first record.

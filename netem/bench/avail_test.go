@@ -127,6 +127,38 @@ func TestAvailabilityCutStuck(t *testing.T) {
 	}
 }
 
+// Bully's chained outcome: n4, cut from n5, leads everyone but n5, who
+// leads itself alone. Every node has a leader it reaches, but the cut
+// leaves the network in one piece, so two leaders in it are not a
+// converged cluster: stuck, however quiet, unlike two sides of a partition.
+func TestAvailabilityChainedTwoLeadersStuck(t *testing.T) {
+	bs := beliefsFrom()
+	follow(bs, 10.5, "n4", 2, "n4")
+	follow(bs, 10.51, "n4", 2, "n1", "n2", "n3")
+	follow(bs, 40.02, "n5", 3, "n5")
+	follow(bs, 40.03, "n5", 3, "n1", "n2", "n3", "n4")
+	a := judgeAvailability(t, bs, []fault.Fault{
+		{Time: reachAt(10), Kind: fault.Cut, Links: [][2]string{{"n5", "n4"}}},
+		{Time: reachAt(40), Kind: fault.Heal},
+	}, 50)
+	r := a.rec
+	if r.Verdict != results.VerdictStuck || r.ConvergedNS != nil {
+		t.Fatalf("verdict %s, want stuck: n4 and n5 lead one connected network", r.Verdict)
+	}
+	for _, n := range availNodes {
+		if n == "n4" {
+			checkNear(t, n+" leaderless", r.LeaderlessNS[n], secs(0.5))
+			continue
+		}
+		if n != "n5" && r.LeaderlessNS[n] > secs(0.51) {
+			t.Errorf("%s leaderless %v, want at most 510ms", n, time.Duration(r.LeaderlessNS[n]))
+		}
+	}
+	// Only after the heal, until n4 follows n5, do the two reach each other.
+	checkNear(t, "dual leaders", r.DualLeaderNS, secs(0.03))
+	checkNear(t, "unavailable", int64(a.unavailable), secs(30.03))
+}
+
 // Across a cut between n4 and n5, the two keep taking the lead from each
 // other until the heal: flapping. Both leading, cut from each other, is
 // not dual leadership; the others, reaching both, follow each in turn.

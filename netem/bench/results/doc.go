@@ -128,8 +128,11 @@
 //	                      absent when it cut none (a crash)
 //	      verdict         over the hold window (without one: from the disruption on):
 //	                      converged (the nodes settled, each live node following a
-//	                      leader it reaches both ways, that leader leading, and stayed
-//	                      so to the window's end), flapping (not settled, two or more
+//	                      leader it reaches both ways, that leader leading, nodes
+//	                      that traffic joins, directly or through others, following
+//	                      the same one, so one leader per side of a partition but
+//	                      one for all under a cut that leaves the network in one
+//	                      piece, and stayed so to the window's end), flapping (not settled, two or more
 //	                      tenures begun within the window, one within its last
 //	                      quarter) or stuck
 //	      converged_ns    when it settled for good, from the disruption's start;
