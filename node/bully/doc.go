@@ -273,9 +273,10 @@
 // Node's TestPartialConnectivity asserts these outcomes on 10 seeds
 // (message delays) each, with a 30 s hold, with the cut dropping and
 // resetting, and both again over its model of the TCP transport; with -v
-// it prints the table below. Verdict: converged (every live node follows
-// one leader it reaches both ways, from the hold's first half on),
-// flapping (elections still won in the second half), stuck (neither).
+// it prints the table below. Verdict, by the bench's rules: converged
+// (every live node follows one leader it reaches both ways, from some
+// time on to the heal), flapping (two or more elections won in the hold,
+// one within its last quarter), stuck (neither).
 // Unavailable: the time until every live node follows one such leader for
 // good; no-leader: the longest a node had no leader it reaches both ways
 // (itself, if it leads); quiet: when the last election was won or leader
