@@ -10,9 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Each target costs its fuzz time and about 3 s to build and replay its
-# corpus; at 40 targets, two at a time, 4 s each keeps a CI run under 20
+# corpus; at 40 targets, two at a time, 3 s each keeps a CI run under 20
 # minutes. The corpora themselves run in every go test.
-FUZZTIME=${FUZZTIME:-4s}
+FUZZTIME=${FUZZTIME:-3s}
 
 step() { printf '\n==> %s\n' "$*"; }
 
