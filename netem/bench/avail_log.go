@@ -14,7 +14,10 @@ import (
 
 // logBeliefs are the nodes' beliefs by their event logs, by node name:
 // none when a process starts, its leader from an election_won or a
-// leader_changed, none again once its status leaves normal or it stops.
+// leader_changed, none again once its status leaves normal or it stops,
+// and the leader it last had again when its status returns to normal
+// without either: a node that re-follows the leader it had (an election
+// that ended with the same COORDINATOR) logs no leader_changed.
 // Logs name leaders by ID; each log's own records say its node's ID. ok is
 // false when a log could not be read.
 func logBeliefs(logs []nodeLog) (map[string][]belief, bool) {
@@ -36,6 +39,7 @@ func logBeliefs(logs []nodeLog) (map[string][]belief, bool) {
 		for _, inc := range incarnations(nl.entries) {
 			origin := incarnationOrigin(inc)
 			bs = append(bs, belief{at: origin})
+			var known belief // the leader this process last had
 			for _, e := range inc {
 				t := origin.Add(time.Duration(e.MonoNS))
 				switch e.Event {
@@ -44,10 +48,15 @@ func logBeliefs(logs []nodeLog) (map[string][]belief, bool) {
 					if !ok {
 						leader = e.Leader // no log of it: it never runs by the faults' account either
 					}
-					bs = append(bs, belief{at: t, leader: leader, epoch: e.Epoch})
+					known = belief{at: t, leader: leader, epoch: e.Epoch}
+					bs = append(bs, known)
 				case string(election.EventStatus):
-					if e.To != election.StatusNormal.String() {
+					switch {
+					case e.To != election.StatusNormal.String():
 						bs = append(bs, belief{at: t})
+					case bs[len(bs)-1].leader == "" && known.leader != "":
+						// A leader_changed at this instant, if any, follows.
+						bs = append(bs, belief{at: t, leader: known.leader, epoch: known.epoch})
 					}
 				case "node_stopped":
 					bs = append(bs, belief{at: t})

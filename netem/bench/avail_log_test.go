@@ -11,8 +11,9 @@ import (
 )
 
 // The beliefs of event logs name leaders by node name, begin each process
-// with none, and drop the leader when the status leaves normal or the
-// process stops.
+// with none, drop the leader when the status leaves normal or the
+// process stops, and take the last one back when the status returns to
+// normal with no leader_changed.
 func TestLogBeliefs(t *testing.T) {
 	const idN5 = "50000000-0000-4000-8000-000000000000"
 	t0 := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
@@ -29,7 +30,10 @@ func TestLogBeliefs(t *testing.T) {
 		node.LogRecord{Event: "leader_changed", MonoNS: ms(10), Node: idN3, Leader: idN5, Epoch: 1},
 		node.LogRecord{Event: "status", MonoNS: ms(20), Node: idN3, From: "normal", To: "electing"},
 		node.LogRecord{Event: "election_won", MonoNS: ms(30), Node: idN3, Leader: idN3, Epoch: 2},
-		node.LogRecord{Event: "status", MonoNS: ms(31), Node: idN3, From: "halting", To: "normal"}),
+		node.LogRecord{Event: "status", MonoNS: ms(31), Node: idN3, From: "halting", To: "normal"},
+		// An election that ends with the leader it had: no leader_changed.
+		node.LogRecord{Event: "status", MonoNS: ms(40), Node: idN3, From: "normal", To: "waiting"},
+		node.LogRecord{Event: "status", MonoNS: ms(45), Node: idN3, From: "waiting", To: "normal"}),
 		// A second process, restarted at 100ms.
 		logLines(t, t0.Add(100*time.Millisecond), 0,
 			node.LogRecord{Event: "node_started", Node: idN3},
@@ -45,6 +49,7 @@ func TestLogBeliefs(t *testing.T) {
 	want := []belief{
 		{at: t0}, {at: t0.Add(10 * time.Millisecond), leader: "n5", epoch: 1}, {at: t0.Add(20 * time.Millisecond)},
 		{at: t0.Add(30 * time.Millisecond), leader: "n3", epoch: 2},
+		{at: t0.Add(40 * time.Millisecond)}, {at: t0.Add(45 * time.Millisecond), leader: "n3", epoch: 2},
 		{at: t0.Add(100 * time.Millisecond)}, {at: t0.Add(105 * time.Millisecond), leader: "n5", epoch: 3},
 		{at: t0.Add(109 * time.Millisecond)},
 	}
