@@ -3,9 +3,7 @@
 package lab_test
 
 import (
-	"io"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -197,31 +195,7 @@ func (o *cutObservation) StreamError(*capture.StreamError) {}
 
 func observeCapture(t *testing.T, path string, addrs map[netip.Addr]string, since time.Time) *cutObservation {
 	t.Helper()
-	fh, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	rd, err := capture.NewReader(fh)
-	if err != nil {
-		t.Fatal(err)
-	}
 	o := &cutObservation{frames: map[[2]string]int{}, resets: map[[2]string]int{}, addrs: addrs, since: since}
-	d := capture.NewDissector(o, capture.DissectorOptions{})
-	for {
-		p, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.Record != nil || p.Iface == nil || p.Iface.Events {
-			continue
-		}
-		ci := p.CI
-		d.Packet(p.Num, p.Iface.LinkType, p.Data, &ci)
-	}
-	d.Flush()
+	dissectCapture(t, path, o)
 	return o
 }
