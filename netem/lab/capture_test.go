@@ -309,13 +309,7 @@ func sameCounts(counted map[string]uint64, seen map[string]uint64) bool {
 // time it began; and the capture's testbed record says how to read the
 // nodes' TCP timestamps.
 func TestLabFaultsInForce(t *testing.T) {
-	bin := labtest.Binary(t)
-	topo, err := topologies.Load("star3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "star3.pcapng")
-	lb := labtest.Boot(t, topo, lab.BootOptions{Binary: bin, Capture: &lab.CaptureOptions{Path: path}})
+	lb, path := labCaptured(t, "star3", "", false)
 	gone := map[int]bool{} // crashed PIDs, as observers saw them
 	lb.Faults().OnFault(func(f fault.Fault) {
 		if f.Kind != fault.Crash {

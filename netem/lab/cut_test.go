@@ -4,15 +4,12 @@ package lab_test
 
 import (
 	"net/netip"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem/lab"
-	"github.com/bullylab/bullylab/netem/lab/labtest"
-	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/topologies/fault"
 )
 
@@ -29,13 +26,7 @@ func TestLabCut(t *testing.T) {
 }
 
 func testLabCut(t *testing.T, mode fault.CutMode) {
-	bin := labtest.Binary(t)
-	topo, err := topologies.Load("star5")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "cut.pcapng")
-	lb := labtest.Boot(t, topo, lab.BootOptions{Binary: bin, Capture: &lab.CaptureOptions{Path: path}})
+	lb, path := labCaptured(t, "star5", "", false)
 	names := lb.Nodes()
 	first := labFirst(t, lb, "n5")
 
