@@ -63,6 +63,19 @@ func checksOf(rep *Report, check string) []FaultCheck {
 	return out
 }
 
+// onlyCheck returns the report's one check of its kind, logging its
+// detail; the test fails unless there is exactly one.
+func onlyCheck(t *testing.T, rep *Report, check string) FaultCheck {
+	t.Helper()
+	cs := checksOf(rep, check)
+	if len(cs) != 1 {
+		t.Fatalf("%d %s checks, want 1: %+v", len(cs), check, rep.FaultChecks)
+	}
+	c := cs[0]
+	t.Log(c.Detail)
+	return c
+}
+
 func TestFaultCheckDelay(t *testing.T) {
 	for _, tc := range []struct {
 		name                   string
@@ -88,12 +101,7 @@ func TestFaultCheckDelay(t *testing.T) {
 			}
 			s.heartbeats(4, 1, 5)
 			rep := analyzeSynth(t, s, buf)
-			cs := checksOf(rep, CheckDelay)
-			if len(cs) != 1 {
-				t.Fatalf("%d delay checks, want 1: %+v", len(cs), rep.FaultChecks)
-			}
-			c := cs[0]
-			t.Log(c.Detail)
+			c := onlyCheck(t, rep, CheckDelay)
 			if !c.Verified || c.OK != tc.ok {
 				t.Errorf("verified %v ok %v, want verified and ok %v: %s", c.Verified, c.OK, tc.ok, c.Detail)
 			}
@@ -214,12 +222,7 @@ func TestFaultCheckCut(t *testing.T) {
 		s.record(Record{Kind: fault.Heal, Nodes: s.names(0, 1, 2, 3, 4)})
 		s.heartbeats(4, 1, 2)
 		rep := analyzeSynth(t, s, buf)
-		cs := checksOf(rep, CheckCut)
-		if len(cs) != 1 {
-			t.Fatalf("%d cut checks, want 1: %+v", len(cs), rep.FaultChecks)
-		}
-		c := cs[0]
-		t.Log(c.Detail)
+		c := onlyCheck(t, rep, CheckCut)
 		frames, crossed := 0, 0
 		for _, o := range c.Cuts {
 			frames += o.Frames
@@ -507,12 +510,7 @@ func TestFaultCheckResetPartition(t *testing.T) {
 		s.record(Record{Kind: fault.Heal, Nodes: s.names(0, 1, 2, 3, 4)})
 		s.heartbeats(4, 1, 2)
 		rep := analyzeSynth(t, s, buf)
-		cs := checksOf(rep, CheckCut)
-		if len(cs) != 1 {
-			t.Fatalf("%d cut checks, want 1: %+v", len(cs), rep.FaultChecks)
-		}
-		c := cs[0]
-		t.Log(c.Detail)
+		c := onlyCheck(t, rep, CheckCut)
 		if len(c.Cuts) != 2 {
 			t.Fatalf("cut observations %+v, want n5 -> n1 and n5 -> n2", c.Cuts)
 		}

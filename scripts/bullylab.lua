@@ -1309,6 +1309,27 @@ local function dissect_record(tvb, pinfo, tree)
 		t:add(field, range(v), x)
 		return v.text
 	end
+	-- add_summed adds the object member key of o as field f, with the
+	-- numeric members parts lists ({add_int or add_double, field, key,
+	-- label, unit}) under it and those present summed up in its text.
+	local function add_summed(o, key, f, parts)
+		local v = member(o, key, "object", "an object")
+		if v == nil then
+			return
+		end
+		v.path = key .. "."
+		local vi = item:add(f, range(v))
+		local desc = {}
+		for _, p in ipairs(parts) do
+			local x = p[1](vi, p[2], v, p[3])
+			if x then
+				desc[#desc + 1] = p[4] .. " " .. x .. p[5]
+			end
+		end
+		if #desc > 0 then
+			vi:append_text(": " .. table.concat(desc, ", "))
+		end
+	end
 
 	local o = rec
 	local version = member(o, "version", "number", "a number")
@@ -1434,46 +1455,17 @@ local function dissect_record(tvb, pinfo, tree)
 		item:add(rf.detail, range(dv), detail)
 	end
 
-	-- The impairment's members are omitted when 0: those present.
-	local iv = member(o, "impair", "object", "an object")
-	if iv then
-		iv.path = "impair."
-		local ii = item:add(rf.impair, range(iv))
-		local desc = {}
-		local delay = add_int(ii, rf.impair_delay, iv, "delay_ns")
-		if delay then
-			desc[#desc + 1] = "delay " .. delay .. " ns"
-		end
-		local jitter = add_int(ii, rf.impair_jitter, iv, "jitter_ns")
-		if jitter then
-			desc[#desc + 1] = "jitter " .. jitter .. " ns"
-		end
-		local loss = add_double(ii, rf.impair_loss, iv, "loss")
-		if loss then
-			desc[#desc + 1] = "loss " .. loss .. "%"
-		end
-		if #desc > 0 then
-			ii:append_text(": " .. table.concat(desc, ", "))
-		end
-	end
-
-	local sv = member(o, "clock", "object", "an object")
-	if sv then
-		sv.path = "clock."
-		local si = item:add(rf.skew, range(sv))
-		local desc = {}
-		local offset = add_int(si, rf.skew_offset, sv, "offset_ns")
-		if offset then
-			desc[#desc + 1] = "offset " .. offset .. " ns"
-		end
-		local rate = add_double(si, rf.skew_rate, sv, "rate_ppm")
-		if rate then
-			desc[#desc + 1] = "rate " .. rate .. " ppm"
-		end
-		if #desc > 0 then
-			si:append_text(": " .. table.concat(desc, ", "))
-		end
-	end
+	-- The impairment's and the clock's members are omitted when 0: those
+	-- present.
+	add_summed(o, "impair", rf.impair, {
+		{ add_int, rf.impair_delay, "delay_ns", "delay", " ns" },
+		{ add_int, rf.impair_jitter, "jitter_ns", "jitter", " ns" },
+		{ add_double, rf.impair_loss, "loss", "loss", "%" },
+	})
+	add_summed(o, "clock", rf.skew, {
+		{ add_int, rf.skew_offset, "offset_ns", "offset", " ns" },
+		{ add_double, rf.skew_rate, "rate_ppm", "rate", " ppm" },
+	})
 
 	local testbed
 	local tbv = member(o, "testbed", "object", "an object")

@@ -230,16 +230,31 @@ type capturedHello struct {
 // captureHellos returns the HELLOs of the capture at path.
 func captureHellos(t *testing.T, path string) []capturedHello {
 	t.Helper()
+	h := &helloCollector{}
+	dissectCapture(t, path, h)
+	return h.hellos
+}
+
+// readCapture opens the capture at path for reading until the test ends.
+func readCapture(t *testing.T, path string) *capture.FileReader {
+	t.Helper()
 	fh, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fh.Close()
+	t.Cleanup(func() { fh.Close() })
 	rd, err := capture.NewReader(fh)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &helloCollector{}
+	return rd
+}
+
+// dissectCapture hands h the frames of the capture at path, dissected as
+// the analysis does.
+func dissectCapture(t *testing.T, path string, h capture.Handler) {
+	t.Helper()
+	rd := readCapture(t, path)
 	d := capture.NewDissector(h, capture.DissectorOptions{})
 	for {
 		p, err := rd.Next()
@@ -256,7 +271,6 @@ func captureHellos(t *testing.T, path string) []capturedHello {
 		d.Packet(p.Num, p.Iface.LinkType, p.Data, &ci)
 	}
 	d.Flush()
-	return h.hellos
 }
 
 type helloCollector struct{ hellos []capturedHello }
@@ -295,13 +309,7 @@ func sameCounts(counted map[string]uint64, seen map[string]uint64) bool {
 // time it began; and the capture's testbed record says how to read the
 // nodes' TCP timestamps.
 func TestLabFaultsInForce(t *testing.T) {
-	bin := labtest.Binary(t)
-	topo, err := topologies.Load("star3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "star3.pcapng")
-	lb := labtest.Boot(t, topo, lab.BootOptions{Binary: bin, Capture: &lab.CaptureOptions{Path: path}})
+	lb, path := labCaptured(t, "star3", "", false)
 	gone := map[int]bool{} // crashed PIDs, as observers saw them
 	lb.Faults().OnFault(func(f fault.Fault) {
 		if f.Kind != fault.Crash {
@@ -337,15 +345,7 @@ func TestLabFaultsInForce(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rd, err := capture.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rd := readCapture(t, path)
 	var recs []*capture.Record
 	for {
 		p, err := rd.Next()

@@ -3,15 +3,12 @@
 package lab_test
 
 import (
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bullylab/bullylab/capture"
-	"github.com/bullylab/bullylab/netem/lab"
-	"github.com/bullylab/bullylab/netem/lab/labtest"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/topologies/fault"
 )
@@ -33,14 +30,7 @@ func TestLabClock(t *testing.T) {
 }
 
 func testLabClock(t *testing.T, hosting topologies.Hosting) {
-	bin := labtest.Binary(t)
-	topo, err := topologies.Load("star3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.Hosting = hosting
-	path := filepath.Join(t.TempDir(), "star3.pcapng")
-	lb := labtest.Boot(t, topo, lab.BootOptions{Binary: bin, Capture: &lab.CaptureOptions{Path: path, FromBoot: true}})
+	lb, path := labCaptured(t, "star3", hosting, true)
 	names := lb.Nodes()
 	waitLeader(t, lb, "n3", names...)
 

@@ -3,18 +3,13 @@
 package lab_test
 
 import (
-	"io"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem/lab"
-	"github.com/bullylab/bullylab/netem/lab/labtest"
-	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/topologies/fault"
 )
 
@@ -31,13 +26,7 @@ func TestLabCut(t *testing.T) {
 }
 
 func testLabCut(t *testing.T, mode fault.CutMode) {
-	bin := labtest.Binary(t)
-	topo, err := topologies.Load("star5")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "cut.pcapng")
-	lb := labtest.Boot(t, topo, lab.BootOptions{Binary: bin, Capture: &lab.CaptureOptions{Path: path}})
+	lb, path := labCaptured(t, "star5", "", false)
 	names := lb.Nodes()
 	first := labFirst(t, lb, "n5")
 
@@ -197,31 +186,7 @@ func (o *cutObservation) StreamError(*capture.StreamError) {}
 
 func observeCapture(t *testing.T, path string, addrs map[netip.Addr]string, since time.Time) *cutObservation {
 	t.Helper()
-	fh, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	rd, err := capture.NewReader(fh)
-	if err != nil {
-		t.Fatal(err)
-	}
 	o := &cutObservation{frames: map[[2]string]int{}, resets: map[[2]string]int{}, addrs: addrs, since: since}
-	d := capture.NewDissector(o, capture.DissectorOptions{})
-	for {
-		p, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.Record != nil || p.Iface == nil || p.Iface.Events {
-			continue
-		}
-		ci := p.CI
-		d.Packet(p.Num, p.Iface.LinkType, p.Data, &ci)
-	}
-	d.Flush()
+	dissectCapture(t, path, o)
 	return o
 }

@@ -32,11 +32,20 @@ type Faults struct {
 	observers []func(fault.Fault)
 }
 
+// checkCutMode refuses a mode other than drop ("") and reset, naming the
+// fault it was given for.
+func checkCutMode(kind fault.Kind, mode fault.CutMode) error {
+	if !mode.Valid() {
+		return fmt.Errorf("%s: mode %q: want %s or %s", kind, mode, fault.ModeDrop, fault.ModeReset)
+	}
+	return nil
+}
+
 // Apply applies f (see fault.Fault for what each kind takes) and returns the
 // record observers got.
 func (fl *Faults) Apply(ctx context.Context, f fault.Fault) (fault.Fault, error) {
-	if !f.Mode.Valid() {
-		return fault.Fault{}, fmt.Errorf("%s: mode %q: want %s or %s", f.Kind, f.Mode, fault.ModeDrop, fault.ModeReset)
+	if err := checkCutMode(f.Kind, f.Mode); err != nil {
+		return fault.Fault{}, err
 	}
 	if f.Mode != "" && !f.Kind.Severs() {
 		return fault.Fault{}, fmt.Errorf("%s: a mode is for %s, %s and %s", f.Kind, fault.Partition, fault.Isolate, fault.Cut)
@@ -268,8 +277,8 @@ func (fl *Faults) Unisolate(names ...string) (fault.Fault, error) {
 }
 
 func (fl *Faults) setIsolated(kind fault.Kind, names []string, isolate bool, mode fault.CutMode) (fault.Fault, error) {
-	if !mode.Valid() {
-		return fault.Fault{}, fmt.Errorf("%s: mode %q: want %s or %s", kind, mode, fault.ModeDrop, fault.ModeReset)
+	if err := checkCutMode(kind, mode); err != nil {
+		return fault.Fault{}, err
 	}
 	nodes, end, err := fl.beginOn(kind, names, nil)
 	if err != nil {
@@ -318,8 +327,8 @@ func (fl *Faults) ResolveGroup(entries []string) ([]string, error) {
 // mode ModeReset they answer TCP with a reset instead, so connections
 // across the cut fail at once.
 func (fl *Faults) Partition(groups [][]string, oneWay bool, mode fault.CutMode) (fault.Fault, error) {
-	if !mode.Valid() {
-		return fault.Fault{}, fmt.Errorf("partition: mode %q: want %s or %s", mode, fault.ModeDrop, fault.ModeReset)
+	if err := checkCutMode(fault.Partition, mode); err != nil {
+		return fault.Fault{}, err
 	}
 	end, err := fl.begin()
 	if err != nil {
@@ -404,8 +413,8 @@ func cutVerb(mode fault.CutMode) string {
 // what the first sends to the second. As for a partition the receivers
 // cut, dropping or, with mode ModeReset, answering TCP with a reset.
 func (fl *Faults) Cut(links [][2]string, oneWay bool, mode fault.CutMode) (fault.Fault, error) {
-	if !mode.Valid() {
-		return fault.Fault{}, fmt.Errorf("cut: mode %q: want %s or %s", mode, fault.ModeDrop, fault.ModeReset)
+	if err := checkCutMode(fault.Cut, mode); err != nil {
+		return fault.Fault{}, err
 	}
 	end, err := fl.begin()
 	if err != nil {

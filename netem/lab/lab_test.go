@@ -38,14 +38,7 @@ func labStart(t *testing.T, topoName string) *lab.Lab {
 func labStartHosted(t *testing.T, topoName string, hosting topologies.Hosting) *lab.Lab {
 	t.Helper()
 	bin := labtest.Binary(t)
-	topo, err := topologies.Load(topoName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if hosting != "" {
-		topo.Hosting = hosting
-	}
-	lb := labtest.Boot(t, topo, lab.BootOptions{Binary: bin})
+	lb := labtest.Boot(t, labTopology(t, topoName, hosting), lab.BootOptions{Binary: bin})
 	t.Cleanup(func() {
 		// Close is idempotent; the cleanup netemtest.Lab registered runs
 		// after this one and finds it done.
@@ -55,6 +48,33 @@ func labStartHosted(t *testing.T, topoName string, hosting topologies.Hosting) *
 		netemtest.RequireClean(t, lb.Run())
 	})
 	return lb
+}
+
+// labTopology loads topoName with its nodes hosted as hosting says (""
+// keeps the topology's).
+func labTopology(t *testing.T, topoName string, hosting topologies.Hosting) *topologies.Topology {
+	t.Helper()
+	topo, err := topologies.Load(topoName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hosting != "" {
+		topo.Hosting = hosting
+	}
+	return topo
+}
+
+// labCaptured boots topoName, hosted as hosting says ("" keeps the
+// topology's), with a capture to a temporary file from the first fault on,
+// or with fromBoot from before the nodes start; it returns the lab and the
+// capture's path.
+func labCaptured(t *testing.T, topoName string, hosting topologies.Hosting, fromBoot bool) (*lab.Lab, string) {
+	t.Helper()
+	bin := labtest.Binary(t)
+	topo := labTopology(t, topoName, hosting)
+	path := filepath.Join(t.TempDir(), topoName+".pcapng")
+	lb := labtest.Boot(t, topo, lab.BootOptions{Binary: bin, Capture: &lab.CaptureOptions{Path: path, FromBoot: fromBoot}})
+	return lb, path
 }
 
 // labPhase is how long one election phase may take before the test fails;

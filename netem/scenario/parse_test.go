@@ -150,7 +150,7 @@ steps:
 }
 
 func TestParseErrors(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
+	checkParseErrors(t, []struct{ in, want string }{
 		{"", "e.yaml: empty scenario (want at least steps:)"},
 		{"name: x\n", "e.yaml:1: steps: missing"},
 		{"steps: []\n", "e.yaml:1: steps: no steps"},
@@ -184,7 +184,14 @@ func TestParseErrors(t *testing.T) {
 		{"steps: [\n", "e.yaml:1: did not find expected node content"},
 		{"a: 1\n---\nb: 2\n", "e.yaml:2: more than one YAML document"},
 		{"steps:\n  - heal: {x: 1}\n", "e.yaml:2: steps[0].heal: takes no arguments, got a mapping"},
-	} {
+	})
+}
+
+// checkParseErrors parses each case's in as e.yaml: it must fail with a
+// one-line error starting with want.
+func checkParseErrors(t *testing.T, cases []struct{ in, want string }) {
+	t.Helper()
+	for _, tc := range cases {
 		_, err := scenario.Parse("e.yaml", []byte(tc.in))
 		if err == nil {
 			t.Errorf("%q: parsed, want error %q", tc.in, tc.want)

@@ -797,7 +797,6 @@ func (p *picker) partition(groups []Selectors) ([][]string, error) {
 	out := make([][]string, len(groups))
 	owner := map[string]int{}
 	rest := -1
-	live := p.live()
 	for i, g := range groups {
 		if len(g) == 1 && g[0].Kind == SelRest {
 			rest = i
@@ -807,32 +806,9 @@ func (p *picker) partition(groups []Selectors) ([][]string, error) {
 		for x := range owner {
 			taken[x] = true
 		}
-		// Names may name any node; keywords pick among live nodes.
-		var names, keys Selectors
-		for _, s := range g {
-			if s.Kind == SelName || s.Kind == SelNode || s.Kind == SelGroup {
-				names = append(names, s)
-			} else {
-				keys = append(keys, s)
-			}
-		}
-		var members []string
-		if len(names) > 0 {
-			ns, err := p.pick(names, nil, "", nil)
-			if err != nil {
-				return nil, fmt.Errorf("groups[%d]: %w", i, err)
-			}
-			members = append(members, ns...)
-		}
-		if len(keys) > 0 {
-			for _, x := range members {
-				taken[x] = true
-			}
-			ks, err := p.pick(keys, live, "live", taken)
-			if err != nil {
-				return nil, fmt.Errorf("groups[%d]: %w", i, err)
-			}
-			members = append(members, ks...)
+		members, err := p.nodesOf(g, taken)
+		if err != nil {
+			return nil, fmt.Errorf("groups[%d]: %w", i, err)
 		}
 		for _, x := range members {
 			if j, ok := owner[x]; ok && j != i {
@@ -874,11 +850,11 @@ func (p *picker) links(links []Link, oneWay bool) ([][2]string, error) {
 	seen := map[[2]string]bool{}
 	var out [][2]string
 	for i, l := range links {
-		from, err := p.endpoint(l.From)
+		from, err := p.nodesOf(l.From, map[string]bool{})
 		if err != nil {
 			return nil, fmt.Errorf("links[%d][0]: %w", i, err)
 		}
-		to, err := p.endpoint(l.To)
+		to, err := p.nodesOf(l.To, map[string]bool{})
 		if err != nil {
 			return nil, fmt.Errorf("links[%d][1]: %w", i, err)
 		}
@@ -903,9 +879,10 @@ func (p *picker) links(links []Link, oneWay bool) ([][2]string, error) {
 	return out, nil
 }
 
-// endpoint resolves one end of a cut's link: names anywhere in the
-// testbed, keywords among the live nodes the names left.
-func (p *picker) endpoint(ss Selectors) ([]string, error) {
+// nodesOf resolves a partition group or one end of a cut's link: names
+// anywhere in the testbed, keywords among the live nodes that neither
+// taken (which it extends by the names) nor the names hold.
+func (p *picker) nodesOf(ss Selectors, taken map[string]bool) ([]string, error) {
 	var names, keys Selectors
 	for _, s := range ss {
 		if s.Kind == SelName || s.Kind == SelNode || s.Kind == SelGroup {
@@ -915,7 +892,6 @@ func (p *picker) endpoint(ss Selectors) ([]string, error) {
 		}
 	}
 	var out []string
-	taken := map[string]bool{}
 	if len(names) > 0 {
 		ns, err := p.pick(names, nil, "", nil)
 		if err != nil {

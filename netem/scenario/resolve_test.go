@@ -57,7 +57,7 @@ func TestResolveSelectors(t *testing.T) {
 	v.Nodes[1].Status = scenario.StatusCrashed // a
 	v.Nodes[5].Status = scenario.StatusPaused  // d
 	// Live, lowest ID first: c f b e g. Five live nodes: minority 2, majority 3.
-	for _, tc := range []struct{ step, want string }{
+	checkResolved(t, v, []struct{ step, want string }{
 		{"inject: {crash: leader}", "crash g"},
 		{"inject: {crash: highest}", "crash g"},
 		{"inject: {crash: lowest}", "crash c"},
@@ -75,7 +75,14 @@ func TestResolveSelectors(t *testing.T) {
 		{"inject: {partition: {groups: [minority, rest]}}", "partition e,g | c,a,f,b,d"},
 		{"inject: {partition: {groups: [rest, [a, 'top:1']]}}", "partition c,f,b,e,d | a,g"},
 		{"inject: {partition: {groups: [leader, rest], one_way: true}}", "partition g -> c,a,f,b,e,d"},
-	} {
+	})
+}
+
+// checkResolved resolves each case's step against v: it must come out as
+// want without its "inject ", or fail where want is "".
+func checkResolved(t *testing.T, v scenario.View, cases []struct{ step, want string }) {
+	t.Helper()
+	for _, tc := range cases {
 		a, err := resolveOne(t, v, tc.step)
 		if tc.want == "" {
 			if err == nil {
