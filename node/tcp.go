@@ -117,6 +117,17 @@ type TCPConfig struct {
 // SocketFunc creates a socket as socket(2) does and returns its descriptor.
 type SocketFunc func(domain, typ, proto int) (int, error)
 
+// ReconnectDelay is the longest the transport can take, once the network
+// between two nodes heals, to send again to a peer it could not reach: a
+// dial begun just before the heal fails only at DialTimeout, and the
+// backoff that failure starts lasts up to BackoffMax before the next dial.
+// Until then frames for that peer are dropped (DropUnreachable), so a bound on
+// what follows a heal must add it.
+func (c TCPConfig) ReconnectDelay() time.Duration {
+	c = c.withDefaults()
+	return c.DialTimeout + c.BackoffMax
+}
+
 func (c TCPConfig) withDefaults() TCPConfig {
 	def := func(v *time.Duration, d time.Duration) {
 		if *v <= 0 {

@@ -189,3 +189,32 @@ func TestCutFaultText(t *testing.T) {
 		t.Errorf("dropping under a clock fault: %v, want none", d)
 	}
 }
+
+// After a heal the bound allows for the transport's reconnection: a dial
+// that failed across the cut and the backoff after it. No other last
+// fault stretches it.
+func TestHealStretched(t *testing.T) {
+	const b = time.Second
+	reconnect := node.TCPConfig{}.ReconnectDelay()
+	if reconnect != 1500*time.Millisecond {
+		t.Errorf("ReconnectDelay() = %v, want the default 500ms dial timeout and 1s backoff", reconnect)
+	}
+	for _, tc := range []struct {
+		kinds []fault.Kind
+		want  time.Duration
+	}{
+		{nil, b},
+		{[]fault.Kind{fault.Cut, fault.Heal}, b + reconnect},
+		{[]fault.Kind{fault.Isolate, fault.Unisolate}, b + reconnect},
+		{[]fault.Kind{fault.Partition, fault.Heal, fault.Crash}, b},
+		{[]fault.Kind{fault.Crash}, b},
+	} {
+		var fs []fault.Fault
+		for _, k := range tc.kinds {
+			fs = append(fs, fault.Fault{Kind: k})
+		}
+		if got := healStretched(b, fs); got != tc.want {
+			t.Errorf("healStretched(%v, %v) = %v, want %v", b, tc.kinds, got, tc.want)
+		}
+	}
+}

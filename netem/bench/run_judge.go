@@ -25,7 +25,7 @@ import (
 func (ru *runner) judge(m *measurement) (results.Run, *runDetail) {
 	topo := ru.opts.Topology
 	faults := slices.Concat(ru.settleFaults, ru.faults.faults)
-	bound := clockStretched(sle2Bound(topo, messageDelay(ru.faults.owd, ru.backend)), faults)
+	bound := healStretched(clockStretched(sle2Bound(topo, messageDelay(ru.faults.owd, ru.backend)), faults), ru.faults.faults)
 	var agreed *lab.Leader
 	if ag, ok := ru.tgt.lastAgreement(); ok {
 		agreed = &ag
