@@ -72,8 +72,9 @@ func copyTree(t *testing.T, src, dst string) {
 }
 
 // TestREADMECIRecipe runs the README's CI job as written, but for its
-// run count, in a copy of the repository: the bench as root (sudo, where the job has it), compare as
-// an unprivileged user, against the baseline the repository keeps. The
+// run count, in a copy of the repository: the bench as root (sudo, where
+// the job has it), compare as an unprivileged user, against the baseline
+// the repository keeps. The
 // build runs as this process's user, whose Go toolchain and module cache
 // it needs. Either verdict of compare is the recipe working (a slower
 // machine than the baseline's may regress, a failed run fails the bench
