@@ -38,6 +38,8 @@ type availabilityInput struct {
 	// disruption cut links, zero otherwise.
 	start, end, holdEnd time.Time
 	origin              time.Time // the measured fault: results' time zero
+	// pieceCache holds pieces by network state; availabilityOf makes it.
+	pieceCache map[*netState]map[string]int
 }
 
 // availability is what availabilityOf found.
@@ -86,6 +88,7 @@ type segment struct {
 
 // availabilityOf judges the beliefs from in.start to in.end.
 func availabilityOf(in availabilityInput) availability {
+	in.pieceCache = map[*netState]map[string]int{}
 	segs := in.segments()
 	var out availability
 	rec := &out.rec
@@ -230,7 +233,7 @@ func (in availabilityInput) judge(from, to time.Time) segment {
 	s.settled = len(s.believed) > 0
 	var common string
 	s.whole = true
-	piece := in.pieces(s.believed, from)
+	piece := in.pieces(from)
 	pieceLeader := map[int]string{}
 	for _, n := range in.nodes {
 		b, ok := s.believed[n]
@@ -258,25 +261,33 @@ func (in availabilityInput) judge(from, to time.Time) segment {
 	return s
 }
 
-// pieces numbers the connected pieces of the running nodes at t, where
-// two nodes are joined when traffic passes between them both ways.
-func (in availabilityInput) pieces(running map[string]belief, t time.Time) map[string]int {
+// pieces numbers the connected pieces of the nodes running at t, where
+// two nodes are joined when traffic passes between them both ways. They
+// change only with the network, so each state's are found once.
+func (in availabilityInput) pieces(t time.Time) map[string]int {
+	state := in.net.at(t)
+	if p, ok := in.pieceCache[state]; ok {
+		return p
+	}
 	piece := map[string]int{}
 	next := 0
 	for _, n := range in.nodes {
-		if _, ok := running[n]; !ok {
+		if state.stopped[n] {
 			continue
 		}
 		if _, seen := piece[n]; seen {
 			continue
 		}
 		piece[n] = next
+		if state.cutsNothing() {
+			continue // one piece: next stays 0
+		}
 		stack := []string{n}
 		for len(stack) > 0 {
 			a := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 			for _, b := range in.nodes {
-				if _, ok := running[b]; !ok {
+				if state.stopped[b] {
 					continue
 				}
 				if _, seen := piece[b]; !seen && in.net.connected(a, b, t) {
@@ -287,6 +298,7 @@ func (in availabilityInput) pieces(running map[string]belief, t time.Time) map[s
 		}
 		next++
 	}
+	in.pieceCache[state] = piece
 	return piece
 }
 

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"slices"
 	"sort"
 	"time"
 
@@ -23,14 +22,14 @@ type netState struct {
 	// stopped are nodes whose processes do not run: crashed, left (until
 	// a restart or join) or paused (until resumed).
 	stopped map[string]bool
-	// partition is the partition in force (a new one replaces it).
-	partition [][]string
-	oneWay    bool
-	isolated  map[string]bool
-	// cut are the links the cut in force severs (a new cut replaces
-	// it), each both ways unless cutOneWay.
-	cut       [][2]string
-	cutOneWay bool
+	// group is each node's group in the partition in force, from 0 (a
+	// new partition replaces it); a node in no group is not in it.
+	group    map[string]int
+	oneWay   bool
+	isolated map[string]bool
+	// severs holds the directed links the cut in force severs, from and
+	// to (a new cut replaces it): both ways unless the cut is one-way.
+	severs map[[2]string]bool
 }
 
 // newConnectivity replays faults, in the order applied, from a network
@@ -42,7 +41,7 @@ func newConnectivity(faults []fault.Fault) *connectivity {
 		s.at = f.Time
 		switch f.Kind {
 		case fault.Partition:
-			s.partition, s.oneWay = f.Groups, f.OneWay
+			s.group, s.oneWay = groupIndex(f.Groups), f.OneWay
 		case fault.Isolate:
 			for _, n := range f.Nodes {
 				s.isolated[n] = true
@@ -52,9 +51,9 @@ func newConnectivity(faults []fault.Fault) *connectivity {
 				delete(s.isolated, n)
 			}
 		case fault.Cut:
-			s.cut, s.cutOneWay = f.Links, f.OneWay
+			s.severs = severedLinks(f.Links, f.OneWay)
 		case fault.Heal:
-			s.partition, s.oneWay, s.cut, s.cutOneWay = nil, false, nil, false
+			s.group, s.oneWay, s.severs = nil, false, nil
 			s.isolated = map[string]bool{}
 		default:
 			switch f.Kind.Process() {
@@ -128,23 +127,46 @@ func (c *connectivity) connected(a, b string, t time.Time) bool {
 // they are in different groups (one-way: from in the first, to in the
 // second). A node in no group reaches everyone.
 func (s *netState) partitioned(from, to string) bool {
-	gf, gt := groupOf(s.partition, from), groupOf(s.partition, to)
-	if gf < 0 || gt < 0 || gf == gt {
+	gf, okf := s.group[from]
+	gt, okt := s.group[to]
+	if !okf || !okt || gf == gt {
 		return false
 	}
 	return !s.oneWay || gf == 0 && gt == 1
 }
 
-func groupOf(groups [][]string, n string) int {
-	return slices.IndexFunc(groups, func(g []string) bool { return slices.Contains(g, n) })
+// cutsNothing reports whether nothing in force drops traffic between
+// running nodes.
+func (s *netState) cutsNothing() bool {
+	return len(s.group) == 0 && len(s.isolated) == 0 && len(s.severs) == 0
+}
+
+// groupIndex maps each node of a partition to its group. The records,
+// read one per run and state, are indexed once rather than scanned on
+// every question judge asks of them.
+func groupIndex(groups [][]string) map[string]int {
+	out := map[string]int{}
+	for i, g := range groups {
+		for _, n := range g {
+			out[n] = i
+		}
+	}
+	return out
+}
+
+// severedLinks are the directed links a cut of links severs.
+func severedLinks(links [][2]string, oneWay bool) map[[2]string]bool {
+	out := make(map[[2]string]bool, 2*len(links))
+	for _, l := range links {
+		out[l] = true
+		if !oneWay {
+			out[[2]string{l[1], l[0]}] = true
+		}
+	}
+	return out
 }
 
 // severed reports whether the cut drops what from sends to to.
 func (s *netState) severed(from, to string) bool {
-	for _, l := range s.cut {
-		if l[0] == from && l[1] == to || !s.cutOneWay && l[0] == to && l[1] == from {
-			return true
-		}
-	}
-	return false
+	return s.severs[[2]string{from, to}]
 }
