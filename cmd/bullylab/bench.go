@@ -68,6 +68,7 @@ func benchCommand() *cli.Command {
 			&cli.DurationFlag{Name: "hold", Usage: "chained, quorum-loss, bridge: how long the cut is held before the heal", DefaultText: scenario.DefaultHold.String()},
 			backendFlag,
 			&cli.StringFlag{Name: "algorithm", Usage: "election `algorithms` to run, comma-separated (" + strings.Join(node.Algorithms(), ", ") + "): each run of a scenario runs on each in turn, with the same seed and faults, and the summary sets them side by side", DefaultText: "the topology's algorithm:, else bully"},
+			&cli.StringSliceFlag{Name: "set", Usage: "set an election timing of every node over the topology's: `NAME=DURATION` with NAME one of " + strings.Join(topologies.SettingNames(), ", ") + " as in a topology file; repeatable"},
 			&cli.StringFlag{Name: "diagram-runs", Value: report.DefaultDiagramRuns, Usage: "the runs of each scenario whose election report.html draws: run numbers and median, slowest or all, comma-separated"},
 		},
 		Action: func(c *cli.Context) error {
@@ -91,6 +92,24 @@ func benchCommand() *cli.Command {
 			topo, data, err := topologies.LoadSource(c.String("topology"))
 			if err != nil {
 				return &exitError{fmt.Sprintf("bench: --topology: %v", err), 2}
+			}
+			var sets []topologies.SettingOverride
+			for _, kv := range c.StringSlice("set") {
+				o, err := topologies.ParseSettingOverride(kv)
+				if err != nil {
+					return &exitError{fmt.Sprintf("bench: --set: %v", err), 2}
+				}
+				sets = append(sets, o)
+			}
+			if len(sets) > 0 {
+				if len(topo.Hosts) > 0 {
+					// The hosts' agents build their nodes from the file.
+					return &exitError{fmt.Sprintf("bench: --set: topology %s spans hosts, whose agents read its timings from the file: set them there", topo.Name), 2}
+				}
+				name := topo.Name
+				if topo, sets, err = topo.WithSettings(sets); err != nil {
+					return &exitError{fmt.Sprintf("bench: --set: topology %s: %v", name, err), 2}
+				}
 			}
 			algorithms := []string{topo.Algorithm}
 			if c.IsSet("algorithm") {
@@ -159,7 +178,7 @@ func benchCommand() *cli.Command {
 			ctx, intr := notifyInterrupt(c.App.ErrWriter)
 			defer intr.stop()
 			measured, err := bench.RunBench(ctx, bench.RunOptions{
-				Topology: topo, Scenarios: scs, Algorithms: algorithms, ScenarioArg: c.String("scenario"), Params: given,
+				Topology: topo, SettingOverrides: sets, Scenarios: scs, Algorithms: algorithms, ScenarioArg: c.String("scenario"), Params: given,
 				Runs: runs, Seed: c.Int64("seed"), OutDir: out, Binary: bin, Version: version,
 				Backend: c.String("backend"), DiagramRuns: diagramRuns,
 				Progress: bench.NewProgress(c.App.ErrWriter, runs*len(scs)*len(algorithms)),

@@ -113,6 +113,10 @@ func completionFlagOf(f cli.Flag) completionFlag {
 		cf.values = []string{"netem", "nfqueue"}
 	case "log":
 		cf.values = []string{"json", "text"}
+	case "set":
+		for _, n := range topologies.SettingNames() {
+			cf.values = append(cf.values, n+"=")
+		}
 	case "mode":
 		for _, m := range fault.CutModes {
 			cf.values = append(cf.values, string(m))

@@ -35,6 +35,8 @@
 //	                bench's, its phase, elapsed time and ETA; a line per run
 //	host.go         LocalHost and LocalTool: the machine and program that
 //	                measured
+//	capreport.go    AnalyzeCaptureReport: any capture's elections drawn as
+//	                a run's are, for `bullylab report CAPTURE`
 //	outdir.go       CheckOutDir and RemoveOutputs: another bench's outputs
 //
 // # Output files

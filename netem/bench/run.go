@@ -28,6 +28,9 @@ var errNoRuns = errors.New("bench: nothing to run")
 // RunOptions configure Run.
 type RunOptions struct {
 	Topology *topologies.Topology
+	// SettingOverrides are the timings Topology.WithSettings gave it,
+	// recorded in results.json's topology.
+	SettingOverrides []topologies.SettingOverride
 	// Scenarios run one after the other, Runs times each on each of
 	// Algorithms.
 	Scenarios []*scenario.Scenario
@@ -271,12 +274,14 @@ func impairBackend(backend string) (string, error) {
 func newResults(opts RunOptions, backend string) *results.Results {
 	topo := opts.Topology
 	bound := sle2Bound(topo, messageDelay(topologyDelay(topo), backend))
+	info := results.TopologyOf(topo)
+	info.Overrides = results.OverridesOf(opts.SettingOverrides)
 	return &results.Results{
 		Schema:   results.Schema,
 		Tool:     LocalTool(opts.Version),
 		Host:     LocalHost(),
 		Started:  time.Now(),
-		Topology: results.TopologyOf(topo),
+		Topology: info,
 		Seed:     opts.Seed,
 		Settings: results.RunSettings{Runs: opts.Runs, Scenario: opts.ScenarioArg, Params: opts.Params,
 			Backend: backend, SLE2BoundNS: int64(bound)},

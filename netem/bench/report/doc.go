@@ -2,8 +2,9 @@
 // self-contained page of tables, notes, charts and space-time diagrams of
 // elections, and writes a bench's outputs (WriteOutputs: results.json,
 // bench.txt and report.html); WriteBenchesReport makes one page of several
-// benches, of star5, star16 and star64 say. It builds on any system, as
-// package results does.
+// benches, of star5, star16 and star64 say, and WriteCaptures one of
+// captures, a bench's or any other. It builds on any system, as package
+// results does.
 //
 // # Map
 //
@@ -12,6 +13,9 @@
 //	benches.go      WriteBenches: one page of several benches from
 //	                benches.html.tmpl, which shares report.html.tmpl's
 //	                style, definitions and messages cells
+//	capture.go      WriteCaptures: one page of captures from
+//	                capture.html.tmpl (report.html.tmpl's style), their
+//	                checks, elections, faults and diagrams
 //	explain.go      the report's notes, computed from the data
 //	faults.go       the runs table's fault checks
 //	svg.go          the report's SVG: DistributionSVG from

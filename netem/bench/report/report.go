@@ -57,6 +57,7 @@ func reportTemplateParsed() *template.Template {
 		"faults":     faultsOf,
 		"splitbrain": splitBrainCell,
 		"timing":     timingText,
+		"overrides":  results.OverridesText,
 	}).Parse(reportTemplate))
 	template.Must(t.New("benches").Parse(benchesTemplate))
 	return t

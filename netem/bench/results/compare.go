@@ -216,10 +216,12 @@ func Compare(baseName string, base *Results, newName string, nw *Results, opts C
 		return nil, errors.New("compare: negative threshold")
 	}
 	if base.Topology.Name != nw.Topology.Name {
-		return nil, unusable("different topologies: %s is %s, %s is %s", baseName, clip(base.Topology.Name), newName, clip(nw.Topology.Name))
+		return nil, unusable("different topologies: %s is %s, %s is %s; %s", baseName, clip(base.Topology.Name), newName, clip(nw.Topology.Name),
+			DiffersLine(baseName, base, newName, nw))
 	}
 	if b, n := base.Topology.Nodes, nw.Topology.Nodes; b > 0 && n > 0 && b != n {
-		return nil, unusable("topology %s has %d nodes in %s and %d in %s", clip(base.Topology.Name), b, baseName, n, newName)
+		return nil, unusable("topology %s has %d nodes in %s and %d in %s; %s", clip(base.Topology.Name), b, baseName, n, newName,
+			DiffersLine(baseName, base, newName, nw))
 	}
 	if opts.Alpha == 0 {
 		opts.Alpha = DefaultAlpha
@@ -319,19 +321,10 @@ func notes(baseName string, base *Results, newName string, nw *Results) []string
 			out = append(out, fmt.Sprintf("%s differs: %s in %s, %s in %s", what, b, baseName, n, newName))
 		}
 	}
-	tm := func(t Timing) string {
-		if t == (Timing{}) {
-			return ""
-		}
-		s := fmt.Sprintf("heartbeat %v, failure timeout %v, election timeout %v",
-			time.Duration(t.HeartbeatNS), time.Duration(t.FailureTimeoutNS), time.Duration(t.ElectionTimeoutNS))
-		if t.DetectionStaggerNS != 0 {
-			s += fmt.Sprintf(", detection stagger %v", time.Duration(t.DetectionStaggerNS))
-		}
-		return s
-	}
 	note("algorithm", strings.Join(base.Algorithms(), ","), strings.Join(nw.Algorithms(), ","))
-	note("timing", tm(base.Topology.Settings), tm(nw.Topology.Settings))
+	if d := DiffersLine(baseName, base, newName, nw); d != "" {
+		out = append(out, d)
+	}
 	if base.Tool.Name != "" && nw.Tool.Name != "" { // bench.txt keeps no seed
 		note("seed", strconv.FormatInt(base.Seed, 10), strconv.FormatInt(nw.Seed, 10))
 	}

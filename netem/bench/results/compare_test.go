@@ -180,7 +180,7 @@ func TestCompareNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	notes := strings.Join(c.Notes, "\n")
-	for _, want := range []string{"timing differs: heartbeat 100ms", "seed differs: 1 in a, 2 in b"} {
+	for _, want := range []string{"b differs: heartbeat 100ms -> 50ms (topology)", "seed differs: 1 in a, 2 in b"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}

@@ -49,6 +49,12 @@
 //	  settings            heartbeat_ns, failure_timeout_ns, election_timeout_ns shared by
 //	                      every node, or by most when node_settings lists the others
 //	  node_settings       node name -> timings, for nodes that differ
+//	  overrides[]         the timings `bench --set` gave every node, absent without
+//	                      any; settings and node_settings hold them already
+//	    name              heartbeat, failure_timeout, election_timeout or
+//	                      detection_stagger, as a topology file names it
+//	    value_ns          the value set
+//	    topology_ns       the value most of the topology's nodes had
 //	seed                  --seed; run i (from 0) used seed+i
 //	settings              how the bench was asked to run
 //	  runs                --runs, per scenario

@@ -92,6 +92,40 @@ type TopologyInfo struct {
 	// when NodeSettings lists exceptions.
 	Settings     Timing            `json:"settings"`
 	NodeSettings map[string]Timing `json:"node_settings,omitempty"`
+	// Overrides are the timings bench --set gave every node over the
+	// topology's own, in Settings already.
+	Overrides []SettingOverride `json:"overrides,omitempty"`
+}
+
+// SettingOverride is a timing bench --set gave every node: Name as a
+// topology file names it (failure_timeout...), the value set and the one
+// most of the topology's nodes had.
+type SettingOverride struct {
+	Name       string `json:"name"`
+	ValueNS    int64  `json:"value_ns"`
+	TopologyNS int64  `json:"topology_ns"`
+}
+
+// OverridesOf are sets as results.json records them.
+func OverridesOf(sets []topologies.SettingOverride) []SettingOverride {
+	var out []SettingOverride
+	for _, s := range sets {
+		out = append(out, SettingOverride{Name: s.Name, ValueNS: int64(s.Value), TopologyNS: int64(s.Was)})
+	}
+	return out
+}
+
+// OverridesText is the overrides in a few words, "failure_timeout 600ms
+// (topology: 500ms) by --set", "" without any.
+func OverridesText(overrides []SettingOverride) string {
+	if len(overrides) == 0 {
+		return ""
+	}
+	parts := make([]string, len(overrides))
+	for i, o := range overrides {
+		parts[i] = fmt.Sprintf("%s %v (topology: %v)", o.Name, time.Duration(o.ValueNS), time.Duration(o.TopologyNS))
+	}
+	return strings.Join(parts, ", ") + " by --set"
 }
 
 // Timing is a node's election timing.

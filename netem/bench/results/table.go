@@ -59,6 +59,9 @@ func WriteSummary(w io.Writer, r *Results, opts ...SummaryOptions) error {
 		return err
 	}
 	lines := percentileLines(r.Scenarios)
+	if o := OverridesText(r.Topology.Overrides); o != "" {
+		lines = append([]string{"timings: " + o}, lines...)
+	}
 	for i := range r.Scenarios {
 		sc := &r.Scenarios[i]
 		s := summaryOf(sc)
