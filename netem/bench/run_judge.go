@@ -62,7 +62,11 @@ func (ru *runner) judge(m *measurement) (results.Run, *runDetail) {
 	d := &runDetail{}
 	if m.el != nil {
 		d.seq = sequenceOf(m.rep, m.el, ru.names, ru.faults.faults, m.fault.Time)
-		markLeaders(d.seq, r, m.el, m.fault.Time, in.Tenures)
+		if markLeaders(d.seq, r, m.el, m.fault.Time, in.Tenures) {
+			// The diagram now runs past the election: so do its faults
+			// (the heal of the partition it was held by).
+			d.seq.Faults = faultMarks(ru.faults.faults, ru.names, m.fault.Time.Add(-time.Second), sequenceEnd(d.seq, m.el.End))
+		}
 	}
 	ru.addAvailability(&r, d.seq, m.fault)
 	return r, d
@@ -391,8 +395,9 @@ func highestOf(nodes, names []string) string {
 }
 
 // sequenceOf draws election el of rep, with the faults from a second
-// before origin to the election's end and those before whose span reaches
-// into that time.
+// before origin to the diagram's end (the election's, or a retransmission
+// that delivered one of its messages later) and those before whose span
+// reaches into that time.
 func sequenceOf(rep *capture.Report, el *capture.Election, names []string, faults []fault.Fault, origin time.Time) *report.Sequence {
 	tl, err := rep.ElectionTimeline(el.N)
 	if err != nil {
@@ -406,8 +411,27 @@ func sequenceOf(rep *capture.Report, el *capture.Election, names []string, fault
 	for _, en := range tl.Entries {
 		seq.Messages = append(seq.Messages, sequenceMessages(en.MessageRef, acksSeen)...)
 	}
-	seq.Faults = faultMarks(faults, names, origin.Add(-time.Second), el.End)
+	seq.Faults = faultMarks(faults, names, origin.Add(-time.Second), sequenceEnd(seq, el.End))
 	return seq
+}
+
+// sequenceEnd is the last instant seq draws, end at least: its messages'
+// receipts and its leader marks.
+func sequenceEnd(seq *report.Sequence, end time.Time) time.Time {
+	for _, m := range seq.Messages {
+		if m.RecvTime.After(end) {
+			end = m.RecvTime
+		}
+	}
+	if seq.Settled != nil && seq.Settled.Time.After(end) {
+		end = seq.Settled.Time
+	}
+	for _, c := range seq.LeaderChanges {
+		if c.Time.After(end) {
+			end = c.Time
+		}
+	}
+	return end
 }
 
 // markLeaders marks on seq where the run's leader settled, at the end of
@@ -415,10 +439,11 @@ func sequenceOf(rep *capture.Report, el *capture.Election, names []string, fault
 // measured it, else from the measured fault at origin), and each tenure
 // the capture shows beginning after that with another leader or epoch:
 // a leader change after settling. tenures are relative to origin; a
-// tenure a fault split into pieces is marked once, at its first.
-func markLeaders(seq *report.Sequence, r results.Run, el *capture.Election, origin time.Time, tenures []Tenure) {
+// tenure a fault split into pieces is marked once, at its first. It
+// reports whether it marked anything.
+func markLeaders(seq *report.Sequence, r results.Run, el *capture.Election, origin time.Time, tenures []Tenure) bool {
 	if seq == nil || r.TimeToLeaderFrom == "" || r.Leader == "" {
-		return
+		return false
 	}
 	from := origin
 	if r.TimeToLeaderFrom == results.TimeFromCapture && el != nil {
@@ -436,6 +461,7 @@ func markLeaders(seq *report.Sequence, r results.Run, el *capture.Election, orig
 		seen[k] = true
 		seq.LeaderChanges = append(seq.LeaderChanges, report.LeaderMark{Time: start, Leader: t.Node, Epoch: t.Epoch})
 	}
+	return true
 }
 
 // sequenceMessage draws ref from its send to its receipt. The capture

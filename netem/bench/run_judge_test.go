@@ -219,6 +219,9 @@ func TestMarkLeaders(t *testing.T) {
 	if !reflect.DeepEqual(seq.LeaderChanges, want) {
 		t.Errorf("changes %+v, want %+v", seq.LeaderChanges, want)
 	}
+	if end := sequenceEnd(seq, origin.Add(700*time.Millisecond)); !end.Equal(want[0].Time) {
+		t.Errorf("diagram ends %v, want at the last change %v: its faults must reach that far", end, want[0].Time)
+	}
 	seq = &report.Sequence{}
 	markLeaders(seq, results.Run{}, el, origin, tenures)
 	if seq.Settled != nil || seq.LeaderChanges != nil {
