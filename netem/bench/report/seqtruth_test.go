@@ -58,6 +58,10 @@ func TestSequenceLostCopyAndRetransmission(t *testing.T) {
 	if strings.Contains(svg, html.EscapeString("n3 → n5, epoch 2, sent +730.7 ms, received")) {
 		t.Error("the dropped copy is drawn as received")
 	}
+	if note := SequenceNote(seq); !strings.Contains(note, "Copies lost on the wire (1: ") || !strings.Contains(note, "1 TCP retransmissions that delivered them") ||
+		strings.Contains(note, "Messages never acknowledged") {
+		t.Errorf("note %q: want the lost copy and its retransmission explained, not counted as never acknowledged", note)
+	}
 	d := newSeqDiagram(seq)
 	var lost, resent seqArrow
 	for i, m := range d.msgs {
