@@ -243,7 +243,7 @@ func arrowsText(msgs []SequenceMessage) []string {
 		s = append(s, fmt.Sprintf("Messages never acknowledged (%d) end in a cross short of the receiver, where the capture last saw them: dropped by a cut or a loss, or the capture ended first.", dropped))
 	}
 	if lost > 0 {
-		s = append(s, fmt.Sprintf("Copies lost on the wire (%d: sent again before any acknowledgement, or while a fault cut the link) end in a cross where they were lost; %d TCP retransmissions that delivered them have arrows of their own, from a ring at their resend to their receipt.", lost, resent))
+		s = append(s, fmt.Sprintf("Copies lost on the wire (%d: sent again before any acknowledgement, or while a fault cut the link) end in a cross where they were lost; each TCP retransmission that delivered one (%d) has an arrow of its own, from a ring at its resend to its receipt.", lost, resent))
 	}
 	return s
 }

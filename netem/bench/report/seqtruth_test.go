@@ -58,7 +58,7 @@ func TestSequenceLostCopyAndRetransmission(t *testing.T) {
 	if strings.Contains(svg, html.EscapeString("n3 → n5, epoch 2, sent +730.7 ms, received")) {
 		t.Error("the dropped copy is drawn as received")
 	}
-	if note := SequenceNote(seq); !strings.Contains(note, "Copies lost on the wire (1: ") || !strings.Contains(note, "1 TCP retransmissions that delivered them") ||
+	if note := SequenceNote(seq); !strings.Contains(note, "Copies lost on the wire (1: ") || !strings.Contains(note, "each TCP retransmission that delivered one (1) has an arrow of its own") ||
 		strings.Contains(note, "Messages never acknowledged") {
 		t.Errorf("note %q: want the lost copy and its retransmission explained, not counted as never acknowledged", note)
 	}
