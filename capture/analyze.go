@@ -193,9 +193,9 @@ type Report struct {
 	// segments sent while no delay was in force; nil without send times.
 	PathDelay *PathDelay `json:"path_delay,omitempty"`
 
-	msgs   []msg
-	frames []frameObs
-	names  []string
+	msgs  []msg
+	wire  *wireObserver
+	names []string
 }
 
 // Truncation says where a truncated capture ends (TruncatedError).
@@ -252,12 +252,51 @@ type MessageRef struct {
 	// Acked is when the receiver's acknowledgement of the frame's last
 	// byte entered the switch; nil if none was seen (dropped by a cut or
 	// a loss, or the capture ended first). Then Time is no receipt.
-	Acked  *time.Time `json:"acked,omitempty"`
-	From   string     `json:"from"`
-	To     string     `json:"to"`
-	Type   string     `json:"type"`
-	Epoch  uint64     `json:"epoch"`
-	Reason string     `json:"reason,omitempty"`
+	Acked *time.Time `json:"acked,omitempty"`
+	// Transmissions are the copies of the frame on the wire: the segment
+	// that carried its last byte first, then each later one its sender
+	// sent its bytes in again before the receiver acknowledged them (a TCP
+	// retransmission), each with whether it was delivered or lost;
+	// omitted when the capture does not tie the frame to its segment.
+	// Time above is the first's; when it was lost, the frame reached its
+	// receiver with the first delivered copy, not at Time.
+	Transmissions []Transmission `json:"transmissions,omitempty"`
+	From          string         `json:"from"`
+	To            string         `json:"to"`
+	Type          string         `json:"type"`
+	Epoch         uint64         `json:"epoch"`
+	Reason        string         `json:"reason,omitempty"`
+}
+
+// Outcomes of a Transmission.
+const (
+	OutcomeDelivered = "delivered"
+	OutcomeLost      = "lost"
+	OutcomeUndecided = "undecided"
+)
+
+// Transmission is one copy of a frame's segment on the wire. Its Outcome
+// is OutcomeLost when its sender sent the same bytes again before any ACK
+// covering them came back, or when it was on the switch while a
+// drop-mode fault record (partition, isolate, cut) severed its direction
+// and no ACK covered it before its next copy; OutcomeDelivered when such
+// an ACK came first; OutcomeUndecided when the capture ended first. A copy
+// the receiver got but whose ACK was lost on the way back is sent again
+// too and counts as lost: the capture cannot tell the two apart.
+type Transmission struct {
+	// Time is when the copy entered the switch from the sender's port;
+	// a delivered copy reached its receiver microseconds later.
+	Time time.Time `json:"time"`
+	// Sent is when the sender's kernel sent the copy, from its TCP
+	// timestamp; nil without the testbed's ClockInfo. SentErrNS bounds
+	// its error.
+	Sent      *time.Time `json:"sent,omitempty"`
+	SentErrNS int64      `json:"sent_err_ns,omitempty"`
+	Outcome   string     `json:"outcome"`
+	// Cut says a drop-mode fault record severed the copy's direction
+	// while it was on the switch (from the record's InForce to the next
+	// reachability change).
+	Cut bool `json:"cut,omitempty"`
 }
 
 // Trigger is what started an election.
@@ -1037,19 +1076,20 @@ func (a *analyzer) name(i int32) string {
 }
 
 func (a *analyzer) ref(m *msg) MessageRef {
-	return messageRef(m, a.wire.frames, a.name)
+	return messageRef(m, &a.wire, a.name)
 }
 
-// messageRef describes m, with its send and acknowledgement times from
-// frames when known.
-func messageRef(m *msg, frames []frameObs, name func(int32) string) MessageRef {
+// messageRef describes m, with its send and acknowledgement times and
+// its transmissions from w when known.
+func messageRef(m *msg, w *wireObserver, name func(int32) string) MessageRef {
 	r := MessageRef{Packet: m.pkt, Time: time.Unix(0, m.t).UTC(), From: name(m.from), To: name(m.to),
 		Type: m.typ.String(), Epoch: m.epoch}
 	if m.typ.HasReason() {
 		r.Reason = (&wire.Message{Flags: m.flags}).Reason().String()
 	}
-	if m.frame >= 0 && int(m.frame) < len(frames) {
-		fo := &frames[m.frame]
+	if w != nil && m.frame >= 0 && int(m.frame) < len(w.frames) {
+		fo := &w.frames[m.frame]
+		r.Transmissions = w.copiesOf(m.frame, fo)
 		if fo.sent != 0 {
 			sent := time.Unix(0, fo.sent).UTC()
 			r.Sent, r.SentErrNS = &sent, fo.sentErr
@@ -1070,6 +1110,7 @@ func (a *analyzer) finish() {
 	a.span()
 	a.sortByTime()
 	allCuts := a.buildCuts()
+	a.wire.markCutCopies(allCuts)
 	a.totals()
 	a.algorithm()
 	els := a.elections(quiet, window, allCuts)
@@ -1341,7 +1382,7 @@ func (a *analyzer) anomalies() {
 // the messages and the nodes' names.
 func (a *analyzer) keepTimelines() {
 	a.rep.msgs = a.msgs
-	a.rep.frames = a.wire.frames
+	a.rep.wire = &wireObserver{frames: a.wire.frames, sends: a.wire.sends, resent: a.wire.resent}
 	a.rep.names = make([]string, len(a.nodes))
 	for i := range a.nodes {
 		a.rep.names[i] = a.nodes[i].Name
@@ -1545,7 +1586,7 @@ func (r *Report) ElectionTimeline(n int) (*Timeline, error) {
 	}
 	for i := e.first; i <= e.last; i++ {
 		m := &r.msgs[i]
-		ref := messageRef(m, r.frames, name)
+		ref := messageRef(m, r.wire, name)
 		tl.Entries = append(tl.Entries, TimelineEntry{OffsetNS: m.t - t0, MessageRef: ref})
 	}
 	return tl, nil

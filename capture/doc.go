@@ -315,6 +315,12 @@
 // bytes, so Acked bounds the receipt from above; a delayed ACK makes it
 // loose, never wrong).
 //
+// A frame dropped and then retransmitted was captured twice or more:
+// [MessageRef.Transmissions] keeps every copy with its own capture and
+// send time and whether it was delivered or lost ([Transmission] gives
+// the rule), so that a frame is drawn as received when a copy was, not
+// when its first, dropped copy was on the switch.
+//
 // The send time comes from the frame's own segment: the testbed turns off
 // TCP's per-connection timestamp offset in every node (net.ipv4.tcp_timestamps
 // = 2), so the timestamp option's TSval counts CLOCK_MONOTONIC ticks

@@ -1,6 +1,11 @@
 package capture
 
-import "net/netip"
+import (
+	"net/netip"
+	"time"
+
+	"github.com/bullylab/bullylab/topologies/fault"
+)
 
 // wireObserver keeps what the TCP segments under the frames say: when each
 // frame's sender sent it (its TCP timestamp), when its receiver
@@ -13,6 +18,9 @@ type wireObserver struct {
 	xmits   map[dirKey]*ackQueue // data transmissions awaiting theirs
 	delays  map[[2]int32][]delaySample
 	sends   map[[2]int32][]xmitOutcome
+	// resent holds, for each frame a later segment carried again, those
+	// segments' indexes in sends (see frameObs.xmit).
+	resent map[int32][]int32
 	// dirs counts the connections' directions that carried frames
 	// (frameObs.dir); fins holds the FINs each of them carried.
 	dirs int32
@@ -49,6 +57,10 @@ type frameObs struct {
 	to      int32
 	dir     int32  // its direction: wireObserver.dirs index
 	end     uint32 // the sequence number just past its last byte
+	// xmit is 1 + the index in sends[{from, to}] of the segment that
+	// carried its last byte when the frame was decoded, its first copy on
+	// the wire; 0 when unknown.
+	xmit int32
 }
 
 // dirKey is one direction of a connection.
@@ -82,10 +94,13 @@ type delaySample struct{ t, sent int64 }
 
 // xmitOutcome is one data transmission of a direction: delivered (its
 // receiver acknowledged it before it was sent again) or lost (sent again
-// first); undecided ones are neither.
+// first); undecided ones are neither. cut says a drop-mode fault record
+// severed its direction when it was on the switch (markCutCopies).
 type xmitOutcome struct {
 	t               int64
+	sent, sentErr   int64 // its sender's kernel sent it (TSval); 0: unknown
 	delivered, lost bool
+	cut             bool
 }
 
 func seqLE(a, b uint32) bool { return int32(b-a) >= 0 }
@@ -121,10 +136,29 @@ func (w *wireObserver) frame(f *Frame, t int64, from, to int32) int32 {
 		w.pending[k] = q
 	}
 	fo.dir = q.dir
+	fo.xmit = w.carrier(k, f.EndSeq-1)
 	i := int32(len(w.frames))
 	w.frames = append(w.frames, fo)
-	q.push(ackItem{end: f.EndSeq, frame: i, t: t})
+	q.push(ackItem{start: f.EndSeq - uint32(f.Len), end: f.EndSeq, frame: i, t: t})
 	return i
+}
+
+// carrier is 1 + the sends index of the unacknowledged transmission of
+// direction k that holds sequence number seq, the latest such; 0 when
+// none does. The segment being dissected was noted first (Segment), so
+// it is the last one of its direction and the search is short.
+func (w *wireObserver) carrier(k dirKey, seq uint32) int32 {
+	q := w.xmits[k]
+	if q == nil {
+		return 0
+	}
+	for i := len(q.items) - 1; i >= q.head && i >= len(q.items)-8; i-- {
+		it := q.items[i]
+		if seqLE(it.start, seq) && int32(seq-it.end) < 0 {
+			return it.frame + 1
+		}
+	}
+	return 0
 }
 
 // Segment implements SegmentHandler.
@@ -164,7 +198,7 @@ func (a *analyzer) Segment(s *Segment) {
 		w.acknowledge(dirKey{s.Dst, s.Src}, s.Ack, t, sent)
 	}
 	if s.Len > 0 || s.SYN || s.FIN {
-		w.transmission(fwd, s, t, from, to)
+		w.transmission(fwd, s, t, sent, sentErr, from, to)
 	}
 }
 
@@ -199,9 +233,15 @@ func (w *wireObserver) acknowledge(k dirKey, ack uint32, t, ackSent int64) {
 	}
 }
 
-// transmission notes a data transmission; an earlier one it overlaps that
-// is still unacknowledged was lost: its sender sent those bytes again.
-func (w *wireObserver) transmission(k dirKey, s *Segment, t int64, from, to int32) {
+// transmission notes a data transmission, sent by its sender's kernel at
+// sent; an earlier one it overlaps that is still unacknowledged was lost:
+// its sender sent those bytes again. That is the sender's view, and the
+// capture's rule: a transmission the receiver did get, but whose ACK was
+// lost on its way back (a one-way cut towards the sender), is sent again
+// as well and counts as lost here; only the receiver's later ACKs, not
+// the capture, could tell the two apart. Frames still awaiting their ACK
+// that the transmission carries again are noted in resent.
+func (w *wireObserver) transmission(k dirKey, s *Segment, t, sent, sentErr int64, from, to int32) {
 	if w.xmits == nil {
 		w.xmits = map[dirKey]*ackQueue{}
 		w.sends = map[[2]int32][]xmitOutcome{}
@@ -226,8 +266,82 @@ func (w *wireObserver) transmission(k dirKey, s *Segment, t int64, from, to int3
 	}
 	q.items = kept
 	pair := [2]int32{from, to}
-	w.sends[pair] = append(w.sends[pair], xmitOutcome{t: t})
-	q.push(ackItem{start: start, end: end, frame: int32(len(w.sends[pair]) - 1), pair: pair, t: t})
+	w.sends[pair] = append(w.sends[pair], xmitOutcome{t: t, sent: sent, sentErr: sentErr})
+	idx := int32(len(w.sends[pair]) - 1)
+	q.push(ackItem{start: start, end: end, frame: idx, pair: pair, t: t})
+	if p := w.pending[k]; p != nil && s.Len > 0 {
+		// Frames are queued in sequence order: those this copy carries
+		// are at the end, after any it does not reach.
+		for i := len(p.items) - 1; i >= p.head && int32(p.items[i].end-start) > 0; i-- {
+			if it := p.items[i]; int32(end-it.start) > 0 && w.frames[it.frame].xmit != 0 && w.frames[it.frame].xmit != idx+1 {
+				if w.resent == nil {
+					w.resent = map[int32][]int32{}
+				}
+				w.resent[it.frame] = append(w.resent[it.frame], idx)
+			}
+		}
+	}
+}
+
+// markCutCopies marks the data transmissions that were on the switch
+// while a drop-mode fault record (partition, isolate or cut) severed
+// their direction: from the record's InForce, when the lab had put it in
+// place, until the next record changed reachability (as the cut check
+// windows them). Between a record's time and its InForce the change was
+// being made and the record decides nothing.
+func (w *wireObserver) markCutCopies(allCuts []*cuts) {
+	if len(allCuts) == 0 {
+		return
+	}
+	for pair, outs := range w.sends {
+		for i := range outs {
+			o := &outs[i]
+			c := cutsAt(allCuts, o.t)
+			o.cut = c != nil && o.t >= c.inForce && c.mode(pair[0], pair[1]) == fault.ModeDrop
+		}
+	}
+}
+
+// copiesOf returns the transmissions that carried frame fo (index fi):
+// its first copy, then every later segment that carried any of its bytes
+// again before its receiver acknowledged it; nil when unknown.
+func (w *wireObserver) copiesOf(fi int32, fo *frameObs) []Transmission {
+	if fo.xmit == 0 {
+		return nil
+	}
+	outs := w.sends[[2]int32{fo.from, fo.to}]
+	idxs := append([]int32{fo.xmit - 1}, w.resent[fi]...)
+	copies := make([]Transmission, 0, len(idxs))
+	for _, i := range idxs {
+		if int(i) >= len(outs) {
+			continue
+		}
+		copies = append(copies, outs[i].transmission())
+	}
+	return copies
+}
+
+// transmission describes o. A copy is lost when its sender sent the same
+// bytes again before any ACK covering them came back (see transmission
+// for the ambiguity of a lost ACK), or when it was on the switch while a
+// drop-mode record severed its direction (markCutCopies) and no ACK
+// covered it before its next copy: an ACK is the receiver's word and
+// outweighs the record (the cut check then counts the frame as crossed).
+// It is delivered when such an ACK came, undecided otherwise (the
+// capture ended first).
+func (o *xmitOutcome) transmission() Transmission {
+	tr := Transmission{Time: time.Unix(0, o.t).UTC(), Cut: o.cut, Outcome: OutcomeUndecided}
+	if o.sent != 0 {
+		sent := time.Unix(0, o.sent).UTC()
+		tr.Sent, tr.SentErrNS = &sent, o.sentErr
+	}
+	switch {
+	case o.delivered:
+		tr.Outcome = OutcomeDelivered
+	case o.lost || o.cut:
+		tr.Outcome = OutcomeLost
+	}
+	return tr
 }
 
 func (w *wireObserver) outcome(it ackItem) *xmitOutcome {

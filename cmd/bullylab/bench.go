@@ -70,6 +70,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "algorithm", Usage: "election `algorithms` to run, comma-separated (" + strings.Join(node.Algorithms(), ", ") + "): each run of a scenario runs on each in turn, with the same seed and faults, and the summary sets them side by side", DefaultText: "the topology's algorithm:, else bully"},
 			&cli.StringSliceFlag{Name: "set", Usage: "set an election timing of every node over the topology's: `NAME=DURATION` with NAME one of " + strings.Join(topologies.SettingNames(), ", ") + " as in a topology file; repeatable"},
 			&cli.StringFlag{Name: "diagram-runs", Value: report.DefaultDiagramRuns, Usage: "the runs of each scenario whose election report.html draws: run numbers and median, slowest or all, comma-separated"},
+			&cli.StringFlag{Name: "diagram-scale", Value: string(report.ScaleAuto), Usage: "the diagrams' time scale: true (linear), compressed (long gaps drawn shorter on a log scale) or auto (true when the diagram stays legible)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -88,6 +89,10 @@ func benchCommand() *cli.Command {
 			}
 			if err != nil {
 				return &exitError{fmt.Sprintf("bench: --diagram-runs: %v", err), 2}
+			}
+			diagramScale, err := report.ParseDiagramScale(c.String("diagram-scale"))
+			if err != nil {
+				return &exitError{fmt.Sprintf("bench: --diagram-scale: %v", err), 2}
 			}
 			topo, data, err := topologies.LoadSource(c.String("topology"))
 			if err != nil {
@@ -180,7 +185,7 @@ func benchCommand() *cli.Command {
 			measured, err := bench.RunBench(ctx, bench.RunOptions{
 				Topology: topo, SettingOverrides: sets, Scenarios: scs, Algorithms: algorithms, ScenarioArg: c.String("scenario"), Params: given,
 				Runs: runs, Seed: c.Int64("seed"), OutDir: out, Binary: bin, Version: version,
-				Backend: c.String("backend"), DiagramRuns: diagramRuns,
+				Backend: c.String("backend"), DiagramRuns: diagramRuns, DiagramScale: diagramScale,
 				Progress: bench.NewProgress(c.App.ErrWriter, runs*len(scs)*len(algorithms)),
 				Abort:    intr.abort, Hosts: hosts,
 			})

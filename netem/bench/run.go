@@ -62,6 +62,8 @@ type RunOptions struct {
 	// DiagramRuns are the runs of each scenario whose election
 	// report.html draws; the zero value is DefaultDiagramRuns.
 	DiagramRuns report.DiagramRuns
+	// DiagramScale is the diagrams' time scale; "" is report.ScaleAuto.
+	DiagramScale report.DiagramScale
 	// Hosts reach the hosts of a topology that spans them (its hosts:
 	// section); each run builds its testbed across them.
 	Hosts *HostsOptions
@@ -306,6 +308,9 @@ func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, ba
 		var seqs []report.Sequence
 		for k := range srs {
 			seqs = append(seqs, opts.DiagramRuns.Sequences(&srs[k], elections[k])...)
+		}
+		for i := range seqs {
+			seqs[i].Scale = opts.DiagramScale
 		}
 		return seqs
 	}

@@ -62,6 +62,11 @@ func (ru *runner) judge(m *measurement) (results.Run, *runDetail) {
 	d := &runDetail{}
 	if m.el != nil {
 		d.seq = sequenceOf(m.rep, m.el, ru.names, ru.faults.faults, m.fault.Time)
+		if markLeaders(d.seq, r, m.el, m.fault.Time, in.Tenures) {
+			// The diagram now runs past the election: so do its faults
+			// (the heal of the partition it was held by).
+			d.seq.Faults = faultMarks(ru.faults.faults, ru.names, m.fault.Time.Add(-time.Second), sequenceEnd(d.seq, m.el.End))
+		}
 	}
 	ru.addAvailability(&r, d.seq, m.fault)
 	return r, d
@@ -390,8 +395,9 @@ func highestOf(nodes, names []string) string {
 }
 
 // sequenceOf draws election el of rep, with the faults from a second
-// before origin to the election's end and those before whose span reaches
-// into that time.
+// before origin to the diagram's end (the election's, or a retransmission
+// that delivered one of its messages later) and those before whose span
+// reaches into that time.
 func sequenceOf(rep *capture.Report, el *capture.Election, names []string, faults []fault.Fault, origin time.Time) *report.Sequence {
 	tl, err := rep.ElectionTimeline(el.N)
 	if err != nil {
@@ -403,10 +409,59 @@ func sequenceOf(rep *capture.Report, el *capture.Election, names []string, fault
 		acksSeen = acksSeen || en.Acked != nil
 	}
 	for _, en := range tl.Entries {
-		seq.Messages = append(seq.Messages, sequenceMessage(en.MessageRef, acksSeen))
+		seq.Messages = append(seq.Messages, sequenceMessages(en.MessageRef, acksSeen)...)
 	}
-	seq.Faults = faultMarks(faults, names, origin.Add(-time.Second), el.End)
+	seq.Faults = faultMarks(faults, names, origin.Add(-time.Second), sequenceEnd(seq, el.End))
 	return seq
+}
+
+// sequenceEnd is the last instant seq draws, end at least: its messages'
+// receipts and its leader marks.
+func sequenceEnd(seq *report.Sequence, end time.Time) time.Time {
+	for _, m := range seq.Messages {
+		if m.RecvTime.After(end) {
+			end = m.RecvTime
+		}
+	}
+	if seq.Settled != nil && seq.Settled.Time.After(end) {
+		end = seq.Settled.Time
+	}
+	for _, c := range seq.LeaderChanges {
+		if c.Time.After(end) {
+			end = c.Time
+		}
+	}
+	return end
+}
+
+// markLeaders marks on seq where the run's leader settled, at the end of
+// its time to leader (from the election's trigger when the capture
+// measured it, else from the measured fault at origin), and each tenure
+// the capture shows beginning after that with another leader or epoch:
+// a leader change after settling. tenures are relative to origin; a
+// tenure a fault split into pieces is marked once, at its first. It
+// reports whether it marked anything.
+func markLeaders(seq *report.Sequence, r results.Run, el *capture.Election, origin time.Time, tenures []Tenure) bool {
+	if seq == nil || r.TimeToLeaderFrom == "" || r.Leader == "" {
+		return false
+	}
+	from := origin
+	if r.TimeToLeaderFrom == results.TimeFromCapture && el != nil {
+		from = el.Trigger.Time
+	}
+	at := from.Add(time.Duration(r.TimeToLeaderNS))
+	seq.Settled = &report.LeaderMark{Time: at, Leader: r.Leader, Epoch: r.Epoch}
+	seen := map[Tenure]bool{}
+	for _, t := range tenures {
+		start := origin.Add(t.Start)
+		k := Tenure{Node: t.Node, Epoch: t.Epoch}
+		if !start.After(at) || t.Node == r.Leader && t.Epoch == r.Epoch || seen[k] {
+			continue
+		}
+		seen[k] = true
+		seq.LeaderChanges = append(seq.LeaderChanges, report.LeaderMark{Time: start, Leader: t.Node, Epoch: t.Epoch})
+	}
+	return true
 }
 
 // sequenceMessage draws ref from its send to its receipt. The capture
@@ -432,6 +487,43 @@ func sequenceMessage(ref capture.MessageRef, acksSeen bool) report.SequenceMessa
 		m.Dropped = true
 	}
 	return m
+}
+
+// sequenceMessages draws ref as sequenceMessage does, unless its first
+// copy on the wire was lost: then each copy is drawn, from its own send,
+// a lost one to a drop mark where it was lost (at the receiver's input,
+// when it was on the switch) and the retransmission that delivered it
+// to its real receipt. A copy whose fate the capture does not know is
+// drawn as received when the frame was acknowledged and as dropped when
+// not.
+func sequenceMessages(ref capture.MessageRef, acksSeen bool) []report.SequenceMessage {
+	trs := ref.Transmissions
+	if len(trs) == 0 || trs[0].Outcome != capture.OutcomeLost {
+		return []report.SequenceMessage{sequenceMessage(ref, acksSeen)}
+	}
+	var out []report.SequenceMessage
+	var firstSent time.Time
+	for i, tr := range trs {
+		m := report.SequenceMessage{Time: tr.Time, RecvTime: tr.Time, From: ref.From, To: ref.To, Type: ref.Type, Epoch: ref.Epoch, Copy: i}
+		if tr.Sent != nil {
+			m.Time = earliest(*tr.Sent, tr.Time)
+		} else {
+			m.SendUnknown = true
+		}
+		if i == 0 {
+			firstSent = m.Time
+		} else {
+			m.FirstSent = firstSent
+		}
+		switch {
+		case tr.Outcome == capture.OutcomeLost:
+			m.Dropped, m.Resent, m.CutDrop = true, i+1 < len(trs), tr.Cut
+		case tr.Outcome == capture.OutcomeUndecided && ref.Acked == nil:
+			m.Dropped = true
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 func earliest(a, b time.Time) time.Time {

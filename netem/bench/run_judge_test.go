@@ -9,6 +9,7 @@ import (
 
 	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem/bench/report"
+	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/topologies/fault"
@@ -166,5 +167,64 @@ func TestCheckInputPause(t *testing.T) {
 	}
 	if !reflect.DeepEqual(in.Disruptions, wantDisruptions) {
 		t.Errorf("disruptions %+v, want %+v", in.Disruptions, wantDisruptions)
+	}
+}
+
+// TestSequenceMessagesRetransmitted is the partition-minority
+// frame: n3's COORDINATOR to n5, sent 4 ms before the heal while the cut
+// was in force, lost, and delivered by a retransmission after the heal.
+// It is drawn as two arrows: the first copy dropped where it was lost,
+// the retransmission from its own send to its real receipt; a frame whose
+// first copy was delivered stays one arrow.
+func TestSequenceMessagesRetransmitted(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms float64) *time.Time { v := t0.Add(time.Duration(ms * 1e6)); return &v }
+	ref := capture.MessageRef{Time: *at(730.8), Sent: at(730.7), Acked: at(835.2), From: "n3", To: "n5", Type: "COORDINATOR", Epoch: 2,
+		Transmissions: []capture.Transmission{
+			{Time: *at(730.8), Sent: at(730.7), Outcome: capture.OutcomeLost, Cut: true},
+			{Time: *at(835.0), Sent: at(834.9), Outcome: capture.OutcomeDelivered},
+		}}
+	want := []report.SequenceMessage{
+		{Time: *at(730.7), RecvTime: *at(730.8), From: "n3", To: "n5", Type: "COORDINATOR", Epoch: 2, Dropped: true, Resent: true, CutDrop: true},
+		{Time: *at(834.9), RecvTime: *at(835.0), From: "n3", To: "n5", Type: "COORDINATOR", Epoch: 2, Copy: 1, FirstSent: *at(730.7)},
+	}
+	if got := sequenceMessages(ref, true); !reflect.DeepEqual(got, want) {
+		t.Errorf("drawn %+v\nwant %+v", got, want)
+	}
+	ref.Transmissions = ref.Transmissions[1:]
+	if got := sequenceMessages(ref, true); len(got) != 1 || got[0].Dropped || got[0].Copy != 0 {
+		t.Errorf("a frame delivered at its first copy drawn %+v, want one arrow", got)
+	}
+}
+
+// TestMarkLeaders: the diagram marks where the measured leader settled,
+// from the election's trigger, and the tenures that began after it with
+// another leader or epoch, each once.
+func TestMarkLeaders(t *testing.T) {
+	origin := time.Unix(1000, 0)
+	el := &capture.Election{Trigger: capture.Trigger{Time: origin.Add(time.Millisecond)}}
+	r := results.Run{Leader: "n3", Epoch: 3, TimeToLeaderNS: int64(600 * time.Millisecond), TimeToLeaderFrom: results.TimeFromCapture}
+	tenures := []Tenure{
+		{Node: "n5", Epoch: 1, Start: -time.Second, End: 0},
+		{Node: "n3", Epoch: 3, Start: 590 * time.Millisecond, End: 900 * time.Millisecond},
+		{Node: "n4", Epoch: 4, Start: 1035 * time.Millisecond, End: 1100 * time.Millisecond},
+		{Node: "n4", Epoch: 4, Start: 1200 * time.Millisecond, End: 1300 * time.Millisecond},
+	}
+	seq := &report.Sequence{}
+	markLeaders(seq, r, el, origin, tenures)
+	if seq.Settled == nil || !seq.Settled.Time.Equal(origin.Add(601*time.Millisecond)) || seq.Settled.Leader != "n3" || seq.Settled.Epoch != 3 {
+		t.Errorf("settled %+v, want n3 e3 at +601ms", seq.Settled)
+	}
+	want := []report.LeaderMark{{Time: origin.Add(1035 * time.Millisecond), Leader: "n4", Epoch: 4}}
+	if !reflect.DeepEqual(seq.LeaderChanges, want) {
+		t.Errorf("changes %+v, want %+v", seq.LeaderChanges, want)
+	}
+	if end := sequenceEnd(seq, origin.Add(700*time.Millisecond)); !end.Equal(want[0].Time) {
+		t.Errorf("diagram ends %v, want at the last change %v: its faults must reach that far", end, want[0].Time)
+	}
+	seq = &report.Sequence{}
+	markLeaders(seq, results.Run{}, el, origin, tenures)
+	if seq.Settled != nil || seq.LeaderChanges != nil {
+		t.Errorf("a run that measured no leader marked %+v", seq)
 	}
 }

@@ -25,7 +25,10 @@
 //	seqdiagram.go   SequenceSVG: an election as a space-time diagram,
 //	                its time scale and arrows; seqfaults.go its fault
 //	                marks and spans, seqlabels.go its texts placed so that
-//	                none covers another, seqlegend.go its legend
+//	                none covers another, seqlegend.go its legend,
+//	                seqscale.go its time scale (DiagramScale: true,
+//	                compressed or auto), seqleader.go where the leader
+//	                settled and later changed
 //	leaderlanes.go  LeaderLanesSVG: each node's leader over a run, drawn
 //	                under its diagram (LeaderLanes)
 //	diagramruns.go  DiagramRuns: the runs whose election is drawn, and

@@ -208,10 +208,15 @@ func arrowsText(msgs []SequenceMessage) []string {
 	if len(msgs) == 0 {
 		return []string{"No message is shown."}
 	}
-	var sendKnown, dropped, unknownSend, unknownRecv int
+	var sendKnown, dropped, lost, resent, unknownSend, unknownRecv int
 	for _, m := range msgs {
-		if m.Dropped {
+		switch {
+		case m.Dropped && (m.Resent || m.CutDrop):
+			lost++
+		case m.Dropped:
 			dropped++
+		case m.Copy > 0:
+			resent++
 		}
 		switch {
 		case m.SendUnknown:
@@ -236,6 +241,9 @@ func arrowsText(msgs []SequenceMessage) []string {
 	}
 	if dropped > 0 {
 		s = append(s, fmt.Sprintf("Messages never acknowledged (%d) end in a cross short of the receiver, where the capture last saw them: dropped by a cut or a loss, or the capture ended first.", dropped))
+	}
+	if lost > 0 {
+		s = append(s, fmt.Sprintf("Copies lost on the wire (%d: sent again before any acknowledgement, or while a fault cut the link) end in a cross where they were lost; each TCP retransmission that delivered one (%d) has an arrow of its own, from a ring at its resend to its receipt.", lost, resent))
 	}
 	return s
 }

@@ -32,6 +32,21 @@ type Sequence struct {
 	// Lanes, when not nil, are the nodes' leaders over the run, drawn
 	// under the diagram.
 	Lanes *LeaderLanes
+	// Scale is how time maps to height; "" is ScaleAuto.
+	Scale DiagramScale
+	// Settled, when not nil, is where the run's leader settled: the end
+	// of its time to leader, drawn as a line across the lifelines.
+	Settled *LeaderMark
+	// LeaderChanges are the tenures that began after Settled, each
+	// marked on its leader's lifeline.
+	LeaderChanges []LeaderMark
+}
+
+// LeaderMark is a leader taking over at an instant.
+type LeaderMark struct {
+	Time   time.Time
+	Leader string
+	Epoch  uint64
 }
 
 // SequenceMessage is one frame between two nodes.
@@ -51,6 +66,16 @@ type SequenceMessage struct {
 	From, To string
 	Type     string // wire type name: ELECTION, HALT...
 	Epoch    uint64
+	// Copy numbers the frame's copies on the wire when one was lost: 0
+	// its first transmission, k its k-th TCP retransmission, drawn as an
+	// arrow of its own. FirstSent is, for a retransmission, when the
+	// first copy was sent.
+	Copy      int
+	FirstSent time.Time
+	// Resent says a Dropped copy was lost: its sender sent the same bytes
+	// again before any ACK covering them came; CutDrop that a fault
+	// record severed its direction while it was on the switch.
+	Resent, CutDrop bool
 }
 
 // FaultMark is a fault or lifecycle change at an instant; the diagram
@@ -88,13 +113,18 @@ const (
 
 // SequenceSVG draws an election as a space-time diagram: time runs down,
 // one lifeline per node, an arrow from (send time, sender) to (receipt
-// time, receiver). Messages a sender sent to several nodes within a
-// millisecond share one label ("HALT e2 ×14"), as do those several sent to
-// one; no label covers another. Gaps longer than a few milliseconds are
-// drawn shorter, on a log scale, and marked with their length, so that a
-// 500 ms failure timeout does not push the election off the page. Faults
-// are marks of their kind, and what lasts (a partition, a pause, a crash)
-// a span until its end; a legend lists what the diagram uses.
+// time, receiver); a copy of a frame lost on the wire ends in a cross
+// and its retransmission has an arrow of its own. Messages a sender sent
+// to several nodes within a millisecond share one label ("HALT e2 ×14"),
+// as do those several sent to one; no label covers another. Time runs on
+// the scale seq.Scale picks (DiagramScale), named in the diagram's
+// header: true, or compressed, where gaps longer than a few milliseconds
+// are drawn shorter, on a log scale, and marked with their length, so
+// that a 500 ms failure timeout does not push the election off the page.
+// Faults are marks of their kind, and what lasts (a partition, a pause, a
+// crash) a span until its end; where the leader settled is a line across
+// the lifelines, and each later leader change a mark on its leader's; a
+// legend lists what the diagram uses.
 func SequenceSVG(seq Sequence) string {
 	d := newSeqDiagram(seq)
 	var body strings.Builder
@@ -103,6 +133,8 @@ func SequenceSVG(seq Sequence) string {
 	d.drawLifelines(&body)
 	d.drawArrows(&body)
 	d.drawFaultMarks(&body)
+	d.drawLeaderMarks(&body)
+	d.drawScaleNote(&body)
 	d.drawTexts(&body)
 	d.drawLegend(&body)
 	var b strings.Builder
@@ -132,9 +164,19 @@ type seqDiagram struct {
 	marks   []faultGlyph
 	texts   []seqText
 	leaders []seqLeader
-	lifeEnd float64 // where the lifelines end
-	width   float64
-	legend  seqLegend
+	// settled and changes are the leader marks (Sequence.Settled,
+	// LeaderChanges); askedScale the scale asked for, scale the one drawn
+	// with pxPerMs (true scale) from the first instant, t0.
+	settled     *LeaderMark
+	changes     []LeaderMark
+	leaderMarks []leaderGlyph
+	askedScale  DiagramScale
+	scale       DiagramScale
+	pxPerMs     float64
+	t0          int64
+	lifeEnd     float64 // where the lifelines end
+	width       float64
+	legend      seqLegend
 }
 
 // msgGroup is messages of one type and epoch within a millisecond, from
@@ -164,7 +206,7 @@ type seqLeader struct {
 }
 
 func newSeqDiagram(seq Sequence) *seqDiagram {
-	d := &seqDiagram{title: seq.Title, origin: seq.Origin}
+	d := &seqDiagram{title: seq.Title, origin: seq.Origin, settled: seq.Settled, changes: seq.LeaderChanges, askedScale: seq.Scale}
 	d.nodes, d.lane = seqLanes(seq)
 	d.laneGap = min(max(seqLanesWidth/float64(max(len(d.nodes)-1, 1)), seqMinLane), seqMaxLane)
 	d.msgs = slices.Clone(seq.Messages)
@@ -181,6 +223,7 @@ func newSeqDiagram(seq Sequence) *seqDiagram {
 	d.layoutTimes()
 	d.layoutArrows()
 	d.layoutFaultMarks()
+	d.layoutLeaderMarks()
 	d.layoutTexts()
 	d.layoutLegend()
 	return d
@@ -227,7 +270,7 @@ func groupMessages(msgs []SequenceMessage) ([]msgGroup, []int) {
 			if m.Time.Sub(f.Time) > time.Millisecond {
 				break
 			}
-			if f.Type != m.Type || f.Epoch != m.Epoch {
+			if f.Type != m.Type || f.Epoch != m.Epoch || (f.Copy > 0) != (m.Copy > 0) {
 				continue
 			}
 			fanOut := f.From == m.From && !g.fanIn
@@ -271,8 +314,24 @@ func eventTimes(msgs []SequenceMessage, faults []FaultMark) []int64 {
 // for its labels.
 func (d *seqDiagram) layoutTimes() {
 	times := eventTimes(d.msgs, d.faults)
+	if d.settled != nil {
+		times = append(times, d.settled.Time.UnixNano())
+	}
+	for _, c := range d.changes {
+		times = append(times, c.Time.UnixNano())
+	}
 	slices.Sort(times)
 	d.times = slices.Compact(times)
+	var span time.Duration
+	if len(d.times) > 0 {
+		d.t0 = d.times[0]
+		span = time.Duration(d.times[len(d.times)-1] - d.t0)
+	}
+	d.scale = d.askedScale.resolve(span, typicalDelay(d.msgs))
+	if d.scale == ScaleTrue {
+		d.layoutTrueTimes(span)
+		return
+	}
 	starts := map[int64]bool{}
 	for _, g := range d.groups {
 		starts[d.msgs[g.first].Time.UnixNano()] = true
@@ -298,9 +357,27 @@ func (d *seqDiagram) layoutTimes() {
 	d.lifeEnd = cur + 24
 }
 
+// layoutTrueTimes maps instants to heights on one linear scale: instants
+// closer than a few pixels share a row, and their labels move aside.
+func (d *seqDiagram) layoutTrueTimes(span time.Duration) {
+	d.pxPerMs = truePxPerMs(span)
+	d.y = map[int64]float64{}
+	for _, t := range d.times {
+		d.y[t] = d.trueY(t)
+	}
+	d.lifeEnd = d.trueY(d.t0+int64(span)) + 24
+}
+
+func (d *seqDiagram) trueY(t int64) float64 {
+	return seqTop + 14 + float64(t-d.t0)/1e6*d.pxPerMs
+}
+
 func (d *seqDiagram) yOf(t time.Time) float64 {
 	if v, ok := d.y[t.UnixNano()]; ok {
 		return v
+	}
+	if d.scale == ScaleTrue {
+		return d.trueY(t.UnixNano())
 	}
 	return seqTop
 }
@@ -411,22 +488,45 @@ func (d *seqDiagram) drawArrows(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1.4"%s%s><title>%s</title></line>`,
 			f1(a.x0), f1(a.y0), f1(a.x1), f1(a.y1), colorOf(m.Type), dash, end, esc(d.arrowTip(m)))
+		if m.Copy > 0 {
+			b.WriteString(retransmitRing(a.x0, a.y0, colorOf(m.Type), d.arrowTip(m)))
+		}
 		if m.Dropped {
 			fmt.Fprintf(b, `<path d="M%s %s l8 8 m0 -8 l-8 8" stroke="%s" stroke-width="2"/>`, f1(a.x1-4), f1(a.y1-4), colorOf(m.Type))
 		}
 	}
 }
 
+// retransmitRing marks where a retransmission left its sender: a ring
+// on the lifeline, so that the arrow reads as a copy sent again.
+func retransmitRing(x, y float64, color, tip string) string {
+	return fmt.Sprintf(`<circle cx="%s" cy="%s" r="4" fill="#fff" stroke="%s" stroke-width="1.6"><title>%s</title></circle>`, f1(x), f1(y), color, esc(tip))
+}
+
 // arrowTip is a message's tooltip: what it was, and when it was sent and
 // received as far as known.
 func (d *seqDiagram) arrowTip(m SequenceMessage) string {
 	s := fmt.Sprintf("%s %s → %s, epoch %d, ", m.Type, m.From, m.To, m.Epoch)
+	if m.Copy > 0 {
+		s = "retransmission of " + s
+		if !m.FirstSent.IsZero() {
+			s += "first sent " + fmtOffsetMS(m.FirstSent.Sub(d.origin)) + ", "
+		}
+	}
 	if m.SendUnknown {
 		s += "captured " + fmtOffsetMS(m.Time.Sub(d.origin)) + " (send time unknown)"
 	} else {
 		s += "sent " + fmtOffsetMS(m.Time.Sub(d.origin))
 	}
 	switch {
+	case m.Dropped && (m.Resent || m.CutDrop):
+		s += ", lost at " + fmtOffsetMS(m.RecvTime.Sub(d.origin))
+		if m.CutDrop {
+			s += " (a fault cut " + m.From + " → " + m.To + ")"
+		}
+		if m.Resent {
+			s += ": its sender sent it again"
+		}
 	case m.Dropped && !m.RecvTime.IsZero():
 		s += ", never acknowledged: dropped at " + fmtOffsetMS(m.RecvTime.Sub(d.origin))
 	case m.Dropped:

@@ -247,6 +247,7 @@ func (d *seqDiagram) layoutTexts() {
 			d.leaders = append(d.leaders, seqLeader{x0: t.x - 2, y0: t.y - 4, x1: x1, y1: y, color: color})
 		}
 	}
+	d.placeLeaderTexts(p)
 	for k := range d.groups {
 		d.placeGroupLabel(p, k)
 	}
@@ -260,7 +261,7 @@ func (d *seqDiagram) layoutTexts() {
 	for _, b := range p.taken {
 		d.width = max(d.width, b.x1+12)
 	}
-	d.width = max(d.width, x1+12)
+	d.width = max(d.width, x1+12, 2*legendLeft+textWidth(d.scaleText(), seqLegendFont))
 }
 
 // placeTicks puts the instants' times on the ruler where they fit, to a
@@ -311,6 +312,9 @@ func (d *seqDiagram) placeGroupLabel(p *textPlacer, group int) {
 	m := d.msgs[g.first]
 	a := d.arrows[g.first]
 	text := fmt.Sprintf("%s e%d", m.Type, m.Epoch)
+	if m.Copy > 0 {
+		text += " resent"
+	}
 	if g.count > 1 {
 		text += fmt.Sprintf(" ×%d", g.count)
 	}

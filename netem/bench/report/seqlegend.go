@@ -79,6 +79,7 @@ func (d *seqDiagram) legendEntries() []legendEntry {
 		}, t})
 	}
 	es = append(es, d.arrowEntries()...)
+	es = append(es, d.leaderEntries()...)
 	es = append(es, d.faultEntries()...)
 	es = append(es, d.spanEntries()...)
 	if len(d.cuts) > 0 {
@@ -98,11 +99,15 @@ func legendArrow(x, y float64, dash string) string {
 
 // arrowEntries explain the arrows' styles that are drawn.
 func (d *seqDiagram) arrowEntries() []legendEntry {
-	var delivered, dashed, dropped bool
+	var delivered, dashed, dropped, lost, resent bool
 	for i, m := range d.msgs {
 		switch {
+		case m.Dropped && (m.Resent || m.CutDrop):
+			lost = true
 		case m.Dropped:
 			dropped = true
+		case m.Copy > 0:
+			resent = true
 		case d.arrows[i].dashed:
 			dashed = true
 		default:
@@ -126,6 +131,18 @@ func (d *seqDiagram) arrowEntries() []legendEntry {
 			return fmt.Sprintf(`<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="1.4"/>%s`, f1(x), f1(x+legendSwatch-8), f1(y-4), f1(y+2), legendArrowColor,
 				fmt.Sprintf(`<path d="M%s %s l8 8 m0 -8 l-8 8" stroke="%s" stroke-width="2"/>`, f1(x+legendSwatch-8), f1(y-2), legendArrowColor))
 		}, "never acknowledged: dropped, or the capture ended"})
+	}
+	cross := func(x, y float64) string {
+		return fmt.Sprintf(`<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="1.4"/>%s`, f1(x), f1(x+legendSwatch-8), f1(y-4), f1(y+2), legendArrowColor,
+			fmt.Sprintf(`<path d="M%s %s l8 8 m0 -8 l-8 8" stroke="%s" stroke-width="2"/>`, f1(x+legendSwatch-8), f1(y-2), legendArrowColor))
+	}
+	if lost {
+		es = append(es, legendEntry{cross, "lost on the wire (sent again before any ACK, or while a fault cut the link): crossed where it was lost"})
+	}
+	if resent {
+		es = append(es, legendEntry{func(x, y float64) string {
+			return legendArrow(x, y, "") + retransmitRing(x, y-5, legendArrowColor, "retransmission")
+		}, "TCP retransmission of a lost copy: from its resend to its receipt"})
 	}
 	return es
 }
