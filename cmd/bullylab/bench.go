@@ -68,7 +68,7 @@ func benchCommand() *cli.Command {
 			&cli.DurationFlag{Name: "hold", Usage: "chained, quorum-loss, bridge: how long the cut is held before the heal", DefaultText: scenario.DefaultHold.String()},
 			backendFlag,
 			&cli.StringFlag{Name: "algorithm", Usage: "election `algorithms` to run, comma-separated (" + strings.Join(node.Algorithms(), ", ") + "): each run of a scenario runs on each in turn, with the same seed and faults, and the summary sets them side by side", DefaultText: "the topology's algorithm:, else bully"},
-			&cli.StringFlag{Name: "diagram-runs", Value: report.DefaultDiagramRuns, Usage: "the runs of each scenario whose election report.html draws: run numbers and median, slowest or all, comma-separated"},
+			&cli.StringFlag{Name: "diagram-runs", Value: report.DefaultDiagramRuns, Usage: "the runs of each scenario whose election report.html draws: run numbers and fastest, median, slowest or all, comma-separated"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bullylab/bullylab/netem/bench/report"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/topologies/fault"
@@ -113,6 +114,8 @@ func completionFlagOf(f cli.Flag) completionFlag {
 		cf.values = []string{"netem", "nfqueue"}
 	case "log":
 		cf.values = []string{"json", "text"}
+	case "diagram-runs":
+		cf.values = report.DiagramRunWords
 	case "mode":
 		for _, m := range fault.CutModes {
 			cf.values = append(cf.values, string(m))
