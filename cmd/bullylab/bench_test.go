@@ -87,7 +87,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"--runs", "5", "--diagram-runs", "median,7"}, `bench: --diagram-runs: run 7, but each scenario runs 5 times`},
 		{[]string{"--scenario", "chained", "--hold", "-1s"}, "bench: --hold -1s: want a positive duration"},
 		{[]string{"--scenario", "chained", "--hold", "0s"}, "bench: --hold 0s: want a positive duration"},
-		{[]string{"--scenario", "chained", "--hold", "long"}, `bench: --hold "long": not a valid value`},
+		{[]string{"--scenario", "chained", "--hold", "long"}, `bench: --hold: "long" is not a duration (like 250ms or 1s)`},
 		{[]string{"--topology", "star3", "--scenario", "bridge"}, "bench: --scenario: scenario bridge: bridge needs at least 4 nodes, the topology has 3"},
 	} {
 		code, out := runCmd(t, benchCommand(), tc.args...)

@@ -96,7 +96,7 @@ func runNode(c *cli.Context) error {
 	} {
 		v, err := time.ParseDuration(c.String(d.flag))
 		if err != nil {
-			return usagef("--%s %q: not a duration (like 250ms or 1s)", d.flag, c.String(d.flag))
+			return usagef("--%s: %s is not a duration (like 250ms or 1s)", d.flag, bounded.Quote(c.String(d.flag)))
 		}
 		*d.dst = v
 	}
@@ -131,11 +131,15 @@ func runNode(c *cli.Context) error {
 			return usagef("--listen-fd %d: %v", c.Int("listen-fd"), err)
 		}
 		o.Listener = ln
-	} else if o.Listen == "" {
-		return usagef("--listen is required (host:port to accept peers on)")
+	}
+	// All at once, not one per try: they are checked after the values
+	// given, and with the cluster key's below.
+	var missing []string
+	if o.Listen == "" && o.Listener == nil {
+		missing = append(missing, "--listen (or --listen-fd)")
 	}
 	if o.DataDir == "" {
-		return usagef("--data-dir is required")
+		missing = append(missing, "--data-dir")
 	}
 	if err := checkTimeouts(o); err != nil {
 		return err
@@ -158,6 +162,14 @@ func runNode(c *cli.Context) error {
 		return err
 	}
 	o.Peers, o.PeersFrom, o.PeerKeys = peers.Members, peers.From, peers.Keys
+	hint := ""
+	if c.String("cluster-key") == "" && !c.IsSet("cluster-key") && !c.Bool("insecure") {
+		missing = append(missing, "--cluster-key (or --insecure)")
+		hint = "make a cluster key with `bullylab keygen --out FILE`"
+	}
+	if err := missingFlags("node", missing, hint); err != nil {
+		return err
+	}
 	if err := clusterKey(c, &o); err != nil {
 		return err
 	}
@@ -178,6 +190,25 @@ func runNode(c *cli.Context) error {
 		return fmt.Errorf("%v; to start it over at epoch 0 with its ID, add --reset-state", err)
 	}
 	return err
+}
+
+// missingFlags is the usage error of a command run without the flags it
+// needs, all of them in one line and then hint, if any; nil when none is
+// missing.
+func missingFlags(command string, missing []string, hint string) error {
+	var msg string
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		msg = fmt.Sprintf("%s: missing required flag %s", command, missing[0])
+	default:
+		msg = fmt.Sprintf("%s: missing required flags %s and %s", command, strings.Join(missing[:len(missing)-1], ", "), missing[len(missing)-1])
+	}
+	if hint != "" {
+		msg += "; " + hint
+	}
+	return usagef("%s", msg)
 }
 
 // parseAlgorithm checks one election algorithm name given by flag.
