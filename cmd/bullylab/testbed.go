@@ -521,7 +521,9 @@ const faultHelp = `Faults (NODE is a node name; GROUP a comma list of nodes or a
   delay NODE[:PEER] DURATION [--jitter DURATION]
                            delay what NODE sends (to PEER only); 0 removes it
   loss NODE[:PEER] PERCENT drop that share of what NODE sends (to PEER only), on arrival
-  clear [NODE...]          back to the topology's impairments (all nodes by default)
+  clear [NODE... | NODE:PEER]
+                           back to the topology's impairments (all nodes by default;
+                           NODE:PEER: only what NODE sends to PEER, as delay and loss take)
   campaign NODE...         have the nodes start an election
   leave NODE...            have the nodes announce LEAVE and exit
   join NODE...             start nodes that are down as newcomers announcing JOIN
