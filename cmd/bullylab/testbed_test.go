@@ -418,6 +418,7 @@ func TestTestbedCLIErrors(t *testing.T) {
 	wantUsage(t, `fault cut: --mode "rst": want drop or reset`, "fault", "cut", "n1:n2", "--mode", "rst")
 	wantUsage(t, "fault crash: --mode is for partition, isolate and cut", "fault", "crash", "n1", "--mode=reset")
 	wantUsage(t, `fault cut: "n1": want NODE:NODE`, "fault", "cut", "n1")
+	wantUsage(t, `fault clear: "n1:n2": want NODE... or one NODE:PEER, as delay and loss take`, "fault", "clear", "n1:n2", "n3")
 	wantUsage(t, `fault clock: offset "soon": want a signed duration`, "fault", "clock", "n1", "soon")
 
 	u := startUp(t, "star3")
