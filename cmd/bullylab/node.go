@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/node/election"
@@ -39,11 +38,10 @@ func nodeCommand() *cli.Command {
 			&cli.StringFlag{Name: "member-key", Usage: "this node's own member key `FILE`, mode 0600 (make one with `bullylab keygen --member --out FILE`, and list the public key it prints in the peers file); it signs the node's HELLOs, so that no other member can speak in its name; required when the peers file lists member keys"},
 			&cli.StringFlag{Name: "algorithm", Value: node.AlgorithmBully, Usage: "election `algorithm`: " + strings.Join(node.Algorithms(), " or ") + "; every node of a cluster runs the same"},
 			&cli.BoolFlag{Name: "insecure", Usage: "run without a cluster key: accept unauthenticated frames from anyone who can reach --listen"},
-			// Strings, not DurationFlags, whose errors say only "parse error".
-			&cli.StringFlag{Name: "heartbeat", Value: def.HeartbeatInterval.String(), Usage: "leader heartbeat `interval`"},
-			&cli.StringFlag{Name: "failure-timeout", Value: def.FailureTimeout.String(), Usage: "silence from the leader before an election"},
-			&cli.StringFlag{Name: "election-timeout", Value: def.ElectionTimeout.String(), Usage: "wait for ANSWER and for HALT_ACKs"},
-			&cli.StringFlag{Name: "detection-stagger", Value: def.DetectionStagger.String(), Usage: "extra failure-detection delay per member ranked between this node and its leader, capped at --election-timeout; 0 disables"},
+			&cli.DurationFlag{Name: "heartbeat", Value: def.HeartbeatInterval, Usage: "leader heartbeat `interval`"},
+			&cli.DurationFlag{Name: "failure-timeout", Value: def.FailureTimeout, Usage: "silence from the leader before an election"},
+			&cli.DurationFlag{Name: "election-timeout", Value: def.ElectionTimeout, Usage: "wait for ANSWER and for HALT_ACKs"},
+			&cli.DurationFlag{Name: "detection-stagger", Value: def.DetectionStagger, Usage: "extra failure-detection delay per member ranked between this node and its leader, capped at --election-timeout; 0 disables"},
 			&cli.StringFlag{Name: "log", Value: "json", Usage: "event log format on stdout: json or text"},
 			&cli.StringFlag{Name: "control", Usage: "control socket `path`, mode 0600", DefaultText: "<data-dir>/control.sock"},
 			&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics (bullylab_node_*: frames by type and direction, drops by reason, peer issues, elections, leader changes, epoch, is_leader, status; with go_* and process_*) at http://`host:port`/metrics; plain HTTP, so bind it where only your scraper reaches", DefaultText: "off"},
@@ -84,22 +82,8 @@ func runNode(c *cli.Context) error {
 		return err
 	}
 	o.Algorithm = algorithm
-	var stagger time.Duration
-	for _, d := range []struct {
-		flag string
-		dst  *time.Duration
-	}{
-		{"heartbeat", &o.HeartbeatInterval},
-		{"failure-timeout", &o.FailureTimeout},
-		{"election-timeout", &o.ElectionTimeout},
-		{"detection-stagger", &stagger},
-	} {
-		v, err := time.ParseDuration(c.String(d.flag))
-		if err != nil {
-			return usagef("--%s: %s is not a duration (like 250ms or 1s)", d.flag, bounded.Quote(c.String(d.flag)))
-		}
-		*d.dst = v
-	}
+	o.HeartbeatInterval, o.FailureTimeout, o.ElectionTimeout = c.Duration("heartbeat"), c.Duration("failure-timeout"), c.Duration("election-timeout")
+	stagger := c.Duration("detection-stagger")
 	o.DetectionStagger = &stagger
 	if c.IsSet("clock-offset") {
 		if o.Clock.Offset, err = fault.ParseClockOffset(c.String("clock-offset")); err != nil {
