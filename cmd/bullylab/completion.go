@@ -62,13 +62,8 @@ type completionFlag struct {
 	takesValue bool
 }
 
-// dashed is the flag as typed: "-" before a one-letter flag name, else "--".
-func (f completionFlag) dashed() string {
-	if len(f.name) == 1 {
-		return "-" + f.name
-	}
-	return "--" + f.name
-}
+// dashed is the flag as typed.
+func (f completionFlag) dashed() string { return dashedFlag(f.name) }
 
 // completionCommands lists app's commands, and the app itself first with
 // the name "".

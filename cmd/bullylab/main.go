@@ -107,12 +107,14 @@ func flagErrorText(msg string, flags []cli.Flag) string {
 	return msg
 }
 
-// flagSuggestion is "; did you mean --NAME?" for the flags nearest to
-// name, or "".
+// flagSuggestion is "; did you mean --NAME?" for the visible flags
+// nearest to name, or "".
 func flagSuggestion(name string, flags []cli.Flag) string {
 	var names []string
 	for _, f := range flags {
-		names = append(names, f.Names()...)
+		if v, ok := f.(cli.VisibleFlag); !ok || v.IsVisible() {
+			names = append(names, f.Names()...)
+		}
 	}
 	similar := suggest.Similar(name, names)
 	for i, n := range similar {
