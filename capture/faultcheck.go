@@ -213,7 +213,7 @@ func (a *analyzer) impairWindows() []impairWindow {
 				open[pair] = len(out) - 1
 			}
 		case fault.Clear:
-			for _, pair := range a.directions(r.Nodes, nil) {
+			for _, pair := range a.directions(r.Nodes, r.Peers) {
 				closeAt(pair, r)
 			}
 		}

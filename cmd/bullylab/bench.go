@@ -69,7 +69,7 @@ func benchCommand() *cli.Command {
 			backendFlag,
 			&cli.StringFlag{Name: "algorithm", Usage: "election `algorithms` to run, comma-separated (" + strings.Join(node.Algorithms(), ", ") + "): each run of a scenario runs on each in turn, with the same seed and faults, and the summary sets them side by side", DefaultText: "the topology's algorithm:, else bully"},
 			&cli.StringSliceFlag{Name: "set", Usage: "set an election timing of every node over the topology's: `NAME=DURATION` with NAME one of " + strings.Join(topologies.SettingNames(), ", ") + " as in a topology file; repeatable"},
-			&cli.StringFlag{Name: "diagram-runs", Value: report.DefaultDiagramRuns, Usage: "the runs of each scenario whose election report.html draws: run numbers and median, slowest or all, comma-separated"},
+			&cli.StringFlag{Name: "diagram-runs", Value: report.DefaultDiagramRuns, Usage: "the runs of each scenario whose election report.html draws: run numbers and fastest, median, slowest or all, comma-separated"},
 			&cli.StringFlag{Name: "diagram-scale", Value: string(report.ScaleAuto), Usage: "the diagrams' time scale: true (linear), compressed (long gaps drawn shorter on a log scale) or auto (true when the diagram stays legible)"},
 		},
 		Action: func(c *cli.Context) error {

@@ -82,13 +82,13 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"--algorithm", "bully,"}, `bench: --algorithm "": not an election algorithm`},
 		{[]string{"--algorithm", "bully,bully"}, `bench: --algorithm: bully is listed twice`},
 		{[]string{"extra"}, `bench: unexpected argument "extra"`},
-		{[]string{"--diagram-runs", "median,fastest"}, `bench: --diagram-runs: "fastest" is not a run number (from 1), median, slowest or all`},
-		{[]string{"--diagram-runs", ""}, `bench: --diagram-runs: empty: want run numbers, median, slowest or all`},
+		{[]string{"--diagram-runs", "median,quickest"}, `bench: --diagram-runs: "quickest" is not a run number (from 1), fastest, median, slowest or all`},
+		{[]string{"--diagram-runs", ""}, `bench: --diagram-runs: empty: want run numbers, fastest, median, slowest or all`},
 		{[]string{"--runs", "5", "--diagram-runs", "median,7"}, `bench: --diagram-runs: run 7, but each scenario runs 5 times`},
 		{[]string{"--diagram-scale", "linear"}, `bench: --diagram-scale: "linear" is not a diagram scale (auto, true, compressed)`},
 		{[]string{"--scenario", "chained", "--hold", "-1s"}, "bench: --hold -1s: want a positive duration"},
 		{[]string{"--scenario", "chained", "--hold", "0s"}, "bench: --hold 0s: want a positive duration"},
-		{[]string{"--scenario", "chained", "--hold", "long"}, `bench: --hold "long": not a valid value`},
+		{[]string{"--scenario", "chained", "--hold", "long"}, `bench: --hold: "long" is not a duration (like 250ms or 1s)`},
 		{[]string{"--topology", "star3", "--scenario", "bridge"}, "bench: --scenario: scenario bridge: bridge needs at least 4 nodes, the topology has 3"},
 	} {
 		code, out := runCmd(t, benchCommand(), tc.args...)

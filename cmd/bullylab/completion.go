@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bullylab/bullylab/netem/bench/report"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/topologies/fault"
@@ -61,13 +62,8 @@ type completionFlag struct {
 	takesValue bool
 }
 
-// dashed is the flag as typed: "-" before a one-letter flag name, else "--".
-func (f completionFlag) dashed() string {
-	if len(f.name) == 1 {
-		return "-" + f.name
-	}
-	return "--" + f.name
-}
+// dashed is the flag as typed.
+func (f completionFlag) dashed() string { return dashedFlag(f.name) }
 
 // completionCommands lists app's commands, and the app itself first with
 // the name "".
@@ -117,6 +113,8 @@ func completionFlagOf(f cli.Flag) completionFlag {
 		for _, n := range topologies.SettingNames() {
 			cf.values = append(cf.values, n+"=")
 		}
+	case "diagram-runs":
+		cf.values = report.DiagramRunWords
 	case "mode":
 		for _, m := range fault.CutModes {
 			cf.values = append(cf.values, string(m))

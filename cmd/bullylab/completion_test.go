@@ -39,6 +39,7 @@ func TestCompletion(t *testing.T) {
 			"bullylab bench --topology star5 --ru": "--runs",
 			"bullylab completion z":                "zsh",
 			"bullylab node --log ":                 "json text",
+			"bullylab bench --diagram-runs f":      "fastest",
 		} {
 			words := strings.Fields(line)
 			if strings.HasSuffix(line, " ") {

@@ -27,7 +27,8 @@ func hostsCommand() *cli.Command {
 		Description: "Reaches every host of TOPOLOGY's hosts section over SSH (host keys checked against\n" +
 			"known_hosts), copies this bullylab there when the host's differs, starts its agent and\n" +
 			"reports the host's kernel, its clock's offset from this one with the offset's error\n" +
-			"bound, and whether it can run a testbed. Exit status 1 when a host fails.",
+			"bound, and whether it can build a testbed's namespaces and fault them (namespaces: ok and\n" +
+			"the impairment backend, unfit or unreached). Exit status 1 when a host fails.",
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			switch c.NArg() {
@@ -70,7 +71,7 @@ func writeHostsTable(w io.Writer, reports []remote.HostReport) error {
 		tablewriter.WithHeaderAlignment(tw.AlignLeft),
 		tablewriter.WithRowAutoWrap(tw.WrapNone),
 	)
-	t.Header([]string{"host", "ssh", "nodes", "kernel", "bullylab", "clock offset", "testbed"})
+	t.Header([]string{"host", "ssh", "nodes", "kernel", "bullylab", "clock offset", "namespaces"})
 	for _, r := range reports {
 		kernel, agent, clock, fit := "-", "-", "-", "-"
 		if r.Agent.Kernel != "" {

@@ -9,7 +9,8 @@ import (
 )
 
 // hosts refuses a topology without hosts, and reports a host it cannot
-// reach in its table and its error, naming the host, with exit status 1.
+// reach in its table, under the columns the README names, and its error,
+// naming the host, with exit status 1.
 func TestHostsCommand(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"bullylab", "hosts", "star5"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "star5 has no hosts section") {
@@ -29,5 +30,11 @@ func TestHostsCommand(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "rack-a") || !strings.Contains(stdout.String(), "unreached") {
 		t.Errorf("table:\n%s", stdout.String())
+	}
+	header, _, _ := strings.Cut(stdout.String(), "rack-a")
+	for _, column := range []string{"ssh", "kernel", "bullylab", "clock offset", "namespaces"} {
+		if !strings.Contains(header, column) {
+			t.Errorf("the table has no %s column:\n%s", column, stdout.String())
+		}
 	}
 }

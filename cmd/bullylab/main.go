@@ -11,8 +11,10 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/bullylab/bullylab/wire/bounded"
 	"github.com/bullylab/bullylab/wire/suggest"
 	"github.com/urfave/cli/v2"
 )
@@ -68,7 +70,11 @@ func usagef(format string, a ...any) error {
 // printing the whole help text before them, and says them as the help
 // does: --flag, prefixed with the command.
 func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
-	msg := flagErrorText(err.Error())
+	var flags []cli.Flag
+	if c != nil && c.Command != nil {
+		flags = c.Command.Flags
+	}
+	msg := flagErrorText(err.Error(), flags)
 	if isSubcommand && c != nil && c.Command != nil && c.Command.Name != "" {
 		msg = c.Command.Name + ": " + msg
 	}
@@ -78,26 +84,86 @@ func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
 var (
 	undefinedFlag = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
 	flagNoValue   = regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
-	flagBadValue  = regexp.MustCompile(`^invalid value "(.*)" for flag -+([^:]*): (.*)$`)
+	flagBadValue  = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-+([^:]*): (.*)$`)
 )
 
 // flagErrorText rewrites the flag package's messages, which name flags
-// with one dash and say "parse error", into ours.
-func flagErrorText(msg string) string {
+// with one dash and say "parse error", into ours: an unknown flag with the
+// nearest of flags, a bad value with what the flag takes.
+func flagErrorText(msg string, flags []cli.Flag) string {
 	if m := undefinedFlag.FindStringSubmatch(msg); m != nil {
-		return fmt.Sprintf("unknown flag --%s", m[1])
+		return fmt.Sprintf("unknown flag --%s%s", m[1], flagSuggestion(m[1], flags))
 	}
 	if m := flagNoValue.FindStringSubmatch(msg); m != nil {
 		return fmt.Sprintf("flag --%s needs a value", m[1])
 	}
 	if m := flagBadValue.FindStringSubmatch(msg); m != nil {
-		why := m[3]
-		if why == "parse error" {
-			why = "not a valid value"
+		value, err := strconv.Unquote(`"` + m[1] + `"`)
+		if err != nil {
+			value = m[1]
 		}
-		return fmt.Sprintf("--%s %q: %s", m[2], m[1], why)
+		return fmt.Sprintf("--%s: %s %s", m[2], bounded.Quote(value), flagValueWant(m[2], m[3], flags))
 	}
 	return msg
+}
+
+// flagSuggestion is "; did you mean --NAME?" for the visible flags
+// nearest to name, or "".
+func flagSuggestion(name string, flags []cli.Flag) string {
+	var names []string
+	for _, f := range flags {
+		if v, ok := f.(cli.VisibleFlag); !ok || v.IsVisible() {
+			names = append(names, f.Names()...)
+		}
+	}
+	similar := suggest.Similar(name, names)
+	for i, n := range similar {
+		similar[i] = dashedFlag(n)
+	}
+	return suggest.DidYouMean(similar)
+}
+
+// dashedFlag is a flag name as typed: one dash before a one-letter name.
+func dashedFlag(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// flagValueWant says what is wrong with a value the flag package refused
+// for the flag called name, by the kind of value the flag takes; why is
+// the flag package's reason.
+func flagValueWant(name, why string, flags []cli.Flag) string {
+	var flag cli.Flag
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			flag = f
+		}
+	}
+	outOfRange := why == "value out of range"
+	switch flag.(type) {
+	case *cli.IntFlag, *cli.Int64Flag:
+		if outOfRange {
+			return "is out of range"
+		}
+		return "is not a whole number"
+	case *cli.UintFlag, *cli.Uint64Flag:
+		if outOfRange {
+			return "is out of range"
+		}
+		return "is not a whole number of 0 or more"
+	case *cli.DurationFlag:
+		return "is not a duration (like 250ms or 1s)"
+	case *cli.Float64Flag:
+		return "is not a number"
+	case *cli.BoolFlag:
+		return "is not true or false"
+	}
+	if why == "parse error" {
+		return "is not a valid value"
+	}
+	return "is not a valid value: " + why
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {

@@ -157,9 +157,10 @@ func writeFile(t *testing.T, name, text string) string {
 func TestFlagErrors(t *testing.T) {
 	dir := t.TempDir()
 	addr := "127.0.0.1:0"
-	wantUsage(t, "--listen is required", "node", "--data-dir", dir)
-	wantUsage(t, "--data-dir is required", "node", "--listen", addr)
-	wantUsage(t, `--heartbeat "soon": not a duration`, "node", "--listen", addr, "--data-dir", dir, "--heartbeat", "soon")
+	wantUsage(t, "node: missing required flags --listen (or --listen-fd) and --cluster-key (or --insecure)", "node", "--data-dir", dir)
+	wantUsage(t, "node: missing required flag --data-dir\n", "node", "--listen", addr, "--insecure")
+	wantUsage(t, "node: missing required flags --listen (or --listen-fd), --data-dir and --cluster-key (or --insecure); make a cluster key with `bullylab keygen --out FILE`\n", "node")
+	wantUsage(t, `--heartbeat: "soon" is not a duration (like 250ms or 1s)`, "node", "--listen", addr, "--data-dir", dir, "--heartbeat", "soon")
 	wantUsage(t, "--election-timeout -1s: must be positive", "node", "--listen", addr, "--data-dir", dir, "--election-timeout", "-1s")
 	wantUsage(t, "--failure-timeout 50ms: must be longer than --heartbeat 100ms", "node", "--listen", addr, "--data-dir", dir, "--failure-timeout", "50ms")
 	wantUsage(t, "--detection-stagger -5ms: must not be negative", "node", "--listen", addr, "--data-dir", dir, "--detection-stagger", "-5ms")

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/node/election"
@@ -39,11 +38,10 @@ func nodeCommand() *cli.Command {
 			&cli.StringFlag{Name: "member-key", Usage: "this node's own member key `FILE`, mode 0600 (make one with `bullylab keygen --member --out FILE`, and list the public key it prints in the peers file); it signs the node's HELLOs, so that no other member can speak in its name; required when the peers file lists member keys"},
 			&cli.StringFlag{Name: "algorithm", Value: node.AlgorithmBully, Usage: "election `algorithm`: " + strings.Join(node.Algorithms(), " or ") + "; every node of a cluster runs the same"},
 			&cli.BoolFlag{Name: "insecure", Usage: "run without a cluster key: accept unauthenticated frames from anyone who can reach --listen"},
-			// Strings, not DurationFlags, whose errors say only "parse error".
-			&cli.StringFlag{Name: "heartbeat", Value: def.HeartbeatInterval.String(), Usage: "leader heartbeat `interval`"},
-			&cli.StringFlag{Name: "failure-timeout", Value: def.FailureTimeout.String(), Usage: "silence from the leader before an election"},
-			&cli.StringFlag{Name: "election-timeout", Value: def.ElectionTimeout.String(), Usage: "wait for ANSWER and for HALT_ACKs"},
-			&cli.StringFlag{Name: "detection-stagger", Value: def.DetectionStagger.String(), Usage: "extra failure-detection delay per member ranked between this node and its leader, capped at --election-timeout; 0 disables"},
+			&cli.DurationFlag{Name: "heartbeat", Value: def.HeartbeatInterval, Usage: "leader heartbeat `interval`"},
+			&cli.DurationFlag{Name: "failure-timeout", Value: def.FailureTimeout, Usage: "silence from the leader before an election"},
+			&cli.DurationFlag{Name: "election-timeout", Value: def.ElectionTimeout, Usage: "wait for ANSWER and for HALT_ACKs"},
+			&cli.DurationFlag{Name: "detection-stagger", Value: def.DetectionStagger, Usage: "extra failure-detection delay per member ranked between this node and its leader, capped at --election-timeout; 0 disables"},
 			&cli.StringFlag{Name: "log", Value: "json", Usage: "event log format on stdout: json or text"},
 			&cli.StringFlag{Name: "control", Usage: "control socket `path`, mode 0600", DefaultText: "<data-dir>/control.sock"},
 			&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics (bullylab_node_*: frames by type and direction, drops by reason, peer issues, elections, leader changes, epoch, is_leader, status; with go_* and process_*) at http://`host:port`/metrics; plain HTTP, so bind it where only your scraper reaches", DefaultText: "off"},
@@ -84,22 +82,8 @@ func runNode(c *cli.Context) error {
 		return err
 	}
 	o.Algorithm = algorithm
-	var stagger time.Duration
-	for _, d := range []struct {
-		flag string
-		dst  *time.Duration
-	}{
-		{"heartbeat", &o.HeartbeatInterval},
-		{"failure-timeout", &o.FailureTimeout},
-		{"election-timeout", &o.ElectionTimeout},
-		{"detection-stagger", &stagger},
-	} {
-		v, err := time.ParseDuration(c.String(d.flag))
-		if err != nil {
-			return usagef("--%s %q: not a duration (like 250ms or 1s)", d.flag, c.String(d.flag))
-		}
-		*d.dst = v
-	}
+	o.HeartbeatInterval, o.FailureTimeout, o.ElectionTimeout = c.Duration("heartbeat"), c.Duration("failure-timeout"), c.Duration("election-timeout")
+	stagger := c.Duration("detection-stagger")
 	o.DetectionStagger = &stagger
 	if c.IsSet("clock-offset") {
 		if o.Clock.Offset, err = fault.ParseClockOffset(c.String("clock-offset")); err != nil {
@@ -131,11 +115,15 @@ func runNode(c *cli.Context) error {
 			return usagef("--listen-fd %d: %v", c.Int("listen-fd"), err)
 		}
 		o.Listener = ln
-	} else if o.Listen == "" {
-		return usagef("--listen is required (host:port to accept peers on)")
+	}
+	// All at once, not one per try: they are checked after the values
+	// given, and with the cluster key's below.
+	var missing []string
+	if o.Listen == "" && o.Listener == nil {
+		missing = append(missing, "--listen (or --listen-fd)")
 	}
 	if o.DataDir == "" {
-		return usagef("--data-dir is required")
+		missing = append(missing, "--data-dir")
 	}
 	if err := checkTimeouts(o); err != nil {
 		return err
@@ -158,6 +146,14 @@ func runNode(c *cli.Context) error {
 		return err
 	}
 	o.Peers, o.PeersFrom, o.PeerKeys = peers.Members, peers.From, peers.Keys
+	hint := ""
+	if c.String("cluster-key") == "" && !c.IsSet("cluster-key") && !c.Bool("insecure") {
+		missing = append(missing, "--cluster-key (or --insecure)")
+		hint = "make a cluster key with `bullylab keygen --out FILE`"
+	}
+	if err := missingFlags("node", missing, hint); err != nil {
+		return err
+	}
 	if err := clusterKey(c, &o); err != nil {
 		return err
 	}
@@ -178,6 +174,25 @@ func runNode(c *cli.Context) error {
 		return fmt.Errorf("%v; to start it over at epoch 0 with its ID, add --reset-state", err)
 	}
 	return err
+}
+
+// missingFlags is the usage error of a command run without the flags it
+// needs, all of them in one line and then hint, if any; nil when none is
+// missing.
+func missingFlags(command string, missing []string, hint string) error {
+	var msg string
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		msg = fmt.Sprintf("%s: missing required flag %s", command, missing[0])
+	default:
+		msg = fmt.Sprintf("%s: missing required flags %s and %s", command, strings.Join(missing[:len(missing)-1], ", "), missing[len(missing)-1])
+	}
+	if hint != "" {
+		msg += "; " + hint
+	}
+	return usagef("%s", msg)
 }
 
 // parseAlgorithm checks one election algorithm name given by flag.

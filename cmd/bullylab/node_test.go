@@ -68,7 +68,7 @@ func TestKeygen(t *testing.T) {
 func TestNodeClusterKeyFlags(t *testing.T) {
 	dir := t.TempDir()
 	addr := "127.0.0.1:0"
-	wantUsage(t, "no cluster key: give --cluster-key FILE (make one with `bullylab keygen --out FILE`), or --insecure", "node", "--listen", addr, "--data-dir", dir)
+	wantUsage(t, "node: missing required flag --cluster-key (or --insecure); make a cluster key with `bullylab keygen --out FILE`", "node", "--listen", addr, "--data-dir", dir)
 	wantUsage(t, "--cluster-key and --insecure exclude each other", "node", "--listen", addr, "--data-dir", dir, "--cluster-key", keyFile, "--insecure")
 	wantError(t, "--cluster-key: cluster key /nonexistent/key: no such file or directory", "node", "--listen", addr, "--data-dir", dir, "--cluster-key", "/nonexistent/key")
 

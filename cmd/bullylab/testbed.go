@@ -82,20 +82,20 @@ func positional(c *cli.Context) ([]string, error) {
 			}
 		}
 		if flag == nil {
-			return nil, usagef("%s: unknown flag %q", c.Command.Name, a)
+			return nil, usagef("%s: unknown flag --%s%s", c.Command.Name, name, flagSuggestion(name, c.Command.Flags))
 		}
 		if _, isBool := flag.(*cli.BoolFlag); isBool && !hasVal {
 			val, hasVal = "true", true
 		}
 		if !hasVal {
 			if i+1 >= len(args) {
-				return nil, usagef("%s: flag %s needs a value", c.Command.Name, a)
+				return nil, usagef("%s: flag --%s needs a value", c.Command.Name, name)
 			}
 			i++
 			val = args[i]
 		}
 		if err := c.Set(name, val); err != nil {
-			return nil, usagef("%s: flag %s: %v", c.Command.Name, a, err)
+			return nil, usagef("%s: --%s: %s %s", c.Command.Name, name, bounded.Quote(val), flagValueWant(name, err.Error(), c.Command.Flags))
 		}
 	}
 	return pos, nil
@@ -521,7 +521,9 @@ const faultHelp = `Faults (NODE is a node name; GROUP a comma list of nodes or a
   delay NODE[:PEER] DURATION [--jitter DURATION]
                            delay what NODE sends (to PEER only); 0 removes it
   loss NODE[:PEER] PERCENT drop that share of what NODE sends (to PEER only), on arrival
-  clear [NODE...]          back to the topology's impairments (all nodes by default)
+  clear [NODE... | NODE:PEER]
+                           back to the topology's impairments (all nodes by default;
+                           NODE:PEER: only what NODE sends to PEER, as delay and loss take)
   campaign NODE...         have the nodes start an election
   leave NODE...            have the nodes announce LEAVE and exit
   join NODE...             start nodes that are down as newcomers announcing JOIN
@@ -544,14 +546,17 @@ func faultCommand() *cli.Command {
 		SkipFlagParsing: true,
 		HideHelpCommand: true,
 		// For the help only: parseFaultArgs reads them.
-		Flags: []cli.Flag{
-			runFlag,
-			&cli.BoolFlag{Name: "one-way", Usage: "partition, cut: cut only what the first group (node) sends to the second"},
-			&cli.StringFlag{Name: "jitter", Usage: "delay: vary the delay by up to `DURATION`"},
-			&cli.StringFlag{Name: "mode", Usage: "partition, isolate, cut: `MODE` drop (silently, the default) or reset (TCP resets)"},
-		},
+		Flags:  faultFlags,
 		Action: runFault,
 	}
+}
+
+// faultFlags are the flags of `bullylab fault`, which parseFaultArgs reads.
+var faultFlags = []cli.Flag{
+	runFlag,
+	&cli.BoolFlag{Name: "one-way", Usage: "partition, cut: cut only what the first group (node) sends to the second"},
+	&cli.StringFlag{Name: "jitter", Usage: "delay: vary the delay by up to `DURATION`"},
+	&cli.StringFlag{Name: "mode", Usage: "partition, isolate, cut: `MODE` drop (silently, the default) or reset (TCP resets)"},
 }
 
 // faultArgs is a parsed `bullylab fault` command line.
@@ -600,7 +605,10 @@ func parseFaultArgs(args []string) (faultArgs, error) {
 		case "h", "help":
 			return fa, errFaultHelp
 		default:
-			return fa, usagef("fault: unknown flag %q (flags: --run, --one-way, --jitter, --mode)", a)
+			if hint := flagSuggestion(name, slices.Concat(faultFlags, []cli.Flag{cli.HelpFlag})); hint != "" {
+				return fa, usagef("fault: unknown flag --%s%s", name, hint)
+			}
+			return fa, usagef("fault: unknown flag --%s (flags: --run, --one-way, --jitter, --mode)", name)
 		}
 		if err != nil {
 			return fa, err

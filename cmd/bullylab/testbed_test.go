@@ -413,10 +413,12 @@ func TestTestbedCLIErrors(t *testing.T) {
 	wantUsage(t, "fault partition: want two or more groups", "fault", "partition", "n1,n2")
 	wantUsage(t, `fault loss: "120%": want a percentage`, "fault", "loss", "n1", "120%")
 	wantUsage(t, "fault crash: --jitter is for delay", "fault", "crash", "n1", "--jitter", "1ms")
-	wantUsage(t, `fault: unknown flag "--bogus"`, "fault", "heal", "--bogus")
+	wantUsage(t, `fault: unknown flag --bogus (flags: --run, --one-way, --jitter, --mode)`, "fault", "heal", "--bogus")
+	wantUsage(t, `fault: unknown flag --rnu; did you mean --run?`, "fault", "heal", "--rnu", "x")
 	wantUsage(t, `fault cut: --mode "rst": want drop or reset`, "fault", "cut", "n1:n2", "--mode", "rst")
 	wantUsage(t, "fault crash: --mode is for partition, isolate and cut", "fault", "crash", "n1", "--mode=reset")
 	wantUsage(t, `fault cut: "n1": want NODE:NODE`, "fault", "cut", "n1")
+	wantUsage(t, `fault clear: "n1:n2": want NODE... or one NODE:PEER, as delay and loss take`, "fault", "clear", "n1:n2", "n3")
 	wantUsage(t, `fault clock: offset "soon": want a signed duration`, "fault", "clock", "n1", "soon")
 
 	u := startUp(t, "star3")

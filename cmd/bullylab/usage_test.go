@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 )
 
 // runApp runs the CLI in this process, as main does.
@@ -113,5 +116,71 @@ func TestUsageErrors(t *testing.T) {
 	if runtime.GOOS == "linux" {
 		checkUsage(t, `did you mean leader-crash?`, "bench", "--scenario", "leader-crsh")
 		checkUsage(t, `did you mean star5?`, "bench", "--topology", "star05")
+	}
+}
+
+// TestFlagSuggestions: every command answers a mistyped flag of its own,
+// two letters swapped, with exit status 2 and one line suggesting it.
+func TestFlagSuggestions(t *testing.T) {
+	for _, cmd := range newApp(nil, nil).Commands {
+		if runtime.GOOS != "linux" && strings.HasPrefix(cmd.Usage, "(Linux only") {
+			continue
+		}
+		for _, f := range cmd.Flags {
+			name := f.Names()[0]
+			if len(name) < 4 {
+				continue
+			}
+			typo := name[:len(name)-2] + name[len(name)-1:] + name[len(name)-2:len(name)-1]
+			if typo == name {
+				typo = name[:len(name)-1]
+			}
+			checkUsage(t, "unknown flag --"+typo+"; did you mean --"+name, cmd.Name, "--"+typo)
+		}
+	}
+	checkUsage(t, "bench: unknown flag --rusn; did you mean --runs?", "bench", "--rusn", "3")
+	checkUsage(t, "bench: unknown flag --kk; did you mean -k?", "bench", "--kk", "3")
+	checkUsage(t, "up: unknown flag --hlep; did you mean --help?", "up", "--hlep")
+	checkUsage(t, "bullylab: unknown flag --verison; did you mean --version?", "--verison")
+	if runtime.GOOS == "linux" {
+		checkUsage(t, "up: unknown flag --sede; did you mean --seed?", "up", "star5", "--sede", "3")
+	}
+}
+
+// TestFlagValueErrors: every number and duration flag of every command
+// refuses a value that is none in one line naming the flag, the value
+// and what it takes.
+func TestFlagValueErrors(t *testing.T) {
+	for _, cmd := range newApp(nil, nil).Commands {
+		if runtime.GOOS != "linux" && strings.HasPrefix(cmd.Usage, "(Linux only") {
+			continue
+		}
+		for _, f := range cmd.Flags {
+			var want string
+			switch f.(type) {
+			case *cli.IntFlag, *cli.Int64Flag:
+				want = "is not a whole number"
+			case *cli.UintFlag, *cli.Uint64Flag:
+				want = "is not a whole number of 0 or more"
+			case *cli.DurationFlag:
+				want = "is not a duration (like 250ms or 1s)"
+			case *cli.Float64Flag:
+				want = "is not a number"
+			default:
+				continue
+			}
+			name := f.Names()[0]
+			_, stderr, code := runApp(cmd.Name, "--"+name, "abc")
+			if line := fmt.Sprintf("bullylab: %s: --%s: \"abc\" %s\n", cmd.Name, name, want); code != 2 || stderr != line {
+				t.Errorf("%s --%s abc: exit %d, stderr %q; want 2 and %q", cmd.Name, name, code, stderr, line)
+			}
+		}
+	}
+	checkUsage(t, `bench: --runs: "99999999999999999999" is out of range`, "bench", "--runs", "99999999999999999999")
+	checkUsage(t, `bench: --force: "maybe" is not true or false`, "bench", "--force=maybe")
+	checkUsage(t, `analyze: --port: "-1" is not a whole number of 0 or more`, "analyze", "--port", "-1", "x.pcapng")
+	checkUsage(t, `bench: --runs: "a\nb" is not a whole number`, "bench", "--runs", "a\nb")
+	if runtime.GOOS == "linux" {
+		checkUsage(t, `up: --seed: "x" is not a whole number`, "up", "star5", "--seed", "x")
 	}
 }

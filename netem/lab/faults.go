@@ -78,6 +78,9 @@ func (fl *Faults) Apply(ctx context.Context, f fault.Fault) (fault.Fault, error)
 		}
 		return fl.LossNodes(f.Nodes, f.Peers, f.Impair.Loss)
 	case fault.Clear:
+		if len(f.Peers) > 0 {
+			return fl.ClearPairs(f.Nodes, f.Peers)
+		}
 		return fl.Clear(f.Nodes...)
 	case fault.Campaign:
 		return fl.Campaign(ctx, f.Nodes...)
@@ -566,6 +569,36 @@ func (fl *Faults) Clear(names ...string) (fault.Fault, error) {
 		return fault.Fault{}, fmt.Errorf("clear: %w", err)
 	}
 	f.Detail = "impairments back to the topology's"
+	return fl.done(f), nil
+}
+
+// ClearPairs restores the topology's impairments of what each of nodes
+// sends to each of peers, undoing the delay and loss faults set on those
+// pairs. A node whose sends to everyone are impaired is refused: that is
+// its own link, which Clear restores, and a pair cannot be exempt from it.
+func (fl *Faults) ClearPairs(names, peerNames []string) (fault.Fault, error) {
+	end, err := fl.begin()
+	if err != nil {
+		return fault.Fault{}, err
+	}
+	defer end()
+	nodes, err := fl.anyNodesOf(names)
+	if err != nil {
+		return fault.Fault{}, fmt.Errorf("clear: %w", err)
+	}
+	if _, err := fl.anyNodesOf(peerNames); err != nil {
+		return fault.Fault{}, fmt.Errorf("clear: peer: %w", err)
+	}
+	for _, n := range nodes {
+		if slices.Contains(peerNames, n.name) {
+			return fault.Fault{}, fmt.Errorf("clear: node %s cannot be its own peer", n.name)
+		}
+	}
+	if err := fl.net.clearPairs(nodes, peerNames); err != nil {
+		return fault.Fault{}, fmt.Errorf("clear: %w", err)
+	}
+	f := fault.Fault{Time: time.Now(), Kind: fault.Clear, Nodes: slices.Clone(names), Peers: slices.Clone(peerNames)}
+	f.Detail = fmt.Sprintf("%s -> %s: impairments back to the topology's", strings.Join(names, ","), strings.Join(peerNames, ","))
 	return fl.done(f), nil
 }
 

@@ -107,6 +107,27 @@ func (nw *network) clear(nodes []*labNode) error {
 	return nw.applyAll(nodes)
 }
 
+// clearPairs restores the topology's impairments of what each of nodes
+// sends to each of peers: their pairs fall back on the node's own link,
+// which must be the topology's.
+func (nw *network) clearPairs(nodes []*labNode, peers []string) error {
+	nw.mu.Lock()
+	for _, n := range nodes {
+		tn, _ := nw.topo.Node(n.name)
+		if n.net.link != fromTopo(tn.Impair) {
+			nw.mu.Unlock()
+			return fmt.Errorf("what %s sends to everyone is impaired (%s): clear %s restores it, a pair of it cannot be exempt", n.name, n.net.link, n.name)
+		}
+	}
+	for _, n := range nodes {
+		for _, p := range peers {
+			delete(n.net.pairs, p)
+		}
+	}
+	nw.mu.Unlock()
+	return nw.applyAll(nodes)
+}
+
 // fromTopo converts a topology impairment.
 func fromTopo(im topologies.Impair) fault.Impairment {
 	return fault.Impairment{Delay: im.Delay, Jitter: im.Jitter, Loss: im.Loss, Duplicate: im.Duplicate, Reorder: im.Reorder}

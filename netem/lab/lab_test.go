@@ -426,6 +426,16 @@ func TestLabImpairSeveral(t *testing.T) {
 	if err := second(lb.Faults().LossNodes([]string{"n1"}, []string{"n1"}, 10)); err == nil || !strings.Contains(err.Error(), "its own peer") {
 		t.Errorf("own peer: %v", err)
 	}
+	labDo(t)(lb.Faults().Apply(t.Context(), fault.Fault{Kind: fault.Clear, Nodes: []string{"n3"}, Peers: []string{"n1"}}))
+	if got, want := imp("n3"), "to n2: loss 10%"; got != want {
+		t.Errorf("after clear n3:n1, n3 impairment %q, want %q", got, want)
+	}
+	if rec := records[len(records)-1]; rec.Kind != fault.Clear || !slices.Equal(rec.Peers, []string{"n1"}) {
+		t.Errorf("clear n3:n1 recorded as %+v", rec)
+	}
+	if err := second(lb.Faults().ClearPairs([]string{"n1"}, []string{"n3"})); err == nil || !strings.Contains(err.Error(), "clear n1 restores it") {
+		t.Errorf("clear n1:n3 with n1 delayed to everyone: %v", err)
+	}
 	labDo(t)(lb.Faults().Clear())
 	if lb.Faults().Lossy() || lb.Faults().MaxDelay() != 0 {
 		t.Errorf("after clear: lossy %v, max delay %v", lb.Faults().Lossy(), lb.Faults().MaxDelay())

@@ -432,8 +432,9 @@ func TestSpanPause(t *testing.T) {
 // Delay and loss on a host-to-host link, named by hosts: what the first
 // host's nodes send to the second's is delayed, at the senders, and what
 // the second's send to the first's is lost, at the receivers (another
-// host's lab applies it); the third host's links are untouched. Clear
-// puts the topology's links back.
+// host's lab applies it); the third host's links are untouched. Clearing
+// the second host's pair with the first, by the hosts' names, lifts the
+// loss and keeps the delay; clear puts the topology's links back.
 func TestSpanImpairHosts(t *testing.T) {
 	topo, sp := startElectingSpan(t)
 	h1, h2, h3 := topo.Hosts[0].Name, topo.Hosts[1].Name, topo.Hosts[2].Name
@@ -471,6 +472,16 @@ func TestSpanImpairHosts(t *testing.T) {
 		if s.Node == b.Name && !strings.Contains(s.Impairment, "loss 100%") {
 			t.Errorf("%s's impairment %q: want its loss to %s", b.Name, s.Impairment, h1)
 		}
+	}
+	rec, err := sp.Apply(t.Context(), fault.Fault{Kind: fault.Clear, Nodes: []string{h2}, Peers: []string{h1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(rec.Nodes, b.Name) || !slices.Contains(rec.Peers, a.Name) || slices.Contains(rec.Peers, c.Name) {
+		t.Errorf("clear %s:%s recorded nodes %v peers %v: want %s's nodes to %s's", h2, h1, rec.Nodes, rec.Peers, h2, h1)
+	}
+	if rtt, err := remotetest.ConnectTime(t, ns(a), ns(b), b.Addr, 5*time.Second); err != nil || rtt < delay {
+		t.Errorf("after clear %s:%s, %s to %s: connect took %v, %v: want it through, the delay of %v kept", h2, h1, a.Name, b.Name, rtt, err, delay)
 	}
 	if _, err := sp.Apply(t.Context(), fault.Fault{Kind: fault.Clear}); err != nil {
 		t.Fatal(err)

@@ -53,7 +53,7 @@ type Args int
 
 const (
 	ArgsNodes      Args = iota + 1 // Nodes, one or more: the targets
-	ArgsNodesOrAll                 // Nodes, none meaning every node
+	ArgsNodesOrAll                 // Nodes, none meaning every node; or Nodes and Peers, a pair
 	ArgsNone                       // nothing
 	ArgsGroups                     // Groups, two or more
 	ArgsDelay                      // Nodes the senders, Peers (optional) the receivers, Impair's Delay and Jitter
@@ -177,7 +177,9 @@ func KindList() string { return strings.Join(KindNames(), ", ") }
 //	        and Jitter, their other impairments kept; one fault for all
 //	loss:   the same with Impair.Loss, which the receivers apply
 //	join:   Nodes, down, start again and announce themselves with JOIN
-//	clear:  restores the topology's impairments of Nodes (all when empty)
+//	clear:  restores the topology's impairments of Nodes (all when empty),
+//	        or with Peers (one node and one peer from the command line)
+//	        only those of what Nodes send to Peers
 //
 // In a record, Time is when the lab began applying it (the change is in
 // force within about a millisecond of it), Groups are resolved to node

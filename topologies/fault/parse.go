@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +23,7 @@ type WordOptions struct {
 // arguments, as the command line takes it:
 //
 //	crash|restart|pause|resume|isolate|unisolate|campaign|leave|join NODE...
-//	clear [NODE...]              no NODE: every node
+//	clear [NODE... | NODE:PEER]  no NODE: every node; NODE:PEER: that pair only
 //	heal
 //	partition GROUP GROUP...     a GROUP: NODE[,NODE...] or a topology group
 //	cut NODE:NODE...             each pair cut both ways (WordOptions.OneWay: first -> second)
@@ -63,6 +64,13 @@ func ParseWords(words []string, opts WordOptions) (Fault, error) {
 		f.Nodes = args
 	case ArgsNodesOrAll:
 		f.Nodes = args
+		if i := slices.IndexFunc(args, func(a string) bool { return strings.Contains(a, ":") }); i >= 0 {
+			node, peer, _ := strings.Cut(args[i], ":")
+			if len(args) > 1 || node == "" || peer == "" || strings.Contains(peer, ":") {
+				return f, fmt.Errorf("fault %s: %s: want NODE... or one NODE:PEER, as delay and loss take", kind, strconv.Quote(args[i]))
+			}
+			f.Nodes, f.Peers = []string{node}, []string{peer}
+		}
 	case ArgsNone:
 		if len(args) > 0 {
 			return f, fmt.Errorf("fault %s: takes no arguments, got %q", kind, args[0])

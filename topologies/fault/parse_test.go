@@ -15,6 +15,8 @@ func TestParseWords(t *testing.T) {
 	}{
 		{[]string{"crash", "n1", "n2"}, WordOptions{}, Fault{Kind: Crash, Nodes: []string{"n1", "n2"}}},
 		{[]string{"clear"}, WordOptions{}, Fault{Kind: Clear, Nodes: []string{}}},
+		{[]string{"clear", "n1", "h2"}, WordOptions{}, Fault{Kind: Clear, Nodes: []string{"n1", "h2"}}},
+		{[]string{"clear", "h1:h2"}, WordOptions{}, Fault{Kind: Clear, Nodes: []string{"h1"}, Peers: []string{"h2"}}},
 		{[]string{"heal"}, WordOptions{}, Fault{Kind: Heal}},
 		{[]string{"partition", "n1, n2", "site-b"}, WordOptions{OneWay: true},
 			Fault{Kind: Partition, Groups: [][]string{{"n1", "n2"}, {"site-b"}}, OneWay: true}},
@@ -58,6 +60,9 @@ func TestParseWords(t *testing.T) {
 		{[]string{"loss", "n1", "120%"}, WordOptions{}, `fault loss: "120%": want a percentage from 0 to 100 (like 10%)`},
 		{[]string{"crash", "n1"}, WordOptions{OneWay: true}, "fault crash: --one-way is for partition and cut"},
 		{[]string{"cut"}, WordOptions{}, "fault cut: name the node pairs (like n1:n2 n3:n4)"},
+		{[]string{"clear", "n1:n2", "n3"}, WordOptions{}, `fault clear: "n1:n2": want NODE... or one NODE:PEER, as delay and loss take`},
+		{[]string{"clear", "n1:"}, WordOptions{}, `fault clear: "n1:": want NODE... or one NODE:PEER`},
+		{[]string{"clear", "h1:h2:h3"}, WordOptions{}, `fault clear: "h1:h2:h3": want NODE... or one NODE:PEER`},
 		{[]string{"cut", "n1:n2", "n3"}, WordOptions{}, `fault cut: "n3": want NODE:NODE`},
 		{[]string{"cut", "n1:"}, WordOptions{}, `fault cut: "n1:": want NODE:NODE`},
 		{[]string{"cut", "n1:n2:n3"}, WordOptions{}, `fault cut: "n1:n2:n3": want NODE:NODE`},

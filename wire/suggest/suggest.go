@@ -67,7 +67,13 @@ func Similar(name string, candidates []string) []string {
 // Hint is "; did you mean X?" (or "X or Y", "X, Y or Z") for the names
 // Similar finds, to append to an error, or "" when it finds none.
 func Hint(name string, candidates []string) string {
-	s := Similar(name, candidates)
+	return DidYouMean(Similar(name, candidates))
+}
+
+// DidYouMean is "; did you mean X?" (or "X or Y", "X, Y or Z") for names
+// Similar found and the caller may have spelled otherwise (a flag with its
+// dashes), or "" for none.
+func DidYouMean(s []string) string {
 	switch len(s) {
 	case 0:
 		return ""

@@ -15,10 +15,10 @@ import (
 // election diagram of (--diagram-runs). The zero value is
 // DefaultDiagramRuns.
 type DiagramRuns struct {
-	// Median and Slowest are the runs that passed with the median
-	// (MedianRun) and the longest time to leader.
-	Median, Slowest bool
-	All             bool
+	// Fastest, Median and Slowest are the runs that passed with the
+	// shortest, the median (MedianRun) and the longest time to leader.
+	Fastest, Median, Slowest bool
+	All                      bool
 	// Runs are run numbers, from 1.
 	Runs []int
 }
@@ -27,16 +27,27 @@ type DiagramRuns struct {
 // typical election and the worst one, one diagram when they are one run.
 const DefaultDiagramRuns = "median,slowest"
 
+// DiagramRunWords are the words --diagram-runs takes besides run numbers.
+var DiagramRunWords = []string{"fastest", "median", "slowest", "all"}
+
+// diagramRunWordList is DiagramRunWords as an error lists them.
+func diagramRunWordList() string {
+	last := len(DiagramRunWords) - 1
+	return strings.Join(DiagramRunWords[:last], ", ") + " or " + DiagramRunWords[last]
+}
+
 // ParseDiagramRuns reads --diagram-runs: run numbers and the words
-// median, slowest and all, separated by commas.
+// fastest, median, slowest and all, separated by commas.
 func ParseDiagramRuns(s string) (DiagramRuns, error) {
 	var dr DiagramRuns
 	if strings.TrimSpace(s) == "" {
-		return dr, errors.New("empty: want run numbers, median, slowest or all, separated by commas")
+		return dr, errors.New("empty: want run numbers, " + diagramRunWordList() + ", separated by commas")
 	}
 	for _, w := range strings.Split(s, ",") {
 		w = strings.TrimSpace(w)
 		switch strings.ToLower(w) {
+		case "fastest":
+			dr.Fastest = true
 		case "median":
 			dr.Median = true
 		case "slowest":
@@ -46,7 +57,7 @@ func ParseDiagramRuns(s string) (DiagramRuns, error) {
 		default:
 			n, err := strconv.Atoi(w)
 			if err != nil || n < 1 || strings.IndexFunc(w, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
-				return DiagramRuns{}, fmt.Errorf("%s is not a run number (from 1), median, slowest or all", bounded.Quote(w))
+				return DiagramRuns{}, fmt.Errorf("%s is not a run number (from 1), %s", bounded.Quote(w), diagramRunWordList())
 			}
 			if !slices.Contains(dr.Runs, n) {
 				dr.Runs = append(dr.Runs, n)
@@ -63,7 +74,7 @@ func (dr DiagramRuns) String() string {
 	for _, w := range []struct {
 		on   bool
 		name string
-	}{{dr.Median, "median"}, {dr.Slowest, "slowest"}, {dr.All, "all"}} {
+	}{{dr.Fastest, "fastest"}, {dr.Median, "median"}, {dr.Slowest, "slowest"}, {dr.All, "all"}} {
 		if w.on {
 			ws = append(ws, w.name)
 		}
@@ -75,7 +86,9 @@ func (dr DiagramRuns) String() string {
 }
 
 // IsZero says whether dr picks nothing, and so stands for the default.
-func (dr DiagramRuns) IsZero() bool { return !dr.Median && !dr.Slowest && !dr.All && len(dr.Runs) == 0 }
+func (dr DiagramRuns) IsZero() bool {
+	return !dr.Fastest && !dr.Median && !dr.Slowest && !dr.All && len(dr.Runs) == 0
+}
 
 // CheckRuns says which run number dr names beyond the runs of a scenario.
 func (dr DiagramRuns) CheckRuns(runs int) error {
@@ -87,8 +100,8 @@ func (dr DiagramRuns) CheckRuns(runs int) error {
 	return nil
 }
 
-// DiagramPick is a run to draw and why: the roles it plays (median,
-// slowest) beyond being asked for.
+// DiagramPick is a run to draw and why: the roles it plays (fastest,
+// median, slowest) beyond being asked for.
 type DiagramPick struct {
 	Run   results.Run
 	Roles []string
@@ -101,6 +114,10 @@ func (dr DiagramRuns) Pick(sr *results.ScenarioResult) []DiagramPick {
 	}
 	roles := map[int][]string{}
 	wanted := map[int]bool{}
+	if fast, ok := fastestRun(sr); ok {
+		roles[fast.Index] = append(roles[fast.Index], "fastest")
+		wanted[fast.Index] = wanted[fast.Index] || dr.Fastest
+	}
 	if med, ok := MedianRun(sr); ok {
 		roles[med.Index] = append(roles[med.Index], "median")
 		wanted[med.Index] = wanted[med.Index] || dr.Median
@@ -136,6 +153,17 @@ func (dr DiagramRuns) Sequences(sr *results.ScenarioResult, elections []*Sequenc
 		seqs = append(seqs, seq)
 	}
 	return seqs
+}
+
+// fastestRun is the run of sr that passed with the shortest time to
+// leader, the first of equals; ok is false when no run passed.
+func fastestRun(sr *results.ScenarioResult) (run results.Run, ok bool) {
+	for _, r := range sr.Runs {
+		if r.OK && (!ok || r.TimeToLeaderNS < run.TimeToLeaderNS) {
+			run, ok = r, true
+		}
+	}
+	return run, ok
 }
 
 // slowestRun is the run of sr that passed with the longest time to

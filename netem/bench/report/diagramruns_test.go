@@ -18,6 +18,8 @@ func TestParseDiagramRuns(t *testing.T) {
 		"Slowest,1":         {Slowest: true, Runs: []int{1}},
 		"median , SLOWEST":  {Median: true, Slowest: true},
 		"007,all,slowest,2": {Slowest: true, All: true, Runs: []int{2, 7}},
+		"fastest":           {Fastest: true},
+		"FASTEST,median,4":  {Fastest: true, Median: true, Runs: []int{4}},
 	} {
 		got, err := ParseDiagramRuns(in)
 		if err != nil || !reflect.DeepEqual(got, want) {
@@ -26,7 +28,7 @@ func TestParseDiagramRuns(t *testing.T) {
 	}
 	for in, word := range map[string]string{
 		"":                     `empty`,
-		"median,fastest":       `"fastest"`,
+		"median,quickest":      `"quickest"`,
 		"0":                    `"0"`,
 		"-1":                   `"-1"`,
 		"+3":                   `"+3"`,
@@ -57,7 +59,7 @@ func TestParseDiagramRuns(t *testing.T) {
 // FuzzParseDiagramRuns: any input parses, and then reads back the same
 // from its String, or fails in one line.
 func FuzzParseDiagramRuns(f *testing.F) {
-	for _, s := range []string{"median,slowest", "all", "1,2,3", "median, 7", "", ",", "0", "+1", "x\ny", "MEDIAN", "18446744073709551616"} {
+	for _, s := range []string{"median,slowest", "fastest,median", "all", "1,2,3", "median, 7", "", ",", "0", "+1", "x\ny", "MEDIAN", "18446744073709551616"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -97,18 +99,20 @@ func diagramScenario() (*results.ScenarioResult, []*Sequence) {
 }
 
 // TestDiagramsPick: the default draws the median and the slowest run, one
-// diagram when they are one run; numbers and all draw those runs, failed
-// ones too; each diagram is titled with its run, its role and its time to
+// diagram when they are one run; fastest draws the quickest run that
+// passed; numbers and all draw those runs, failed ones too; each diagram is titled with its run, its role and its time to
 // leader, and carries its run's capture.
 func TestDiagramsPick(t *testing.T) {
 	sr, elections := diagramScenario()
 	for in, want := range map[string][]string{
-		"":               {"leader-crash, run 1 (seed 1), the median run: leader n4 after 30.0ms", "leader-crash, run 3 (seed 3), the slowest run: leader n4 after 50.0ms"},
-		"median":         {"leader-crash, run 1 (seed 1), the median run: leader n4 after 30.0ms"},
-		"6,2":            {"leader-crash, run 2 (seed 2): leader n4 after 10.0ms", "leader-crash, run 6 (seed 6): failed (liveness)"},
-		"slowest,3,9":    {"leader-crash, run 3 (seed 3), the slowest run: leader n4 after 50.0ms"},
-		"all":            nil,
-		"median,slowest": nil,
+		"":                {"leader-crash, run 1 (seed 1), the median run: leader n4 after 30.0ms", "leader-crash, run 3 (seed 3), the slowest run: leader n4 after 50.0ms"},
+		"median":          {"leader-crash, run 1 (seed 1), the median run: leader n4 after 30.0ms"},
+		"fastest":         {"leader-crash, run 2 (seed 2), the fastest run: leader n4 after 10.0ms"},
+		"fastest,slowest": {"leader-crash, run 2 (seed 2), the fastest run: leader n4 after 10.0ms", "leader-crash, run 3 (seed 3), the slowest run: leader n4 after 50.0ms"},
+		"6,2":             {"leader-crash, run 2 (seed 2), the fastest run: leader n4 after 10.0ms", "leader-crash, run 6 (seed 6): failed (liveness)"},
+		"slowest,3,9":     {"leader-crash, run 3 (seed 3), the slowest run: leader n4 after 50.0ms"},
+		"all":             nil,
+		"median,slowest":  nil,
 	} {
 		var dr DiagramRuns
 		if in != "" {
@@ -142,10 +146,15 @@ func TestDiagramsPick(t *testing.T) {
 			}
 		}
 	}
-	// One run both median and slowest: one diagram.
+	// One run the fastest, the median and the slowest: one diagram.
 	one := &results.ScenarioResult{Name: "x", Runs: []results.Run{{Index: 1, OK: true, Leader: "n4", TimeToLeaderNS: 7e6}}}
 	seqs := DiagramRuns{}.Sequences(one, elections[:1])
-	if len(seqs) != 1 || seqs[0].Title != "x, run 1 (seed 0), the median and the slowest run: leader n4 after 7.00ms" {
+	if len(seqs) != 1 || seqs[0].Title != "x, run 1 (seed 0), the fastest, the median and the slowest run: leader n4 after 7.00ms" {
+		t.Errorf("one run: %d diagrams %+v", len(seqs), seqs)
+	}
+	dr, _ := ParseDiagramRuns("fastest,median,slowest")
+	seqs = dr.Sequences(one, elections[:1])
+	if len(seqs) != 1 || seqs[0].Title != "x, run 1 (seed 0), the fastest, the median and the slowest run: leader n4 after 7.00ms" {
 		t.Errorf("one run: %d diagrams %+v", len(seqs), seqs)
 	}
 }

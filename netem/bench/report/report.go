@@ -208,13 +208,18 @@ func MedianRun(sc *results.ScenarioResult) (run results.Run, ok bool) {
 }
 
 // SequenceTitle is the caption of a run's election diagram: the run, the
-// roles it plays among the runs (median, slowest) and its time to leader,
+// roles it plays among the runs (fastest, median, slowest) and its time to leader,
 // or how it failed, then its availability's verdict and unavailability
 // when it measured them (AvailabilityText).
 func SequenceTitle(sc *results.ScenarioResult, run results.Run, roles ...string) string {
 	s := fmt.Sprintf("%s, run %d (seed %d)", sc.Key(), run.Index, run.Seed)
 	if len(roles) > 0 {
-		s += ", the " + strings.Join(roles, " and the ") + " run"
+		last := len(roles) - 1
+		s += ", the "
+		if last > 0 {
+			s += strings.Join(roles[:last], ", the ") + " and the "
+		}
+		s += roles[last] + " run"
 	}
 	avail := ""
 	if a := AvailabilityText(run); a != "" {
