@@ -42,11 +42,6 @@ func summaryWidth(w io.Writer) int {
 	return TerminalWidth(f)
 }
 
-// pctMinRuns is, per percentile the summary table shows, the fewest
-// values for which it is shown: with fewer its nearest rank is the largest
-// value, and the column would repeat max (doc.go, Percentiles).
-var pctMinRuns = map[string]int{"p50": 1, "p95": 20, "p99": 100}
-
 // TimePercentile is one percentile column of a distribution.
 type TimePercentile struct {
 	Name string // p50, p95, p99 or max
@@ -64,12 +59,6 @@ var TimePercentiles = []TimePercentile{
 
 // detectionPcts are the detection percentiles that report.html shows.
 var detectionPcts = TimePercentiles[:2]
-
-// PercentileShown reports whether percentile name of n values is shown.
-func PercentileShown(name string, n int) bool {
-	min, ok := pctMinRuns[name]
-	return n > 0 && (!ok || n >= min)
-}
 
 // timeColumn is a column of durations: its header and its cells, in one
 // unit.
