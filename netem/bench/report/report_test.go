@@ -233,7 +233,7 @@ func TestReportPercentileWording(t *testing.T) {
 			"Convergence over the one run that passed",
 			"time to leader of the one run that passed of leader-crash",
 			"<summary>the one run</summary>",
-		}, []string{"slowest", "30 runs", "2nd", "15th", "p95 578ms", "p95 "+"&lt;", ">p95 "}},
+		}, []string{"slowest", "30 runs", "2nd", "15th", "p95 578ms", "p95 " + "&lt;", ">p95 "}},
 		{5, []string{
 			"In every scenario 5 runs passed: p50 is the 3rd fastest run; max is the slowest; p95 and p99 are left out below 20 and 100 runs.",
 			"5 of 5 runs passed. Time to leader over the 5 runs that passed (p50 578ms, max 798ms): p50 is the 3rd fastest run; max is the slowest; p95 and p99 are left out below 20 and 100 runs.",
