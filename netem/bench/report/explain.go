@@ -137,24 +137,20 @@ func countersCell(r results.Run) cell {
 	return cell{Text: "match"}
 }
 
-// splitBrainCell lists the run's split-brain windows, "none", or "-" when
-// the run stopped before its checks ran (every checked run has a
-// convergence time or a liveness violation).
-func splitBrainCell(r results.Run) cell {
+// overlapsCell says how often several nodes led at once in the run: dual
+// leaders (a violation) and leaders apart (expected across a cut) named
+// apart, "none", or "-" when the run stopped before its checks ran (every
+// checked run has a convergence time or a liveness violation).
+func overlapsCell(r results.Run) cell {
 	ch := r.Checks
+	dual, apart := len(ch.DualLeaders()), len(ch.LeadersApart())
 	switch {
-	case len(ch.SplitBrain) > 0:
-		connected := 0
-		for _, w := range ch.SplitBrain {
-			if w.Connected {
-				connected++
-			}
-		}
-		text := plural(len(ch.SplitBrain), "window", "windows")
-		if connected > 0 {
-			text += fmt.Sprintf(", %d with the network connected", connected)
-		}
-		return cell{Text: text, Bad: connected > 0}
+	case dual > 0 && apart > 0:
+		return cell{Text: fmt.Sprintf("dual leaders %d, apart %d", dual, apart), Bad: true}
+	case dual > 0:
+		return cell{Text: fmt.Sprintf("dual leaders %d", dual), Bad: true}
+	case apart > 0:
+		return cell{Text: fmt.Sprintf("apart %d (expected)", apart)}
 	case ch.ConvergenceNS == nil && len(ch.Violations) == 0:
 		return cell{Text: "-"}
 	}

@@ -52,11 +52,11 @@ func reportTemplateParsed() *template.Template {
 			}
 			return results.FormatNS(results.TimePercentiles[i].Of(&d))
 		},
-		"runmsgs":    runMessagesCell,
-		"counters":   countersCell,
-		"faults":     faultsOf,
-		"splitbrain": splitBrainCell,
-		"timing":     timingText,
+		"runmsgs":  runMessagesCell,
+		"counters": countersCell,
+		"faults":   faultsOf,
+		"overlaps": overlapsCell,
+		"timing":   timingText,
 	}).Parse(reportTemplate))
 	template.Must(t.New("benches").Parse(benchesTemplate))
 	return t

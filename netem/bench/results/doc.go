@@ -102,9 +102,13 @@
 //	    schedule          the fault schedule, one resolved step a line
 //	    checks
 //	      leaders_per_epoch  [{epoch, leaders}]: who led each epoch
-//	      split_brain        [{start_ns, end_ns, leaders, connected}]: windows with
+//	      leader_overlaps    [{start_ns, end_ns, leaders, dual}]: windows with
 //	                         several leaders, times from the measured fault;
-//	                         connected: outside every disruption and its grace
+//	                         dual: dual leaders, part of the window outside every
+//	                         disruption and its grace, when they could reach each
+//	                         other (an SLE1 violation); else leaders apart, each on
+//	                         its side of a cut (expected). Read from a results.json
+//	                         before it: split_brain, connected for dual
 //	      convergence_ns     from when the lab had the run's last fault (any kind) in
 //	                         force to the last election message on the wire before
 //	                         the last wait_leader saw the live nodes it waited for
