@@ -124,6 +124,10 @@
 //	                      to the run's end (to the end when that never came), by the
 //	                      nodes' event logs and the faults in force
 //	    leader_changes    leader tenures, (leader, epoch), begun after that start
+//	    later_leader_changes  leader tenures in the capture begun after the run
+//	                      settled (its time to leader) and before the next fault:
+//	                      the leader changing again with no fault to make it;
+//	                      absent without a measured election or from before it
 //	    availability      the rest of it; these three are absent when unknown (a
 //	                      results.json from before, event logs that could not be read)
 //	      disruption_ns   the disruption's start from the measured fault (<= 0)
@@ -154,6 +158,8 @@
 //	    messages          wire type -> {mean, max} frames per election
 //	    messages_total    {mean, max} of all types together
 //	    failures          [{kind, runs, example}]: failed runs by kind
+//	    later_leader_changes  {measured, runs, most}: of the runs that counted them,
+//	                      those whose leader changed again, the most of one run
 //	    availability      when runs measured it: unavailable {n, min_ns, ...} and
 //	                      leader_changes {mean, max} over the runs that passed,
 //	                      verdicts {verdict: runs} over every run

@@ -206,6 +206,11 @@ func writeFullSummary(w io.Writer, r *Results) error {
 		header = slices.Insert(header, 1, "algorithm")
 		align = slices.Insert(align, 1, L)
 	}
+	later := anyLaterChanges(rows)
+	if later {
+		header = append(header, "later leader\nchanges")
+		align = append(align, R)
+	}
 	var cols []timeColumn
 	for _, group := range summaryTimeColumns(rows) {
 		for i, c := range group {
@@ -229,6 +234,9 @@ func writeFullSummary(w io.Writer, r *Results) error {
 		row := []string{rowKey(r, i, algCol), strconv.Itoa(s.Runs), strconv.Itoa(s.Failed)}
 		if algCol {
 			row = slices.Insert(row, 1, r.Scenarios[i].AlgorithmName())
+		}
+		if later {
+			row = append(row, laterChangesCell(s))
 		}
 		for _, c := range cols {
 			row = append(row, c.cells[i])
@@ -260,6 +268,13 @@ func writeCompactSummary(w io.Writer, r *Results, width int) error {
 			alg.cells = append(alg.cells, r.Scenarios[i].AlgorithmName())
 		}
 		cols = slices.Insert(cols, 1, alg)
+	}
+	if anyLaterChanges(rows) {
+		lc := plainCol{name: "later", right: true}
+		for _, s := range rows {
+			lc.cells = append(lc.cells, laterChangesCell(s))
+		}
+		cols = append(cols, lc)
 	}
 	for _, group := range summaryTimeColumns(rows) {
 		shared := true

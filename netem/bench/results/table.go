@@ -59,11 +59,17 @@ func WriteSummary(w io.Writer, r *Results, opts ...SummaryOptions) error {
 		return err
 	}
 	lines := percentileLines(r.Scenarios)
+	if anyLaterChanges(summaryRows(r)) {
+		lines = append(lines, laterChangesDefinition)
+	}
 	for i := range r.Scenarios {
 		sc := &r.Scenarios[i]
 		s := summaryOf(sc)
 		for _, g := range s.Failures {
 			lines = append(lines, failureLine(sc.Key(), g, s.Runs))
+		}
+		if l := laterChangesLine(sc.Key(), s); l != "" {
+			lines = append(lines, l)
 		}
 		if l := availabilityLine(sc.Key(), s); l != "" {
 			lines = append(lines, l)
