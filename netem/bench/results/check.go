@@ -68,23 +68,42 @@ func (c Checks) DualLeaders() []LeaderOverlap {
 	return slices.DeleteFunc(slices.Clone(c.LeaderOverlaps), func(o LeaderOverlap) bool { return !o.Dual })
 }
 
+// splitBrainWindow is a LeaderOverlap as results.json had it before
+// leader_overlaps: split_brain, connected for dual.
+type splitBrainWindow struct {
+	StartNS   int64    `json:"start_ns"`
+	EndNS     int64    `json:"end_ns"`
+	Leaders   []string `json:"leaders"`
+	Connected bool     `json:"connected"`
+}
+
+// checksJSON is Checks with the split_brain field of results.json v1
+// before leader_overlaps, which v1 keeps writing (a v1 reader may count
+// on every field it knew) and reads from a file that has nothing newer.
+type checksJSON struct {
+	checksFields
+	SplitBrain []splitBrainWindow `json:"split_brain"`
+}
+
+type checksFields Checks
+
+// MarshalJSON writes c with split_brain beside leader_overlaps.
+func (c Checks) MarshalJSON() ([]byte, error) {
+	v := checksJSON{checksFields: checksFields(c), SplitBrain: []splitBrainWindow{}}
+	for _, o := range c.LeaderOverlaps {
+		v.SplitBrain = append(v.SplitBrain, splitBrainWindow{StartNS: o.StartNS, EndNS: o.EndNS, Leaders: o.Leaders, Connected: o.Dual})
+	}
+	return json.Marshal(v)
+}
+
 // UnmarshalJSON reads checks, those of a results.json from before
 // leader_overlaps too: its split_brain windows, "connected" for dual.
 func (c *Checks) UnmarshalJSON(data []byte) error {
-	type plain Checks
-	var v struct {
-		plain
-		SplitBrain []struct {
-			StartNS   int64    `json:"start_ns"`
-			EndNS     int64    `json:"end_ns"`
-			Leaders   []string `json:"leaders"`
-			Connected bool     `json:"connected"`
-		} `json:"split_brain"`
-	}
+	var v checksJSON
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
-	*c = Checks(v.plain)
+	*c = Checks(v.checksFields)
 	if c.LeaderOverlaps == nil && v.SplitBrain != nil {
 		c.LeaderOverlaps = []LeaderOverlap{}
 		for _, w := range v.SplitBrain {
