@@ -44,8 +44,9 @@ type EpochLeaders struct {
 
 // LeaderOverlap is a window in which several nodes led at once. Two kinds
 // are named apart. Leaders apart: the window lay within disruptions and
-// their grace periods, so the leaders could not hear each other, as each
-// side of a partition elects its own; expected. Dual leaders: part of the
+// their grace periods: the leaders were cut apart, as each side of a
+// partition elects its own, or after the heal had not yet had the time
+// SLE2 allows to hear each other; expected. Dual leaders: part of the
 // window fell outside every disruption and its grace, when the leaders
 // could reach each other both ways; an SLE1 violation. Availability's
 // DualLeaderNS times the same kind of pair by the faults in force, the
