@@ -410,3 +410,31 @@ func TestReportSequenceNote(t *testing.T) {
 		t.Errorf("note %q, want %q", note, want)
 	}
 }
+
+// TestReportLaterChanges: a run whose leader changed again after settling
+// is counted in the summary table, in red, and named in its run's row;
+// results without the count have no such column.
+func TestReportLaterChanges(t *testing.T) {
+	if page := renderReport(t, resultstest.SampleFirstRuns(3)); strings.Contains(page, "<th>later leader changes</th>") {
+		t.Error("results without later changes get their column")
+	}
+	r := resultstest.SampleFirstRuns(3)
+	zero, one := 0, 1
+	for i := range r.Scenarios {
+		sc := &r.Scenarios[i]
+		for j := range sc.Runs {
+			sc.Runs[j].LaterLeaderChanges = &zero
+		}
+		if i == 0 {
+			sc.Runs[1].LaterLeaderChanges = &one
+		}
+		sc.Summary = results.Summarize(sc.Runs)
+	}
+	page := renderReport(t, r)
+	for _, want := range []string{"<th>later leader changes</th>", `<span class="bad" title="runs 2">1/3</span>`, "<td>0/3</td>",
+		`<span class="bad">then 1 later leader change</span>`, "<dt>later leader changes</dt>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
