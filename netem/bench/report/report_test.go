@@ -438,3 +438,22 @@ func TestReportLaterChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestReportLeaderOverlaps: a run's leaders apart across a cut and its dual
+// leaders are counted apart, only dual leaders in red, and both defined.
+func TestReportLeaderOverlaps(t *testing.T) {
+	r := resultstest.SampleFirstRuns(3)
+	sc := &r.Scenarios[0]
+	sc.Runs[0].Checks.LeaderOverlaps = []results.LeaderOverlap{{Leaders: []string{"n3", "n5"}}, {Leaders: []string{"n3", "n5"}}}
+	sc.Runs[1].Checks.LeaderOverlaps = []results.LeaderOverlap{{Leaders: []string{"n3", "n5"}}, {Leaders: []string{"n4", "n5"}, Dual: true}}
+	page := renderReport(t, r)
+	for _, want := range []string{"<td class=\"l\">apart 2 (expected)</td>", `<span class="bad">dual leaders 1, apart 1</span>`,
+		"<b>Leaders apart</b>", "<b>Dual leaders</b>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "split brain") {
+		t.Error("the page still says split brain")
+	}
+}
