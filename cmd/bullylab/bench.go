@@ -360,16 +360,20 @@ func compareCommand() *cli.Command {
 		Usage:     "compare two benches (results.json or bench.txt) and fail on a regression",
 		ArgsUsage: "BASE NEW",
 		Description: "Compares per scenario the time to leader p50/p95/p99/max, the detection p50/p95,\n" +
-			"the mean messages per election and the share of failed runs. A metric regressed when it\n" +
-			"grew beyond --max-regress and the Mann-Whitney U test of the two sides' runs gives\n" +
-			"p < --alpha (a side needs 4 passed runs for that to be possible; with fewer, only failed\n" +
-			"runs can regress, and a note says so). A results.json of a partial (interrupted) bench is\n" +
+			"the mean messages per election and the share of failed runs. Each row is tested for what it\n" +
+			"shows: the bootstrap interval of the difference, new minus base, of that row's statistic (its\n" +
+			"nearest-rank percentile or its mean), each side's runs resampled with replacement 2000 times by\n" +
+			"a generator seeded from the row, so the same files always give the same intervals, at\n" +
+			"confidence 1 - --alpha. A row regressed when its interval lies above zero and it grew beyond\n" +
+			"--max-regress (and a noise floor of 1 ms or half a message); a side needs 5 passed runs for an\n" +
+			"interval, and with fewer only failed runs can regress, which a note says. Failed runs regress\n" +
+			"on any larger share of them. A results.json of a partial (interrupted) bench is\n" +
 			"compared on the runs it holds, with a warning on stderr and a note. Exits 0 when nothing\n" +
 			"regressed, 1 on a regression, 2 when the inputs cannot be compared.",
 		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "max-regress", Value: "10%", Usage: "largest growth of a metric that is not a regression, a percentage such as 10%"},
-			&cli.Float64Flag{Name: "alpha", Value: results.DefaultAlpha, Usage: "significance level of the Mann-Whitney U test, in (0, 1)"},
+			&cli.Float64Flag{Name: "alpha", Value: results.DefaultAlpha, Usage: "1 - the confidence of each row's bootstrap interval, in (0, 1): 0.05 for 95% intervals"},
 			&cli.StringFlag{Name: "format", Value: results.FormatTable, Usage: "output: " + strings.Join(results.ComparisonFormats, ", ") + " (markdown fits a CI job summary)"},
 		},
 		Action: func(c *cli.Context) error {

@@ -62,7 +62,7 @@ type CheckInput struct {
 func Check(in CheckInput) results.Checks {
 	k := newChecker(in)
 	k.checkEpochs()
-	k.checkSplitBrain()
+	k.checkOverlaps()
 	k.checkSources()
 	k.checkLiveness()
 	k.c.Tenures = tenureRecords(in.Tenures)
@@ -87,7 +87,7 @@ func newChecker(in CheckInput) *checker {
 	if in.CompareLogs {
 		ts = append(ts, in.LogTenures...)
 	}
-	return &checker{in: in, tenures: ts, disruptions: ds, c: results.Checks{LeadersPerEpoch: []results.EpochLeaders{}, SplitBrain: []results.SplitBrain{}}}
+	return &checker{in: in, tenures: ts, disruptions: ds, c: results.Checks{LeadersPerEpoch: []results.EpochLeaders{}, LeaderOverlaps: []results.LeaderOverlap{}}}
 }
 
 func (k *checker) violate(property, format string, args ...any) {
@@ -177,11 +177,11 @@ func tenureEdges(tenures []Tenure) []tenureEdge {
 	return edges
 }
 
-// checkSplitBrain sweeps the tenure edges for spans with two or more
-// leaders.
-func (k *checker) checkSplitBrain() {
+// checkOverlaps sweeps the tenure edges for spans with two or more
+// leaders: leaders apart, or dual leaders (results.LeaderOverlap).
+func (k *checker) checkOverlaps() {
 	leading := map[string]int{}
-	var open *results.SplitBrain
+	var open *results.LeaderOverlap
 	for _, e := range tenureEdges(k.tenures) {
 		leading[e.node] += e.delta
 		if leading[e.node] == 0 {
@@ -189,7 +189,7 @@ func (k *checker) checkSplitBrain() {
 		}
 		switch {
 		case len(leading) >= 2 && open == nil:
-			open = &results.SplitBrain{StartNS: int64(e.at)}
+			open = &results.LeaderOverlap{StartNS: int64(e.at)}
 			fallthrough
 		case len(leading) >= 2:
 			for n := range leading {
@@ -198,21 +198,21 @@ func (k *checker) checkSplitBrain() {
 				}
 			}
 		case open != nil:
-			k.closeSplitBrain(open, e.at)
+			k.closeOverlap(open, e.at)
 			open = nil
 		}
 	}
 }
 
-// closeSplitBrain records the split brain open, which ended at end.
-func (k *checker) closeSplitBrain(open *results.SplitBrain, end time.Duration) {
+// closeOverlap records the overlap open, which ended at end.
+func (k *checker) closeOverlap(open *results.LeaderOverlap, end time.Duration) {
 	start := time.Duration(open.StartNS)
 	open.EndNS = int64(end)
 	slices.Sort(open.Leaders)
-	open.Connected = !k.excused(start, end)
-	k.c.SplitBrain = append(k.c.SplitBrain, *open)
-	if open.Connected {
-		k.violate("safety", "%s led at once for %s from %s with the network connected",
+	open.Dual = !k.excused(start, end)
+	k.c.LeaderOverlaps = append(k.c.LeaderOverlaps, *open)
+	if open.Dual {
+		k.violate("safety", "dual leaders: %s led at once for %s from %s with the network connected",
 			strings.Join(open.Leaders, " and "), time.Duration(open.EndNS-open.StartNS), fmtOffset(start))
 	}
 }

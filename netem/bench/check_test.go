@@ -29,8 +29,8 @@ func TestCheckCleanFailover(t *testing.T) {
 	if !reflect.DeepEqual(c.LeadersPerEpoch, want) {
 		t.Errorf("leaders per epoch %+v", c.LeadersPerEpoch)
 	}
-	if len(c.SplitBrain) != 0 || len(c.Violations) != 0 {
-		t.Errorf("split brain %+v, violations %+v", c.SplitBrain, c.Violations)
+	if len(c.LeaderOverlaps) != 0 || len(c.Violations) != 0 {
+		t.Errorf("overlaps %+v, violations %+v", c.LeaderOverlaps, c.Violations)
 	}
 	if c.ConvergenceNS == nil || *c.ConvergenceNS != int64(580*ms) {
 		t.Errorf("convergence %v", c.ConvergenceNS)
@@ -40,19 +40,19 @@ func TestCheckCleanFailover(t *testing.T) {
 	}
 }
 
-func TestCheckSplitBrain(t *testing.T) {
+func TestCheckLeaderOverlaps(t *testing.T) {
 	partition := bench.Disruption{Start: 0, End: 2 * time.Second, What: "partition"}
 	tenures := []bench.Tenure{
 		{Node: "n16", Epoch: 1, Start: -time.Second, End: 2200 * ms}, // kept its side
 		{Node: "n9", Epoch: 2, Start: 600 * ms, End: 2100 * ms},      // the majority's leader
 		{Node: "n16", Epoch: 3, Start: 2200 * ms, End: 6 * time.Second},
 	}
-	// Within the partition and its grace period: a split brain, excused.
+	// Within the partition and its grace period: leaders apart, excused.
 	c := bench.Check(bench.CheckInput{Tenures: tenures, Disruptions: []bench.Disruption{partition},
 		Grace: 1300 * ms, Convergence: dur(200 * ms), Bound: 1300 * ms})
-	want := []results.SplitBrain{{StartNS: int64(600 * ms), EndNS: int64(2100 * ms), Leaders: []string{"n16", "n9"}}}
-	if !reflect.DeepEqual(c.SplitBrain, want) {
-		t.Errorf("split brain %+v, want %+v", c.SplitBrain, want)
+	want := []results.LeaderOverlap{{StartNS: int64(600 * ms), EndNS: int64(2100 * ms), Leaders: []string{"n16", "n9"}}}
+	if !reflect.DeepEqual(c.LeaderOverlaps, want) {
+		t.Errorf("overlaps %+v, want %+v", c.LeaderOverlaps, want)
 	}
 	if len(c.Violations) != 0 {
 		t.Errorf("violations %+v", c.Violations)
@@ -60,19 +60,19 @@ func TestCheckSplitBrain(t *testing.T) {
 
 	// Without the partition the same tenures break SLE1.
 	c = bench.Check(bench.CheckInput{Tenures: tenures, Grace: 1300 * ms, Convergence: dur(200 * ms), Bound: 1300 * ms})
-	if len(c.SplitBrain) != 1 || !c.SplitBrain[0].Connected {
-		t.Fatalf("split brain %+v, want one connected window", c.SplitBrain)
+	if len(c.LeaderOverlaps) != 1 || !c.LeaderOverlaps[0].Dual {
+		t.Fatalf("overlaps %+v, want one of dual leaders", c.LeaderOverlaps)
 	}
 	kind, reason := c.Failure()
-	if kind != results.FailSafety || reason != "n16 and n9 led at once for 1.5s from +600ms with the network connected" {
+	if kind != results.FailSafety || reason != "dual leaders: n16 and n9 led at once for 1.5s from +600ms with the network connected" {
 		t.Errorf("failure %q %q", kind, reason)
 	}
 
 	// A window that outlasts the grace period is not excused either.
 	c = bench.Check(bench.CheckInput{Tenures: tenures, Disruptions: []bench.Disruption{{Start: 0, End: 500 * ms}},
 		Grace: 200 * ms, Convergence: dur(200 * ms)})
-	if len(c.SplitBrain) != 1 || !c.SplitBrain[0].Connected {
-		t.Errorf("split brain %+v: 600ms..2.1s is past 500ms+200ms", c.SplitBrain)
+	if len(c.LeaderOverlaps) != 1 || !c.LeaderOverlaps[0].Dual {
+		t.Errorf("overlaps %+v: 600ms..2.1s is past 500ms+200ms", c.LeaderOverlaps)
 	}
 }
 
@@ -82,8 +82,8 @@ func TestCheckSharedEpoch(t *testing.T) {
 		{Node: "n4", Epoch: 4, Start: 300 * ms, End: time.Second},
 	}
 	c := bench.Check(bench.CheckInput{Tenures: tenures, Convergence: dur(0)})
-	if len(c.SplitBrain) != 0 {
-		t.Errorf("tenures do not overlap, got split brain %+v", c.SplitBrain)
+	if len(c.LeaderOverlaps) != 0 {
+		t.Errorf("tenures do not overlap, got overlaps %+v", c.LeaderOverlaps)
 	}
 	kind, reason := c.Failure()
 	if kind != results.FailSafety || !strings.HasPrefix(reason, "epoch 4 led by n5 at +0s and by n4 at +300ms") {
@@ -98,8 +98,8 @@ func TestCheckSharedEpoch(t *testing.T) {
 	c = bench.Check(bench.CheckInput{Tenures: []bench.Tenure{
 		{Node: "a", Epoch: 1, Start: 0, End: 100 * ms}, {Node: "b", Epoch: 2, Start: 100 * ms, End: 200 * ms},
 	}, Convergence: dur(0)})
-	if len(c.SplitBrain) != 0 {
-		t.Errorf("handover counted as split brain: %+v", c.SplitBrain)
+	if len(c.LeaderOverlaps) != 0 {
+		t.Errorf("handover counted as an overlap: %+v", c.LeaderOverlaps)
 	}
 }
 

@@ -41,6 +41,7 @@ func (ru *runner) judge(m *measurement) (results.Run, *runDetail) {
 	}
 	r := ru.r
 	r.Checks = Check(in)
+	r.LaterLeaderChanges = laterLeaderChanges(&r, faults, m.fault.Time)
 	if m.rep != nil {
 		r.FaultChecks = m.rep.FaultChecks
 	}

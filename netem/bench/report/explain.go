@@ -39,6 +39,10 @@ func summaryOf(sc *results.ScenarioResult) results.Summary {
 	return sc.Summary
 }
 
+// shortPcts are the percentiles the notes give of detection and
+// convergence: p50, p95 and max.
+var shortPcts = []results.TimePercentile{results.TimePercentiles[0], results.TimePercentiles[1], results.TimePercentiles[3]}
+
 // ScenarioNotes are the sentences of a scenario's section that explain its
 // numbers: for time to leader, detection and convergence, how many runs
 // each distribution rests on and which run each percentile is; and in how
@@ -57,15 +61,15 @@ func ScenarioNotes(sc *results.ScenarioResult) []string {
 		notes = append(notes, fmt.Sprintf("%s over %s (%s): %s.", what, runsOver(d.N, s.OK), values, results.PercentileRanks(d.N)))
 	}
 	ttl := s.TimeToLeader
-	dist("Time to leader", &ttl, fmt.Sprintf("p50 %s, p95 %s, p99 %s, max %s", results.FormatNS(ttl.P50NS), results.FormatNS(ttl.P95NS), results.FormatNS(ttl.P99NS), results.FormatNS(ttl.MaxNS)))
+	dist("Time to leader", &ttl, results.PercentilesText(ttl, results.TimePercentiles))
 	if d := s.Detection; d != nil {
-		dist("Detection", d, fmt.Sprintf("p50 %s, p95 %s, max %s", results.FormatNS(d.P50NS), results.FormatNS(d.P95NS), results.FormatNS(d.MaxNS)))
+		dist("Detection", d, results.PercentilesText(*d, shortPcts))
 		if halt, of := haltFirst(sc.Runs); halt > 0 {
 			notes = append(notes, haltFirstNote(halt, of))
 		}
 	}
 	if d := s.Convergence; d != nil {
-		dist("Convergence", d, fmt.Sprintf("p50 %s, p95 %s, max %s", results.FormatNS(d.P50NS), results.FormatNS(d.P95NS), results.FormatNS(d.MaxNS)))
+		dist("Convergence", d, results.PercentilesText(*d, shortPcts))
 	}
 	return notes
 }
@@ -133,24 +137,20 @@ func countersCell(r results.Run) cell {
 	return cell{Text: "match"}
 }
 
-// splitBrainCell lists the run's split-brain windows, "none", or "-" when
-// the run stopped before its checks ran (every checked run has a
-// convergence time or a liveness violation).
-func splitBrainCell(r results.Run) cell {
+// overlapsCell says how often several nodes led at once in the run: dual
+// leaders (a violation) and leaders apart (expected across a cut) named
+// apart, "none", or "-" when the run stopped before its checks ran (every
+// checked run has a convergence time or a liveness violation).
+func overlapsCell(r results.Run) cell {
 	ch := r.Checks
+	dual, apart := len(ch.DualLeaders()), len(ch.LeadersApart())
 	switch {
-	case len(ch.SplitBrain) > 0:
-		connected := 0
-		for _, w := range ch.SplitBrain {
-			if w.Connected {
-				connected++
-			}
-		}
-		text := plural(len(ch.SplitBrain), "window", "windows")
-		if connected > 0 {
-			text += fmt.Sprintf(", %d with the network connected", connected)
-		}
-		return cell{Text: text, Bad: connected > 0}
+	case dual > 0 && apart > 0:
+		return cell{Text: fmt.Sprintf("dual leaders %d, apart %d", dual, apart), Bad: true}
+	case dual > 0:
+		return cell{Text: fmt.Sprintf("dual leaders %d", dual), Bad: true}
+	case apart > 0:
+		return cell{Text: fmt.Sprintf("apart %d (expected)", apart)}
 	case ch.ConvergenceNS == nil && len(ch.Violations) == 0:
 		return cell{Text: "-"}
 	}

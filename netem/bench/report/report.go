@@ -52,12 +52,13 @@ func reportTemplateParsed() *template.Template {
 			}
 			return results.FormatNS(results.TimePercentiles[i].Of(&d))
 		},
-		"runmsgs":    runMessagesCell,
-		"counters":   countersCell,
-		"faults":     faultsOf,
-		"splitbrain": splitBrainCell,
-		"timing":     timingText,
-		"overrides":  results.OverridesText,
+		"runmsgs":   runMessagesCell,
+		"counters":  countersCell,
+		"faults":    faultsOf,
+		"overlaps":  overlapsCell,
+		"later":     laterOf,
+		"timing":    timingText,
+		"overrides": results.OverridesText,
 	}).Parse(reportTemplate))
 	template.Must(t.New("benches").Parse(benchesTemplate))
 	return t
@@ -102,6 +103,9 @@ type reportData struct {
 	Sequences      []reportSequence
 	// PercentileNote is PercentileSummary of the scenarios.
 	PercentileNote string
+	// LaterColumn is whether the summary has a column of later leader
+	// changes: some scenario counted them.
+	LaterColumn bool
 	// TriggerWindow is how long before an election the capture analysis
 	// looks for the record that triggered it.
 	TriggerWindow string
@@ -126,6 +130,7 @@ func Write(w io.Writer, r *results.Results, seqs ...Sequence) error {
 				ttl = append(ttl, run.TimeToLeaderNS)
 			}
 		}
+		d.LaterColumn = d.LaterColumn || sc.Summary.LaterChanges != nil
 		title := fmt.Sprintf("time to leader of %s of %s", results.PassedRunsPhrase(len(ttl)), sc.Key())
 		d.Scenarios = append(d.Scenarios, reportScenario{ScenarioResult: sc, Plot: template.HTML(DistributionSVG(ttl, title)),
 			Passed: passedText(sc.Summary), Notes: ScenarioNotes(sc), RunsLabel: runsLabel(len(sc.Runs)), FaultRun: faultRun(sc)})
@@ -150,6 +155,14 @@ func Write(w io.Writer, r *results.Results, seqs ...Sequence) error {
 		d.Sequences = append(d.Sequences, rs)
 	}
 	return reportTmpl().Execute(w, d)
+}
+
+// laterOf is the run's later leader changes, 0 when it counted none.
+func laterOf(r results.Run) int {
+	if r.LaterLeaderChanges == nil {
+		return 0
+	}
+	return *r.LaterLeaderChanges
 }
 
 // passedText is "29 of 30 runs passed", "The one run passed", "The one run

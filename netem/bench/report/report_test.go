@@ -105,8 +105,8 @@ func TestWriteReport(t *testing.T) {
 	for _, want := range []string{
 		"bullylab bench: star16",
 		`<a href="#sc-latency-sweep-delay-50ms">latency-sweep delay=50ms</a>`,
-		"time to leader (ms)", "cumulative share of runs", ">runs<",
-		">p50 ", ">p95 ", ">p99 ",
+		"time to leader (ms", "cumulative share of runs", ">runs<",
+		">p50 ", ">p95 ", ">max ",
 		"29 of 30 runs passed",
 		"Message sequence: leader-crash, run 12",
 		">HALT e2 ×6<", ">ELECTION e1 ×4<", ">ANSWER e1<", ">COORDINATOR e2 ×6<",
@@ -117,6 +117,11 @@ func TestWriteReport(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
+	}
+	// 30 runs do not support a p99 (results.PercentileShown): no figure
+	// marks one.
+	if strings.Contains(page, ">p99 ") {
+		t.Error("a histogram marks the p99 of 30 runs")
 	}
 	// One histogram per scenario, one diagram.
 	if n := strings.Count(page, `<svg class="dist"`); n != 2 {
@@ -171,6 +176,38 @@ func TestDistributionSVGExtremes(t *testing.T) {
 	}
 }
 
+// TestDistributionAxis: three runs 3.5 ms apart at 730 ms are drawn on an
+// axis that starts at a round floor with a least span and says so, not
+// stretched across the width; runs near zero get an axis from zero.
+func TestDistributionAxis(t *testing.T) {
+	svg := report.DistributionSVG([]int64{730.5e6, 732e6, 734e6}, "x")
+	if !strings.Contains(svg, "not at zero)") {
+		t.Errorf("the axis title does not say where a non-zero axis starts: %s", svg)
+	}
+	var xs []float64
+	for _, m := range regexp.MustCompile(`<line x1="([0-9.]+)" x2="[0-9.]+" y1="([0-9.]+)" y2="([0-9.]+)" stroke="#1b2631" stroke-opacity="0.6"/>`).FindAllStringSubmatch(svg, -1) {
+		x, _ := strconv.ParseFloat(m[1], 64)
+		xs = append(xs, x)
+	}
+	if len(xs) != 3 {
+		t.Fatalf("%d run ticks, want 3", len(xs))
+	}
+	// The plot is 738 px wide; the spread, 3.5 ms of a span of at least
+	// 146.8 ms (a fifth of 734), takes at most 3.5/146.8 of it.
+	if spread := xs[2] - xs[0]; spread > 738*3.5/146.8+1 {
+		t.Errorf("3.5 ms of spread drawn %.1f px wide: the axis stretches it", spread)
+	}
+	svg = report.DistributionSVG([]int64{80e6, 120e6, 200e6}, "x")
+	if !strings.Contains(svg, "the axis from zero") {
+		t.Errorf("runs near zero not on an axis from zero: %s", svg)
+	}
+	for _, name := range []string{">p95 ", ">p99 "} {
+		if strings.Contains(svg, name) {
+			t.Errorf("3 runs' histogram marks %s", name)
+		}
+	}
+}
+
 func renderReport(t *testing.T, r *results.Results, seqs ...report.Sequence) string {
 	t.Helper()
 	var buf bytes.Buffer
@@ -190,27 +227,27 @@ func TestReportPercentileWording(t *testing.T) {
 		notWant []string
 	}{
 		{1, []string{
-			"In every scenario 1 run passed: p50, p95, p99 and max are all that one run.",
-			"The one run passed. Time to leader over the one run that passed (p50 578ms, p95 578ms, p99 578ms, max 578ms): p50, p95, p99 and max are all that one run.",
+			"In every scenario 1 run passed: p50 and max are all that one run; p95 and p99 are left out below 20 and 100 runs.",
+			"The one run passed. Time to leader over the one run that passed (p50 578ms, max 578ms): p50 and max are all that one run; p95 and p99 are left out below 20 and 100 runs.",
 			"Detection over the one run that passed",
 			"Convergence over the one run that passed",
 			"time to leader of the one run that passed of leader-crash",
 			"<summary>the one run</summary>",
-		}, []string{"slowest", "30 runs", "2nd", "15th"}},
+		}, []string{"slowest", "30 runs", "2nd", "15th", "p95 578ms", "p95 " + "&lt;", ">p95 "}},
 		{5, []string{
-			"In every scenario 5 runs passed: p50 is the 3rd fastest run; p95, p99 and max are the slowest.",
-			"5 of 5 runs passed. Time to leader over the 5 runs that passed (p50 578ms, p95 798ms, p99 798ms, max 798ms): p50 is the 3rd fastest run; p95, p99 and max are the slowest.",
-			"Detection over the 5 runs that passed (p50 573ms, p95 596ms, max 596ms): p50 is the 3rd fastest run; p95, p99 and max are the slowest.",
+			"In every scenario 5 runs passed: p50 is the 3rd fastest run; max is the slowest; p95 and p99 are left out below 20 and 100 runs.",
+			"5 of 5 runs passed. Time to leader over the 5 runs that passed (p50 578ms, max 798ms): p50 is the 3rd fastest run; max is the slowest; p95 and p99 are left out below 20 and 100 runs.",
+			"Detection over the 5 runs that passed (p50 573ms, max 596ms): p50 is the 3rd fastest run; max is the slowest; p95 and p99 are left out below 20 and 100 runs.",
 			"In 3 of these 5 runs the election held no ELECTION: its first election message, where detection ends, was a HALT.",
 			"<summary>all 5 runs</summary>",
 			// p95 and p99 of 5 runs would be the slowest run again.
 			"<td>578ms</td><td>-</td><td>-</td><td>798ms</td>",
-		}, []string{"30 runs", "2nd slowest", "15th"}},
+		}, []string{"30 runs", "2nd slowest", "15th", "p95 798ms", "p99 798ms", ">p95 "}},
 		{30, []string{
 			// leader-crash lost run 7.
-			"leader-crash, 29 runs passed: p50 is the 15th fastest run; p95 is the 2nd slowest; p99 and max are the slowest.",
-			"latency-sweep delay=50ms, 30 runs passed: p50 is the 15th fastest run; p95 is the 2nd slowest; p99 and max are the slowest.",
-			"29 of 30 runs passed. Time to leader over the 29 runs that passed (p50 577ms, p95 776ms, p99 798ms, max 798ms): p50 is the 15th fastest run; p95 is the 2nd slowest; p99 and max are the slowest.",
+			"leader-crash, 29 runs passed: p50 is the 15th fastest run; p95 is the 2nd slowest; max is the slowest; p99 is left out below 100 runs.",
+			"latency-sweep delay=50ms, 30 runs passed: p50 is the 15th fastest run; p95 is the 2nd slowest; max is the slowest; p99 is left out below 100 runs.",
+			"29 of 30 runs passed. Time to leader over the 29 runs that passed (p50 577ms, p95 776ms, max 798ms): p50 is the 15th fastest run; p95 is the 2nd slowest; max is the slowest; p99 is left out below 100 runs.",
 			"In 21 of these 29 runs the election held no ELECTION: its first election message, where detection ends, was a HALT.",
 			"<summary>all 30 runs</summary>",
 			"<td>577ms</td><td>776ms</td><td>-</td><td>798ms</td>",
@@ -237,12 +274,12 @@ func TestReportPercentileWording(t *testing.T) {
 func TestPercentileRanks(t *testing.T) {
 	for n, want := range map[int]string{
 		0:    "",
-		1:    "p50, p95, p99 and max are all that one run",
-		2:    "p50 is the fastest run; p95, p99 and max are the slowest",
-		5:    "p50 is the 3rd fastest run; p95, p99 and max are the slowest",
-		19:   "p50 is the 10th fastest run; p95, p99 and max are the slowest",
-		20:   "p50 is the 10th fastest run; p95 is the 2nd slowest; p99 and max are the slowest",
-		30:   "p50 is the 15th fastest run; p95 is the 2nd slowest; p99 and max are the slowest",
+		1:    "p50 and max are all that one run; p95 and p99 are left out below 20 and 100 runs",
+		2:    "p50 is the fastest run; max is the slowest; p95 and p99 are left out below 20 and 100 runs",
+		5:    "p50 is the 3rd fastest run; max is the slowest; p95 and p99 are left out below 20 and 100 runs",
+		19:   "p50 is the 10th fastest run; max is the slowest; p95 and p99 are left out below 20 and 100 runs",
+		20:   "p50 is the 10th fastest run; p95 is the 2nd slowest; max is the slowest; p99 is left out below 100 runs",
+		30:   "p50 is the 15th fastest run; p95 is the 2nd slowest; max is the slowest; p99 is left out below 100 runs",
 		100:  "p50 is the 50th fastest run; p95 is the 6th slowest; p99 is the 2nd slowest; max is the slowest",
 		1000: "p50 is the 500th fastest run; p95 is the 51st slowest; p99 is the 11th slowest; max is the slowest",
 	} {
@@ -259,6 +296,12 @@ func TestPercentileRanks(t *testing.T) {
 		}
 		text := results.PercentileRanks(n)
 		for _, p := range []float64{50, 95, 99} {
+			if !results.PercentileShown(fmt.Sprintf("p%g", p), n) {
+				if !strings.Contains(text, fmt.Sprintf("p%g", p)) || !strings.Contains(text, "left out") {
+					t.Fatalf("%d runs: p%g is not said to be left out: %q", n, p, text)
+				}
+				continue
+			}
 			v := int(results.Percentile(ms, p))
 			var name string
 			switch {
@@ -365,5 +408,52 @@ func TestReportSequenceNote(t *testing.T) {
 	note := report.SequenceNote(bare)
 	if want := "Time runs down; the times on the left are from the first event shown. The capture holds no send times (the senders' TCP timestamps could not be read): every arrow is drawn level and dashed when the capture saw the frame enter the switch, after any delay the sender's egress added, so no arrow shows that delay."; note != want {
 		t.Errorf("note %q, want %q", note, want)
+	}
+}
+
+// TestReportLaterChanges: a run whose leader changed again after settling
+// is counted in the summary table, in red, and named in its run's row;
+// results without the count have no such column.
+func TestReportLaterChanges(t *testing.T) {
+	if page := renderReport(t, resultstest.SampleFirstRuns(3)); strings.Contains(page, "<th>later leader changes</th>") {
+		t.Error("results without later changes get their column")
+	}
+	r := resultstest.SampleFirstRuns(3)
+	zero, one := 0, 1
+	for i := range r.Scenarios {
+		sc := &r.Scenarios[i]
+		for j := range sc.Runs {
+			sc.Runs[j].LaterLeaderChanges = &zero
+		}
+		if i == 0 {
+			sc.Runs[1].LaterLeaderChanges = &one
+		}
+		sc.Summary = results.Summarize(sc.Runs)
+	}
+	page := renderReport(t, r)
+	for _, want := range []string{"<th>later leader changes</th>", `<span class="bad" title="runs 2">1/3</span>`, "<td>0/3</td>",
+		`<span class="bad">then 1 later leader change</span>`, "<dt>later leader changes</dt>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// TestReportLeaderOverlaps: a run's leaders apart across a cut and its dual
+// leaders are counted apart, only dual leaders in red, and both defined.
+func TestReportLeaderOverlaps(t *testing.T) {
+	r := resultstest.SampleFirstRuns(3)
+	sc := &r.Scenarios[0]
+	sc.Runs[0].Checks.LeaderOverlaps = []results.LeaderOverlap{{Leaders: []string{"n3", "n5"}}, {Leaders: []string{"n3", "n5"}}}
+	sc.Runs[1].Checks.LeaderOverlaps = []results.LeaderOverlap{{Leaders: []string{"n3", "n5"}}, {Leaders: []string{"n4", "n5"}, Dual: true}}
+	page := renderReport(t, r)
+	for _, want := range []string{"<td class=\"l\">apart 2 (expected)</td>", `<span class="bad">dual leaders 1, apart 1</span>`,
+		"<b>Leaders apart</b>", "<b>Dual leaders</b>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "split brain") {
+		t.Error("the page still says split brain")
 	}
 }

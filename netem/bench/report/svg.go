@@ -124,8 +124,10 @@ func executeSVG(t *template.Template, data any) string {
 }
 
 // DistributionSVG draws times to leader (nanoseconds) as a histogram of
-// runs with the cumulative distribution over it, the p50, p95 and p99
-// marked, and every run as a tick under the axis.
+// runs with the cumulative distribution over it, the percentiles the runs
+// support and the max marked, and every run as a tick under the axis. The
+// time axis starts at zero or, for runs far from it, at a round floor
+// with a least span (distAxis), which its title says.
 func DistributionSVG(ns []int64, title string) string {
 	data := distSVG{W: distW, H: distH, Title: title, BarColor: distBarColor, CDFColor: distCDFColor, PctColor: distPctColor}
 	if len(ns) == 0 {
@@ -196,6 +198,35 @@ type distPlot struct {
 	yStep, yMax float64   // of the runs axis
 }
 
+// Bounds of the distribution plot's time axis (distAxis).
+const (
+	// distMinSpan is the least span of the time axis, as a share of the
+	// slowest run: runs 3.5 ms apart at 730 ms are drawn close together,
+	// not across the whole width as if they were far apart.
+	distMinSpan = 0.2
+	// distZeroShare: when the fastest run is within this share of the
+	// slowest from zero, the axis starts at zero.
+	distZeroShare = 0.5
+)
+
+// distAxis is the range of the time axis for runs from lo to hi ms: from
+// zero when lo is near it (distZeroShare), else from a round floor below
+// lo with at least distMinSpan of hi (and 1 ms) up to hi, so that a small
+// spread looks small.
+func distAxis(lo, hi float64) (from, to float64) {
+	minSpan := math.Max(hi*distMinSpan, 1)
+	if lo <= hi*distZeroShare {
+		return 0, math.Max(hi, minSpan)
+	}
+	from = hi - math.Max(hi-lo, minSpan)
+	step := niceStep((hi - from) / 5)
+	from = math.Floor(from/step) * step
+	if from < 0 {
+		from = 0
+	}
+	return from, math.Max(hi, from+minSpan)
+}
+
 // newDistPlot bins ns, which holds at least one time.
 func newDistPlot(ns []int64) *distPlot {
 	ms := make([]float64, len(ns))
@@ -204,10 +235,7 @@ func newDistPlot(ns []int64) *distPlot {
 	}
 	slices.Sort(ms)
 	n := len(ms)
-	lo, hi := ms[0], ms[n-1]
-	if hi-lo < 1e-3 {
-		lo, hi = lo-0.5, hi+0.5
-	}
+	lo, hi := distAxis(ms[0], ms[n-1])
 	// About two bins per square root of the runs: 11 for 30 runs.
 	bins := min(max(int(math.Ceil(2*math.Sqrt(float64(n)))), 6), 40)
 	width := niceBin((hi - lo) / float64(bins))
@@ -215,7 +243,7 @@ func newDistPlot(ns []int64) *distPlot {
 	// Here and on the axes, loops count steps rather than add them: at
 	// absurd magnitudes (a corrupt file) adding a step to a float may not
 	// change it.
-	nb := min(max(int(math.Floor((hi-start)/width))+1, 1), 200)
+	nb := min(max(int(math.Ceil((hi-start)/width-1e-9)), 1), 200)
 	d := &distPlot{ms: ms, start: start, end: start + float64(nb)*width, width: width, counts: make([]int, nb)}
 	for _, v := range ms {
 		d.counts[min(max(int((v-start)/width), 0), nb-1)]++
@@ -257,7 +285,11 @@ func (d *distPlot) axes(data *distSVG) {
 		{f1(distLeft), f1(distLeft), f1(distTop), f1(distTop + distPlotH)},
 		{f1(distLeft + distPlotW), f1(distLeft + distPlotW), f1(distTop), f1(distTop + distPlotH)},
 	}
-	data.TimeLabel = svgLabel{X: f1(distLeft + distPlotW/2), Y: f1(distH - 10)}
+	label := "time to leader (ms, the axis from zero)"
+	if d.start > 0 {
+		label = "time to leader (ms; the axis starts at " + fmtTick(d.start, xStep) + ", not at zero)"
+	}
+	data.TimeLabel = svgLabel{X: f1(distLeft + distPlotW/2), Y: f1(distH - 10), Text: label}
 	data.RunsLabelY = f1(distTop + distPlotH/2)
 	data.ShareLabel = svgLabel{X: f1(distW - 12), Y: f1(distTop + distPlotH/2)}
 }
@@ -294,13 +326,18 @@ func (d *distPlot) cdf(data *distSVG) {
 	data.CDF = path.String()
 }
 
-// percentiles mark the p50, p95 and p99, labelled above the plot; a label
+// percentiles mark the p50, p95 and p99 that the runs support
+// (results.PercentileShown) and the max, labelled above the plot; a label
 // that would touch the one before goes a row higher, and labels near the
 // right edge end at their line instead of centring on it.
 func (d *distPlot) percentiles(data *distSVG) {
 	lastX, row := math.Inf(-1), 0
-	for _, p := range []float64{50, 95, 99} {
-		v := results.Percentile(d.ms, p)
+	for _, p := range results.PercentilesOf(results.TimePercentiles, len(d.ms)) {
+		v := d.ms[len(d.ms)-1]
+		if p.Name != "max" {
+			pv, _ := strconv.ParseFloat(strings.TrimPrefix(p.Name, "p"), 64)
+			v = results.Percentile(d.ms, pv)
+		}
 		px := d.x(v)
 		if px-lastX < 70 {
 			row++
@@ -314,6 +351,6 @@ func (d *distPlot) percentiles(data *distSVG) {
 			anchor = "end"
 		}
 		data.Percentiles = append(data.Percentiles, distPct{Line: svgLine{f1(px), f1(px), f1(ly + 3), f1(distTop + distPlotH)},
-			Label: svgLabel{f1(px), f1(ly), fmt.Sprintf("p%g %s", p, results.FormatNS(int64(v*1e6)))}, Anchor: anchor})
+			Label: svgLabel{f1(px), f1(ly), p.Name + " " + results.FormatNS(int64(v*1e6))}, Anchor: anchor})
 	}
 }

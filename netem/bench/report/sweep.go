@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/scenario"
@@ -168,6 +169,8 @@ const (
 	swMarkerR            = 3.5
 	swP50Color           = "#1b2631"
 	swP95Color           = "#922b21"
+	swDetColor           = "#d35400"
+	swRunR               = 2.5
 	swBandColor          = "#5dade2"
 	swMsgColor           = "#1e8449"
 	swGapColor           = "#aab7b8"
@@ -180,15 +183,18 @@ var sweepTemplate string
 var sweepTmpl = svgTemplate("sweep", sweepTemplate)
 
 // SweepSVG draws a sweep: per point the time to leader of the runs that
-// passed (p50 and p95 lines over a min-max band) and below it the mean
-// election messages per run, each point's runs under the axis. A point
-// where no run passed is a gap in the lines, marked as such, not a zero.
+// passed (every run a dot, the p50 line and, where the point's runs
+// support it, the p95 line over a min-max band), the detection p50, and
+// below it the mean election messages per run, each point's runs under
+// the axis. A point where no run passed is a gap in the lines, marked as
+// such, not a zero.
 func SweepSVG(sw Sweep) string {
 	data := sweepSVG{W: swW, H: swH, Title: "time to leader and messages per election of " + sw.Title(), MarkerR: swMarkerR,
-		P50Color: swP50Color, P95Color: swP95Color, BandColor: swBandColor, MsgColor: swMsgColor, GapColor: swGapColor}
+		RunR: swRunR, P50Color: swP50Color, BandColor: swBandColor, GapColor: swGapColor}
 	p := newSweepPlot(sw)
 	p.axes(&data)
 	p.bands(&data)
+	p.runDots(&data)
 	p.lines(&data)
 	p.gaps(&data)
 	p.legend(&data)
@@ -197,9 +203,9 @@ func SweepSVG(sw Sweep) string {
 
 // sweepSVG is what sweep.svg.tmpl draws, its numbers formatted.
 type sweepSVG struct {
-	W, H, MarkerR                                     float64
-	Title                                             string
-	P50Color, P95Color, BandColor, MsgColor, GapColor string
+	W, H, MarkerR, RunR           float64
+	Title                         string
+	P50Color, BandColor, GapColor string
 	// YTicks are both panels' grid lines with their labels, PanelAxes
 	// the panels' axes.
 	YTicks    []svgTick
@@ -209,10 +215,13 @@ type sweepSVG struct {
 	// the panels' rotated titles, MsgTitle the messages panel's own.
 	XTitle, TimeLabel, MsgLabel, MsgTitle svgLabel
 	Bands                                 []sweepBand
-	Lines                                 []sweepLine
-	Gaps                                  []sweepGap
-	// Legend places its four items; NoPassX, when not "", is where it
-	// says that no point has a run that passed.
+	// RunDots are every run that passed at its time to leader, with
+	// its tooltip.
+	RunDots []svgLabel
+	Lines   []sweepLine
+	Gaps    []sweepGap
+	// Legend are the legend's items, those the plot draws; NoPassX,
+	// when not "", is where it says that no point has a run that passed.
 	Legend                            []sweepLegendItem
 	LegendY, LegendRectY, LegendTextY string
 	NoPassX                           string
@@ -236,7 +245,7 @@ type sweepBand struct {
 // lone point) and its markers, each with its tooltip.
 type sweepLine struct {
 	Class, Color, Path string
-	Dashed             bool
+	Dash               string // stroke-dasharray, "" for solid
 	Markers            []svgLabel
 }
 
@@ -247,9 +256,9 @@ type sweepGap struct {
 	Label svgLabel
 }
 
-// sweepLegendItem places a legend item: its mark from X to X2, its text
-// at TextX.
-type sweepLegendItem struct{ X, X2, TextX string }
+// sweepLegendItem is a legend item: its mark (Kind line, with Dash when
+// dashed; band; dot) from X to X2 in Color, its Text at TextX.
+type sweepLegendItem struct{ Kind, Color, Dash, Text, X, X2, CX, TextX string }
 
 type sweepPlot struct {
 	sw       Sweep
@@ -364,25 +373,9 @@ func (p *sweepPlot) axes(data *sweepSVG) {
 	data.MsgTitle = svgLabel{X: f1(swLeft + 6), Y: f1(swMsgTop + -8)}
 }
 
-// segments are the runs of consecutive points where some run passed: the
-// lines break at the others.
+// segments are the runs of consecutive points where some run passed.
 func (p *sweepPlot) segments() [][]int {
-	var segs [][]int
-	var cur []int
-	for i, s := range p.sums {
-		if s.OK == 0 {
-			if len(cur) > 0 {
-				segs = append(segs, cur)
-			}
-			cur = nil
-			continue
-		}
-		cur = append(cur, i)
-	}
-	if len(cur) > 0 {
-		segs = append(segs, cur)
-	}
-	return segs
+	return p.segmentsWhere(func(i int) bool { return p.sums[i].OK > 0 })
 }
 
 // bands are the min-max bands of time to leader.
@@ -406,30 +399,88 @@ func (p *sweepPlot) bands(data *sweepSVG) {
 	}
 }
 
-// lines are the p50, p95 and messages series.
-func (p *sweepPlot) lines(data *sweepSVG) {
-	type series struct {
-		class, color string
-		dashed       bool
-		y            func(i int) float64
-		text         func(i int) string
+// runDots are every run that passed, at its time to leader, so that a
+// point of one run or three shows what it rests on.
+func (p *sweepPlot) runDots(data *sweepSVG) {
+	for i, pt := range p.sw.Points {
+		if p.sums[i].OK == 0 {
+			continue
+		}
+		for _, r := range pt.Scenario.Runs {
+			if !r.OK {
+				continue
+			}
+			data.RunDots = append(data.RunDots, svgLabel{f1(p.xs[i]), f1(p.yt(float64(r.TimeToLeaderNS) / 1e6)),
+				fmt.Sprintf("%s=%s, run %d: time to leader %s", p.sw.Key, pt.Label, r.Index, results.FormatNS(r.TimeToLeaderNS))})
+		}
 	}
+}
+
+// sweepSeries is one line of the plot: at the points where has holds.
+type sweepSeries struct {
+	class, legend, color, dash string
+	has                        func(i int) bool
+	y                          func(i int) float64
+	text                       func(i int) string
+}
+
+// series are the lines the plot can draw: time to leader p50 and p95,
+// the p95 only at points whose runs support it (results.PercentileShown),
+// detection p50 where runs measured one, and messages.
+func (p *sweepPlot) series() []sweepSeries {
 	ttl := func(i int) string {
-		d := p.sums[i].TimeToLeader
-		return fmt.Sprintf("%s=%s: time to leader p50 %s, p95 %s, min %s, max %s over %s",
-			p.sw.Key, p.sw.Points[i].Label, results.FormatNS(d.P50NS), results.FormatNS(d.P95NS), results.FormatNS(d.MinNS), results.FormatNS(d.MaxNS), results.PassedRunsPhrase(p.sums[i].OK))
+		return fmt.Sprintf("%s=%s: time to leader %s, min %s over %s", p.sw.Key, p.sw.Points[i].Label,
+			results.PercentilesText(p.sums[i].TimeToLeader, results.TimePercentiles), results.FormatNS(p.sums[i].TimeToLeader.MinNS),
+			results.PassedRunsPhrase(p.sums[i].OK))
 	}
-	all := []series{
-		{"p50", swP50Color, false, func(i int) float64 { return p.yt(float64(p.sums[i].TimeToLeader.P50NS) / 1e6) }, ttl},
-		{"p95", swP95Color, true, func(i int) float64 { return p.yt(float64(p.sums[i].TimeToLeader.P95NS) / 1e6) }, ttl},
-		{"msgs", swMsgColor, false, func(i int) float64 { return p.ym(p.sums[i].MessagesTotal.Mean) }, func(i int) string {
-			return fmt.Sprintf("%s=%s: %s election messages per run, mean over %s (most %d)",
-				p.sw.Key, p.sw.Points[i].Label, results.FormatMean(p.sums[i].MessagesTotal.Mean), results.PassedRunsPhrase(p.sums[i].OK), p.sums[i].MessagesTotal.Max)
-		}},
+	passed := func(i int) bool { return p.sums[i].OK > 0 }
+	return []sweepSeries{
+		{"p50", "time to leader p50", swP50Color, "", passed,
+			func(i int) float64 { return p.yt(float64(p.sums[i].TimeToLeader.P50NS) / 1e6) }, ttl},
+		{"p95", "p95 (≥ 20 runs)", swP95Color, "6 3",
+			func(i int) bool { return passed(i) && results.PercentileShown("p95", p.sums[i].TimeToLeader.N) },
+			func(i int) float64 { return p.yt(float64(p.sums[i].TimeToLeader.P95NS) / 1e6) }, ttl},
+		{"det", "detection p50", swDetColor, "2 3",
+			func(i int) bool { d := p.sums[i].Detection; return passed(i) && d != nil && d.N > 0 },
+			func(i int) float64 { return p.yt(float64(p.sums[i].Detection.P50NS) / 1e6) },
+			func(i int) string {
+				return fmt.Sprintf("%s=%s: detection %s over %s", p.sw.Key, p.sw.Points[i].Label,
+					results.PercentilesText(*p.sums[i].Detection, results.TimePercentiles), results.PassedRunsPhrase(p.sums[i].Detection.N))
+			}},
+		{"msgs", "messages (mean)", swMsgColor, "", passed,
+			func(i int) float64 { return p.ym(p.sums[i].MessagesTotal.Mean) }, func(i int) string {
+				return fmt.Sprintf("%s=%s: %s election messages per run, mean over %s (most %d)",
+					p.sw.Key, p.sw.Points[i].Label, results.FormatMean(p.sums[i].MessagesTotal.Mean), results.PassedRunsPhrase(p.sums[i].OK), p.sums[i].MessagesTotal.Max)
+			}},
 	}
-	for _, s := range all {
-		for _, seg := range p.segments() {
-			line := sweepLine{Class: s.class, Color: s.color, Dashed: s.dashed}
+}
+
+// segmentsWhere are the runs of consecutive points where has holds: a
+// line breaks at the others.
+func (p *sweepPlot) segmentsWhere(has func(i int) bool) [][]int {
+	var segs [][]int
+	var cur []int
+	for i := range p.sums {
+		if !has(i) {
+			if len(cur) > 0 {
+				segs = append(segs, cur)
+			}
+			cur = nil
+			continue
+		}
+		cur = append(cur, i)
+	}
+	if len(cur) > 0 {
+		segs = append(segs, cur)
+	}
+	return segs
+}
+
+// lines draw each series that has a point.
+func (p *sweepPlot) lines(data *sweepSVG) {
+	for _, s := range p.series() {
+		for _, seg := range p.segmentsWhere(s.has) {
+			line := sweepLine{Class: s.class, Color: s.color, Dash: s.dash}
 			if len(seg) > 1 {
 				var d strings.Builder
 				for j, i := range seg {
@@ -468,13 +519,28 @@ func (p *sweepPlot) gaps(data *sweepSVG) {
 	}
 }
 
-// legend places the legend's items, each as wide as its text needs.
+// legend places the items of what the plot draws, each as wide as its
+// text needs.
 func (p *sweepPlot) legend(data *sweepSVG) {
 	x := swLeft
-	for _, w := range []float64{150, 70, 110, 230} {
-		data.Legend = append(data.Legend, sweepLegendItem{X: f1(x), X2: f1(x + 18), TextX: f1(x + 24)})
-		x += w
+	add := func(it sweepLegendItem) {
+		it.X, it.X2, it.CX, it.TextX = f1(x), f1(x+18), f1(x+9), f1(x+24)
+		data.Legend = append(data.Legend, it)
+		x += 24 + 6.2*float64(utf8.RuneCountInString(it.Text)) + 14
 	}
+	drawn := map[string]bool{}
+	for _, l := range data.Lines {
+		drawn[l.Class] = true
+	}
+	series := p.series()
+	for _, s := range series[:3] {
+		if drawn[s.class] || s.class == "p50" {
+			add(sweepLegendItem{Kind: "line", Color: s.color, Dash: s.dash, Text: s.legend})
+		}
+	}
+	add(sweepLegendItem{Kind: "dot", Color: swP50Color, Text: "a run"})
+	add(sweepLegendItem{Kind: "band", Color: swBandColor, Text: "min to max"})
+	add(sweepLegendItem{Kind: "line", Color: swMsgColor, Text: series[3].legend})
 	data.LegendY, data.LegendRectY, data.LegendTextY = f1(swLegendY), f1(swLegendY-5), f1(swLegendY+4)
 	if !p.anyPass {
 		data.NoPassX = f1(x)

@@ -176,10 +176,21 @@ func TestSweepSVG(t *testing.T) {
 	}
 	els := parseSVG(t, s)
 	// 0s, 10ms and 100ms have runs that passed; 50ms none.
-	for _, class := range []string{"p50", "p95", "msgs"} {
+	for _, class := range []string{"p50", "msgs"} {
 		if n := countEls(els, "circle", class); n != 3 {
 			t.Errorf("%d %s points, want 3 (one per value with a run that passed)", n, class)
 		}
+	}
+	// No point rests on 20 runs: no p95 (results.PercentileShown); no
+	// run measured a detection: no detection line. Every run that passed
+	// is a dot: 3 + 2 + 2.
+	for class, want := range map[string]int{"p95": 0, "det": 0, "run": 7} {
+		if n := countEls(els, "circle", class); n != want {
+			t.Errorf("%d %s circles, want %d", n, class, want)
+		}
+	}
+	if strings.Contains(s, ">p95") {
+		t.Error("the legend names a p95 the plot does not draw")
 	}
 	if n := countEls(els, "g", "gap"); n != 1 {
 		t.Errorf("%d gaps, want 1 (50ms)", n)
@@ -251,6 +262,36 @@ func TestSweepSVG(t *testing.T) {
 	}
 	if els[1].Name != "title" || !strings.Contains(els[1].Text, `a<b&"c" by x`) {
 		t.Errorf("title %+v", els[1])
+	}
+}
+
+// TestSweepP95AndDetection: a point whose runs support a p95 gets one, the
+// others none, and the detection p50 is drawn where runs measured it.
+func TestSweepP95AndDetection(t *testing.T) {
+	many := make([]float64, 20)
+	for i := range many {
+		many[i] = 700 + float64(i)
+	}
+	scs := []results.ScenarioResult{
+		resultstest.ScenarioOfTimes("s", resultstest.Labels("delay", "0s"), 0, many...),
+		resultstest.ScenarioOfTimes("s", resultstest.Labels("delay", "10ms"), 0, 760, 790, 800),
+	}
+	for i := range scs[0].Runs {
+		d := int64(500e6 + int64(i)*1e6)
+		scs[0].Runs[i].DetectionNS = &d
+	}
+	scs[0].Summary = results.Summarize(scs[0].Runs)
+	s := report.SweepSVG(report.Sweeps(scs)[0])
+	els := parseSVG(t, s)
+	for class, want := range map[string]int{"p50": 2, "p95": 1, "det": 1, "run": 23} {
+		if n := countEls(els, "circle", class); n != want {
+			t.Errorf("%d %s circles, want %d", n, class, want)
+		}
+	}
+	for _, want := range []string{"detection p50", "p95 (≥ 20 runs)", "a run"} {
+		if !contains(textsOf(els, "tick"), want) {
+			t.Errorf("legend lacks %q", want)
+		}
 	}
 }
 

@@ -1,7 +1,9 @@
 package results
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/bullylab/bullylab/capture"
 )
@@ -13,8 +15,9 @@ type Checks struct {
 	// than one leader in an epoch is an anomaly that only a partition or
 	// lost messages excuse.
 	LeadersPerEpoch []EpochLeaders `json:"leaders_per_epoch"`
-	// SplitBrain lists the windows in which two or more nodes led at once.
-	SplitBrain []SplitBrain `json:"split_brain"`
+	// LeaderOverlaps lists the windows in which two or more nodes led at
+	// once: leaders apart, or dual leaders (LeaderOverlap).
+	LeaderOverlaps []LeaderOverlap `json:"leader_overlaps"`
 	// ConvergenceNS is from when the lab had the run's last fault in force
 	// to the last election message on the wire before the last
 	// wait_leader saw the live nodes it waited for agree on one leader (or
@@ -39,14 +42,76 @@ type EpochLeaders struct {
 	Leaders []string `json:"leaders"`
 }
 
-// SplitBrain is a window in which several nodes led at once.
-type SplitBrain struct {
+// LeaderOverlap is a window in which several nodes led at once. Two kinds
+// are named apart. Leaders apart: the window lay within disruptions and
+// their grace periods: the leaders were cut apart, as each side of a
+// partition elects its own, or after the heal had not yet had the time
+// SLE2 allows to hear each other; expected. Dual leaders: part of the
+// window fell outside every disruption and its grace, when the leaders
+// could reach each other both ways; an SLE1 violation. Availability's
+// DualLeaderNS times the same kind of pair by the faults in force, the
+// grace after a heal included.
+type LeaderOverlap struct {
 	StartNS int64    `json:"start_ns"`
 	EndNS   int64    `json:"end_ns"`
 	Leaders []string `json:"leaders"`
-	// Connected is true when part of the window fell outside every
-	// disruption and its grace period: an SLE1 violation.
-	Connected bool `json:"connected"`
+	// Dual marks dual leaders; false: leaders apart.
+	Dual bool `json:"dual"`
+}
+
+// LeadersApart are the overlaps of leaders a disruption kept apart.
+func (c Checks) LeadersApart() []LeaderOverlap {
+	return slices.DeleteFunc(slices.Clone(c.LeaderOverlaps), func(o LeaderOverlap) bool { return o.Dual })
+}
+
+// DualLeaders are the overlaps of leaders that could reach each other.
+func (c Checks) DualLeaders() []LeaderOverlap {
+	return slices.DeleteFunc(slices.Clone(c.LeaderOverlaps), func(o LeaderOverlap) bool { return !o.Dual })
+}
+
+// splitBrainWindow is a LeaderOverlap as results.json had it before
+// leader_overlaps: split_brain, connected for dual.
+type splitBrainWindow struct {
+	StartNS   int64    `json:"start_ns"`
+	EndNS     int64    `json:"end_ns"`
+	Leaders   []string `json:"leaders"`
+	Connected bool     `json:"connected"`
+}
+
+// checksJSON is Checks with the split_brain field of results.json v1
+// before leader_overlaps, which v1 keeps writing (a v1 reader may count
+// on every field it knew) and reads from a file that has nothing newer.
+type checksJSON struct {
+	checksFields
+	SplitBrain []splitBrainWindow `json:"split_brain"`
+}
+
+type checksFields Checks
+
+// MarshalJSON writes c with split_brain beside leader_overlaps.
+func (c Checks) MarshalJSON() ([]byte, error) {
+	v := checksJSON{checksFields: checksFields(c), SplitBrain: []splitBrainWindow{}}
+	for _, o := range c.LeaderOverlaps {
+		v.SplitBrain = append(v.SplitBrain, splitBrainWindow{StartNS: o.StartNS, EndNS: o.EndNS, Leaders: o.Leaders, Connected: o.Dual})
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads checks, those of a results.json from before
+// leader_overlaps too: its split_brain windows, "connected" for dual.
+func (c *Checks) UnmarshalJSON(data []byte) error {
+	var v checksJSON
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*c = Checks(v.checksFields)
+	if c.LeaderOverlaps == nil && v.SplitBrain != nil {
+		c.LeaderOverlaps = []LeaderOverlap{}
+		for _, w := range v.SplitBrain {
+			c.LeaderOverlaps = append(c.LeaderOverlaps, LeaderOverlap{StartNS: w.StartNS, EndNS: w.EndNS, Leaders: w.Leaders, Dual: w.Connected})
+		}
+	}
+	return nil
 }
 
 // Violation is a broken property: "safety" (SLE1), "liveness" (SLE2), or

@@ -68,13 +68,13 @@ type CompareOptions struct {
 	// Zero means 1ms and 0.5 messages.
 	MinTime     time.Duration
 	MinMessages float64
-	// Alpha is the significance level: a change is a regression (or an
-	// improvement) only when the Mann-Whitney U test of the two sides'
-	// runs gives P below it. Zero means DefaultAlpha.
+	// Alpha sets the confidence of each row's interval, 1 - Alpha: a
+	// change is a regression (or an improvement) only when the bootstrap
+	// interval of its difference excludes zero. Zero means DefaultAlpha.
 	Alpha float64
 }
 
-// DefaultAlpha is compare's significance level, benchstat's.
+// DefaultAlpha is compare's significance level: 95% intervals.
 const DefaultAlpha = 0.05
 
 // ParseThreshold reads --max-regress: a percentage with its sign ("10%",
@@ -122,10 +122,13 @@ type Change struct {
 	// Runs of each side, for failed runs: Base and New count failures.
 	BaseRuns, NewRuns int
 	// BaseN and NewN are the runs behind Base and New (those that passed
-	// and measured the metric); P is the Mann-Whitney U test's of them,
-	// nil when there is none (failed runs, a side without values).
+	// and measured the metric).
 	BaseN, NewN int
-	P           *float64
+	// Interval is the bootstrap interval of the difference of the
+	// statistic the row shows (its percentile, its mean) between the two
+	// sides' runs, nil when there is none: failed runs, a side with fewer
+	// than BootstrapMinRuns values.
+	Interval *Interval
 }
 
 // Comparison is the result of Compare.
@@ -288,7 +291,7 @@ func Compare(baseName string, base *Results, newName string, nw *Results, opts C
 			return nil, unusable("scenario %s has no runs in %s", clip(key), newName)
 		}
 		c.Changes = append(c.Changes, scenarioChanges(key, sb.Runs, sn.Runs, opts)...)
-		if note := fewRunsNote(key, sb.Runs, sn.Runs, opts.Alpha); note != "" {
+		if note := fewRunsNote(key, sb.Runs, sn.Runs); note != "" {
 			c.Notes = append(c.Notes, note)
 		}
 	}
@@ -372,10 +375,9 @@ func scenarioChanges(key string, baseRuns, newRuns []Run, opts CompareOptions) [
 		bs, ns := passedValues(baseRuns, get), passedValues(newRuns, get)
 		ch.BaseN, ch.NewN = len(bs), len(ns)
 		significant := false
-		if mw, ok := MannWhitneyTest(bs, ns); ok {
-			p := mw.P
-			ch.P = &p
-			significant = p < opts.Alpha
+		if iv, ok := BootstrapInterval(bs, ns, statOf(metric), opts.Alpha, key+"\x00"+metric); ok {
+			ch.Interval = &iv
+			significant = iv.Excludes0()
 		}
 		ch.Delta, ch.Status = judge(bv, nv, hb && hn, floor, opts.MaxRegress)
 		if !significant && (ch.Status == Regression || ch.Status == Improved) {
@@ -448,10 +450,25 @@ func passedValues(runs []Run, get func(Run) (float64, bool)) []float64 {
 	return out
 }
 
+// statOf is the statistic of a metric's row: the percentile its name
+// ends in, the max, or the mean.
+func statOf(metric string) rowStat {
+	last := metric[strings.LastIndex(metric, " ")+1:]
+	switch {
+	case last == "max":
+		return percentileStat(100)
+	case strings.HasPrefix(last, "p"):
+		if p, err := strconv.ParseFloat(last[1:], 64); err == nil && p > 0 && p <= 100 {
+			return percentileStat(p)
+		}
+	}
+	return meanStat
+}
+
 // fewRunsNote says so when scenario key has too few passed runs on a side
-// for the test ever to reach alpha: then none of its metrics can regress,
-// only its failed runs.
-func fewRunsNote(key string, baseRuns, newRuns []Run, alpha float64) string {
+// for an interval: then none of its metrics can regress, only its failed
+// runs.
+func fewRunsNote(key string, baseRuns, newRuns []Run) string {
 	passed := func(runs []Run) int {
 		n := 0
 		for _, r := range runs {
@@ -462,12 +479,11 @@ func fewRunsNote(key string, baseRuns, newRuns []Run, alpha float64) string {
 		return n
 	}
 	nb, nn := passed(baseRuns), passed(newRuns)
-	if nb == 0 || nn == 0 || MinP(nb, nn) < alpha {
+	if nb == 0 || nn == 0 || min(nb, nn) >= BootstrapMinRuns {
 		return ""
 	}
-	return fmt.Sprintf("%s: with %d and %d passed runs the smallest P the Mann-Whitney U test can give is %.3g, not below %g: "+
-		"no change of its metrics can be significant, so none is a regression (its failed runs still are); "+
-		"4 runs a side reach 0.029, 5 reach 0.008", clip(key), nb, nn, MinP(nb, nn), alpha)
+	return fmt.Sprintf("%s: with %d and %d passed runs no interval is drawn (a side needs %d): "+
+		"no change of its metrics can be shown, so none is a regression (its failed runs still are)", clip(key), nb, nn, BootstrapMinRuns)
 }
 
 // judge classifies a lower-is-better change.

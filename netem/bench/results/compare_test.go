@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -49,6 +50,61 @@ func slower() *results.Results {
 	runs[9].OK, runs[9].FailureKind, runs[9].Failure = false, results.FailSafety, "n15 and n16 led at once for 40ms"
 	r.Summarize()
 	return r
+}
+
+// shiftedTail is n runs of times from 500 ms a millisecond apart, the
+// slowest tail of them shifted by extra: the same median, another p95.
+func shiftedTail(n, tail int, extra time.Duration) *results.Results {
+	r := resultstest.Sample(1)
+	sc := &r.Scenarios[0]
+	sc.Runs = sc.Runs[:0]
+	for i := range n {
+		ttl := 500*time.Millisecond + time.Duration(i)*time.Millisecond
+		if i >= n-tail {
+			ttl += extra
+		}
+		sc.Runs = append(sc.Runs, results.Run{Index: i + 1, OK: true, TimeToLeaderNS: int64(ttl), Messages: map[string]int{"COORDINATOR": 4}})
+	}
+	r.Scenarios = r.Scenarios[:1]
+	r.Summarize()
+	return r
+}
+
+// TestCompareRowTests: each row is tested for what it shows. A p95 shifted
+// by 37% with the median unchanged regresses on the p95 row and not on
+// p50; identical samples never regress; the intervals are the same every
+// time.
+func TestCompareRowTests(t *testing.T) {
+	base, tail := shiftedTail(40, 10, 0), shiftedTail(40, 10, 200*time.Millisecond)
+	c, err := results.Compare("base", base, "new", tail, results.CompareOptions{MaxRegress: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := base.Scenarios[0].Key()
+	if ch := change(t, c, key, "time to leader p95"); ch.Status != results.Regression || ch.Interval == nil || !(ch.Interval.Low > 0) {
+		t.Errorf("p95 %+.1f%% interval %+v: %s, want a regression", ch.Delta*100, ch.Interval, ch.Status)
+	}
+	if ch := change(t, c, key, "time to leader p50"); ch.Status != results.Same || ch.Interval == nil || ch.Interval.Excludes0() {
+		t.Errorf("p50 %+.1f%% interval %+v: %s, want ~ with an interval about zero", ch.Delta*100, ch.Interval, ch.Status)
+	}
+	again, err := results.Compare("base", base, "new", tail, results.CompareOptions{MaxRegress: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c.Changes, again.Changes) {
+		t.Error("two comparisons of the same files differ")
+	}
+	for _, r := range []*results.Results{base, tail, resultstest.Sample(1), resultstest.Sample(2)} {
+		c, err := results.Compare("a", r, "b", r, results.CompareOptions{MaxRegress: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range c.Changes {
+			if ch.Status != results.Same {
+				t.Errorf("identical samples: %s %s is %s, interval %+v", ch.Scenario, ch.Metric, ch.Status, ch.Interval)
+			}
+		}
+	}
 }
 
 func change(t *testing.T, c *results.Comparison, scenario, metric string) results.Change {
@@ -219,24 +275,24 @@ func TestCompareNoise(t *testing.T) {
 	}
 	for _, ch := range c.Changes {
 		if ch.Status == results.Regression {
-			t.Errorf("%s %s %+.1f%% p %v: a regression of noise", ch.Scenario, ch.Metric, ch.Delta*100, *ch.P)
+			t.Errorf("%s %s %+.1f%% interval %+v: a regression of noise", ch.Scenario, ch.Metric, ch.Delta*100, ch.Interval)
 		}
 	}
 	ch := change(t, c, "leader-crash", "time to leader p50")
 	okA, okB := resultstest.Sample(1).Scenarios[0].Summary.OK, resultstest.Sample(2).Scenarios[0].Summary.OK
-	if ch.P == nil || ch.BaseN != okA || ch.NewN != okB {
-		t.Errorf("time to leader p50: n %d/%d, want %d/%d, p %v", ch.BaseN, ch.NewN, okA, okB, ch.P)
+	if ch.Interval == nil || ch.BaseN != okA || ch.NewN != okB {
+		t.Errorf("time to leader p50: n %d/%d, want %d/%d, interval %v", ch.BaseN, ch.NewN, okA, okB, ch.Interval)
 	}
 	var out bytes.Buffer
 	if err := results.WriteComparison(&out, c); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "n base/new") || !strings.Contains(out.String(), fmt.Sprintf("%d/%d", okA, okB)) || !strings.Contains(out.String(), "p < 0.05") {
-		t.Errorf("table without n and p:\n%s", out.String())
+	if !strings.Contains(out.String(), "n base/new") || !strings.Contains(out.String(), fmt.Sprintf("%d/%d", okA, okB)) || !strings.Contains(out.String(), "95% interval") || !strings.Contains(out.String(), "2000 resamples") {
+		t.Errorf("table without n and intervals:\n%s", out.String())
 	}
 }
 
-// TestCompareTooFewRuns: three runs a side can never reach p < 0.05, so a
+// TestCompareTooFewRuns: three runs a side get no interval, so a
 // large slowdown is no regression, and a note says why; a failed run
 // still is.
 func TestCompareTooFewRuns(t *testing.T) {
@@ -254,7 +310,7 @@ func TestCompareTooFewRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ch := change(t, c, "leader-crash", "time to leader p50"); ch.Status != results.Same {
-		t.Errorf("time to leader p50 %+.1f%% p %v with 3 and 2 runs: %s", ch.Delta*100, *ch.P, ch.Status)
+		t.Errorf("time to leader p50 %+.1f%% interval %v with 3 and 2 runs: %s", ch.Delta*100, ch.Interval, ch.Status)
 	}
 	if ch := change(t, c, "leader-crash", "failed runs"); ch.Status != results.Regression {
 		t.Errorf("failed runs: %s", ch.Status)
@@ -285,10 +341,12 @@ func TestComparisonFormats(t *testing.T) {
 		Verdict  string `json:"verdict"`
 		ExitCode int    `json:"exit_code"`
 		Changes  []struct {
-			Metric string   `json:"metric"`
-			P      *float64 `json:"p"`
-			NBase  int      `json:"n_base"`
-			Status string   `json:"status"`
+			Metric   string `json:"metric"`
+			Interval *struct {
+				Low, High, Confidence float64
+			} `json:"interval"`
+			NBase  int    `json:"n_base"`
+			Status string `json:"status"`
 		} `json:"changes"`
 	}
 	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
@@ -297,7 +355,7 @@ func TestComparisonFormats(t *testing.T) {
 	if doc.Schema != results.CompareSchema || doc.Verdict != "regressed" || doc.ExitCode != 1 || len(doc.Changes) != len(c.Changes) {
 		t.Errorf("document %+v", doc)
 	}
-	if ch := doc.Changes[0]; ch.Metric != "time to leader p50" || ch.P == nil || ch.NBase == 0 || ch.Status != "REGRESSED" {
+	if ch := doc.Changes[0]; ch.Metric != "time to leader p50" || ch.Interval == nil || ch.Interval.Low <= 0 || ch.NBase == 0 || ch.Status != "REGRESSED" {
 		t.Errorf("first change %+v", ch)
 	}
 	var md bytes.Buffer

@@ -12,7 +12,7 @@
 //	check.go        Checks: a run's safety (SLE1) and liveness (SLE2)
 //	                verdicts as results.json records them
 //	stats.go        Percentile, Mean, Distribution
-//	mannwhitney.go  the Mann-Whitney U test compare holds a change to
+//	bootstrap.go    the bootstrap interval compare holds each row to
 //	benchfmt.go     bench.txt for benchstat (below): WriteBenchText,
 //	                ParseBenchText
 //	compare.go      Compare, CompareFiles and their Verdict (below)
@@ -108,9 +108,15 @@
 //	    schedule          the fault schedule, one resolved step a line
 //	    checks
 //	      leaders_per_epoch  [{epoch, leaders}]: who led each epoch
-//	      split_brain        [{start_ns, end_ns, leaders, connected}]: windows with
+//	      leader_overlaps    [{start_ns, end_ns, leaders, dual}]: windows with
 //	                         several leaders, times from the measured fault;
-//	                         connected: outside every disruption and its grace
+//	                         dual: dual leaders, part of the window outside every
+//	                         disruption and its grace, when they could reach each
+//	                         other (an SLE1 violation); else leaders apart, each on
+//	                         its side of a cut (expected)
+//	      split_brain        the same windows as before leader_overlaps was, with
+//	                         connected for dual: still written for v1 readers, and
+//	                         read from a file that has no leader_overlaps
 //	      convergence_ns     from when the lab had the run's last fault (any kind) in
 //	                         force to the last election message on the wire before
 //	                         the last wait_leader saw the live nodes it waited for
@@ -126,6 +132,10 @@
 //	                      to the run's end (to the end when that never came), by the
 //	                      nodes' event logs and the faults in force
 //	    leader_changes    leader tenures, (leader, epoch), begun after that start
+//	    later_leader_changes  leader tenures in the capture begun after the run
+//	                      settled (its time to leader) and before the next fault:
+//	                      the leader changing again with no fault to make it;
+//	                      absent without a measured election or from before it
 //	    availability      the rest of it; these three are absent when unknown (a
 //	                      results.json from before, event logs that could not be read)
 //	      disruption_ns   the disruption's start from the measured fault (<= 0)
@@ -156,6 +166,8 @@
 //	    messages          wire type -> {mean, max} frames per election
 //	    messages_total    {mean, max} of all types together
 //	    failures          [{kind, runs, example}]: failed runs by kind
+//	    later_leader_changes  {measured, runs, most}: of the runs that counted them,
+//	                      those whose leader changed again, the most of one run
 //	    availability      when runs measured it: unavailable {n, min_ns, ...} and
 //	                      leader_changes {mean, max} over the runs that passed,
 //	                      verdicts {verdict: runs} over every run
@@ -241,8 +253,14 @@
 // which max compares; so is a message type neither bench sent. Every metric
 // is lower-is-better: one regresses when it grew by more than
 // CompareOptions.MaxRegress relative to the base and by more than a noise
-// floor (1 ms, half a message or leader change); any larger share of
-// failed runs regresses.
+// floor (1 ms, half a message or leader change), and its own test shows
+// it: the bootstrap interval (BootstrapInterval) of the difference, new
+// minus base, of the statistic the row shows, its nearest-rank percentile
+// or its mean, lies above zero. Each side's runs are resampled with
+// replacement BootstrapResamples (2000) times by a generator seeded from
+// the row's scenario and metric, so one pair of files always gives the
+// same intervals; a side needs BootstrapMinRuns (5) passed runs. Any
+// larger share of failed runs regresses.
 // Verdict maps to the exit status: 0 pass, 1 regressed, 2 unusable input
 // (an unreadable file, another schema, another topology or other scenarios,
 // named in the error). An input larger than MaxResultsSize (64 MiB) is

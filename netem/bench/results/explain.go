@@ -11,15 +11,38 @@ import (
 // written as fixed sentences, which would be false for some benches (a
 // sentence about 30 runs printed on a 5-run report).
 
-// PercentileRanks says which run each nearest-rank percentile of n runs
-// is, counted from the fastest or the slowest, whichever is nearer: "p50
-// is the 15th fastest run; p95 is the 2nd slowest; p99 and max are the
-// slowest" for 30 runs, "p50 is the 3rd fastest run; p95, p99 and max are
-// the slowest" for 5, "p50, p95, p99 and max are all that one run" for 1.
+// PercentileRanks says which run each nearest-rank percentile that n
+// runs support (PercentileShown) is, counted from the fastest or the
+// slowest, whichever is nearer, and which it leaves out: "p50 is the 15th
+// fastest run; p95 is the 2nd slowest; max is the slowest; p99 is left
+// out below 100 runs" for 30 runs, "p50 is the 3rd fastest run; max is
+// the slowest; p95 and p99 are left out below 20 and 100 runs" for 5.
 // Percentiles that fall on the same run are named together. It returns ""
 // for no run.
 func PercentileRanks(n int) string {
-	return percentileRanks(n, []string{"p50", "p95", "p99", "max"})
+	if n <= 0 {
+		return ""
+	}
+	return percentileRanks(n, PercentileNames(PercentilesOf(TimePercentiles, n))) + PercentilesLeftOut(n)
+}
+
+// PercentilesLeftOut is "; p95 and p99 are left out below 20 and 100
+// runs": the percentiles n runs do not support, "" when they support all.
+func PercentilesLeftOut(n int) string {
+	var left, need []string
+	for _, p := range TimePercentiles {
+		if !PercentileShown(p.Name, n) {
+			left = append(left, p.Name)
+			need = append(need, strconv.Itoa(pctMinRuns[p.Name]))
+		}
+	}
+	switch len(left) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("; %s is left out below %s runs", left[0], need[0])
+	}
+	return fmt.Sprintf("; %s are left out below %s runs", andList(left), andList(need))
 }
 
 // percentileRanks is PercentileRanks of the percentiles names only.
@@ -179,24 +202,8 @@ func percentileLines(scs []ScenarioResult) []string {
 		if len(groups) > 1 {
 			whose = "percentiles of " + andList(g.keys)
 		}
-		var shown, left, need []string
-		for _, p := range TimePercentiles {
-			switch {
-			case PercentileShown(p.Name, g.n):
-				shown = append(shown, p.Name)
-			default:
-				left = append(left, p.Name)
-				need = append(need, strconv.Itoa(pctMinRuns[p.Name]))
-			}
-		}
-		line := fmt.Sprintf("%s are nearest-rank over %s: %s", whose, PassedRunsPhrase(g.n), percentileRanks(g.n, shown))
-		switch len(left) {
-		case 0:
-		case 1:
-			line += fmt.Sprintf("; %s is left out below %s runs", left[0], need[0])
-		default:
-			line += fmt.Sprintf("; %s are left out below %s runs", andList(left), andList(need))
-		}
+		shown := PercentileNames(PercentilesOf(TimePercentiles, g.n))
+		line := fmt.Sprintf("%s are nearest-rank over %s: %s%s", whose, PassedRunsPhrase(g.n), percentileRanks(g.n, shown), PercentilesLeftOut(g.n))
 		lines = append(lines, line)
 	}
 	return lines

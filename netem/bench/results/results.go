@@ -297,6 +297,13 @@ type Run struct {
 	UnavailableNS *int64        `json:"unavailable_ns,omitempty"`
 	LeaderChanges *int          `json:"leader_changes,omitempty"`
 	Availability  *Availability `json:"availability,omitempty"`
+	// LaterLeaderChanges counts the leader tenures, (leader, epoch), in
+	// the capture that began after the run settled, its time to leader
+	// from the measured fault, and before the next fault: the leader
+	// changing again when nothing made it (CountLaterLeaderChanges).
+	// Absent when unknown: no measured election, or a results.json from
+	// before it was counted.
+	LaterLeaderChanges *int `json:"later_leader_changes,omitempty"`
 }
 
 // CountersCheck compares the nodes' frame counters with the capture.
@@ -329,6 +336,9 @@ type Summary struct {
 	ClockErrorNS int64 `json:"clock_error_ns,omitempty"`
 	// Availability is nil when no run measured it.
 	Availability *AvailabilitySummary `json:"availability,omitempty"`
+	// LaterChanges is over every run that counted its later leader
+	// changes, nil when none did.
+	LaterChanges *LaterChanges `json:"later_leader_changes,omitempty"`
 }
 
 // Dist is a distribution of durations; percentiles are nearest-rank (see
@@ -414,6 +424,7 @@ func Summarize(runs []Run) Summary {
 		s.Failures = append(s.Failures, *groups[k])
 	}
 	s.Availability = summarizeAvailability(runs)
+	s.LaterChanges = summarizeLaterChanges(runs)
 	return s
 }
 
@@ -668,6 +679,8 @@ func (r *Results) validate(name string) error {
 				return bad(rf+".unavailable_ns", "negative")
 			case run.LeaderChanges != nil && *run.LeaderChanges < 0:
 				return bad(rf+".leader_changes", "negative")
+			case run.LaterLeaderChanges != nil && *run.LaterLeaderChanges < 0:
+				return bad(rf+".later_leader_changes", "negative")
 			case !run.OK && run.FailureKind == "":
 				return bad(rf+".failure_kind", "missing for a failed run")
 			}

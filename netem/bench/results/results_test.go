@@ -47,7 +47,7 @@ func TestResultsFieldNames(t *testing.T) {
 	for _, field := range []string{`"schema": "bullylab.bench/v1"`, `"tool"`, `"go_version"`, `"host"`, `"kernel"`, `"cores"`,
 		`"topology"`, `"heartbeat_ns"`, `"seed"`, `"settings"`, `"sle2_bound_ns"`, `"scenarios"`, `"runs"`, `"index"`,
 		`"ok"`, `"failure_kind": "liveness"`, `"time_to_leader_ns"`, `"detection_ns"`, `"messages"`, `"counters"`,
-		`"capture"`, `"schedule"`, `"checks"`, `"leaders_per_epoch"`, `"split_brain"`, `"convergence_ns"`,
+		`"capture"`, `"schedule"`, `"checks"`, `"leaders_per_epoch"`, `"leader_overlaps"`, `"convergence_ns"`,
 		`"summary"`, `"p50_ns"`, `"p95_ns"`, `"p99_ns"`, `"max_ns"`, `"messages_total"`, `"failures"`} {
 		if !strings.Contains(out, field) {
 			t.Errorf("results.json lacks %s", field)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Percentile returns the p-th percentile (0 < p <= 100) of values by the
@@ -60,4 +61,47 @@ func Distribution(ns []int64) Dist {
 		P99NS:  at(99),
 		MaxNS:  sorted[len(sorted)-1],
 	}
+}
+
+// pctMinRuns is, per percentile, the fewest values that support it:
+// n >= 100/(100-p), below which its nearest rank is the largest value and
+// it would only repeat max under another name (doc.go, Percentiles).
+var pctMinRuns = map[string]int{"p50": 1, "p95": 20, "p99": 100}
+
+// PercentileShown reports whether n values support percentile name (p50,
+// p95, p99 or max): the one rule by which the summary table, report.html's
+// texts and figures and compare leave a percentile out.
+func PercentileShown(name string, n int) bool {
+	min, ok := pctMinRuns[name]
+	return n > 0 && (!ok || n >= min)
+}
+
+// PercentilesOf are those of pcts that n values support, in order.
+func PercentilesOf(pcts []TimePercentile, n int) []TimePercentile {
+	var out []TimePercentile
+	for _, p := range pcts {
+		if PercentileShown(p.Name, n) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// PercentileNames are the names of pcts.
+func PercentileNames(pcts []TimePercentile) []string {
+	names := make([]string, len(pcts))
+	for i, p := range pcts {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// PercentilesText is d's percentiles among pcts that its values support,
+// "p50 496ms, max 512ms", each once.
+func PercentilesText(d Dist, pcts []TimePercentile) string {
+	var parts []string
+	for _, p := range PercentilesOf(pcts, d.N) {
+		parts = append(parts, p.Name+" "+FormatNS(p.Of(&d)))
+	}
+	return strings.Join(parts, ", ")
 }

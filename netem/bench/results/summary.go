@@ -42,11 +42,6 @@ func summaryWidth(w io.Writer) int {
 	return TerminalWidth(f)
 }
 
-// pctMinRuns is, per percentile the summary table shows, the fewest
-// values for which it is shown: with fewer its nearest rank is the largest
-// value, and the column would repeat max (doc.go, Percentiles).
-var pctMinRuns = map[string]int{"p50": 1, "p95": 20, "p99": 100}
-
 // TimePercentile is one percentile column of a distribution.
 type TimePercentile struct {
 	Name string // p50, p95, p99 or max
@@ -64,12 +59,6 @@ var TimePercentiles = []TimePercentile{
 
 // detectionPcts are the detection percentiles that report.html shows.
 var detectionPcts = TimePercentiles[:2]
-
-// PercentileShown reports whether percentile name of n values is shown.
-func PercentileShown(name string, n int) bool {
-	min, ok := pctMinRuns[name]
-	return n > 0 && (!ok || n >= min)
-}
 
 // timeColumn is a column of durations: its header and its cells, in one
 // unit.
@@ -217,6 +206,11 @@ func writeFullSummary(w io.Writer, r *Results) error {
 		header = slices.Insert(header, 1, "algorithm")
 		align = slices.Insert(align, 1, L)
 	}
+	later := anyLaterChanges(rows)
+	if later {
+		header = append(header, "later leader\nchanges")
+		align = append(align, R)
+	}
 	var cols []timeColumn
 	for _, group := range summaryTimeColumns(rows) {
 		for i, c := range group {
@@ -240,6 +234,9 @@ func writeFullSummary(w io.Writer, r *Results) error {
 		row := []string{rowKey(r, i, algCol), strconv.Itoa(s.Runs), strconv.Itoa(s.Failed)}
 		if algCol {
 			row = slices.Insert(row, 1, r.Scenarios[i].AlgorithmName())
+		}
+		if later {
+			row = append(row, laterChangesCell(s))
 		}
 		for _, c := range cols {
 			row = append(row, c.cells[i])
@@ -271,6 +268,13 @@ func writeCompactSummary(w io.Writer, r *Results, width int) error {
 			alg.cells = append(alg.cells, r.Scenarios[i].AlgorithmName())
 		}
 		cols = slices.Insert(cols, 1, alg)
+	}
+	if anyLaterChanges(rows) {
+		lc := plainCol{name: "later", right: true}
+		for _, s := range rows {
+			lc.cells = append(lc.cells, laterChangesCell(s))
+		}
+		cols = append(cols, lc)
 	}
 	for _, group := range summaryTimeColumns(rows) {
 		shared := true

@@ -62,11 +62,17 @@ func WriteSummary(w io.Writer, r *Results, opts ...SummaryOptions) error {
 	if o := OverridesText(r.Topology.Overrides); o != "" {
 		lines = append([]string{"timings: " + o}, lines...)
 	}
+	if anyLaterChanges(summaryRows(r)) {
+		lines = append(lines, laterChangesDefinition)
+	}
 	for i := range r.Scenarios {
 		sc := &r.Scenarios[i]
 		s := summaryOf(sc)
 		for _, g := range s.Failures {
 			lines = append(lines, failureLine(sc.Key(), g, s.Runs))
+		}
+		if l := laterChangesLine(sc.Key(), s); l != "" {
+			lines = append(lines, l)
 		}
 		if l := availabilityLine(sc.Key(), s); l != "" {
 			lines = append(lines, l)
@@ -163,11 +169,11 @@ func messagesCell(s Summary, width int) string {
 // WriteComparison prints c as a table of changes, then the verdict.
 func WriteComparison(w io.Writer, c *Comparison) error {
 	L, R := tw.AlignLeft, tw.AlignRight
-	t := newTable(w, []string{"scenario", "metric", "base", "new", "change", "n base/new", "p", "verdict"},
+	t := newTable(w, []string{"scenario", "metric", "base", "new", "change", "n base/new", intervalHeader(c), "verdict"},
 		[]tw.Align{L, L, R, R, R, R, R, L})
 	for _, ch := range c.Changes {
 		if err := t.Append([]string{ch.Scenario, ch.Metric, fmtValue(ch, ch.Base, ch.HasBase, ch.BaseRuns),
-			fmtValue(ch, ch.New, ch.HasNew, ch.NewRuns), fmtDelta(ch), fmtN(ch), fmtP(ch.P), string(ch.Status)}); err != nil {
+			fmtValue(ch, ch.New, ch.HasNew, ch.NewRuns), fmtDelta(ch), fmtN(ch), fmtInterval(ch), string(ch.Status)}); err != nil {
 			return err
 		}
 	}
@@ -177,10 +183,11 @@ func WriteComparison(w io.Writer, c *Comparison) error {
 	for _, n := range c.Notes {
 		fmt.Fprintln(w, "note: "+n)
 	}
+	fmt.Fprintf(w, "intervals: of each row's own statistic (its percentile or its mean), new minus base, relative to base; bootstrap, %d resamples a side, seeded\n", BootstrapResamples)
 	regs := c.Regressions()
 	threshold := strconv.FormatFloat(c.MaxRegress*100, 'g', -1, 64) + "%"
 	if len(regs) == 0 {
-		_, err := fmt.Fprintf(w, "ok: no metric of %s regressed beyond %s with p < %g (Mann-Whitney U)\n", c.Topology, threshold, c.Alpha)
+		_, err := fmt.Fprintf(w, "ok: no metric of %s regressed beyond %s with its %s above zero\n", c.Topology, threshold, intervalName(c))
 		return err
 	}
 	var names []string
@@ -200,14 +207,46 @@ func fmtN(ch Change) string {
 	return fmt.Sprintf("%d/%d", ch.BaseN, ch.NewN)
 }
 
-func fmtP(p *float64) string {
+// CompareMethod says how compare tests each row, for its output and help.
+const CompareMethod = "each row's test is of what it shows: the bootstrap interval of the difference (new minus base) of its " +
+	"statistic, its percentile (nearest-rank) or its mean, each side's runs resampled with replacement 2000 times by a generator " +
+	"seeded from the row's scenario and metric, so that a comparison always gives the same intervals; a side needs 5 passed runs. " +
+	"A row regressed when the interval lies above zero and the change exceeds the threshold and its noise floor; " +
+	"failed runs regress on any larger share of them"
+
+// intervalName is "95% bootstrap interval", at c's confidence.
+func intervalName(c *Comparison) string {
+	return strconv.FormatFloat((1-c.Alpha)*100, 'g', 4, 64) + "% bootstrap interval"
+}
+
+// intervalHeader is the table's column of intervals.
+func intervalHeader(c *Comparison) string {
+	return strconv.FormatFloat((1-c.Alpha)*100, 'g', 4, 64) + "% interval"
+}
+
+// fmtInterval is a row's interval relative to its base, "+0.2%…+1.1%",
+// or in its unit when the base is 0; "-" for none.
+func fmtInterval(ch Change) string {
+	iv := ch.Interval
 	switch {
-	case p == nil:
+	case iv == nil:
 		return "-"
-	case *p < 0.001:
-		return "<0.001"
+	case ch.Base == 0:
+		return fmtAbs(ch, iv.Low) + "…" + fmtAbs(ch, iv.High)
 	}
-	return strconv.FormatFloat(*p, 'f', 3, 64)
+	return fmt.Sprintf("%+.1f%%…%+.1f%%", iv.Low/ch.Base*100, iv.High/ch.Base*100)
+}
+
+// fmtAbs is a difference in ch's unit, signed.
+func fmtAbs(ch Change, v float64) string {
+	sign := "+"
+	if v < 0 {
+		sign, v = "-", -v
+	}
+	if ch.Unit == "ns" {
+		return sign + FormatNS(int64(v))
+	}
+	return sign + FormatMean(v)
 }
 
 func fmtValue(ch Change, v float64, has bool, runs int) string {
@@ -297,7 +336,7 @@ func WriteComparisonAs(w io.Writer, c *Comparison, format string) error {
 }
 
 // CompareSchema names the JSON document of a comparison.
-const CompareSchema = "bullylab.compare/v1"
+const CompareSchema = "bullylab.compare/v2"
 
 type comparisonJSON struct {
 	Schema     string       `json:"schema"`
@@ -306,10 +345,17 @@ type comparisonJSON struct {
 	Topology   string       `json:"topology"`
 	MaxRegress float64      `json:"max_regress"` // a fraction: 0.1 for 10%
 	Alpha      float64      `json:"alpha"`
+	Method     string       `json:"method"`  // how each row is tested (CompareMethod)
 	Verdict    string       `json:"verdict"` // pass or regressed
 	ExitCode   int          `json:"exit_code"`
 	Changes    []changeJSON `json:"changes"`
 	Notes      []string     `json:"notes"`
+}
+
+type intervalJSON struct {
+	Low        float64 `json:"low"`
+	High       float64 `json:"high"`
+	Confidence float64 `json:"confidence"`
 }
 
 type changeJSON struct {
@@ -320,22 +366,27 @@ type changeJSON struct {
 	New      *float64 `json:"new"`
 	// Delta is the relative change, null when it cannot be had (a side
 	// without value, or growth from 0).
-	Delta  *float64 `json:"delta"`
-	BaseN  int      `json:"n_base"`
-	NewN   int      `json:"n_new"`
-	P      *float64 `json:"p"`
-	Status string   `json:"status"`
+	Delta *float64 `json:"delta"`
+	BaseN int      `json:"n_base"`
+	NewN  int      `json:"n_new"`
+	// Interval is the bootstrap interval of the difference, new minus
+	// base, in the unit; null without one.
+	Interval *intervalJSON `json:"interval"`
+	Status   string        `json:"status"`
 }
 
 func writeComparisonJSON(w io.Writer, c *Comparison) error {
 	v := c.Verdict()
 	doc := comparisonJSON{Schema: CompareSchema, Base: c.Base, New: c.New, Topology: c.Topology, MaxRegress: c.MaxRegress,
-		Alpha: c.Alpha, Verdict: v.String(), ExitCode: v.ExitCode(), Changes: []changeJSON{}, Notes: c.Notes}
+		Alpha: c.Alpha, Method: CompareMethod, Verdict: v.String(), ExitCode: v.ExitCode(), Changes: []changeJSON{}, Notes: c.Notes}
 	if doc.Notes == nil {
 		doc.Notes = []string{}
 	}
 	for _, ch := range c.Changes {
-		j := changeJSON{Scenario: ch.Scenario, Metric: ch.Metric, Unit: ch.Unit, BaseN: ch.BaseN, NewN: ch.NewN, P: ch.P, Status: string(ch.Status)}
+		j := changeJSON{Scenario: ch.Scenario, Metric: ch.Metric, Unit: ch.Unit, BaseN: ch.BaseN, NewN: ch.NewN, Status: string(ch.Status)}
+		if iv := ch.Interval; iv != nil {
+			j.Interval = &intervalJSON{Low: iv.Low, High: iv.High, Confidence: iv.Confidence}
+		}
 		if ch.HasBase {
 			j.Base = ptr(ch.Base)
 		}
@@ -359,9 +410,9 @@ func ptr(f float64) *float64 { return &f }
 func writeComparisonMarkdown(w io.Writer, c *Comparison) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### bullylab compare: %s\n\n", mdCell(c.Topology))
-	fmt.Fprintf(&b, "`%s` against `%s`; a regression grows beyond %s with p < %g (Mann-Whitney U).\n\n",
-		mdCell(c.New), mdCell(c.Base), strconv.FormatFloat(c.MaxRegress*100, 'g', -1, 64)+"%", c.Alpha)
-	b.WriteString("| scenario | metric | base | new | change | n base/new | p | verdict |\n")
+	fmt.Fprintf(&b, "`%s` against `%s`; a regression grows beyond %s with its %s above zero.\n\n",
+		mdCell(c.New), mdCell(c.Base), strconv.FormatFloat(c.MaxRegress*100, 'g', -1, 64)+"%", intervalName(c))
+	b.WriteString("| scenario | metric | base | new | change | n base/new | " + intervalHeader(c) + " | verdict |\n")
 	b.WriteString("|---|---|--:|--:|--:|--:|--:|---|\n")
 	for _, ch := range c.Changes {
 		verdict := string(ch.Status)
@@ -370,7 +421,7 @@ func writeComparisonMarkdown(w io.Writer, c *Comparison) error {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(ch.Scenario), mdCell(ch.Metric),
 			fmtValue(ch, ch.Base, ch.HasBase, ch.BaseRuns), fmtValue(ch, ch.New, ch.HasNew, ch.NewRuns),
-			fmtDelta(ch), fmtN(ch), fmtP(ch.P), verdict)
+			fmtDelta(ch), fmtN(ch), fmtInterval(ch), verdict)
 	}
 	for _, n := range c.Notes {
 		b.WriteString("\n> note: " + mdCell(n) + "\n")

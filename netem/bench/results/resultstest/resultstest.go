@@ -54,7 +54,7 @@ func Sample(seed uint64) *results.Results {
 				Schedule: []string{"inject crash n16", "wait_leader among n1,...,n15 expect highest-live timeout 30s (measured)"},
 				Checks: results.Checks{
 					LeadersPerEpoch: []results.EpochLeaders{{Epoch: 1, Leaders: []string{"n16"}}, {Epoch: 2, Leaders: []string{"n15"}}},
-					SplitBrain:      []results.SplitBrain{}, ConvergenceNS: &conv,
+					LeaderOverlaps:  []results.LeaderOverlap{}, ConvergenceNS: &conv,
 				},
 			}
 			if name == "leader-crash" && i == 7 {
