@@ -63,7 +63,7 @@ func (ru *runner) judge(m *measurement) (results.Run, *runDetail) {
 	d := &runDetail{}
 	if m.el != nil {
 		d.seq = sequenceOf(m.rep, m.el, ru.names, ru.faults.faults, m.fault.Time)
-		if markLeaders(d.seq, r, m.el, m.fault.Time, in.Tenures) {
+		if markLeaders(d.seq, r, m.el, m.fault.Time, in.Tenures, ru.faults.faults) {
 			// The diagram now runs past the election: so do its faults
 			// (the heal of the partition it was held by).
 			d.seq.Faults = faultMarks(ru.faults.faults, ru.names, m.fault.Time.Add(-time.Second), sequenceEnd(d.seq, m.el.End))
@@ -439,10 +439,12 @@ func sequenceEnd(seq *report.Sequence, end time.Time) time.Time {
 // its time to leader (from the election's trigger when the capture
 // measured it, else from the measured fault at origin), and each tenure
 // the capture shows beginning after that with another leader or epoch:
-// a leader change after settling. tenures are relative to origin; a
-// tenure a fault split into pieces is marked once, at its first. It
-// reports whether it marked anything.
-func markLeaders(seq *report.Sequence, r results.Run, el *capture.Election, origin time.Time, tenures []Tenure) bool {
+// a leader change after settling. A change that begins at or after the
+// next fault of faults is marked as that fault's (a heal handing the lead
+// back), as the run's count of later changes leaves it out. tenures are
+// relative to origin; a tenure a fault split into pieces is marked once,
+// at its first. It reports whether it marked anything.
+func markLeaders(seq *report.Sequence, r results.Run, el *capture.Election, origin time.Time, tenures []Tenure, faults []fault.Fault) bool {
 	if seq == nil || r.TimeToLeaderFrom == "" || r.Leader == "" {
 		return false
 	}
@@ -452,6 +454,12 @@ func markLeaders(seq *report.Sequence, r results.Run, el *capture.Election, orig
 	}
 	at := from.Add(time.Duration(r.TimeToLeaderNS))
 	seq.Settled = &report.LeaderMark{Time: at, Leader: r.Leader, Epoch: r.Epoch}
+	var next *fault.Fault
+	for i := range faults {
+		if faults[i].Time.After(origin) && (next == nil || faults[i].Time.Before(next.Time)) {
+			next = &faults[i]
+		}
+	}
 	seen := map[Tenure]bool{}
 	for _, t := range tenures {
 		start := origin.Add(t.Start)
@@ -460,7 +468,11 @@ func markLeaders(seq *report.Sequence, r results.Run, el *capture.Election, orig
 			continue
 		}
 		seen[k] = true
-		seq.LeaderChanges = append(seq.LeaderChanges, report.LeaderMark{Time: start, Leader: t.Node, Epoch: t.Epoch})
+		mark := report.LeaderMark{Time: start, Leader: t.Node, Epoch: t.Epoch}
+		if next != nil && !start.Before(next.Time) {
+			mark.AfterFault = string(next.Kind)
+		}
+		seq.LeaderChanges = append(seq.LeaderChanges, mark)
 	}
 	return true
 }

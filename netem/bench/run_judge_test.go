@@ -211,7 +211,7 @@ func TestMarkLeaders(t *testing.T) {
 		{Node: "n4", Epoch: 4, Start: 1200 * time.Millisecond, End: 1300 * time.Millisecond},
 	}
 	seq := &report.Sequence{}
-	markLeaders(seq, r, el, origin, tenures)
+	markLeaders(seq, r, el, origin, tenures, nil)
 	if seq.Settled == nil || !seq.Settled.Time.Equal(origin.Add(601*time.Millisecond)) || seq.Settled.Leader != "n3" || seq.Settled.Epoch != 3 {
 		t.Errorf("settled %+v, want n3 e3 at +601ms", seq.Settled)
 	}
@@ -222,8 +222,17 @@ func TestMarkLeaders(t *testing.T) {
 	if end := sequenceEnd(seq, origin.Add(700*time.Millisecond)); !end.Equal(want[0].Time) {
 		t.Errorf("diagram ends %v, want at the last change %v: its faults must reach that far", end, want[0].Time)
 	}
+	// A heal at +1000ms explains the change at +1035ms: marked as its,
+	// as the run's count of later changes leaves it out.
+	heal := []fault.Fault{{Kind: fault.Heal, Time: origin.Add(time.Second)}, {Kind: fault.Partition, Time: origin}}
 	seq = &report.Sequence{}
-	markLeaders(seq, results.Run{}, el, origin, tenures)
+	markLeaders(seq, r, el, origin, tenures, heal)
+	want[0].AfterFault = string(fault.Heal)
+	if !reflect.DeepEqual(seq.LeaderChanges, want) {
+		t.Errorf("changes after a heal %+v, want %+v", seq.LeaderChanges, want)
+	}
+	seq = &report.Sequence{}
+	markLeaders(seq, results.Run{}, el, origin, tenures, nil)
 	if seq.Settled != nil || seq.LeaderChanges != nil {
 		t.Errorf("a run that measured no leader marked %+v", seq)
 	}

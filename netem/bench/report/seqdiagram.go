@@ -47,6 +47,10 @@ type LeaderMark struct {
 	Time   time.Time
 	Leader string
 	Epoch  uint64
+	// AfterFault is the kind of the fault after the measured one that
+	// came before this change (a heal): a change it explains, not a
+	// later leader change the run counts; "" for one no fault explains.
+	AfterFault string
 }
 
 // SequenceMessage is one frame between two nodes.

@@ -10,6 +10,7 @@ import (
 const (
 	settledColor = "#1e8449"
 	changeColor  = "#b9770e"
+	resumedColor = "#7f8c8d" // a change a later fault explains
 )
 
 // leaderGlyph is a leader mark placed: the line across the lifelines
@@ -19,6 +20,21 @@ type leaderGlyph struct {
 	text    string
 	tip     string
 	settled bool
+	// explained says a later fault explains the change: it is drawn
+	// grey, as the run does not count it.
+	explained bool
+}
+
+// color is the mark's colour: settled, a counted later change, or one a
+// later fault explains.
+func (g leaderGlyph) color() string {
+	switch {
+	case g.settled:
+		return settledColor
+	case g.explained:
+		return resumedColor
+	}
+	return changeColor
 }
 
 // layoutLeaderMarks places where the leader settled and each later
@@ -30,9 +46,15 @@ func (d *seqDiagram) layoutLeaderMarks() {
 			tip: text + ": the run's time to leader, when the last live node was sent its COORDINATOR (ELECTED) of epoch " + fmt.Sprint(s.Epoch)})
 	}
 	for _, c := range d.changes {
-		text := fmt.Sprintf("leader %s e%d %s", c.Leader, c.Epoch, fmtOffsetMS(c.Time.Sub(d.origin)))
-		d.leaderMarks = append(d.leaderMarks, leaderGlyph{x: d.xOf(c.Leader), y: d.yOf(c.Time), text: text,
-			tip: fmt.Sprintf("%s took over at epoch %d %s, after the leader settled", c.Leader, c.Epoch, fmtOffsetMS(c.Time.Sub(d.origin)))})
+		at := fmtOffsetMS(c.Time.Sub(d.origin))
+		g := leaderGlyph{x: d.xOf(c.Leader), y: d.yOf(c.Time), text: fmt.Sprintf("leader %s e%d %s", c.Leader, c.Epoch, at),
+			tip: fmt.Sprintf("%s took over at epoch %d %s, after the leader settled: a later leader change", c.Leader, c.Epoch, at)}
+		if c.AfterFault != "" {
+			g.explained = true
+			g.text += ", after the " + c.AfterFault
+			g.tip = fmt.Sprintf("%s took over at epoch %d %s, after the %s that followed the measured fault: not a later leader change", c.Leader, c.Epoch, at, c.AfterFault)
+		}
+		d.leaderMarks = append(d.leaderMarks, g)
 	}
 }
 
@@ -41,10 +63,8 @@ func (d *seqDiagram) layoutLeaderMarks() {
 func (d *seqDiagram) placeLeaderTexts(p *textPlacer) {
 	_, x1 := d.band()
 	for _, g := range d.leaderMarks {
-		color := changeColor
-		if g.settled {
-			color = settledColor
-		} else {
+		color := g.color()
+		if !g.settled {
 			p.take(box{g.x - 6, g.y - 6, g.x + 6, g.y + 6})
 		}
 		t, moved := p.place([]seqText{{x: x1 + 10, y: g.y + 4, size: seqFaultFont, bold: true, fill: color, halo: true, text: g.text}}, -1)
@@ -67,7 +87,7 @@ func (d *seqDiagram) drawLeaderMarks(b *strings.Builder) {
 			continue
 		}
 		fmt.Fprintf(b, `<g><title>%s</title><line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="1.4" stroke-dasharray="6 3"/>%s</g>`,
-			esc(g.tip), f1(x0), f1(x1), f1(g.y), f1(g.y), changeColor, changeGlyph(g.x, g.y))
+			esc(g.tip), f1(x0), f1(x1), f1(g.y), f1(g.y), g.color(), changeGlyph(g.x, g.y, g.color()))
 	}
 }
 
@@ -75,16 +95,17 @@ func settledGlyph(x, y float64) string {
 	return fmt.Sprintf(`<circle cx="%s" cy="%s" r="5" fill="%s" stroke="#fff" stroke-width="1.5"/>`, f1(x), f1(y), settledColor)
 }
 
-func changeGlyph(x, y float64) string {
-	return fmt.Sprintf(`<path d="M%s %s l6 6 l-6 6 l-6 -6 z" fill="%s" stroke="#fff" stroke-width="1.2"/>`, f1(x), f1(y-6), changeColor)
+func changeGlyph(x, y float64, color string) string {
+	return fmt.Sprintf(`<path d="M%s %s l6 6 l-6 6 l-6 -6 z" fill="%s" stroke="#fff" stroke-width="1.2"/>`, f1(x), f1(y-6), color)
 }
 
 // leaderEntries explain the leader marks drawn.
 func (d *seqDiagram) leaderEntries() []legendEntry {
-	var settled, changed bool
+	var settled, changed, explained bool
 	for _, g := range d.leaderMarks {
 		settled = settled || g.settled
-		changed = changed || !g.settled
+		changed = changed || !g.settled && !g.explained
+		explained = explained || g.explained
 	}
 	var es []legendEntry
 	if settled {
@@ -94,8 +115,13 @@ func (d *seqDiagram) leaderEntries() []legendEntry {
 	}
 	if changed {
 		es = append(es, legendEntry{func(x, y float64) string {
-			return fmt.Sprintf(`<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="1.4" stroke-dasharray="6 3"/>%s`, f1(x), f1(x+legendSwatch), f1(y), f1(y), changeColor, changeGlyph(x+legendSwatch/2, y))
-		}, "a later leader change: a new tenure after settling, on its leader's lifeline"})
+			return fmt.Sprintf(`<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="1.4" stroke-dasharray="6 3"/>%s`, f1(x), f1(x+legendSwatch), f1(y), f1(y), changeColor, changeGlyph(x+legendSwatch/2, y, changeColor))
+		}, "a later leader change: a new tenure after settling and before any later fault, on its leader's lifeline; the run counts it"})
+	}
+	if explained {
+		es = append(es, legendEntry{func(x, y float64) string {
+			return fmt.Sprintf(`<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="1.4" stroke-dasharray="6 3"/>%s`, f1(x), f1(x+legendSwatch), f1(y), f1(y), resumedColor, changeGlyph(x+legendSwatch/2, y, resumedColor))
+		}, "a new tenure after a later fault (a heal): that fault's, not counted as a later leader change"})
 	}
 	return es
 }

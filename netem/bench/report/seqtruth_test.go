@@ -155,11 +155,22 @@ func TestSequenceLeaderMarks(t *testing.T) {
 	for _, want := range []string{
 		">leader n3 settled +835.0 ms<", ">leader n5 e3 +1035.0 ms<",
 		"the leader settled: the run&#39;s time to leader",
-		"a later leader change: a new tenure after settling, on its leader&#39;s lifeline",
+		"a later leader change: a new tenure after settling and before any later fault",
 	} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("diagram lacks %q", want)
 		}
+	}
+	explained := seq
+	explained.LeaderChanges = []LeaderMark{{Time: t0.Add(1035 * time.Millisecond), Leader: "n5", Epoch: 3, AfterFault: "heal"}}
+	svg = SequenceSVG(explained)
+	for _, want := range []string{">leader n5 e3 +1035.0 ms, after the heal<", "a new tenure after a later fault (a heal)", resumedColor} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("diagram of a change a heal explains lacks %q", want)
+		}
+	}
+	if strings.Contains(svg, "a later leader change:") {
+		t.Errorf("a change a heal explains is explained as a later leader change")
 	}
 	d := newSeqDiagram(seq)
 	if len(d.leaderMarks) != 2 {
