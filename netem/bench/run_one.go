@@ -73,6 +73,7 @@ type runner struct {
 	r         results.Run
 	capName   string // the run's capture, in opts.OutDir
 	capPath   string
+	keyPath   string // the run's cluster key file, beside its capture
 
 	lab       testbed
 	labClosed bool
@@ -119,6 +120,7 @@ func newRunner(opts RunOptions, sc *scenario.Scenario, algorithm string, i int, 
 	}
 	ru.capName = fmt.Sprintf("run-%s-%d.pcapng", fileSafe(key), i+1)
 	ru.capPath = filepath.Join(opts.OutDir, ru.capName)
+	ru.keyPath = filepath.Join(opts.OutDir, capture.ClusterKeyFile(ru.capName))
 	ru.r.Capture = ru.capName
 	return ru
 }
@@ -150,6 +152,12 @@ func (ru *runner) setup(ctx context.Context) *runFailure {
 	ru.key = lb.Key()
 	if labStarted != nil {
 		labStarted(lb.Run())
+	}
+	// Kept with the capture, owner-only, so that its frames can be
+	// verified after the lab, and the key file it had, are gone.
+	if err := wire.WriteKeyFile(ru.keyPath, ru.key); err != nil {
+		ru.closeLab()
+		return failure(results.FailSetup, "keeping the run's cluster key: %v", err)
 	}
 	return nil
 }

@@ -82,7 +82,8 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 	}
 	t.Logf("progress:\n%s\nsummary:\n%s", progress.String(), summary.String())
 
-	// Every output, captures included, is readable by all.
+	// Every output, captures included, is readable by all; the runs'
+	// cluster keys by their owner alone.
 	requireOutputModes(t, out, "results.json", "bench.txt", "report.html")
 
 	// results.json parses with the schema and agrees with what RunBench returned.
@@ -157,6 +158,17 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(out, r.Capture)); err != nil {
 			t.Errorf("run %d: capture: %v", r.Index, err)
+		}
+		// The run's key, kept beside its capture, verifies the capture
+		// after the lab is gone as the run did.
+		key, err := wire.ReadKeyFile(filepath.Join(out, capture.ClusterKeyFile(r.Capture)))
+		if err != nil {
+			t.Errorf("run %d: %v", r.Index, err)
+			continue
+		}
+		later, err := capture.AnalyzeFile(filepath.Join(out, r.Capture), capture.AnalyzeOptions{Key: &key})
+		if err != nil || later.Auth == nil || later.Auth.Verified != r.FramesVerified || later.Auth.Failed != 0 {
+			t.Errorf("run %d: the kept key verifies %+v (%v), the run verified %d frames", r.Index, later.Auth, err, r.FramesVerified)
 		}
 	}
 	if len(bt.Results) != sc.Summary.OK {
