@@ -2,6 +2,8 @@ package capture
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/bullylab/bullylab/wire"
@@ -18,6 +20,15 @@ const minAuthFrame = wire.MinFrameLen + wire.TagLen
 // maxAuthProbe bounds the positions tried for a frame after missing bytes;
 // beyond it the stream's later frames are not verified.
 const maxAuthProbe = 4096
+
+// ClusterKeyFile is where the cluster key that verifies the capture at
+// capturePath is kept: beside it, the extension replaced by .key
+// (run-3.pcapng: run-3.key), as `bullylab bench` and `bullylab up
+// --capture` keep it. The file holds the key as `bullylab keygen` writes
+// it (wire.WriteKeyFile), mode 0600.
+func ClusterKeyFile(capturePath string) string {
+	return strings.TrimSuffix(capturePath, filepath.Ext(capturePath)) + ".key"
+}
 
 // AuthReport says which frames are authenticated and, given the cluster
 // key (AnalyzeOptions.Key), whether they verify (wire/doc.go,

@@ -67,7 +67,10 @@ type MergeOptions struct {
 	// faults, as the controller recorded them. The hosts' own records are
 	// left out, as are their testbed and end records.
 	Records []Record
-	// Start is the testbed record's time; zero is the first frame's.
+	// Start is the testbed record's time, when the earliest host's
+	// capture started; zero, or a time after the first frame or record
+	// (the clocks' error can put one there), is the first item's: a
+	// capture's start comes before everything in it.
 	Start time.Time
 	// RecordBound bounds the error of Records' times: the largest
 	// measured bound of the hosts that stamped them.
@@ -129,17 +132,14 @@ func Merge(w io.Writer, inputs []MergeInput, opts MergeOptions) (MergeResult, er
 		frames[i].ts -= res.Hosts[frames[i].host].OffsetNS
 	}
 	slices.SortStableFunc(frames, func(a, b mergeFrame) int { return cmp.Compare(a.ts, b.ts) })
-	start := opts.Start
-	if start.IsZero() && len(frames) > 0 {
-		start = time.Unix(0, frames[0].ts)
-	}
+	recs := slices.Clone(opts.Records)
+	slices.SortStableFunc(recs, func(a, b Record) int { return a.Time.Compare(b.Time) })
+	start := mergeStart(opts.Start, frames, recs)
 	wr, err := NewWriter(w, WriterOptions{Testbed: tb, Start: start, Window: -1, Comments: hostComments(tb.Nodes, res.Hosts)})
 	if err != nil {
 		return MergeResult{}, err
 	}
 	wr.afterTheFact = true
-	recs := slices.Clone(opts.Records)
-	slices.SortStableFunc(recs, func(a, b Record) int { return a.Time.Compare(b.Time) })
 	for _, f := range frames {
 		for len(recs) > 0 && recs[0].Time.UnixNano() <= f.ts {
 			if err := wr.WriteRecord(recs[0]); err != nil {
@@ -162,6 +162,26 @@ func Merge(w io.Writer, inputs []MergeInput, opts MergeOptions) (MergeResult, er
 	}
 	wr.noteCapture(stats)
 	return res, wr.Close()
+}
+
+// mergeStart is the merged file's start: start, unless a frame or a
+// record (both sorted) comes before it or start is zero, then the first
+// of those.
+func mergeStart(start time.Time, frames []mergeFrame, recs []Record) time.Time {
+	first := int64(math.MaxInt64)
+	if len(frames) > 0 {
+		first = frames[0].ts
+	}
+	if len(recs) > 0 {
+		first = min(first, recs[0].Time.UnixNano())
+	}
+	if first == math.MaxInt64 {
+		return start
+	}
+	if start.IsZero() || first < start.UnixNano() {
+		return time.Unix(0, first)
+	}
+	return start
 }
 
 // hostComments says, on each node's interface, which host captured it

@@ -201,3 +201,182 @@ func FuzzMerge(f *testing.F) {
 		Merge(io.Discard, in, MergeOptions{Testbed: TestbedInfo{Nodes: nodes}})
 	})
 }
+
+// Hosts' captures whose frames are out of order (a live capture writes a
+// frame older than the last one written at once, counted late), merged
+// with a start the clocks' error puts after the first frame and a record
+// before it, give one file strictly in timestamp order that starts with
+// its testbed record, before every packet, and holds every frame.
+func TestMergeOrdersInterleavedInputs(t *testing.T) {
+	var buf bytes.Buffer
+	s := newSynth(t, &buf, 5, 11)
+	s.benchScenario(300)
+	s.close(t)
+	want := analyzeBytes(t, buf.Bytes())
+	hosts := [][]int{{1, 3, 5}, {2, 4}}
+	caps, recs, tb := splitCapture(t, buf.Bytes(), hosts, []time.Duration{0, 0})
+	late := 0
+	for k := range caps {
+		var n int
+		caps[k], n = swapNeighbours(t, caps[k].Bytes())
+		late += n
+	}
+	if late == 0 {
+		t.Fatal("no host capture out of order: the test proves nothing")
+	}
+	first := firstFrameTime(t, buf.Bytes())
+	early := Record{Time: first.Add(-time.Millisecond), Kind: "crash", Nodes: []string{"n5"}}
+	recs = append([]Record{early}, recs...)
+	inputs := []MergeInput{
+		{Host: "h1", Nodes: []string{"n1", "n3", "n5"}, R: caps[0], Bound: time.Microsecond},
+		{Host: "h2", Nodes: []string{"n2", "n4"}, R: caps[1], Bound: time.Microsecond},
+	}
+	var merged bytes.Buffer
+	res, err := Merge(&merged, inputs, MergeOptions{Testbed: tb, Records: recs, Start: first.Add(5 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stats.Late != 0 {
+		t.Errorf("merge wrote %d packets late", res.Stats.Late)
+	}
+	r, err := NewReader(bytes.NewReader(merged.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var start, last time.Time
+	frames, disorder := 0, 0
+	for {
+		p, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := p.CI.Timestamp
+		if p.Num == 1 {
+			if p.Record == nil || p.Record.Kind != KindTestbed {
+				t.Fatalf("packet 1 is not the testbed record: %+v", p.Record)
+			}
+			start = ts
+		}
+		if ts.Before(start) || ts.Before(last) {
+			disorder++
+			t.Errorf("packet %d at %v: before the start %v or the packet ahead of it, %v", p.Num, ts, start, last)
+		}
+		last = ts
+		if p.Record == nil {
+			frames++
+		}
+	}
+	if !start.Equal(early.Time) {
+		t.Errorf("merged start %v: want the earliest item's, the record at %v", start, early.Time)
+	}
+	got := analyzeBytes(t, merged.Bytes())
+	if frames != countFrames(t, buf.Bytes()) || got.Frames != want.Frames || got.Messages != want.Messages {
+		t.Errorf("merged: %d packets, %d frames %+v; one capture: %d packets, %d frames %+v",
+			frames, got.Frames, got.Messages, countFrames(t, buf.Bytes()), want.Frames, want.Messages)
+	}
+	t.Logf("host captures with %d packets out of order merged with %d out of order", late, disorder)
+}
+
+// swapNeighbours rewrites a capture with every two neighbouring frames
+// swapped, as a live capture writes frames that come late; it returns
+// the capture and how many of its packets are out of order.
+func swapNeighbours(t *testing.T, data []byte) (*bytes.Buffer, int) {
+	t.Helper()
+	r, err := NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type frame struct {
+		node int
+		ts   time.Time
+		data []byte
+		olen int
+	}
+	var frames []frame
+	var recs []Record
+	var tb *TestbedInfo
+	var start time.Time
+	for {
+		p, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case p.Record != nil && p.Record.Kind == KindTestbed:
+			tb, start = p.Record.Testbed, p.Record.Time
+		case p.Record != nil:
+			recs = append(recs, *p.Record)
+		default:
+			frames = append(frames, frame{p.Iface.Node.Index, p.CI.Timestamp, slices.Clone(p.Data), p.CI.Length})
+		}
+	}
+	for i := 0; i+1 < len(frames); i += 2 {
+		frames[i], frames[i+1] = frames[i+1], frames[i]
+	}
+	out := &bytes.Buffer{}
+	w, err := NewWriter(out, WriterOptions{Testbed: *tb, Start: start, Window: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range frames {
+		iface, _ := w.NodeInterface(f.node)
+		if err := w.WriteFrame(iface, f.ts, f.data, f.olen); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, rec := range recs {
+		if err := w.WriteRecord(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out, int(w.Stats().Late)
+}
+
+// countFrames counts a capture's packets that are not records.
+func countFrames(t *testing.T, data []byte) int {
+	t.Helper()
+	r, err := NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		p, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return n
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Record == nil {
+			n++
+		}
+	}
+}
+
+// firstFrameTime is the time of a capture's first frame.
+func firstFrameTime(t *testing.T, data []byte) time.Time {
+	t.Helper()
+	r, err := NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		p, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Record == nil {
+			return p.CI.Timestamp
+		}
+	}
+}

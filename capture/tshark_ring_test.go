@@ -172,9 +172,10 @@ func TestTsharkRing(t *testing.T) {
 		t.Errorf("tshark shows the ring's frames\n%s\nthe layer decodes\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
 	}
 	id := func(i int) string { return hex.EncodeToString(s.nodes[i].ID[:4]) }
+	sender := func(i int) string { return fmt.Sprintf("%s (%s)", s.nodes[i].Name, s.nodes[i].ID) }
 	for _, w := range []string{
-		fmt.Sprintf("RING_ELECTION epoch=1 from=%s initiator=%s candidate=%s reason=boot", id(2), id(1), id(2)),
-		fmt.Sprintf("ELECTED epoch=2 from=%s leader=%s reason=leader-failed", id(0), id(3)),
+		fmt.Sprintf("RING_ELECTION epoch=1 from=%s initiator=%s candidate=%s reason=boot", sender(2), id(1), id(2)),
+		fmt.Sprintf("ELECTED epoch=2 from=%s leader=%s reason=leader-failed", sender(0), id(3)),
 	} {
 		if !slices.ContainsFunc(infos, func(i string) bool { return strings.Contains(i, w) }) {
 			t.Errorf("no Info column shows %q among %q", w, infos)

@@ -19,8 +19,11 @@
 -- The ring election's payloads: bullylab.ring_election.initiator and
 -- bullylab.ring_election.candidate of a RING_ELECTION,
 -- bullylab.elected.leader of an ELECTED (node IDs, 16 bytes); the Info
--- column shows their first 4 bytes, as it does the sender's:
---   RING_ELECTION epoch=3 from=00030000 initiator=00020000 candidate=00030000 reason=leader-failed
+-- column shows their first 4 bytes. The sender is bullylab.from (16
+-- bytes), bullylab.from.uuid (its text, 8-4-4-4-12) and
+-- bullylab.from.name (its node name, from the capture's testbed record;
+-- absent without one), and the Info column shows both:
+--   RING_ELECTION epoch=3 from=n3 (00030000-0000-4000-8000-000000000000) initiator=00020000 candidate=00030000 reason=leader-failed
 --
 -- Records. A capture's bullylab-events interface (link type 147,
 -- LINKTYPE_USER0) carries the fault and lifecycle records, one JSON object
@@ -163,6 +166,8 @@ f.flag_auth = ProtoField.bool("bullylab.flags.auth", "Authenticated (FlagAuth)",
 f.reason = ProtoField.uint8("bullylab.reason", "Reason", base.DEC, reasons, 0x0f)
 f.epoch = ProtoField.uint64("bullylab.epoch", "Epoch", base.DEC)
 f.from = ProtoField.bytes("bullylab.from", "Sender ID", base.NONE)
+f.from_uuid = ProtoField.string("bullylab.from.uuid", "Sender ID (UUID)")
+f.from_name = ProtoField.string("bullylab.from.name", "Sender (node name from the testbed record)")
 f.len = ProtoField.uint32("bullylab.len", "Payload length", base.DEC)
 f.payload = ProtoField.bytes("bullylab.payload", "Payload")
 f.crc = ProtoField.uint32("bullylab.crc", "CRC-32C", base.HEX)
@@ -200,7 +205,9 @@ bullylab.experts = { e_start, e_crc, e_payload, e_auth, e_unverified, e_not_acce
 bullylab.prefs.port = Pref.uint("TCP port", DEFAULT_PORT, "TCP port of the election traffic")
 bullylab.prefs.check_crc = Pref.bool("Check CRC", true, "Verify each frame's CRC-32C")
 bullylab.prefs.cluster_key = Pref.string("Cluster key", "",
-	"The cluster key in base64, as `bullylab keygen` writes it: authentication tags are verified with it")
+	"The cluster key in base64, as `bullylab keygen` writes it and a key file holds it: authentication tags are verified with it")
+bullylab.prefs.cluster_key_file = Pref.string("Cluster key file", "",
+	"The path of a cluster key file, used when Cluster key is empty: a bench's run-...-N.key beside run-...-N.pcapng, `bullylab up --capture FILE.pcapng`'s FILE.key, or `bullylab keygen`'s output")
 
 -- Whether a stream's SYN was seen (bit 0x01). Wireshark before 3.6 lacks
 -- the field, and field extractors are empty in a first pass without a
@@ -440,17 +447,37 @@ local function base64_encode(s)
 	return table.concat(out)
 end
 
--- The cluster key's HMAC schedule, from the preference; nil and a reason
--- when the preference is empty or not a key.
+-- key_file_text is the text of the key file at path, or nil and why not.
+local function key_file_text(path)
+	local fh, err = io.open(path, "rb")
+	if fh == nil then
+		return nil, "the Cluster key file cannot be read: " .. tostring(err)
+	end
+	local text = fh:read(4096) or ""
+	fh:close()
+	return text
+end
+
+-- The cluster key's HMAC schedule, from the Cluster key preference or,
+-- when that is empty, the file Cluster key file names (read again when
+-- either preference changes); nil and a reason when both are empty or
+-- what they give is not a key.
 local key_pref, key_sched, key_err = nil, nil, nil
 local function cluster_key()
 	local s = bullylab.prefs.cluster_key or ""
-	if s ~= key_pref then
-		key_pref, key_sched, key_err = s, nil, nil
-		if s:match("%S") then
+	local path = bullylab.prefs.cluster_key_file or ""
+	local id = s .. "\0" .. path
+	if id ~= key_pref then
+		key_pref, key_sched, key_err = id, nil, nil
+		local what = "the Cluster key preference"
+		if not s:match("%S") and path:match("%S") then
+			what = "the Cluster key file " .. path
+			s, key_err = key_file_text(path)
+		end
+		if s ~= nil and s:match("%S") then
 			local k = base64_decode(s)
 			if k == nil or #k ~= 32 then
-				key_err = "the Cluster key preference is not 44 base64 characters of a 32-byte key"
+				key_err = what .. " is not 44 base64 characters of a 32-byte key"
 			else
 				key_sched = hmac_key(k)
 			end
@@ -612,6 +639,17 @@ local function hex_id(range)
 	return tostring(range:bytes()):lower()
 end
 
+-- dashed_uuid is a 16-byte ID as a UUID's text (8-4-4-4-12), as the
+-- testbed record and `bullylab status` give it.
+local function dashed_uuid(range)
+	local h = hex_id(range)
+	return h:sub(1, 8) .. "-" .. h:sub(9, 12) .. "-" .. h:sub(13, 16) .. "-" .. h:sub(17, 20) .. "-" .. h:sub(21, 32)
+end
+
+-- node_names are the testbed record's node names by their dashed UUID:
+-- the record is a capture's first packet, dissected before any frame.
+local node_names = {}
+
 -- Packets with more than one frame list them all in the Info column.
 local last_packet = -1
 
@@ -637,7 +675,16 @@ local function dissect_frame(tvb, pinfo, tree)
 		sub:add(f.reason, tvb(3, 1))
 	end
 	sub:add(f.epoch, tvb(4, 8))
-	sub:add(f.from, tvb(12, 16))
+	local from_uuid = dashed_uuid(tvb(12, 16))
+	local from_name = node_names[from_uuid]
+	local fromi = sub:add(f.from, tvb(12, 16))
+	fromi:add(f.from_uuid, tvb(12, 16), from_uuid)
+	local from_text = from_uuid
+	if from_name ~= nil then
+		fromi:add(f.from_name, tvb(12, 16), from_name)
+		from_text = from_name .. " (" .. from_uuid .. ")"
+	end
+	fromi:append_text(" = " .. from_text)
 	sub:add(f.len, tvb(28, 4))
 	if length > 0 then
 		local p = tvb(HEADER_LEN, length)
@@ -718,7 +765,7 @@ local function dissect_frame(tvb, pinfo, tree)
 		end
 	end
 
-	local info = name .. " epoch=" .. tvb(4, 8):uint64():tonumber() .. " from=" .. hex_id(tvb(12, 4))
+	local info = name .. " epoch=" .. tvb(4, 8):uint64():tonumber() .. " from=" .. from_text
 	if t == TYPE_RING_ELECTION and length == 32 then
 		info = info .. " initiator=" .. hex_id(tvb(HEADER_LEN, 4)) .. " candidate=" .. hex_id(tvb(HEADER_LEN + 16, 4))
 	elseif t == TYPE_ELECTED and length == 16 then
@@ -792,6 +839,7 @@ end
 function bullylab.init()
 	last_packet = -1
 	streams, results = {}, {}
+	node_names = {}
 end
 
 register_port()
@@ -1497,6 +1545,9 @@ local function dissect_record(tvb, pinfo, tree)
 					local id = member(nd, "id", "string", "a string")
 					if id then
 						ni:add(rf.tb_id, range(id), id.v)
+						if name then
+							node_names[id.v:lower()] = name.v
+						end
 					end
 					local addr = member(nd, "addr", "string", "a string")
 					if addr then

@@ -48,7 +48,8 @@ func benchCommand() *cli.Command {
 			"`bullylab report` sets several benches side by side (star5, star16 and star64, say) and\n" +
 			"draws their leader crashes' messages against N.\n" +
 			"Writes results.json, bench.txt (benchstat input), report.html and one pcapng per run to --out,\n" +
-			"all mode 0644. Needs root: it creates network namespaces. The inputs are checked first, the\n" +
+			"all mode 0644, and each run's cluster key beside its capture (run-*.key, mode 0600: give it to\n" +
+			"analyze --cluster-key or the Wireshark dissector's Cluster key file). Needs root: it creates network namespaces. The inputs are checked first, the\n" +
 			"scenario against the topology included, so that a mistake costs no testbed.\n" +
 			"SIGINT or SIGTERM stops the run in progress (its testbed torn down, the run dropped) and\n" +
 			"writes the outputs of the runs that finished, marked partial; the exit status is then 130\n" +
@@ -60,7 +61,7 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "runs", Value: 30, Usage: "runs per scenario"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of run 1; run i uses seed+i-1"},
 			&cli.StringFlag{Name: "out", Value: "bench-out", Usage: "output `DIR`; one holding another bench's outputs is refused unless --force"},
-			&cli.BoolFlag{Name: "force", Usage: "remove the outputs of another bench in --out first (results.json, bench.txt, report.html, run-*.pcapng; nothing else)"},
+			&cli.BoolFlag{Name: "force", Usage: "remove the outputs of another bench in --out first (results.json, bench.txt, report.html, run-*.pcapng, run-*.key; nothing else)"},
 			&cli.IntFlag{Name: "k", Usage: "cascade: how many of the top nodes crash", DefaultText: "3"},
 			&cli.StringFlag{Name: "delays", Usage: "latency-sweep: comma-separated delays", DefaultText: "0,10ms,50ms,100ms"},
 			&cli.StringFlag{Name: "loss", Usage: "loss: comma-separated percentages dropped, one scenario each", DefaultText: "1,5,10,20"},

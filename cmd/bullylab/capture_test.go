@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -172,6 +173,24 @@ func TestUpCapture(t *testing.T) {
 		}
 	}
 	requireTsharkAgrees(t, path, rep)
+
+	// The cluster key outlives the testbed, owner-only, beside the
+	// capture, and verifies every frame of it: the capture began before
+	// the first node, with every connection's HELLO.
+	keyFile := filepath.Join(dir, "star5.key")
+	if info, err := os.Stat(keyFile); err != nil || info.Mode() != 0o600 {
+		t.Fatalf("the capture's key file: %v, %v; want mode 0600", info, err)
+	}
+	if !strings.Contains(u.output(), "its cluster key kept in "+keyFile) {
+		t.Errorf("up did not say where the key is kept:\n%s", u.output())
+	}
+	var verified capture.Report
+	if err := json.Unmarshal([]byte(mustCLI(t, "analyze", "--json", "--cluster-key", keyFile, path)), &verified); err != nil {
+		t.Fatal(err)
+	}
+	if a := verified.Auth; a == nil || a.Verified != verified.Frames || a.Failed != 0 || a.Unverified != 0 {
+		t.Errorf("analyze --cluster-key %s: %+v of %d frames; want every frame verified", keyFile, a, verified.Frames)
+	}
 }
 
 // TestUpCaptureSignal stops `bullylab up --capture` with SIGINT and with

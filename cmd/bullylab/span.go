@@ -61,6 +61,13 @@ func runUpSpan(c *cli.Context, topo *topologies.Topology, file string, data []by
 		}
 		return fmt.Errorf("up: %w", err)
 	}
+	if sp.Capturing() {
+		capKey, err := keepCaptureKey(opts.Capture, sp.Key())
+		if err != nil {
+			return errors.Join(fmt.Errorf("up: %w", err), sp.Close())
+		}
+		fmt.Fprintf(out, "capturing every host's nodes, merged into %s at down; its cluster key kept in %s\n", opts.Capture, capKey)
+	}
 	srv, keyFile, err := serveSpan(sp)
 	if err != nil {
 		return errors.Join(fmt.Errorf("up: %w", err), sp.Close())

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/netemtest"
 	"github.com/bullylab/bullylab/netem/remote"
@@ -105,27 +107,21 @@ func spanRuns(run string, n int) []string {
 }
 
 // `bullylab down` of a testbed across hosts, started with --capture:
-// every host's share goes, and the merged capture, verified with the key
-// up kept, holds the boot election of the six nodes on the three hosts.
+// every host's share goes, the cluster key stays beside the capture, and
+// the merged capture, verified with it, holds the boot election of the six
+// nodes on the three hosts and every frame verified: every host captured
+// from before the first node started.
 func TestUpSpanDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds a testbed across stand-in hosts")
 	}
 	hs, file := spanHosts3(t)
-	path := filepath.Join(t.TempDir(), "span.pcapng")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "span.pcapng")
 	_, run, waited, rest := startSpanUp(t, hs, file, "--capture", path)
 	st, _, _ := runBin(t, "status", "--run", run, "--json")
-	keyFile := regexp.MustCompile(`"key_file": "([^"]+)"`).FindStringSubmatch(st)
-	if keyFile == nil {
+	if !regexp.MustCompile(`"key_file": "([^"]+)"`).MatchString(st) {
 		t.Fatalf("status --json names no key file:\n%s", st)
-	}
-	key, err := os.ReadFile(keyFile[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyCopy := filepath.Join(t.TempDir(), "cluster.key")
-	if err := os.WriteFile(keyCopy, key, 0o600); err != nil {
-		t.Fatal(err)
 	}
 	if _, errOut, code := runBin(t, "down", "--run", run); code != 0 {
 		t.Fatalf("down: exit %d: %s", code, errOut)
@@ -137,9 +133,20 @@ func TestUpSpanDown(t *testing.T) {
 		t.Errorf("up's output after down:\n%s", out)
 	}
 	netemtest.RequireClean(t, run)
-	js, errOut, code := runBin(t, "analyze", "--json", "--cluster-key", keyCopy, path)
-	if code != 0 || !strings.Contains(js, `"clock_error_ns"`) || !strings.Contains(js, `"failed": 0`) {
-		t.Errorf("analyze of the merged capture: exit %d, %s\n%.2000s", code, errOut, js)
+	keyFile := filepath.Join(dir, "span.key")
+	if info, err := os.Stat(keyFile); err != nil || info.Mode() != 0o600 {
+		t.Fatalf("the capture's key file after down: %v, %v; want mode 0600", info, err)
+	}
+	js, errOut, code := runBin(t, "analyze", "--json", "--cluster-key", keyFile, path)
+	var rep capture.Report
+	if code != 0 || json.Unmarshal([]byte(js), &rep) != nil || rep.ClockErrorNS == 0 || rep.Auth == nil {
+		t.Fatalf("analyze of the merged capture: exit %d, %s\n%.2000s", code, errOut, js)
+	}
+	if a := rep.Auth; a.Failed != 0 || a.Unverified != 0 || a.Verified != rep.Frames || rep.Messages.Hello == 0 {
+		t.Errorf("the merged capture: %+v of %d frames, %d HELLOs; want every frame verified", a, rep.Frames, rep.Messages.Hello)
+	}
+	if len(rep.Elections) == 0 || rep.Elections[0].First.Reason != "boot" {
+		t.Errorf("the merged capture's elections %+v: want the boot election first", rep.Elections)
 	}
 }
 

@@ -18,11 +18,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/lab"
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/topologies/fault"
+	"github.com/bullylab/bullylab/wire"
 	"github.com/bullylab/bullylab/wire/bounded"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -138,7 +140,9 @@ func upCommand() *cli.Command {
 			"While it is up, `bullylab status`, `bullylab fault`, `bullylab exec` and `bullylab down` act on it.\n" +
 			"Ctrl-C, SIGTERM or `bullylab down` tear it down: the node processes first, then the namespaces.\n" +
 			"--capture FILE records every frame on the switch and every fault (as a comment record) for\n" +
-			"`bullylab analyze` and Wireshark; the file is complete once up has exited.\n" +
+			"`bullylab analyze` and Wireshark; the file is complete once up has exited. The cluster key is\n" +
+			"kept beside it (FILE with the extension .key, mode 0600), after down too: give it to\n" +
+			"`bullylab analyze --cluster-key` or the Wireshark dissector's Cluster key file to verify the frames.\n" +
 			"A topology with a hosts section is built across its hosts, over SSH (see `bullylab hosts`):\n" +
 			"each host captures its own nodes, and the captures are merged into FILE on this clock.",
 		OnUsageError: onUsageError,
@@ -181,7 +185,11 @@ func runUp(c *cli.Context) error {
 		return fmt.Errorf("up: %w", err)
 	}
 	if lc := lb.Capture(); lc != nil {
-		fmt.Fprintf(out, "capturing the switch into %s\n", lc.Path())
+		keyFile, err := keepCaptureKey(lc.Path(), lb.Key())
+		if err != nil {
+			return errors.Join(fmt.Errorf("up: %w", err), stopCapture(out, lb), lb.Close())
+		}
+		fmt.Fprintf(out, "capturing the switch into %s; its cluster key kept in %s\n", lc.Path(), keyFile)
 	}
 	srv, err := lab.Serve(lb)
 	if err != nil {
@@ -319,6 +327,22 @@ func reportUp(ctx context.Context, out io.Writer, lb *lab.Lab) error {
 			netem.StateDir(lb.Run()))
 	}
 	return nil
+}
+
+// keepCaptureKey writes key beside the capture at capturePath
+// (capture.ClusterKeyFile), owner-only, where it stays once the testbed and
+// its own key file are gone, and returns its path. A key file left there
+// by an earlier capture of the same name, which this one replaces, is
+// replaced too.
+func keepCaptureKey(capturePath string, key wire.Key) (string, error) {
+	path := capture.ClusterKeyFile(capturePath)
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("--capture: %w", err)
+	}
+	if err := wire.WriteKeyFile(path, key); err != nil {
+		return "", fmt.Errorf("--capture: %w", err)
+	}
+	return path, nil
 }
 
 // stopCapture stops lb's capture, if it has one, and prints its counters.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem/bench"
 	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/netemtest"
@@ -110,18 +111,19 @@ func TestRunBenchInterrupted(t *testing.T) {
 	if !bytes.Contains(html, []byte("Partial bench")) {
 		t.Error("report.html does not say the bench is partial")
 	}
-	// bench.txt, and run 1's capture alone: the interrupted run's is gone.
-	requireOutputModes(t, out, "results.json", "bench.txt", "report.html", got.Scenarios[0].Runs[0].Capture)
+	// bench.txt, and run 1's capture and key alone: the interrupted run's
+	// are gone.
+	requireOutputModes(t, out, "results.json", "bench.txt", "report.html", got.Scenarios[0].Runs[0].Capture, capture.ClusterKeyFile(got.Scenarios[0].Runs[0].Capture))
 	entries, err := os.ReadDir(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 4 {
+	if len(entries) != 5 {
 		var names []string
 		for _, e := range entries {
 			names = append(names, e.Name())
 		}
-		t.Errorf("--out holds %q, want the three outputs and run 1's capture", names)
+		t.Errorf("--out holds %q, want the three outputs and run 1's capture and key", names)
 	}
 }
 

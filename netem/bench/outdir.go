@@ -15,12 +15,14 @@ import (
 // captures.
 var outputNames = []string{"results.json", "bench.txt", "report.html"}
 
-// capturePattern matches the captures RunBench names: run-KEY-N.pcapng,
-// KEY the scenario key made file-safe (fileSafe).
-var capturePattern = regexp.MustCompile(`^run-[A-Za-z0-9._-]+-[1-9][0-9]*\.pcapng$`)
+// capturePattern matches the captures RunBench names, run-KEY-N.pcapng,
+// KEY the scenario key made file-safe (fileSafe), and their cluster key
+// files, run-KEY-N.key (capture.ClusterKeyFile).
+var capturePattern = regexp.MustCompile(`^run-[A-Za-z0-9._-]+-[1-9][0-9]*\.(pcapng|key)$`)
 
 // IsOutputFile reports whether name is the name of a file RunBench writes:
-// results.json, bench.txt, report.html or a run's capture.
+// results.json, bench.txt, report.html, a run's capture or its cluster key
+// file.
 func IsOutputFile(name string) bool {
 	return slices.Contains(outputNames, name) || capturePattern.MatchString(name)
 }

@@ -12,8 +12,9 @@ import (
 	"github.com/bullylab/bullylab/netem/bench"
 )
 
-// TestOutDir: a directory with another bench's outputs is refused, naming
-// it and a file; RemoveOutputs removes those outputs and nothing else.
+// TestOutDir: a directory with another bench's outputs, the runs' key
+// files included, is refused, naming it and a file; RemoveOutputs removes
+// those outputs and nothing else.
 func TestOutDir(t *testing.T) {
 	if err := bench.CheckOutDir(filepath.Join(t.TempDir(), "missing")); err != nil {
 		t.Errorf("missing dir: %v", err)
@@ -23,7 +24,7 @@ func TestOutDir(t *testing.T) {
 		t.Errorf("empty dir: %v", err)
 	}
 	theirs := []string{"notes.txt", "results.json.bak", "run-1.pcapng", "my-run-leader-crash-1.pcapng",
-		"run-leader-crash-1.pcapng.txt", "run-leader-crash-0.pcapng", "report.htm", "sub"}
+		"run-leader-crash-1.pcapng.txt", "run-leader-crash-0.pcapng", "report.htm", "sub", "run-1.key", "run-leader-crash-1.key.bak"}
 	for _, name := range theirs {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
@@ -37,8 +38,8 @@ func TestOutDir(t *testing.T) {
 	if err := bench.CheckOutDir(dir); err != nil {
 		t.Errorf("only the user's files: %v", err)
 	}
-	ours := []string{"results.json", "bench.txt", "report.html", "run-leader-crash-1.pcapng",
-		"run-latency-sweep_delay_50ms-12.pcapng"}
+	ours := []string{"results.json", "bench.txt", "report.html", "run-leader-crash-1.pcapng", "run-leader-crash-1.key",
+		"run-latency-sweep_delay_50ms-12.pcapng", "run-latency-sweep_delay_50ms-12.key"}
 	for _, name := range ours {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)

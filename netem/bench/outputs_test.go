@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -16,7 +17,9 @@ import (
 	"github.com/bullylab/bullylab/netem/bench/results/resultstest"
 )
 
-// requireOutputModes fails unless every file in dir is bench.OutputMode.
+// requireOutputModes fails unless every file in dir is bench.OutputMode,
+// but for the runs' cluster key files, which must be owner-only (0600),
+// and every file of want is there.
 func requireOutputModes(t *testing.T, dir string, want ...string) {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
@@ -30,8 +33,12 @@ func requireOutputModes(t *testing.T, dir string, want ...string) {
 			t.Fatal(err)
 		}
 		seen[e.Name()] = true
-		if got := info.Mode(); got != results.OutputMode {
-			t.Errorf("%s is %v, want %v", e.Name(), got, os.FileMode(results.OutputMode))
+		want := os.FileMode(results.OutputMode)
+		if strings.HasSuffix(e.Name(), ".key") {
+			want = 0o600
+		}
+		if got := info.Mode(); got != want {
+			t.Errorf("%s is %v, want %v", e.Name(), got, want)
 		}
 	}
 	for _, name := range want {

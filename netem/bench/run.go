@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bullylab/bullylab/capture"
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/netem/bench/report"
 	"github.com/bullylab/bullylab/netem/bench/results"
@@ -326,9 +327,12 @@ func runScenario(ctx context.Context, opts RunOptions, sc *scenario.Scenario, ba
 			r, d := runOne(ctx, opts, sc, sr.AlgorithmName(), i, backend)
 			if ctx.Err() != nil {
 				// Not a result: the run was cut short, its testbed is down.
-				// Its capture goes with it, as results.json does not name it.
-				if err := os.Remove(filepath.Join(opts.OutDir, r.Capture)); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return srs, sequences(), fmt.Errorf("bench: %w", err)
+				// Its capture and key go with it, as results.json does not
+				// name them.
+				for _, name := range []string{r.Capture, capture.ClusterKeyFile(r.Capture)} {
+					if err := os.Remove(filepath.Join(opts.OutDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+						return srs, sequences(), fmt.Errorf("bench: %w", err)
+					}
 				}
 				return srs, sequences(), ErrInterrupted
 			}

@@ -31,6 +31,7 @@ func (ru *runner) judge(m *measurement) (results.Run, *runDetail) {
 		agreed = &ag
 	}
 	in := checkInput(m.rep, topo, faults, ru.faults.lastInForce, agreed, m.fault.Time, ru.ended, bound)
+	in.Tenures = clipTenures(in.Tenures, ru.tenuresFrom(m.rep).Sub(m.fault.Time))
 	ru.addLogTenures(&in, m.rep, faults, m.fault.Time)
 	if m.lossyAtEnd {
 		// SLE2 bounds the time from the network being synchronous again;

@@ -73,6 +73,10 @@ type runner struct {
 	r         results.Run
 	capName   string // the run's capture, in opts.OutDir
 	capPath   string
+	keyPath   string // the run's cluster key file, beside its capture
+	// upAt is when every node answered, the boot over: the tenures are
+	// judged from then on (tenuresFrom).
+	upAt time.Time
 
 	lab       testbed
 	labClosed bool
@@ -119,6 +123,7 @@ func newRunner(opts RunOptions, sc *scenario.Scenario, algorithm string, i int, 
 	}
 	ru.capName = fmt.Sprintf("run-%s-%d.pcapng", fileSafe(key), i+1)
 	ru.capPath = filepath.Join(opts.OutDir, ru.capName)
+	ru.keyPath = filepath.Join(opts.OutDir, capture.ClusterKeyFile(ru.capName))
 	ru.r.Capture = ru.capName
 	return ru
 }
@@ -138,20 +143,53 @@ func (ru *runner) failed(f *runFailure) (results.Run, *runDetail) {
 	return r, nil
 }
 
-// setup starts the run's lab and its capture. The capture starts once the
-// nodes answer: the boot elections are not measured, and the nodes boot
-// while the testbed is built.
+// setup starts the run's lab and its capture, and keeps the run's cluster
+// key beside the capture. The capture starts before the first node, as
+// across hosts: every connection's HELLO is in it, so that the key
+// verifies every frame; the boot elections are in it too, and not
+// measured (settle waits them out).
 func (ru *runner) setup(ctx context.Context) *runFailure {
 	lb, err := ru.start(ctx)
 	if err != nil {
 		return failure(results.FailSetup, "starting the lab: %v", err)
 	}
 	ru.lab = lb
+	ru.upAt = time.Now()
 	ru.key = lb.Key()
 	if labStarted != nil {
 		labStarted(lb.Run())
 	}
+	// Kept with the capture, owner-only, so that its frames can be
+	// verified after the lab, and the key file it had, are gone.
+	if err := wire.WriteKeyFile(ru.keyPath, ru.key); err != nil {
+		ru.closeLab()
+		return failure(results.FailSetup, "keeping the run's cluster key: %v", err)
+	}
 	return nil
+}
+
+// tenuresFrom is when the capture's and the logs' tenures are held to each
+// other and to the checks from: once every node answered, though the
+// capture began before the first node. The boot's leads are the boot's:
+// a node that boots before the others answers leads with no frame on the
+// wire to show it, and across hosts each host's highest node boots
+// before the others' nodes answer.
+func (ru *runner) tenuresFrom(rep *capture.Report) time.Time {
+	return maxTime(rep.Start, ru.upAt)
+}
+
+// clipTenures clips tenures, relative to origin, to begin at from at the
+// earliest, as spanTenures clips spans; those left with nothing are
+// dropped.
+func clipTenures(ts []Tenure, from time.Duration) []Tenure {
+	out := []Tenure{}
+	for _, t := range ts {
+		t.Start = max(t.Start, from)
+		if t.End > t.Start {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // start builds the run's testbed: a lab here, or across the topology's
@@ -161,7 +199,7 @@ func (ru *runner) start(ctx context.Context) (testbed, error) {
 	if len(topo.Hosts) == 0 {
 		lb, err := lab.Boot(ctx, topo, lab.BootOptions{Binary: ru.opts.Binary, Seed: ru.seed, Backend: ru.opts.Backend,
 			// Readable by all whatever the umask, as the other outputs.
-			Capture: &lab.CaptureOptions{Path: ru.capPath, Mode: results.OutputMode}})
+			Capture: &lab.CaptureOptions{Path: ru.capPath, Mode: results.OutputMode, FromBoot: true}})
 		if err != nil {
 			return nil, err
 		}

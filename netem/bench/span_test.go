@@ -19,12 +19,14 @@ import (
 	"github.com/bullylab/bullylab/netem/remote/remotetest"
 	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/topologies"
+	"github.com/bullylab/bullylab/wire"
 )
 
 // The leader-crash bench across three stand-in hosts, over SSH and the
 // VXLAN overlay: each run's leader crashes on its host, the next highest,
 // on whichever host, wins with node/bully/doc.go's messages, counted in the
-// merged capture of the three hosts' and equal to the nodes' counters;
+// merged capture of the three hosts' and equal to the nodes' counters,
+// its every frame verified with the run's key kept beside it;
 // every run's times carry the hosts' clock bound, and nothing is left on
 // any host. A scenario naming a host partitions it from the others.
 func TestRunBenchSpan(t *testing.T) {
@@ -98,9 +100,18 @@ steps:
 		if r.ClockErrorNS <= 0 || r.ClockErrorNS > r.TimeToLeaderNS/10 {
 			t.Errorf("run %d: clock bound %v for a time to leader of %v", r.Index, time.Duration(r.ClockErrorNS), time.Duration(r.TimeToLeaderNS))
 		}
-		rep, err := capture.AnalyzeFile(filepath.Join(out, r.Capture), capture.AnalyzeOptions{})
+		// The run's key, kept beside the merged capture, verifies every
+		// frame of it: every host captured from before the first node.
+		key, err := wire.ReadKeyFile(filepath.Join(out, capture.ClusterKeyFile(r.Capture)))
 		if err != nil {
 			t.Fatal(err)
+		}
+		rep, err := capture.AnalyzeFile(filepath.Join(out, r.Capture), capture.AnalyzeOptions{Key: &key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := rep.Auth; a == nil || a.Verified != rep.Frames || a.Unverified != 0 || a.Failed != 0 || r.FramesUnverified != 0 {
+			t.Errorf("run %d: the kept key verifies %+v of %d frames (the run: %d unverified); want every frame", r.Index, a, rep.Frames, r.FramesUnverified)
 		}
 		var hosts []string
 		for _, rec := range rep.Records {

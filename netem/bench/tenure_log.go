@@ -267,7 +267,7 @@ const tenureSlack = 100 * time.Millisecond
 // capture's in in, on the same time line (origin the measured fault), cut
 // by the same faults.
 func (ru *runner) addLogTenures(in *CheckInput, rep *capture.Report, faults []fault.Fault, origin time.Time) {
-	in.LogTenures, in.LogProblems = logTenures(ru.logs, faults, rep.Start, ru.ended, origin)
+	in.LogTenures, in.LogProblems = logTenures(ru.logs, faults, ru.tenuresFrom(rep), ru.ended, origin)
 	in.CompareLogs = true
 	in.TenureSlack = messageDelay(ru.faults.owd, ru.backend) + tenureSlack
 }

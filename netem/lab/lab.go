@@ -40,6 +40,9 @@ type Lab struct {
 	monitor *Monitor
 	capture *Capture
 
+	startMu sync.Mutex
+	held    bool // built, its nodes not started yet (Share.Hold)
+
 	cancel    context.CancelFunc // ends the parts' context as Close begins
 	closeOnce sync.Once
 	closeErr  error
@@ -98,9 +101,13 @@ func Boot(ctx context.Context, topo *topologies.Topology, opts BootOptions) (*La
 		return nil, errors.Join(fmt.Errorf("lab: %w", err), l.Close())
 	}
 	tb.RecordKeyFile(l.keyFile)
-	if overlap {
+	switch {
+	case overlap:
 		err = l.procs.whileBuilding(ctx, l.start)
-	} else {
+	case opts.Share != nil && opts.Share.Hold:
+		l.held = true
+		err = l.startCaptureFromBoot(opts.Capture)
+	default:
 		err = l.startBuilt(ctx, opts.Capture)
 	}
 	if err == nil && opts.Capture != nil && !opts.Capture.FromBoot {
@@ -157,12 +164,33 @@ func newLab(tb *netem.Testbed, topo *topologies.Topology, opts BootOptions, key 
 // startBuilt boots the nodes on the testbed built in full, after starting
 // a capture of the boot if one is asked for.
 func (l *Lab) startBuilt(ctx context.Context, c *CaptureOptions) error {
-	if c != nil && c.FromBoot {
-		var err error
-		if l.capture, err = l.startCapture(*c); err != nil {
-			return err
-		}
+	if err := l.startCaptureFromBoot(c); err != nil {
+		return err
 	}
+	return l.start(ctx)
+}
+
+// startCaptureFromBoot starts the capture c asks for if it is to hold the
+// boot.
+func (l *Lab) startCaptureFromBoot(c *CaptureOptions) error {
+	if c == nil || !c.FromBoot {
+		return nil
+	}
+	var err error
+	l.capture, err = l.startCapture(*c)
+	return err
+}
+
+// StartHeld starts the nodes of a share that Boot held (Share.Hold) and
+// returns once every node's control socket answers, as Boot does. On
+// error the caller closes the lab.
+func (l *Lab) StartHeld(ctx context.Context) error {
+	l.startMu.Lock()
+	defer l.startMu.Unlock()
+	if !l.held {
+		return fmt.Errorf("lab %s: its nodes were started already", l.Run())
+	}
+	l.held = false
 	return l.start(ctx)
 }
 

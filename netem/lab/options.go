@@ -76,6 +76,11 @@ type Share struct {
 	// Join, when not nil, connects the built share to the other hosts'
 	// before any node starts (Testbed.JoinOverlay).
 	Join func(*netem.Testbed) error
+	// Hold has Boot return once the share is built, joined and capturing,
+	// its nodes not started: Lab.StartHeld starts them. Every host's
+	// capture then starts before any host's first node, so that a merged
+	// capture holds every boot election and every connection's HELLO.
+	Hold bool
 }
 
 // NodeRuntimeEnv tunes the Go runtime of node processes when BootOptions.Env

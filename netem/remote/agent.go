@@ -33,7 +33,8 @@ const (
 	opHello   = "hello"   // who the agent is
 	opClock   = "clock"   // the agent's clock, read on arrival
 	opProbe   = "probe"   // whether the host can run a testbed
-	opBuild   = "build"   // build this host's share of a testbed
+	opBuild   = "build"   // build this host's share of a testbed, its nodes held
+	opStart   = "start"   // start the share's nodes
 	opDown    = "down"    // tear it down
 	opStatus  = "status"  // the share's nodes
 	opFault   = "fault"   // apply a fault to the share
@@ -67,8 +68,8 @@ type ShareRequest struct {
 	MemberKeys map[int]string `json:"member_keys,omitempty"`
 	// Backend forces an impairment backend; "" takes what the host has.
 	Backend string `json:"backend,omitempty"`
-	// Capture has the share capture its switch once its nodes answer,
-	// until the capture op; the file is in the reply.
+	// Capture has the share capture its switch from before its nodes
+	// start until the capture op; the file is in the reply.
 	Capture bool `json:"capture,omitempty"`
 }
 
@@ -90,10 +91,12 @@ type SpanCluster struct {
 type ShareBuilt struct {
 	// Capture is the path of the share's capture on the host, when asked
 	// for: the controller fetches it after the capture op, before down
-	// removes it.
-	Capture string `json:"capture,omitempty"`
-	// Ready is when all the share's nodes answered, on the host's clock.
-	Ready time.Time `json:"ready"`
+	// removes it. CaptureStarted is when it started, on the host's clock.
+	Capture        string    `json:"capture,omitempty"`
+	CaptureStarted time.Time `json:"capture_started,omitzero"`
+	// Ready is when all the share's nodes answered, on the host's clock;
+	// zero until the start op.
+	Ready time.Time `json:"ready,omitzero"`
 }
 
 // ShareStatus is a share's nodes as its lab sees them.
@@ -131,7 +134,12 @@ type OverlaySwitch struct {
 // Shares is what builds and tears down this host's share of testbeds for
 // the agent: a netem lab's on Linux.
 type Shares interface {
+	// Build builds the share and starts its capture, if asked for, but
+	// not its nodes: the controller starts every host's nodes once every
+	// host's share is built, so that each capture holds the boot.
 	Build(ShareRequest) (ShareBuilt, error)
+	// Start starts the share's nodes and returns once they answer.
+	Start() (ShareBuilt, error)
 	// Status reads the share's nodes.
 	Status() (ShareStatus, error)
 	// Network says what the impairments in force do.
@@ -213,7 +221,7 @@ func RunAgent(in io.Reader, out io.Writer, cfg AgentConfig) (err error) {
 func answer(req agentRequest, cfg AgentConfig) agentReply {
 	version := cfg.Version
 	switch req.Op {
-	case opBuild, opDown, opStatus, opFault, opCapture, opNetwork, opLogs:
+	case opBuild, opStart, opDown, opStatus, opFault, opCapture, opNetwork, opLogs:
 		if cfg.Shares == nil {
 			return agentReply{Error: "this agent builds no testbeds (not Linux)"}
 		}
@@ -272,6 +280,10 @@ func answerShares(req agentRequest, shares Shares) agentReply {
 		}
 		var b ShareBuilt
 		b, err = shares.Build(*req.Build)
+		r.Built = &b
+	case opStart:
+		var b ShareBuilt
+		b, err = shares.Start()
 		r.Built = &b
 	}
 	if err != nil {
@@ -352,6 +364,15 @@ func (a *Agent) Build(req ShareRequest) (ShareBuilt, error) {
 	r, err := a.call(agentRequest{Op: opBuild, Build: &req})
 	if err != nil || r.Built == nil {
 		return ShareBuilt{}, cmp.Or(err, fmt.Errorf("host %s: agent: build answered without the share", a.name))
+	}
+	return *r.Built, nil
+}
+
+// Start asks the agent to start its share's nodes.
+func (a *Agent) Start() (ShareBuilt, error) {
+	r, err := a.call(agentRequest{Op: opStart})
+	if err != nil || r.Built == nil {
+		return ShareBuilt{}, cmp.Or(err, fmt.Errorf("host %s: agent: start answered without the share", a.name))
 	}
 	return *r.Built, nil
 }

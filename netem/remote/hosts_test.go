@@ -3,7 +3,9 @@
 package remote_test
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -212,7 +214,9 @@ func BenchmarkSpan(b *testing.B) {
 // hosts: the node with the highest ID, the last in topology order,
 // whichever host runs it; when it crashes, the next highest.
 //
-// Each host captures its own nodes; the merged capture shows the crash's
+// Each host captures its own nodes from before any host's first node
+// starts; the merged capture shows the boot election and every frame
+// verifiable with the cluster key, in time order, and the crash's
 // election as on one host: the next highest leads, after exactly N-2
 // HALTs, HALT_ACKs and COORDINATORs, and the time to it is known within
 // the merged clocks' bound.
@@ -256,12 +260,26 @@ func TestSpanElects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Connections opened before the capture carry no HELLO in it, and
-	// their frames cannot be verified; none may fail. (Unmatched counts
-	// what the overlay brought before the capture's filter was attached,
-	// which leaves it out afterwards.)
-	if stats.Drops != 0 || rep.Auth == nil || rep.Auth.Failed != 0 || rep.Auth.Frames == 0 {
+	if rep.Auth == nil {
+		t.Fatal("merged capture: no authenticated frames")
+	}
+	order := fileOrder(t, path)
+	t.Logf("merged capture: %d frames, %d verified with the key, %d unverified, %d HELLOs, %d streams without HELLO; %d packets out of order, %d before the testbed record",
+		rep.Frames, rep.Auth.Verified, rep.Auth.Unverified, rep.Messages.Hello, rep.Auth.WithoutHello, order.outOfOrder, order.beforeStart)
+	// Every host captured before any node started: every connection's
+	// HELLO is in the file, so every frame verifies with the key, and the
+	// file is in time order from its start.
+	if stats.Drops != 0 || rep.Auth.Failed != 0 || rep.Auth.Frames == 0 {
 		t.Errorf("capture: %+v, auth %+v", stats, rep.Auth)
+	}
+	if rep.Auth.Verified != rep.Frames || rep.Auth.Unverified != 0 || rep.Auth.WithoutHello != 0 || rep.Messages.Hello == 0 {
+		t.Errorf("%d of %d frames verified, %d HELLOs, %d streams without one: want every frame verified", rep.Auth.Verified, rep.Frames, rep.Messages.Hello, rep.Auth.WithoutHello)
+	}
+	if order.outOfOrder != 0 || order.beforeStart != 0 {
+		t.Errorf("merged capture: %d packets out of order, %d before its start", order.outOfOrder, order.beforeStart)
+	}
+	if len(rep.Elections) == 0 || rep.Elections[0].First.Reason != "boot" || rep.Elections[0].Leader != "n6" {
+		t.Errorf("the merged capture's first election: %+v; want the boot election, won by n6", rep.Elections)
 	}
 	var el *capture.Election
 	for i := range rep.Elections {
@@ -537,4 +555,47 @@ func TestSpanCut(t *testing.T) {
 	}
 	blocked(nil)
 	waitAgreedAmong(t, sp, all, "n6")
+}
+
+// captureOrder is how a capture file's packets are ordered.
+type captureOrder struct {
+	// outOfOrder counts the packets stamped before the packet ahead of
+	// them; beforeStart those stamped before the testbed record.
+	outOfOrder, beforeStart int
+}
+
+// fileOrder reads the capture at path for its packets' order.
+func fileOrder(t *testing.T, path string) captureOrder {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := capture.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o captureOrder
+	var start, last time.Time
+	for {
+		p, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return o
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := p.CI.Timestamp
+		if p.Record != nil && p.Record.Kind == capture.KindTestbed {
+			start = ts
+		}
+		if ts.Before(last) {
+			o.outOfOrder++
+		}
+		if !start.IsZero() && ts.Before(start) || start.IsZero() && p.Record == nil {
+			o.beforeStart++
+		}
+		last = ts
+	}
 }

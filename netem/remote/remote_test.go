@@ -76,6 +76,9 @@ type fakeShares struct{}
 func (fakeShares) Build(r ShareRequest) (ShareBuilt, error) {
 	return ShareBuilt{}, fmt.Errorf("not building %q here", r.Run)
 }
+func (fakeShares) Start() (ShareBuilt, error) {
+	return ShareBuilt{}, errors.New("nothing built to start")
+}
 func (fakeShares) Down() error { return nil }
 func (fakeShares) Apply(f fault.Fault) (fault.Fault, error) {
 	return fault.Fault{}, fmt.Errorf("no node %v here", f.Nodes)

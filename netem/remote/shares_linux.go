@@ -41,8 +41,9 @@ var _ Shares = (*HostShares)(nil)
 
 // Build builds r's share: the host's nodes as a lab builds any topology,
 // its switch joined to the other hosts' by the overlay, with a route to
-// every node of another host through that host's switch, and the nodes
-// started, members of one cluster with every host's.
+// every node of another host through that host's switch, and its capture
+// started; Start starts the nodes, members of one cluster with every
+// host's.
 func (s *HostShares) Build(r ShareRequest) (ShareBuilt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -67,11 +68,29 @@ func (s *HostShares) Build(r ShareRequest) (ShareBuilt, error) {
 		return ShareBuilt{}, err
 	}
 	s.lab = l
+	return shareBuilt(l), nil
+}
+
+// Start starts the nodes of the share Build built.
+func (s *HostShares) Start() (ShareBuilt, error) {
+	l, err := s.share()
+	if err != nil {
+		return ShareBuilt{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shareBuildTimeout)
+	defer cancel()
+	if err := l.StartHeld(ctx); err != nil {
+		return ShareBuilt{}, err
+	}
+	return shareBuilt(l), nil
+}
+
+func shareBuilt(l *lab.Lab) ShareBuilt {
 	b := ShareBuilt{Ready: l.Times().Ready}
 	if c := l.Capture(); c != nil {
-		b.Capture = c.Path()
+		b.Capture, b.CaptureStarted = c.Path(), c.Started()
 	}
-	return b, nil
+	return b
 }
 
 // shareOptions are the lab's options for r's share of topo.
@@ -120,12 +139,12 @@ func shareOptions(topo *topologies.Topology, r ShareRequest) (lab.BootOptions, e
 		}
 	}
 	opts := lab.BootOptions{Binary: bin, Run: r.Run, Key: &key, Backend: r.Backend,
-		Share: &lab.Share{Host: r.Host, IDs: ids, PublicKeys: pubs, MemberKeys: privs,
+		Share: &lab.Share{Host: r.Host, IDs: ids, PublicKeys: pubs, MemberKeys: privs, Hold: true,
 			Join: func(tb *netem.Testbed) error { return tb.JoinOverlay("", o, remote) }}}
 	if r.Capture {
 		// Readable by the controller's user, whoever the agent runs as.
 		// The overlay brings the other hosts' frames, which they capture.
-		opts.Capture = &lab.CaptureOptions{Path: filepath.Join(netem.StateDir(r.Run), captureName), Mode: 0o644, Exclude: []string{o.Name}}
+		opts.Capture = &lab.CaptureOptions{Path: filepath.Join(netem.StateDir(r.Run), captureName), Mode: 0o644, Exclude: []string{o.Name}, FromBoot: true}
 	}
 	return opts, nil
 }

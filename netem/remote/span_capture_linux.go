@@ -119,9 +119,14 @@ func (sp *Span) merge(files [][]byte, end []ClockOffset) (*SpanCapture, error) {
 			return nil, fmt.Errorf("capture: %w", err)
 		}
 	}
-	start := time.Time{}
-	if len(sp.built) > 0 {
-		start = sp.local(0, sp.built[0].Ready)
+	// The earliest host's start: every host captured from before any
+	// node started. Merge moves it before the first item should the
+	// clocks' error put one earlier.
+	var start time.Time
+	for k, b := range sp.built {
+		if t := sp.local(k, b.CaptureStarted); !t.IsZero() && (start.IsZero() || t.Before(start)) {
+			start = t
+		}
 	}
 	res, err := capture.Merge(f, inputs, capture.MergeOptions{Testbed: tb, Records: records, RecordBound: recordBound, Start: start})
 	err = errors.Join(err, f.Close())

@@ -86,16 +86,19 @@ type SpanOptions struct {
 	// Backend forces every host's impairment backend.
 	Backend string
 	// Capture, when not "", has every host capture its own nodes' ports
-	// once they answer; StopCapture merges the captures into this file,
-	// with CaptureMode (0: what the umask leaves).
+	// from before any host's first node starts; StopCapture merges the
+	// captures into this file, with CaptureMode (0: what the umask
+	// leaves).
 	Capture     string
 	CaptureMode os.FileMode
 }
 
 // BuildSpan builds topo, parsed from file source whose contents are
-// topoFile, across its hosts: it reaches each (as Check does), then has
-// every agent build its host's share and start its nodes at once, members
-// of one cluster. On error what was built is torn down.
+// topoFile, across its hosts: it reaches each (as Check does), has every
+// agent build its host's share (and start its capture), and once all are
+// built, has them start their nodes at once, members of one cluster: no
+// node's frames, its boot election's and its connections' HELLOs, go
+// before every host captures. On error what was built is torn down.
 func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, topoFile []byte, sopts SpanOptions) (*Span, error) {
 	opts := sopts.CheckOptions
 	if len(topo.Hosts) == 0 {
@@ -133,8 +136,18 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 				req.MemberKeys[i] = wire.EncodeMemberKey(sp.memberKeys[i])
 			}
 		}
+		wg.Go(func() { sp.built[k], errs[k] = sp.agents[k].Build(req) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		sp.Close()
+		return nil, err
+	}
+	for k := range topo.Hosts {
 		wg.Go(func() {
-			if sp.built[k], errs[k] = sp.agents[k].Build(req); errs[k] == nil {
+			var started ShareBuilt
+			if started, errs[k] = sp.agents[k].Start(); errs[k] == nil {
+				sp.built[k].Ready = started.Ready
 				sp.clocks[k], errs[k] = sp.agents[k].ClockOffset(clockSamples)
 			}
 		})
