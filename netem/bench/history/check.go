@@ -387,3 +387,13 @@ func (r *Report) ExitCode() int {
 	}
 	return 0
 }
+
+// ParsePercent reads a share written as a percentage, such as "2%".
+func ParsePercent(s string) (float64, error) {
+	num, ok := strings.CutSuffix(strings.TrimSpace(s), "%")
+	f, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil || !(f >= 0 && f < 100) {
+		return 0, fmt.Errorf("%s: want a percentage from 0%% to under 100%%, such as 2%%", bounded.Quote(s))
+	}
+	return f / 100, nil
+}

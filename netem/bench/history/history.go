@@ -91,6 +91,12 @@ func lineError(err error) error {
 	if errors.As(err, &typ) {
 		return &results.FileError{Field: bounded.Clip(typ.Field, 80), Msg: fmt.Sprintf("want %s, got JSON %s", typ.Type, bounded.Clip(typ.Value, bounded.MaxQuoted))}
 	}
+	// time is the one field whose type decodes itself, and its errors do
+	// not name it.
+	var perr *time.ParseError
+	if errors.As(err, &perr) || strings.HasPrefix(err.Error(), "Time.UnmarshalJSON") {
+		return &results.FileError{Field: "time", Msg: "want an RFC 3339 time in a string, such as \"2026-11-27T20:30:00Z\""}
+	}
 	if errors.Is(err, io.EOF) {
 		return &results.FileError{Msg: "empty"}
 	}

@@ -59,7 +59,7 @@ func TestParseErrorsNameFileAndLine(t *testing.T) {
 		{strings.Replace(g, `"runs":1`, `"runs":1,"colour":"red"`, 1), `h.jsonl:3: json: unknown field "colour"`},
 		{strings.Replace(g, `"ttl_ns":[450000000]`, `"ttl_ns":[]`, 1), "h.jsonl:3: ttl_ns: 0 times for 1 passed runs"},
 		{strings.Replace(g, `"ok":1`, `"ok":2`, 1), "h.jsonl:3: ok: 2, want 0 to runs (1)"},
-		{strings.Replace(g, `"time":"2026-11-27T20:00:00Z"`, `"time":"yesterday"`, 1), "h.jsonl:3: "},
+		{strings.Replace(g, `"time":"2026-11-27T20:00:00Z"`, `"time":"yesterday"`, 1), "h.jsonl:3: time: want an RFC 3339 time"},
 		{g + " {}", "h.jsonl:3: more than one JSON value"},
 	} {
 		_, err := Parse("h.jsonl", []byte(g+"\n\n"+c.line+"\n"))
