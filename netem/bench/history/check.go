@@ -278,13 +278,17 @@ func (s *Series) analyze(newest string, opts CheckOptions) {
 	}
 }
 
-// knownBefore says the history without the newest entry has a rise
-// beyond the minimum effect within one entry of cause: a change point
-// that moved by one as a value came in is the same change.
+// knownBefore says a history without the newest entry, or without up to
+// MinSegment newest entries, has a rise beyond the minimum effect within
+// one entry of cause: a change point that moved by one as values came
+// in, or that a value or two left short of significance and the next
+// brought back, is the same change, gated once.
 func (s *Series) knownBefore(cause *Shift, opts CheckOptions) bool {
-	for _, sh := range s.shifts(s.Values[:len(s.Values)-1], opts) {
-		if sh.Effect && sh.Worse() && sh.Index >= cause.Index-1 && sh.Index <= cause.Index+1 {
-			return true
+	for drop := 1; drop <= opts.Detect.MinSegment && len(s.Values)-drop >= 2*opts.Detect.MinSegment; drop++ {
+		for _, sh := range s.shifts(s.Values[:len(s.Values)-drop], opts) {
+			if sh.Effect && sh.Worse() && sh.Index >= cause.Index-1 && sh.Index <= cause.Index+1 {
+				return true
+			}
 		}
 	}
 	return false

@@ -63,8 +63,9 @@
 // check gives each series the verdict of its last change point: a
 // regression when it is a rise of at least the minimum effect (2%, and
 // compare's noise floor: 1 ms, half a message), the newest entry belongs
-// to the risen segment, and the history without the newest entry has no
-// such rise within one entry of it. That is, the newest entry is what
+// to the risen segment, and the history without the newest entry (nor
+// without the newest two, up to the minimum segment size) has no such
+// rise within one entry of it. That is, the newest entry is what
 // makes the change point appear: the gate fires once, when the risen
 // segment reaches the minimum segment size (3 entries by default), and
 // names the change point's commit as where the series rose. A rise found

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Chart geometry, in SVG user units.
@@ -49,7 +50,7 @@ that starts the new segment: red a rise of %s or more, green a fall, grey a smal
 		if s.Verdict == VerdictRegression || s.Verdict == VerdictNoneOK {
 			class += " regression"
 		}
-		fmt.Fprintf(b, "<h2>%s</h2>\n<p class=%q>%s</p>\n", html.EscapeString(s.Title()), class, html.EscapeString(s.VerdictLine(r.MinEffect)))
+		fmt.Fprintf(b, "<h2>%s</h2>\n<p class=%q>%s</p>\n", html.EscapeString(s.Title()), class, html.EscapeString(strings.TrimPrefix(s.VerdictLine(r.MinEffect), s.Title()+": ")))
 		s.writeSVG(b)
 	}
 	b.WriteString("</body></html>\n")
@@ -85,7 +86,7 @@ func (s *Series) writeSVG(b *bufio.Writer) {
 	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%g" height="%g" fill="#fafafa" stroke="#ccc"/>`+"\n", chartLeft, chartTop, plotW, plotH)
 	for _, t := range ticks {
 		fmt.Fprintf(b, `<line x1="%d" x2="%g" y1="%.1f" y2="%.1f" stroke="#e4e4e4"/><text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n",
-			chartLeft, chartLeft+plotW, y(t), y(t), chartLeft-6, y(t)+4, html.EscapeString(s.Metric.Format(t)))
+			chartLeft, chartLeft+plotW, y(t), y(t), chartLeft-6, y(t)+4, html.EscapeString(tickLabel(s.Metric.Format(t))))
 	}
 	labelEvery := max(1, int(math.Ceil(float64(n)/40)))
 	for i := range s.Entries {
@@ -160,6 +161,16 @@ func (s *Series) writeSVG(b *bufio.Writer) {
 			cx+4, chartTop-8, color, html.EscapeString(clip(sh.Commit, 12)), signedPercent(sh.Relative))
 	}
 	b.WriteString("</svg>\n")
+}
+
+// tickLabel drops the decimals of a round tick: "450ms", not "450.0ms".
+func tickLabel(s string) string {
+	for _, zeros := range []string{".00", ".0"} {
+		if i := strings.Index(s, zeros); i >= 0 && strings.IndexAny(s[i+len(zeros):], "0123456789") < 0 {
+			return s[:i] + s[i+len(zeros):]
+		}
+	}
+	return s
 }
 
 // niceTicks are about five round values spanning lo..hi.
