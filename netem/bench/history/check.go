@@ -362,7 +362,8 @@ func (s *Series) VerdictLine(minEffect float64) string {
 		VerdictRegression: "REGRESSION at " + c.Commit + ", started by " + last.Commit,
 		VerdictRegressed:  "regressed at " + c.Commit + " (known before " + last.Commit + ", not gated again)",
 		VerdictImproved:   "improved at " + c.Commit,
-		VerdictSmall:      fmt.Sprintf("change point at %s below the %s minimum effect", c.Commit, percent(minEffect)),
+		VerdictSmall: fmt.Sprintf("small change at %s (under the %s minimum effect or the floor of %s)",
+			c.Commit, percent(minEffect), s.Metric.Format(s.Metric.Floor)),
 	}[s.Verdict]
 	return head + what + ": " + s.ShiftText(c)
 }
