@@ -86,7 +86,7 @@ func historyCheckCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "file", Usage: "the history `FILE`"},
 			&cli.StringFlag{Name: "metric", Value: strings.Join(history.MetricNames(), ","), Usage: "metrics to check: ttl (time to leader p50), messages (per election mean)"},
-			&cli.StringFlag{Name: "min-effect", Value: "2%", Usage: "smallest rise of a series' median that is a regression"},
+			&cli.StringFlag{Name: "min-effect", Value: "10%", Usage: "smallest rise of a series' median that is a regression"},
 			&cli.Float64Flag{Name: "alpha", Value: d.Significance, Usage: "significance level of a change point's permutation test"},
 			&cli.IntFlag{Name: "permutations", Value: d.Permutations, Usage: "permutations per test"},
 			&cli.IntFlag{Name: "min-segment", Value: d.MinSegment, Usage: "fewest entries between change points"},

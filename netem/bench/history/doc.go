@@ -61,8 +61,9 @@
 // # The verdict
 //
 // check gives each series the verdict of its last change point: a
-// regression when it is a rise of at least the minimum effect (2%, and
-// compare's noise floor: 1 ms, half a message), the newest entry belongs
+// regression when it is a rise of at least the minimum effect (10%, as
+// compare's --max-regress, and compare's noise floor: 1 ms, half a
+// message; DefaultMinEffect says why not less), the newest entry belongs
 // to the risen segment, and the history without the newest entry (nor
 // without the newest two, up to the minimum segment size) has no such
 // rise within one entry of it. That is, the newest entry is what
