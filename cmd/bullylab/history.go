@@ -69,7 +69,11 @@ func historyAppendCommand() *cli.Command {
 			case err != nil:
 				return fmt.Errorf("history append: %w", err)
 			}
-			fmt.Fprintf(c.App.Writer, "appended %d entries to %s\n", len(added), opts.File)
+			noun := "entries"
+			if len(added) == 1 {
+				noun = "entry"
+			}
+			fmt.Fprintf(c.App.Writer, "appended %d %s to %s\n", len(added), noun, opts.File)
 			return nil
 		},
 	}

@@ -35,7 +35,7 @@ func TestHistoryGate(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, stderr, code := runApp("history", "append", "--file", h, "--commit", fmt.Sprintf("c%02d", i), "--time", t0.Add(time.Duration(i)*time.Hour).Format(time.RFC3339), path)
-		if code != 0 || out != "appended 1 entries to "+h+"\n" {
+		if code != 0 || out != "appended 1 entry to "+h+"\n" {
 			t.Fatalf("history append: exit %d, %q, %q", code, out, stderr)
 		}
 		md, page := filepath.Join(dir, "h.md"), filepath.Join(dir, "h.html")
