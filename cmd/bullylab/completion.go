@@ -88,6 +88,16 @@ func completionCommands(app *cli.App) []completionCmd {
 		case "fault":
 			cc.args = fault.KindNames()
 		}
+		// A command of subcommands completes their names, and their flags
+		// after any of them.
+		for _, sub := range cmd.Subcommands {
+			cc.args = append(cc.args, sub.Name)
+			for _, f := range flags(sub.Flags) {
+				if !slices.ContainsFunc(cc.flags, func(g completionFlag) bool { return g.name == f.name }) {
+					cc.flags = append(cc.flags, f)
+				}
+			}
+		}
 		out = append(out, cc)
 	}
 	return out
@@ -266,7 +276,7 @@ func writeFishCompletion(w io.Writer, cmds []completionCmd) error {
 		if len(c.args) > 0 {
 			fmt.Fprintf(&b, "complete -c bullylab -n %s -a %s\n", fishWord(cond), fishWord(strings.Join(c.args, " ")))
 		}
-		if slices.Contains([]string{"analyze", "compare", "report", "up"}, c.name) {
+		if slices.Contains([]string{"analyze", "compare", "report", "history", "up"}, c.name) {
 			fmt.Fprintf(&b, "complete -c bullylab -n %s -F\n", fishWord(cond))
 		}
 	}

@@ -38,6 +38,8 @@ func TestCompletion(t *testing.T) {
 			"bullylab -":                           "--version --help",
 			"bullylab bench --topology star5 --ru": "--runs",
 			"bullylab completion z":                "zsh",
+			"bullylab history ch":                  "check",
+			"bullylab history check --min-e":       "--min-effect",
 			"bullylab node --log ":                 "json text",
 			"bullylab bench --diagram-runs f":      "fastest",
 		} {

@@ -63,7 +63,14 @@ func TestHelp(t *testing.T) {
 // checkExample checks that the flags an example of cmd gives are cmd's.
 func checkExample(t *testing.T, cmd *cli.Command, args string) {
 	t.Helper()
-	for _, a := range strings.Fields(args) {
+	fields := strings.Fields(args)
+	// A command of subcommands: the example's flags are its subcommand's.
+	if len(fields) > 0 {
+		if sub := cmd.Command(fields[0]); sub != nil {
+			cmd, fields = sub, fields[1:]
+		}
+	}
+	for _, a := range fields {
 		if a == "--" {
 			return
 		}

@@ -217,6 +217,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				demoCommand(),
 				analyzeCommand(),
 				reportCommand(),
+				historyCommand(),
 				hostsCommand(),
 			},
 			testbedCommands(),
@@ -258,6 +259,10 @@ var examples = map[string][]string{
 	"compare": {
 		"bullylab compare base-out/results.json bench-out/results.json",
 		"bullylab compare --max-regress 5% base-out/bench.txt bench-out/bench.txt",
+	},
+	"history": {
+		"bullylab history append --file bench-history.jsonl bench-out",
+		"bullylab history check --file bench-history.jsonl --markdown history.md --html history.html",
 	},
 	"up": {
 		"sudo bullylab up star5",

@@ -41,6 +41,7 @@ func TestUsageErrors(t *testing.T) {
 		"bench":      {{"extra"}},
 		"compare":    {{}, {"base.json"}, {"a", "b", "c"}},
 		"report":     {{}},
+		"history":    {{}, {"nosuch"}},
 		"up":         {{}, {"star5", "extra"}},
 		"status":     {{"extra"}},
 		"fault":      {{}, {"heal", "extra"}, {"crash"}},
