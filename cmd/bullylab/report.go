@@ -128,7 +128,11 @@ func reportCaptures(c *cli.Context) error {
 	if err := report.WriteCapturesFile(out, caps); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	fmt.Fprintf(c.App.Writer, "report of %d captures in %s\n", len(caps), out)
+	noun := "captures"
+	if len(caps) == 1 {
+		noun = "capture"
+	}
+	fmt.Fprintf(c.App.Writer, "report of %d %s in %s\n", len(caps), noun, out)
 	var failed []string
 	for _, cr := range caps {
 		if !cr.Report.Auth.OK() {

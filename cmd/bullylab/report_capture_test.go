@@ -42,7 +42,7 @@ func TestReportCaptureAuth(t *testing.T) {
 	page := filepath.Join(dir, "page.html")
 
 	out, stderr, code := runBin(t, "report", "--out", page, path)
-	if code != 0 || !strings.Contains(out, "report of 1 captures in "+page) {
+	if code != 0 || !strings.Contains(out, "report of 1 capture in "+page) {
 		t.Fatalf("without the key: exit %d, stderr %q, out %q", code, stderr, out)
 	}
 	if p := readPage(t, page); !strings.Contains(p, "8 authenticated frames not verified: no cluster key given") {
