@@ -176,7 +176,7 @@ func TestStartReportsNodeFailure(t *testing.T) {
 	if err == nil {
 		t.Fatal("cluster with a bad flag started")
 	}
-	if want := `--heartbeat "nonsense"`; !strings.Contains(err.Error(), want) {
+	if want := `--heartbeat: "nonsense" is not a duration`; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not quote the node's own error %q", err, want)
 	}
 }
