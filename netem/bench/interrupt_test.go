@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -193,7 +194,7 @@ func TestRunBenchAborted(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if len(names) != 1 || names[0] != "run-leader-crash-1.pcapng" {
-		t.Errorf("--out holds %q, want run 1's capture alone", names)
+	if want := []string{"run-leader-crash-1.key", "run-leader-crash-1.pcapng"}; !slices.Equal(names, want) {
+		t.Errorf("--out holds %q, want run 1's capture and its key alone: %q", names, want)
 	}
 }
