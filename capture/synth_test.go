@@ -34,6 +34,8 @@ type synth struct {
 
 	// Impairments, as probabilities per data segment.
 	retransmit, reorder, split float64
+	// hard, when set, replaces those impairments with hardSegment's.
+	hard bool
 
 	// Authentication: with key set, every connection opens with a HELLO,
 	// in the segment of its first frames as the dialer writes them, and
@@ -327,6 +329,10 @@ func (s *synth) sendRaw(a, b int, data []byte, types ...wire.Type) {
 // segment writes data from a to b on their connection, with the
 // impairments configured, and an ACK back now and then.
 func (s *synth) segment(a, b int, data []byte) {
+	if s.hard {
+		s.hardSegment(a, b, data)
+		return
+	}
 	c := s.conn(a, b)
 	port := uint16(s.nodes[b].Port)
 	seq := c.cseq
