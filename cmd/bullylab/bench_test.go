@@ -15,8 +15,8 @@ import (
 	"github.com/bullylab/bullylab/netem/bench"
 	"github.com/bullylab/bullylab/netem/bench/results"
 	"github.com/bullylab/bullylab/netem/scenario"
-	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/topologies"
 	"github.com/urfave/cli/v2"
 )
 
