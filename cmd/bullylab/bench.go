@@ -163,6 +163,11 @@ func benchCommand() *cli.Command {
 				}
 			}
 			hosts := spanHosts(c.String("topology"), data, topo)
+			if hosts == nil {
+				if err := bench.CheckHostFiles(topo, scs, algorithms); err != nil {
+					return &exitError{"bench: " + err.Error(), 2}
+				}
+			}
 			// Last of the checks: what is wrong with the input is worth
 			// knowing before sudo. Across hosts, the hosts' agents build
 			// the namespaces.

@@ -12,8 +12,11 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/bullylab/bullylab/netem/bench"
 	"github.com/bullylab/bullylab/netem/bench/results"
+	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/topologies"
 	"github.com/urfave/cli/v2"
 )
 
@@ -168,6 +171,27 @@ func TestBenchLossParam(t *testing.T) {
 		if code != 2 || !strings.HasPrefix(out, tc.want) || strings.Contains(out, "\n") {
 			t.Errorf("%v: exit %d, want 2 and one line starting %s:\n%s", tc.args, code, tc.want, out)
 		}
+	}
+}
+
+// TestBenchHostFilesRefused: a partition whose elections would exhaust the
+// shared host's open files is refused in one line, exit status 2, before
+// anything is built.
+func TestBenchHostFilesRefused(t *testing.T) {
+	topo, err := topologies.Load("star1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scs, err := scenario.Lookup("partition-minority", scenario.Params{Nodes: len(topo.Nodes)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bench.CheckHostFiles(topo, scs, []string{topo.Algorithm}) == nil {
+		t.Skip("this machine's open-files limit carries partition-minority on star1000: nothing to refuse")
+	}
+	code, out := runCmd(t, benchCommand(), "--topology", "star1000", "--scenario", "partition-minority", "--runs", "1", "--out", t.TempDir())
+	if code != 2 || !strings.HasPrefix(out, "bench: partition-minority with bully on star1000 needs about ") || !strings.Contains(out, "ulimit -Hn") || strings.Count(strings.TrimSpace(out), "\n") > 0 {
+		t.Errorf("exit %d: %q, want 2 and one line with the estimate and what to do", code, out)
 	}
 }
 

@@ -158,6 +158,11 @@ func RunBench(ctx context.Context, opts RunOptions) (*Outcome, error) {
 	if len(opts.Algorithms) == 0 {
 		opts.Algorithms = []string{cmp.Or(opts.Topology.Algorithm, topologies.DefaultAlgorithm)}
 	}
+	if opts.Hosts == nil {
+		if err := CheckHostFiles(opts.Topology, opts.Scenarios, opts.Algorithms); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	}
 	if opts.StableTimeout <= 0 {
 		opts.StableTimeout = scenario.DefaultTimeout
 	}

@@ -193,7 +193,7 @@ func (h *hostServer) start(name string, s hostedSpec, wg *sync.WaitGroup) error 
 		HeartbeatInterval: s.Heartbeat, FailureTimeout: s.FailureTimeout, ElectionTimeout: s.ElectionTimeout,
 		DetectionStagger: &stagger, Algorithm: s.Algorithm, Clock: s.Clock,
 		Log: log, LogFormat: node.LogJSON,
-		TCP: node.TCPConfig{Socket: socket, MaxDialing: dialSlots(h.files, len(peers.Members))},
+		TCP: node.TCPConfig{Socket: socket, MaxDialing: DialSlots(h.files, len(peers.Members))},
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -485,7 +485,7 @@ func (ps *nodeProcs) hostSignal(nodes []*labNode, pause bool) (string, error) {
 	return fmt.Sprintf("%s in shared host process %d", how, ps.host.proc.PID()), nil
 }
 
-// dialSlots is the connection attempts each node of a cluster of members
+// DialSlots is the connection attempts each node of a cluster of members
 // may have in flight (node.TCPConfig.MaxDialing) in a host allowed files
 // open files: an eighth of them shared by every member, as if the whole
 // cluster ran here. The rest hold what the nodes need at rest (about ten
@@ -493,7 +493,7 @@ func (ps *nodeProcs) hostSignal(nodes []*labNode, pause bool) (string, error) {
 // lock and namespace) and their state saves. Behind a partition of 1000
 // nodes, 501 of them each dial 498 unreachable peers at once: without the
 // bound, 501 x 498 sockets would wait on SYNs that go unanswered.
-func dialSlots(files uint64, members int) int {
+func DialSlots(files uint64, members int) int {
 	return int(min(max(files/8/uint64(max(members, 1)), 2), node.DefaultMaxDialing))
 }
 

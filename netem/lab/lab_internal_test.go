@@ -205,8 +205,8 @@ func TestDialSlots(t *testing.T) {
 		{20000, 1000, 2}, {20000, 500, 5}, {20000, 250, 10}, {20000, 10, node.DefaultMaxDialing},
 		{1024, 1000, 2}, {1 << 20, 1000, node.DefaultMaxDialing}, {20000, 0, node.DefaultMaxDialing},
 	} {
-		if got := dialSlots(c.files, c.members); got != c.want {
-			t.Errorf("dialSlots(%d, %d) = %d, want %d", c.files, c.members, got, c.want)
+		if got := DialSlots(c.files, c.members); got != c.want {
+			t.Errorf("DialSlots(%d, %d) = %d, want %d", c.files, c.members, got, c.want)
 		}
 	}
 }
