@@ -19,11 +19,21 @@ func laterLeaderChanges(r *results.Run, faults []fault.Fault, measured time.Time
 		return nil
 	}
 	until := int64(results.NoLaterFault)
-	for _, f := range faults {
-		if f.Time.After(measured) {
-			until = min(until, int64(f.Time.Sub(measured)))
-		}
+	if next := nextFaultAfter(faults, measured); next != nil {
+		until = int64(next.Time.Sub(measured))
 	}
 	n := results.CountLaterLeaderChanges(r.Checks.Tenures, r.TimeToLeaderNS, until)
 	return &n
+}
+
+// nextFaultAfter is the earliest of faults after t, nil when none is: the
+// fault that ends the span in which a leader change counts as a later one.
+func nextFaultAfter(faults []fault.Fault, t time.Time) *fault.Fault {
+	var next *fault.Fault
+	for i := range faults {
+		if faults[i].Time.After(t) && (next == nil || faults[i].Time.Before(next.Time)) {
+			next = &faults[i]
+		}
+	}
+	return next
 }

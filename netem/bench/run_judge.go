@@ -455,12 +455,7 @@ func markLeaders(seq *report.Sequence, r results.Run, el *capture.Election, orig
 	}
 	at := from.Add(time.Duration(r.TimeToLeaderNS))
 	seq.Settled = &report.LeaderMark{Time: at, Leader: r.Leader, Epoch: r.Epoch}
-	var next *fault.Fault
-	for i := range faults {
-		if faults[i].Time.After(origin) && (next == nil || faults[i].Time.Before(next.Time)) {
-			next = &faults[i]
-		}
-	}
+	next := nextFaultAfter(faults, origin)
 	seen := map[Tenure]bool{}
 	for _, t := range tenures {
 		start := origin.Add(t.Start)
