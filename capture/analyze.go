@@ -834,7 +834,7 @@ func (a *analyzer) Frame(f *Frame) {
 	switch {
 	case typ == wire.TypeHello:
 		if h, err := wire.DecodeHello(m.Payload); err == nil {
-			fo := &a.wire.frames[fi]
+			fo := a.wire.frames.at(fi)
 			ho := helloObs{from: from, pkt: f.Packet, stamp: h.Time, at: t}
 			if fo.sent != 0 {
 				ho.at, ho.errNS, ho.sent = fo.sent, fo.sentErr, true
@@ -1087,8 +1087,8 @@ func messageRef(m *msg, w *wireObserver, name func(int32) string) MessageRef {
 	if m.typ.HasReason() {
 		r.Reason = (&wire.Message{Flags: m.flags}).Reason().String()
 	}
-	if w != nil && m.frame >= 0 && int(m.frame) < len(w.frames) {
-		fo := &w.frames[m.frame]
+	if w != nil && m.frame >= 0 && m.frame < w.frames.len() {
+		fo := w.frames.at(m.frame)
 		r.Transmissions = w.copiesOf(m.frame, fo)
 		if fo.sent != 0 {
 			sent := time.Unix(0, fo.sent).UTC()

@@ -13,7 +13,7 @@ import (
 // transmissions a receiver never acknowledged.
 type wireObserver struct {
 	clock   *ClockInfo
-	frames  []frameObs
+	frames  frameStore
 	pending map[dirKey]*ackQueue // frames awaiting their receiver's ACK
 	xmits   map[dirKey]*ackQueue // data transmissions awaiting theirs
 	delays  map[[2]int32][]delaySample
@@ -137,8 +137,7 @@ func (w *wireObserver) frame(f *Frame, t int64, from, to int32) int32 {
 	}
 	fo.dir = q.dir
 	fo.xmit = w.carrier(k, f.EndSeq-1)
-	i := int32(len(w.frames))
-	w.frames = append(w.frames, fo)
+	i := w.frames.add(fo)
 	q.push(ackItem{start: f.EndSeq - uint32(f.Len), end: f.EndSeq, frame: i, t: t})
 	return i
 }
@@ -219,7 +218,7 @@ func (w *wireObserver) fin(k dirKey, s *Segment, sent, sentErr int64) {
 func (w *wireObserver) acknowledge(k dirKey, ack uint32, t, ackSent int64) {
 	if q := w.pending[k]; q != nil {
 		for q.head < len(q.items) && seqLE(q.items[q.head].end, ack) {
-			fo := &w.frames[q.items[q.head].frame]
+			fo := w.frames.at(q.items[q.head].frame)
 			fo.acked, fo.ackSent = t, ackSent
 			q.head++
 		}
@@ -273,7 +272,7 @@ func (w *wireObserver) transmission(k dirKey, s *Segment, t, sent, sentErr int64
 		// Frames are queued in sequence order: those this copy carries
 		// are at the end, after any it does not reach.
 		for i := len(p.items) - 1; i >= p.head && int32(p.items[i].end-start) > 0; i-- {
-			if it := p.items[i]; int32(end-it.start) > 0 && w.frames[it.frame].xmit != 0 && w.frames[it.frame].xmit != idx+1 {
+			if it := p.items[i]; int32(end-it.start) > 0 && w.frames.at(it.frame).xmit != 0 && w.frames.at(it.frame).xmit != idx+1 {
 				if w.resent == nil {
 					w.resent = map[int32][]int32{}
 				}
