@@ -1,32 +1,39 @@
 package capture
 
-// frameChunkBits sizes frameStore's chunks: 4096 frames, 288 KB.
-const frameChunkBits = 12
+// chunkBits sizes a chunkList's chunks: 4096 items.
+const chunkBits = 12
 
-// frameStore holds a capture's frame observations in fixed-size chunks,
-// so that a million frames grow it without ever copying the ones held
-// (one growing slice spent a fifth of the analysis copying them) and the
-// pointers it hands out stay valid.
-type frameStore struct {
-	chunks [][]frameObs
+// chunkList is a list in chunks of 1<<chunkBits items, so that a million
+// items grow it without ever copying those held (one growing slice of
+// frame observations spent a fifth of the analysis copying them) and the
+// pointers it hands out stay valid. A chunk grows as a slice does up to
+// its size, so that the many short lists of a capture (one per pair of
+// nodes) stay small.
+type chunkList[T any] struct {
+	chunks [][]T
 	n      int32
 }
 
-func (s *frameStore) len() int32 { return s.n }
-
-// add appends fo and returns its index.
-func (s *frameStore) add(fo frameObs) int32 {
-	i := s.n
-	c := int(i >> frameChunkBits)
-	if c == len(s.chunks) {
-		s.chunks = append(s.chunks, make([]frameObs, 0, 1<<frameChunkBits))
+func (l *chunkList[T]) len() int32 {
+	if l == nil {
+		return 0
 	}
-	s.chunks[c] = append(s.chunks[c], fo)
-	s.n++
+	return l.n
+}
+
+// add appends v and returns its index.
+func (l *chunkList[T]) add(v T) int32 {
+	i := l.n
+	c := int(i >> chunkBits)
+	if c == len(l.chunks) {
+		l.chunks = append(l.chunks, make([]T, 0, 8))
+	}
+	l.chunks[c] = append(l.chunks[c], v)
+	l.n++
 	return i
 }
 
-// at returns frame i, which must be below len.
-func (s *frameStore) at(i int32) *frameObs {
-	return &s.chunks[i>>frameChunkBits][i&(1<<frameChunkBits-1)]
+// at returns item i, which must be below len.
+func (l *chunkList[T]) at(i int32) *T {
+	return &l.chunks[i>>chunkBits][i&(1<<chunkBits-1)]
 }

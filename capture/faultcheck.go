@@ -379,7 +379,9 @@ func (a *analyzer) lossChecks(wins []impairWindow, allCuts []*cuts) []FaultCheck
 			byRec[w.rec] = ac
 			recs = append(recs, w.rec)
 		}
-		for _, x := range a.wire.sends[w.pair] {
+		sends := a.wire.sends[w.pair]
+		for i := range sends.len() {
+			x := sends.at(i)
 			if x.t < w.start || x.t >= w.end || cutsAt(allCuts, x.t).cut(w.pair[0], w.pair[1]) {
 				continue
 			}

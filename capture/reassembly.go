@@ -91,6 +91,8 @@ type Frame struct {
 	// frame, when HasTS.
 	TSval uint32
 	HasTS bool
+
+	half *half // the frame's direction
 }
 
 // Segment is one TCP segment on an election port, handed to a Handler that
@@ -107,6 +109,8 @@ type Segment struct {
 	SYN, ACK, FIN, RST bool
 	TSval              uint32
 	HasTS              bool
+
+	half *half // the segment's direction
 }
 
 // SegmentHandler is a Handler that also wants every segment.
@@ -262,6 +266,11 @@ type half struct {
 	finSet   bool
 	finSeq   uint32
 	slow     *episode
+	// rev is the connection's other direction, once a segment of each
+	// was seen; obs is the analyzer's state of this one. Both outlive a
+	// new connection on the same addresses and ports (resetHalf).
+	rev *half
+	obs dirObs
 
 	buf     []byte // bytes of an incomplete frame, or kept while hunting
 	bufOff  uint64 // stream offset of buf[0]
@@ -367,14 +376,31 @@ func (d *Dissector) Packet(num int64, linkType layers.LinkType, data []byte, ci 
 	if !ok {
 		return
 	}
+	h := d.halfOf(key)
 	if d.segH != nil {
-		d.handSegment(num, ci.Timestamp, t, key, missing)
+		d.handSegment(num, ci.Timestamp, t, h, missing)
 	}
 	if pureACK {
 		return
 	}
 	d.curPacket, d.curTime, d.curIface = num, ci.Timestamp, ci.InterfaceIndex
-	d.segment(key, t, missing)
+	d.segment(h, t, missing)
+}
+
+// halfOf returns the half with key, made on its first segment and linked
+// to the other direction's when that one exists.
+func (d *Dissector) halfOf(key flowKey) *half {
+	h := d.halves[key]
+	if h == nil {
+		src, dst := netip.AddrFrom16(key.src).Unmap(), netip.AddrFrom16(key.dst).Unmap()
+		h = &half{src: netip.AddrPortFrom(src, key.sport), dst: netip.AddrPortFrom(dst, key.dport)}
+		h.stream.Src, h.stream.Dst = h.src, h.dst
+		d.halves[key] = h
+		if rev := d.halves[flowKey{src: key.dst, dst: key.src, sport: key.dport, dport: key.sport}]; rev != nil {
+			h.rev, rev.rev = rev, h
+		}
+	}
+	return h
 }
 
 // flowKey is t's direction of its connection, and what t carried on the
@@ -403,12 +429,11 @@ func (d *Dissector) flowKey(t *layers.TCP, net gopacket.LayerType) (key flowKey,
 }
 
 // handSegment gives the segment being processed to the SegmentHandler.
-func (d *Dissector) handSegment(num int64, ts time.Time, t *layers.TCP, key flowKey, missing int) {
+func (d *Dissector) handSegment(num int64, ts time.Time, t *layers.TCP, h *half, missing int) {
 	s := &d.seg
 	*s = Segment{Packet: num, Time: ts, Seq: t.Seq, Ack: t.Ack, Len: len(t.Payload) + missing,
 		SYN: t.SYN, ACK: t.ACK, FIN: t.FIN, RST: t.RST, TSval: d.curTS, HasTS: d.curHasTS,
-		Src: netip.AddrPortFrom(netip.AddrFrom16(key.src).Unmap(), key.sport),
-		Dst: netip.AddrPortFrom(netip.AddrFrom16(key.dst).Unmap(), key.dport)}
+		Src: h.src, Dst: h.dst, half: h}
 	d.segH.Segment(s)
 }
 
@@ -424,14 +449,7 @@ func tcpTimestamp(t *layers.TCP) (uint32, bool) {
 }
 
 // segment handles one TCP segment of an election connection.
-func (d *Dissector) segment(key flowKey, t *layers.TCP, missing int) {
-	h := d.halves[key]
-	if h == nil {
-		src, dst := netip.AddrFrom16(key.src).Unmap(), netip.AddrFrom16(key.dst).Unmap()
-		h = &half{src: netip.AddrPortFrom(src, key.sport), dst: netip.AddrPortFrom(dst, key.dport)}
-		h.stream.Src, h.stream.Dst = h.src, h.dst
-		d.halves[key] = h
-	}
+func (d *Dissector) segment(h *half, t *layers.TCP, missing int) {
 	seq, payload := t.Seq, t.Payload
 	if t.SYN {
 		if h.hasISN && seq == h.isn {
@@ -541,9 +559,9 @@ func (d *Dissector) resetHalf(h *half) {
 	if h.slow != nil {
 		d.closeEpisode(h.slow)
 	}
-	src, dst, stream := h.src, h.dst, h.stream
+	src, dst, stream, rev, obs := h.src, h.dst, h.stream, h.rev, h.obs
 	buf := h.buf[:0]
-	*h = half{src: src, dst: dst, stream: stream, buf: buf}
+	*h = half{src: src, dst: dst, stream: stream, rev: rev, obs: obs, buf: buf}
 }
 
 // endStream reports what is left in h's buffer when its stream ends: a
@@ -649,6 +667,7 @@ func (d *Dissector) split(h *half, b []byte) int {
 		f.Packet, f.Time, f.Iface = d.curPacket, d.curTime, d.curIface
 		f.Src, f.Dst, f.Stream, f.Offset, f.Len, f.Err = h.src, h.dst, &h.stream, h.offset, n, err
 		f.EndSeq, f.TSval, f.HasTS = h.seq0+uint32(h.offset+uint64(n)), d.curTS, d.curHasTS
+		f.half = h
 		d.h.Frame(f)
 		h.offset += uint64(n)
 		i += n

@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"net/netip"
 	"time"
 
 	"github.com/bullylab/bullylab/topologies/fault"
@@ -12,12 +11,10 @@ import (
 // acknowledged it, the one-way delay of every segment, and the
 // transmissions a receiver never acknowledged.
 type wireObserver struct {
-	clock   *ClockInfo
-	frames  frameStore
-	pending map[dirKey]*ackQueue // frames awaiting their receiver's ACK
-	xmits   map[dirKey]*ackQueue // data transmissions awaiting theirs
-	delays  map[[2]int32][]delaySample
-	sends   map[[2]int32][]xmitOutcome
+	clock  *ClockInfo
+	frames chunkList[frameObs]
+	delays map[[2]int32][]delaySample
+	sends  map[[2]int32]*chunkList[xmitOutcome]
 	// resent holds, for each frame a later segment carried again, those
 	// segments' indexes in sends (see frameObs.xmit).
 	resent map[int32][]int32
@@ -63,8 +60,15 @@ type frameObs struct {
 	xmit int32
 }
 
-// dirKey is one direction of a connection.
-type dirKey struct{ src, dst netip.AddrPort }
+// dirObs is the wireObserver's state of one direction of a connection,
+// kept on the Dissector's half.
+type dirObs struct {
+	pending *ackQueue // frames awaiting their receiver's ACK; nil before the connection's first
+	xmits   *ackQueue // data transmissions awaiting theirs
+	// from and to are the sender's and receiver's nodes, once hasNodes.
+	from, to int32
+	hasNodes bool
+}
 
 // ackQueue holds sequence ranges of one direction in the order sent.
 type ackQueue struct {
@@ -125,29 +129,26 @@ func (w *wireObserver) frame(f *Frame, t int64, from, to int32) int32 {
 	if f.HasTS {
 		fo.sent, fo.sentErr = w.sentAt(f.TSval, t)
 	}
-	if w.pending == nil {
-		w.pending = map[dirKey]*ackQueue{}
-	}
-	k := dirKey{f.Src, f.Dst}
-	q := w.pending[k]
+	o := &f.half.obs
+	q := o.pending
 	if q == nil {
 		q = &ackQueue{dir: w.dirs}
 		w.dirs++
-		w.pending[k] = q
+		o.pending = q
 	}
 	fo.dir = q.dir
-	fo.xmit = w.carrier(k, f.EndSeq-1)
+	fo.xmit = w.carrier(o, f.EndSeq-1)
 	i := w.frames.add(fo)
 	q.push(ackItem{start: f.EndSeq - uint32(f.Len), end: f.EndSeq, frame: i, t: t})
 	return i
 }
 
 // carrier is 1 + the sends index of the unacknowledged transmission of
-// direction k that holds sequence number seq, the latest such; 0 when
+// direction o that holds sequence number seq, the latest such; 0 when
 // none does. The segment being dissected was noted first (Segment), so
 // it is the last one of its direction and the search is short.
-func (w *wireObserver) carrier(k dirKey, seq uint32) int32 {
-	q := w.xmits[k]
+func (w *wireObserver) carrier(o *dirObs, seq uint32) int32 {
+	q := o.xmits
 	if q == nil {
 		return 0
 	}
@@ -164,7 +165,11 @@ func (w *wireObserver) carrier(k dirKey, seq uint32) int32 {
 func (a *analyzer) Segment(s *Segment) {
 	w := &a.wire
 	t := s.Time.UnixNano()
-	from, to := a.nodeOfAddr(s.Src.Addr()), a.nodeOfAddr(s.Dst.Addr())
+	o := &s.half.obs
+	if !o.hasNodes {
+		o.from, o.to, o.hasNodes = a.nodeOfAddr(s.Src.Addr()), a.nodeOfAddr(s.Dst.Addr()), true
+	}
+	from, to := o.from, o.to
 	var sent, sentErr int64
 	if s.HasTS {
 		sent, sentErr = w.sentAt(s.TSval, t)
@@ -183,27 +188,25 @@ func (a *analyzer) Segment(s *Segment) {
 		k := [2]int32{from, to}
 		w.segments[k] = append(w.segments[k], segmentObs{t: t, rst: s.RST})
 	}
-	fwd := dirKey{s.Src, s.Dst}
 	if s.SYN {
 		// A new connection: what the old one left unacknowledged never
 		// will be.
-		delete(w.pending, fwd)
-		delete(w.xmits, fwd)
+		o.pending, o.xmits = nil, nil
 	}
 	if s.FIN {
-		w.fin(fwd, s, sent, sentErr)
+		w.fin(o, s, sent, sentErr)
 	}
-	if s.ACK {
-		w.acknowledge(dirKey{s.Dst, s.Src}, s.Ack, t, sent)
+	if rev := s.half.rev; s.ACK && rev != nil {
+		w.acknowledge(&rev.obs, s.Ack, t, sent)
 	}
 	if s.Len > 0 || s.SYN || s.FIN {
-		w.transmission(fwd, s, t, sent, sentErr, from, to)
+		w.transmission(o, s, t, sent, sentErr, from, to)
 	}
 }
 
-// fin notes a FIN of direction k, if k carried frames, sent at sent.
-func (w *wireObserver) fin(k dirKey, s *Segment, sent, sentErr int64) {
-	q := w.pending[k]
+// fin notes a FIN of direction o, if o carried frames, sent at sent.
+func (w *wireObserver) fin(o *dirObs, s *Segment, sent, sentErr int64) {
+	q := o.pending
 	if q == nil {
 		return
 	}
@@ -213,17 +216,17 @@ func (w *wireObserver) fin(k dirKey, s *Segment, sent, sentErr int64) {
 	w.fins[q.dir] = append(w.fins[q.dir], finObs{seq: s.Seq + uint32(s.Len), sent: sent, sentErr: sentErr, pkt: s.Packet})
 }
 
-// acknowledge settles, in direction k, the frames and transmissions that
+// acknowledge settles, in direction o, the frames and transmissions that
 // ack covers, acknowledged at t (sent at ackSent).
-func (w *wireObserver) acknowledge(k dirKey, ack uint32, t, ackSent int64) {
-	if q := w.pending[k]; q != nil {
+func (w *wireObserver) acknowledge(o *dirObs, ack uint32, t, ackSent int64) {
+	if q := o.pending; q != nil {
 		for q.head < len(q.items) && seqLE(q.items[q.head].end, ack) {
 			fo := w.frames.at(q.items[q.head].frame)
 			fo.acked, fo.ackSent = t, ackSent
 			q.head++
 		}
 	}
-	if q := w.xmits[k]; q != nil {
+	if q := o.xmits; q != nil {
 		for q.head < len(q.items) && seqLE(q.items[q.head].end, ack) {
 			it := q.items[q.head]
 			w.outcome(it).delivered = true
@@ -240,15 +243,14 @@ func (w *wireObserver) acknowledge(k dirKey, ack uint32, t, ackSent int64) {
 // as well and counts as lost here; only the receiver's later ACKs, not
 // the capture, could tell the two apart. Frames still awaiting their ACK
 // that the transmission carries again are noted in resent.
-func (w *wireObserver) transmission(k dirKey, s *Segment, t, sent, sentErr int64, from, to int32) {
-	if w.xmits == nil {
-		w.xmits = map[dirKey]*ackQueue{}
-		w.sends = map[[2]int32][]xmitOutcome{}
+func (w *wireObserver) transmission(o *dirObs, s *Segment, t, sent, sentErr int64, from, to int32) {
+	if w.sends == nil {
+		w.sends = map[[2]int32]*chunkList[xmitOutcome]{}
 	}
-	q := w.xmits[k]
+	q := o.xmits
 	if q == nil {
 		q = &ackQueue{}
-		w.xmits[k] = q
+		o.xmits = q
 	}
 	start := s.Seq
 	end := start + uint32(s.Len)
@@ -265,10 +267,14 @@ func (w *wireObserver) transmission(k dirKey, s *Segment, t, sent, sentErr int64
 	}
 	q.items = kept
 	pair := [2]int32{from, to}
-	w.sends[pair] = append(w.sends[pair], xmitOutcome{t: t, sent: sent, sentErr: sentErr})
-	idx := int32(len(w.sends[pair]) - 1)
+	sends := w.sends[pair]
+	if sends == nil {
+		sends = &chunkList[xmitOutcome]{}
+		w.sends[pair] = sends
+	}
+	idx := sends.add(xmitOutcome{t: t, sent: sent, sentErr: sentErr})
 	q.push(ackItem{start: start, end: end, frame: idx, pair: pair, t: t})
-	if p := w.pending[k]; p != nil && s.Len > 0 {
+	if p := o.pending; p != nil && s.Len > 0 {
 		// Frames are queued in sequence order: those this copy carries
 		// are at the end, after any it does not reach.
 		for i := len(p.items) - 1; i >= p.head && int32(p.items[i].end-start) > 0; i-- {
@@ -293,8 +299,8 @@ func (w *wireObserver) markCutCopies(allCuts []*cuts) {
 		return
 	}
 	for pair, outs := range w.sends {
-		for i := range outs {
-			o := &outs[i]
+		for i := range outs.len() {
+			o := outs.at(i)
 			c := cutsAt(allCuts, o.t)
 			o.cut = c != nil && o.t >= c.inForce && c.mode(pair[0], pair[1]) == fault.ModeDrop
 		}
@@ -312,10 +318,10 @@ func (w *wireObserver) copiesOf(fi int32, fo *frameObs) []Transmission {
 	idxs := append([]int32{fo.xmit - 1}, w.resent[fi]...)
 	copies := make([]Transmission, 0, len(idxs))
 	for _, i := range idxs {
-		if int(i) >= len(outs) {
+		if i >= outs.len() {
 			continue
 		}
-		copies = append(copies, outs[i].transmission())
+		copies = append(copies, outs.at(i).transmission())
 	}
 	return copies
 }
@@ -344,5 +350,5 @@ func (o *xmitOutcome) transmission() Transmission {
 }
 
 func (w *wireObserver) outcome(it ackItem) *xmitOutcome {
-	return &w.sends[it.pair][it.frame]
+	return w.sends[it.pair].at(it.frame)
 }
