@@ -837,7 +837,7 @@ func (a *analyzer) Frame(f *Frame) {
 			fo := a.wire.frames.at(fi)
 			ho := helloObs{from: from, pkt: f.Packet, stamp: h.Time, at: t}
 			if fo.sent != 0 {
-				ho.at, ho.errNS, ho.sent = fo.sent, fo.sentErr, true
+				ho.at, ho.errNS, ho.sent = fo.sent, a.wire.sentErr(fo.sent), true
 			}
 			a.hellos = append(a.hellos, ho)
 		}
@@ -1092,7 +1092,7 @@ func messageRef(m *msg, w *wireObserver, name func(int32) string) MessageRef {
 		r.Transmissions = w.copiesOf(m.frame, fo)
 		if fo.sent != 0 {
 			sent := time.Unix(0, fo.sent).UTC()
-			r.Sent, r.SentErrNS = &sent, fo.sentErr
+			r.Sent, r.SentErrNS = &sent, w.sentErr(fo.sent)
 		}
 		if fo.acked != 0 {
 			acked := time.Unix(0, fo.acked).UTC()
@@ -1382,7 +1382,7 @@ func (a *analyzer) anomalies() {
 // the messages and the nodes' names.
 func (a *analyzer) keepTimelines() {
 	a.rep.msgs = a.msgs
-	a.rep.wire = &wireObserver{frames: a.wire.frames, sends: a.wire.sends, resent: a.wire.resent}
+	a.rep.wire = &wireObserver{clock: a.wire.clock, frames: a.wire.frames, sends: a.wire.sends, resent: a.wire.resent}
 	a.rep.names = make([]string, len(a.nodes))
 	for i := range a.nodes {
 		a.rep.names[i] = a.nodes[i].Name

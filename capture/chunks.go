@@ -6,9 +6,10 @@ const chunkBits = 12
 // chunkList is a list in chunks of 1<<chunkBits items, so that a million
 // items grow it without ever copying those held (one growing slice of
 // frame observations spent a fifth of the analysis copying them) and the
-// pointers it hands out stay valid. A chunk grows as a slice does up to
-// its size, so that the many short lists of a capture (one per pair of
-// nodes) stay small.
+// pointers it hands out stay valid. The first chunk doubles from 8 items
+// up to its size (append's own growth, 1.25x for long slices, allocated
+// four times what it kept), so that the many short lists of a capture (one
+// per pair of nodes) stay small.
 type chunkList[T any] struct {
 	chunks [][]T
 	n      int32
@@ -26,7 +27,15 @@ func (l *chunkList[T]) add(v T) int32 {
 	i := l.n
 	c := int(i >> chunkBits)
 	if c == len(l.chunks) {
-		l.chunks = append(l.chunks, make([]T, 0, 8))
+		n := 1 << chunkBits
+		if c == 0 {
+			n = 8
+		}
+		l.chunks = append(l.chunks, make([]T, 0, n))
+	} else if k := l.chunks[c]; len(k) == cap(k) {
+		grown := make([]T, len(k), 2*len(k))
+		copy(grown, k)
+		l.chunks[c] = grown
 	}
 	l.chunks[c] = append(l.chunks[c], v)
 	l.n++

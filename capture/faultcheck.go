@@ -631,7 +631,7 @@ func (a *analyzer) lastFrame(node int32, sent []int32, r *recordAt, wins []impai
 		lf.Sent, at = &s, last.sent
 	}
 	lf.AfterNS = at - r.inForce()
-	if last.sent == 0 || lf.AfterNS-last.sentErr <= 0 {
+	if last.sent == 0 || lf.AfterNS-a.wire.sentErr(last.sent) <= 0 {
 		return lf
 	}
 	if fin := a.wire.closedBefore(last, r.inForce()); fin != 0 {
