@@ -470,6 +470,8 @@ type analyzer struct {
 	byIface []int32
 	total   counts
 	msgs    []msg
+	// msgList gathers msgs while the packets are read, in packet order.
+	msgList chunkList[msg]
 	records []recordAt
 	claims  map[uint64]claim
 	twice   map[[3]uint64]bool // reported (epoch, node, node) two-leader pairs
@@ -616,8 +618,13 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 		auth:    newAuthChecker(opts.Key),
 		firstOf: map[string]firstFrame{},
 	}
-	for {
-		p, err := rd.Next()
+	full, free := readAhead(rd)
+	for b := range full {
+		for i := range b.pkts {
+			a.packet(&b.pkts[i], b.ifaces)
+		}
+		err := b.err
+		free <- b
 		if err == io.EOF {
 			break
 		}
@@ -629,21 +636,6 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		ts := p.CI.Timestamp.UnixNano()
-		if p.Num == 1 {
-			a.setup(rd, p)
-			a.first = ts
-		}
-		a.rep.Packets++
-		a.last = max(a.last, ts)
-		if p.Record != nil {
-			a.record(p, ts)
-			continue
-		}
-		if p.Iface.Events {
-			continue
-		}
-		a.diss.Packet(p.Num, p.Iface.LinkType, p.Data, &p.CI)
 	}
 	if a.diss != nil {
 		a.diss.Flush()
@@ -653,10 +645,29 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 	return a.rep, nil
 }
 
+// packet analyzes one packet of the capture; ifaces are the capture's
+// interfaces as of its first packet, which sets the analysis up.
+func (a *analyzer) packet(p *Packet, ifaces []*Interface) {
+	ts := p.CI.Timestamp.UnixNano()
+	if p.Num == 1 {
+		a.setup(ifaces, p)
+		a.first = ts
+	}
+	a.rep.Packets++
+	a.last = max(a.last, ts)
+	if p.Record != nil {
+		a.record(p, ts)
+		return
+	}
+	if p.Iface.Events {
+		return
+	}
+	a.diss.Packet(p.Num, p.Iface.LinkType, p.Data, &p.CI)
+}
+
 // setup builds the node map and the dissector once the first packet (and
 // so every interface) is known.
-func (a *analyzer) setup(rd *FileReader, p *Packet) {
-	ifaces := rd.Interfaces()
+func (a *analyzer) setup(ifaces []*Interface, p *Packet) {
 	a.byIface = make([]int32, len(ifaces))
 	if p.Record != nil && p.Record.Testbed != nil {
 		a.testbed(p.Record.Testbed)
@@ -863,7 +874,7 @@ func (a *analyzer) Frame(f *Frame) {
 		if l, ok := mm.announces(); ok && l == from {
 			a.claim(from, m.Epoch, t, f.Packet)
 		}
-		a.msgs = append(a.msgs, mm)
+		a.msgList.add(mm)
 	}
 }
 
@@ -1107,6 +1118,8 @@ func ns(d int64) *int64 { return &d }
 // finish derives the report from what the packets left in a.
 func (a *analyzer) finish() {
 	quiet, window := a.settings()
+	a.msgs = a.msgList.slice()
+	a.msgList = chunkList[msg]{}
 	a.span()
 	a.sortByTime()
 	allCuts := a.buildCuts()

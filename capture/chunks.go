@@ -42,6 +42,18 @@ func (l *chunkList[T]) add(v T) int32 {
 	return i
 }
 
+// slice returns the items in one slice of their length, nil for none.
+func (l *chunkList[T]) slice() []T {
+	if l.n == 0 {
+		return nil
+	}
+	out := make([]T, 0, l.n)
+	for _, c := range l.chunks {
+		out = append(out, c...)
+	}
+	return out
+}
+
 // at returns item i, which must be below len.
 func (l *chunkList[T]) at(i int32) *T {
 	return &l.chunks[i>>chunkBits][i&(1<<chunkBits-1)]
