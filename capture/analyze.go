@@ -478,6 +478,7 @@ type analyzer struct {
 	anoms   []Anomaly
 	errs    []StreamErrorReport
 	auth    *authChecker
+	authQ   *authQueue // with the key: auth's, until the packets are read
 	wire    wireObserver
 	first   int64
 	last    int64
@@ -618,6 +619,10 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 		auth:    newAuthChecker(opts.Key),
 		firstOf: map[string]firstFrame{},
 	}
+	if opts.Key != nil {
+		a.authQ = newAuthQueue(a.auth)
+		defer a.authQ.finish()
+	}
 	full, free := readAhead(rd)
 	for b := range full {
 		for i := range b.pkts {
@@ -640,6 +645,9 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 	if a.diss != nil {
 		a.diss.Flush()
 		a.rep.Stream = a.diss.Stats()
+	}
+	if a.authQ != nil {
+		a.authQ.finish()
 	}
 	a.finish()
 	return a.rep, nil
@@ -831,7 +839,9 @@ func (a *analyzer) Frame(f *Frame) {
 	if sender.firstSeen == 0 {
 		sender.firstSeen = t
 	}
-	if a.auth.key != nil || m.Flags&wire.FlagAuth != 0 {
+	if a.authQ != nil {
+		a.authQ.add(f, sender.Name, a.nodes[to].Name, a.nodes[to].ID)
+	} else if a.auth.key != nil || m.Flags&wire.FlagAuth != 0 {
 		a.auth.frame(f, sender.Name, a.nodes[to].Name, a.nodes[to].ID)
 	}
 	typ := m.Type
