@@ -470,12 +470,15 @@ type analyzer struct {
 	byIface []int32
 	total   counts
 	msgs    []msg
+	// msgList gathers msgs while the packets are read, in packet order.
+	msgList chunkList[msg]
 	records []recordAt
 	claims  map[uint64]claim
 	twice   map[[3]uint64]bool // reported (epoch, node, node) two-leader pairs
 	anoms   []Anomaly
 	errs    []StreamErrorReport
 	auth    *authChecker
+	authQ   *authQueue // with the key: auth's, until the packets are read
 	wire    wireObserver
 	first   int64
 	last    int64
@@ -616,8 +619,17 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 		auth:    newAuthChecker(opts.Key),
 		firstOf: map[string]firstFrame{},
 	}
-	for {
-		p, err := rd.Next()
+	if opts.Key != nil {
+		a.authQ = newAuthQueue(a.auth)
+		defer a.authQ.finish()
+	}
+	full, free := readAhead(rd)
+	for b := range full {
+		for i := range b.pkts {
+			a.packet(&b.pkts[i], b.ifaces)
+		}
+		err := b.err
+		free <- b
 		if err == io.EOF {
 			break
 		}
@@ -629,34 +641,41 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		ts := p.CI.Timestamp.UnixNano()
-		if p.Num == 1 {
-			a.setup(rd, p)
-			a.first = ts
-		}
-		a.rep.Packets++
-		a.last = max(a.last, ts)
-		if p.Record != nil {
-			a.record(p, ts)
-			continue
-		}
-		if p.Iface.Events {
-			continue
-		}
-		a.diss.Packet(p.Num, p.Iface.LinkType, p.Data, &p.CI)
 	}
 	if a.diss != nil {
 		a.diss.Flush()
 		a.rep.Stream = a.diss.Stats()
 	}
+	if a.authQ != nil {
+		a.authQ.finish()
+	}
 	a.finish()
 	return a.rep, nil
 }
 
+// packet analyzes one packet of the capture; ifaces are the capture's
+// interfaces as of its first packet, which sets the analysis up.
+func (a *analyzer) packet(p *Packet, ifaces []*Interface) {
+	ts := p.CI.Timestamp.UnixNano()
+	if p.Num == 1 {
+		a.setup(ifaces, p)
+		a.first = ts
+	}
+	a.rep.Packets++
+	a.last = max(a.last, ts)
+	if p.Record != nil {
+		a.record(p, ts)
+		return
+	}
+	if p.Iface.Events {
+		return
+	}
+	a.diss.Packet(p.Num, p.Iface.LinkType, p.Data, &p.CI)
+}
+
 // setup builds the node map and the dissector once the first packet (and
 // so every interface) is known.
-func (a *analyzer) setup(rd *FileReader, p *Packet) {
-	ifaces := rd.Interfaces()
+func (a *analyzer) setup(ifaces []*Interface, p *Packet) {
 	a.byIface = make([]int32, len(ifaces))
 	if p.Record != nil && p.Record.Testbed != nil {
 		a.testbed(p.Record.Testbed)
@@ -820,7 +839,9 @@ func (a *analyzer) Frame(f *Frame) {
 	if sender.firstSeen == 0 {
 		sender.firstSeen = t
 	}
-	if a.auth.key != nil || m.Flags&wire.FlagAuth != 0 {
+	if a.authQ != nil {
+		a.authQ.add(f, sender.Name, a.nodes[to].Name, a.nodes[to].ID)
+	} else if a.auth.key != nil || m.Flags&wire.FlagAuth != 0 {
 		a.auth.frame(f, sender.Name, a.nodes[to].Name, a.nodes[to].ID)
 	}
 	typ := m.Type
@@ -834,10 +855,10 @@ func (a *analyzer) Frame(f *Frame) {
 	switch {
 	case typ == wire.TypeHello:
 		if h, err := wire.DecodeHello(m.Payload); err == nil {
-			fo := &a.wire.frames[fi]
+			fo := a.wire.frames.at(fi)
 			ho := helloObs{from: from, pkt: f.Packet, stamp: h.Time, at: t}
 			if fo.sent != 0 {
-				ho.at, ho.errNS, ho.sent = fo.sent, fo.sentErr, true
+				ho.at, ho.errNS, ho.sent = fo.sent, a.wire.sentErr(fo.sent), true
 			}
 			a.hellos = append(a.hellos, ho)
 		}
@@ -863,7 +884,7 @@ func (a *analyzer) Frame(f *Frame) {
 		if l, ok := mm.announces(); ok && l == from {
 			a.claim(from, m.Epoch, t, f.Packet)
 		}
-		a.msgs = append(a.msgs, mm)
+		a.msgList.add(mm)
 	}
 }
 
@@ -1087,12 +1108,12 @@ func messageRef(m *msg, w *wireObserver, name func(int32) string) MessageRef {
 	if m.typ.HasReason() {
 		r.Reason = (&wire.Message{Flags: m.flags}).Reason().String()
 	}
-	if w != nil && m.frame >= 0 && int(m.frame) < len(w.frames) {
-		fo := &w.frames[m.frame]
+	if w != nil && m.frame >= 0 && m.frame < w.frames.len() {
+		fo := w.frames.at(m.frame)
 		r.Transmissions = w.copiesOf(m.frame, fo)
 		if fo.sent != 0 {
 			sent := time.Unix(0, fo.sent).UTC()
-			r.Sent, r.SentErrNS = &sent, fo.sentErr
+			r.Sent, r.SentErrNS = &sent, w.sentErr(fo.sent)
 		}
 		if fo.acked != 0 {
 			acked := time.Unix(0, fo.acked).UTC()
@@ -1107,6 +1128,8 @@ func ns(d int64) *int64 { return &d }
 // finish derives the report from what the packets left in a.
 func (a *analyzer) finish() {
 	quiet, window := a.settings()
+	a.msgs = a.msgList.slice()
+	a.msgList = chunkList[msg]{}
 	a.span()
 	a.sortByTime()
 	allCuts := a.buildCuts()
@@ -1382,7 +1405,7 @@ func (a *analyzer) anomalies() {
 // the messages and the nodes' names.
 func (a *analyzer) keepTimelines() {
 	a.rep.msgs = a.msgs
-	a.rep.wire = &wireObserver{frames: a.wire.frames, sends: a.wire.sends, resent: a.wire.resent}
+	a.rep.wire = &wireObserver{clock: a.wire.clock, frames: a.wire.frames, sends: a.wire.sends, resent: a.wire.resent}
 	a.rep.names = make([]string, len(a.nodes))
 	for i := range a.nodes {
 		a.rep.names[i] = a.nodes[i].Name

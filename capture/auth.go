@@ -2,6 +2,7 @@ package capture
 
 import (
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"time"
@@ -207,35 +208,65 @@ func (c *authChecker) report() *AuthReport {
 	return &r
 }
 
-func streamName(f *Frame) string { return f.Src.String() + " > " + f.Dst.String() }
+// authFrame is what the verification needs of a Frame: its stream's
+// identity and what the stream said when the frame came, its message, and
+// its sender's and receiver's names and the receiver's ID (zero when
+// unknown).
+type authFrame struct {
+	stream    *Stream // the stream's identity only: it may have changed since
+	conn      int64
+	midStream bool
+	offset    uint64
+	len       int
+	packet    int64
+	time      time.Time
+	src, dst  netip.AddrPort
+	msg       wire.Message
+	from, to  string
+	toID      uuid.UUID
+}
+
+func newAuthFrame(f *Frame, from, to string, toID uuid.UUID) authFrame {
+	return authFrame{stream: f.Stream, conn: f.Stream.Conn, midStream: f.Stream.MidStream, offset: f.Offset, len: f.Len,
+		packet: f.Packet, time: f.Time, src: f.Src, dst: f.Dst, msg: f.Msg, from: from, to: to, toID: toID}
+}
+
+func streamName(f *authFrame) string { return f.src.String() + " > " + f.dst.String() }
 
 // frame checks f, sent by the node named from to the node named to, whose
 // ID is toID (zero when unknown).
 func (c *authChecker) frame(f *Frame, from, to string, toID uuid.UUID) authResult {
-	m := &f.Msg
+	af := newAuthFrame(f, from, to, toID)
+	return c.check(&af)
+}
+
+// check checks f as frame does.
+func (c *authChecker) check(f *authFrame) authResult {
+	m := &f.msg
+	from := f.from
 	if m.Flags&wire.FlagAuth != 0 {
 		c.rep.Frames++
 	}
 	if c.key == nil {
 		return authResult{}
 	}
-	as := c.streams[f.Stream]
-	if as == nil || as.conn != f.Stream.Conn {
-		as = &authStream{conn: f.Stream.Conn}
-		c.streams[f.Stream] = as
+	as := c.streams[f.stream]
+	if as == nil || as.conn != f.conn {
+		as = &authStream{conn: f.conn}
+		c.streams[f.stream] = as
 	}
 	var lost uint64 // bytes missing before f
-	if f.Offset > as.next {
-		lost = f.Offset - as.next
+	if f.offset > as.next {
+		lost = f.offset - as.next
 	}
-	as.next = f.Offset + uint64(f.Len)
+	as.next = f.offset + uint64(f.len)
 
 	switch as.state {
 	case streamNew:
 		if m.Type == wire.TypeHello {
-			return c.hello(f, as, from, to, toID)
+			return c.hello(f, as)
 		}
-		if f.Stream.MidStream || f.Offset > 0 {
+		if f.midStream || f.offset > 0 {
 			as.state = streamNoHello
 			c.rep.WithoutHello++
 			c.rep.Unverified++
@@ -286,8 +317,9 @@ func (c *authChecker) frame(f *Frame, from, to string, toID uuid.UUID) authResul
 }
 
 // hello opens stream as with its first frame f, a HELLO.
-func (c *authChecker) hello(f *Frame, as *authStream, from, to string, toID uuid.UUID) authResult {
-	m := &f.Msg
+func (c *authChecker) hello(f *authFrame, as *authStream) authResult {
+	m := &f.msg
+	from, to, toID := f.from, f.to, f.toID
 	h, _ := wire.DecodeHello(m.Payload) // on error, OpenHello fails below
 	v, _, err := wire.OpenHello(c.key, h.To, m)
 	if err != nil {
@@ -298,7 +330,7 @@ func (c *authChecker) hello(f *Frame, as *authStream, from, to string, toID uuid
 		as.state = streamRefused
 		return c.fail(f, from, 0, fmt.Sprintf("HELLO is for node %s, sent to %s (%s)", shortID(h.To), to, shortID(toID)))
 	}
-	if reason := c.signers.check(m.From, &h, f.Packet); reason != "" {
+	if reason := c.signers.check(m.From, &h, f.packet); reason != "" {
 		as.state = streamRefused
 		return c.fail(f, from, 0, reason)
 	}
@@ -309,21 +341,21 @@ func (c *authChecker) hello(f *Frame, as *authStream, from, to string, toID uuid
 	if first, ok := c.nonces[h.Nonce]; ok {
 		c.rep.ReplayCount++
 		if len(c.rep.Replays) < MaxAuthFailures {
-			c.rep.Replays = append(c.rep.Replays, HelloReplay{Packet: f.Packet, Time: f.Time.UTC(), Stream: stream, From: from,
+			c.rep.Replays = append(c.rep.Replays, HelloReplay{Packet: f.packet, Time: f.time.UTC(), Stream: stream, From: from,
 				FirstPacket: first.pkt, FirstStream: first.stream})
 		}
 	} else {
-		c.nonces[h.Nonce] = helloSeen{f.Packet, stream}
+		c.nonces[h.Nonce] = helloSeen{f.packet, stream}
 	}
 	return authResult{Outcome: authVerified}
 }
 
 // fail counts f as failed, and lists it while the list has room.
-func (c *authChecker) fail(f *Frame, from string, pos uint64, reason string) authResult {
+func (c *authChecker) fail(f *authFrame, from string, pos uint64, reason string) authResult {
 	c.rep.Failed++
 	if len(c.rep.Failures) < MaxAuthFailures {
-		c.rep.Failures = append(c.rep.Failures, AuthFailure{Packet: f.Packet, Time: f.Time.UTC(), Stream: streamName(f),
-			Frame: pos, Type: f.Msg.Type.String(), From: from, Reason: reason})
+		c.rep.Failures = append(c.rep.Failures, AuthFailure{Packet: f.packet, Time: f.time.UTC(), Stream: streamName(f),
+			Frame: pos, Type: f.msg.Type.String(), From: from, Reason: reason})
 	}
 	return authResult{Outcome: authFailed, Frame: pos}
 }

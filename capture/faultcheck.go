@@ -379,7 +379,9 @@ func (a *analyzer) lossChecks(wins []impairWindow, allCuts []*cuts) []FaultCheck
 			byRec[w.rec] = ac
 			recs = append(recs, w.rec)
 		}
-		for _, x := range a.wire.sends[w.pair] {
+		sends := a.wire.sends[w.pair]
+		for i := range sends.len() {
+			x := sends.at(i)
 			if x.t < w.start || x.t >= w.end || cutsAt(allCuts, x.t).cut(w.pair[0], w.pair[1]) {
 				continue
 			}
@@ -453,8 +455,8 @@ func (a *analyzer) cutChecks(allCuts []*cuts) []FaultCheck {
 			}
 			return o
 		}
-		for i := range a.wire.frames {
-			f := &a.wire.frames[i]
+		for i := range a.wire.frames.len() {
+			f := a.wire.frames.at(i)
 			if f.t < c.inForce || f.t >= end || !c.cut(f.from, f.to) {
 				continue
 			}
@@ -548,10 +550,14 @@ func (a *analyzer) recordOfPacket(pkt int64) *recordAt {
 // since before.
 func (a *analyzer) lastFrameChecks(wins []impairWindow) []FaultCheck {
 	var out []FaultCheck
+	var sent [][]int32
 	for ri := range a.records {
 		r := &a.records[ri]
 		if r.Kind != fault.Crash && r.Kind != fault.Pause {
 			continue
+		}
+		if sent == nil {
+			sent = a.framesBySender()
 		}
 		fc := FaultCheck{Packet: r.pkt, Kind: string(r.Kind), Time: r.Time.UTC(), Check: CheckLastFrame, OK: true, Verified: true}
 		var words []string
@@ -561,7 +567,7 @@ func (a *analyzer) lastFrameChecks(wins []impairWindow) []FaultCheck {
 			if !ok {
 				continue
 			}
-			lf := a.lastFrame(i, r, wins)
+			lf := a.lastFrame(i, sent[i], r, wins)
 			fc.Last = append(fc.Last, lf)
 			unknownSent = unknownSent || (lf.Sent == nil && lf.Packet != 0)
 			maybeResent = maybeResent || lf.LossAsked > 0
@@ -603,7 +609,7 @@ func (lf *LastFrame) words() string {
 // verified when its direction lost segments on request since the frame
 // before it: the copy on the switch may be the kernel's retransmission of
 // one lost before the switch, the only copy the capture could see.
-func (a *analyzer) lastFrame(node int32, r *recordAt, wins []impairWindow) LastFrame {
+func (a *analyzer) lastFrame(node int32, sent []int32, r *recordAt, wins []impairWindow) LastFrame {
 	lf := LastFrame{Node: a.name(node), OK: true}
 	back := int64(math.MaxInt64)
 	for _, tr := range a.nodes[node].trans {
@@ -612,16 +618,11 @@ func (a *analyzer) lastFrame(node int32, r *recordAt, wins []impairWindow) LastF
 			break
 		}
 	}
-	var last *frameObs
-	for i := range a.wire.frames {
-		f := &a.wire.frames[i]
-		if f.from == node && f.t < back && (last == nil || f.t >= last.t) {
-			last = f
-		}
-	}
-	if last == nil {
+	k, _ := slices.BinarySearchFunc(sent, back, func(i int32, t int64) int { return cmp.Compare(a.wire.frames.at(i).t, t) })
+	if k == 0 {
 		return lf
 	}
+	last := a.wire.frames.at(sent[k-1])
 	t := time.Unix(0, last.t).UTC()
 	lf.Packet, lf.Time = last.pkt, &t
 	at := last.t
@@ -630,7 +631,7 @@ func (a *analyzer) lastFrame(node int32, r *recordAt, wins []impairWindow) LastF
 		lf.Sent, at = &s, last.sent
 	}
 	lf.AfterNS = at - r.inForce()
-	if last.sent == 0 || lf.AfterNS-last.sentErr <= 0 {
+	if last.sent == 0 || lf.AfterNS-a.wire.sentErr(last.sent) <= 0 {
 		return lf
 	}
 	if fin := a.wire.closedBefore(last, r.inForce()); fin != 0 {
@@ -643,6 +644,21 @@ func (a *analyzer) lastFrame(node int32, r *recordAt, wins []impairWindow) LastF
 	}
 	lf.OK = false
 	return lf
+}
+
+// framesBySender returns each node's frames, as indexes in a.wire.frames,
+// in time order (stably: ties keep packet order), for lastFrame's search:
+// the last of them before a time is the last frame the node sent by then.
+func (a *analyzer) framesBySender() [][]int32 {
+	sent := make([][]int32, len(a.nodes))
+	for i := range a.wire.frames.len() {
+		f := a.wire.frames.at(i)
+		sent[f.from] = append(sent[f.from], i)
+	}
+	for _, s := range sent {
+		slices.SortStableFunc(s, func(x, y int32) int { return cmp.Compare(a.wire.frames.at(x).t, a.wire.frames.at(y).t) })
+	}
+	return sent
 }
 
 // closedBefore returns the packet of the FIN that closed f's direction at
@@ -660,8 +676,8 @@ func (w *wireObserver) closedBefore(f *frameObs, t int64) int64 {
 // switch, 0 if f was the first.
 func (w *wireObserver) previous(f *frameObs) int64 {
 	var prev int64
-	for i := range w.frames {
-		g := &w.frames[i]
+	for i := range w.frames.len() {
+		g := w.frames.at(i)
 		if g.dir == f.dir && g.t < f.t && g.t > prev {
 			prev = g.t
 		}

@@ -4,13 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/bullylab/bullylab/wire"
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/reassembly"
 )
 
 // How the Dissector turns TCP segments into frames
@@ -24,21 +24,18 @@ import (
 // Fast path: a segment that starts exactly at the next expected sequence
 // number (or overlaps only bytes already delivered, which are cut off) goes
 // straight to the splitter, which decodes the frames inside it in place.
-// This is what the gopacket reassembly Assembler would do with it too (it
-// hands in-order data on without queueing); doing it here skips the
-// Assembler's connection lookup, locking and page bookkeeping, and is exact
-// because the half then has no out-of-order bytes waiting: nothing the
-// Assembler would hold could come before or overlap these bytes.
 //
-// Slow path: a segment beyond the next expected byte opens an episode on
-// the half: a connection of its own in a gopacket reassembly Assembler,
-// started at the next expected sequence number. Every segment of the half
-// goes through the Assembler until it has delivered everything it was
-// given (nothing is queued), then the half returns to the fast path and the
-// episode's connection is closed. An episode that never catches up (a
-// segment the capture lost) is flushed by Flush at the end of the capture,
-// or when it buffers MaxBufferedPages pages; the missing bytes are then a
-// gap.
+// Slow path: a segment beyond the next expected byte opens a hole on the
+// half: the segment is copied into the half's queue of waiting segments,
+// in sequence order, and every segment of the half goes through the queue
+// until the hole and any later ones are filled and everything queued has
+// been handed on in order (bytes delivered already cut off, as a
+// receiving TCP does), then the half returns to the fast path. A hole that
+// is never filled (a segment the capture lost) is given up by Flush at the
+// end of the capture, or when the queue holds MaxBufferedPages pages; the
+// missing bytes are then a gap. A gopacket reassembly Assembler did this
+// here once, with the same page accounting; its connection per hole was
+// the slow path's main cost.
 //
 // A frame's packet is the one after which all of its bytes were present in
 // order, that is when the receiver's TCP could hand it to the application;
@@ -91,6 +88,8 @@ type Frame struct {
 	// frame, when HasTS.
 	TSval uint32
 	HasTS bool
+
+	half *half // the frame's direction
 }
 
 // Segment is one TCP segment on an election port, handed to a Handler that
@@ -107,6 +106,8 @@ type Segment struct {
 	SYN, ACK, FIN, RST bool
 	TSval              uint32
 	HasTS              bool
+
+	half *half // the segment's direction
 }
 
 // SegmentHandler is a Handler that also wants every segment.
@@ -195,7 +196,7 @@ type DissectorStats struct {
 	Retransmitted  int64 `json:"retransmitted"`    // data segments bringing no new byte: all delivered already, or after the stream closed
 	Overlapping    int64 `json:"overlapping"`      // data segments repeating delivered bytes and bringing new ones
 	OutOfOrder     int64 `json:"out_of_order"`     // data segments starting after the next byte due: ahead of a hole, duplicates of waiting ones included
-	SlowPath       int64 `json:"slow_path"`        // segments handled while a hole was open (by the Assembler), the one opening it included
+	SlowPath       int64 `json:"slow_path"`        // segments handled while a hole was open (through the half's queue), the one opening it included
 	Incomplete     int64 `json:"incomplete"`       // streams closed inside a frame
 	CutAtEnd       int64 `json:"cut_at_end"`       // frames the capture ended inside of
 	NotDecodable   int64 `json:"not_decodable"`    // packets on an election port gopacket could not decode
@@ -235,12 +236,10 @@ type Dissector struct {
 	curTS    uint32         // TCP timestamp of the segment being processed
 	curHasTS bool
 
-	// Slow path: one Assembler shared by every episode, each episode a
-	// connection under a key of its own.
-	asm      *reassembly.Assembler
-	episodes int64
-	newEp    *episode // handed to the stream factory by the next Assemble
-	open     map[*episode]struct{}
+	// holes lists the halves that opened a hole, in the order they did,
+	// for Flush; slab is where queued segments are copied.
+	holes []*half
+	slab  []byte
 }
 
 type flowKey struct {
@@ -261,7 +260,21 @@ type half struct {
 	closed   bool
 	finSet   bool
 	finSeq   uint32
-	slow     *episode
+	// holeOpen says bytes are missing before some the half was given: ooo
+	// queues the segments waiting behind the hole, in sequence order,
+	// oooPages counts the pages they take, and oooEnd is the highest
+	// sequence number past any segment given since the hole opened. The
+	// hole is closed once the bytes delivered reach oooEnd.
+	holeOpen bool
+	ooo      []oooSegment
+	oooPages int
+	oooEnd   uint32
+	inHoles  bool // listed in Dissector.holes
+	// rev is the connection's other direction, once a segment of each
+	// was seen; obs is the analyzer's state of this one. Both outlive a
+	// new connection on the same addresses and ports (resetHalf).
+	rev *half
+	obs dirObs
 
 	buf     []byte // bytes of an incomplete frame, or kept while hunting
 	bufOff  uint64 // stream offset of buf[0]
@@ -276,7 +289,6 @@ func NewDissector(h Handler, opts DissectorOptions) *Dissector {
 		maxPages: opts.MaxBufferedPages,
 		halves:   map[flowKey]*half{},
 		decoded:  make([]gopacket.LayerType, 0, 4),
-		open:     map[*episode]struct{}{},
 	}
 	d.segH, _ = h.(SegmentHandler)
 	if d.maxFrame <= 0 {
@@ -367,14 +379,31 @@ func (d *Dissector) Packet(num int64, linkType layers.LinkType, data []byte, ci 
 	if !ok {
 		return
 	}
+	h := d.halfOf(key)
 	if d.segH != nil {
-		d.handSegment(num, ci.Timestamp, t, key, missing)
+		d.handSegment(num, ci.Timestamp, t, h, missing)
 	}
 	if pureACK {
 		return
 	}
 	d.curPacket, d.curTime, d.curIface = num, ci.Timestamp, ci.InterfaceIndex
-	d.segment(key, t, missing)
+	d.segment(h, t, missing)
+}
+
+// halfOf returns the half with key, made on its first segment and linked
+// to the other direction's when that one exists.
+func (d *Dissector) halfOf(key flowKey) *half {
+	h := d.halves[key]
+	if h == nil {
+		src, dst := netip.AddrFrom16(key.src).Unmap(), netip.AddrFrom16(key.dst).Unmap()
+		h = &half{src: netip.AddrPortFrom(src, key.sport), dst: netip.AddrPortFrom(dst, key.dport)}
+		h.stream.Src, h.stream.Dst = h.src, h.dst
+		d.halves[key] = h
+		if rev := d.halves[flowKey{src: key.dst, dst: key.src, sport: key.dport, dport: key.sport}]; rev != nil {
+			h.rev, rev.rev = rev, h
+		}
+	}
+	return h
 }
 
 // flowKey is t's direction of its connection, and what t carried on the
@@ -403,12 +432,11 @@ func (d *Dissector) flowKey(t *layers.TCP, net gopacket.LayerType) (key flowKey,
 }
 
 // handSegment gives the segment being processed to the SegmentHandler.
-func (d *Dissector) handSegment(num int64, ts time.Time, t *layers.TCP, key flowKey, missing int) {
+func (d *Dissector) handSegment(num int64, ts time.Time, t *layers.TCP, h *half, missing int) {
 	s := &d.seg
 	*s = Segment{Packet: num, Time: ts, Seq: t.Seq, Ack: t.Ack, Len: len(t.Payload) + missing,
 		SYN: t.SYN, ACK: t.ACK, FIN: t.FIN, RST: t.RST, TSval: d.curTS, HasTS: d.curHasTS,
-		Src: netip.AddrPortFrom(netip.AddrFrom16(key.src).Unmap(), key.sport),
-		Dst: netip.AddrPortFrom(netip.AddrFrom16(key.dst).Unmap(), key.dport)}
+		Src: h.src, Dst: h.dst, half: h}
 	d.segH.Segment(s)
 }
 
@@ -424,14 +452,7 @@ func tcpTimestamp(t *layers.TCP) (uint32, bool) {
 }
 
 // segment handles one TCP segment of an election connection.
-func (d *Dissector) segment(key flowKey, t *layers.TCP, missing int) {
-	h := d.halves[key]
-	if h == nil {
-		src, dst := netip.AddrFrom16(key.src).Unmap(), netip.AddrFrom16(key.dst).Unmap()
-		h = &half{src: netip.AddrPortFrom(src, key.sport), dst: netip.AddrPortFrom(dst, key.dport)}
-		h.stream.Src, h.stream.Dst = h.src, h.dst
-		d.halves[key] = h
-	}
+func (d *Dissector) segment(h *half, t *layers.TCP, missing int) {
 	seq, payload := t.Seq, t.Payload
 	if t.SYN {
 		if h.hasISN && seq == h.isn {
@@ -466,7 +487,7 @@ func (d *Dissector) segment(key flowKey, t *layers.TCP, missing int) {
 	}
 	diff := int32(seq - h.nextSeq)
 	d.countSegment(diff, len(payload), missing)
-	if h.slow != nil {
+	if h.holeOpen {
 		d.slowSegment(h, seq, payload, t.RST)
 		return
 	}
@@ -475,7 +496,7 @@ func (d *Dissector) segment(key flowKey, t *layers.TCP, missing int) {
 		if len(payload) == 0 {
 			return // a FIN ahead of a hole: finSeq remembers it; RST is ignored (RFC 5961)
 		}
-		d.startEpisode(h)
+		d.openHole(h)
 		d.slowSegment(h, seq, payload, t.RST)
 		return
 	case diff < 0:
@@ -538,12 +559,9 @@ func (d *Dissector) resetHalf(h *half) {
 	if h.synced && !h.closed {
 		d.endStream(h, true)
 	}
-	if h.slow != nil {
-		d.closeEpisode(h.slow)
-	}
-	src, dst, stream := h.src, h.dst, h.stream
-	buf := h.buf[:0]
-	*h = half{src: src, dst: dst, stream: stream, buf: buf}
+	src, dst, stream, rev, obs, inHoles := h.src, h.dst, h.stream, h.rev, h.obs, h.inHoles
+	buf, ooo := h.buf[:0], h.ooo[:0]
+	*h = half{src: src, dst: dst, stream: stream, rev: rev, obs: obs, inHoles: inHoles, buf: buf, ooo: ooo}
 }
 
 // endStream reports what is left in h's buffer when its stream ends: a
@@ -649,6 +667,7 @@ func (d *Dissector) split(h *half, b []byte) int {
 		f.Packet, f.Time, f.Iface = d.curPacket, d.curTime, d.curIface
 		f.Src, f.Dst, f.Stream, f.Offset, f.Len, f.Err = h.src, h.dst, &h.stream, h.offset, n, err
 		f.EndSeq, f.TSval, f.HasTS = h.seq0+uint32(h.offset+uint64(n)), d.curTS, d.curHasTS
+		f.half = h
 		d.h.Frame(f)
 		h.offset += uint64(n)
 		i += n
@@ -702,12 +721,13 @@ func (d *Dissector) hunt(b []byte) (int, bool) {
 // their holes (reported as gaps) and deliver what they hold, and frames cut
 // by the end of the capture are counted in CutAtEnd.
 func (d *Dissector) Flush() {
-	if d.asm != nil && len(d.open) > 0 {
-		d.asm.FlushAll()
-		for ep := range d.open {
-			d.closeEpisode(ep)
+	for _, h := range d.holes {
+		for len(h.ooo) > 0 {
+			d.skipHole(h)
 		}
+		h.holeOpen, h.inHoles = false, false
 	}
+	d.holes = d.holes[:0]
 	for _, h := range d.halves {
 		if !h.closed {
 			d.endStream(h, false)
@@ -715,119 +735,101 @@ func (d *Dissector) Flush() {
 	}
 }
 
-// --- slow path -----------------------------------------------------------
-
-// episode is a stretch of one half's segments reassembled by the Assembler.
-type episode struct {
-	d        *Dissector
-	h        *half
-	netFlow  gopacket.Flow
-	maxEnd   uint32 // highest sequence number past any byte fed
-	tcp      layers.TCP
-	ctx      asmContext
-	complete bool
+// oooSegment is a segment waiting behind a hole: its first sequence
+// number and its payload, copied.
+type oooSegment struct {
+	seq  uint32
+	data []byte
 }
 
-type asmContext struct{ ci gopacket.CaptureInfo }
+// pageBytes is a page of MaxBufferedPages.
+const pageBytes = 1900
 
-func (c *asmContext) GetCaptureInfo() gopacket.CaptureInfo { return c.ci }
-
-func (d *Dissector) startEpisode(h *half) {
-	if d.asm == nil {
-		a := reassembly.NewAssembler(reassembly.NewStreamPool(episodeFactory{d}))
-		a.MaxBufferedPagesPerConnection = d.maxPages
-		d.asm = a
+func (d *Dissector) openHole(h *half) {
+	h.holeOpen, h.oooEnd = true, h.nextSeq
+	if !h.inHoles {
+		h.inHoles = true
+		d.holes = append(d.holes, h)
 	}
-	d.episodes++
-	var src, dst [16]byte
-	binary.BigEndian.PutUint64(src[8:], uint64(d.episodes))
-	dst[0] = 0xff // never an episode number, so a key never equals its reverse
-	ep := &episode{d: d, h: h, netFlow: gopacket.NewFlow(layers.EndpointIPv6, src[:], dst[:]), maxEnd: h.nextSeq}
-	h.slow = ep
-	d.open[ep] = struct{}{}
-	// An empty segment at the next expected byte starts the Assembler's
-	// connection there (Accept forces the start), so the segment that
-	// opened the episode is queued behind the hole instead of starting it.
-	d.newEp = ep
-	ep.feed(h.nextSeq, nil, false, d)
-	d.newEp = nil
 }
 
-func (ep *episode) feed(seq uint32, payload []byte, rst bool, d *Dissector) {
-	t := &ep.tcp
-	*t = layers.TCP{Seq: seq, RST: rst}
-	t.Payload = payload
-	ep.ctx.ci = gopacket.CaptureInfo{Timestamp: d.curTime, InterfaceIndex: d.curIface}
-	d.asm.AssembleWithContext(ep.netFlow, t, &ep.ctx)
-}
-
+// slowSegment handles a segment of a half with a hole open. A RST is
+// heeded only once the hole is closed, and only at the next byte due.
 func (d *Dissector) slowSegment(h *half, seq uint32, payload []byte, rst bool) {
-	ep := h.slow
 	d.stats.SlowPath++
-	if end := seq + uint32(len(payload)); int32(end-ep.maxEnd) > 0 {
-		ep.maxEnd = end
+	if end := seq + uint32(len(payload)); int32(end-h.oooEnd) > 0 {
+		h.oooEnd = end
 	}
 	if len(payload) > 0 {
-		ep.feed(seq, payload, false, d)
+		if int32(seq-h.nextSeq) > 0 {
+			if h.oooPages >= d.maxPages {
+				d.skipHole(h)
+			}
+			d.queue(h, seq, payload)
+		} else {
+			d.deliverFrom(h, seq, payload)
+		}
+		d.drain(h)
 	}
-	// The episode is over once the Assembler has handed on everything it
-	// was given: it holds nothing, and the fast path can take over again.
-	if int32(h.nextSeq-ep.maxEnd) >= 0 {
-		d.closeEpisode(ep)
+	if int32(h.nextSeq-h.oooEnd) >= 0 {
+		// Nothing is queued: it would end past oooEnd.
+		h.holeOpen = false
 		d.checkEnd(h, rst && seq == h.nextSeq)
 	}
 }
 
-// closeEpisode ends an episode and removes its connection from the
-// Assembler's pool: an RST at the next byte closes its half, and one the
-// other way, started there, closes the unused other half, after which the
-// pool drops the connection.
-func (d *Dissector) closeEpisode(ep *episode) {
-	if ep.h.slow == ep {
-		ep.h.slow = nil
+// queue copies a segment ahead of the next byte due into h's queue,
+// after those starting at or before it.
+func (d *Dissector) queue(h *half, seq uint32, payload []byte) {
+	if len(d.slab)+len(payload) > cap(d.slab) {
+		d.slab = make([]byte, 0, max(64<<10, len(payload)))
 	}
-	delete(d.open, ep)
-	if ep.complete {
-		return
+	n := len(d.slab)
+	d.slab = append(d.slab, payload...)
+	data := d.slab[n:len(d.slab):len(d.slab)]
+	i := len(h.ooo)
+	for i > 0 && int32(h.ooo[i-1].seq-seq) > 0 {
+		i--
 	}
-	ep.complete = true
-	ep.feed(ep.h.nextSeq, nil, true, d)
-	ep.netFlow = ep.netFlow.Reverse()
-	ep.feed(0, nil, true, d)
+	h.ooo = slices.Insert(h.ooo, i, oooSegment{seq: seq, data: data})
+	h.oooPages += (len(payload) + pageBytes - 1) / pageBytes
 }
 
-type episodeFactory struct{ d *Dissector }
-
-func (f episodeFactory) New(_, _ gopacket.Flow, _ *layers.TCP, _ reassembly.AssemblerContext) reassembly.Stream {
-	if f.d.newEp == nil {
-		return nil // a segment for an episode already removed: drop it
+// deliverFrom delivers the bytes of a segment starting at seq, at or
+// before the next byte due, that were not delivered yet.
+func (d *Dissector) deliverFrom(h *half, seq uint32, data []byte) {
+	cut := -int(int32(seq - h.nextSeq))
+	if cut < len(data) {
+		h.nextSeq += uint32(len(data) - cut)
+		d.deliver(h, data[cut:])
 	}
-	return f.d.newEp
 }
 
-func (ep *episode) Accept(_ *layers.TCP, _ gopacket.CaptureInfo, _ reassembly.TCPFlowDirection, _ reassembly.Sequence, start *bool, _ reassembly.AssemblerContext) bool {
-	*start = true
-	return true
+// drain delivers the queued segments the bytes delivered have reached.
+func (d *Dissector) drain(h *half) {
+	k := 0
+	for k < len(h.ooo) && int32(h.ooo[k].seq-h.nextSeq) <= 0 {
+		sg := h.ooo[k]
+		h.oooPages -= (len(sg.data) + pageBytes - 1) / pageBytes
+		d.deliverFrom(h, sg.seq, sg.data)
+		k++
+	}
+	if k > 0 {
+		n := copy(h.ooo, h.ooo[k:])
+		clear(h.ooo[n:])
+		h.ooo = h.ooo[:n]
+	}
 }
 
-func (ep *episode) ReassembledSG(sg reassembly.ScatterGather, _ reassembly.AssemblerContext) {
-	if ep.complete {
+// skipHole gives up h's first hole: its bytes are a gap, and the queued
+// segments after it are delivered as far as they reach.
+func (d *Dissector) skipHole(h *half) {
+	if len(h.ooo) == 0 {
 		return
 	}
-	dir, _, _, skip := sg.Info()
-	if dir != reassembly.TCPDirClientToServer {
-		return
-	}
-	h, d := ep.h, ep.d
-	if skip > 0 {
+	if skip := int32(h.ooo[0].seq - h.nextSeq); skip > 0 {
 		h.nextSeq += uint32(skip)
-		d.gap(h, skip)
+		d.gap(h, int(skip))
 	}
-	n, _ := sg.Lengths()
-	if n > 0 {
-		h.nextSeq += uint32(n)
-		d.deliver(h, sg.Fetch(n))
-	}
+	d.drain(h)
 }
-
-func (ep *episode) ReassemblyComplete(reassembly.AssemblerContext) bool { return true }

@@ -280,8 +280,8 @@ func FuzzDissector(f *testing.F) {
 }
 
 func runFuzzOnce(t *testing.T, data []byte, plan []byte) {
-	// Bounded so that each input runs in milliseconds: the Assembler's
-	// page list is linear in the out-of-order segments it holds.
+	// Bounded so that each input runs in milliseconds: a half's queue of
+	// waiting segments is linear in the out-of-order segments it holds.
 	if len(data) > 8<<10 || len(plan) > 256 {
 		return
 	}
@@ -325,7 +325,7 @@ func runFuzzOnce(t *testing.T, data []byte, plan []byte) {
 }
 
 // TestReassemblyCountsWhileHoleOpen checks the segment counters while a
-// hole is open, when segments go through the Assembler: each data segment
+// hole is open, when segments go through the half's queue: each data segment
 // counts as the fast path would count it, by where it starts and ends
 // relative to the next byte due (the first byte of the hole).
 func TestReassemblyCountsWhileHoleOpen(t *testing.T) {
@@ -372,7 +372,7 @@ func TestReassemblyCountsWhileHoleOpen(t *testing.T) {
 		t.Errorf("errors: %v", c.errs)
 	}
 	// Every segment from the first ahead of the hole to the one that
-	// closed it went through the Assembler.
+	// closed it went through the queue.
 	if s := d.Stats(); s.SlowPath != 8 {
 		t.Errorf("slow path: %d segments, want 8", s.SlowPath)
 	}

@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"net/netip"
 	"time"
 
 	"github.com/bullylab/bullylab/topologies/fault"
@@ -12,12 +11,10 @@ import (
 // acknowledged it, the one-way delay of every segment, and the
 // transmissions a receiver never acknowledged.
 type wireObserver struct {
-	clock   *ClockInfo
-	frames  []frameObs
-	pending map[dirKey]*ackQueue // frames awaiting their receiver's ACK
-	xmits   map[dirKey]*ackQueue // data transmissions awaiting theirs
-	delays  map[[2]int32][]delaySample
-	sends   map[[2]int32][]xmitOutcome
+	clock  *ClockInfo
+	frames chunkList[frameObs]
+	delays map[[2]int32][]delaySample
+	sends  map[[2]int32]*chunkList[xmitOutcome]
 	// resent holds, for each frame a later segment carried again, those
 	// segments' indexes in sends (see frameObs.xmit).
 	resent map[int32][]int32
@@ -48,8 +45,7 @@ type finObs struct {
 // frameObs is one wire frame, any type.
 type frameObs struct {
 	t       int64 // capture timestamp: on the switch, after the sender's egress
-	sent    int64 // the sender's kernel sent it (TSval); 0: unknown
-	sentErr int64
+	sent    int64 // the sender's kernel sent it (TSval); 0: unknown (its error: wireObserver.sentErr)
 	acked   int64 // its receiver's ACK of its last byte was on the switch; 0: never
 	ackSent int64 // that ACK's own send time (TSval); 0: unknown
 	pkt     int64
@@ -63,8 +59,21 @@ type frameObs struct {
 	xmit int32
 }
 
-// dirKey is one direction of a connection.
-type dirKey struct{ src, dst netip.AddrPort }
+// dirObs is the wireObserver's state of one direction of a connection,
+// kept on the Dissector's half.
+type dirObs struct {
+	// pending holds the frames awaiting their receiver's ACK, once the
+	// connection carried one (hasPending); xmits the data transmissions
+	// awaiting theirs. A new connection empties both and keeps their
+	// buffers.
+	pending    ackQueue
+	hasPending bool
+	xmits      ackQueue
+	sends      *chunkList[xmitOutcome] // wireObserver.sends of from and to
+	// from and to are the sender's and receiver's nodes, once hasNodes.
+	from, to int32
+	hasNodes bool
+}
 
 // ackQueue holds sequence ranges of one direction in the order sent.
 type ackQueue struct {
@@ -75,9 +84,12 @@ type ackQueue struct {
 
 type ackItem struct {
 	start, end uint32
-	frame      int32    // frames index, or the transmission's index in sends[pair]
-	pair       [2]int32 // transmissions: sender and receiver
-	t          int64
+	frame      int32 // frames index, or the transmission's index in its direction's sends
+}
+
+// clear empties q for a new connection, keeping its buffer.
+func (q *ackQueue) clear() {
+	q.items, q.head, q.dir = q.items[:0], 0, 0
 }
 
 func (q *ackQueue) push(it ackItem) {
@@ -98,7 +110,7 @@ type delaySample struct{ t, sent int64 }
 // severed its direction when it was on the switch (markCutCopies).
 type xmitOutcome struct {
 	t               int64
-	sent, sentErr   int64 // its sender's kernel sent it (TSval); 0: unknown
+	sent            int64 // its sender's kernel sent it (TSval); 0: unknown (its error: wireObserver.sentErr)
 	delivered, lost bool
 	cut             bool
 }
@@ -119,39 +131,40 @@ func (w *wireObserver) sentAt(tsval uint32, t int64) (sent, errNS int64) {
 	return min(sent, t), c.TSUnitNS/2 + c.OffsetErrorNS
 }
 
+// sentErr bounds the error of a send time sentAt returned: the same for
+// all of them, so not kept with each.
+func (w *wireObserver) sentErr(sent int64) int64 {
+	if sent == 0 {
+		return 0
+	}
+	return w.clock.TSUnitNS/2 + w.clock.OffsetErrorNS
+}
+
 // frame notes a decoded frame of from to to and returns its index.
 func (w *wireObserver) frame(f *Frame, t int64, from, to int32) int32 {
 	fo := frameObs{t: t, pkt: f.Packet, from: from, to: to, end: f.EndSeq}
 	if f.HasTS {
-		fo.sent, fo.sentErr = w.sentAt(f.TSval, t)
+		fo.sent, _ = w.sentAt(f.TSval, t)
 	}
-	if w.pending == nil {
-		w.pending = map[dirKey]*ackQueue{}
-	}
-	k := dirKey{f.Src, f.Dst}
-	q := w.pending[k]
-	if q == nil {
-		q = &ackQueue{dir: w.dirs}
+	o := &f.half.obs
+	q := &o.pending
+	if !o.hasPending {
+		q.dir, o.hasPending = w.dirs, true
 		w.dirs++
-		w.pending[k] = q
 	}
 	fo.dir = q.dir
-	fo.xmit = w.carrier(k, f.EndSeq-1)
-	i := int32(len(w.frames))
-	w.frames = append(w.frames, fo)
-	q.push(ackItem{start: f.EndSeq - uint32(f.Len), end: f.EndSeq, frame: i, t: t})
+	fo.xmit = w.carrier(o, f.EndSeq-1)
+	i := w.frames.add(fo)
+	q.push(ackItem{start: f.EndSeq - uint32(f.Len), end: f.EndSeq, frame: i})
 	return i
 }
 
 // carrier is 1 + the sends index of the unacknowledged transmission of
-// direction k that holds sequence number seq, the latest such; 0 when
+// direction o that holds sequence number seq, the latest such; 0 when
 // none does. The segment being dissected was noted first (Segment), so
 // it is the last one of its direction and the search is short.
-func (w *wireObserver) carrier(k dirKey, seq uint32) int32 {
-	q := w.xmits[k]
-	if q == nil {
-		return 0
-	}
+func (w *wireObserver) carrier(o *dirObs, seq uint32) int32 {
+	q := &o.xmits
 	for i := len(q.items) - 1; i >= q.head && i >= len(q.items)-8; i-- {
 		it := q.items[i]
 		if seqLE(it.start, seq) && int32(seq-it.end) < 0 {
@@ -165,7 +178,11 @@ func (w *wireObserver) carrier(k dirKey, seq uint32) int32 {
 func (a *analyzer) Segment(s *Segment) {
 	w := &a.wire
 	t := s.Time.UnixNano()
-	from, to := a.nodeOfAddr(s.Src.Addr()), a.nodeOfAddr(s.Dst.Addr())
+	o := &s.half.obs
+	if !o.hasNodes {
+		o.from, o.to, o.hasNodes = a.nodeOfAddr(s.Src.Addr()), a.nodeOfAddr(s.Dst.Addr()), true
+	}
+	from, to := o.from, o.to
 	var sent, sentErr int64
 	if s.HasTS {
 		sent, sentErr = w.sentAt(s.TSval, t)
@@ -184,50 +201,50 @@ func (a *analyzer) Segment(s *Segment) {
 		k := [2]int32{from, to}
 		w.segments[k] = append(w.segments[k], segmentObs{t: t, rst: s.RST})
 	}
-	fwd := dirKey{s.Src, s.Dst}
 	if s.SYN {
 		// A new connection: what the old one left unacknowledged never
 		// will be.
-		delete(w.pending, fwd)
-		delete(w.xmits, fwd)
+		o.pending.clear()
+		o.xmits.clear()
+		o.hasPending = false
 	}
 	if s.FIN {
-		w.fin(fwd, s, sent, sentErr)
+		w.fin(o, s, sent, sentErr)
 	}
-	if s.ACK {
-		w.acknowledge(dirKey{s.Dst, s.Src}, s.Ack, t, sent)
+	if rev := s.half.rev; s.ACK && rev != nil {
+		w.acknowledge(&rev.obs, s.Ack, t, sent)
 	}
 	if s.Len > 0 || s.SYN || s.FIN {
-		w.transmission(fwd, s, t, sent, sentErr, from, to)
+		w.transmission(o, s, t, sent, from, to)
 	}
 }
 
-// fin notes a FIN of direction k, if k carried frames, sent at sent.
-func (w *wireObserver) fin(k dirKey, s *Segment, sent, sentErr int64) {
-	q := w.pending[k]
-	if q == nil {
+// fin notes a FIN of direction o, if o carried frames, sent at sent.
+func (w *wireObserver) fin(o *dirObs, s *Segment, sent, sentErr int64) {
+	if !o.hasPending {
 		return
 	}
+	q := &o.pending
 	if w.fins == nil {
 		w.fins = map[int32][]finObs{}
 	}
 	w.fins[q.dir] = append(w.fins[q.dir], finObs{seq: s.Seq + uint32(s.Len), sent: sent, sentErr: sentErr, pkt: s.Packet})
 }
 
-// acknowledge settles, in direction k, the frames and transmissions that
+// acknowledge settles, in direction o, the frames and transmissions that
 // ack covers, acknowledged at t (sent at ackSent).
-func (w *wireObserver) acknowledge(k dirKey, ack uint32, t, ackSent int64) {
-	if q := w.pending[k]; q != nil {
+func (w *wireObserver) acknowledge(o *dirObs, ack uint32, t, ackSent int64) {
+	if q := &o.pending; q.head < len(q.items) {
 		for q.head < len(q.items) && seqLE(q.items[q.head].end, ack) {
-			fo := &w.frames[q.items[q.head].frame]
+			fo := w.frames.at(q.items[q.head].frame)
 			fo.acked, fo.ackSent = t, ackSent
 			q.head++
 		}
 	}
-	if q := w.xmits[k]; q != nil {
+	if q := &o.xmits; q.head < len(q.items) {
 		for q.head < len(q.items) && seqLE(q.items[q.head].end, ack) {
 			it := q.items[q.head]
-			w.outcome(it).delivered = true
+			o.sends.at(it.frame).delivered = true
 			q.head++
 		}
 	}
@@ -241,16 +258,11 @@ func (w *wireObserver) acknowledge(k dirKey, ack uint32, t, ackSent int64) {
 // as well and counts as lost here; only the receiver's later ACKs, not
 // the capture, could tell the two apart. Frames still awaiting their ACK
 // that the transmission carries again are noted in resent.
-func (w *wireObserver) transmission(k dirKey, s *Segment, t, sent, sentErr int64, from, to int32) {
-	if w.xmits == nil {
-		w.xmits = map[dirKey]*ackQueue{}
-		w.sends = map[[2]int32][]xmitOutcome{}
+func (w *wireObserver) transmission(o *dirObs, s *Segment, t, sent int64, from, to int32) {
+	if w.sends == nil {
+		w.sends = map[[2]int32]*chunkList[xmitOutcome]{}
 	}
-	q := w.xmits[k]
-	if q == nil {
-		q = &ackQueue{}
-		w.xmits[k] = q
-	}
+	q := &o.xmits
 	start := s.Seq
 	end := start + uint32(s.Len)
 	if s.SYN || s.FIN {
@@ -259,21 +271,27 @@ func (w *wireObserver) transmission(k dirKey, s *Segment, t, sent, sentErr int64
 	kept := q.items[:q.head]
 	for _, it := range q.items[q.head:] {
 		if int32(start-it.end) < 0 && int32(end-it.start) > 0 {
-			w.outcome(it).lost = true
+			o.sends.at(it.frame).lost = true
 			continue
 		}
 		kept = append(kept, it)
 	}
 	q.items = kept
 	pair := [2]int32{from, to}
-	w.sends[pair] = append(w.sends[pair], xmitOutcome{t: t, sent: sent, sentErr: sentErr})
-	idx := int32(len(w.sends[pair]) - 1)
-	q.push(ackItem{start: start, end: end, frame: idx, pair: pair, t: t})
-	if p := w.pending[k]; p != nil && s.Len > 0 {
+	if o.sends == nil {
+		o.sends = w.sends[pair]
+		if o.sends == nil {
+			o.sends = &chunkList[xmitOutcome]{}
+			w.sends[pair] = o.sends
+		}
+	}
+	idx := o.sends.add(xmitOutcome{t: t, sent: sent})
+	q.push(ackItem{start: start, end: end, frame: idx})
+	if p := &o.pending; s.Len > 0 {
 		// Frames are queued in sequence order: those this copy carries
 		// are at the end, after any it does not reach.
 		for i := len(p.items) - 1; i >= p.head && int32(p.items[i].end-start) > 0; i-- {
-			if it := p.items[i]; int32(end-it.start) > 0 && w.frames[it.frame].xmit != 0 && w.frames[it.frame].xmit != idx+1 {
+			if it := p.items[i]; int32(end-it.start) > 0 && w.frames.at(it.frame).xmit != 0 && w.frames.at(it.frame).xmit != idx+1 {
 				if w.resent == nil {
 					w.resent = map[int32][]int32{}
 				}
@@ -294,8 +312,8 @@ func (w *wireObserver) markCutCopies(allCuts []*cuts) {
 		return
 	}
 	for pair, outs := range w.sends {
-		for i := range outs {
-			o := &outs[i]
+		for i := range outs.len() {
+			o := outs.at(i)
 			c := cutsAt(allCuts, o.t)
 			o.cut = c != nil && o.t >= c.inForce && c.mode(pair[0], pair[1]) == fault.ModeDrop
 		}
@@ -313,10 +331,11 @@ func (w *wireObserver) copiesOf(fi int32, fo *frameObs) []Transmission {
 	idxs := append([]int32{fo.xmit - 1}, w.resent[fi]...)
 	copies := make([]Transmission, 0, len(idxs))
 	for _, i := range idxs {
-		if int(i) >= len(outs) {
+		if i >= outs.len() {
 			continue
 		}
-		copies = append(copies, outs[i].transmission())
+		o := outs.at(i)
+		copies = append(copies, o.transmission(w.sentErr(o.sent)))
 	}
 	return copies
 }
@@ -329,11 +348,11 @@ func (w *wireObserver) copiesOf(fi int32, fo *frameObs) []Transmission {
 // outweighs the record (the cut check then counts the frame as crossed).
 // It is delivered when such an ACK came, undecided otherwise (the
 // capture ended first).
-func (o *xmitOutcome) transmission() Transmission {
+func (o *xmitOutcome) transmission(sentErr int64) Transmission {
 	tr := Transmission{Time: time.Unix(0, o.t).UTC(), Cut: o.cut, Outcome: OutcomeUndecided}
 	if o.sent != 0 {
 		sent := time.Unix(0, o.sent).UTC()
-		tr.Sent, tr.SentErrNS = &sent, o.sentErr
+		tr.Sent, tr.SentErrNS = &sent, sentErr
 	}
 	switch {
 	case o.delivered:
@@ -342,8 +361,4 @@ func (o *xmitOutcome) transmission() Transmission {
 		tr.Outcome = OutcomeLost
 	}
 	return tr
-}
-
-func (w *wireObserver) outcome(it ackItem) *xmitOutcome {
-	return &w.sends[it.pair][it.frame]
 }
