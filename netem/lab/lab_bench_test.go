@@ -78,6 +78,7 @@ func benchmarkLab(b *testing.B, n int, hosting topologies.Hosting) {
 		topo.Hosting = hosting
 	}
 	var build, boot, poll, up, teardown, nodesCPU, leaderCPU, labCPU time.Duration
+	var frames, connects, refused uint64
 	for range b.N {
 		time.Sleep(settle)
 		run := netemtest.RunName(b)
@@ -105,6 +106,10 @@ func benchmarkLab(b *testing.B, n int, hosting topologies.Hosting) {
 			lb.Close()
 			b.Fatalf("the nodes' logs do not show the agreement the poll saw (%v)", err)
 		}
+		c := sumCounters(b, lb)
+		frames += c.frames
+		connects += c.connects
+		refused += c.refused
 		t := lb.Times()
 		build += t.Built.Sub(t.Begin)
 		boot += t.Ready.Sub(t.Started)
@@ -133,6 +138,38 @@ func benchmarkLab(b *testing.B, n int, hosting topologies.Hosting) {
 		b.ReportMetric(1000*per(leaderCPU), "cpu-ms/leader")
 	}
 	b.ReportMetric(1000*per(labCPU), "cpu-ms/lab")
+	perNode := func(v uint64) float64 { return float64(v) / float64(b.N) / float64(n) }
+	b.ReportMetric(perNode(frames), "frames/node")
+	b.ReportMetric(perNode(connects), "connects/node")
+	b.ReportMetric(perNode(refused), "refused/node")
+}
+
+// bootCounts are what the nodes' counters say they sent to an agreed
+// leader: election frames (HEARTBEAT, HELLO, membership left out),
+// connections opened (a HELLO starts each), and frames dropped because the
+// peer could not be reached, nearly all of them refused by a node not up.
+type bootCounts struct{ frames, connects, refused uint64 }
+
+// sumCounters adds up every node's counters.
+func sumCounters(b *testing.B, lb *lab.Lab) bootCounts {
+	b.Helper()
+	var c bootCounts
+	for _, name := range lb.Nodes() {
+		cl, err := lb.Client(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := cl.StatusBrief(b.Context())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, ty := range []string{"ELECTION", "ANSWER", "HALT", "HALT_ACK", "REJECT", "COORDINATOR", "RING_ELECTION", "ELECTED"} {
+			c.frames += s.Counters.Sent[ty]
+		}
+		c.connects += s.Counters.Sent["HELLO"]
+		c.refused += s.Counters.DroppedBy["unreachable"]
+	}
+	return c
 }
 
 // selfCPU returns the CPU time this process has used, all threads, kernel
