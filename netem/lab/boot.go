@@ -28,7 +28,7 @@ const readyPoll = 2 * time.Millisecond
 // whileBuilding builds the testbed and runs start, which boots the nodes,
 // at once: each node boots once its namespace and links are up
 // (awaitBuilt). The testbed builds the top node first and the rest in
-// ascending order, the order they boot in.
+// ascending order, the order the held nodes boot in (bootAll).
 func (ps *nodeProcs) whileBuilding(ctx context.Context, start func(context.Context) error) error {
 	n := len(ps.nodes)
 	order := make([]int, 0, n)
