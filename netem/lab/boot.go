@@ -192,7 +192,7 @@ func (ps *nodeProcs) bootAll(ctx context.Context) error {
 // elections of their own; on a saturated host that took 250 nodes past
 // the shared host's 20,000 open files.
 func (ps *nodeProcs) awaitNormal(ctx context.Context, nodes []*labNode, watches []*eventWatch) ([]*labNode, error) {
-	var quiet time.Duration
+	quiet := releaseQuiet
 	for _, n := range nodes {
 		tn, _ := ps.topo.Node(n.name)
 		quiet = max(quiet, 2*(tn.Settings.ElectionTimeout+tn.Settings.FailureTimeout))
@@ -249,6 +249,13 @@ func (ps *nodeProcs) awaitNormal(ctx context.Context, nodes []*labNode, watches 
 	}
 	return nil, nil
 }
+
+// releaseQuiet is the least awaitNormal waits for a node to turn Normal
+// once the top won: a COORDINATOR may wait for its connection's HELLO up
+// to the transport's handshake timeout (5 s, node.TCPConfig), and on a
+// saturated host it did. Released early, the 178 of 250 nodes still on
+// their way each sent ELECTION to every member above them.
+const releaseQuiet = 10 * time.Second
 
 // awaitNormalPoll is how often awaitNormal reads the logs of the nodes
 // not yet Normal: each poll costs a stat per such node, and most turn
