@@ -18,6 +18,9 @@ import (
 //	                its member list
 //	POST /campaign  200 {"ok":true}: an election started (Reason manual),
 //	                unless the node was already electing
+//	POST /release 200 {"ok":true}: a node started held (--hold-boot)
+//	                starts its boot election, unless an election reached
+//	                it meanwhile (Node.Release)
 //	POST /leave     200 {"ok":true}: LEAVE was sent and the node stopped;
 //	                the process exits after answering
 //	POST /clock     body a fault.ClockSkew, {"offset_ns":..,"rate_ppm":..};
@@ -61,6 +64,9 @@ func ListenControl(path string, n *Node) (*ControlServer, error) {
 	})
 	mux.HandleFunc("POST /campaign", func(w http.ResponseWriter, r *http.Request) {
 		controlReply(w, n.Campaign(r.Context()))
+	})
+	mux.HandleFunc("POST /release", func(w http.ResponseWriter, r *http.Request) {
+		controlReply(w, n.Release(r.Context()))
 	})
 	mux.HandleFunc("POST /leave", func(w http.ResponseWriter, r *http.Request) {
 		controlReply(w, n.Leave(r.Context()))
@@ -133,6 +139,11 @@ func (c *ControlClient) StatusBrief(ctx context.Context) (*NodeStatus, error) {
 // Campaign asks the node to start an election.
 func (c *ControlClient) Campaign(ctx context.Context) error {
 	return c.call(ctx, http.MethodPost, "/campaign", nil, nil)
+}
+
+// Release asks a node started held to elect (POST /release).
+func (c *ControlClient) Release(ctx context.Context) error {
+	return c.call(ctx, http.MethodPost, "/release", nil, nil)
 }
 
 // Leave asks the node to leave the cluster and stop.

@@ -111,7 +111,9 @@ type NodeStatus struct {
 	// Algorithm is the election algorithm the node runs: "bully" or "ring".
 	Algorithm string `json:"algorithm"`
 	// Status is "electing", "halting", "waiting" or "normal" (the ring
-	// only "electing", taking part in a run, and "normal").
+	// only "electing", taking part in a run, and "normal"), or "held" for
+	// a node started with HoldBoot that no election has reached and that
+	// was not released yet.
 	Status string `json:"status"`
 	// Leader is the last leader accepted (the nil UUID before any); it is
 	// significant only while Status is "normal".
@@ -142,7 +144,8 @@ func (s *NodeStatus) Agrees(leader uuid.UUID, epoch uint64) bool {
 }
 
 // New loads the node's State from the store and builds its Machine, which
-// starts with an election (Reason boot) once Run runs.
+// starts with an election (Reason boot) once Run runs, unless
+// Config.HoldBoot holds it until Release.
 func New(opts Options) (*Node, error) {
 	if opts.Transport == nil {
 		return nil, errors.New("node: no transport")
@@ -448,6 +451,20 @@ func (n *Node) hold(release, stop <-chan struct{}) error {
 // already electing.
 func (n *Node) Campaign(ctx context.Context) error {
 	return n.do(ctx, func() { n.m.Campaign(n.now(), wire.ReasonManual) })
+}
+
+// Release lets a node started with Config.HoldBoot elect: held
+// (election.StatusHeld), it starts its boot election now (Reason boot).
+// A node an election has drawn in meanwhile is left alone: it follows a
+// leader, or its own timers end the election it takes part in, so a
+// release of a whole cluster after its leader won costs no frame. A node
+// not held is unchanged too.
+func (n *Node) Release(ctx context.Context) error {
+	return n.do(ctx, func() {
+		if n.m.Status() == election.StatusHeld {
+			n.m.Campaign(n.now(), wire.ReasonBoot)
+		}
+	})
 }
 
 // Leave announces LEAVE to every member and waits until Run has returned,

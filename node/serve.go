@@ -55,6 +55,9 @@ type ServeOptions struct {
 	Metrics string
 	// Join announces the node with JOIN, for a node the peers do not list.
 	Join bool
+	// HoldBoot starts the node without its boot election until its
+	// control socket's /release (election.Config.HoldBoot).
+	HoldBoot bool
 	// Algorithm names the election algorithm (NewElection, Algorithms);
 	// "" is Bully. Every node of a cluster must run the same one.
 	Algorithm string
@@ -375,6 +378,7 @@ func serveConfig(o ServeOptions, store *FileStore) (election.Config, error) {
 	cfg.ID = id
 	cfg.Peers = o.Peers
 	cfg.Join = o.Join
+	cfg.HoldBoot = o.HoldBoot
 	cfg.Insecure = o.Insecure
 	if err := cfg.Validate(); err != nil {
 		return election.Config{}, err

@@ -28,7 +28,7 @@ const readyPoll = 2 * time.Millisecond
 // whileBuilding builds the testbed and runs start, which boots the nodes,
 // at once: each node boots once its namespace and links are up
 // (awaitBuilt). The testbed builds the top node first and the rest in
-// ascending order, the order they boot in.
+// ascending order, the order the held nodes boot in (bootAll).
 func (ps *nodeProcs) whileBuilding(ctx context.Context, start func(context.Context) error) error {
 	n := len(ps.nodes)
 	order := make([]int, 0, n)
@@ -132,38 +132,173 @@ func (ps *nodeProcs) bootAll(ctx context.Context) error {
 			return err
 		}
 	}
-	// The highest node boots first and becomes leader; the rest boot in
-	// ascending order, so a booting node's ELECTION reaches only that
-	// leader (which re-asserts itself: ANSWER and COORDINATOR) and nodes
-	// not up yet (refused at once). Descending order made every follower
-	// above a booting node start an election of its own ("bullied"): O(N^2)
-	// messages per boot, O(N^3) in all, and 100 nodes never settled.
-	top := ps.nodes[len(ps.nodes)-1]
+	// Every node but the highest starts held (--hold-boot): up and
+	// listening, but without a boot election. The highest then starts
+	// alone; its boot election has nobody above it to ask, HALTs the N-1
+	// nodes below, all up, and announces itself: about 3N frames. The
+	// held nodes are released once they follow it, which costs nothing
+	// for a follower and boots any node the election missed. Before,
+	// each node booted on its own election: the highest first, the rest
+	// in ascending order two at a time, each booting node's ELECTION
+	// sent to every member above it, most of them not up yet and
+	// refusing it: about N^2/2 connects, 500,000 at 1000 nodes. (Booting
+	// in descending order was worse: every follower above a booting
+	// node started an election of its own, "bullied", and 100 nodes
+	// never settled.)
+	n := len(ps.nodes)
+	top, held := ps.nodes[n-1], ps.nodes[:n-1]
+	watches := make([]*eventWatch, n)
+	for i, nd := range ps.nodes {
+		var err error
+		if watches[i], err = watchEvents(nd.log); err != nil {
+			return fmt.Errorf("lab: node %s: %w", nd.name, err)
+		}
+	}
+	ps.mu.Lock()
+	for _, nd := range held {
+		nd.run.hold = true
+	}
+	ps.mu.Unlock()
 	ps.times.Started = time.Now()
-	if err := ps.boot(ctx, []*labNode{top}, true); err != nil {
+	// Unpaced: a held node elects nothing, so there is no election to
+	// wait for; bootWindow still bounds the processes starting at once.
+	if err := ps.boot(ctx, held); err != nil {
 		return err
 	}
-	if err := ps.boot(ctx, ps.nodes[:len(ps.nodes)-1], true); err != nil {
+	if err := ps.boot(ctx, []*labNode{top}); err != nil {
+		return err
+	}
+	waiting, err := ps.awaitNormal(ctx, ps.nodes, watches)
+	if err != nil {
+		return err
+	}
+	if err := ps.release(waiting); err != nil {
 		return err
 	}
 	ps.times.Ready = time.Now()
 	return nil
 }
 
+// awaitNormal waits, reading their event logs from watches, until the
+// top node, the last of nodes, has won its boot election, and then until
+// every node has been Normal, or until none turned Normal for as long as a
+// healthy election takes to end after its last step; it returns the nodes
+// not seen Normal. A topology with heavy loss must not turn into a failed
+// start, and the ring's boot run passes one node at a time, so progress,
+// not one deadline for all, says when to stop. The wait for the top is
+// bounded by StartTimeout alone: releasing the held nodes before it won
+// would have each of them send ELECTION to every member above it, all up
+// and following nobody, or following the top and then "bullied" into
+// elections of their own; on a saturated host that took 250 nodes past
+// the shared host's 20,000 open files.
+func (ps *nodeProcs) awaitNormal(ctx context.Context, nodes []*labNode, watches []*eventWatch) ([]*labNode, error) {
+	quiet := releaseQuiet
+	for _, n := range nodes {
+		tn, _ := ps.topo.Node(n.name)
+		quiet = max(quiet, 2*(tn.Settings.ElectionTimeout+tn.Settings.FailureTimeout))
+	}
+	top := nodes[len(nodes)-1]
+	topWon := false
+	pending := slices.Clone(nodes)
+	pendingWatches := slices.Clone(watches)
+	lastProgress := time.Now()
+	giveUp := lastProgress.Add(ps.opts.StartTimeout)
+	tick := time.NewTicker(awaitNormalPoll)
+	defer tick.Stop()
+	for len(pending) > 0 {
+		k := 0
+		for i, n := range pending {
+			_, normal, err := pendingWatches[i].scan()
+			if err != nil {
+				return nil, fmt.Errorf("node %s: reading its log: %w", n.name, err)
+			}
+			if normal {
+				topWon = topWon || n == top
+				continue
+			}
+			pending[k], pendingWatches[k] = n, pendingWatches[i]
+			k++
+		}
+		if k < len(pending) {
+			lastProgress = time.Now()
+		}
+		pending, pendingWatches = pending[:k], pendingWatches[:k]
+		switch {
+		case len(pending) == 0:
+			return nil, nil
+		case topWon && time.Since(lastProgress) > quiet:
+			return pending, nil
+		case !topWon && time.Now().After(giveUp):
+			return pending, nil
+		}
+		for _, n := range pending {
+			ps.mu.Lock()
+			p := n.run.proc
+			ps.mu.Unlock()
+			select {
+			case <-p.Done():
+				return nil, fmt.Errorf("node %s exited at start: %s", n.name, logTail(n.log, 3))
+			default:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil, nil
+}
+
+// releaseQuiet is the least awaitNormal waits for a node to turn Normal
+// once the top won: a COORDINATOR may wait for its connection's HELLO up
+// to the transport's handshake timeout (5 s, node.TCPConfig), and on a
+// saturated host it did. Released early, the 178 of 250 nodes still on
+// their way each sent ELECTION to every member above them.
+const releaseQuiet = 10 * time.Second
+
+// awaitNormalPoll is how often awaitNormal reads the logs of the nodes
+// not yet Normal: each poll costs a stat per such node, and most turn
+// Normal within a few polls of the leader's COORDINATOR.
+const awaitNormalPoll = 10 * time.Millisecond
+
+// release lets held nodes elect (node.Node.Release), all at once.
+func (ps *nodeProcs) release(nodes []*labNode) error {
+	if len(nodes) == 0 {
+		return nil
+	}
+	if ps.host != nil {
+		names := make([]string, len(nodes))
+		for i, n := range nodes {
+			names[i] = n.name
+		}
+		return ps.hostAll(hostRelease, names)
+	}
+	errs := make([]error, len(nodes))
+	parallel(len(nodes), bootWindow(), func(i int) bool {
+		ctx, cancel := context.WithTimeout(ps.ctx, queryTimeout)
+		defer cancel()
+		if err := nodes[i].client.Release(ctx); err != nil {
+			errs[i] = fmt.Errorf("node %s: %w", nodes[i].name, err)
+		}
+		return true
+	})
+	return errors.Join(errs...)
+}
+
 // DataRoot holds a lab's node data dirs, one per node, on a tmpfs.
 func DataRoot(run string) string { return filepath.Join(netem.StateDir(run), "nodes") }
 
 // boot starts the nodes' processes and waits until their control sockets
-// answer, keeping at most bootWindow of them booting at once; with pace, a
-// node counts as booting until its boot election has settled too (see
-// waitBooted). A node process spends 25-60 ms of CPU booting (runtime and
-// package initialisation, page faults, its boot election); started 8 at a
-// time, or 4 without pacing, 250 of them kept
-// both cores saturated, the leader answered ELECTIONs later than the
-// 200 ms election timeout, booting nodes elected themselves, and their
-// elections kept the machine saturated for minutes. Pacing on the leader's
-// answers slows the boot down exactly when the leader falls behind.
-func (ps *nodeProcs) boot(ctx context.Context, nodes []*labNode, pace bool) error {
+// answer, keeping at most bootWindow of them booting at once. A node
+// process spends 15-20 ms of CPU starting (runtime and package
+// initialisation, page faults) before any election; started 8 at a time,
+// 250 of them kept both cores saturated. When every node booted on its own
+// election the boot was paced on it too (a node counted as booting until
+// its election settled): unpaced, the leader answered ELECTIONs later than
+// the 200 ms election timeout and booting nodes elected themselves. A
+// held boot (bootAll) has no election to pace on.
+func (ps *nodeProcs) boot(ctx context.Context, nodes []*labNode) error {
 	var (
 		next    atomic.Int64
 		wg      sync.WaitGroup
@@ -180,21 +315,15 @@ func (ps *nodeProcs) boot(ctx context.Context, nodes []*labNode, pace bool) erro
 				}
 				n := nodes[i]
 				err := ctx.Err()
-				var log *eventWatch
 				if err == nil {
 					err = ps.awaitBuilt(ctx, n)
-				}
-				if err == nil && pace {
-					log, err = watchEvents(n.log)
 				}
 				if err == nil {
 					err = ps.startProc(n)
 				}
-				switch {
-				case err != nil:
-				case pace:
-					err = ps.waitBooted(ctx, n, log)
-				default:
+				if err == nil && ps.host == nil {
+					// A shared host answers a start once the node
+					// listens, on its control socket too.
 					err = ps.waitReady(ctx, n)
 				}
 				if err != nil {
@@ -228,9 +357,12 @@ func (ps *nodeProcs) startProc(n *labNode) error {
 		return fmt.Errorf("node %s: lab %s is closed", n.name, ps.run)
 	}
 	ps.mu.Lock()
-	argv, join := n.argv, n.run.join
+	argv, join, hold := n.argv, n.run.join, n.run.hold
 	if join {
 		argv = append(slices.Clone(argv), "--join")
+	}
+	if hold {
+		argv = append(slices.Clone(argv), "--hold-boot")
 	}
 	clock := ps.clockLocked(n, time.Now())
 	if args := clockArgs(clock); args != nil {
@@ -240,7 +372,9 @@ func (ps *nodeProcs) startProc(n *labNode) error {
 	var p nodeProc
 	var err error
 	if ps.host != nil {
-		p, err = ps.host.start(ps.ctx, n.name, ps.hostedSpec(n, join, clock))
+		spec := ps.hostedSpec(n, join, clock)
+		spec.HoldBoot = hold
+		p, err = ps.host.start(ps.ctx, n.name, spec)
 	} else {
 		p, err = ps.tb.StartUnflushed(n.name, argv, ps.opts.Env, n.log)
 	}
@@ -248,12 +382,15 @@ func (ps *nodeProcs) startProc(n *labNode) error {
 		return err
 	}
 	ps.mu.Lock()
-	n.run.proc, n.run.crashed, n.run.left, n.run.paused, n.run.join = p, false, false, false, false
+	// A restart never holds: what a scenario's restart measures is the
+	// node's own boot election.
+	n.run.proc, n.run.crashed, n.run.left, n.run.paused, n.run.join, n.run.hold = p, false, false, false, false, false
 	ps.mu.Unlock()
 	return nil
 }
 
-// waitReady polls until n's control socket answers GET /status. The socket
+// waitReady polls until n's control socket answers GET /status, without
+// the member list, which at 1000 nodes is most of the answer. The socket
 // file appears once the node listens, so a stat, not a request, is what
 // each poll costs until then.
 func (ps *nodeProcs) waitReady(ctx context.Context, n *labNode) error {
@@ -267,7 +404,7 @@ func (ps *nodeProcs) waitReady(ctx context.Context, n *labNode) error {
 	for {
 		if _, err := os.Stat(n.control); err == nil {
 			qctx, cancel := context.WithTimeout(ctx, queryTimeout)
-			_, err = n.client.Status(qctx)
+			_, err = n.client.StatusBrief(qctx)
 			cancel()
 			if err == nil {
 				return nil
@@ -282,52 +419,6 @@ func (ps *nodeProcs) waitReady(ctx context.Context, n *labNode) error {
 			}
 			return fmt.Errorf("node %s: control socket not answering after %v (log: %s)", n.name, ps.opts.StartTimeout, logTail(n.log, 2))
 		case <-tick.C:
-		}
-	}
-}
-
-// waitBooted waits, reading n's event log, until n has started (it writes
-// node_started once its control socket listens) and then until its boot
-// election has settled (a status record to normal), or until its settings
-// say a healthy election would long be over: pacing must not turn a node
-// that cannot elect (a topology with heavy loss) into a failed start. The
-// log costs the node nothing to read; polling its control socket every few
-// milliseconds made it encode its whole status, members list included,
-// hundreds of times while it booted.
-func (ps *nodeProcs) waitBooted(ctx context.Context, n *labNode, log *eventWatch) error {
-	ps.mu.Lock()
-	p := n.run.proc
-	ps.mu.Unlock()
-	tn, _ := ps.topo.Node(n.name)
-	deadline := time.Now().Add(ps.opts.StartTimeout)
-	var settle time.Time // set once started
-	grew, poll, stop := notifyGrowth(n.log)
-	defer stop()
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	for {
-		started, normal, err := log.scan()
-		if err != nil {
-			return fmt.Errorf("node %s: reading its log: %w", n.name, err)
-		}
-		if started && settle.IsZero() {
-			settle = time.Now().Add(2 * (tn.Settings.ElectionTimeout + tn.Settings.FailureTimeout))
-			timer.Reset(time.Until(settle))
-		}
-		if normal || started && time.Now().After(settle) {
-			return nil
-		}
-		if !started && time.Now().After(deadline) {
-			return fmt.Errorf("node %s: not started after %v (log: %s)", n.name, ps.opts.StartTimeout, logTail(n.log, 2))
-		}
-		select {
-		case <-p.Done():
-			return fmt.Errorf("node %s exited at start: %s", n.name, logTail(n.log, 3))
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-grew:
-		case <-poll:
-		case <-timer.C:
 		}
 	}
 }

@@ -40,6 +40,8 @@ const (
 	hostKill   = "kill"   // as SIGKILL to a node process
 	hostPause  = "pause"  // as SIGSTOP
 	hostResume = "resume" // as SIGCONT
+	// hostRelease lets a node started held elect (node.Node.Release).
+	hostRelease = "release"
 )
 
 // hostRequest is one request to the host.
@@ -62,6 +64,7 @@ type hostedSpec struct {
 	MemberKeyFile    string        `json:"member_key_file,omitempty"` // "" for none
 	Log              string        `json:"log"`                       // the node's JSON event log, appended to
 	Join             bool          `json:"join,omitempty"`
+	HoldBoot         bool          `json:"hold_boot,omitempty"`
 	Heartbeat        time.Duration `json:"heartbeat"`
 	FailureTimeout   time.Duration `json:"failure_timeout"`
 	ElectionTimeout  time.Duration `json:"election_timeout"`
@@ -160,6 +163,11 @@ func (h *hostServer) handle(req hostRequest, wg *sync.WaitGroup) error {
 		return r.Pause()
 	case hostResume:
 		return r.Resume()
+	case hostRelease:
+		// Bounded: a paused node's event loop takes no request.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return r.Node().Release(ctx)
 	}
 	return fmt.Errorf("node %s: unknown operation %q", req.Node, req.Op)
 }
@@ -189,7 +197,7 @@ func (h *hostServer) start(name string, s hostedSpec, wg *sync.WaitGroup) error 
 	stagger := s.DetectionStagger
 	o := node.ServeOptions{
 		ID: s.ID, Listen: s.Listen, Peers: peers.Members, PeersFrom: peers.From, PeersSource: s.Peers, DataDir: s.DataDir,
-		Join: s.Join, ClusterKey: &key, MemberKey: memberKey, PeerKeys: peers.Keys,
+		Join: s.Join, HoldBoot: s.HoldBoot, ClusterKey: &key, MemberKey: memberKey, PeerKeys: peers.Keys,
 		HeartbeatInterval: s.Heartbeat, FailureTimeout: s.FailureTimeout, ElectionTimeout: s.ElectionTimeout,
 		DetectionStagger: &stagger, Algorithm: s.Algorithm, Clock: s.Clock,
 		Log: log, LogFormat: node.LogJSON,
@@ -421,7 +429,7 @@ func (h *sharedHost) start(ctx context.Context, name string, spec hostedSpec) (*
 	return p, nil
 }
 
-// do asks the host to kill, pause or resume a node.
+// do asks the host to kill, pause, resume or release a node.
 func (h *sharedHost) do(ctx context.Context, op, name string) error {
 	return h.call(ctx, hostRequest{Op: op, Node: name})
 }

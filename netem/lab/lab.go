@@ -50,7 +50,10 @@ type Lab struct {
 
 // Boot builds topo's testbed, applies the topology's impairments,
 // starts one node per topology node and returns once every node's control
-// socket answers. It does not wait for a leader: see Monitor.WaitLeader.
+// socket answers and the boot's one election is over: every node but the
+// highest starts held, and is released once it follows the highest or
+// after that election's timeouts (bootAll). It does not confirm a leader:
+// see Monitor.WaitLeader.
 // On error, or when ctx ends first, it removes everything it created.
 //
 // Node IDs are random version-4 UUIDs assigned in ascending order, so a

@@ -21,28 +21,30 @@ import (
 
 // BenchmarkLab measures a lab of star topologies (the shipped starN at 250,
 // 500 and 1000 nodes, whose heartbeat interval grows with N) from StartLab
-// to the first leader every node agrees on (s/up-to-leader: the moment the last node
-// adopted it, from the nodes' event logs, once a poll of every node's
-// control socket confirmed the agreement), with s/build (the testbed, links
-// up; the nodes boot meanwhile) and s/boot (from the first node process
-// started until every node has booted: its process started and its boot
-// election settled), s/poll (how much later the confirming poll
-// completed), and Close (s/teardown), the CPU the lab itself used to get
-// there (cpu-ms/lab, this process), and checks that
-// nothing of the run is left. ns/op also counts a pause between
-// iterations: namespaces are freed by the kernel after teardown returns,
-// holding locks a build needs (see BenchmarkBuild).
+// to the first leader every node agrees on (s/up-to-leader: the moment the
+// last node adopted it, from the nodes' event logs, once a poll of every
+// node's control socket confirmed the agreement), with s/build (the
+// testbed, links up; the nodes boot meanwhile) and s/boot (from the first
+// node process started until every node has booted: the held nodes
+// started, the highest node's election over, the rest released), s/poll
+// (how much later the confirming poll completed), and Close
+// (s/teardown), the CPU the lab itself used to get there (cpu-ms/lab,
+// this process), what the nodes' counters say they sent per node
+// (frames/node: election frames; connects/node: connections opened, a
+// HELLO each; refused/node: frames dropped for an unreachable peer,
+// nearly all refused by a node not up), and checks that nothing of the
+// run is left. ns/op also counts a pause between iterations: namespaces
+// are freed by the kernel after teardown returns, holding locks a build
+// needs (see BenchmarkBuild).
 //
 // On 2 cores s/boot is CPU-bound. With a process per node most of it is
-// the processes themselves, 50-100 ms of CPU each: starting the bullylab
-// binary (runtime and package initialisation, page faults: 15-20 ms), its
-// boot election (an ELECTION to each higher node, most of them not up
-// yet, refused within connect(2)), and a process wake-up per heartbeat
-// received while the rest boot; 1000 of them took 65-69 s to an agreed
-// leader. A shared host (the hosting of star500 and star1000) starts a
-// node in about a millisecond and wakes once for many frames: 1000 nodes
-// in about 21 s, some 32 ms of CPU per node, most of it the refused boot
-// ELECTIONs and the state files.
+// the processes themselves: starting the bullylab binary (runtime and
+// package initialisation, page faults: 15-20 ms) and a process wake-up
+// per frame received. Before the held boot, each node's boot election
+// sent an ELECTION to each higher node, most of them not up yet: 1000
+// processes took 65-69 s to an agreed leader, and 1000 nodes in a shared
+// host (the hosting of star500 and star1000) about 21 s, some 32 ms of
+// CPU per node, most of it those refused ELECTIONs and the state files.
 func BenchmarkLab(b *testing.B) {
 	for _, n := range []int{10, 100, 250, 500, 1000} {
 		// The shipped star of that size when there is one: its settings
@@ -78,6 +80,7 @@ func benchmarkLab(b *testing.B, n int, hosting topologies.Hosting) {
 		topo.Hosting = hosting
 	}
 	var build, boot, poll, up, teardown, nodesCPU, leaderCPU, labCPU time.Duration
+	var frames, connects, refused uint64
 	for range b.N {
 		time.Sleep(settle)
 		run := netemtest.RunName(b)
@@ -105,6 +108,10 @@ func benchmarkLab(b *testing.B, n int, hosting topologies.Hosting) {
 			lb.Close()
 			b.Fatalf("the nodes' logs do not show the agreement the poll saw (%v)", err)
 		}
+		c := sumCounters(b, lb)
+		frames += c.frames
+		connects += c.connects
+		refused += c.refused
 		t := lb.Times()
 		build += t.Built.Sub(t.Begin)
 		boot += t.Ready.Sub(t.Started)
@@ -133,6 +140,38 @@ func benchmarkLab(b *testing.B, n int, hosting topologies.Hosting) {
 		b.ReportMetric(1000*per(leaderCPU), "cpu-ms/leader")
 	}
 	b.ReportMetric(1000*per(labCPU), "cpu-ms/lab")
+	perNode := func(v uint64) float64 { return float64(v) / float64(b.N) / float64(n) }
+	b.ReportMetric(perNode(frames), "frames/node")
+	b.ReportMetric(perNode(connects), "connects/node")
+	b.ReportMetric(perNode(refused), "refused/node")
+}
+
+// bootCounts are what the nodes' counters say they sent to an agreed
+// leader: election frames (HEARTBEAT, HELLO, membership left out),
+// connections opened (a HELLO starts each), and frames dropped because the
+// peer could not be reached, nearly all of them refused by a node not up.
+type bootCounts struct{ frames, connects, refused uint64 }
+
+// sumCounters adds up every node's counters.
+func sumCounters(b *testing.B, lb *lab.Lab) bootCounts {
+	b.Helper()
+	var c bootCounts
+	for _, name := range lb.Nodes() {
+		cl, err := lb.Client(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := cl.StatusBrief(b.Context())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, ty := range []string{"ELECTION", "ANSWER", "HALT", "HALT_ACK", "REJECT", "COORDINATOR", "RING_ELECTION", "ELECTED"} {
+			c.frames += s.Counters.Sent[ty]
+		}
+		c.connects += s.Counters.Sent["HELLO"]
+		c.refused += s.Counters.DroppedBy["unreachable"]
+	}
+	return c
 }
 
 // selfCPU returns the CPU time this process has used, all threads, kernel

@@ -37,6 +37,7 @@ type nodeRun struct {
 	crashed bool // ended by a crash fault, not by itself
 	left    bool // ended by itself after a leave fault
 	join    bool // the next start announces the node with JOIN
+	hold    bool // the next start holds the node's boot election (bootAll)
 	paused  bool
 	// clock is the skew a clock fault gave the node's host clock at
 	// clockSet; every start of the node gets it, drifted since.
@@ -209,7 +210,7 @@ func (ps *nodeProcs) restart(ctx context.Context, nodes []*labNode, join bool) (
 		n.run.join = join
 	}
 	ps.mu.Unlock()
-	if err := ps.boot(ctx, nodes, false); err != nil {
+	if err := ps.boot(ctx, nodes); err != nil {
 		return "", err
 	}
 	var pids []string

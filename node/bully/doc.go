@@ -59,7 +59,12 @@
 // Normal nodes disagree the moment both are up. The boot election is not
 // staggered: a booting node has no leader to rank itself against, and a node
 // restarting into a running cluster should not come up later for it; nodes
-// booted together therefore still all elect at once, once.
+// booted together therefore still all elect at once, once. A launcher
+// that controls the order can do better (election.Config.HoldBoot): every
+// node but the highest starts held, taking part in elections but starting
+// none; the highest then boots alone and halts the rest, 3(N-1) frames for
+// the cluster, and a held node still without a leader elects once
+// released.
 //
 // # Epochs
 //

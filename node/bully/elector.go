@@ -23,7 +23,8 @@ type Elector struct {
 	scratch  []uuid.UUID        // reused by higher
 }
 
-// NewElector returns an Elector that starts an election at once (Reason boot).
+// NewElector returns an Elector that starts an election at once (Reason
+// boot), or, with cfg.HoldBoot, held (election.StatusHeld) until Campaign.
 // restored is the State a previous incarnation persisted, or nil on first
 // boot; a first boot also announces the node with JOIN.
 //
@@ -38,9 +39,18 @@ func NewElector(cfg election.Config, restored *election.State, now time.Duration
 		return nil, err
 	}
 	m.Core = core
+	if cfg.HoldBoot {
+		// Held: no timer until an election draws it in or Campaign
+		// releases it.
+		m.Deadline = never
+		return m, nil
+	}
 	m.startElection(now, wire.ReasonBoot)
 	return m, nil
 }
+
+// never is a Deadline that does not come.
+const never = time.Duration(1<<63 - 1)
 
 // Refused tells the Elector that a message it sent to peer was refused:
 // nobody listened at the peer's address (TCP answered the connection with a
@@ -71,7 +81,7 @@ func (m *Elector) Campaign(now time.Duration, reason wire.Reason) {
 
 // Tick fires whatever timer is due at now.
 func (m *Elector) Tick(now time.Duration) {
-	if m.Left || now < m.Deadline {
+	if m.Left || now < m.Deadline || m.CurrentStatus == election.StatusHeld {
 		return
 	}
 	switch m.CurrentStatus {

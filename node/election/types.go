@@ -27,6 +27,12 @@ const (
 	StatusNormal
 )
 
+// StatusHeld is a node started with Config.HoldBoot that no election has
+// drawn in yet: the zero Status, which a node not held leaves at once for
+// its boot election. It is not among Statuses: a held node has no
+// election state to count.
+const StatusHeld Status = 0
+
 func (s Status) String() string {
 	switch s {
 	case StatusElecting:
@@ -37,6 +43,8 @@ func (s Status) String() string {
 		return "waiting"
 	case StatusNormal:
 		return "normal"
+	case StatusHeld:
+		return "held"
 	}
 	return fmt.Sprintf("status(%d)", uint8(s))
 }

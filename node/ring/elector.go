@@ -46,7 +46,8 @@ type Elector struct {
 	sent map[uuid.UUID]wire.Message
 }
 
-// NewElector returns an Elector that starts a run at once (Reason boot).
+// NewElector returns an Elector that starts a run at once (Reason boot),
+// or, with cfg.HoldBoot, held (election.StatusHeld) until Campaign.
 // restored is the State a previous incarnation persisted, or nil on first
 // boot; its Promise keeps a restarted node from forwarding a run below one
 // it forwarded before.
@@ -57,9 +58,17 @@ func NewElector(cfg election.Config, restored *election.State, now time.Duration
 		return nil, err
 	}
 	m.Core = core
+	if cfg.HoldBoot {
+		// Held: no timer until a run draws it in or Campaign releases it.
+		m.Deadline = never
+		return m, nil
+	}
 	m.startRun(now, wire.ReasonBoot)
 	return m, nil
 }
+
+// never is a Deadline that does not come.
+const never = time.Duration(1<<63 - 1)
 
 // Campaign starts a run now, as the failure detector would: for
 // ReasonLeaderFailed the current leader is left out of the ring. It does
@@ -74,7 +83,7 @@ func (m *Elector) Campaign(now time.Duration, reason wire.Reason) {
 
 // Tick fires whatever timer is due at now.
 func (m *Elector) Tick(now time.Duration) {
-	if m.Left || now < m.Deadline {
+	if m.Left || now < m.Deadline || m.CurrentStatus == election.StatusHeld {
 		return
 	}
 	switch {

@@ -1,0 +1,78 @@
+package bully
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/bullylab/bullylab/node/election"
+	"github.com/bullylab/bullylab/node/election/electiontest"
+	"github.com/bullylab/bullylab/wire"
+	"github.com/google/uuid"
+)
+
+// TestHoldBoot: a node started held sends nothing and starts no election
+// however long it waits, follows a leader that halts it or announces
+// itself, and elects as a booting node does once Campaign releases it.
+func TestHoldBoot(t *testing.T) {
+	ids := electiontest.SortedIDs(rand.New(rand.NewPCG(11, 12)), 4)
+	var peers []wire.Member
+	for i, id := range ids {
+		peers = append(peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
+	}
+	held := func(t *testing.T) *Elector {
+		t.Helper()
+		c := electiontest.Config()
+		c.ID, c.Addr, c.Peers, c.HoldBoot = ids[1], "n1", peers, true
+		m, err := NewElector(c, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, now := range []time.Duration{0, time.Hour} {
+			m.Tick(now)
+			if out := m.Drain(); len(out.Messages) != 0 || m.Status() != election.StatusHeld {
+				t.Fatalf("held, at %v: %s with %d messages, want held with none", now, m.Status(), len(out.Messages))
+			}
+		}
+		return m
+	}
+	sent := func(m *Elector) map[wire.Type][]uuid.UUID {
+		to := make(map[wire.Type][]uuid.UUID)
+		for _, e := range m.Drain().Messages {
+			to[e.Msg.Type] = append(to[e.Msg.Type], e.To)
+		}
+		return to
+	}
+	top := ids[3]
+
+	t.Run("halted then coordinator", func(t *testing.T) {
+		m := held(t)
+		m.Step(time.Second, &wire.Message{Type: wire.TypeHalt, Epoch: 1, From: top})
+		if got := sent(m); m.Status() != election.StatusWaiting || len(got[wire.TypeHaltAck]) != 1 || got[wire.TypeHaltAck][0] != top {
+			t.Fatalf("after HALT: %s, sent %v; want waiting with a HALT_ACK to the top", m.Status(), got)
+		}
+		m.Step(time.Second, &wire.Message{Type: wire.TypeCoordinator, Epoch: 1, From: top})
+		if l, e := m.Leader(); m.Status() != election.StatusNormal || l != top || e != 1 {
+			t.Fatalf("after COORDINATOR: %s under %v at %d, want normal under the top at 1", m.Status(), l, e)
+		}
+	})
+	t.Run("coordinator", func(t *testing.T) {
+		m := held(t)
+		m.Step(time.Second, &wire.Message{Type: wire.TypeCoordinator, Epoch: 1, From: top})
+		if l, _ := m.Leader(); m.Status() != election.StatusNormal || l != top {
+			t.Fatalf("after COORDINATOR: %s under %v, want normal under the top", m.Status(), l)
+		}
+		if got := sent(m); len(got) != 0 {
+			t.Fatalf("following sent %v", got)
+		}
+	})
+	t.Run("released", func(t *testing.T) {
+		m := held(t)
+		m.Campaign(time.Second, wire.ReasonBoot)
+		got := sent(m)
+		if m.Status() != election.StatusElecting || len(got[wire.TypeElection]) != 2 || len(got) != 1 {
+			t.Fatalf("released: %s, sent %v; want electing with an ELECTION to each of the two above", m.Status(), got)
+		}
+	})
+}
