@@ -8,11 +8,6 @@ import (
 	"github.com/google/uuid"
 )
 
-// crashProbeTimeout bounds a probe: a crashed process's host refuses in
-// one round trip, and a probe that gets no answer by then (a partition, a
-// host down) proves nothing, so the failure timeout goes on.
-const crashProbeTimeout = 200 * time.Millisecond
-
 // crashProbeInterval is the least time between two probes of one peer, so
 // that a peer ending connections in a loop costs its followers at most one
 // probe per interval; an end reported meanwhile is probed once the
@@ -78,7 +73,7 @@ func (c *crashProbes) run(peer uuid.UUID, pp *peerProbe) {
 		c.mu.Lock()
 		pp.last, pp.again = time.Now(), false
 		c.mu.Unlock()
-		result := c.prober.ProbePeer(c.ctx, peer, crashProbeTimeout)
+		result := c.prober.ProbePeer(c.ctx, peer, 0)
 		if result == ProbeRefused {
 			select {
 			case c.refused <- peer:

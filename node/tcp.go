@@ -373,6 +373,9 @@ func (t *TCPTransport) ProbePeer(ctx context.Context, peer uuid.UUID, timeout ti
 		return ProbeNoAnswer
 	}
 	addr, _ := p.target()
+	if timeout <= 0 {
+		timeout = t.cfg.DialTimeout
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	stop := context.AfterFunc(t.ctx, cancel)

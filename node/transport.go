@@ -250,8 +250,11 @@ type CrashProber interface {
 	// channel may drop reports when full.
 	PeerClosed() <-chan uuid.UUID
 	// ProbePeer connects once to the address peer is listed at (not the
-	// address a connection came from), within timeout, and closes the
-	// connection at once, before any byte; ctx ends it early.
+	// address a connection came from), within timeout (0: the
+	// transport's own bound on a connection attempt), and closes the
+	// connection at once, before any byte; ctx ends it early. A crashed
+	// process's host refuses within one round trip; a probe that gets no
+	// answer by then (a partition, a host down) proves nothing.
 	ProbePeer(ctx context.Context, peer uuid.UUID, timeout time.Duration) ProbeResult
 }
 
