@@ -131,19 +131,20 @@ func (m *measured) expect() (expectation, error) {
 		return m.crashDuringElection(), nil
 	case "cascade":
 		// The k highest crash at once. The highest survivor detects
-		// first, on the crash evidence its stagger (k-1 nodes between it
-		// and the leader) after; it ELECTIONs the dead ones above it but
-		// the leader it suspects and, refused or not, waits
-		// ElectionTimeout for an ANSWER, then halts with B + 1.
+		// first, on the crash evidence: not being the highest below the
+		// leader (k-1 nodes between), it waits ElectionTimeout and its
+		// stagger after it; it ELECTIONs the dead ones above it but the
+		// leader it suspects and, refused or not, waits ElectionTimeout
+		// for an ANSWER, then halts with B + 1.
 		k, err := cascadeK(m.sc)
 		if err != nil {
 			return expectation{}, err
 		}
 		w := m.top(k + 1)
 		s := m.settings(w)
-		det := m.stagger(w, m.top(1))
+		det := s.ElectionTimeout + m.stagger(w, m.top(1))
 		return expectation{leader: w, minStep: 1, maxStep: 1, detect: det, floor: det + s.ElectionTimeout,
-			why: "the survivor's stagger after the crash evidence, then an ELECTION's ElectionTimeout"}, nil
+			why: "ElectionTimeout and the survivor's stagger after the crash evidence, then an ELECTION's ElectionTimeout"}, nil
 	case "partition-minority":
 		// The majority's highest (its leader and the node below it are
 		// cut off) detects one stagger step after FailureTimeout -

@@ -255,7 +255,8 @@ func TestRefusesRingFrames(t *testing.T) {
 }
 
 // PeerCrashed of a Normal follower's leader brings its failure deadline
-// forward to the stagger of its rank (at once for the highest survivor),
+// forward: at once for the highest survivor, ElectionTimeout and the
+// stagger of its rank later for the others,
 // and the election it then starts leaves the leader out and says
 // leader-crashed; of anyone else, or once the leader was heard from
 // since, it changes nothing.
@@ -318,18 +319,19 @@ func TestPeerCrashed(t *testing.T) {
 		}
 		started(t, m)
 	})
-	t.Run("lower follower after its stagger", func(t *testing.T) {
+	t.Run("lower follower after the highest's HALT round", func(t *testing.T) {
 		m := follower(4) // rank 2 below the leader
 		m.PeerCrashed(at, leader)
 		m.PeerCrashed(at+20*time.Millisecond, leader) // a second report does not move it
-		if got, want := m.NextDeadline(), at+60*time.Millisecond; got != want {
-			t.Fatalf("deadline %v, want %v", got, want)
+		due := at + cfg.ElectionTimeout + 60*time.Millisecond
+		if got := m.NextDeadline(); got != due {
+			t.Fatalf("deadline %v, want %v", got, due)
 		}
-		m.Tick(at + 59*time.Millisecond)
+		m.Tick(due - time.Millisecond)
 		if m.Status() != election.StatusNormal {
-			t.Fatalf("elected before its stagger: %s", m.Status())
+			t.Fatalf("elected before ElectionTimeout and its stagger: %s", m.Status())
 		}
-		m.Tick(at + 60*time.Millisecond)
+		m.Tick(due)
 		if m.Status() != election.StatusElecting {
 			t.Fatalf("status %s, want electing", m.Status())
 		}

@@ -151,22 +151,34 @@ func (c *Core) Leave(now time.Duration) {
 // before their deadlines.
 //
 // Evidence that the leader's process is gone (PeerCrashed), newer than
-// Heard, brings the deadline forward to the stagger alone: the failure
-// timeout only waits for a silence to prove what the evidence proves.
+// Heard, brings the deadline forward: the failure timeout only waits for a
+// silence to prove what the evidence proves. The highest follower (rank 0)
+// then elects at once; the others wait ElectionTimeout more than their
+// stagger, the highest's HALT round. Unlike HEARTBEATs, which stopped long
+// before anyone's deadline, the evidence reaches every follower at the
+// moment of the crash, and all of them wake to it at once: on a loaded
+// host the highest one's election then ran 75 ms late, the others' 50 ms
+// steps passed before its HALTs reached them, and star16 ended in O(N^2)
+// ELECTIONs and, its host starved, two leaders of one epoch.
 func (c *Core) ArmFailureDetector() {
 	stagger := c.Roster.StaggerBelow(c.LeaderID)
 	c.Deadline = c.Heard + c.Config.FailureTimeout + stagger
 	if c.leaderCrashed() {
-		c.Deadline = min(c.Deadline, c.crashedAt+stagger)
+		wait := stagger
+		if c.Roster.RankBelow(c.LeaderID) > 0 {
+			wait += c.Config.ElectionTimeout
+		}
+		c.Deadline = min(c.Deadline, c.crashedAt+wait)
 	}
 }
 
 // PeerCrashed implements Machine.PeerCrashed for both algorithms: a Normal
-// follower whose leader's process is gone elects once the stagger of its
-// rank below the leader has passed, as its failure detector would after
-// FailureTimeout, so that the highest survivor still goes first and halts
-// the rest; the election's frames carry ReasonLeaderCrashed
-// (DetectionReason). Evidence about any other peer is ignored.
+// follower whose leader's process is gone elects without waiting for
+// FailureTimeout, the highest survivor at once and the others after
+// ElectionTimeout and their stagger (ArmFailureDetector), so that the
+// highest still goes first and halts the rest; the election's frames carry
+// ReasonLeaderCrashed (DetectionReason). Evidence about any other peer is
+// ignored.
 func (c *Core) PeerCrashed(now time.Duration, peer uuid.UUID) {
 	if c.Left || c.CurrentStatus != StatusNormal || c.LeaderID == c.Self || peer != c.LeaderID || peer == uuid.Nil {
 		return
