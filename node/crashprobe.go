@@ -8,11 +8,22 @@ import (
 	"github.com/google/uuid"
 )
 
-// crashProbeInterval is the least time between two probes of one peer, so
-// that a peer ending connections in a loop costs its followers at most one
-// probe per interval; an end reported meanwhile is probed once the
-// interval has passed, never dropped.
-const crashProbeInterval = 100 * time.Millisecond
+// Probes of one peer are paced: the first at once, each later one of a
+// burst crashProbeMinGap after the one before, doubling up to
+// crashProbeInterval, so that a peer ending connections in a loop costs its
+// followers at most one probe per interval once the burst is over; an end
+// reported meanwhile is probed in its turn, never dropped. A burst ends
+// when no probe ran for crashProbeInterval.
+//
+// The short first gaps are for a dying process: its kernel closes its
+// sockets one by one, and on a loaded host it was descheduled for 31 ms
+// between a connection's FIN and its listener's close, so a probe sent on
+// the FIN connected. The probe after one that connected comes
+// crashProbeMinGap later even if no other end was reported.
+const (
+	crashProbeMinGap   = 5 * time.Millisecond
+	crashProbeInterval = 100 * time.Millisecond
+)
 
 // crashProbes confirms, for the Run goroutine, that a peer which ended a
 // connection is gone: at most one probe in flight per peer, at most one per
@@ -29,9 +40,10 @@ type crashProbes struct {
 }
 
 type peerProbe struct {
-	running bool      // a goroutine probes the peer
-	again   bool      // an end was reported while it ran
-	last    time.Time // when the last probe began
+	running bool          // a goroutine probes the peer
+	again   bool          // an end was reported while it ran
+	last    time.Time     // when the last probe began
+	gap     time.Duration // from last to the next probe
 }
 
 func newCrashProbes(ctx context.Context, p CrashProber) *crashProbes {
@@ -51,14 +63,18 @@ func (c *crashProbes) request(peer uuid.UUID) {
 		pp.again = true
 		return
 	}
+	if time.Since(pp.last) >= crashProbeInterval {
+		pp.gap = 0 // a new burst
+	}
 	pp.running = true
 	c.wg.Go(func() { c.run(peer, pp) })
 }
 
 func (c *crashProbes) run(peer uuid.UUID, pp *peerProbe) {
+	followedUp := false
 	for {
 		c.mu.Lock()
-		wait := time.Until(pp.last.Add(crashProbeInterval))
+		wait := time.Until(pp.last.Add(pp.gap))
 		c.mu.Unlock()
 		if wait > 0 {
 			timer := time.NewTimer(wait)
@@ -72,6 +88,7 @@ func (c *crashProbes) run(peer uuid.UUID, pp *peerProbe) {
 		}
 		c.mu.Lock()
 		pp.last, pp.again = time.Now(), false
+		pp.gap = min(max(2*pp.gap, crashProbeMinGap), crashProbeInterval)
 		c.mu.Unlock()
 		result := c.prober.ProbePeer(c.ctx, peer, 0)
 		if result == ProbeRefused {
@@ -81,6 +98,9 @@ func (c *crashProbes) run(peer uuid.UUID, pp *peerProbe) {
 			}
 		}
 		c.mu.Lock()
+		if result == ProbeConnected && !followedUp {
+			followedUp, pp.again = true, true
+		}
 		if !pp.again || result == ProbeRefused || c.ctx.Err() != nil {
 			pp.running, pp.again = false, false
 			c.mu.Unlock()

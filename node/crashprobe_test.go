@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -103,6 +104,72 @@ func TestTCPLivePeerProbeConnects(t *testing.T) {
 	select {
 	case id := <-leader.PeerClosed():
 		t.Errorf("the leader reported %s although it closed the connection itself", id)
+	default:
+	}
+}
+
+// fakeProber answers probes from a script, then with last.
+type fakeProber struct {
+	script []ProbeResult
+	last   ProbeResult
+	probes atomic.Int64
+}
+
+func (f *fakeProber) PeerClosed() <-chan uuid.UUID { return nil }
+
+func (f *fakeProber) ProbePeer(context.Context, uuid.UUID, time.Duration) ProbeResult {
+	n := int(f.probes.Add(1))
+	if n <= len(f.script) {
+		return f.script[n-1]
+	}
+	return f.last
+}
+
+// A probe that connects is followed by one more: a dying process's
+// kernel may close a connection before its listener, and the second one
+// finds the listener gone.
+func TestCrashProbeFollowsUpAConnect(t *testing.T) {
+	f := &fakeProber{script: []ProbeResult{ProbeConnected}, last: ProbeRefused}
+	c := newCrashProbes(t.Context(), f)
+	defer c.wg.Wait()
+	peer := uuid.New()
+	c.request(peer)
+	select {
+	case got := <-c.refused:
+		if got != peer {
+			t.Fatalf("refused %s, want %s", got, peer)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no refusal after %d probes", f.probes.Load())
+	}
+	if n := f.probes.Load(); n != 2 {
+		t.Errorf("%d probes, want 2: the connect and its follow-up", n)
+	}
+}
+
+// A peer that ends connections in a loop, its listener answering, gets
+// probes paced to one per crashProbeInterval after a short burst, and no
+// evidence.
+func TestCrashProbePaced(t *testing.T) {
+	f := &fakeProber{last: ProbeConnected}
+	ctx, cancel := context.WithCancel(t.Context())
+	c := newCrashProbes(ctx, f)
+	peer := uuid.New()
+	start := time.Now()
+	for time.Since(start) < 5*crashProbeInterval {
+		c.request(peer)
+		time.Sleep(time.Millisecond) // a peer ending a connection each millisecond
+	}
+	cancel()
+	c.wg.Wait()
+	elapsed := time.Since(start)
+	// The burst: gaps of 5, 10, 20, 40 and 80 ms before the interval.
+	if n, most := f.probes.Load(), int64(elapsed/crashProbeInterval)+6; n > most {
+		t.Errorf("%d probes in %v, want at most %d", n, elapsed, most)
+	}
+	select {
+	case <-c.refused:
+		t.Error("evidence from probes that connected")
 	default:
 	}
 }
