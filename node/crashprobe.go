@@ -18,8 +18,7 @@ import (
 // The short first gaps are for a dying process: its kernel closes its
 // sockets one by one, and on a loaded host it was descheduled for 31 ms
 // between a connection's FIN and its listener's close, so a probe sent on
-// the FIN connected. The probe after one that connected comes
-// crashProbeMinGap later even if no other end was reported.
+// the FIN connected (TCPTransport.ProbePeer then waits for the reset).
 const (
 	crashProbeMinGap   = 5 * time.Millisecond
 	crashProbeInterval = 100 * time.Millisecond
@@ -71,7 +70,6 @@ func (c *crashProbes) request(peer uuid.UUID) {
 }
 
 func (c *crashProbes) run(peer uuid.UUID, pp *peerProbe) {
-	followedUp := false
 	for {
 		c.mu.Lock()
 		wait := time.Until(pp.last.Add(pp.gap))
@@ -98,9 +96,6 @@ func (c *crashProbes) run(peer uuid.UUID, pp *peerProbe) {
 			}
 		}
 		c.mu.Lock()
-		if result == ProbeConnected && !followedUp {
-			followedUp, pp.again = true, true
-		}
 		if !pp.again || result == ProbeRefused || c.ctx.Err() != nil {
 			pp.running, pp.again = false, false
 			c.mu.Unlock()

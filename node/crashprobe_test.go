@@ -125,25 +125,28 @@ func (f *fakeProber) ProbePeer(context.Context, uuid.UUID, time.Duration) ProbeR
 	return f.last
 }
 
-// A probe that connects is followed by one more: a dying process's
-// kernel may close a connection before its listener, and the second one
-// finds the listener gone.
-func TestCrashProbeFollowsUpAConnect(t *testing.T) {
-	f := &fakeProber{script: []ProbeResult{ProbeConnected}, last: ProbeRefused}
-	c := newCrashProbes(t.Context(), f)
-	defer c.wg.Wait()
-	peer := uuid.New()
-	c.request(peer)
-	select {
-	case got := <-c.refused:
-		if got != peer {
-			t.Fatalf("refused %s, want %s", got, peer)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("no refusal after %d probes", f.probes.Load())
+// A probe that a listener takes and then resets as it closes, as a dying
+// process's kernel closes a connection before its listener, is made again
+// and refused.
+func TestTCPProbeOfDyingListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := f.probes.Load(); n != 2 {
-		t.Errorf("%d probes, want 2: the connect and its follow-up", n)
+	addr := ln.Addr().String()
+	go func() {
+		c, err := ln.Accept()
+		ln.Close()
+		if err == nil {
+			c.(*net.TCPConn).SetLinger(0) // a reset, as for a closed listener's queue
+			c.Close()
+		}
+	}()
+	tr := listenTCPT(t, "127.0.0.1:0", TCPConfig{})
+	dying := uuid.New()
+	tr.SetPeers([]wire.Member{{ID: dying, Addr: addr}})
+	if got := tr.ProbePeer(t.Context(), dying, time.Second); got != ProbeRefused {
+		t.Fatalf("probe of a listener closing as it took the probe: %s, want refused", got)
 	}
 }
 

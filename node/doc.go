@@ -37,14 +37,15 @@
 // gets no answer), a probe that connects (the leader lives; it closed one
 // connection for its own reasons), a connection this node closed or
 // refused a frame on. Those leave the failure timeout to detect the
-// failure, as before. The probe closes at once, before any byte, which the
-// leader's transport does not count as a peer issue. One probe per peer is
+// failure, as before. The probe closes before any byte, which the leader's
+// transport does not count as a peer issue. One probe per peer is
 // in flight at a time, paced (crashProbeMinGap doubling to
 // crashProbeInterval), so a peer that opens and closes connections in a
 // loop costs its followers ten probes a second and, as long as its
-// listener answers, no election. A probe that connects is followed by one
-// more a few milliseconds later: a dying process's kernel may close a
-// connection before its listener.
+// listener answers, no election. A probe that connects waits
+// crashProbeHold for the peer to end it and, if it does, connects once
+// more: a dying process's kernel may close a connection before its
+// listener, which then takes the probe and resets it when it closes.
 //
 // The election the evidence starts is the failure detector's, ordered the
 // same way: the highest follower elects at once, the others only after

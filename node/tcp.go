@@ -391,6 +391,46 @@ func (t *TCPTransport) ProbePeer(ctx context.Context, peer uuid.UUID, timeout ti
 	}
 	switch {
 	case err == nil:
+		// A dying process's kernel closes its sockets one by one: the
+		// connection whose end was reported may close before the
+		// listener, which then accepted this probe. Its close resets the
+		// probe within moments; a live peer waits HandshakeTimeout for a
+		// first frame. So the probe is held a moment, and if the peer
+		// ends it, made again.
+		nc.SetReadDeadline(time.Now().Add(crashProbeHold))
+		var b [1]byte
+		_, rerr := nc.Read(b[:])
+		nc.Close()
+		if rerr != nil && !errors.Is(rerr, os.ErrDeadlineExceeded) && ctx.Err() == nil {
+			return t.probeAgain(ctx, addr, timeout)
+		}
+		return ProbeConnected
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return ProbeRefused
+	case errors.Is(err, syscall.ECONNRESET):
+		return t.probeAgain(ctx, addr, timeout) // reset as it connected: the same
+	}
+	return ProbeNoAnswer
+}
+
+// crashProbeHold is how long a probe that connected waits for the peer to
+// end it (see ProbePeer) before it closes it, no byte sent either way.
+const crashProbeHold = 50 * time.Millisecond
+
+// probeAgain is a probe's second and last connect, after the peer ended
+// the first: refused when its listener is gone.
+func (t *TCPTransport) probeAgain(ctx context.Context, addr string, timeout time.Duration) ProbeResult {
+	var (
+		nc  net.Conn
+		err error
+	)
+	if t.cfg.Socket != nil {
+		nc, err = dialVia(ctx, t.cfg.Socket, addr, timeout, t.cfg.UserTimeout)
+	} else {
+		nc, err = (&net.Dialer{Timeout: timeout}).DialContext(ctx, "tcp", addr)
+	}
+	switch {
+	case err == nil:
 		nc.Close()
 		return ProbeConnected
 	case errors.Is(err, syscall.ECONNREFUSED):
