@@ -15,6 +15,77 @@
 // only wall readings. The event log and the status keep the host's clock
 // for their timestamps; the status and the metrics report the skew.
 //
+// # Crash evidence
+//
+// A follower learns that its leader's process is gone (Machine.PeerCrashed)
+// without waiting for FailureTimeout when the leader's host says so: a
+// crashed process's kernel closes its sockets, so every connection to or
+// from it ends (a FIN or a reset) and its listener is gone, so a new
+// connection is refused (a reset answers the SYN). These count as evidence:
+//
+//   - a connection from or to the leader ended by the leader (an end of
+//     file or a reset read from it; TCPTransport reports it, CrashProber),
+//     confirmed by a probe: one connect to the address the member list
+//     gives for the leader, not the connection's remote address, made
+//     through the dials' socket path (TCPConfig.Socket), that the leader's
+//     host refuses within TCPConfig.DialTimeout;
+//   - a frame to the leader whose connection attempt was refused
+//     (RefusalRefused).
+//
+// These do not: a pause (SIGSTOP keeps the sockets open, and the kernel
+// still accepts the probe), a partition that drops (silence: the probe
+// gets no answer), a probe that connects (the leader lives; it closed one
+// connection for its own reasons), a connection this node closed or
+// refused a frame on. Those leave the failure timeout to detect the
+// failure, as before. The probe closes before any byte, which the leader's
+// transport does not count as a peer issue. One probe per peer is
+// in flight at a time, paced (crashProbeMinGap doubling to
+// crashProbeInterval), so a peer that opens and closes connections in a
+// loop costs its followers ten probes a second and, as long as its
+// listener answers, no election. A probe that connects waits
+// crashProbeHold for the peer to end it and, if it does, connects once
+// more: a dying process's kernel may close a connection before its
+// listener, which then takes the probe and resets it when it closes.
+//
+// The election the evidence starts is the failure detector's, ordered the
+// same way: the highest follower elects at once, the others only after
+// ElectionTimeout and their stagger (election.Core.ArmFailureDetector
+// says why), so the highest survivor still halts the rest. Its frames
+// carry the reason leader-crashed instead of leader-failed, so that a
+// capture shows which detection ran. On star16 (defaults, one 2-core host
+// shared with other work, load average about 90) a killed leader's
+// survivors elected in 162 ms at the median (max 432 ms, 20 runs, every one
+// on crash evidence, 42 messages each) against 546 ms by the failure
+// timeout (max 959 ms, 60 runs, up to 558 messages); the leader's FIN to
+// the first HALT took 14 to 38 ms, the rest was the host's scheduling.
+//
+// A network fault that resets instead of dropping is not a crash, but the
+// evidence can make it look like one. The testbed's reset mode (partition,
+// isolate and cut with mode: reset) answers a SYN across the cut with a
+// reset and resets an established connection at its next segment, sent to
+// the side that sent it. A follower cut off from a live leader that sends
+// it something (its connection then reset, its probe refused by the cut)
+// elects at network speed although the leader lives: a false crash,
+// harmless to SLE1 (the leader is out of its reach either way, and the
+// election is the one the failure timeout would start later) but earlier.
+// A follower of a stable leader sends it nothing, though, and the reset
+// goes to the sender of the segment, the leader, so in the usual case the
+// cut side hears silence and the failure timeout runs as under a drop. The
+// bench measured it on star5, the leader cut off (partition-minority and
+// an isolation of the leader, as scenario files with mode: reset or drop):
+//
+//	cut                          mode   detected by          detection p50, max  time to leader p50, max
+//	partition-minority (5 runs)  drop   failure timeout 5/5  487, 580 ms         721, 769 ms
+//	partition-minority (5 runs)  reset  failure timeout 5/5  529, 585 ms         720, 747 ms
+//	isolate the leader (5 runs)  reset  failure timeout 5/5  508, 543 ms         530, 583 ms
+//
+// (FailureTimeout 500 ms, the defaults.) A reset cut thus elects as a drop
+// does; its resets only shorten the elections' own rounds (a refused HALT
+// counts its target failed at once). The false crash needs a follower
+// that writes to its leader across the cut, a TCP keepalive on an idle
+// connection for one, which comes seconds after the failure timeout has
+// fired.
+//
 // # Hostile and broken peers
 //
 // A node runs on networks it does not control, so nothing a peer sends may

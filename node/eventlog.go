@@ -39,7 +39,7 @@ import (
 //	                  "electing", taking part in a run, or "normal")
 //	election_started  reason: "boot" | "leader-failed" | "bullied" |
 //	                  "lower-leader" | "wait-timeout" | "leader-left" |
-//	                  "outvoted" | "manual"
+//	                  "outvoted" | "manual" | "leader-crashed"
 //	election_won      leader (this node), epoch
 //	leader_changed    leader, epoch
 //	member_joined     peer, peer_addr; by: the member whose message

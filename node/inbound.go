@@ -206,6 +206,9 @@ func (t *TCPTransport) readLoop(ic *inboundConn) {
 		err := r.Read(&m)
 		unknown := errors.Is(err, wire.ErrUnknownType)
 		if err != nil && !unknown {
+			if ic.bound && t.endedByPeer(err) {
+				t.reportPeerClosed(ic.from)
+			}
 			t.readFailed(ic, remote, dr, err)
 			return
 		}

@@ -234,6 +234,20 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	if rr, ok := n.tr.(RefusalReporter); ok {
 		refused = rr.Refusals()
 	}
+	var (
+		closed  <-chan uuid.UUID // likewise
+		crashed <-chan uuid.UUID
+		probes  *crashProbes
+	)
+	if cp, ok := n.tr.(CrashProber); ok {
+		probeCtx, stopProbes := context.WithCancel(ctx)
+		probes = newCrashProbes(probeCtx, cp)
+		closed, crashed = cp.PeerClosed(), probes.refused
+		defer func() {
+			stopProbes()
+			probes.wg.Wait()
+		}()
+	}
 	for !n.left {
 		timer.Reset(n.untilDeadline())
 		select {
@@ -265,9 +279,17 @@ func (n *Node) Run(ctx context.Context) (err error) {
 				}
 			}
 			n.m.Tick(n.now())
+		case peer := <-closed:
+			if n.watches(peer) {
+				probes.request(peer)
+			}
+		case peer := <-crashed:
+			n.m.PeerCrashed(n.now(), peer)
 		case r := <-refused:
 			if r.Cause == RefusalRefused {
 				n.m.Refused(n.now(), r.Peer, r.Type, r.Epoch)
+				// The connect refused is the evidence a probe would find.
+				n.m.PeerCrashed(n.now(), r.Peer)
 			} else if ur, ok := n.m.(UnreachableReporter); ok {
 				ur.Unreachable(n.now(), r.Peer, r.Type, r.Epoch)
 			}
@@ -280,6 +302,14 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	}
 	n.tr.Flush(leaveFlushTimeout)
 	return nil
+}
+
+// watches reports whether the Machine would act on peer's crash
+// (Machine.PeerCrashed): peer is the leader of this Normal follower. Only
+// then is an end of a connection worth a probe.
+func (n *Node) watches(peer uuid.UUID) bool {
+	leader, _ := n.m.Leader()
+	return n.m.Status() == election.StatusNormal && !n.m.IsLeader() && leader == peer
 }
 
 // untilDeadline is the host time until the Machine's next deadline.

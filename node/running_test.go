@@ -128,13 +128,14 @@ func sortIDs(ids []uuid.UUID) {
 
 // TestRunningKill kills the leader as SIGKILL would: it writes nothing
 // more to its log, its control socket is gone, the others elect the next
-// node, and the killed node starts again from its data dir (its lock is
+// node on evidence of the crash (leader-crashed), not the failure timeout,
+// and the killed node starts again from its data dir (its lock is
 // released) and takes the lead back.
 func TestRunningKill(t *testing.T) {
 	nodes := startHosted(t, 3)
 	top := nodes[2]
 	waitAgreed(t, nodes, top)
-	before := len(top.log.records(t))
+	before, before1 := len(top.log.records(t)), len(nodes[1].log.records(t))
 	top.r.Kill()
 	select {
 	case <-top.r.Done():
@@ -151,12 +152,30 @@ func TestRunningKill(t *testing.T) {
 		t.Errorf("control socket after Kill: %v, want it gone", err)
 	}
 	waitAgreed(t, nodes[:2], nodes[1])
+	if got := electionReasons(t, nodes[1], before1); len(got) == 0 || got[0] != wire.ReasonLeaderCrashed.String() {
+		t.Errorf("n1 elected for %v after the leader's kill, want leader-crashed first", got)
+	}
 	top.start(t)
 	waitAgreed(t, nodes, top)
 }
 
+// electionReasons returns the reasons of the elections h started, in
+// order, in the log records after the first skip.
+func electionReasons(t *testing.T, h *hosted, skip int) []string {
+	t.Helper()
+	var out []string
+	for _, r := range h.log.records(t)[skip:] {
+		if r.Event == "election_started" {
+			out = append(out, r.Reason)
+		}
+	}
+	return out
+}
+
 // TestRunningPause pauses the leader: it stops heartbeating, so the others
-// elect the next node; resumed, it takes the lead back.
+// elect the next node when the failure timeout ends (a pause leaves the
+// leader's sockets open: no evidence of a crash); resumed, it takes the
+// lead back.
 func TestRunningPause(t *testing.T) {
 	nodes := startHosted(t, 3)
 	top := nodes[2]
@@ -168,7 +187,11 @@ func TestRunningPause(t *testing.T) {
 		t.Error("a second Pause succeeded")
 	}
 	beats := top.r.Node().Status().Counters.Sent[wire.TypeHeartbeat.String()]
+	before1 := len(nodes[1].log.records(t))
 	waitAgreed(t, nodes[:2], nodes[1])
+	if got := electionReasons(t, nodes[1], before1); len(got) == 0 || got[0] != wire.ReasonLeaderFailed.String() {
+		t.Errorf("n1 elected for %v after the leader's pause, want leader-failed first", got)
+	}
 	if got := top.r.Node().Status().Counters.Sent[wire.TypeHeartbeat.String()]; got != beats {
 		t.Errorf("paused leader sent %d HEARTBEATs while paused", got-beats)
 	}

@@ -281,6 +281,8 @@ func (s *simNetwork) step(limit time.Duration) bool {
 			s.tracef("n%d -> n%d %s e%d refused", d.from, d.to, d.msg.Type, d.msg.Epoch)
 			if from := s.nodes[d.from]; from.up {
 				from.m.Refused(s.now, to.id, d.msg.Type, d.msg.Epoch)
+				// As Node.Run: a refused connect is crash evidence.
+				from.m.PeerCrashed(s.now, to.id)
 				s.flush(from)
 			}
 			return true

@@ -221,14 +221,16 @@ const DefaultMaxDialing = 64
 // that frames written into a partition are discarded rather than delivered
 // minutes late, when it heals, by TCP's retransmissions.
 type TCPTransport struct {
-	id       uuid.UUID
-	cfg      TCPConfig
-	ln       net.Listener
-	in       chan wire.Message
-	refused  chan Refusal
-	counters Counters
-	start    time.Time
-	dialer   net.Dialer
+	id      uuid.UUID
+	cfg     TCPConfig
+	ln      net.Listener
+	in      chan wire.Message
+	refused chan Refusal
+	// peerClosed carries the peers that ended a connection (CrashProber).
+	peerClosed chan uuid.UUID
+	counters   Counters
+	start      time.Time
+	dialer     net.Dialer
 	// dialing holds a token for each connection attempt in flight
 	// (TCPConfig.MaxDialing).
 	dialing chan struct{}
@@ -261,7 +263,12 @@ type TCPTransport struct {
 var (
 	_ Transport       = (*TCPTransport)(nil)
 	_ RefusalReporter = (*TCPTransport)(nil)
+	_ CrashProber     = (*TCPTransport)(nil)
 )
+
+// peerClosedQueueLen bounds the ends of connections waiting for the Node;
+// it only looks for its leader's, so losing others costs nothing.
+const peerClosedQueueLen = 64
 
 // ListenTCP listens on addr and returns a transport for node id. A bind
 // failure reads "listen ADDR: address already in use".
@@ -296,12 +303,13 @@ func NewTCPTransport(ln net.Listener, id uuid.UUID, cfg TCPConfig) *TCPTransport
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &TCPTransport{
-		id:      id,
-		cfg:     cfg,
-		ln:      ln,
-		in:      make(chan wire.Message, cfg.InboundLen),
-		refused: make(chan Refusal, refusalQueueLen),
-		start:   time.Now(),
+		id:         id,
+		cfg:        cfg,
+		ln:         ln,
+		in:         make(chan wire.Message, cfg.InboundLen),
+		refused:    make(chan Refusal, refusalQueueLen),
+		peerClosed: make(chan uuid.UUID, peerClosedQueueLen),
+		start:      time.Now(),
 		dialer: net.Dialer{
 			Timeout: cfg.DialTimeout,
 			Control: func(_, _ string, c syscall.RawConn) error { return setUserTimeout(c, cfg.UserTimeout) },
@@ -337,6 +345,99 @@ func (t *TCPTransport) Recv() <-chan wire.Message { return t.in }
 // Refusals implements RefusalReporter: frames whose connection attempt the
 // peer's host answered with a reset (ECONNREFUSED).
 func (t *TCPTransport) Refusals() <-chan Refusal { return t.refused }
+
+// PeerClosed implements CrashProber.
+func (t *TCPTransport) PeerClosed() <-chan uuid.UUID { return t.peerClosed }
+
+// endedByPeer reports whether err, from reading a connection, says the
+// peer closed or reset it; this node closing it reads as net.ErrClosed.
+func (t *TCPTransport) endedByPeer(err error) bool {
+	return t.ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET))
+}
+
+// reportPeerClosed offers peer to PeerClosed unless the queue is full.
+func (t *TCPTransport) reportPeerClosed(peer uuid.UUID) {
+	select {
+	case t.peerClosed <- peer:
+	default:
+	}
+}
+
+// ProbePeer implements CrashProber. The probe's socket is made as the
+// dials' are (TCPConfig.Socket), in the node's network namespace.
+func (t *TCPTransport) ProbePeer(ctx context.Context, peer uuid.UUID, timeout time.Duration) ProbeResult {
+	t.mu.RLock()
+	p := t.peers[peer]
+	t.mu.RUnlock()
+	if p == nil {
+		return ProbeNoAnswer
+	}
+	addr, _ := p.target()
+	if timeout <= 0 {
+		timeout = t.cfg.DialTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	stop := context.AfterFunc(t.ctx, cancel)
+	defer stop()
+	var (
+		nc  net.Conn
+		err error
+	)
+	if t.cfg.Socket != nil {
+		nc, err = dialVia(ctx, t.cfg.Socket, addr, timeout, t.cfg.UserTimeout)
+	} else {
+		nc, err = (&net.Dialer{Timeout: timeout}).DialContext(ctx, "tcp", addr)
+	}
+	switch {
+	case err == nil:
+		// A dying process's kernel closes its sockets one by one: the
+		// connection whose end was reported may close before the
+		// listener, which then accepted this probe. Its close resets the
+		// probe within moments; a live peer waits HandshakeTimeout for a
+		// first frame. So the probe is held a moment, and if the peer
+		// ends it, made again.
+		nc.SetReadDeadline(time.Now().Add(crashProbeHold))
+		var b [1]byte
+		_, rerr := nc.Read(b[:])
+		nc.Close()
+		if rerr != nil && !errors.Is(rerr, os.ErrDeadlineExceeded) && ctx.Err() == nil {
+			return t.probeAgain(ctx, addr, timeout)
+		}
+		return ProbeConnected
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return ProbeRefused
+	case errors.Is(err, syscall.ECONNRESET):
+		return t.probeAgain(ctx, addr, timeout) // reset as it connected: the same
+	}
+	return ProbeNoAnswer
+}
+
+// crashProbeHold is how long a probe that connected waits for the peer to
+// end it (see ProbePeer) before it closes it, no byte sent either way.
+const crashProbeHold = 50 * time.Millisecond
+
+// probeAgain is a probe's second and last connect, after the peer ended
+// the first: refused when its listener is gone.
+func (t *TCPTransport) probeAgain(ctx context.Context, addr string, timeout time.Duration) ProbeResult {
+	var (
+		nc  net.Conn
+		err error
+	)
+	if t.cfg.Socket != nil {
+		nc, err = dialVia(ctx, t.cfg.Socket, addr, timeout, t.cfg.UserTimeout)
+	} else {
+		nc, err = (&net.Dialer{Timeout: timeout}).DialContext(ctx, "tcp", addr)
+	}
+	switch {
+	case err == nil:
+		nc.Close()
+		return ProbeConnected
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return ProbeRefused
+	}
+	return ProbeNoAnswer
+}
 
 // Send implements Transport.
 func (t *TCPTransport) Send(to uuid.UUID, msg *wire.Message) {
@@ -889,6 +990,9 @@ func (p *tcpPeer) adopt(nc net.Conn, gen uint64) {
 			if _, err := c.Read(b[:]); err != nil {
 				c.dead.Store(true)
 				c.Close()
+				if t.endedByPeer(err) {
+					t.reportPeerClosed(p.id)
+				}
 				return
 			}
 		}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -235,4 +236,48 @@ func (t *InmemTransport) Close() error {
 		delete(n.nodes, t.id)
 	}
 	return nil
+}
+
+// CrashProber is implemented by transports that can tell a crashed peer
+// process from a silent one: its host closes the process's connections
+// (FIN or reset) and refuses new ones. The Node confirms each reported end
+// with a probe before it counts it (Machine.PeerCrashed): a peer may end a
+// connection for other reasons, and a network fault may reset one.
+type CrashProber interface {
+	// PeerClosed returns the channel on which a peer's ID arrives when it
+	// ended a connection to or from this node: an end of file or a reset
+	// read from it, not this node closing it nor a frame it refused. The
+	// channel may drop reports when full.
+	PeerClosed() <-chan uuid.UUID
+	// ProbePeer connects once to the address peer is listed at (not the
+	// address a connection came from), within timeout (0: the
+	// transport's own bound on a connection attempt), and closes the
+	// connection at once, before any byte; ctx ends it early. A crashed
+	// process's host refuses within one round trip; a probe that gets no
+	// answer by then (a partition, a host down) proves nothing.
+	ProbePeer(ctx context.Context, peer uuid.UUID, timeout time.Duration) ProbeResult
+}
+
+// ProbeResult is what a CrashProber's probe found.
+type ProbeResult uint8
+
+const (
+	// ProbeNoAnswer: the connection attempt timed out or failed otherwise
+	// (a partition, a host down, an unknown peer): no evidence either way.
+	ProbeNoAnswer ProbeResult = iota
+	// ProbeRefused: the peer's host answered with a reset; nobody listens
+	// at the peer's address, so its process is gone.
+	ProbeRefused
+	// ProbeConnected: the peer's process accepts connections; it lives.
+	ProbeConnected
+)
+
+func (r ProbeResult) String() string {
+	switch r {
+	case ProbeRefused:
+		return "refused"
+	case ProbeConnected:
+		return "connected"
+	}
+	return "no answer"
 }

@@ -147,6 +147,7 @@ local types = {
 local reasons = {
 	[0] = "none", [1] = "boot", [2] = "leader-failed", [3] = "bullied", [4] = "lower-leader",
 	[5] = "wait-timeout", [6] = "leader-left", [7] = "outvoted", [8] = "manual",
+	[9] = "leader-crashed",
 }
 -- ELECTION, HALT, COORDINATOR, RING_ELECTION and ELECTED carry a reason.
 local has_reason = { [1] = true, [3] = true, [6] = true, [12] = true, [13] = true }

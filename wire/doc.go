@@ -97,16 +97,17 @@
 // COORDINATOR, RING_ELECTION and ELECTED says why the election started
 // (Reason); it is 0 in other frames, and values not listed are reserved:
 //
-//	Reason  Name           Meaning
-//	0       none           no reason given
-//	1       boot           cold start, or restart after a crash
-//	2       leader-failed  no heartbeat within the failure timeout
-//	3       bullied        an ELECTION or HALT came from a lower node
-//	4       lower-leader   a COORDINATOR or HEARTBEAT came from a lower node
-//	5       wait-timeout   answered or halted, but no COORDINATOR came
-//	6       leader-left    the leader sent LEAVE
-//	7       outvoted       a REJECT named a lower node with a higher epoch
-//	8       manual         asked for by an operator or a test
+//	Reason  Name            Meaning
+//	0       none            no reason given
+//	1       boot            cold start, or restart after a crash
+//	2       leader-failed   no heartbeat within the failure timeout
+//	3       bullied         an ELECTION or HALT came from a lower node
+//	4       lower-leader    a COORDINATOR or HEARTBEAT came from a lower node
+//	5       wait-timeout    answered or halted, but no COORDINATOR came
+//	6       leader-left     the leader sent LEAVE
+//	7       outvoted        a REJECT named a lower node with a higher epoch
+//	8       manual          asked for by an operator or a test
+//	9       leader-crashed  the leader's host refused a connection: its process is gone
 //
 // Payload by type:
 //

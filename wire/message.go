@@ -139,7 +139,10 @@ const (
 	ReasonLeaderLeft   Reason = 6 // the leader sent LEAVE
 	ReasonOutvoted     Reason = 7 // a REJECT named a lower node with a higher epoch
 	ReasonManual       Reason = 8 // asked for by an operator or a test
-	reasonLimit        Reason = 9
+	// ReasonLeaderCrashed: a connection from or to the leader ended and
+	// its host then refused a connection: the leader's process is gone.
+	ReasonLeaderCrashed Reason = 9
+	reasonLimit         Reason = 10
 
 	// reasonMask selects the reason in the flags byte.
 	reasonMask = 0x0f
@@ -156,15 +159,16 @@ const FlagWantMembers uint8 = 0x10
 const FlagAuth uint8 = 0x20
 
 var reasonNames = [reasonLimit]string{
-	ReasonNone:         "none",
-	ReasonBoot:         "boot",
-	ReasonLeaderFailed: "leader-failed",
-	ReasonBullied:      "bullied",
-	ReasonLowerLeader:  "lower-leader",
-	ReasonWaitTimeout:  "wait-timeout",
-	ReasonLeaderLeft:   "leader-left",
-	ReasonOutvoted:     "outvoted",
-	ReasonManual:       "manual",
+	ReasonNone:          "none",
+	ReasonBoot:          "boot",
+	ReasonLeaderFailed:  "leader-failed",
+	ReasonBullied:       "bullied",
+	ReasonLowerLeader:   "lower-leader",
+	ReasonWaitTimeout:   "wait-timeout",
+	ReasonLeaderLeft:    "leader-left",
+	ReasonOutvoted:      "outvoted",
+	ReasonManual:        "manual",
+	ReasonLeaderCrashed: "leader-crashed",
 }
 
 func (r Reason) String() string {

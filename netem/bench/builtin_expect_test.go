@@ -45,6 +45,9 @@ type expectation struct {
 	// the least detection; 0 where they set none.
 	floor, detect time.Duration
 	why           string // how floor and detect follow from the timings
+	// detectedBy is the detection that must start the measured election
+	// (results.Run.DetectedBy); "" where either may.
+	detectedBy string
 }
 
 // unbounded is an expectation's maxStep when E may exceed B by any
@@ -75,6 +78,15 @@ func (m *measured) stagger(n, above string) time.Duration {
 // expect derives the expectation of scenario m.sc (on a topology whose
 // nodes are in ID order, the last one leading before the scenario).
 func (m *measured) expect() (expectation, error) {
+	crashEvidence := func(detector string, d time.Duration) expectation {
+		// The killed leader's host closes its connections and refuses
+		// new ones: the highest survivor (rank 0: no stagger) reads the
+		// end of its connection, a FIN that crossed the leader's egress,
+		// and probes: its SYN and the reset cross the egresses again. It
+		// then halts at once; the HALT_ACK and the COORDINATOR follow.
+		return expectation{leader: detector, minStep: 1, maxStep: 1, detect: 2 * d, floor: 4 * d, detectedBy: results.DetectedByCrash,
+			why: "crash evidence: a FIN, then a probe's SYN and its reset, each one delay; a HALT_ACK and a COORDINATOR after"}
+	}
 	leaderCrash := func(detector string, d time.Duration) expectation {
 		// The leader stops sending: its last HEARTBEAT left at most
 		// HeartbeatInterval before the fault and reached the highest
@@ -95,34 +107,44 @@ func (m *measured) expect() (expectation, error) {
 		// (nobody promised more: the cluster was quiet at B). A boot
 		// election is not staggered and waits on no timeout.
 		return expectation{leader: m.top(1), minStep: 1, maxStep: 1, why: "a boot election halts at once"}, nil
-	case "leader-crash", "leader-pause", "loss", "one-way-partition":
-		// A pause silences the leader as a crash does; loss only delays
-		// (TCP retransmits); a one-way partition drops all the leader
-		// sends, and the rest elect as after a crash.
-		return leaderCrash(m.top(2), 0), nil
+	case "leader-pause", "one-way-partition":
+		// A pause silences the leader, its sockets open; a one-way
+		// partition drops all the leader sends: no connection ends, so
+		// the failure timeout detects it.
+		x := leaderCrash(m.top(2), 0)
+		x.detectedBy = results.DetectedByTimeout
+		return x, nil
+	case "leader-crash":
+		return crashEvidence(m.top(2), 0), nil
+	case "loss":
+		// Killed, under loss: the crash evidence (a FIN, a probe's SYN
+		// and its reset) may be lost and the failure timeout detect it,
+		// so no timeout bounds it from below.
+		return expectation{leader: m.top(2), minStep: 1, maxStep: 1, why: "crash evidence, or the failure timeout when loss hides it"}, nil
 	case "latency-sweep":
 		d, err := time.ParseDuration(m.sc.Labels["delay"])
 		if err != nil {
 			return expectation{}, err
 		}
-		return leaderCrash(m.top(2), d), nil
+		return crashEvidence(m.top(2), d), nil
 	case "crash-during-election":
 		return m.crashDuringElection(), nil
 	case "cascade":
 		// The k highest crash at once. The highest survivor detects
-		// first, its stagger (k-1 nodes between it and the leader) after
-		// FailureTimeout - HeartbeatInterval; it ELECTIONs the dead ones
-		// above it but the leader it suspects and, refused or not, waits
-		// ElectionTimeout for an ANSWER, then halts with B + 1.
+		// first, on the crash evidence: not being the highest below the
+		// leader (k-1 nodes between), it waits ElectionTimeout and its
+		// stagger after it; it ELECTIONs the dead ones above it but the
+		// leader it suspects and, refused or not, waits ElectionTimeout
+		// for an ANSWER, then halts with B + 1.
 		k, err := cascadeK(m.sc)
 		if err != nil {
 			return expectation{}, err
 		}
 		w := m.top(k + 1)
 		s := m.settings(w)
-		det := s.FailureTimeout - s.Heartbeat - hbLate + m.stagger(w, m.top(1))
+		det := s.ElectionTimeout + m.stagger(w, m.top(1))
 		return expectation{leader: w, minStep: 1, maxStep: 1, detect: det, floor: det + s.ElectionTimeout,
-			why: "FailureTimeout - HeartbeatInterval + the survivor's stagger, then an ELECTION's ElectionTimeout"}, nil
+			why: "ElectionTimeout and the survivor's stagger after the crash evidence, then an ELECTION's ElectionTimeout"}, nil
 	case "partition-minority":
 		// The majority's highest (its leader and the node below it are
 		// cut off) detects one stagger step after FailureTimeout -
@@ -165,10 +187,10 @@ func (m *measured) expect() (expectation, error) {
 // (top 3) wins, by the first of three ways the wire tells apart:
 //
 //   - top 2 had won (its COORDINATOR is on the wire before the fault): top
-//     3 follows it, detects its failure FailureTimeout after its last
-//     HEARTBEAT (at most HeartbeatInterval before the fault), ELECTIONs
-//     the old leader (not the one it suspects) and waits ElectionTimeout;
-//     E = B + 1, B top 2's epoch;
+//     3 follows it, detects its crash on the evidence at once (rank 0
+//     below it), or its failure FailureTimeout after its last HEARTBEAT,
+//     ELECTIONs the old leader (not the one it suspects) and waits
+//     ElectionTimeout; E = B + 1, B top 2's epoch;
 //   - top 2 was halting and its HALT reached top 3 at h: top 3 waits
 //     WaitFactor x ElectionTimeout (rank 0 below top 2: no stagger) from
 //     h, then ELECTIONs both above it and waits ElectionTimeout; E = B +
@@ -203,9 +225,8 @@ func (m *measured) crashDuringElection() expectation {
 	}
 	switch {
 	case won:
-		det := s.FailureTimeout - s.Heartbeat - hbLate
-		return expectation{leader: w, minStep: 1, maxStep: 1, detect: det, floor: det + s.ElectionTimeout,
-			why: fmt.Sprintf("%s had won: FailureTimeout - HeartbeatInterval, then an ELECTION's ElectionTimeout", dead)}
+		return expectation{leader: w, minStep: 1, maxStep: 1, floor: s.ElectionTimeout,
+			why: fmt.Sprintf("%s had won: crash evidence at once, then an ELECTION's ElectionTimeout", dead)}
 	case !halt.IsZero():
 		floor := halt.Sub(m.fault) + (bully.WaitFactor+1)*s.ElectionTimeout
 		x := expectation{leader: w, minStep: 2, maxStep: 2, floor: floor, detect: floor - s.ElectionTimeout,
@@ -292,8 +313,8 @@ func checkMeasured(t *testing.T, topo *topologies.Topology, sc *scenario.Scenari
 	}
 	t.Logf("expected: leader %s, epoch %s (B=%d), time to leader from %s up to %s, detection at least %s (%s)",
 		x.leader, steps, m.before, x.floor, upper, x.detect, x.why)
-	t.Logf("measured: leader %s epoch %d (capture: election %d won by %s at epoch %d), time to leader %s, detection %s",
-		r.Leader, r.Epoch, m.el.N, m.el.Leader, m.el.Epoch, time.Duration(r.TimeToLeaderNS), det)
+	t.Logf("measured: leader %s epoch %d (capture: election %d won by %s at epoch %d), time to leader %s, detection %s by %s",
+		r.Leader, r.Epoch, m.el.N, m.el.Leader, m.el.Epoch, time.Duration(r.TimeToLeaderNS), det, r.DetectedBy)
 
 	// The leader, by the lab and by the capture.
 	if r.Leader != x.leader || m.el.Leader != x.leader {
@@ -337,6 +358,9 @@ func checkMeasured(t *testing.T, topo *topologies.Topology, sc *scenario.Scenari
 	ttl := time.Duration(r.TimeToLeaderNS)
 	if ttl < x.floor {
 		t.Errorf("time to leader %s, below the %s the timeouts allow (%s)", ttl, x.floor, x.why)
+	}
+	if x.detectedBy != "" && r.DetectedBy != x.detectedBy {
+		t.Errorf("detected by %q, want %q (%s)", r.DetectedBy, x.detectedBy, x.why)
 	}
 	if x.detect > 0 && (r.DetectionNS == nil || det < x.detect) {
 		t.Errorf("detection %v, below the %s the timeouts allow (%s)", det, x.detect, x.why)

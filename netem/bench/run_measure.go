@@ -263,6 +263,7 @@ func (ru *runner) recordElection(el *capture.Election) {
 	if el.DetectionNS != nil && ru.sc.Start != scenario.StartCold {
 		v := *el.DetectionNS
 		ru.r.DetectionNS = &v
+		ru.r.DetectedBy = results.DetectedByReason(el.First.Reason)
 	}
 	for _, t := range wire.Types {
 		if t == wire.TypeHeartbeat {

@@ -134,6 +134,11 @@ func TestRunBenchLeaderCrash(t *testing.T) {
 		if r.Leader != "n4" {
 			t.Errorf("run %d: leader %s, want n4", r.Index, r.Leader)
 		}
+		// The leader's host refused for its killed process: the
+		// survivors elected on that evidence, not the failure timeout.
+		if r.DetectedBy != results.DetectedByCrash {
+			t.Errorf("run %d: detected by %q, want %q", r.Index, r.DetectedBy, results.DetectedByCrash)
+		}
 		if r.DetectionNS == nil || *r.DetectionNS <= 0 || *r.DetectionNS > r.TimeToLeaderNS {
 			t.Errorf("run %d: detection %v, time to leader %d", r.Index, r.DetectionNS, r.TimeToLeaderNS)
 		}

@@ -26,7 +26,16 @@
 //     not below the promise; one from a lower ID makes the receiver bully it.
 //   - The leader sends HEARTBEAT to every member each HeartbeatInterval; a
 //     follower that hears none from its leader for FailureTimeout + its
-//     stagger elects. A leader that hears a HEARTBEAT from a lower leader (a
+//     stagger elects (reason leader-failed). Evidence that the leader's
+//     process is gone while its host lives (PeerCrashed: the runtime saw a
+//     connection from or to the leader end and the leader's host refuse a
+//     new one, or refuse a frame; see package node, "Crash evidence")
+//     makes the follower elect without waiting for the silence (reason
+//     leader-crashed): the highest follower at once, the others
+//     ElectionTimeout + their stagger later, the highest's HALT round,
+//     since the evidence wakes every follower at the same moment. A pause
+//     or a partition that drops gives no evidence and still takes
+//     FailureTimeout. A leader that hears a HEARTBEAT from a lower leader (a
 //     healed partition) elects, so the higher one takes the cluster under a
 //     new epoch; one that hears a HEARTBEAT from a higher node takes it as
 //     that node's COORDINATOR, since its own HEARTBEATs may not be getting

@@ -99,7 +99,7 @@ func (m *Elector) Tick(now time.Duration) {
 			m.Broadcast(wire.TypeHeartbeat, 0, m.LeaderEpoch, nil)
 			m.Deadline = now + m.Config.HeartbeatInterval
 		} else {
-			m.startElection(now, wire.ReasonLeaderFailed)
+			m.startElection(now, m.DetectionReason())
 		}
 	}
 }
@@ -297,7 +297,7 @@ func (m *Elector) onLeave(now time.Duration, from uuid.UUID) {
 func (m *Elector) startElection(now time.Duration, reason wire.Reason) {
 	m.skip = uuid.Nil
 	switch {
-	case reason == wire.ReasonLeaderFailed || reason == wire.ReasonLeaderLeft:
+	case reason == wire.ReasonLeaderFailed || reason == wire.ReasonLeaderCrashed || reason == wire.ReasonLeaderLeft:
 		m.skip = m.LeaderID
 	case reason == wire.ReasonBullied && m.CurrentStatus == election.StatusNormal && m.LeaderID != m.Self &&
 		now-m.Heard > 2*m.Config.HeartbeatInterval:

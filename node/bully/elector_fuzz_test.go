@@ -10,7 +10,7 @@ import (
 )
 
 // FuzzMachineStep feeds a Machine arbitrary frames from members and strangers
-// and checks it never panics and keeps its invariants.
+// (and reports of their crashes) and checks it never panics and keeps its invariants.
 func FuzzMachineStep(f *testing.F) {
 	seed := electiontest.SeedFrame
 	f.Add(seed(wire.TypeElection, 1, nil), uint8(0))
@@ -26,10 +26,13 @@ func FuzzMachineStep(f *testing.F) {
 			t.Fatal(err)
 		}
 		now := time.Duration(0)
-		cluster.EachFrame(stream, sender, func(msg *wire.Message, _ uint8) {
+		cluster.EachFrame(stream, sender, func(msg *wire.Message, sender uint8) {
 			now += time.Millisecond
 			epochBefore := m.Epoch()
 			m.Step(now, msg)
+			if sender&0x20 != 0 {
+				m.PeerCrashed(now, msg.From)
+			}
 			m.Tick(now + cfg.ElectionTimeout)
 			if m.Epoch() < epochBefore {
 				t.Fatalf("epoch went backwards: %d -> %d", epochBefore, m.Epoch())

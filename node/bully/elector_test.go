@@ -253,3 +253,120 @@ func TestRefusesRingFrames(t *testing.T) {
 		t.Errorf("state moved: %+v -> %+v", before, after)
 	}
 }
+
+// PeerCrashed of a Normal follower's leader brings its failure deadline
+// forward: at once for the highest survivor, ElectionTimeout and the
+// stagger of its rank later for the others,
+// and the election it then starts leaves the leader out and says
+// leader-crashed; of anyone else, or once the leader was heard from
+// since, it changes nothing.
+func TestPeerCrashed(t *testing.T) {
+	ids := electiontest.SortedIDs(rand.New(rand.NewPCG(9, 10)), 8)
+	leader := ids[7]
+	var peers []wire.Member
+	for i, id := range ids {
+		peers = append(peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
+	}
+	cfg := electiontest.Config()
+	cfg.DetectionStagger = 30 * time.Millisecond
+	cfg.ElectionTimeout = 100 * time.Millisecond
+	const at = time.Second + 5*time.Millisecond
+	follower := func(i int) *Elector {
+		c := cfg
+		c.ID, c.Addr, c.Peers = ids[i], fmt.Sprintf("n%d", i), peers
+		m, err := NewElector(c, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Step(time.Second, &wire.Message{Type: wire.TypeCoordinator, Epoch: 1, From: leader})
+		m.Drain()
+		return m
+	}
+	started := func(t *testing.T, m *Elector) {
+		t.Helper()
+		out := m.Drain()
+		var reasons []wire.Reason
+		for _, e := range out.Events {
+			if e.Kind == election.EventElectionStarted {
+				reasons = append(reasons, e.Reason)
+			}
+		}
+		if !slices.Equal(reasons, []wire.Reason{wire.ReasonLeaderCrashed}) {
+			t.Fatalf("elections started for %v, want one for leader-crashed", reasons)
+		}
+		if len(out.Messages) == 0 {
+			t.Fatal("the election sent nothing")
+		}
+		for _, e := range out.Messages {
+			if e.To == leader {
+				t.Errorf("%s sent to the crashed leader", e.Msg.Type)
+			}
+			if e.Msg.Reason() != wire.ReasonLeaderCrashed {
+				t.Errorf("%s carries reason %s, want leader-crashed", e.Msg.Type, e.Msg.Reason())
+			}
+		}
+	}
+
+	t.Run("highest survivor at once", func(t *testing.T) {
+		m := follower(6)
+		m.PeerCrashed(at, leader)
+		if got := m.NextDeadline(); got != at {
+			t.Fatalf("deadline %v, want %v (rank 0: no stagger)", got, at)
+		}
+		m.Tick(at)
+		if m.Status() != election.StatusHalting {
+			t.Fatalf("status %s, want halting: nobody above but the crashed leader", m.Status())
+		}
+		started(t, m)
+	})
+	t.Run("lower follower after the highest's HALT round", func(t *testing.T) {
+		m := follower(4) // rank 2 below the leader
+		m.PeerCrashed(at, leader)
+		m.PeerCrashed(at+20*time.Millisecond, leader) // a second report does not move it
+		due := at + cfg.ElectionTimeout + 60*time.Millisecond
+		if got := m.NextDeadline(); got != due {
+			t.Fatalf("deadline %v, want %v", got, due)
+		}
+		m.Tick(due - time.Millisecond)
+		if m.Status() != election.StatusNormal {
+			t.Fatalf("elected before ElectionTimeout and its stagger: %s", m.Status())
+		}
+		m.Tick(due)
+		if m.Status() != election.StatusElecting {
+			t.Fatalf("status %s, want electing", m.Status())
+		}
+		started(t, m)
+	})
+	t.Run("ignored", func(t *testing.T) {
+		m := follower(4)
+		want := m.NextDeadline()
+		m.PeerCrashed(at, ids[5])
+		m.PeerCrashed(at, uuid.Nil)
+		if got := m.NextDeadline(); got != want {
+			t.Errorf("a non-leader's crash moved the deadline: %v, want %v", got, want)
+		}
+		m.PeerCrashed(at, leader)
+		m.Step(at+time.Millisecond, &wire.Message{Type: wire.TypeHeartbeat, Epoch: 1, From: leader})
+		if got, want := m.NextDeadline(), at+time.Millisecond+cfg.FailureTimeout+60*time.Millisecond; got != want {
+			t.Errorf("after a heartbeat that followed the evidence: deadline %v, want %v", got, want)
+		}
+		m.Tick(m.NextDeadline())
+		if out := m.Drain(); len(out.Events) == 0 || out.Messages[0].Msg.Reason() != wire.ReasonLeaderFailed {
+			t.Errorf("the failure timeout's election: %+v, want reason leader-failed", out.Messages)
+		}
+
+		top := follower(7) // the leader itself, once elected
+		top.Tick(time.Second + cfg.ElectionTimeout)
+		top.Tick(time.Second + 2*cfg.ElectionTimeout)
+		if !top.IsLeader() {
+			t.Fatalf("n7 did not win: %s", top.Status())
+		}
+		top.Drain()
+		before := top.NextDeadline()
+		top.PeerCrashed(2*time.Second, ids[6])
+		top.PeerCrashed(2*time.Second, ids[7])
+		if top.NextDeadline() != before || !top.IsLeader() {
+			t.Error("a leader acted on PeerCrashed")
+		}
+	})
+}

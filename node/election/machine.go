@@ -9,7 +9,7 @@ import (
 
 // Machine is an election algorithm as a deterministic state machine. It owns
 // no goroutine, socket or clock: the runtime feeds it received messages
-// (Step), time (Tick), refused sends (Refused) and operator requests
+// (Step), time (Tick), refused sends (Refused), crashed peers (PeerCrashed) and operator requests
 // (Campaign, Leave), and drains what it wants persisted, sent and logged
 // (Drain). Every method takes the caller's monotonic clock reading; a
 // Machine only compares these readings, so any origin works.
@@ -41,6 +41,13 @@ type Machine interface {
 	// to peer was refused: nobody listened at the peer's address, so the
 	// peer's process was not running.
 	Refused(now time.Duration, peer uuid.UUID, t wire.Type, epoch uint64)
+	// PeerCrashed tells the Machine that peer's process is gone while its
+	// host lives: a connection from or to it ended by the peer and its
+	// host then refused a connection, or refused a frame. The Machine acts
+	// on it only for a peer it watches (a follower's leader); a pause or a
+	// partition gives no such evidence and still takes the failure
+	// timeout.
+	PeerCrashed(now time.Duration, peer uuid.UUID)
 	// Campaign starts an election now for reason, unless one is under way.
 	Campaign(now time.Duration, reason wire.Reason)
 	// Leave announces that the node leaves the cluster for good; the

@@ -96,7 +96,7 @@ func (m *Elector) Tick(now time.Duration) {
 		m.Broadcast(wire.TypeHeartbeat, 0, m.LeaderEpoch, nil)
 		m.Deadline = now + m.Config.HeartbeatInterval
 	default:
-		m.startRun(now, wire.ReasonLeaderFailed)
+		m.startRun(now, m.DetectionReason())
 	}
 }
 
@@ -329,7 +329,7 @@ func (m *Elector) onLeave(now time.Duration, from uuid.UUID) {
 // startRun starts a run of this node under a new epoch, above every run it
 // has forwarded, with itself as candidate.
 func (m *Elector) startRun(now time.Duration, reason wire.Reason) {
-	if reason == wire.ReasonLeaderFailed || reason == wire.ReasonLeaderLeft {
+	if reason == wire.ReasonLeaderFailed || reason == wire.ReasonLeaderCrashed || reason == wire.ReasonLeaderLeft {
 		m.skip = m.LeaderID
 	}
 	m.reason = reason

@@ -37,6 +37,9 @@ func FuzzMachineStep(f *testing.F) {
 			now += time.Millisecond
 			epochBefore, promiseBefore := m.Epoch(), m.State().Promise
 			m.Step(now, msg)
+			if sender&0x20 != 0 {
+				m.PeerCrashed(now, msg.From)
+			}
 			if sender&0x40 != 0 && len(last) > 0 {
 				e := last[int(sender)%len(last)]
 				m.Refused(now, e.To, e.Msg.Type, e.Msg.Epoch)

@@ -256,3 +256,30 @@ func TestRingRefusesBadFrames(t *testing.T) {
 		t.Errorf("state moved: %+v -> %+v", before, after)
 	}
 }
+
+// PeerCrashed of a follower's leader starts its run after the stagger of
+// its rank, with the leader left out of the ring and reason
+// leader-crashed; of another member it changes nothing.
+func TestPeerCrashed(t *testing.T) {
+	r := newRing(t, 2, nil)
+	r.out()
+	r.elected(1, 1, 3)
+	r.out()
+	if l, _ := r.m.Leader(); r.m.Status() != election.StatusNormal || l != r.ids[3] {
+		t.Fatalf("n2 does not follow n3: %s", r.m.Status())
+	}
+	before := r.m.NextDeadline()
+	r.m.PeerCrashed(r.now, r.ids[1])
+	if r.m.NextDeadline() != before {
+		t.Fatal("a non-leader's crash moved the deadline")
+	}
+	r.m.PeerCrashed(r.now, r.ids[3])
+	if got := r.m.NextDeadline(); got != r.now {
+		t.Fatalf("deadline %v, want %v: n2 is the highest below n3", got, r.now)
+	}
+	r.m.Tick(r.now)
+	out := r.m.Drain()
+	if len(out.Messages) != 1 || out.Messages[0].To != r.ids[0] || out.Messages[0].Msg.Reason() != wire.ReasonLeaderCrashed {
+		t.Fatalf("sent %+v, want one RING_ELECTION to n0 (n3 left out) for leader-crashed", out.Messages)
+	}
+}

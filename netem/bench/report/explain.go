@@ -64,6 +64,9 @@ func ScenarioNotes(sc *results.ScenarioResult) []string {
 	dist("Time to leader", &ttl, results.PercentilesText(ttl, results.TimePercentiles))
 	if d := s.Detection; d != nil {
 		dist("Detection", d, results.PercentilesText(*d, shortPcts))
+		if by := results.DetectedByText(s); by != "" {
+			notes = append(notes, "Detected by: "+by+".")
+		}
 		if halt, of := haltFirst(sc.Runs); halt > 0 {
 			notes = append(notes, haltFirstNote(halt, of))
 		}

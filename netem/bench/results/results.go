@@ -231,6 +231,28 @@ const (
 	TimeFromLabPoll = "lab poll" // the lab's poll, the capture showing no converged election
 )
 
+// Which detection started a run's measured election (Run.DetectedBy).
+const (
+	// DetectedByCrash: a follower saw its leader's connection end and its
+	// host refuse a new one (wire reason leader-crashed).
+	DetectedByCrash = "crash evidence"
+	// DetectedByTimeout: no HEARTBEAT within the failure timeout (wire
+	// reason leader-failed).
+	DetectedByTimeout = "failure timeout"
+)
+
+// DetectedByReason is Run.DetectedBy for an election whose first message
+// carried reason, by its wire name.
+func DetectedByReason(reason string) string {
+	switch reason {
+	case wire.ReasonLeaderCrashed.String():
+		return DetectedByCrash
+	case wire.ReasonLeaderFailed.String():
+		return DetectedByTimeout
+	}
+	return reason
+}
+
 // Run is one run of a scenario.
 type Run struct {
 	Index   int       `json:"index"` // from 1
@@ -257,6 +279,11 @@ type Run struct {
 	// whichever came first (capture.Election.DetectionNS); absent when no failure had to
 	// be detected (cold start) or no record triggered the election.
 	DetectionNS *int64 `json:"detection_ns,omitempty"`
+	// DetectedBy says which detection started the measured election,
+	// from the reason its first message carries: DetectedByCrash,
+	// DetectedByTimeout, or another reason's wire name ("leader-left");
+	// absent where DetectionNS is, and in results written before it.
+	DetectedBy string `json:"detected_by,omitempty"`
 	// ClockErrorNS, on a testbed across hosts, bounds what the hosts'
 	// clocks add to the error of TimeToLeaderNS and DetectionNS
 	// (capture.Report.ClockErrorNS); 0 on one host, whose one clock
@@ -334,6 +361,9 @@ type Summary struct {
 	Failures      []FailureGroup   `json:"failures,omitempty"`
 	// ClockErrorNS is the largest of the runs' (Run.ClockErrorNS).
 	ClockErrorNS int64 `json:"clock_error_ns,omitempty"`
+	// DetectedBy counts the runs that passed by their Run.DetectedBy;
+	// nil when none has one.
+	DetectedBy map[string]int `json:"detected_by,omitempty"`
 	// Availability is nil when no run measured it.
 	Availability *AvailabilitySummary `json:"availability,omitempty"`
 	// LaterChanges is over every run that counted its later leader
@@ -396,6 +426,12 @@ func Summarize(runs []Run) Summary {
 		ttl = append(ttl, r.TimeToLeaderNS)
 		if r.DetectionNS != nil {
 			det = append(det, *r.DetectionNS)
+		}
+		if r.DetectedBy != "" {
+			if s.DetectedBy == nil {
+				s.DetectedBy = map[string]int{}
+			}
+			s.DetectedBy[r.DetectedBy]++
 		}
 		if r.Checks.ConvergenceNS != nil {
 			conv = append(conv, *r.Checks.ConvergenceNS)

@@ -195,3 +195,68 @@ func TestLongValuesInErrors(t *testing.T) {
 		t.Errorf("1000 scenarios only in one input: %.3000v", err)
 	}
 }
+
+// Runs say which detection started their election; the summary counts
+// them and the CLI summary says so per scenario. Results without it, as
+// written before, still decode, with no line.
+func TestDetectedBy(t *testing.T) {
+	if got := results.DetectedByReason("leader-crashed"); got != results.DetectedByCrash {
+		t.Errorf("leader-crashed: %q", got)
+	}
+	if got := results.DetectedByReason("leader-failed"); got != results.DetectedByTimeout {
+		t.Errorf("leader-failed: %q", got)
+	}
+	if got := results.DetectedByReason("leader-left"); got != "leader-left" {
+		t.Errorf("leader-left: %q", got)
+	}
+
+	r := resultstest.Sample(1)
+	sc := &r.Scenarios[0]
+	for i := range sc.Runs {
+		sc.Runs[i].DetectedBy = ""
+	}
+	var old bytes.Buffer
+	if err := r.Write(&old); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(old.String(), "detected_by") {
+		t.Fatal("results without a detection name it")
+	}
+	back, err := results.DecodeResults("old.json", old.Bytes())
+	if err != nil {
+		t.Fatalf("results without detected_by: %v", err)
+	}
+	var sum bytes.Buffer
+	if err := results.WriteSummary(&sum, back, results.SummaryOptions{Width: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(sum.String(), "detection: ") {
+		t.Errorf("summary of results without detected_by:\n%s", sum.String())
+	}
+
+	ok := 0
+	for i := range sc.Runs {
+		if sc.Runs[i].OK {
+			ok++
+			sc.Runs[i].DetectedBy = results.DetectedByCrash
+			if ok == 1 {
+				sc.Runs[i].DetectedBy = results.DetectedByTimeout
+			}
+		}
+	}
+	if ok < 2 {
+		t.Fatalf("the sample has %d runs that passed, want 2 or more", ok)
+	}
+	sc.Summary = results.Summarize(sc.Runs)
+	if got := sc.Summary.DetectedBy; got[results.DetectedByCrash] != ok-1 || got[results.DetectedByTimeout] != 1 {
+		t.Errorf("summary counts %v", got)
+	}
+	sum.Reset()
+	if err := results.WriteSummary(&sum, r, results.SummaryOptions{Width: -1}); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%s: detection: crash evidence %d/%d, failure timeout 1/%d", sc.Key(), ok-1, ok, ok)
+	if !strings.Contains(sum.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, sum.String())
+	}
+}
