@@ -119,16 +119,11 @@ func (ps *nodeProcs) prepare() error {
 	return nil
 }
 
-// bootAll starts the shared host, if the topology asks for one, and boots
-// every node.
+// bootAll starts the shared hosts, if the topology asks for them, and
+// boots every node.
 func (ps *nodeProcs) bootAll(ctx context.Context) error {
 	if ps.topo.Hosting == topologies.HostingShared {
-		log := netem.LogPath(ps.run, "host")
-		if ps.opts.LogDir != "" {
-			log = filepath.Join(ps.opts.LogDir, "host.log")
-		}
-		var err error
-		if ps.host, err = startSharedHost(ps.tb, ps.opts.Binary, ps.opts.hostEnv, log); err != nil {
+		if err := ps.startHosts(); err != nil {
 			return err
 		}
 	}
@@ -239,8 +234,8 @@ func (ps *nodeProcs) startProc(n *labNode) error {
 	ps.mu.Unlock()
 	var p nodeProc
 	var err error
-	if ps.host != nil {
-		p, err = ps.host.start(ps.ctx, n.name, ps.hostedSpec(n, join, clock))
+	if ps.hosts != nil {
+		p, err = ps.hostOf(n).start(ps.ctx, n.name, ps.hostedSpec(n, join, clock))
 	} else {
 		p, err = ps.tb.StartUnflushed(n.name, argv, ps.opts.Env, n.log)
 	}
