@@ -76,14 +76,15 @@ const (
 	// namespace: a crash is a SIGKILL and a pause a SIGSTOP of that
 	// process. The default.
 	HostingProcess Hosting = "process"
-	// HostingShared runs every node in one host process, each node's
-	// sockets in its own namespace; a crash or pause acts on that node
+	// HostingShared runs the nodes in shared host processes (one, unless
+	// the lab is told to spread them over more), each node's sockets in
+	// its own namespace; a crash or pause acts on that node
 	// alone, as the signal would on its process (a pause parks its event
 	// loop). A process per node costs some 25 ms of CPU to start and a
 	// process wake-up per frame received: at 1000 nodes on 2 cores, most of
 	// a minute before a leader. Shared gives up a PID per node, the
-	// kernel's view of each node's CPU, and isolation: a fault of the host
-	// stops every node.
+	// kernel's view of each node's CPU, and isolation: a fault of a host
+	// process stops every node it runs.
 	HostingShared Hosting = "shared"
 )
 

@@ -38,6 +38,9 @@
 //	capreport.go    AnalyzeCaptureReport: any capture's elections drawn as
 //	                a run's are, for `bullylab report CAPTURE`
 //	outdir.go       CheckOutDir and RemoveOutputs: another bench's outputs
+//	fdbudget.go     the open files a shared topology's scenario needs: how
+//	                many host processes carry it (HostProcesses), or
+//	                CheckHostFiles's one-line refusal
 //
 // # Output files
 //

@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,14 +12,15 @@ import (
 	"github.com/bullylab/bullylab/wire"
 )
 
-// The host that ran out did so with 20,000 open files: the estimate must
-// refuse what failed there (partition-minority at 500 and 1000) and pass
-// what ran (leader-crash at 1000, partitions at 250).
-func TestSharedHostFiles(t *testing.T) {
-	const vmLimit = 20000
+// The host that ran out did so with 20,000 open files: the plan must
+// spread what failed there (partition-minority at 500 and 1000) over
+// several host processes, and keep what ran (leader-crash at 1000,
+// partitions at 250) in one.
+func TestPlanHosts(t *testing.T) {
+	vm := machine{fileLimit: 20000}
 	for _, c := range []struct {
 		topo, scenario string
-		refused        bool
+		several        bool
 	}{
 		{"star64", "partition-minority", false},
 		{"star250", "leader-crash", false},
@@ -30,40 +32,85 @@ func TestSharedHostFiles(t *testing.T) {
 		{"star1000", "leader-crash", false},
 		{"star1000", "partition-minority", true},
 	} {
-		topo, err := topologies.Load(c.topo)
+		topo, scs := loadScenario(t, c.topo, c.scenario)
+		plan, err := planHosts(topo, scs[0], wire.AlgorithmBully, vm)
+		t.Logf("%s %s (hosting %s): %d host processes, about %d files in the busiest, %d in all", c.topo, c.scenario, topo.Hosting, plan.Processes, plan.PeakFiles, plan.Files)
 		if err != nil {
-			t.Fatal(err)
+			t.Errorf("%s %s: %v", c.topo, c.scenario, err)
 		}
-		scs, err := scenario.Lookup(c.scenario, scenario.Params{Nodes: len(topo.Nodes)})
-		if err != nil {
-			t.Fatal(err)
+		if c.several != (plan.Processes > 1) {
+			t.Errorf("%s %s: %d host processes", c.topo, c.scenario, plan.Processes)
 		}
-		need, _ := sharedHostFiles(topo, scs[0], wire.AlgorithmBully, vmLimit)
-		err = checkHostFiles(topo, scs, []string{wire.AlgorithmBully}, vmLimit)
-		t.Logf("%s %s (hosting %s): about %d files", c.topo, c.scenario, topo.Hosting, need)
-		if c.refused != (err != nil) {
-			t.Errorf("%s %s: estimate %d against %d, refusal %v", c.topo, c.scenario, need, vmLimit, err)
-		}
-		if err != nil && (strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), c.topo) || !strings.Contains(err.Error(), "ulimit -Hn")) {
-			t.Errorf("refusal is not one line naming the topology and the remedy: %q", err)
+		if plan.PeakFiles > 15000 {
+			t.Errorf("%s %s: %d files in a process allowed 20,000", c.topo, c.scenario, plan.PeakFiles)
 		}
 	}
 }
 
-func TestSharedHostFilesRing(t *testing.T) {
-	topo, err := topologies.Load("star1000")
+// Dealt round-robin, the 501 nodes of star1000's majority, which elect
+// all-to-all after partition-minority's cut, spread over every host
+// process: the busiest holds hardly more than the least busy, and little
+// more than half what dealing in contiguous ranges would put in the first
+// processes.
+func TestSharedHostFilesSpread(t *testing.T) {
+	topo, scs := loadScenario(t, "star1000", "partition-minority")
+	files, err := sharedHostFiles(topo, scs[0], wire.AlgorithmBully, 20000, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	scs, err := scenario.Lookup("partition-minority", scenario.Params{Nodes: len(topo.Nodes)})
+	lo, hi := slices.Min(files), slices.Max(files)
+	t.Logf("20 host processes: %d to %d files each", lo, hi)
+	if hi > lo*11/10 {
+		t.Errorf("20 host processes: %d to %d files each", lo, hi)
+	}
+	// The 50 nodes of a process in contiguous ranges, all in the
+	// majority, would each hold its 500 connections, its dial slots
+	// across the cut (DialSlots: 50) and its files at rest.
+	if contiguous := uint64(50 * (500 + 50 + restFilesPerNode)); hi > contiguous*6/10 {
+		t.Errorf("busiest process %d files, against %d in contiguous ranges", hi, contiguous)
+	}
+}
+
+// What no count of host processes carries is refused in one line that
+// names the topology and the remedy; so is more than the system's file
+// table holds.
+func TestPlanHostsRefuses(t *testing.T) {
+	topo, scs := loadScenario(t, "star1000", "partition-minority")
+	for _, c := range []struct {
+		m      machine
+		remedy string
+	}{
+		{machine{fileLimit: 2000}, "ulimit -Hn"},
+		{machine{fileLimit: 20000, memory: 3 * hostProcessMemory}, "ulimit -Hn"},
+		{machine{fileLimit: 20000, filesLeft: 100000}, "fs.file-max"},
+	} {
+		err := second2(hostProcesses(topo, scs, []string{wire.AlgorithmBully}, c.m))
+		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "star1000") || !strings.Contains(err.Error(), c.remedy) {
+			t.Errorf("%+v: refusal %q is not one line naming the topology and %s", c.m, err, c.remedy)
+		}
+	}
+}
+
+func loadScenario(t *testing.T, topoName, scName string) (*topologies.Topology, []*scenario.Scenario) {
+	t.Helper()
+	topo, err := topologies.Load(topoName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkHostFiles(topo, scs, []string{wire.AlgorithmRing}, 20000); err != nil {
-		t.Errorf("the ring elects along the ring, yet: %v", err)
+	scs, err := scenario.Lookup(scName, scenario.Params{Nodes: len(topo.Nodes)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := checkHostFiles(topo, scs, []string{wire.AlgorithmBully}, 0); err != nil {
-		t.Errorf("an unknown limit refuses nothing, yet: %v", err)
+	return topo, scs
+}
+
+func TestPlanHostsRing(t *testing.T) {
+	topo, scs := loadScenario(t, "star1000", "partition-minority")
+	if k, err := hostProcesses(topo, scs, []string{wire.AlgorithmRing}, machine{fileLimit: 20000}); err != nil || k != 1 {
+		t.Errorf("the ring elects along the ring, yet: %d host processes, %v", k, err)
+	}
+	if k, err := hostProcesses(topo, scs, []string{wire.AlgorithmBully}, machine{}); err != nil || k != 0 {
+		t.Errorf("an unknown limit plans nothing, yet: %d host processes, %v", k, err)
 	}
 }
 
@@ -82,12 +129,15 @@ func TestSharedHostFilesMeasured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	need, err := sharedHostFiles(topo, scs[0], wire.AlgorithmBully, 20000)
+	files, err := sharedHostFiles(topo, scs[0], wire.AlgorithmBully, 20000, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	need := files[0]
 	const measured = 3699
 	if need < measured*9/10 || need > measured*11/10 {
 		t.Errorf("estimate %d, measured %d", need, measured)
 	}
 }
+
+func second2(_ int, err error) error { return err }

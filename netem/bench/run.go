@@ -68,6 +68,10 @@ type RunOptions struct {
 	// Hosts reach the hosts of a topology that spans them (its hosts:
 	// section); each run builds its testbed across them.
 	Hosts *HostsOptions
+	// HostProcesses, when not 0, is how many shared host processes run
+	// the nodes of a topology with `hosting: shared`; 0 sizes each run's
+	// by its scenario's estimated open files (planHosts).
+	HostProcesses int
 	// Abort, when it is closed after ctx ended, tells RunBench that the
 	// partial outputs are not to be written (Outcome.Writable is false):
 	// it returns once the run in progress is torn down. nil never aborts.

@@ -130,6 +130,7 @@ func newRunner(opts RunOptions, sc *scenario.Scenario, algorithm string, i int, 
 
 // failed is the run as far as it got, failed for f.
 func (ru *runner) failed(f *runFailure) (results.Run, *runDetail) {
+	ru.recordHostFiles()
 	r := ru.r
 	r.OK = false
 	r.FailureKind = f.kind
@@ -197,7 +198,15 @@ func clipTenures(ts []Tenure, from time.Duration) []Tenure {
 func (ru *runner) start(ctx context.Context) (testbed, error) {
 	topo := ru.opts.Topology
 	if len(topo.Hosts) == 0 {
-		lb, err := lab.Boot(ctx, topo, lab.BootOptions{Binary: ru.opts.Binary, Seed: ru.seed, Backend: ru.opts.Backend,
+		hosts := ru.opts.HostProcesses
+		if hosts == 0 {
+			plan, err := planHosts(topo, ru.sc, ru.algorithm, thisMachine())
+			if err != nil {
+				return nil, err
+			}
+			hosts = plan.Processes
+		}
+		lb, err := lab.Boot(ctx, topo, lab.BootOptions{Binary: ru.opts.Binary, Seed: ru.seed, Backend: ru.opts.Backend, HostProcesses: hosts,
 			// Readable by all whatever the umask, as the other outputs.
 			Capture: &lab.CaptureOptions{Path: ru.capPath, Mode: results.OutputMode, FromBoot: true}})
 		if err != nil {
@@ -221,7 +230,22 @@ func (ru *runner) closeLab() error {
 	}
 	ru.labClosed = true
 	ru.phase(PhaseTeardown)
-	return ru.lab.Close()
+	err := ru.lab.Close()
+	ru.recordHostFiles() // after Close: the count stops with the host processes
+	return err
+}
+
+// recordHostFiles records the most files each shared host process of the
+// lab has held open so far.
+func (ru *runner) recordHostFiles() {
+	l, ok := ru.lab.(interface{ HostFiles() []lab.HostFiles })
+	if !ok {
+		return
+	}
+	ru.r.HostProcesses = nil
+	for _, h := range l.HostFiles() {
+		ru.r.HostProcesses = append(ru.r.HostProcesses, results.HostProcess{Name: h.Name, Nodes: h.Nodes, PeakFiles: h.PeakFiles})
+	}
 }
 
 // phase tells the bench's progress, if any, that the run entered p.

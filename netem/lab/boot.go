@@ -119,16 +119,11 @@ func (ps *nodeProcs) prepare() error {
 	return nil
 }
 
-// bootAll starts the shared host, if the topology asks for one, and boots
-// every node.
+// bootAll starts the shared hosts, if the topology asks for them, and
+// boots every node.
 func (ps *nodeProcs) bootAll(ctx context.Context) error {
 	if ps.topo.Hosting == topologies.HostingShared {
-		log := netem.LogPath(ps.run, "host")
-		if ps.opts.LogDir != "" {
-			log = filepath.Join(ps.opts.LogDir, "host.log")
-		}
-		var err error
-		if ps.host, err = startSharedHost(ps.tb, ps.opts.Binary, ps.opts.hostEnv, log); err != nil {
+		if err := ps.startHosts(); err != nil {
 			return err
 		}
 	}
@@ -267,12 +262,9 @@ func (ps *nodeProcs) release(nodes []*labNode) error {
 	if len(nodes) == 0 {
 		return nil
 	}
-	if ps.host != nil {
-		names := make([]string, len(nodes))
-		for i, n := range nodes {
-			names[i] = n.name
-		}
-		return ps.hostAll(hostRelease, names)
+	if ps.hosts != nil {
+		_, err := ps.hostAll(hostRelease, nodes)
+		return err
 	}
 	errs := make([]error, len(nodes))
 	parallel(len(nodes), bootWindow(), func(i int) bool {
@@ -321,7 +313,7 @@ func (ps *nodeProcs) boot(ctx context.Context, nodes []*labNode) error {
 				if err == nil {
 					err = ps.startProc(n)
 				}
-				if err == nil && ps.host == nil {
+				if err == nil && ps.hosts == nil {
 					// A shared host answers a start once the node
 					// listens, on its control socket too.
 					err = ps.waitReady(ctx, n)
@@ -371,10 +363,10 @@ func (ps *nodeProcs) startProc(n *labNode) error {
 	ps.mu.Unlock()
 	var p nodeProc
 	var err error
-	if ps.host != nil {
+	if ps.hosts != nil {
 		spec := ps.hostedSpec(n, join, clock)
 		spec.HoldBoot = hold
-		p, err = ps.host.start(ps.ctx, n.name, spec)
+		p, err = ps.hostOf(n).start(ps.ctx, n.name, spec)
 	} else {
 		p, err = ps.tb.StartUnflushed(n.name, argv, ps.opts.Env, n.log)
 	}

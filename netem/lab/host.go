@@ -4,6 +4,7 @@ package lab
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bullylab/bullylab/netem"
@@ -26,13 +28,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A shared host is one process that runs every node of a lab whose
-// topology says `hosting: shared`, each node's sockets created in its own
-// namespace. A node process costs about 25 ms of CPU to start and a
-// process wake-up per frame it receives; at 1000 nodes on 2 cores that was
-// most of a minute before a leader. The lab drives the host with JSON
-// lines on its standard input (hostRequest) and reads hostReply lines from
-// its standard output; the host's standard error is its log.
+// A shared host is a process that runs nodes of a lab whose topology says
+// `hosting: shared`, each node's sockets created in its own namespace. A
+// node process costs about 25 ms of CPU to start and a process wake-up per
+// frame it receives; at 1000 nodes on 2 cores that was most of a minute
+// before a leader. One host process has one limit on open files, which
+// every node it runs shares: after partition-minority's cut, the 501 nodes
+// of star1000's majority all elect at once, each connected to the other
+// 500, which needs some 260,000 files where this kind of machine allows a
+// process 20,000 and no raise. So a lab may spread the nodes over several
+// host processes (BootOptions.HostProcesses), round-robin by topology
+// index (HostProcessOf). The lab drives each host with JSON lines on its
+// standard input (hostRequest) and reads hostReply lines from its standard
+// output; a host's standard error is its log.
 
 // Host operations.
 const (
@@ -73,6 +81,9 @@ type hostedSpec struct {
 	// Clock is the node's clock skew at its start (--clock-offset,
 	// --clock-rate).
 	Clock fault.ClockSkew `json:"clock,omitzero"`
+	// HostedNodes is how many nodes the host process runs, which share
+	// its open files (DialSlots); 0 counts every member.
+	HostedNodes int `json:"hosted_nodes,omitempty"`
 }
 
 // hostReply answers the request with its ID, or (ID 0, Exited) reports a
@@ -201,7 +212,7 @@ func (h *hostServer) start(name string, s hostedSpec, wg *sync.WaitGroup) error 
 		HeartbeatInterval: s.Heartbeat, FailureTimeout: s.FailureTimeout, ElectionTimeout: s.ElectionTimeout,
 		DetectionStagger: &stagger, Algorithm: s.Algorithm, Clock: s.Clock,
 		Log: log, LogFormat: node.LogJSON,
-		TCP: node.TCPConfig{Socket: socket, MaxDialing: DialSlots(h.files, len(peers.Members))},
+		TCP: node.TCPConfig{Socket: socket, MaxDialing: DialSlots(h.files, cmp.Or(s.HostedNodes, len(peers.Members)))},
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -272,9 +283,13 @@ func (h *hostServer) killAll() {
 
 // sharedHost is the lab's end of a shared host process.
 type sharedHost struct {
-	proc *netem.Process
-	log  string
-	in   *os.File // the host's standard input
+	name  string // host, or host-1 ... host-k of k
+	nodes int    // how many nodes it runs
+	proc  *netem.Process
+	log   string
+	in    *os.File // the host's standard input
+
+	peakFiles atomic.Int64 // the most open files sampleFiles saw
 
 	mu    sync.Mutex
 	enc   *json.Encoder
@@ -294,8 +309,9 @@ func (p *hostedProc) PID() int              { return p.host.proc.PID() }
 func (p *hostedProc) Done() <-chan struct{} { return p.done }
 
 // startSharedHost starts `binary lab-host` in this process's namespace,
-// its standard error appended to logPath.
-func startSharedHost(tb *netem.Testbed, binary string, env []string, logPath string) (*sharedHost, error) {
+// recorded as name, its standard error appended to logPath, to run nodes
+// nodes.
+func startSharedHost(tb *netem.Testbed, binary string, env []string, name, logPath string, nodes int) (*sharedHost, error) {
 	os.MkdirAll(filepath.Dir(logPath), 0o755) // OpenFile says what failed
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
@@ -315,7 +331,7 @@ func startSharedHost(tb *netem.Testbed, binary string, env []string, logPath str
 	cmd := exec.Command(binary, "lab-host")
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, logf
-	p, err := tb.StartHost("host", cmd, logPath)
+	p, err := tb.StartHost(name, cmd, logPath)
 	inR.Close() // the child's ends
 	outW.Close()
 	if err != nil {
@@ -323,10 +339,127 @@ func startSharedHost(tb *netem.Testbed, binary string, env []string, logPath str
 		outR.Close()
 		return nil, fmt.Errorf("lab: %w", err)
 	}
-	h := &sharedHost{proc: p, log: logPath, in: inW, enc: json.NewEncoder(inW),
+	h := &sharedHost{name: name, nodes: nodes, proc: p, log: logPath, in: inW, enc: json.NewEncoder(inW),
 		calls: make(map[uint64]chan hostReply), exits: make(map[string]*hostedProc)}
 	go h.read(outR)
+	go h.sampleFiles()
 	return h, nil
+}
+
+// fileSample is how often a host's open files are counted. Counting walks
+// the host's descriptor table: at star1000's peak, some 270,000 entries
+// over all hosts, tens of milliseconds of CPU a round.
+const fileSample = 250 * time.Millisecond
+
+// sampleFiles counts the host's open files every fileSample until it
+// exits, keeping the most it saw.
+func (h *sharedHost) sampleFiles() {
+	tick := time.NewTicker(fileSample)
+	defer tick.Stop()
+	dir := fmt.Sprintf("/proc/%d/fd", h.proc.PID())
+	for {
+		if n, err := countFiles(dir); err == nil && int64(n) > h.peakFiles.Load() {
+			h.peakFiles.Store(int64(n))
+		}
+		select {
+		case <-h.proc.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// countFiles counts the entries of dir.
+func countFiles(dir string) (int, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n := 0
+	for {
+		names, err := f.Readdirnames(4096)
+		n += len(names)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// MaxHostProcesses bounds BootOptions.HostProcesses. Each host process
+// costs a Go runtime (some 10-20 MB, its own threads and collector) on
+// top of its nodes; 64 of them carry 1000 nodes with 300 files each.
+const MaxHostProcesses = 64
+
+// HostProcessOf is the host process, from 0, that runs the node at index
+// (its place in the topology's nodes, from 0) in a lab of hosts shared
+// host processes:
+// round-robin. Partition groups are ranges of IDs (the highest, the
+// lowest), and a group cut off from its leader elects all-to-all: dealt
+// round-robin, its members, and so its connections, spread evenly over
+// every host; in contiguous ranges they would fill the first hosts alone,
+// each at about twice the files.
+func HostProcessOf(index, hosts int) int {
+	if hosts <= 1 {
+		return 0
+	}
+	return index % hosts
+}
+
+// HostFiles is what one shared host process of a lab held open.
+type HostFiles struct {
+	Name string `json:"name"`
+	PID  int    `json:"pid"`
+	// Nodes is how many nodes it runs.
+	Nodes int `json:"nodes"`
+	// PeakFiles is the most open files it had, counted every fileSample
+	// from its start.
+	PeakFiles int `json:"peak_files"`
+}
+
+// HostFiles returns, per shared host process in order (none when every
+// node runs as its own process), the most files it held open so far.
+func (l *Lab) HostFiles() []HostFiles {
+	out := make([]HostFiles, 0, len(l.procs.hosts))
+	for _, h := range l.procs.hosts {
+		out = append(out, HostFiles{Name: h.name, PID: h.proc.PID(), Nodes: h.nodes, PeakFiles: int(h.peakFiles.Load())})
+	}
+	return out
+}
+
+// startHosts starts opts.HostProcesses shared hosts (one when 0), named
+// host-1 ... host-k and logging to host-1.log ..., or host and host.log
+// when there is one.
+func (ps *nodeProcs) startHosts() error {
+	k := max(ps.opts.HostProcesses, 1)
+	nodes := make([]int, k)
+	for _, n := range ps.nodes {
+		nodes[HostProcessOf(n.index-1, k)]++
+	}
+	for i := range k {
+		name := "host"
+		if k > 1 {
+			name = fmt.Sprintf("host-%d", i+1)
+		}
+		log := netem.LogPath(ps.run, name)
+		if ps.opts.LogDir != "" {
+			log = filepath.Join(ps.opts.LogDir, name+".log")
+		}
+		h, err := startSharedHost(ps.tb, ps.opts.Binary, ps.opts.hostEnv, name, log, nodes[i])
+		if err != nil {
+			return err
+		}
+		ps.hosts = append(ps.hosts, h)
+	}
+	return nil
+}
+
+// hostOf returns the shared host that runs n.
+func (ps *nodeProcs) hostOf(n *labNode) *sharedHost {
+	return ps.hosts[HostProcessOf(n.index-1, len(ps.hosts))]
 }
 
 // read delivers the host's replies until its output ends; then every call
@@ -384,7 +517,7 @@ func (h *sharedHost) call(ctx context.Context, req hostRequest) error {
 	}
 	h.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("shared host process %d: %w", h.proc.PID(), err)
+		return fmt.Errorf("shared host %s (process %d): %w", h.name, h.proc.PID(), err)
 	}
 	select {
 	case r, ok := <-c:
@@ -404,7 +537,7 @@ func (h *sharedHost) call(ctx context.Context, req hostRequest) error {
 }
 
 func (h *sharedHost) goneErr() error {
-	return fmt.Errorf("shared host process %d exited: %s", h.proc.PID(), logTail(h.log, 3))
+	return fmt.Errorf("shared host %s (process %d) exited: %s", h.name, h.proc.PID(), logTail(h.log, 3))
 }
 
 // start starts a node in the host and returns it once it listens.
@@ -442,13 +575,17 @@ func (h *sharedHost) kill() error {
 	return err
 }
 
-// hostedSpec is what n's argv says, for the shared host, with the clock
-// skew it starts with.
+// hostedSpec is what n's argv says, for the shared host that runs it,
+// with the clock skew it starts with.
 func (ps *nodeProcs) hostedSpec(n *labNode, join bool, clock fault.ClockSkew) hostedSpec {
 	tn, _ := ps.topo.Node(n.name)
 	var memberKeyFile string
 	if n.memberKey != nil {
 		memberKeyFile = n.keyFile
+	}
+	hosted := 0
+	if len(ps.hosts) > 1 {
+		hosted = ps.hostOf(n).nodes
 	}
 	return hostedSpec{
 		Namespace: n.ns, ID: n.id, Listen: n.listen, Peers: ps.peers, DataDir: n.dataDir, KeyFile: ps.keyFile,
@@ -456,21 +593,45 @@ func (ps *nodeProcs) hostedSpec(n *labNode, join bool, clock fault.ClockSkew) ho
 		Log:           n.log, Join: join,
 		Heartbeat: tn.Settings.Heartbeat, FailureTimeout: tn.Settings.FailureTimeout,
 		ElectionTimeout: tn.Settings.ElectionTimeout, DetectionStagger: tn.Settings.DetectionStagger,
-		Algorithm: nodeAlgorithm(ps.topo), Clock: clock,
+		Algorithm: nodeAlgorithm(ps.topo), Clock: clock, HostedNodes: hosted,
 	}
 }
 
-// hostAll asks the shared host to do op to every node in names at once.
-func (ps *nodeProcs) hostAll(op string, names []string) error {
-	errs := make([]error, len(names))
-	parallel(len(names), len(names), func(i int) bool {
-		errs[i] = ps.host.do(ps.ctx, op, names[i])
+// hostAll asks the shared hosts that run nodes to do op to each of them
+// at once, and returns the hosts' PIDs.
+func (ps *nodeProcs) hostAll(op string, nodes []*labNode) ([]string, error) {
+	errs := make([]error, len(nodes))
+	parallel(len(nodes), len(nodes), func(i int) bool {
+		errs[i] = ps.hostOf(nodes[i]).do(ps.ctx, op, nodes[i].name)
 		return true
 	})
-	return errors.Join(errs...)
+	return ps.hostPIDs(nodes), errors.Join(errs...)
 }
 
-// hostSignal pauses or resumes nodes in the shared host, their event
+// hostPIDs are the PIDs of the shared hosts that run nodes, in host order.
+func (ps *nodeProcs) hostPIDs(nodes []*labNode) []string {
+	var pids []string
+	for _, h := range ps.hosts {
+		for _, n := range nodes {
+			if ps.hostOf(n) == h {
+				pids = append(pids, strconv.Itoa(h.proc.PID()))
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// hostProcessesText is "shared host process P" or "shared host processes
+// P, Q" for pids.
+func hostProcessesText(pids []string) string {
+	if len(pids) == 1 {
+		return "shared host process " + pids[0]
+	}
+	return "shared host processes " + strings.Join(pids, ", ")
+}
+
+// hostSignal pauses or resumes nodes in their shared hosts, their event
 // loops parked or run again as SIGSTOP and SIGCONT would their processes,
 // and says how.
 func (ps *nodeProcs) hostSignal(nodes []*labNode, pause bool) (string, error) {
@@ -478,11 +639,8 @@ func (ps *nodeProcs) hostSignal(nodes []*labNode, pause bool) (string, error) {
 	if pause {
 		op, how = hostPause, "event loop parked, as SIGSTOP would its process,"
 	}
-	names := make([]string, len(nodes))
-	for i, n := range nodes {
-		names[i] = n.name
-	}
-	if err := ps.hostAll(op, names); err != nil {
+	pids, err := ps.hostAll(op, nodes)
+	if err != nil {
 		return "", err
 	}
 	ps.mu.Lock()
@@ -490,19 +648,37 @@ func (ps *nodeProcs) hostSignal(nodes []*labNode, pause bool) (string, error) {
 		n.run.paused = pause
 	}
 	ps.mu.Unlock()
-	return fmt.Sprintf("%s in shared host process %d", how, ps.host.proc.PID()), nil
+	return fmt.Sprintf("%s in %s", how, hostProcessesText(pids)), nil
 }
 
-// DialSlots is the connection attempts each node of a cluster of members
-// may have in flight (node.TCPConfig.MaxDialing) in a host allowed files
-// open files: an eighth of them shared by every member, as if the whole
-// cluster ran here. The rest hold what the nodes need at rest (about ten
+// hostFailure is why n, run by a shared host, stopped when that host
+// exited: the host's name and last words; "" otherwise.
+func (ps *nodeProcs) hostFailure(n *labNode) string {
+	ps.mu.Lock()
+	p, ok := n.run.proc.(*hostedProc)
+	ps.mu.Unlock()
+	if !ok {
+		return ""
+	}
+	p.host.mu.Lock()
+	gone := p.host.gone
+	p.host.mu.Unlock()
+	if !gone {
+		return ""
+	}
+	return p.host.goneErr().Error()
+}
+
+// DialSlots is the connection attempts each of hosted nodes may have in
+// flight (node.TCPConfig.MaxDialing) in a host process allowed files open
+// files: an eighth of them shared by the nodes it runs (every member of
+// the cluster, with one host process). The rest hold what the nodes need at rest (about ten
 // files a node at 1000: both ends of its connections, its listeners, log,
 // lock and namespace) and their state saves. Behind a partition of 1000
 // nodes, 501 of them each dial 498 unreachable peers at once: without the
 // bound, 501 x 498 sockets would wait on SYNs that go unanswered.
-func DialSlots(files uint64, members int) int {
-	return int(min(max(files/8/uint64(max(members, 1)), 2), node.DefaultMaxDialing))
+func DialSlots(files uint64, hosted int) int {
+	return int(min(max(files/8/uint64(max(hosted, 1)), 2), node.DefaultMaxDialing))
 }
 
 // raiseFileLimit lifts the host's limit on open files to the most the

@@ -154,7 +154,8 @@ func parallel(n, workers int, f func(i int) bool) bool {
 type NodeFailure struct {
 	Node string
 	// Reason is the node's last words in its log ("bullylab: ..."),
-	// or what the log lacks.
+	// or what the log lacks; or, when the shared host process that ran
+	// it exited, that host's name and last words.
 	Reason string
 }
 
@@ -165,7 +166,11 @@ type NodeFailure struct {
 func (m *Monitor) Failed() []NodeFailure {
 	var out []NodeFailure
 	for _, n := range m.procs.failed() {
-		out = append(out, NodeFailure{Node: n.name, Reason: lastWords(n.log)})
+		reason := m.procs.hostFailure(n)
+		if reason == "" {
+			reason = lastWords(n.log)
+		}
+		out = append(out, NodeFailure{Node: n.name, Reason: reason})
 	}
 	return out
 }

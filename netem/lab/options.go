@@ -49,6 +49,12 @@ type BootOptions struct {
 	// Share, when set, has the lab build one host's part of a topology
 	// that spans hosts (its hosts: section); nil refuses such a topology.
 	Share *Share
+	// HostProcesses is how many shared host processes run the nodes of a
+	// topology with `hosting: shared`, dealt round-robin (HostProcessOf),
+	// each with its own limit on open files; 0 is one. At most
+	// MaxHostProcesses, and at most one per node. The bench sizes it
+	// from its estimate of the files a scenario needs.
+	HostProcesses int
 
 	hostEnv []string // a shared host's environment
 }
@@ -133,6 +139,9 @@ func (opts BootOptions) withDefaults(topo *topologies.Topology) (BootOptions, er
 	}
 	if topo == nil || len(topo.Nodes) == 0 {
 		return opts, errors.New("lab: topology has no nodes")
+	}
+	if opts.HostProcesses < 0 || opts.HostProcesses > min(MaxHostProcesses, len(topo.Nodes)) {
+		return opts, fmt.Errorf("lab: %d host processes for %d nodes: give 1 to %d", opts.HostProcesses, len(topo.Nodes), min(MaxHostProcesses, len(topo.Nodes)))
 	}
 	return opts, nil
 }

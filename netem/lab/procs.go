@@ -25,7 +25,8 @@ const (
 )
 
 // nodeProc is a node's running incarnation: its own process
-// (*netem.Process), or a node in the lab's shared host (*hostedProc).
+// (*netem.Process), or a node in one of the lab's shared hosts
+// (*hostedProc).
 type nodeProc interface {
 	PID() int
 	Done() <-chan struct{}
@@ -46,13 +47,13 @@ type nodeRun struct {
 }
 
 // nodeProcs boots a lab's nodes and starts, kills, pauses and resumes
-// their processes: one each, or all in a shared host.
+// their processes: one each, or all in shared hosts.
 type nodeProcs struct {
 	*roster
 	tb    *netem.Testbed
 	opts  BootOptions
 	ctx   context.Context // the lab's: ends when Close begins, aborting waits
-	host  *sharedHost     // runs the nodes when the topology's hosting is shared
+	hosts []*sharedHost   // run the nodes when the topology's hosting is shared (HostProcessOf)
 	tmpfs bool            // mounted a tmpfs on DataRoot(run)
 	times Times
 
@@ -165,22 +166,23 @@ func clockArgs(skew fault.ClockSkew) []string {
 // waits until they are gone, and says how.
 func (ps *nodeProcs) crash(nodes []*labNode) (string, error) {
 	var procs []*netem.Process
-	var hosted []string
+	var hosted []*labNode
 	ps.mu.Lock()
 	for _, n := range nodes {
 		if p, ok := n.run.proc.(*netem.Process); ok {
 			procs = append(procs, p)
 		} else {
-			hosted = append(hosted, n.name)
+			hosted = append(hosted, n)
 		}
 		n.run.crashed = true
 	}
 	ps.mu.Unlock()
 	if len(hosted) > 0 {
-		how := fmt.Sprintf("killed in shared host process %d, as SIGKILL would its own process", ps.host.proc.PID())
-		if err := ps.hostAll(hostKill, hosted); err != nil {
+		pids, err := ps.hostAll(hostKill, hosted)
+		if err != nil {
 			return "", err
 		}
+		how := fmt.Sprintf("killed in %s, as SIGKILL would its own process", hostProcessesText(pids))
 		for _, n := range nodes {
 			// The host reports the end after the kill's answer.
 			select {
@@ -213,15 +215,17 @@ func (ps *nodeProcs) restart(ctx context.Context, nodes []*labNode, join bool) (
 	if err := ps.boot(ctx, nodes); err != nil {
 		return "", err
 	}
-	var pids []string
-	ps.mu.Lock()
-	for _, n := range nodes {
-		pids = append(pids, strconv.Itoa(n.run.proc.PID()))
-	}
-	ps.mu.Unlock()
-	how := "as process " + strings.Join(pids, ", ")
-	if ps.host != nil {
-		how = "in shared host process " + pids[0]
+	var how string
+	if ps.hosts != nil {
+		how = "in " + hostProcessesText(ps.hostPIDs(nodes))
+	} else {
+		var pids []string
+		ps.mu.Lock()
+		for _, n := range nodes {
+			pids = append(pids, strconv.Itoa(n.run.proc.PID()))
+		}
+		ps.mu.Unlock()
+		how = "as process " + strings.Join(pids, ", ")
 	}
 	if join {
 		how = "with --join " + how
@@ -232,7 +236,7 @@ func (ps *nodeProcs) restart(ctx context.Context, nodes []*labNode, join bool) (
 // signal SIGSTOPs (pause) or SIGCONTs the nodes' process groups, returns
 // once the kernel reports them stopped or running again, and says how.
 func (ps *nodeProcs) signal(nodes []*labNode, pause bool) (string, error) {
-	if ps.host != nil {
+	if ps.hosts != nil {
 		return ps.hostSignal(nodes, pause)
 	}
 	sig := syscall.SIGCONT
@@ -289,13 +293,13 @@ func (ps *nodeProcs) close() []*netem.Process {
 	return procs
 }
 
-// kill SIGKILLs procs and the shared host, for Close.
+// kill SIGKILLs procs and the shared hosts, for Close.
 func (ps *nodeProcs) kill(procs []*netem.Process) error {
-	err := netem.KillAll(procs)
-	if ps.host != nil {
-		err = errors.Join(err, ps.host.kill())
+	errs := []error{netem.KillAll(procs)}
+	for _, h := range ps.hosts {
+		errs = append(errs, h.kill())
 	}
-	return err
+	return errors.Join(errs...)
 }
 
 // unmount removes the tmpfs prepare mounted, for Close.

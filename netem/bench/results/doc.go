@@ -9,6 +9,7 @@
 //	results.go      Results and their JSON, results.json (below); Summarize
 //	availability.go a run's availability (Availability: unavailability,
 //	                leader changes, verdict), its summary and comparison
+//	hostfiles.go    the files the shared host processes held open
 //	check.go        Checks: a run's safety (SLE1) and liveness (SLE2)
 //	                verdicts as results.json records them
 //	stats.go        Percentile, Mean, Distribution
@@ -158,6 +159,11 @@
 //	      dual_leader_ns  how long two leading nodes could reach each other both ways
 //	      leaderless_ns   node -> how long it ran without a leader it could reach
 //	                      both ways
+//	    host_processes[]  the shared host processes that ran the nodes (hosting:
+//	                      shared), in order; absent with a process per node
+//	      name            host, or host-1 ... host-k of several
+//	      nodes           how many nodes it ran (dealt round-robin)
+//	      peak_files      the most files it held open, counted every 250 ms
 //	  summary             over the runs that passed, except the counts
 //	    runs, ok, failed
 //	    time_to_leader    {n, min_ns, mean_ns, p50_ns, p95_ns, p99_ns, max_ns}
@@ -171,6 +177,10 @@
 //	    availability      when runs measured it: unavailable {n, min_ns, ...} and
 //	                      leader_changes {mean, max} over the runs that passed,
 //	                      verdicts {verdict: runs} over every run
+//	    host_files        when the nodes ran in shared host processes, over every
+//	                      run: {runs, processes (the most of one run), peak_files
+//	                      (of one process), peak_files_per_node (a process's peak
+//	                      over its nodes)}
 //	partial               absent when every planned run finished; when the bench
 //	                      stopped early (SIGINT, SIGTERM: bench.RunBench's ctx ended):
 //	  reason              why, such as "interrupted by SIGINT"

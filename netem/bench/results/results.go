@@ -331,6 +331,10 @@ type Run struct {
 	// Absent when unknown: no measured election, or a results.json from
 	// before it was counted.
 	LaterLeaderChanges *int `json:"later_leader_changes,omitempty"`
+	// HostProcesses are the shared host processes that ran the nodes, in
+	// order, with the most files each held open; absent when every node
+	// ran as its own process, or across hosts.
+	HostProcesses []HostProcess `json:"host_processes,omitempty"`
 }
 
 // CountersCheck compares the nodes' frame counters with the capture.
@@ -369,6 +373,9 @@ type Summary struct {
 	// LaterChanges is over every run that counted its later leader
 	// changes, nil when none did.
 	LaterChanges *LaterChanges `json:"later_leader_changes,omitempty"`
+	// HostFiles is over the runs whose nodes ran in shared host
+	// processes, nil when none did.
+	HostFiles *HostFiles `json:"host_files,omitempty"`
 }
 
 // Dist is a distribution of durations; percentiles are nearest-rank (see
@@ -461,6 +468,7 @@ func Summarize(runs []Run) Summary {
 	}
 	s.Availability = summarizeAvailability(runs)
 	s.LaterChanges = summarizeLaterChanges(runs)
+	s.HostFiles = summarizeHostFiles(runs)
 	return s
 }
 

@@ -84,6 +84,9 @@ func WriteSummary(w io.Writer, r *Results, opts ...SummaryOptions) error {
 		if l := clockLine(sc.Key(), s); l != "" {
 			lines = append(lines, l)
 		}
+		if l := hostFilesLine(sc.Key(), s); l != "" {
+			lines = append(lines, l)
+		}
 	}
 	if r.Partial != nil {
 		lines = append(lines, r.Partial.String())
