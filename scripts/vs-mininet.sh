@@ -6,40 +6,45 @@
 #   scripts/vs-mininet.sh              # N = 100 250 500 1000, 3 rounds
 #   ROUNDS=5 scripts/vs-mininet.sh 100 250
 #
-# What runs, per N and round, the two tools alternating (A/B interleaved,
-# Mininet first in odd rounds, bullylab first in even ones), with a pause
-# of SETTLE seconds (default 1 + N/250) before each run: the kernel frees
+# What runs, per N and round, the three runs interleaved (their order
+# rotates each round: mn bl sh, bl sh mn, sh mn bl), with a pause of
+# SETTLE seconds (default 1 + N/250) before each run: the kernel frees
 # a torn-down testbed's namespaces after the tool has exited, holding
 # locks a build needs, and one tool's freeing must not slow the other's
 # build.
 #
-#   Mininet   `mn --switch lxbr --controller none --topo single,N --test
+#   mn        `mn --switch lxbr --controller none --topo single,N --test
 #             none` (Debian's mininet 2.3 package; a Linux bridge, no
 #             OpenFlow controller, no Open vSwitch): N hosts, each a shell
 #             in its own network namespace with a veth to the bridge s1,
 #             started, no test run, stopped.
-#   bullylab  BenchmarkBuild/N (netem/testbed_bench_test.go), one
+#   bl        BenchmarkBuild/N (netem/testbed_bench_test.go), one
 #             iteration, from a test binary compiled once: N node
 #             namespaces and a switch namespace that routes between them
 #             (a veth per node; a route and a permanent neighbour entry per
 #             node on the switch, one of each on every node), built and
-#             torn down; no node processes.
+#             torn down; no processes.
+#   sh        BenchmarkBuildShells/N: bl, and in each namespace a bash
+#             started as Mininet starts its hosts' shells (`bash --norc
+#             --noediting -is`, read up to its first prompt, one host
+#             after another); teardown ends each shell and waits for it.
+#             This is the like-for-like row.
 #
 # The numbers, in seconds:
 #
 #   process   whole-process wall time, from exec to exit, as a user waits
 #             for it. Mininet's includes the Python interpreter's start and
-#             Mininet's imports. bullylab's includes the test binary's
+#             Mininet's imports. bl's and sh's include the test binary's
 #             start and its probe (one namespace created and removed), but
 #             not the benchmark's own settle pause (a 1 s sleep before its
 #             build, subtracted here).
 #   inside    the tool's own clock around build and teardown: Mininet's
-#             "completed in" line (topology, start, stop), bullylab's
-#             ms/build + ms/teardown.
+#             "completed in" line (topology, start, stop), the
+#             benchmarks' ms/build + ms/teardown.
 #
-# Neither includes the kernel's asynchronous freeing of the namespaces
-# after teardown. Medians are over ROUNDS; the runs column lists every
-# process time (Mininet / bullylab).
+# None includes the kernel's asynchronous freeing of the namespaces
+# after teardown. Each cell is the median over ROUNDS and, in brackets,
+# the lowest and highest run; the ratios are of medians.
 #
 # Mininet is run so that it never cleans up on its own: on an error or ^C
 # `mn` calls its cleanup (what `mn -c` does), which kills processes by
@@ -197,27 +202,33 @@ mn_leftovers() {
 	done
 }
 
-# run_bl N: appends "process inside" to $work/bl.N.
-run_bl() {
-	local n=$1 log="$work/bl.log" start end
+# run_bench N BENCHMARK FILE: appends "process inside" to $work/FILE.N,
+# from one iteration of BENCHMARK/N.
+run_bench() {
+	local n=$1 bench=$2 file=$3 log="$work/bench.log" start end
 	start=$(now)
-	if ! (cd netem && "$work/netem.test" -test.run '^$' -test.bench "^BenchmarkBuild\$/^$n\$" -test.benchtime 1x) >"$log" 2>&1; then
+	if ! (cd netem && "$work/netem.test" -test.run '^$' -test.bench "^$bench\$/^$n\$" -test.benchtime 1x) >"$log" 2>&1; then
 		cat "$log" >&2
-		echo "scripts/vs-mininet.sh: BenchmarkBuild/$n failed (log above)" >&2
+		echo "scripts/vs-mininet.sh: $bench/$n failed (log above)" >&2
 		exit 1
 	fi
 	end=$(now)
 	local inside
-	inside=$(awk -v n="$n" '$1 ~ "^BenchmarkBuild/" n "(-[0-9]+)?$" {
+	inside=$(awk -v name="$bench/$n" '$1 ~ "^" name "(-[0-9]+)?$" {
 		for (i = 2; i < NF; i++) { if ($(i+1) == "ms/build") b = $i; if ($(i+1) == "ms/teardown") t = $i }
 		if (b != "" && t != "") printf "%.3f", (b + t) / 1000 }' "$log")
 	if [ -z "$inside" ]; then
 		cat "$log" >&2
-		echo "scripts/vs-mininet.sh: netem/testbed_bench_test.go: BenchmarkBuild has no size $n, or it reported no ms/build and ms/teardown" >&2
+		echo "scripts/vs-mininet.sh: netem/testbed_bench_test.go: $bench has no size $n, or it reported no ms/build and ms/teardown" >&2
 		exit 1
 	fi
-	echo "$(calc "$end - $start - $BENCH_SETTLE") $inside" >>"$work/bl.$n"
+	echo "$(calc "$end - $start - $BENCH_SETTLE") $inside" >>"$work/$file.$n"
 }
+
+# run_bl N: namespaces and links alone.
+run_bl() { run_bench "$1" BenchmarkBuild bl; }
+# run_sh N: the same and a bash per namespace, like for like with Mininet.
+run_sh() { run_bench "$1" BenchmarkBuildShells sh; }
 
 median() { sort -n | awk '{v[NR] = $1} END {if (NR % 2) printf "%.3f", v[(NR + 1) / 2]; else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
@@ -227,7 +238,11 @@ for n in "${sizes[@]}"; do
 		# Other work on the machine slows both tools (every link change
 		# takes the kernel's RTNL lock): the load says how much.
 		step "N=$n round $r/$ROUNDS (load average $(cut -d' ' -f1-3 /proc/loadavg))"
-		if [ $((r % 2)) -eq 1 ]; then order="mn bl"; else order="bl mn"; fi
+		case $((r % 3)) in
+		1) order="mn bl sh" ;;
+		2) order="bl sh mn" ;;
+		0) order="sh mn bl" ;;
+		esac
 		for tool in $order; do
 			sleep "$settle"
 			"run_$tool" "$n"
@@ -236,13 +251,24 @@ for n in "${sizes[@]}"; do
 	done
 done
 
-step "medians (seconds) over $ROUNDS rounds; $(nproc) cores, kernel $(uname -r), mininet $(dpkg-query -W -f '${Version}' mininet), load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%6s  %12s %12s %7s  %12s %12s %7s  %s\n' N "mn process" "bl process" ratio "mn inside" "bl inside" ratio "runs (process: mininet / bullylab)"
+# spread FILE COLUMN: "min-max" of a column.
+spread() { sort -n | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.2f-%.2f", lo, hi}'; }
+col() { awk -v c="$2" '{print $c}' "$work/$1"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a / b }'; }
+
+step "seconds over $ROUNDS rounds, median (min-max); $(nproc) cores, kernel $(uname -r), mininet $(dpkg-query -W -f '${Version}' mininet), load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "process: whole-process wall time; inside: each tool's own clock around build and teardown."
+echo "bl: namespaces and links only; bl+sh: and a bash per namespace read to its prompt, as Mininet's hosts (like for like)."
+printf '%5s  %-8s %-20s %-20s %-20s %7s %7s\n' N "" "mininet" "bl" "bl+sh" "mn/bl" "mn/bl+sh"
 for n in "${sizes[@]}"; do
-	mp=$(awk '{print $1}' "$work/mn.$n" | median)
-	bp=$(awk '{print $1}' "$work/bl.$n" | median)
-	mi=$(awk '{print $2}' "$work/mn.$n" | median)
-	bi=$(awk '{print $2}' "$work/bl.$n" | median)
-	runs="$(awk '{printf "%s%.2f", (NR > 1 ? " " : ""), $1}' "$work/mn.$n") / $(awk '{printf "%s%.2f", (NR > 1 ? " " : ""), $1}' "$work/bl.$n")"
-	printf '%6s  %12s %12s %7s  %12s %12s %7s  %s\n' "$n" "$mp" "$bp" "$(awk -v a="$mp" -v b="$bp" 'BEGIN { printf "%.1f", a / b }')" "$mi" "$bi" "$(awk -v a="$mi" -v b="$bi" 'BEGIN { printf "%.1f", a / b }')" "$runs"
+	for c in 1 2; do
+		what=process
+		[ "$c" -eq 2 ] && what=inside
+		m=$(col "mn.$n" "$c" | median)
+		b=$(col "bl.$n" "$c" | median)
+		h=$(col "sh.$n" "$c" | median)
+		printf '%5s  %-8s %-20s %-20s %-20s %7s %7s\n' "$n" "$what" \
+			"$m ($(col "mn.$n" "$c" | spread))" "$b ($(col "bl.$n" "$c" | spread))" "$h ($(col "sh.$n" "$c" | spread))" \
+			"$(ratio "$m" "$b")" "$(ratio "$m" "$h")"
+	done
 done
