@@ -380,15 +380,7 @@ func (t *TCPTransport) ProbePeer(ctx context.Context, peer uuid.UUID, timeout ti
 	defer cancel()
 	stop := context.AfterFunc(t.ctx, cancel)
 	defer stop()
-	var (
-		nc  net.Conn
-		err error
-	)
-	if t.cfg.Socket != nil {
-		nc, err = dialVia(ctx, t.cfg.Socket, addr, timeout, t.cfg.UserTimeout)
-	} else {
-		nc, err = (&net.Dialer{Timeout: timeout}).DialContext(ctx, "tcp", addr)
-	}
+	nc, err := t.probeDial(ctx, addr, timeout)
 	switch {
 	case err == nil:
 		// A dying process's kernel closes its sockets one by one: the
@@ -413,6 +405,15 @@ func (t *TCPTransport) ProbePeer(ctx context.Context, peer uuid.UUID, timeout ti
 	return ProbeNoAnswer
 }
 
+// probeDial connects to addr as the transport's dials do (through
+// TCPConfig.Socket when set: in the node's namespace).
+func (t *TCPTransport) probeDial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
+	if t.cfg.Socket != nil {
+		return dialVia(ctx, t.cfg.Socket, addr, timeout, t.cfg.UserTimeout)
+	}
+	return (&net.Dialer{Timeout: timeout}).DialContext(ctx, "tcp", addr)
+}
+
 // crashProbeHold is how long a probe that connected waits for the peer to
 // end it (see ProbePeer) before it closes it, no byte sent either way.
 const crashProbeHold = 50 * time.Millisecond
@@ -420,15 +421,7 @@ const crashProbeHold = 50 * time.Millisecond
 // probeAgain is a probe's second and last connect, after the peer ended
 // the first: refused when its listener is gone.
 func (t *TCPTransport) probeAgain(ctx context.Context, addr string, timeout time.Duration) ProbeResult {
-	var (
-		nc  net.Conn
-		err error
-	)
-	if t.cfg.Socket != nil {
-		nc, err = dialVia(ctx, t.cfg.Socket, addr, timeout, t.cfg.UserTimeout)
-	} else {
-		nc, err = (&net.Dialer{Timeout: timeout}).DialContext(ctx, "tcp", addr)
-	}
+	nc, err := t.probeDial(ctx, addr, timeout)
 	switch {
 	case err == nil:
 		nc.Close()
