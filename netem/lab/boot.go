@@ -119,15 +119,17 @@ func (ps *nodeProcs) prepare() error {
 	return nil
 }
 
-// bootAll starts the shared hosts, if the topology asks for them, and
-// boots every node.
+// bootAll boots every node: a process per node paced on each node's own
+// boot election (bootPaced), a shared topology held, in one election.
 func (ps *nodeProcs) bootAll(ctx context.Context) error {
-	if ps.topo.Hosting == topologies.HostingShared {
-		if err := ps.startHosts(); err != nil {
-			return err
-		}
+	if ps.topo.Hosting != topologies.HostingShared {
+		return ps.bootPaced(ctx)
 	}
-	// Every node but the highest starts held (--hold-boot): up and
+	if err := ps.startHosts(); err != nil {
+		return err
+	}
+	// In the shared hosts every node but the highest starts held
+	// (--hold-boot): up and
 	// listening, but without a boot election. The highest then starts
 	// alone; its boot election has nobody above it to ask, HALTs the N-1
 	// nodes below, all up, and announces itself: about 3N frames. The
@@ -157,10 +159,10 @@ func (ps *nodeProcs) bootAll(ctx context.Context) error {
 	ps.times.Started = time.Now()
 	// Unpaced: a held node elects nothing, so there is no election to
 	// wait for; bootWindow still bounds the processes starting at once.
-	if err := ps.boot(ctx, held); err != nil {
+	if err := ps.boot(ctx, held, false); err != nil {
 		return err
 	}
-	if err := ps.boot(ctx, []*labNode{top}); err != nil {
+	if err := ps.boot(ctx, []*labNode{top}, false); err != nil {
 		return err
 	}
 	waiting, err := ps.awaitNormal(ctx, ps.nodes, watches)
@@ -168,6 +170,32 @@ func (ps *nodeProcs) bootAll(ctx context.Context) error {
 		return err
 	}
 	if err := ps.release(waiting); err != nil {
+		return err
+	}
+	ps.times.Ready = time.Now()
+	return nil
+}
+
+// bootPaced boots a process per node, each on its own boot election: the
+// highest first, which becomes leader, then the rest in ascending order,
+// bootWindow at a time, each counted as booting until its election
+// settled. A booting node's ELECTION reaches that leader (which re-asserts
+// itself) and nodes not up yet (refused at once): about N^2/2 refused
+// connects, which a process per node, at most a few hundred, affords. The
+// held boot's burst does not suit it: the top's HALT round wakes N-1
+// processes at once, and with 250 of them on 2 cores beside other work
+// (the test suite's benchmarks) their answers came late, halted nodes
+// elected on their own, bullying the others into elections, and the 250
+// had not agreed a minute later (epoch 41). Paced, they boot in about the
+// same time, a node process's start costing more than its refused
+// ELECTIONs.
+func (ps *nodeProcs) bootPaced(ctx context.Context) error {
+	top := ps.nodes[len(ps.nodes)-1]
+	ps.times.Started = time.Now()
+	if err := ps.boot(ctx, []*labNode{top}, true); err != nil {
+		return err
+	}
+	if err := ps.boot(ctx, ps.nodes[:len(ps.nodes)-1], true); err != nil {
 		return err
 	}
 	ps.times.Ready = time.Now()
@@ -285,12 +313,12 @@ func DataRoot(run string) string { return filepath.Join(netem.StateDir(run), "no
 // answer, keeping at most bootWindow of them booting at once. A node
 // process spends 15-20 ms of CPU starting (runtime and package
 // initialisation, page faults) before any election; started 8 at a time,
-// 250 of them kept both cores saturated. When every node booted on its own
-// election the boot was paced on it too (a node counted as booting until
-// its election settled): unpaced, the leader answered ELECTIONs later than
-// the 200 ms election timeout and booting nodes elected themselves. A
-// held boot (bootAll) has no election to pace on.
-func (ps *nodeProcs) boot(ctx context.Context, nodes []*labNode) error {
+// 250 of them kept both cores saturated. With pace, as when each node boots
+// on its own election (bootPaced), a node counts as booting until its
+// election settled too: unpaced, the leader answered ELECTIONs later than
+// the 200 ms election timeout and booting nodes elected themselves. A held
+// boot has no election to pace on.
+func (ps *nodeProcs) boot(ctx context.Context, nodes []*labNode, pace bool) error {
 	var (
 		next    atomic.Int64
 		wg      sync.WaitGroup
@@ -307,13 +335,21 @@ func (ps *nodeProcs) boot(ctx context.Context, nodes []*labNode) error {
 				}
 				n := nodes[i]
 				err := ctx.Err()
+				var log *eventWatch
 				if err == nil {
 					err = ps.awaitBuilt(ctx, n)
+				}
+				if err == nil && pace {
+					log, err = watchEvents(n.log)
 				}
 				if err == nil {
 					err = ps.startProc(n)
 				}
-				if err == nil && ps.hosts == nil {
+				switch {
+				case err != nil:
+				case pace:
+					err = ps.waitBooted(ctx, n, log)
+				case ps.hosts == nil:
 					// A shared host answers a start once the node
 					// listens, on its control socket too.
 					err = ps.waitReady(ctx, n)
@@ -411,6 +447,52 @@ func (ps *nodeProcs) waitReady(ctx context.Context, n *labNode) error {
 			}
 			return fmt.Errorf("node %s: control socket not answering after %v (log: %s)", n.name, ps.opts.StartTimeout, logTail(n.log, 2))
 		case <-tick.C:
+		}
+	}
+}
+
+// waitBooted waits, reading n's event log, until n has started (it writes
+// node_started once its control socket listens) and then until its boot
+// election has settled (a status record to normal), or until its settings
+// say a healthy election would long be over: pacing must not turn a node
+// that cannot elect (a topology with heavy loss) into a failed start. The
+// log costs the node nothing to read; polling its control socket every few
+// milliseconds made it encode its whole status, members list included,
+// hundreds of times while it booted.
+func (ps *nodeProcs) waitBooted(ctx context.Context, n *labNode, log *eventWatch) error {
+	ps.mu.Lock()
+	p := n.run.proc
+	ps.mu.Unlock()
+	tn, _ := ps.topo.Node(n.name)
+	deadline := time.Now().Add(ps.opts.StartTimeout)
+	var settle time.Time // set once started
+	grew, poll, stop := notifyGrowth(n.log)
+	defer stop()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		started, normal, err := log.scan()
+		if err != nil {
+			return fmt.Errorf("node %s: reading its log: %w", n.name, err)
+		}
+		if started && settle.IsZero() {
+			settle = time.Now().Add(2 * (tn.Settings.ElectionTimeout + tn.Settings.FailureTimeout))
+			timer.Reset(time.Until(settle))
+		}
+		if normal || started && time.Now().After(settle) {
+			return nil
+		}
+		if !started && time.Now().After(deadline) {
+			return fmt.Errorf("node %s: not started after %v (log: %s)", n.name, ps.opts.StartTimeout, logTail(n.log, 2))
+		}
+		select {
+		case <-p.Done():
+			return fmt.Errorf("node %s exited at start: %s", n.name, logTail(n.log, 3))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-grew:
+		case <-poll:
+		case <-timer.C:
 		}
 	}
 }

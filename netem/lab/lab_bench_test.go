@@ -40,11 +40,12 @@ import (
 // On 2 cores s/boot is CPU-bound. With a process per node most of it is
 // the processes themselves: starting the bullylab binary (runtime and
 // package initialisation, page faults: 15-20 ms) and a process wake-up
-// per frame received. Before the held boot, each node's boot election
-// sent an ELECTION to each higher node, most of them not up yet: 1000
-// processes took 65-69 s to an agreed leader, and 1000 nodes in a shared
-// host (the hosting of star500 and star1000) about 21 s, some 32 ms of
-// CPU per node, most of it those refused ELECTIONs and the state files.
+// per frame received; each boots on its own election, whose ELECTIONs go
+// to every higher node, most of them not up yet (refused/node). A shared
+// host boots held, in one election of 3(N-1) frames; before, it booted as
+// processes do, and 1000 nodes (the hosting of star500 and star1000) took
+// about 21 s to an agreed leader, some 32 ms of CPU per node, most of it
+// those refused ELECTIONs and the state files.
 func BenchmarkLab(b *testing.B) {
 	for _, n := range []int{10, 100, 250, 500, 1000} {
 		// The shipped star of that size when there is one: its settings

@@ -247,3 +247,40 @@ func TestWantBlocked(t *testing.T) {
 		t.Errorf("with the cut gone, n2 cuts n1 as %q, want the partition's reset", got)
 	}
 }
+
+func TestNotifyGrowth(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "n1.log")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	grew, poll, stop := notifyGrowth(path)
+	defer stop()
+	if grew == nil || poll != nil {
+		t.Fatal("inotify is not watching the log")
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("{\"event\":\"node_started\"}\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-grew:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wakeup after a write to the log")
+	}
+
+	// Without a file to watch, it polls.
+	grew, poll, stop = notifyGrowth(filepath.Join(t.TempDir(), "missing.log"))
+	defer stop()
+	if grew != nil || poll == nil {
+		t.Fatal("no poll where inotify cannot watch")
+	}
+	select {
+	case <-poll:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the poll does not tick")
+	}
+}

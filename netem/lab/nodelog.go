@@ -11,9 +11,48 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bullylab/bullylab/node/election"
+	"golang.org/x/sys/unix"
 )
+
+// notifyGrowth returns a channel that receives when the file at path is
+// written to, and a function that stops the watch. It uses inotify, so
+// that a lab waiting for a booting node reads its log when the node
+// writes it: polling it every 2 ms, two nodes at a time, was 1,000 wakeups
+// and stat calls a second through a 250-node boot, on the same two cores
+// as the nodes. Where inotify is not available (no instances left), grew
+// is nil and poll ticks every readyPoll instead.
+func notifyGrowth(path string) (grew <-chan struct{}, poll <-chan time.Time, stop func()) {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err == nil {
+		if _, err = unix.InotifyAddWatch(fd, path, unix.IN_MODIFY); err != nil {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		tick := time.NewTicker(readyPoll)
+		return nil, tick.C, tick.Stop
+	}
+	// Non-blocking, so os.File reads through the netpoller and Close
+	// ends a pending Read.
+	f := os.NewFile(uintptr(fd), "inotify")
+	c := make(chan struct{}, 1)
+	go func() {
+		var buf [4096]byte
+		for {
+			if _, err := f.Read(buf[:]); err != nil {
+				return
+			}
+			select {
+			case c <- struct{}{}:
+			default: // one pending wakeup covers every write before it
+			}
+		}
+	}()
+	return c, nil, func() { f.Close() }
+}
 
 // eventWatch reads the records a node appends to its JSON event log.
 type eventWatch struct {

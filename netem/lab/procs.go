@@ -212,7 +212,7 @@ func (ps *nodeProcs) restart(ctx context.Context, nodes []*labNode, join bool) (
 		n.run.join = join
 	}
 	ps.mu.Unlock()
-	if err := ps.boot(ctx, nodes); err != nil {
+	if err := ps.boot(ctx, nodes, false); err != nil {
 		return "", err
 	}
 	var how string
