@@ -52,12 +52,14 @@
 // ElectionTimeout and their stagger (election.Core.ArmFailureDetector
 // says why), so the highest survivor still halts the rest. Its frames
 // carry the reason leader-crashed instead of leader-failed, so that a
-// capture shows which detection ran. On star16 (defaults, one 2-core host
-// shared with other work, load average about 90) a killed leader's
-// survivors elected in 162 ms at the median (max 432 ms, 20 runs, every one
-// on crash evidence, 42 messages each) against 546 ms by the failure
-// timeout (max 959 ms, 60 runs, up to 558 messages); the leader's FIN to
-// the first HALT took 14 to 38 ms, the rest was the host's scheduling.
+// capture shows which detection ran. On star16 (defaults, one quiet 2-core
+// host, `bullylab bench --topology star16 --scenario leader-crash --runs
+// 20`, 3 rounds alternating with the failure timeout's build) a killed
+// leader's survivors elected in 39.6 ms at the median of rounds (36.2 to
+// 43.6; 70 ms at most of 60 runs, every one on crash evidence, detection
+// 19.8 ms at the median, 42 messages each) against 468 ms (456 to 492) by
+// the failure timeout. With the host's load average about 90 the same
+// took 162 ms against 546 ms.
 //
 // A network fault that resets instead of dropping is not a crash, but the
 // evidence can make it look like one. The testbed's reset mode (partition,
