@@ -24,17 +24,25 @@ func writeBenchCapture(tb testing.TB, dir string, frames int64) (string, *synth)
 // authenticated under key, when not nil.
 func writeBenchCaptureKey(tb testing.TB, dir string, frames int64, key *wire.Key) (string, *synth) {
 	tb.Helper()
-	path := filepath.Join(dir, "bench.pcapng")
+	return writeSynth(tb, filepath.Join(dir, "bench.pcapng"), 16, 42, func(s *synth) {
+		s.key = key
+		s.split, s.reorder, s.retransmit = 0.002, 0.001, 0.001
+		s.benchScenario(frames)
+	})
+}
+
+// writeSynth writes to path what scenario makes a generator of nodes
+// nodes (seeded with seed) write, and returns the generator.
+func writeSynth(tb testing.TB, path string, nodes int, seed uint64, scenario func(*synth)) (string, *synth) {
+	tb.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	start := time.Now()
-	s := newSynth(tb, bw, 16, 42)
-	s.key = key
-	s.split, s.reorder, s.retransmit = 0.002, 0.001, 0.001
-	s.benchScenario(frames)
+	s := newSynth(tb, bw, nodes, seed)
+	scenario(s)
 	s.close(tb)
 	if err := bw.Flush(); err != nil {
 		tb.Fatal(err)

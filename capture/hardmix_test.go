@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"slices"
@@ -119,26 +118,11 @@ func (s *synth) hardMixScenario(frames int64) {
 // its path and generator.
 func writeHardMix(tb testing.TB, dir string, nodes int, frames int64) (string, *synth) {
 	tb.Helper()
-	path := filepath.Join(dir, "hardmix.pcapng")
-	f, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	start := time.Now()
-	s := newSynth(tb, bw, nodes, 29)
-	s.key = &testKey
-	s.hard = true
-	s.hardMixScenario(frames)
-	s.close(tb)
-	if err := bw.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Logf("generated %d frames in %d packets (%.1f MB) in %v", s.frames, s.packets, float64(s.bytes)/1e6, time.Since(start).Round(time.Millisecond))
-	return path, s
+	return writeSynth(tb, filepath.Join(dir, "hardmix.pcapng"), nodes, 29, func(s *synth) {
+		s.key = &testKey
+		s.hard = true
+		s.hardMixScenario(frames)
+	})
 }
 
 // TestAnalyzeHardMix checks that every frame of a hard mix is found,

@@ -25,7 +25,34 @@ import (
 // asynchronously, holding the locks a build needs, so each iteration first
 // waits for that to settle: a build right after a teardown of 250 nodes
 // takes up to twice as long.
-func BenchmarkBuild(b *testing.B) {
+func BenchmarkBuild(b *testing.B) { benchmarkBuilds(b, nil) }
+
+// BenchmarkBuildShells is BenchmarkBuild with what Mininet does for each
+// host on top: a bash started in the host's namespace (`bash --norc
+// --noediting -is`, Mininet's command line, PS1 a marker byte) and read up
+// to its first prompt before the build counts as done; teardown ends every
+// shell (end of input, as `exit`) and waits for it before the namespaces
+// go. scripts/vs-mininet.sh sets it beside `mn --topo single,N`.
+func BenchmarkBuildShells(b *testing.B) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		b.Fatalf("the shells benchmark starts bash in each namespace: %v", err)
+	}
+	benchmarkBuilds(b, func(tb *netem.Testbed) (func(), error) {
+		shells, err := startShells(tb, bash)
+		return func() {
+			for _, sh := range shells {
+				sh.end()
+			}
+		}, err
+	})
+}
+
+// benchmarkBuilds builds and tears down a star of each size, with
+// populate, when not nil, run after the build and counted in it, and the
+// end it returns run first in teardown and counted there; slab-KiB/node is
+// reported for the bare build alone.
+func benchmarkBuilds(b *testing.B, populate func(*netem.Testbed) (end func(), err error)) {
 	const settle = time.Second
 	for _, n := range []int{10, 100, 250, 500, 1000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
@@ -46,58 +73,14 @@ func BenchmarkBuild(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				end := func() {}
+				if populate != nil {
+					end, err = populate(tb)
+				}
 				built := time.Now()
 				slab += float64(meminfoKiB(b, "Slab")-before) / float64(n)
 				closing := time.Now()
-				if err := tb.Close(); err != nil {
-					b.Fatal(err)
-				}
-				build += built.Sub(start)
-				teardown += time.Since(closing)
-				netemtest.RequireClean(b, run)
-			}
-			b.ReportMetric(float64(build.Microseconds())/1e3/float64(b.N), "ms/build")
-			b.ReportMetric(float64(teardown.Microseconds())/1e3/float64(b.N), "ms/teardown")
-			b.ReportMetric(slab/float64(b.N), "slab-KiB/node")
-		})
-	}
-}
-
-// BenchmarkBuildShells is BenchmarkBuild with what Mininet does for each
-// host on top: a bash started in the host's namespace (`bash --norc
-// --noediting -is`, Mininet's command line, PS1 a marker byte) and read up
-// to its first prompt before the build counts as done; teardown ends every
-// shell (end of input, as `exit`) and waits for it before the namespaces
-// go. scripts/vs-mininet.sh sets it beside `mn --topo single,N`.
-func BenchmarkBuildShells(b *testing.B) {
-	const settle = time.Second
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		b.Fatalf("the shells benchmark starts bash in each namespace: %v", err)
-	}
-	for _, n := range []int{10, 100, 250, 500, 1000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			netemtest.RequireRoot(b)
-			netemtest.SkipAboveMaxNodes(b, n)
-			topo, err := topologies.Star(n)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var build, teardown time.Duration
-			for range b.N {
-				time.Sleep(settle)
-				run := netemtest.RunName(b)
-				start := time.Now()
-				tb, err := netem.Build(b.Context(), topo, run)
-				if err != nil {
-					b.Fatal(err)
-				}
-				shells, err := startShells(tb, bash)
-				built := time.Now()
-				closing := time.Now()
-				for _, sh := range shells {
-					sh.end()
-				}
+				end()
 				if cerr := tb.Close(); err == nil {
 					err = cerr
 				}
@@ -110,6 +93,9 @@ func BenchmarkBuildShells(b *testing.B) {
 			}
 			b.ReportMetric(float64(build.Microseconds())/1e3/float64(b.N), "ms/build")
 			b.ReportMetric(float64(teardown.Microseconds())/1e3/float64(b.N), "ms/teardown")
+			if populate == nil {
+				b.ReportMetric(slab/float64(b.N), "slab-KiB/node")
+			}
 		})
 	}
 }
