@@ -41,7 +41,9 @@
 //     that node's COORDINATOR, since its own HEARTBEATs may not be getting
 //     through (a transport still backing off from a node that was down).
 //   - A node answered or halted waits WaitFactor x ElectionTimeout + its
-//     stagger for a COORDINATOR, then starts over.
+//     stagger for a COORDINATOR, then starts over. A HEARTBEAT from a node
+//     above it stands for that node's COORDINATOR (only a leader sends
+//     one), taken by the same rule; one that rule would refuse is ignored.
 //
 // The stagger orders detections. A node's rank below a node it watches (its
 // leader, or the node that answered or halted it) is the number of members

@@ -252,7 +252,26 @@ func (m *Elector) onCoordinator(now time.Duration, b election.Ballot) {
 	m.follow(now, b)
 }
 
+// onLeaderHeard follows the sender of a HEARTBEAT heard while waiting for
+// a COORDINATOR (or held at boot) when its COORDINATOR would have been
+// followed: a node sends HEARTBEAT only as the leader of that epoch. The
+// COORDINATOR can be lost: 1000 nodes in one host process, on a loaded
+// machine, had the leader's frames wait in their queues past their TTL,
+// and the halted nodes that missed it elected WaitFactor x ElectionTimeout
+// later, against a working leader, each asking every member above it. A
+// HEARTBEAT the COORDINATOR would not have won is ignored, as before, not
+// rejected: it is not a proposal.
+func (m *Elector) onLeaderHeard(now time.Duration, b election.Ballot) {
+	if election.Less(m.Self, b.ID) && !b.Less(m.Promise) && b.Epoch >= m.LeaderEpoch {
+		m.follow(now, b)
+	}
+}
+
 func (m *Elector) onHeartbeat(now time.Duration, from uuid.UUID, epoch uint64) {
+	if m.CurrentStatus == election.StatusWaiting || m.CurrentStatus == election.StatusHeld {
+		m.onLeaderHeard(now, election.Ballot{Epoch: epoch, ID: from})
+		return
+	}
 	if m.CurrentStatus != election.StatusNormal {
 		return
 	}

@@ -67,6 +67,33 @@ func TestHoldBoot(t *testing.T) {
 			t.Fatalf("following sent %v", got)
 		}
 	})
+	// The COORDINATOR lost (dropped from the leader's queue), the leader's
+	// HEARTBEAT stands for it; one from a lower node, or one the promise
+	// outranks, is ignored, not rejected.
+	t.Run("halted then heartbeat", func(t *testing.T) {
+		m := held(t)
+		m.Step(time.Second, &wire.Message{Type: wire.TypeHalt, Epoch: 2, From: top})
+		sent(m)
+		m.Step(time.Second, &wire.Message{Type: wire.TypeHeartbeat, Epoch: 1, From: ids[2]})
+		m.Step(time.Second, &wire.Message{Type: wire.TypeHeartbeat, Epoch: 2, From: ids[0]})
+		if got := sent(m); m.Status() != election.StatusWaiting || len(got) != 0 {
+			t.Fatalf("after an outranked and a lower HEARTBEAT: %s, sent %v; want waiting, silent", m.Status(), got)
+		}
+		m.Step(2*time.Second, &wire.Message{Type: wire.TypeHeartbeat, Epoch: 2, From: top})
+		if l, e := m.Leader(); m.Status() != election.StatusNormal || l != top || e != 2 {
+			t.Fatalf("after the top's HEARTBEAT: %s under %v at %d, want normal under the top at 2", m.Status(), l, e)
+		}
+		if got := sent(m); len(got) != 0 {
+			t.Fatalf("following sent %v", got)
+		}
+	})
+	t.Run("heartbeat", func(t *testing.T) {
+		m := held(t)
+		m.Step(time.Second, &wire.Message{Type: wire.TypeHeartbeat, Epoch: 1, From: top})
+		if l, _ := m.Leader(); m.Status() != election.StatusNormal || l != top {
+			t.Fatalf("after HEARTBEAT: %s under %v, want normal under the top", m.Status(), l)
+		}
+	})
 	t.Run("released", func(t *testing.T) {
 		m := held(t)
 		m.Campaign(time.Second, wire.ReasonBoot)
