@@ -304,7 +304,7 @@ func (t *TCPTransport) openConn(ic *inboundConn, remote string, m *wire.Message)
 func (t *TCPTransport) isPeer(id uuid.UUID) bool {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	_, ok := t.peers[id]
+	_, ok := t.addrs[id]
 	return ok
 }
 

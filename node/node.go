@@ -95,6 +95,10 @@ type Node struct {
 	// Owned by the Run goroutine.
 	left                  bool
 	started, won, changes uint64
+	// memberInfos is the last status's Members, built from the Machine's
+	// member list infosOf: rebuilt only when the Machine replaced it.
+	memberInfos []MemberInfo
+	infosOf     []wire.Member
 }
 
 // MemberInfo is one member in a NodeStatus.
@@ -404,16 +408,29 @@ func (n *Node) publish() {
 		IsLeader:         n.m.IsLeader(),
 		Epoch:            epoch,
 		MaxEpoch:         n.m.Epoch(),
-		Members:          make([]MemberInfo, len(ms)),
+		Members:          n.memberInfosOf(ms),
 		Left:             n.left,
 		ElectionsStarted: n.started,
 		ElectionsWon:     n.won,
 		LeaderChanges:    n.changes,
 	}
-	for i, m := range ms {
-		s.Members[i] = MemberInfo{ID: m.ID, Addr: m.Addr}
-	}
 	n.status.Store(s)
+}
+
+// memberInfosOf returns ms as MemberInfos, shared between statuses (Status
+// copies it) until the Machine's list changes: a node publishes on every
+// event, and at 1000 members copying the list each time was a tenth of a
+// boot's CPU.
+func (n *Node) memberInfosOf(ms []wire.Member) []MemberInfo {
+	if n.memberInfos != nil && len(ms) == len(n.infosOf) && (len(ms) == 0 || &ms[0] == &n.infosOf[0]) {
+		return n.memberInfos
+	}
+	infos := make([]MemberInfo, len(ms))
+	for i, m := range ms {
+		infos[i] = MemberInfo{ID: m.ID, Addr: m.Addr}
+	}
+	n.memberInfos, n.infosOf = infos, ms
+	return infos
 }
 
 // Status returns the node's current view and counters.

@@ -3,8 +3,10 @@ package node
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,7 +42,7 @@ func sampleState(epoch uint64) *election.State {
 	}
 }
 
-func openTestStore(t *testing.T, dir string) *FileStore {
+func openTestStore(t testing.TB, dir string) *FileStore {
 	t.Helper()
 	s, err := OpenFileStore(dir)
 	if err != nil {
@@ -674,4 +676,74 @@ func TestFileStoreDataDirPermissions(t *testing.T) {
 		}
 		checkOneLine(t, err)
 	})
+}
+
+// The state encoder writes what json.Marshal writes, byte for byte, through
+// a run of saves that keep, change, empty and drop the member list.
+func TestStateEncoderMatchesMarshal(t *testing.T) {
+	if n := reflect.TypeFor[election.State]().NumField(); n != 6 {
+		t.Fatalf("election.State has %d fields; stateEncoder writes 6: teach it the new ones", n)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	members := func(n int) []wire.Member {
+		ms := make([]wire.Member, n)
+		for i := range ms {
+			ms[i] = wire.Member{ID: uuid.New(), Addr: fmt.Sprintf("10.0.%d.%d:7946", i/250, i%250)}
+		}
+		return ms
+	}
+	var e stateEncoder
+	cur := members(5)
+	for i := range 200 {
+		switch rng.IntN(6) {
+		case 0:
+			cur = members(rng.IntN(8))
+		case 1:
+			cur = nil
+		case 2:
+			cur = []wire.Member{}
+		case 3:
+			if len(cur) > 0 {
+				cur = slices.Clone(cur)
+				cur[rng.IntN(len(cur))].Addr = "changed:1"
+			}
+		}
+		st := &election.State{
+			Epoch:       uint64(i),
+			Promise:     election.Ballot{Epoch: uint64(i), ID: uuid.New()},
+			Leader:      uuid.New(),
+			LeaderEpoch: uint64(rng.IntN(i + 1)),
+			Members:     cur,
+			Left:        rng.IntN(4) == 0,
+		}
+		pieces, err := e.encode(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := bytes.Join(pieces, nil)
+		body, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := envelope(stateFormat, checksum(body), body); !bytes.Equal(got, want) {
+			t.Fatalf("save %d: encoded\n%s\nwant\n%s", i, got, want)
+		}
+	}
+}
+
+// BenchmarkSaveState is a save of a 1000-member state whose members did
+// not change since the last, as a booting node's promise and leader
+// saves are.
+func BenchmarkSaveState(b *testing.B) {
+	s := openTestStore(b, b.TempDir())
+	st := &election.State{Members: make([]wire.Member, 1000)}
+	for i := range st.Members {
+		st.Members[i] = wire.Member{ID: uuid.New(), Addr: fmt.Sprintf("10.77.%d.%d:7946", i/250, i%250)}
+	}
+	for i := 0; b.Loop(); i++ {
+		st.Epoch = uint64(i)
+		if err := s.Save(st); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

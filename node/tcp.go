@@ -243,7 +243,12 @@ type TCPTransport struct {
 
 	mu     sync.RWMutex
 	closed bool
-	peers  map[uuid.UUID]*tcpPeer
+	// addrs is every member this transport may send to, with its address;
+	// peers holds the send state of those it has sent to, made on the first
+	// Send. A follower of 1000 sends to a few: state for all 999, made at
+	// start, was a tenth of 1000 nodes' boot in one host process.
+	addrs map[uuid.UUID]string
+	peers map[uuid.UUID]*tcpPeer
 
 	// inMu guards the accepted connections' bookkeeping apart from the
 	// peers: a node that a whole cluster dials at once (a new leader's
@@ -367,12 +372,11 @@ func (t *TCPTransport) reportPeerClosed(peer uuid.UUID) {
 // dials' are (TCPConfig.Socket), in the node's network namespace.
 func (t *TCPTransport) ProbePeer(ctx context.Context, peer uuid.UUID, timeout time.Duration) ProbeResult {
 	t.mu.RLock()
-	p := t.peers[peer]
+	addr, ok := t.addrs[peer]
 	t.mu.RUnlock()
-	if p == nil {
+	if !ok {
 		return ProbeNoAnswer
 	}
-	addr, _ := p.target()
 	if timeout <= 0 {
 		timeout = t.cfg.DialTimeout
 	}
@@ -437,12 +441,18 @@ func (t *TCPTransport) Send(to uuid.UUID, msg *wire.Message) {
 	// The read lock orders Send against peer removal and Close, so that a
 	// frame is either queued before a writer's final drain or counted here.
 	t.mu.RLock()
+	p := t.peers[to]
+	if p == nil {
+		t.mu.RUnlock()
+		t.addPeer(to)
+		t.mu.RLock()
+		p = t.peers[to] // SetPeers may have removed it again
+	}
 	defer t.mu.RUnlock()
 	if t.closed {
 		t.counters.countDropped(msg.Type, DropClosed)
 		return
 	}
-	p := t.peers[to]
 	if p == nil {
 		t.counters.countDropped(msg.Type, DropUnknownPeer)
 		return
@@ -478,28 +488,34 @@ func (t *TCPTransport) Send(to uuid.UUID, msg *wire.Message) {
 // SetPeers implements Transport. Members without an address cannot be
 // dialled and are treated as absent.
 func (t *TCPTransport) SetPeers(members []wire.Member) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return
-	}
 	want := make(map[uuid.UUID]string, len(members))
 	for _, m := range members {
 		if m.ID != t.id && m.Addr != "" {
 			want[m.ID] = m.Addr
 		}
 	}
-	for id, p := range t.peers {
-		if _, ok := want[id]; !ok {
-			delete(t.peers, id)
-			p.stop()
-		}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
 	}
-	for id, addr := range want {
-		if p := t.peers[id]; p != nil {
+	t.addrs = want
+	for id, p := range t.peers {
+		if addr, ok := want[id]; ok {
 			p.setAddr(addr)
 			continue
 		}
+		delete(t.peers, id)
+		p.stop()
+	}
+}
+
+// addPeer makes the send state of member id, unless it has one or is no
+// member.
+func (t *TCPTransport) addPeer(id uuid.UUID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if addr, ok := t.addrs[id]; ok && !t.closed && t.peers[id] == nil {
 		t.peers[id] = &tcpPeer{t: t, id: id, addr: addr}
 	}
 }

@@ -105,7 +105,7 @@ func (c *Core) Sent(t wire.Type) uint64 { return c.Out.Sent(t) }
 // NextDeadline returns the clock reading at which Tick next has work to do.
 func (c *Core) NextDeadline() time.Duration { return c.Deadline }
 
-// State returns a copy of what the node persists.
+// State returns what the node persists; Members is shared (Members).
 func (c *Core) State() State {
 	return State{
 		Epoch:       c.HighestEpoch,

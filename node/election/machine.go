@@ -25,9 +25,10 @@ type Machine interface {
 	Epoch() uint64
 	// IsLeader reports whether the node is a Normal leader.
 	IsLeader() bool
-	// Members returns every known member, the node included, in ID order.
+	// Members returns every known member, the node included, in ID order:
+	// a slice the Machine shares and replaces on change, never modifies.
 	Members() []wire.Member
-	// State returns a copy of what the node persists.
+	// State returns what the node persists; its Members is Members'.
 	State() State
 	// NextDeadline returns the clock reading at which Tick next has work.
 	NextDeadline() time.Duration

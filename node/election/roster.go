@@ -23,6 +23,11 @@ type Roster struct {
 
 	members map[uuid.UUID]string // every known member, self included
 	ids     []uuid.UUID          // members sorted by Less; rebuilt on change
+	// view is Members' answer, built anew on change and shared: a node
+	// asks for its members on every state save and status update, and
+	// at 1000 members in one host process building the list each time
+	// was a large part of a boot's CPU.
+	view []wire.Member
 	// departed: members that sent LEAVE, with their addresses. One heard
 	// from again, other than with LEAVE, did not leave (a LEAVE forged
 	// without authentication) and is a member again.
@@ -43,10 +48,11 @@ func NewRoster(cfg Config, restored *State, out *Outbox) *Roster {
 		cfg:          cfg,
 		self:         cfg.ID,
 		out:          out,
-		members:      map[uuid.UUID]string{cfg.ID: cfg.Addr},
+		members:      make(map[uuid.UUID]string, len(cfg.Peers)+1),
 		departed:     make(map[uuid.UUID]string),
 		askedMembers: make(map[uuid.UUID]bool),
 	}
+	r.members[cfg.ID] = cfg.Addr
 	for _, p := range cfg.Peers {
 		if p.ID != cfg.ID {
 			r.members[p.ID] = p.Addr
@@ -98,14 +104,10 @@ func (r *Roster) Addr(id uuid.UUID) string { return r.members[id] }
 // Member returns id with its address, for events.
 func (r *Roster) Member(id uuid.UUID) wire.Member { return wire.Member{ID: id, Addr: r.members[id]} }
 
-// Members returns every member, self included, in ID order.
-func (r *Roster) Members() []wire.Member {
-	ms := make([]wire.Member, len(r.ids))
-	for i, id := range r.ids {
-		ms[i] = wire.Member{ID: id, Addr: r.members[id]}
-	}
-	return ms
-}
+// Members returns every member, self included, in ID order. The slice is
+// shared until the membership changes, and then replaced, never modified:
+// do not modify it either.
+func (r *Roster) Members() []wire.Member { return r.view }
 
 // Others returns every member but self, in ID order. The slice is reused.
 func (r *Roster) Others() []uuid.UUID {
@@ -274,6 +276,10 @@ func (r *Roster) rebuild() {
 		r.ids = append(r.ids, id)
 	}
 	slices.SortFunc(r.ids, CompareIDs)
+	r.view = make([]wire.Member, len(r.ids))
+	for i, id := range r.ids {
+		r.view[i] = wire.Member{ID: id, Addr: r.members[id]}
+	}
 }
 
 // CompareIDs orders IDs by Less, for sorting and searching.
