@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// Probes of one peer are paced: the first at once, each later one of a
-// burst crashProbeMinGap after the one before, doubling up to
+// Probes of one peer are paced: the first at once (or after the Machine's
+// ProbeDelay), each later one of a burst crashProbeMinGap after the one before, doubling up to
 // crashProbeInterval, so that a peer ending connections in a loop costs its
 // followers at most one probe per interval once the burst is over; an end
 // reported meanwhile is probed in its turn, never dropped. A burst ends
@@ -32,6 +32,9 @@ type crashProbes struct {
 	prober  CrashProber
 	ctx     context.Context
 	refused chan uuid.UUID
+	// watched reports, from any goroutine, whether a peer still needs
+	// evidence: a delayed probe is skipped once the node left its leader.
+	watched func(uuid.UUID) bool
 	wg      sync.WaitGroup
 
 	mu    sync.Mutex
@@ -45,12 +48,13 @@ type peerProbe struct {
 	gap     time.Duration // from last to the next probe
 }
 
-func newCrashProbes(ctx context.Context, p CrashProber) *crashProbes {
-	return &crashProbes{prober: p, ctx: ctx, refused: make(chan uuid.UUID, 16), peers: make(map[uuid.UUID]*peerProbe)}
+func newCrashProbes(ctx context.Context, p CrashProber, watched func(uuid.UUID) bool) *crashProbes {
+	return &crashProbes{prober: p, ctx: ctx, refused: make(chan uuid.UUID, 16), watched: watched, peers: make(map[uuid.UUID]*peerProbe)}
 }
 
-// request probes peer, now or once its interval has passed.
-func (c *crashProbes) request(peer uuid.UUID) {
+// request probes peer, at once or after delay if this starts a burst,
+// else once its gap has passed.
+func (c *crashProbes) request(peer uuid.UUID, delay time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	pp := c.peers[peer]
@@ -63,7 +67,8 @@ func (c *crashProbes) request(peer uuid.UUID) {
 		return
 	}
 	if time.Since(pp.last) >= crashProbeInterval {
-		pp.gap = 0 // a new burst
+		// A new burst.
+		pp.last, pp.gap = time.Now(), delay
 	}
 	pp.running = true
 	c.wg.Go(func() { c.run(peer, pp) })
@@ -88,6 +93,10 @@ func (c *crashProbes) run(peer uuid.UUID, pp *peerProbe) {
 		pp.last, pp.again = time.Now(), false
 		pp.gap = min(max(2*pp.gap, crashProbeMinGap), crashProbeInterval)
 		c.mu.Unlock()
+		if !c.watched(peer) {
+			c.done(pp)
+			return
+		}
 		result := c.prober.ProbePeer(c.ctx, peer, 0)
 		if result == ProbeRefused {
 			select {

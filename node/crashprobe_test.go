@@ -156,11 +156,11 @@ func TestTCPProbeOfDyingListener(t *testing.T) {
 func TestCrashProbePaced(t *testing.T) {
 	f := &fakeProber{last: ProbeConnected}
 	ctx, cancel := context.WithCancel(t.Context())
-	c := newCrashProbes(ctx, f)
+	c := newCrashProbes(ctx, f, func(uuid.UUID) bool { return true })
 	peer := uuid.New()
 	start := time.Now()
 	for time.Since(start) < 5*crashProbeInterval {
-		c.request(peer)
+		c.request(peer, 0)
 		time.Sleep(time.Millisecond) // a peer ending a connection each millisecond
 	}
 	cancel()
@@ -174,5 +174,33 @@ func TestCrashProbePaced(t *testing.T) {
 	case <-c.refused:
 		t.Error("evidence from probes that connected")
 	default:
+	}
+}
+
+// A follower below the highest probes its leader only after its delay, and
+// not at all once it stopped following it (the highest one's HALT came
+// first).
+func TestCrashProbeDelayed(t *testing.T) {
+	const delay = 30 * time.Millisecond
+	f := &fakeProber{last: ProbeRefused}
+	var watched atomic.Bool
+	watched.Store(true)
+	c := newCrashProbes(t.Context(), f, func(uuid.UUID) bool { return watched.Load() })
+	start := time.Now()
+	c.request(uuid.New(), delay)
+	select {
+	case <-c.refused:
+		if d := time.Since(start); d < delay {
+			t.Errorf("evidence %v after the request, before its %v delay", d, delay)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no evidence 5s after a delayed probe of a refusing peer")
+	}
+	c.wg.Wait()
+	watched.Store(false)
+	c.request(uuid.New(), delay)
+	c.wg.Wait()
+	if n := f.probes.Load(); n != 1 {
+		t.Errorf("%d probes, want 1: none for a leader no longer followed", n)
 	}
 }

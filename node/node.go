@@ -245,7 +245,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	)
 	if cp, ok := n.tr.(CrashProber); ok {
 		probeCtx, stopProbes := context.WithCancel(ctx)
-		probes = newCrashProbes(probeCtx, cp)
+		probes = newCrashProbes(probeCtx, cp, n.stillWatches)
 		closed, crashed = cp.PeerClosed(), probes.refused
 		defer func() {
 			stopProbes()
@@ -285,7 +285,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 			n.m.Tick(n.now())
 		case peer := <-closed:
 			if n.watches(peer) {
-				probes.request(peer)
+				probes.request(peer, n.m.ProbeDelay(peer))
 			}
 		case peer := <-crashed:
 			n.m.PeerCrashed(n.now(), peer)
@@ -314,6 +314,12 @@ func (n *Node) Run(ctx context.Context) (err error) {
 func (n *Node) watches(peer uuid.UUID) bool {
 	leader, _ := n.m.Leader()
 	return n.m.Status() == election.StatusNormal && !n.m.IsLeader() && leader == peer
+}
+
+// stillWatches is watches for another goroutine, from the last status.
+func (n *Node) stillWatches(peer uuid.UUID) bool {
+	s := n.status.Load()
+	return s.Status == election.StatusNormal.String() && !s.IsLeader && s.Leader == peer
 }
 
 // untilDeadline is the host time until the Machine's next deadline.

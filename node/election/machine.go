@@ -49,6 +49,10 @@ type Machine interface {
 	// partition gives no such evidence and still takes the failure
 	// timeout.
 	PeerCrashed(now time.Duration, peer uuid.UUID)
+	// ProbeDelay is how long the runtime may wait before it looks for
+	// evidence that peer crashed once peer ended a connection: none for
+	// the highest follower, its stagger below peer for the others.
+	ProbeDelay(peer uuid.UUID) time.Duration
 	// Campaign starts an election now for reason, unless one is under way.
 	Campaign(now time.Duration, reason wire.Reason)
 	// Leave announces that the node leaves the cluster for good; the
