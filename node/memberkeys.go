@@ -22,7 +22,9 @@ import (
 type memberKeys struct {
 	// required: the peers file gave keys, so every HELLO must be signed.
 	required bool
-	given    map[uuid.UUID][ed25519.PublicKeySize]byte
+	// given is TCPConfig.PeerKeys, read, never written: the nodes of one
+	// host process share one, where a copy each was 60 KB a node at 1000.
+	given map[uuid.UUID]ed25519.PublicKey
 	// maxPinned bounds pinned: a member can sign HELLOs for as many IDs
 	// as it likes, each with a key of its own.
 	maxPinned int
@@ -34,12 +36,9 @@ type memberKeys struct {
 func newMemberKeys(given map[uuid.UUID]ed25519.PublicKey, maxPinned int) *memberKeys {
 	k := &memberKeys{
 		required:  len(given) > 0,
-		given:     make(map[uuid.UUID][ed25519.PublicKeySize]byte, len(given)),
+		given:     given,
 		maxPinned: maxPinned,
 		pinned:    make(map[uuid.UUID][ed25519.PublicKeySize]byte),
-	}
-	for id, pub := range given {
-		k.given[id] = [ed25519.PublicKeySize]byte(pub)
 	}
 	return k
 }
@@ -54,8 +53,13 @@ func (k *memberKeys) check(from uuid.UUID, h *wire.Hello) (pin bool, err error) 
 	if !h.Signed {
 		return false, fmt.Errorf("HELLO from %s is not signed, and this node's peers give member keys: a member key proves the sender is %s (give that node its key with --member-key)", from, from)
 	}
-	want, ok := k.given[from]
-	if !ok {
+	var want [ed25519.PublicKeySize]byte
+	if pub, ok := k.given[from]; ok {
+		if len(pub) != ed25519.PublicKeySize {
+			return false, fmt.Errorf("the member key given for %s is %d bytes, not %d", from, len(pub), ed25519.PublicKeySize)
+		}
+		want = [ed25519.PublicKeySize]byte(pub)
+	} else {
 		k.mu.Lock()
 		want, ok = k.pinned[from]
 		k.mu.Unlock()

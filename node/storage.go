@@ -458,8 +458,17 @@ var lastMembers struct {
 	stateEncoder
 }
 
+// sharedMembersMin is the shortest member list lastMembers keeps.
+const sharedMembersMin = 64
+
 // encodeMembers returns ms's JSON and a copy of ms to compare with later.
+// A short list is encoded apart: the first state of a node, with none,
+// must not evict its host's long one.
 func encodeMembers(ms []wire.Member) ([]wire.Member, []byte, error) {
+	if len(ms) < sharedMembersMin {
+		b, err := json.Marshal(ms)
+		return slices.Clone(ms), b, err
+	}
 	lastMembers.Lock()
 	defer lastMembers.Unlock()
 	if !lastMembers.encodes(ms) {

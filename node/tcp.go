@@ -82,7 +82,8 @@ type TCPConfig struct {
 	// that joined later), the one its first accepted HELLO carried (trust
 	// on first use; see memberKeys). Others are refused (IssueSignature).
 	// Without any, an unsigned HELLO is accepted on the cluster key alone,
-	// and only a signed one's signature is checked.
+	// and only a signed one's signature is checked. The transport reads
+	// the map, shared, for as long as it runs: do not modify it.
 	PeerKeys map[uuid.UUID]ed25519.PublicKey
 	// Clock is the node's clock (Options.Clock): HELLOs are stamped with
 	// its wall time, and received ones checked against it. nil reads the
