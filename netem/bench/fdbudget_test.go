@@ -64,9 +64,10 @@ func TestSharedHostFilesSpread(t *testing.T) {
 		t.Errorf("20 host processes: %d to %d files each", lo, hi)
 	}
 	// The 50 nodes of a process in contiguous ranges, all in the
-	// majority, would each hold its 500 connections, its dial slots
-	// across the cut (DialSlots: 50) and its files at rest.
-	if contiguous := uint64(50 * (500 + 50 + restFilesPerNode)); hi > contiguous*6/10 {
+	// majority, would each hold both ends' share of its 2 x 500
+	// connections, its dial slots across the cut (DialSlots: 50) and its
+	// files at rest.
+	if contiguous := uint64(50 * (2*500 + 50 + restFilesPerNode)); hi > contiguous*6/10 {
 		t.Errorf("busiest process %d files, against %d in contiguous ranges", hi, contiguous)
 	}
 }
@@ -115,7 +116,10 @@ func TestPlanHostsRing(t *testing.T) {
 }
 
 // On star64 in one host, partition-minority's cut (31 highest | 33) took
-// the host from 618 open files to at most 3,699 (sampled every 100 ms).
+// the host from 618 open files to at most 3,699 (sampled every 100 ms), an
+// election that ended before most answers were dialled: the estimate is
+// the bound for one that goes round, above that and not by more than a
+// third.
 func TestSharedHostFilesMeasured(t *testing.T) {
 	_, data, err := topologies.LoadSource("star64")
 	if err != nil {
@@ -135,7 +139,7 @@ func TestSharedHostFilesMeasured(t *testing.T) {
 	}
 	need := files[0]
 	const measured = 3699
-	if need < measured*9/10 || need > measured*11/10 {
+	if need < measured || need > measured*4/3 {
 		t.Errorf("estimate %d, measured %d", need, measured)
 	}
 }
