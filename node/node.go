@@ -245,7 +245,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	)
 	if cp, ok := n.tr.(CrashProber); ok {
 		probeCtx, stopProbes := context.WithCancel(ctx)
-		probes = newCrashProbes(probeCtx, cp, n.stillWatches)
+		probes = newCrashProbes(probeCtx, cp, n.watches)
 		closed, crashed = cp.PeerClosed(), probes.refused
 		defer func() {
 			stopProbes()
@@ -310,14 +310,10 @@ func (n *Node) Run(ctx context.Context) (err error) {
 
 // watches reports whether the Machine would act on peer's crash
 // (Machine.PeerCrashed): peer is the leader of this Normal follower. Only
-// then is an end of a connection worth a probe.
+// then is an end of a connection worth a probe. It reads the status the
+// last flush published, which every change of status or leader does, so
+// that the probes' goroutines can ask too.
 func (n *Node) watches(peer uuid.UUID) bool {
-	leader, _ := n.m.Leader()
-	return n.m.Status() == election.StatusNormal && !n.m.IsLeader() && leader == peer
-}
-
-// stillWatches is watches for another goroutine, from the last status.
-func (n *Node) stillWatches(peer uuid.UUID) bool {
 	s := n.status.Load()
 	return s.Status == election.StatusNormal.String() && !s.IsLeader && s.Leader == peer
 }

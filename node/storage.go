@@ -88,7 +88,6 @@ type FileStore struct {
 	// against it so that the rule holds across restarts, not just in memory.
 	epoch      uint64
 	epochKnown bool
-	enc        stateEncoder
 }
 
 // OpenFileStore opens the data dir, creating it with mode 0700 if needed, and
@@ -295,7 +294,7 @@ func (s *FileStore) Save(st *election.State) error {
 	if st.Epoch < s.epoch {
 		return fmt.Errorf("%w: refusing to save epoch %d over epoch %d in %s", ErrEpochBackwards, st.Epoch, s.epoch, path)
 	}
-	pieces, err := s.enc.encode(st)
+	pieces, err := statePieces(st)
 	if err != nil {
 		return err
 	}
@@ -393,21 +392,8 @@ func decodeID(data []byte) (uuid.UUID, error) {
 }
 
 func encodeState(st *election.State) ([]byte, error) {
-	var e stateEncoder
-	pieces, err := e.encode(st)
+	pieces, err := statePieces(st)
 	return bytes.Join(pieces, nil), err
-}
-
-// stateEncoder writes a State as json.Marshal does, byte for byte, in
-// pieces that share the members' JSON for as long as they stay the same.
-// Members are all but a hundred bytes of a state file, and change only
-// when a member joins or leaves, while a node saves on every promise and
-// leader change: at 1000 members, encoding them took a millisecond a save,
-// and 1000 nodes booting in one host process spent most of their CPU on
-// it, and much of the rest faulting in fresh copies of it.
-type stateEncoder struct {
-	members     []wire.Member // what membersJSON encodes
-	membersJSON []byte
 }
 
 // stateHead is State's fields before Members, in State's order.
@@ -418,14 +404,13 @@ type stateHead struct {
 	LeaderEpoch uint64          `json:"leader_epoch"`
 }
 
-// encode returns st's file contents as pieces to write in order; the
-// members' piece is shared and must not be modified.
-func (e *stateEncoder) encode(st *election.State) ([][]byte, error) {
-	if !e.encodes(st.Members) {
-		var err error
-		if e.members, e.membersJSON, err = encodeMembers(st.Members); err != nil {
-			return nil, err
-		}
+// statePieces returns st's file contents, byte for byte what envelope
+// makes of json.Marshal(st), as pieces to write in order. The members'
+// piece is shared (membersJSON) and must not be modified.
+func statePieces(st *election.State) ([][]byte, error) {
+	members, err := membersJSON(st.Members)
+	if err != nil {
+		return nil, err
 	}
 	head, err := json.Marshal(stateHead{Epoch: st.Epoch, Promise: st.Promise, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch})
 	if err != nil {
@@ -436,56 +421,60 @@ func (e *stateEncoder) encode(st *election.State) ([][]byte, error) {
 	if st.Left {
 		tail = []byte(`,"left":true}`)
 	}
-	crc := crc32.Update(crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, e.membersJSON), castagnoli, tail)
-	open := fmt.Appendf(nil, `{"format":%d,"crc32c":"%0*x","state":`, stateFormat, crcDigits, crc)
-	return [][]byte{open, head, e.membersJSON, append(tail, "}\n"...)}, nil
+	crc := crc32.Update(crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, members), castagnoli, tail)
+	return [][]byte{envelopeOpen(nil, stateFormat, formatCRC(crc)), head, members, append(tail, envelopeClose...)}, nil
 }
 
-func checksum(body []byte) string {
-	return fmt.Sprintf("%0*x", crcDigits, crc32.Checksum(body, castagnoli))
-}
+func checksum(body []byte) string { return formatCRC(crc32.Checksum(body, castagnoli)) }
 
-func (e *stateEncoder) encodes(ms []wire.Member) bool {
-	return e.membersJSON != nil && (ms == nil) == (e.members == nil) && slices.Equal(ms, e.members)
-}
+func formatCRC(crc uint32) string { return fmt.Sprintf("%0*x", crcDigits, crc) }
 
-// lastMembers is the member list a FileStore of this process encoded
-// last, shared: the nodes of one host process have the same members, and
-// each encoding its own copy cost a millisecond a node at 1000. Neither
-// slice is ever modified.
-var lastMembers struct {
+// sharedMembers is the member list this process encoded last, of
+// sharedMembersMin members or more, with its JSON. Members are all but a
+// hundred bytes of a state file and change only when a member joins or
+// leaves, while a node saves on every promise and leader change, and the
+// nodes of one host process have the same members: at 1000 members,
+// encoding them took a millisecond a save, and 1000 nodes booting in one
+// host process spent most of their CPU on it, and much of the rest
+// faulting in fresh copies of it. Neither slice is ever modified.
+var sharedMembers struct {
 	sync.Mutex
-	stateEncoder
+	members []wire.Member
+	json    []byte
 }
 
-// sharedMembersMin is the shortest member list lastMembers keeps.
+// sharedMembersMin is the shortest member list sharedMembers keeps: a
+// node's first state, with none, must not evict its host's long one.
 const sharedMembersMin = 64
 
-// encodeMembers returns ms's JSON and a copy of ms to compare with later.
-// A short list is encoded apart: the first state of a node, with none,
-// must not evict its host's long one.
-func encodeMembers(ms []wire.Member) ([]wire.Member, []byte, error) {
+// membersJSON returns ms's JSON, shared when ms is long (sharedMembers).
+func membersJSON(ms []wire.Member) ([]byte, error) {
 	if len(ms) < sharedMembersMin {
-		b, err := json.Marshal(ms)
-		return slices.Clone(ms), b, err
+		return json.Marshal(ms)
 	}
-	lastMembers.Lock()
-	defer lastMembers.Unlock()
-	if !lastMembers.encodes(ms) {
+	sharedMembers.Lock()
+	defer sharedMembers.Unlock()
+	if !slices.Equal(ms, sharedMembers.members) {
 		b, err := json.Marshal(ms)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		lastMembers.members, lastMembers.membersJSON = slices.Clone(ms), b
+		sharedMembers.members, sharedMembers.json = slices.Clone(ms), b
 	}
-	return lastMembers.members, lastMembers.membersJSON, nil
+	return sharedMembers.json, nil
+}
+
+// envelopeClose ends what envelopeOpen began, after the state.
+const envelopeClose = "}\n"
+
+func envelopeOpen(b []byte, format int, crc string) []byte {
+	return fmt.Appendf(b, `{"format":%d,"crc32c":"%s","state":`, format, crc)
 }
 
 func envelope(format int, crc string, body []byte) []byte {
-	b := make([]byte, 0, len(body)+64)
-	b = fmt.Appendf(b, `{"format":%d,"crc32c":"%s","state":`, format, crc)
+	b := envelopeOpen(make([]byte, 0, len(body)+64), format, crc)
 	b = append(b, body...)
-	return append(b, "}\n"...)
+	return append(b, envelopeClose...)
 }
 
 // decodeState returns the State in a state file, or why it cannot.

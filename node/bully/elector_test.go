@@ -21,10 +21,7 @@ import (
 func TestDetectionStagger(t *testing.T) {
 	ids := electiontest.SortedIDs(rand.New(rand.NewPCG(3, 4)), 8)
 	leader := ids[7]
-	var peers []wire.Member
-	for i, id := range ids {
-		peers = append(peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
-	}
+	peers := electiontest.Members(ids)
 	cfg := electiontest.Config()
 	cfg.DetectionStagger = 30 * time.Millisecond
 	cfg.ElectionTimeout = 100 * time.Millisecond
@@ -88,10 +85,7 @@ func TestDetectionStagger(t *testing.T) {
 // failed at once; only a HALT of the current proposal does.
 func TestRefusedHalt(t *testing.T) {
 	ids := electiontest.SortedIDs(rand.New(rand.NewPCG(5, 6)), 4)
-	var peers []wire.Member
-	for i, id := range ids {
-		peers = append(peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
-	}
+	peers := electiontest.Members(ids)
 	top := func(t *testing.T) (election.Machine, uint64) {
 		c := electiontest.Config()
 		c.ID, c.Addr, c.Peers = ids[3], "n3", peers
@@ -158,10 +152,7 @@ func TestRefusedHalt(t *testing.T) {
 // not only when the lower one's HEARTBEAT gets through to it.
 func TestLowerLeaderHearsHigherHeartbeat(t *testing.T) {
 	ids := electiontest.SortedIDs(rand.New(rand.NewPCG(8, 9)), 3)
-	var peers []wire.Member
-	for i, id := range ids {
-		peers = append(peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
-	}
+	peers := electiontest.Members(ids)
 	// lead makes ids[1] the leader of epoch restored+1: nobody above
 	// answers its ELECTION and the node below refuses its HALT.
 	lead := func(t *testing.T, restored uint64) election.Machine {
@@ -229,9 +220,7 @@ func TestRefusesRingFrames(t *testing.T) {
 	ids := electiontest.SortedIDs(rand.New(rand.NewPCG(7, 8)), 3)
 	cfg := electiontest.Config()
 	cfg.ID, cfg.Addr = ids[0], "n0"
-	for i, id := range ids {
-		cfg.Peers = append(cfg.Peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
-	}
+	cfg.Peers = electiontest.Members(ids)
 	m, err := NewElector(cfg, nil, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -263,10 +252,7 @@ func TestRefusesRingFrames(t *testing.T) {
 func TestPeerCrashed(t *testing.T) {
 	ids := electiontest.SortedIDs(rand.New(rand.NewPCG(9, 10)), 8)
 	leader := ids[7]
-	var peers []wire.Member
-	for i, id := range ids {
-		peers = append(peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
-	}
+	peers := electiontest.Members(ids)
 	cfg := electiontest.Config()
 	cfg.DetectionStagger = 30 * time.Millisecond
 	cfg.ElectionTimeout = 100 * time.Millisecond

@@ -1,7 +1,6 @@
 package bully
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -17,10 +16,7 @@ import (
 // itself, and elects as a booting node does once Campaign releases it.
 func TestHoldBoot(t *testing.T) {
 	ids := electiontest.SortedIDs(rand.New(rand.NewPCG(11, 12)), 4)
-	var peers []wire.Member
-	for i, id := range ids {
-		peers = append(peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
-	}
+	peers := electiontest.Members(ids)
 	held := func(t *testing.T) *Elector {
 		t.Helper()
 		c := electiontest.Config()

@@ -25,9 +25,7 @@ type ringOf struct {
 func newRing(t *testing.T, self int, restored *election.State) *ringOf {
 	t.Helper()
 	r := &ringOf{t: t, ids: electiontest.SortedIDs(rand.New(rand.NewPCG(5, 6)), 4), cfg: electiontest.Config()}
-	for i, id := range r.ids {
-		r.cfg.Peers = append(r.cfg.Peers, wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)})
-	}
+	r.cfg.Peers = electiontest.Members(r.ids)
 	r.cfg.ID, r.cfg.Addr = r.ids[self], fmt.Sprintf("n%d", self)
 	m, err := NewElector(r.cfg, restored, 0)
 	if err != nil {

@@ -5,6 +5,7 @@ package electiontest
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -32,6 +33,15 @@ func SortedIDs(rng *rand.Rand, n int) []uuid.UUID {
 	}
 	slices.SortFunc(ids, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
 	return ids
+}
+
+// Members lists ids as members addressed "n0", "n1", ... in their order.
+func Members(ids []uuid.UUID) []wire.Member {
+	ms := make([]wire.Member, len(ids))
+	for i, id := range ids {
+		ms[i] = wire.Member{ID: id, Addr: fmt.Sprintf("n%d", i)}
+	}
+	return ms
 }
 
 // Config is election.DefaultConfig with the short timeouts the simulations
