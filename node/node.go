@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -99,6 +100,8 @@ type Node struct {
 	// member list infosOf: rebuilt only when the Machine replaced it.
 	memberInfos []MemberInfo
 	infosOf     []wire.Member
+	// standby is what warmStandby last gave the transport to warm.
+	standby []uuid.UUID
 }
 
 // MemberInfo is one member in a NodeStatus.
@@ -383,8 +386,31 @@ func (n *Node) flush() error {
 	}
 	if out.State != nil || len(out.Events) > 0 || n.left {
 		n.publish()
+		n.warmStandby()
 	}
 	return nil
+}
+
+// warmStandby has the transport connect to the peers the Machine would
+// send to first if its leader failed (election.Standby), once the node
+// has followed that leader for a FailureTimeout: by then a boot's burst is
+// over, and warming up costs it nothing. The peers are given again only
+// when they change.
+func (n *Node) warmStandby() {
+	s, ok := n.m.(election.Standby)
+	w, ok2 := n.tr.(Warmer)
+	if !ok || !ok2 {
+		return
+	}
+	var peers []uuid.UUID
+	if !n.left {
+		peers = s.StandbyPeers()
+	}
+	if slices.Equal(peers, n.standby) {
+		return
+	}
+	n.standby = slices.Clone(peers)
+	w.Warm(n.standby, n.cfg.FailureTimeout)
 }
 
 // memberAddr returns the address id is known by, for logs.

@@ -36,3 +36,7 @@ func dialVia(context.Context, SocketFunc, string, time.Duration, time.Duration) 
 func listenVia(SocketFunc, string) (net.Listener, error) {
 	return nil, fmt.Errorf("listen with TCPConfig.Socket: %w", errors.ErrUnsupported)
 }
+
+// pinListener is Linux's: elsewhere the order in which a dying process's
+// sockets close is left as it is.
+func pinListener(net.Listener) func() { return nil }

@@ -79,6 +79,9 @@ func runNode(c *cli.Context) error {
 		ResetState: c.Bool("reset-state"),
 		Log:        c.App.Writer,
 	}
+	// The process is this node's alone: when it dies, its listener can
+	// close first.
+	o.TCP.ListenerClosesFirst = true
 	algorithm, err := parseAlgorithm("--algorithm", c.String("algorithm"))
 	if err != nil {
 		return err

@@ -419,6 +419,23 @@ func (m *Elector) send(to uuid.UUID, t wire.Type, flags uint8, epoch uint64, pay
 	m.Out.Send(to, t, flags, epoch, payload)
 }
 
+// StandbyPeers implements election.Standby. When the leader fails, the
+// highest follower (the member just below it) elects first and HALTs every
+// member below it, and each of them answers it with a HALT_ACK; it names
+// those members, and they name it. Nil unless a Normal follower below its
+// leader.
+func (m *Elector) StandbyPeers() []uuid.UUID {
+	if m.Left || m.CurrentStatus != election.StatusNormal || m.LeaderID == m.Self || !election.Less(m.Self, m.LeaderID) {
+		return nil
+	}
+	ids := m.Roster.IDs()
+	self, leader := m.Roster.Position(m.Self), m.Roster.Position(m.LeaderID)
+	if self == leader-1 {
+		return ids[:self:self]
+	}
+	return ids[leader-1 : leader]
+}
+
 // higher returns the members above self, less a suspected leader.
 func (m *Elector) higher() []uuid.UUID {
 	m.scratch = m.scratch[:0]
@@ -430,4 +447,7 @@ func (m *Elector) higher() []uuid.UUID {
 	return m.scratch
 }
 
-var _ election.Machine = (*Elector)(nil)
+var (
+	_ election.Machine = (*Elector)(nil)
+	_ election.Standby = (*Elector)(nil)
+)

@@ -2,6 +2,7 @@ package bully
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -98,4 +99,49 @@ func TestHoldBoot(t *testing.T) {
 			t.Fatalf("released: %s, sent %v; want electing with an ELECTION to each of the two above", m.Status(), got)
 		}
 	})
+}
+
+// StandbyPeers names whom a follower would send to first were its leader
+// to fail: the highest follower every member below it (its HALT round),
+// each other follower the highest one (its HALT_ACK); nobody else names
+// anyone.
+func TestStandbyPeers(t *testing.T) {
+	ids := electiontest.SortedIDs(rand.New(rand.NewPCG(21, 22)), 5)
+	peers := electiontest.Members(ids)
+	top := ids[4]
+	following := func(t *testing.T, self int) *Elector {
+		t.Helper()
+		c := electiontest.Config()
+		c.ID, c.Addr, c.Peers = ids[self], "n", peers
+		m, err := NewElector(c, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if self != 4 {
+			if m.StandbyPeers() != nil {
+				t.Fatalf("n%d names peers before it follows anyone", self)
+			}
+			m.Step(time.Second, &wire.Message{Type: wire.TypeCoordinator, Epoch: 1, From: top})
+		}
+		return m
+	}
+	for self, want := range map[int][]uuid.UUID{
+		3: ids[:3],
+		2: {ids[3]},
+		0: {ids[3]},
+	} {
+		m := following(t, self)
+		if l, _ := m.Leader(); m.Status() != election.StatusNormal || l != top {
+			t.Fatalf("n%d: %s under %v, want normal under the top", self, m.Status(), l)
+		}
+		if got := m.StandbyPeers(); !slices.Equal(got, want) {
+			t.Errorf("n%d names %v, want %v", self, got, want)
+		}
+	}
+	m := following(t, 4)
+	m.Campaign(0, wire.ReasonManual)
+	m.Tick(time.Hour)
+	if !m.IsLeader() || m.StandbyPeers() != nil {
+		t.Errorf("the leader (leading: %v) names %v, want nobody", m.IsLeader(), m.StandbyPeers())
+	}
 }

@@ -7,6 +7,14 @@ import (
 	"github.com/google/uuid"
 )
 
+// Standby is implemented by a Machine that can name, while it follows a
+// leader, the peers it would send to first if that leader failed now: the
+// runtime connects to them ahead of time (node.Warmer). It changes nothing
+// the Machine sends, only how long its first frames take.
+type Standby interface {
+	StandbyPeers() []uuid.UUID
+}
+
 // Machine is an election algorithm as a deterministic state machine. It owns
 // no goroutine, socket or clock: the runtime feeds it received messages
 // (Step), time (Tick), refused sends (Refused), crashed peers (PeerCrashed) and operator requests
