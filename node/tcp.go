@@ -627,11 +627,12 @@ type tcpConn struct {
 	w    io.Writer // writes to Conn
 	gen  uint64    // the peer's address generation it was dialled for
 	dead atomic.Bool
-	// With a cluster key: the HELLO still to write before the first
-	// frame, the connection's Sealer, and the buffer frames are sealed in.
-	hello  []byte
-	sealer *wire.Sealer
-	sealed []byte
+	// With a cluster key: whether the HELLO is still to be written
+	// before the first frame, the connection's Sealer (made with the
+	// HELLO), and the buffer frames are sealed in.
+	needHello bool
+	sealer    *wire.Sealer
+	sealed    []byte
 }
 
 type tcpPeer struct {
@@ -823,14 +824,34 @@ func (p *tcpPeer) writeHello(c *tcpConn) bool {
 		p.closeConn()
 		return false
 	}
-	if c.hello != nil {
-		if !p.writeFrame(c, c.hello) {
+	if c.needHello {
+		if !p.writeFrame(c, p.hello(c)) {
 			return false
 		}
 		p.t.counters.countSent(wire.TypeHello)
-		c.hello = nil
+		c.needHello = false
 	}
 	return true
+}
+
+// hello makes c's HELLO and Sealer, stamped now: as it is written, so that
+// its time is its send time as a capture sees it (capture's clock check
+// allows 100 ms between them), however long the connection waited for
+// its first frame.
+func (p *tcpPeer) hello(c *tcpConn) []byte {
+	t := p.t
+	// Strictly later than the last HELLO to this peer, even if the clock
+	// stepped back: the peer refuses one that is not.
+	now := max(t.cfg.Clock.Now().UnixNano(), p.lastHello+1)
+	p.lastHello = now
+	h := wire.Hello{To: p.id, Time: now}
+	rand.Read(h.Nonce[:]) // never fails: see crypto/rand.Read
+	if t.cfg.MemberKey != nil {
+		h.Sign(t.id, t.cfg.MemberKey)
+	}
+	var hello []byte
+	c.sealer, hello = wire.NewSealer(nil, t.cfg.Key, t.id, h)
+	return hello
 }
 
 // warmUp connects the writer to p at addr and writes the HELLO, unless it
@@ -1024,19 +1045,7 @@ func (p *tcpPeer) adopt(nc net.Conn, gen uint64) {
 			tc.SetWriteBuffer(t.cfg.SendBuffer)
 		}
 	}
-	c := &tcpConn{Conn: nc, w: newConnWriter(nc), gen: gen}
-	if key := t.cfg.Key; key != nil {
-		// Strictly later than the last HELLO to this peer, even if the
-		// clock stepped back: the peer refuses one that is not.
-		now := max(t.cfg.Clock.Now().UnixNano(), p.lastHello+1)
-		p.lastHello = now
-		h := wire.Hello{To: p.id, Time: now}
-		rand.Read(h.Nonce[:]) // never fails: see crypto/rand.Read
-		if t.cfg.MemberKey != nil {
-			h.Sign(t.id, t.cfg.MemberKey)
-		}
-		c.sealer, c.hello = wire.NewSealer(nil, key, t.id, h)
-	}
+	c := &tcpConn{Conn: nc, w: newConnWriter(nc), gen: gen, needHello: t.cfg.Key != nil}
 	p.conn = c
 	p.cur.Store(c)
 	p.failures = 0
