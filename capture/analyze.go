@@ -623,10 +623,12 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 		a.authQ = newAuthQueue(a.auth)
 		defer a.authQ.finish()
 	}
-	full, free := readAhead(rd)
+	full, free := readAhead(rd, a.ports)
+	var prep *segmentPrep
 	for b := range full {
+		prep = b.prep
 		for i := range b.pkts {
-			a.packet(&b.pkts[i], b.ifaces)
+			a.packet(&b.pkts[i], &b.segs[i], b.ifaces)
 		}
 		err := b.err
 		free <- b
@@ -643,6 +645,7 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 		}
 	}
 	if a.diss != nil {
+		a.diss.adoptHalves(prep)
 		a.diss.Flush()
 		a.rep.Stream = a.diss.Stats()
 	}
@@ -653,9 +656,10 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 	return a.rep, nil
 }
 
-// packet analyzes one packet of the capture; ifaces are the capture's
-// interfaces as of its first packet, which sets the analysis up.
-func (a *analyzer) packet(p *Packet, ifaces []*Interface) {
+// packet analyzes one packet of the capture, whose segment ps prepared;
+// ifaces are the capture's interfaces as of its first packet, which sets
+// the analysis up.
+func (a *analyzer) packet(p *Packet, ps *preparedSegment, ifaces []*Interface) {
 	ts := p.CI.Timestamp.UnixNano()
 	if p.Num == 1 {
 		a.setup(ifaces, p)
@@ -670,7 +674,7 @@ func (a *analyzer) packet(p *Packet, ifaces []*Interface) {
 	if p.Iface.Events {
 		return
 	}
-	a.diss.Packet(p.Num, p.Iface.LinkType, p.Data, &p.CI)
+	a.diss.preparedPacket(p.Num, &p.CI, ps)
 }
 
 // setup builds the node map and the dissector once the first packet (and
@@ -686,12 +690,18 @@ func (a *analyzer) setup(ifaces []*Interface, p *Packet) {
 			a.byIface[i] = a.addNode(*ifc.Node)
 		}
 	}
-	ports := slices.Sorted(slices.Values(a.opts.Ports))
-	if len(ports) == 0 {
-		ports = framePorts(ifaces, p)
-	}
+	ports := a.ports(ifaces, p)
 	a.rep.Ports = ports
 	a.diss = NewDissector(a, DissectorOptions{Ports: ports, MaxFrame: a.opts.MaxFrame})
+}
+
+// ports are the election ports of the analysis: the options', else the
+// capture's (framePorts); first is the capture's first packet.
+func (a *analyzer) ports(ifaces []*Interface, first *Packet) []uint16 {
+	if len(a.opts.Ports) > 0 {
+		return slices.Sorted(slices.Values(a.opts.Ports))
+	}
+	return framePorts(ifaces, first)
 }
 
 // framePorts are the ports a capture's frames use: its node interfaces'

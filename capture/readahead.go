@@ -12,9 +12,13 @@ const (
 // packetBatch is a run of packets read ahead, their data copied.
 type packetBatch struct {
 	pkts []Packet
+	// segs[i] is what the batch's prep found of pkts[i].
+	segs []preparedSegment
 	buf  []byte
 	// ifaces are the interfaces known after packet 1, in its batch.
 	ifaces []*Interface
+	// prep, set in every batch from packet 1's on, found segs.
+	prep *segmentPrep
 	// err ends the batches: io.EOF or the reader's error after the
 	// packets of this one.
 	err error
@@ -22,18 +26,20 @@ type packetBatch struct {
 
 // readAhead reads rd's packets on a goroutine of its own, so that reading
 // and parsing the file (a fifth of an analysis) runs on another core
-// than the dissection. Batches come in file order; the last one carries
-// the error that ended the reading (io.EOF at the end), after which the
-// goroutine has returned. Each batch received is handed back on free
-// once its packets were used.
-func readAhead(rd *FileReader) (full <-chan *packetBatch, free chan<- *packetBatch) {
+// than the dissection, and so does a segmentPrep on the election ports
+// ports names once packet 1 is read. Batches come in file order; the last
+// one carries the error that ended the reading (io.EOF at the end), after
+// which the goroutine has returned. Each batch received is handed back on
+// free once its packets were used.
+func readAhead(rd *FileReader, ports func(ifaces []*Interface, first *Packet) []uint16) (full <-chan *packetBatch, free chan<- *packetBatch) {
 	fullC := make(chan *packetBatch, batchesKept)
 	freeC := make(chan *packetBatch, batchesKept)
 	for range batchesKept {
-		freeC <- &packetBatch{pkts: make([]Packet, 0, batchPackets), buf: make([]byte, 0, batchBytes)}
+		freeC <- &packetBatch{pkts: make([]Packet, 0, batchPackets), segs: make([]preparedSegment, batchPackets), buf: make([]byte, 0, batchBytes)}
 	}
 	go func() {
 		defer close(fullC)
+		var prep *segmentPrep
 		for {
 			b := <-freeC
 			b.pkts, b.buf, b.ifaces, b.err = b.pkts[:0], b.buf[:0], nil, nil
@@ -46,6 +52,7 @@ func readAhead(rd *FileReader) (full <-chan *packetBatch, free chan<- *packetBat
 				}
 				if p.Num == 1 {
 					b.ifaces = rd.Interfaces()
+					prep = newSegmentPrep(ports(b.ifaces, p))
 				}
 				b.buf = append(b.buf, p.Data...)
 				ends[len(b.pkts)] = len(b.buf)
@@ -56,6 +63,10 @@ func readAhead(rd *FileReader) (full <-chan *packetBatch, free chan<- *packetBat
 			for i := range b.pkts {
 				b.pkts[i].Data = b.buf[start:ends[i]:ends[i]]
 				start = ends[i]
+			}
+			b.prep = prep
+			for i := range b.pkts {
+				prep.prepare(&b.pkts[i], &b.segs[i])
 			}
 			fullC <- b
 			if b.err != nil {

@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"encoding/binary"
 	"errors"
 	"net/netip"
 	"slices"
@@ -212,14 +211,8 @@ type Dissector struct {
 	maxFrame int
 	maxPages int
 
-	eth     layers.Ethernet
-	ip4     layers.IPv4
-	ip6     layers.IPv6
-	tcp     tcpLayer
-	ethP    *gopacket.DecodingLayerParser
-	ipP     *gopacket.DecodingLayerParser
-	ip6P    *gopacket.DecodingLayerParser
-	decoded []gopacket.LayerType
+	dec headerDecoder
+	hdr tcpHeaders
 
 	halves map[flowKey]*half
 
@@ -288,7 +281,6 @@ func NewDissector(h Handler, opts DissectorOptions) *Dissector {
 		maxFrame: opts.MaxFrame,
 		maxPages: opts.MaxBufferedPages,
 		halves:   map[flowKey]*half{},
-		decoded:  make([]gopacket.LayerType, 0, 4),
 	}
 	d.segH, _ = h.(SegmentHandler)
 	if d.maxFrame <= 0 {
@@ -304,30 +296,8 @@ func NewDissector(h Handler, opts DissectorOptions) *Dissector {
 	for _, p := range ports {
 		d.ports[p>>6] |= 1 << (p & 63)
 	}
-	d.ethP = d.parser(layers.LayerTypeEthernet)
-	d.ipP = d.parser(layers.LayerTypeIPv4)
-	d.ip6P = d.parser(layers.LayerTypeIPv6)
+	d.dec.init()
 	return d
-}
-
-// tcpLayer is layers.TCP ending the parse: its payload is stream data for
-// the splitter, and TCP's own NextLayerType would look the ports up in
-// gopacket's port table (a map, since RegisterPort put ours there) for
-// every packet.
-type tcpLayer struct{ layers.TCP }
-
-func (t *tcpLayer) NextLayerType() gopacket.LayerType { return gopacket.LayerTypeZero }
-
-func (d *Dissector) parser(first gopacket.LayerType) *gopacket.DecodingLayerParser {
-	p := gopacket.NewDecodingLayerParser(first)
-	p.SetDecodingLayerContainer(gopacket.DecodingLayerSparse(nil))
-	p.AddDecodingLayer(&d.eth)
-	p.AddDecodingLayer(&d.ip4)
-	p.AddDecodingLayer(&d.ip6)
-	p.AddDecodingLayer(&d.tcp)
-	// ARP, UDP and the like end the parse quietly.
-	p.IgnoreUnsupported = true
-	return p
 }
 
 // Stats returns the counters so far.
@@ -340,121 +310,82 @@ func (d *Dissector) isPort(p uint16) bool { return d.ports[p>>6]&(1<<(p&63)) != 
 // call returns.
 func (d *Dissector) Packet(num int64, linkType layers.LinkType, data []byte, ci *gopacket.CaptureInfo) {
 	d.stats.Packets++
-	var p *gopacket.DecodingLayerParser
-	switch linkType {
-	case layers.LinkTypeEthernet:
-		p = d.ethP
-	case layers.LinkTypeRaw, layers.LinkTypeIPv4:
-		if len(data) > 0 && data[0]>>4 == 6 {
-			p = d.ip6P
-		} else {
-			p = d.ipP
-		}
-	case layers.LinkTypeIPv6:
-		p = d.ip6P
-	default:
+	t := &d.hdr
+	ok, notDecodable := d.dec.headers(linkType, data, t)
+	if notDecodable {
+		d.stats.NotDecodable++
+	}
+	if ok {
+		d.tcpSegment(num, ci, t)
+	}
+}
+
+// tcpSegment dissects a TCP segment whose headers were decoded.
+func (d *Dissector) tcpSegment(num int64, ci *gopacket.CaptureInfo, t *tcpHeaders) {
+	if !d.isPort(t.key.sport) && !d.isPort(t.key.dport) {
 		return
 	}
-	err := p.DecodeLayers(data, &d.decoded)
-	n := len(d.decoded)
-	if n == 0 || d.decoded[n-1] != layers.LayerTypeTCP {
-		if err != nil && n > 0 && (d.decoded[n-1] == layers.LayerTypeIPv4 || d.decoded[n-1] == layers.LayerTypeIPv6) {
-			d.stats.NotDecodable++
-		}
-		return
-	}
-	t := &d.tcp.TCP
-	if !d.isPort(uint16(t.SrcPort)) && !d.isPort(uint16(t.DstPort)) {
-		return
-	}
-	d.stats.TCPSegments++
-	d.curTS, d.curHasTS = tcpTimestamp(t)
 	// Pure ACKs, most of the reverse direction, need no stream state:
 	// only a SegmentHandler sees them.
-	pureACK := len(t.Payload) == 0 && !t.SYN && !t.FIN && !t.RST
-	if pureACK && d.segH == nil {
+	if d.segH == nil && t.pureACK() {
+		d.stats.TCPSegments++
 		return
 	}
-	key, missing, ok := d.flowKey(t, d.decoded[n-2])
-	if !ok {
-		return
-	}
-	h := d.halfOf(key)
+	d.electionSegment(num, ci, t, d.halfOf(t.key))
+}
+
+// electionSegment dissects a TCP segment on an election port, of half h.
+func (d *Dissector) electionSegment(num int64, ci *gopacket.CaptureInfo, t *tcpHeaders, h *half) {
+	d.stats.TCPSegments++
+	d.curTS, d.curHasTS = t.tsval, t.hasTS
 	if d.segH != nil {
-		d.handSegment(num, ci.Timestamp, t, h, missing)
+		d.handSegment(num, ci.Timestamp, t, h)
 	}
-	if pureACK {
+	if t.pureACK() {
 		return
 	}
 	d.curPacket, d.curTime, d.curIface = num, ci.Timestamp, ci.InterfaceIndex
-	d.segment(h, t, missing)
+	d.segment(h, t)
 }
 
 // halfOf returns the half with key, made on its first segment and linked
 // to the other direction's when that one exists.
 func (d *Dissector) halfOf(key flowKey) *half {
-	h := d.halves[key]
-	if h == nil {
-		src, dst := netip.AddrFrom16(key.src).Unmap(), netip.AddrFrom16(key.dst).Unmap()
-		h = &half{src: netip.AddrPortFrom(src, key.sport), dst: netip.AddrPortFrom(dst, key.dport)}
-		h.stream.Src, h.stream.Dst = h.src, h.dst
-		d.halves[key] = h
-		if rev := d.halves[flowKey{src: key.dst, dst: key.src, sport: key.dport, dport: key.sport}]; rev != nil {
-			h.rev, rev.rev = rev, h
-		}
+	h, rev := lookupHalf(d.halves, key)
+	if rev != nil {
+		h.rev, rev.rev = rev, h
 	}
 	return h
 }
 
-// flowKey is t's direction of its connection, and what t carried on the
-// wire beyond what was captured (the capture cut it short), from the IP
-// layer net decoded.
-func (d *Dissector) flowKey(t *layers.TCP, net gopacket.LayerType) (key flowKey, missing int, ok bool) {
-	switch net {
-	case layers.LayerTypeIPv4:
-		ip := &d.ip4
-		missing = int(ip.Length) - int(ip.IHL)*4 - int(t.DataOffset)*4 - len(t.Payload)
-		copy(key.src[12:], ip.SrcIP.To4())
-		copy(key.dst[12:], ip.DstIP.To4())
-		key.src[10], key.src[11], key.dst[10], key.dst[11] = 0xff, 0xff, 0xff, 0xff
-	case layers.LayerTypeIPv6:
-		ip := &d.ip6
-		if ip.Length != 0 { // 0: jumbogram or GSO, no length to trust
-			missing = int(ip.Length) - int(t.DataOffset)*4 - len(t.Payload)
-		}
-		copy(key.src[:], ip.SrcIP.To16())
-		copy(key.dst[:], ip.DstIP.To16())
-	default:
-		return key, 0, false
+// lookupHalf returns the half with key in halves, made when missing; rev
+// is then the other direction's half, if there is one, for the caller to
+// link to it.
+func lookupHalf(halves map[flowKey]*half, key flowKey) (h, rev *half) {
+	h = halves[key]
+	if h != nil {
+		return h, nil
 	}
-	key.sport, key.dport = uint16(t.SrcPort), uint16(t.DstPort)
-	return key, max(missing, 0), true
+	src, dst := netip.AddrFrom16(key.src).Unmap(), netip.AddrFrom16(key.dst).Unmap()
+	h = &half{src: netip.AddrPortFrom(src, key.sport), dst: netip.AddrPortFrom(dst, key.dport)}
+	h.stream.Src, h.stream.Dst = h.src, h.dst
+	halves[key] = h
+	return h, halves[flowKey{src: key.dst, dst: key.src, sport: key.dport, dport: key.sport}]
 }
 
 // handSegment gives the segment being processed to the SegmentHandler.
-func (d *Dissector) handSegment(num int64, ts time.Time, t *layers.TCP, h *half, missing int) {
+func (d *Dissector) handSegment(num int64, ts time.Time, t *tcpHeaders, h *half) {
 	s := &d.seg
-	*s = Segment{Packet: num, Time: ts, Seq: t.Seq, Ack: t.Ack, Len: len(t.Payload) + missing,
-		SYN: t.SYN, ACK: t.ACK, FIN: t.FIN, RST: t.RST, TSval: d.curTS, HasTS: d.curHasTS,
+	*s = Segment{Packet: num, Time: ts, Seq: t.seq, Ack: t.ack, Len: len(t.payload) + t.missing,
+		SYN: t.syn(), ACK: t.ackFlag(), FIN: t.fin(), RST: t.rst(), TSval: d.curTS, HasTS: d.curHasTS,
 		Src: h.src, Dst: h.dst, half: h}
 	d.segH.Segment(s)
 }
 
-// tcpTimestamp returns the TSval of t's timestamp option (RFC 7323), if it
-// has a well-formed one.
-func tcpTimestamp(t *layers.TCP) (uint32, bool) {
-	for _, o := range t.Options {
-		if o.OptionType == layers.TCPOptionKindTimestamps && len(o.OptionData) == 8 {
-			return binary.BigEndian.Uint32(o.OptionData), true
-		}
-	}
-	return 0, false
-}
-
 // segment handles one TCP segment of an election connection.
-func (d *Dissector) segment(h *half, t *layers.TCP, missing int) {
-	seq, payload := t.Seq, t.Payload
-	if t.SYN {
+func (d *Dissector) segment(h *half, t *tcpHeaders) {
+	seq, payload, missing := t.seq, t.payload, t.missing
+	if t.syn() {
 		if h.hasISN && seq == h.isn {
 			return // a retransmitted SYN
 		}
@@ -482,13 +413,13 @@ func (d *Dissector) segment(h *half, t *layers.TCP, missing int) {
 		}
 		return
 	}
-	if t.FIN && !h.finSet {
+	if t.fin() && !h.finSet {
 		h.finSet, h.finSeq = true, seq+uint32(len(payload))+uint32(missing)
 	}
 	diff := int32(seq - h.nextSeq)
 	d.countSegment(diff, len(payload), missing)
 	if h.holeOpen {
-		d.slowSegment(h, seq, payload, t.RST)
+		d.slowSegment(h, seq, payload, t.rst())
 		return
 	}
 	switch {
@@ -497,7 +428,7 @@ func (d *Dissector) segment(h *half, t *layers.TCP, missing int) {
 			return // a FIN ahead of a hole: finSeq remembers it; RST is ignored (RFC 5961)
 		}
 		d.openHole(h)
-		d.slowSegment(h, seq, payload, t.RST)
+		d.slowSegment(h, seq, payload, t.rst())
 		return
 	case diff < 0:
 		cut := -int(diff) // not int(-diff), which is negative for -1<<31
@@ -520,7 +451,7 @@ func (d *Dissector) segment(h *half, t *layers.TCP, missing int) {
 		h.nextSeq += uint32(missing)
 		d.gap(h, missing)
 	}
-	d.checkEnd(h, t.RST)
+	d.checkEnd(h, t.rst())
 }
 
 // countSegment counts a segment of an open half in OutOfOrder,

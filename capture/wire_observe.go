@@ -92,8 +92,18 @@ func (q *ackQueue) clear() {
 	q.items, q.head, q.dir = q.items[:0], 0, 0
 }
 
+// ackQueueCap is an ackQueue's first capacity: growing each new
+// connection's queues from one item, and growing them again while most of
+// what they held was settled, took a tenth of the analysis goroutine's
+// time on the hard mix, a capture of many connections.
+const ackQueueCap = 32
+
 func (q *ackQueue) push(it ackItem) {
-	if q.head > 64 && q.head*2 > len(q.items) {
+	if q.items == nil {
+		q.items = make([]ackItem, 0, ackQueueCap)
+	}
+	if len(q.items) == cap(q.items) && q.head > 0 && q.head*2 >= len(q.items) {
+		// At least half is settled: reuse the room rather than grow.
 		q.items = append(q.items[:0], q.items[q.head:]...)
 		q.head = 0
 	}
