@@ -178,3 +178,24 @@ func rawConnected(fd int) bool {
 func rawClose(fd int) {
 	unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)
 }
+
+// connEnded reports whether the peer has ended c (a FIN or a reset is
+// waiting to be read), without reading: on a connection the peer never
+// writes to, anything readable is its end. The watching goroutine marks
+// such a connection dead once it runs, but a frame written before that
+// goes on the wire to a peer that is gone, and a capture counts it: a
+// leader elected within milliseconds of its predecessor's crash wrote its
+// COORDINATOR to it so, an N-1st.
+func connEnded(c net.Conn) bool {
+	rc := rawConn(c)
+	if rc == nil {
+		return false
+	}
+	ended := false
+	rc.Control(func(fd uintptr) {
+		var b [1]byte
+		_, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1, unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+		ended = e != unix.EAGAIN && e != unix.EINTR
+	})
+	return ended
+}

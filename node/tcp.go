@@ -761,7 +761,7 @@ func (p *tcpPeer) write(f tcpFrame) {
 		return
 	}
 	addr, gen := p.target()
-	if c := p.conn; c != nil && (c.dead.Load() || c.gen != gen) {
+	if c := p.conn; c != nil && (c.dead.Load() || c.gen != gen || connEnded(c.Conn)) {
 		p.closeConn()
 	}
 	if f.warm {
@@ -858,7 +858,7 @@ func (p *tcpPeer) hello(c *tcpConn) []byte {
 // is connected. A failure is forgotten: no backoff and no refusal, since
 // no frame was lost, and the next frame's dial tells what it has to.
 func (p *tcpPeer) warmUp(addr string, gen uint64) {
-	if c := p.conn; c != nil && (c.dead.Load() || c.gen != gen) {
+	if c := p.conn; c != nil && (c.dead.Load() || c.gen != gen || connEnded(c.Conn)) {
 		p.closeConn()
 	}
 	if p.conn == nil {

@@ -55,3 +55,32 @@ func sendQueued(t *testing.T, c net.Conn) int {
 	}
 	return n
 }
+
+// connEnded sees a peer's FIN or reset before any goroutine reads it, and
+// nothing on a connection the peer keeps open.
+func TestConnEnded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, reset := range []bool{false, true} {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		s, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if connEnded(c) {
+			t.Fatalf("reset %v: ended while the peer holds it open", reset)
+		}
+		if reset {
+			s.(*net.TCPConn).SetLinger(0)
+		}
+		s.Close()
+		waitFor(t, 5*time.Second, "the end seen", func() bool { return connEnded(c) })
+	}
+}

@@ -40,3 +40,7 @@ func listenVia(SocketFunc, string) (net.Listener, error) {
 // pinListener is Linux's: elsewhere the order in which a dying process's
 // sockets close is left as it is.
 func pinListener(net.Listener) func() { return nil }
+
+// connEnded is Linux's: elsewhere the watching goroutine alone finds a
+// connection's end.
+func connEnded(net.Conn) bool { return false }
