@@ -85,6 +85,31 @@ func (s *HostShares) Start() (ShareBuilt, error) {
 	return shareBuilt(l), nil
 }
 
+// Lead boots the topology's highest node, which Start started held.
+func (s *HostShares) Lead() error {
+	l, err := s.share()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shareBuildTimeout)
+	defer cancel()
+	return l.Lead(ctx)
+}
+
+// Settle releases the share's held nodes once they follow the highest.
+func (s *HostShares) Settle() (ShareBuilt, error) {
+	l, err := s.share()
+	if err != nil {
+		return ShareBuilt{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shareBuildTimeout)
+	defer cancel()
+	if err := l.Settle(ctx); err != nil {
+		return ShareBuilt{}, err
+	}
+	return shareBuilt(l), nil
+}
+
 func shareBuilt(l *lab.Lab) ShareBuilt {
 	b := ShareBuilt{Ready: l.Times().Ready}
 	if c := l.Capture(); c != nil {
@@ -139,7 +164,7 @@ func shareOptions(topo *topologies.Topology, r ShareRequest) (lab.BootOptions, e
 		}
 	}
 	opts := lab.BootOptions{Binary: bin, Run: r.Run, Key: &key, Backend: r.Backend,
-		Share: &lab.Share{Host: r.Host, IDs: ids, PublicKeys: pubs, MemberKeys: privs, Hold: true,
+		Share: &lab.Share{Host: r.Host, IDs: ids, PublicKeys: pubs, MemberKeys: privs, Hold: true, SpanBoot: true,
 			Join: func(tb *netem.Testbed) error { return tb.JoinOverlay("", o, remote) }}}
 	if r.Capture {
 		// Readable by the controller's user, whoever the agent runs as.
@@ -206,6 +231,7 @@ func (s *HostShares) Status() (ShareStatus, error) {
 	if st.Delayers, err = json.Marshal(l.Faults().DelayerStats()); err != nil {
 		return ShareStatus{}, err
 	}
+
 	for _, f := range l.Monitor().Failed() {
 		st.Failed = append(st.Failed, ShareFailure{Node: f.Node, Reason: f.Reason})
 	}

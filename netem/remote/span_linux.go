@@ -153,11 +153,40 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 		})
 	}
 	wg.Wait()
+	if err := errors.Join(errs...); err == nil && topo.Hosting == topologies.HostingShared {
+		errs = sp.bootHeld()
+	}
 	if err := errors.Join(errs...); err != nil {
 		sp.Close()
 		return nil, err
 	}
 	return sp, nil
+}
+
+// bootHeld boots a shared topology's nodes, every one started held by its
+// host (lab.Share.SpanBoot), in one election, as a lab does on one host:
+// the highest node, the last in topology order, boots alone once every
+// host's nodes listen, and HALTs all the others, 3(N-1) frames in all; then
+// every host releases those of its nodes that do not follow it. It
+// returns each host's error.
+func (sp *Span) bootHeld() []error {
+	errs := make([]error, len(sp.agents))
+	top := sp.topo.Nodes[len(sp.topo.Nodes)-1]
+	k := sp.hostOf[top.Name]
+	if errs[k] = sp.agents[k].Lead(); errs[k] != nil {
+		return errs
+	}
+	var wg sync.WaitGroup
+	for k := range sp.agents {
+		wg.Go(func() {
+			var settled ShareBuilt
+			if settled, errs[k] = sp.agents[k].Settle(); errs[k] == nil {
+				sp.built[k].Ready = settled.Ready
+			}
+		})
+	}
+	wg.Wait()
+	return errs
 }
 
 // newSpan draws a run name, the overlay's VNI from it, the nodes' IDs
