@@ -111,6 +111,9 @@ type ShareStatus struct {
 	// Delayers are the NFQUEUE delayers' counters by node
 	// (netem.DelayerStats's JSON).
 	Delayers json.RawMessage `json:"delayers,omitempty"`
+	// Files are the share's shared host processes and the most files
+	// each held open (lab.HostFiles's JSON); none with a process per node.
+	Files json.RawMessage `json:"files,omitempty"`
 }
 
 // ShareFailure is a node that stopped by itself, and its last words.

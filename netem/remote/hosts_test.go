@@ -193,42 +193,6 @@ func TestSpan(t *testing.T) {
 	}
 }
 
-// BenchmarkSpan builds star64 over three stand-in hosts and tears it down:
-// SSH to each, the agents' shares, the overlay and every node started and
-// answering (s/up), and every share's teardown (s/down). The binary is
-// copied to the hosts before.
-func BenchmarkSpan(b *testing.B) {
-	hs := remotetest.StartHosts(b, 3)
-	file := hs.Topology("name: star64x3\nnodes: 64\n")
-	topo, err := topologies.Parse("star64x3.yaml", file)
-	if err != nil {
-		b.Fatal(err)
-	}
-	opts := spanOptions(b, hs)
-	for _, r := range remote.Check(b.Context(), hs.Hosts, opts.CheckOptions) {
-		if r.Err != nil {
-			b.Fatal(r.Err)
-		}
-	}
-	var up, down time.Duration
-	for b.Loop() {
-		start := time.Now()
-		sp, err := remote.BuildSpan(b.Context(), topo, "star64x3.yaml", file, opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		built := time.Now()
-		if err := sp.Close(); err != nil {
-			b.Fatal(err)
-		}
-		up += built.Sub(start)
-		down += time.Since(built)
-		netemtest.RequireClean(b, sp.Run())
-	}
-	b.ReportMetric(up.Seconds()/float64(b.N), "s/up")
-	b.ReportMetric(down.Seconds()/float64(b.N), "s/down")
-}
-
 // The nodes of a span, started by the agents, elect one leader across the
 // hosts: the node with the highest ID, the last in topology order,
 // whichever host runs it; when it crashes, the next highest.

@@ -44,7 +44,8 @@ type Span struct {
 	VNI  uint32
 
 	topo    *topologies.Topology
-	started time.Time   // when BuildSpan began
+	started time.Time // when BuildSpan began
+	times   SpanTimes
 	ids     []uuid.UUID // by topology index - 1
 	key     wire.Key
 	// memberKeys are the nodes' member keys, by topology index - 1.
@@ -77,6 +78,20 @@ type Span struct {
 	logs    []map[string][]byte // by host, fetched once
 	logErrs []error
 }
+
+// SpanTimes are the milestones of BuildSpan, on this machine's clock.
+type SpanTimes struct {
+	Begin     time.Time // BuildSpan was called
+	Connected time.Time // every host's agent answered
+	Built     time.Time // every host's share was built: namespaces, overlay, capture
+	Started   time.Time // every host's nodes answered, held in a shared topology
+	// Ready is when BuildSpan returned: every node booted, in a shared
+	// topology the highest's election won and every host settled.
+	Ready time.Time
+}
+
+// Times returns the milestones of BuildSpan.
+func (sp *Span) Times() SpanTimes { return sp.times }
 
 // SpanOptions configure BuildSpan.
 type SpanOptions struct {
@@ -113,11 +128,13 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 		return nil, err
 	}
 	sp.capture, sp.captureMode, sp.started = sopts.Capture, sopts.CaptureMode, time.Now()
+	sp.times.Begin = sp.started
 	switches, err := sp.connect(ctx, topo.Hosts, opts, remoteBin)
 	if err != nil {
 		sp.Close()
 		return nil, err
 	}
+	sp.times.Connected = time.Now()
 	cluster := SpanCluster{Key: sp.key.Encode()}
 	for i, id := range sp.ids {
 		cluster.IDs = append(cluster.IDs, id.String())
@@ -143,6 +160,7 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 		sp.Close()
 		return nil, err
 	}
+	sp.times.Built = time.Now()
 	for k := range topo.Hosts {
 		wg.Go(func() {
 			var started ShareBuilt
@@ -153,6 +171,7 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 		})
 	}
 	wg.Wait()
+	sp.times.Started = time.Now()
 	if err := errors.Join(errs...); err == nil && topo.Hosting == topologies.HostingShared {
 		errs = sp.bootHeld()
 	}
@@ -160,6 +179,7 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 		sp.Close()
 		return nil, err
 	}
+	sp.times.Ready = time.Now()
 	return sp, nil
 }
 
