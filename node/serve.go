@@ -58,6 +58,9 @@ type ServeOptions struct {
 	// HoldBoot starts the node without its boot election until its
 	// control socket's /release (election.Config.HoldBoot).
 	HoldBoot bool
+	// MaxMembers bounds the membership list (election.Config.MaxMembers);
+	// 0 is election.DefaultMaxMembers, which Peers must stay under.
+	MaxMembers int
 	// Algorithm names the election algorithm (NewElection, Algorithms);
 	// "" is Bully. Every node of a cluster must run the same one.
 	Algorithm string
@@ -379,6 +382,7 @@ func serveConfig(o ServeOptions, store *FileStore) (election.Config, error) {
 	cfg.Peers = o.Peers
 	cfg.Join = o.Join
 	cfg.HoldBoot = o.HoldBoot
+	cfg.MaxMembers = o.MaxMembers
 	cfg.Insecure = o.Insecure
 	if err := cfg.Validate(); err != nil {
 		return election.Config{}, err

@@ -48,8 +48,13 @@ func FuzzParse(f *testing.F) {
 		if !slices.Contains(topologies.Algorithms, topo.Algorithm) {
 			t.Fatalf("algorithm %q accepted", topo.Algorithm)
 		}
-		if len(topo.Nodes) < 1 || len(topo.Nodes) > topologies.MaxNodes {
-			t.Fatalf("parsed %d nodes", len(topo.Nodes))
+		if len(topo.Nodes) < 1 || len(topo.Nodes) > topologies.MaxSpanNodes || len(topo.Hosts) == 0 && len(topo.Nodes) > topologies.MaxNodes {
+			t.Fatalf("parsed %d nodes on %d hosts", len(topo.Nodes), len(topo.Hosts))
+		}
+		for _, h := range topo.Hosts {
+			if len(h.Nodes) > topologies.MaxNodes {
+				t.Fatalf("host %s runs %d nodes", h.Name, len(h.Nodes))
+			}
 		}
 		if !topo.Subnet.Addr().Is4() || topo.Subnet.Addr().IsLoopback() || topo.Subnet.Addr().IsMulticast() || topo.Subnet.Addr().IsUnspecified() {
 			t.Fatalf("subnet %s accepted", topo.Subnet)

@@ -69,6 +69,11 @@ func (p *parser) hosts(t *Topology, v *yaml.Node, path string) error {
 		t.Hosts = append(t.Hosts, h)
 	}
 	spreadNodes(t, placed)
+	for i, h := range t.Hosts {
+		if len(h.Nodes) > MaxNodes {
+			return p.ErrAt(entries[i], fmt.Sprintf("%s[%d]", path, i), "host %s runs %d nodes; a host builds %d at most", h.Name, len(h.Nodes), MaxNodes)
+		}
+	}
 	return nil
 }
 

@@ -141,6 +141,10 @@ func (p *parser) parse(data []byte) (*Topology, error) {
 	if raw.nodesVal == nil {
 		return nil, p.ErrAt(top, "nodes", "missing (want a count or a list of nodes)")
 	}
+	if raw.hostsVal == nil && len(raw.nodes) > MaxNodes {
+		// One host's testbed; the hosts section checks its hosts' shares.
+		return nil, p.ErrAt(raw.nodesVal, "nodes", "%d nodes; want 1..%d (%d across hosts)", len(raw.nodes), MaxNodes, MaxSpanNodes)
+	}
 	if err := p.checkCapacity(t.Subnet, raw); err != nil {
 		return nil, err
 	}
@@ -443,8 +447,8 @@ func (p *parser) nodes(v *yaml.Node, path string) ([]rawNode, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n < 1 || n > MaxNodes {
-			return nil, p.ErrAt(v, path, "%d nodes; want 1..%d", n, MaxNodes)
+		if n < 1 || n > MaxSpanNodes {
+			return nil, p.ErrAt(v, path, "%d nodes; want 1..%d (%d across hosts)", n, MaxNodes, MaxSpanNodes)
 		}
 		nodes := make([]rawNode, n)
 		for i := range nodes {
@@ -456,8 +460,8 @@ func (p *parser) nodes(v *yaml.Node, path string) ([]rawNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(entries) < 1 || len(entries) > MaxNodes {
-		return nil, p.ErrAt(v, path, "%d nodes; want 1..%d", len(entries), MaxNodes)
+	if len(entries) < 1 || len(entries) > MaxSpanNodes {
+		return nil, p.ErrAt(v, path, "%d nodes; want 1..%d (%d across hosts)", len(entries), MaxNodes, MaxSpanNodes)
 	}
 	nodes := make([]rawNode, 0, len(entries))
 	firstLine := map[string]int{}

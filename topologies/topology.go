@@ -25,6 +25,12 @@ var builtin embed.FS
 // as namespaces alone, before the node processes.
 const (
 	MaxNodes = 1000
+	// MaxSpanNodes bounds a topology that spans hosts (a hosts section),
+	// each host building MaxNodes at most: every node knows every other,
+	// and the highest one's boot election reaches them all, so what
+	// bounds it is one node's members, not a host's testbed. 5000 over 5
+	// hosts is what was measured (netem/remote's BenchmarkSpan).
+	MaxSpanNodes = 5 * MaxNodes
 	// DefaultPort is the election port when a topology names none.
 	DefaultPort = wire.DefaultPort
 	// ReservedPort is refused: Wireshark's built-in Gryphon dissector claims

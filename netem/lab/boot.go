@@ -144,28 +144,53 @@ func (ps *nodeProcs) bootAll(ctx context.Context) error {
 	// never settled.)
 	n := len(ps.nodes)
 	top, held := ps.nodes[n-1], ps.nodes[:n-1]
-	watches := make([]*eventWatch, n)
+	if ps.spanBoot() {
+		// Every host's nodes start held, this share's highest too: the
+		// span's highest boots once every host's listen (Lead).
+		return ps.startHeld(ctx, ps.nodes)
+	}
+	if err := ps.startHeld(ctx, held); err != nil {
+		return err
+	}
+	if err := ps.boot(ctx, []*labNode{top}, false); err != nil {
+		return err
+	}
+	return ps.settle(ctx)
+}
+
+// spanBoot reports whether the lab's nodes boot in one held election with
+// the other hosts' (Share.SpanBoot).
+func (ps *nodeProcs) spanBoot() bool {
+	s := ps.opts.Share
+	return s != nil && s.SpanBoot && ps.topo.Hosting == topologies.HostingShared
+}
+
+// startHeld starts nodes held (--hold-boot), up and listening but
+// without a boot election, after watching every node's event log for
+// settle.
+func (ps *nodeProcs) startHeld(ctx context.Context, nodes []*labNode) error {
+	ps.watches = make([]*eventWatch, len(ps.nodes))
 	for i, nd := range ps.nodes {
 		var err error
-		if watches[i], err = watchEvents(nd.log); err != nil {
+		if ps.watches[i], err = watchEvents(nd.log); err != nil {
 			return fmt.Errorf("lab: node %s: %w", nd.name, err)
 		}
 	}
 	ps.mu.Lock()
-	for _, nd := range held {
+	for _, nd := range nodes {
 		nd.run.hold = true
 	}
 	ps.mu.Unlock()
 	ps.times.Started = time.Now()
 	// Unpaced: a held node elects nothing, so there is no election to
 	// wait for; bootWindow still bounds the processes starting at once.
-	if err := ps.boot(ctx, held, false); err != nil {
-		return err
-	}
-	if err := ps.boot(ctx, []*labNode{top}, false); err != nil {
-		return err
-	}
-	waiting, err := ps.awaitNormal(ctx, ps.nodes, watches)
+	return ps.boot(ctx, nodes, false)
+}
+
+// settle waits until the highest node has won and the others follow it
+// (awaitNormal), and releases those that do not.
+func (ps *nodeProcs) settle(ctx context.Context) error {
+	waiting, err := ps.awaitNormal(ctx, ps.nodes, ps.watches)
 	if err != nil {
 		return err
 	}
@@ -173,6 +198,30 @@ func (ps *nodeProcs) bootAll(ctx context.Context) error {
 		return err
 	}
 	ps.times.Ready = time.Now()
+	return nil
+}
+
+// lead releases the span's highest node, started held here (spanBoot),
+// and waits until it has won its boot election: released, a held node
+// elects as it would have at boot (node.Node.Release).
+func (ps *nodeProcs) lead(ctx context.Context) error {
+	if !ps.spanBoot() || ps.watches == nil {
+		return fmt.Errorf("lab %s: no held span boot to lead", ps.run)
+	}
+	top := ps.nodes[len(ps.nodes)-1]
+	if top != ps.all[len(ps.all)-1] {
+		return fmt.Errorf("lab %s: the highest node, %s, runs on host %s", ps.run, ps.all[len(ps.all)-1].name, ps.all[len(ps.all)-1].host)
+	}
+	if err := ps.release([]*labNode{top}); err != nil {
+		return err
+	}
+	pending, err := ps.awaitNormal(ctx, []*labNode{top}, ps.watches[len(ps.watches)-1:])
+	if err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		return fmt.Errorf("lab %s: node %s did not win its boot election in %v (log: %s)", ps.run, top.name, ps.opts.StartTimeout, logTail(top.log, 2))
+	}
 	return nil
 }
 

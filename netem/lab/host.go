@@ -22,6 +22,7 @@ import (
 
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/node"
+	"github.com/bullylab/bullylab/node/election"
 	"github.com/bullylab/bullylab/topologies/fault"
 	"github.com/bullylab/bullylab/wire"
 	"github.com/google/uuid"
@@ -84,6 +85,9 @@ type hostedSpec struct {
 	// HostedNodes is how many nodes the host process runs, which share
 	// its open files (DialSlots); 0 counts every member.
 	HostedNodes int `json:"hosted_nodes,omitempty"`
+	// MaxMembers bounds the node's members (node.ServeOptions.MaxMembers);
+	// 0 is the node's default.
+	MaxMembers int `json:"max_members,omitempty"`
 }
 
 // hostReply answers the request with its ID, or (ID 0, Exited) reports a
@@ -208,7 +212,7 @@ func (h *hostServer) start(name string, s hostedSpec, wg *sync.WaitGroup) error 
 	stagger := s.DetectionStagger
 	o := node.ServeOptions{
 		ID: s.ID, Listen: s.Listen, Peers: peers.Members, PeersFrom: peers.From, PeersSource: s.Peers, DataDir: s.DataDir,
-		Join: s.Join, HoldBoot: s.HoldBoot, ClusterKey: &key, MemberKey: memberKey, PeerKeys: peers.Keys,
+		Join: s.Join, HoldBoot: s.HoldBoot, MaxMembers: s.MaxMembers, ClusterKey: &key, MemberKey: memberKey, PeerKeys: peers.Keys,
 		HeartbeatInterval: s.Heartbeat, FailureTimeout: s.FailureTimeout, ElectionTimeout: s.ElectionTimeout,
 		DetectionStagger: &stagger, Algorithm: s.Algorithm, Clock: s.Clock,
 		Log: log, LogFormat: node.LogJSON,
@@ -594,7 +598,20 @@ func (ps *nodeProcs) hostedSpec(n *labNode, join bool, clock fault.ClockSkew) ho
 		Heartbeat: tn.Settings.Heartbeat, FailureTimeout: tn.Settings.FailureTimeout,
 		ElectionTimeout: tn.Settings.ElectionTimeout, DetectionStagger: tn.Settings.DetectionStagger,
 		Algorithm: nodeAlgorithm(ps.topo), Clock: clock, HostedNodes: hosted,
+		MaxMembers: memberLimit(len(ps.all)),
 	}
+}
+
+// memberLimit is the MaxMembers of a node of a topology of n nodes: the
+// node's default, 1024, where the n fit under it, as a host's MaxNodes
+// do; past it, in a span of thousands whose every node's peers file lists
+// them all, twice n, room for as many joins again. A node refuses to start
+// with its peers at the limit.
+func memberLimit(n int) int {
+	if n < election.DefaultMaxMembers {
+		return 0
+	}
+	return 2 * n
 }
 
 // hostAll asks the shared hosts that run nodes to do op to each of them

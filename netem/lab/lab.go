@@ -68,6 +68,10 @@ func Boot(ctx context.Context, topo *topologies.Topology, opts BootOptions) (*La
 	if err != nil {
 		return nil, err
 	}
+	if s := opts.Share; s != nil && s.SpanBoot && !s.Hold {
+		// Nothing would boot the span's highest node or release the rest.
+		return nil, fmt.Errorf("lab: share of host %s: a span boot (SpanBoot) needs its nodes held (Hold)", s.Host)
+	}
 	ids, here, err := opts.share(topo)
 	if err != nil {
 		return nil, err
@@ -195,6 +199,32 @@ func (l *Lab) StartHeld(ctx context.Context) error {
 	}
 	l.held = false
 	return l.start(ctx)
+}
+
+// Lead boots the span's highest node, which runs on this host and which
+// StartHeld started held with the rest (Share.SpanBoot), and returns once
+// it has won its boot election. The controller calls it once every host's
+// StartHeld returned: its HALTs then reach every node of the span, up and
+// listening.
+func (l *Lab) Lead(ctx context.Context) error {
+	l.startMu.Lock()
+	defer l.startMu.Unlock()
+	if l.held {
+		return fmt.Errorf("lab %s: its nodes are not started", l.Run())
+	}
+	return l.procs.lead(ctx)
+}
+
+// Settle, once the span's highest node has won (Lead, on its host), waits
+// until this host's nodes follow it and releases those that do not, as
+// Boot does on one host (Share.SpanBoot); Times.Ready is when it returned.
+func (l *Lab) Settle(ctx context.Context) error {
+	l.startMu.Lock()
+	defer l.startMu.Unlock()
+	if l.held || !l.procs.spanBoot() || l.procs.watches == nil {
+		return fmt.Errorf("lab %s: no held span boot to settle", l.Run())
+	}
+	return l.procs.settle(ctx)
 }
 
 // start writes what the nodes read, puts the topology's impairments in,

@@ -87,6 +87,16 @@ type Share struct {
 	// capture then starts before any host's first node, so that a merged
 	// capture holds every boot election and every connection's HELLO.
 	Hold bool
+	// SpanBoot, with Hold and a shared topology, boots the hosts' nodes
+	// in one held election, as Boot does on one host (bootAll): StartHeld
+	// starts every node of the share held, the share's highest too, and
+	// returns once they answer; once every host's do, Lab.Lead on the
+	// host that runs the topology's highest node boots it, and Lab.Settle
+	// on every host releases what its election missed. With each host
+	// booting its own highest, 5 hosts of 1000 nodes would start 5
+	// elections at once, each HALTing the 5000, and bully one another.
+	// A process per node boots paced, as on one host, and ignores it.
+	SpanBoot bool
 }
 
 // NodeRuntimeEnv tunes the Go runtime of node processes when BootOptions.Env

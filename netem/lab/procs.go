@@ -64,6 +64,10 @@ type nodeProcs struct {
 	built     chan struct{}
 	buildErr  error
 
+	// watches read the nodes' event logs from before a held boot
+	// started them, by node (startHeld), for settle.
+	watches []*eventWatch
+
 	mu     sync.Mutex // guards closed and every node's run
 	closed bool       // Close has begun: no process starts any more
 }

@@ -35,6 +35,8 @@ const (
 	opProbe   = "probe"   // whether the host can run a testbed
 	opBuild   = "build"   // build this host's share of a testbed, its nodes held
 	opStart   = "start"   // start the share's nodes
+	opLead    = "lead"    // boot the span's highest node, held by start
+	opSettle  = "settle"  // release the share's held nodes once they follow it
 	opDown    = "down"    // tear it down
 	opStatus  = "status"  // the share's nodes
 	opFault   = "fault"   // apply a fault to the share
@@ -109,6 +111,9 @@ type ShareStatus struct {
 	// Delayers are the NFQUEUE delayers' counters by node
 	// (netem.DelayerStats's JSON).
 	Delayers json.RawMessage `json:"delayers,omitempty"`
+	// Files are the share's shared host processes and the most files
+	// each held open (lab.HostFiles's JSON); none with a process per node.
+	Files json.RawMessage `json:"files,omitempty"`
 }
 
 // ShareFailure is a node that stopped by itself, and its last words.
@@ -138,8 +143,17 @@ type Shares interface {
 	// not its nodes: the controller starts every host's nodes once every
 	// host's share is built, so that each capture holds the boot.
 	Build(ShareRequest) (ShareBuilt, error)
-	// Start starts the share's nodes and returns once they answer.
+	// Start starts the share's nodes and returns once they answer. In a
+	// shared topology every node starts held (lab.Share.SpanBoot): the
+	// controller then has the host of the topology's highest node Lead,
+	// and every host Settle.
 	Start() (ShareBuilt, error)
+	// Lead boots the topology's highest node, run by this host, and
+	// returns once it has won its boot election (lab.Lab.Lead).
+	Lead() error
+	// Settle returns once the share's nodes follow the highest, held
+	// nodes its election missed released (lab.Lab.Settle).
+	Settle() (ShareBuilt, error)
 	// Status reads the share's nodes.
 	Status() (ShareStatus, error)
 	// Network says what the impairments in force do.
@@ -221,7 +235,7 @@ func RunAgent(in io.Reader, out io.Writer, cfg AgentConfig) (err error) {
 func answer(req agentRequest, cfg AgentConfig) agentReply {
 	version := cfg.Version
 	switch req.Op {
-	case opBuild, opStart, opDown, opStatus, opFault, opCapture, opNetwork, opLogs:
+	case opBuild, opStart, opLead, opSettle, opDown, opStatus, opFault, opCapture, opNetwork, opLogs:
 		if cfg.Shares == nil {
 			return agentReply{Error: "this agent builds no testbeds (not Linux)"}
 		}
@@ -284,6 +298,12 @@ func answerShares(req agentRequest, shares Shares) agentReply {
 	case opStart:
 		var b ShareBuilt
 		b, err = shares.Start()
+		r.Built = &b
+	case opLead:
+		err = shares.Lead()
+	case opSettle:
+		var b ShareBuilt
+		b, err = shares.Settle()
 		r.Built = &b
 	}
 	if err != nil {
@@ -373,6 +393,23 @@ func (a *Agent) Start() (ShareBuilt, error) {
 	r, err := a.call(agentRequest{Op: opStart})
 	if err != nil || r.Built == nil {
 		return ShareBuilt{}, cmp.Or(err, fmt.Errorf("host %s: agent: start answered without the share", a.name))
+	}
+	return *r.Built, nil
+}
+
+// Lead asks the agent to boot the topology's highest node, which its host
+// runs.
+func (a *Agent) Lead() error {
+	_, err := a.call(agentRequest{Op: opLead})
+	return err
+}
+
+// Settle asks the agent to release its share's held nodes once they
+// follow the highest.
+func (a *Agent) Settle() (ShareBuilt, error) {
+	r, err := a.call(agentRequest{Op: opSettle})
+	if err != nil || r.Built == nil {
+		return ShareBuilt{}, cmp.Or(err, fmt.Errorf("host %s: agent: settle answered without the share", a.name))
 	}
 	return *r.Built, nil
 }

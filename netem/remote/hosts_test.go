@@ -27,9 +27,28 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "bullylab-hosts-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	hostBinDir = dir
 	code := m.Run()
+	os.RemoveAll(dir)
 	labtest.RemoveBinary()
 	os.Exit(code)
+}
+
+// hostBinDir is where the spans of this package's tests keep the binary
+// on their stand-in hosts, which share this machine's files: copied over
+// SSH once, not once a test, as a host keeps it between testbeds. The
+// copy to three hosts took some 25 s of each span test on a loaded host.
+// The tests of the copy itself have directories of their own.
+var hostBinDir string
+
+// spanOptions are the options of a span over hs.
+func spanOptions(t testing.TB, hs *remotetest.Hosts) remote.SpanOptions {
+	return remote.SpanOptions{CheckOptions: remote.CheckOptions{Binary: labtest.Binary(t), BinaryDir: hostBinDir, Dial: hs.DialTCP}}
 }
 
 // Each stand-in host is reached over the underlay, by its own sshd, in its
@@ -133,7 +152,7 @@ func TestSpan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := remote.SpanOptions{CheckOptions: remote.CheckOptions{Binary: labtest.Binary(t), BinaryDir: t.TempDir(), Dial: hs.DialTCP}}
+	opts := spanOptions(t, hs)
 	sp, err := remote.BuildSpan(t.Context(), topo, "span.yaml", file, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -172,42 +191,6 @@ func TestSpan(t *testing.T) {
 	if err := sp.Close(); err != nil {
 		t.Errorf("closing the span: %v", err)
 	}
-}
-
-// BenchmarkSpan builds star64 over three stand-in hosts and tears it down:
-// SSH to each, the agents' shares, the overlay and every node started and
-// answering (s/up), and every share's teardown (s/down). The binary is
-// copied to the hosts before.
-func BenchmarkSpan(b *testing.B) {
-	hs := remotetest.StartHosts(b, 3)
-	file := hs.Topology("name: star64x3\nnodes: 64\n")
-	topo, err := topologies.Parse("star64x3.yaml", file)
-	if err != nil {
-		b.Fatal(err)
-	}
-	opts := remote.SpanOptions{CheckOptions: remote.CheckOptions{Binary: labtest.Binary(b), BinaryDir: b.TempDir(), Dial: hs.DialTCP}}
-	for _, r := range remote.Check(b.Context(), hs.Hosts, opts.CheckOptions) {
-		if r.Err != nil {
-			b.Fatal(r.Err)
-		}
-	}
-	var up, down time.Duration
-	for b.Loop() {
-		start := time.Now()
-		sp, err := remote.BuildSpan(b.Context(), topo, "star64x3.yaml", file, opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		built := time.Now()
-		if err := sp.Close(); err != nil {
-			b.Fatal(err)
-		}
-		up += built.Sub(start)
-		down += time.Since(built)
-		netemtest.RequireClean(b, sp.Run())
-	}
-	b.ReportMetric(up.Seconds()/float64(b.N), "s/up")
-	b.ReportMetric(down.Seconds()/float64(b.N), "s/down")
 }
 
 // The nodes of a span, started by the agents, elect one leader across the
@@ -297,6 +280,34 @@ func TestSpanElects(t *testing.T) {
 		t.Errorf("report's clock error %d ns, merge's %v", rep.ClockErrorNS, sc.Merge.ErrorBound)
 	}
 	t.Logf("merged capture: time to leader %v ± %v, detection %v", time.Duration(*el.TimeToLeaderNS), sc.Merge.ErrorBound, time.Duration(*el.DetectionNS))
+}
+
+// A shared topology across hosts boots as on one host, held: every node
+// of every host starts held but the highest, which boots alone once all
+// listen, so the whole span boots in one election of exactly N-1 HALTs,
+// HALT_ACKs and COORDINATORs, no ELECTION or ANSWER, and no other
+// election, where each host booting its own highest would start three.
+func TestSpanHeldBoot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "span.pcapng")
+	_, sp := startSpan(t, "nodes: 9\nhosting: shared\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\n", path)
+	epoch := waitAgreed(t, sp, "n9", "")
+	if _, err := sp.StopCapture(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := capture.AnalyzeFile(path, capture.AnalyzeOptions{Key: &[]wire.Key{sp.Key()}[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Elections) != 1 {
+		t.Fatalf("%d elections in the capture, want the boot's alone: %+v", len(rep.Elections), rep.Elections)
+	}
+	el := rep.Elections[0]
+	if el.First.Reason != "boot" || el.Leader != "n9" || !el.Converged || el.Epoch != epoch {
+		t.Errorf("boot election %+v: want n9's boot election, converged at epoch %d", el, epoch)
+	}
+	if m := rep.Messages; m.Halt != 8 || m.HaltAck != 8 || m.Coordinator != 8 || m.Election != 0 || m.Answer != 0 || m.Reject != 0 {
+		t.Errorf("messages %+v: want 8 HALT, HALT_ACK and COORDINATOR, no ELECTION, ANSWER or REJECT", m)
+	}
 }
 
 // waitAgreed polls sp until its running nodes agree on leader, and
@@ -397,13 +408,20 @@ func waitAgreedAmong(t *testing.T, sp *remote.Span, names []string, leader strin
 // it, checking nothing is left, when the test ends.
 func startElectingSpan(t *testing.T, capturePath ...string) (*topologies.Topology, *remote.Span) {
 	t.Helper()
+	return startSpan(t, "nodes: 6\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\n", capturePath...)
+}
+
+// startSpan builds the topology head over three stand-in hosts, and
+// closes it, checking nothing is left, when the test ends.
+func startSpan(t *testing.T, head string, capturePath ...string) (*topologies.Topology, *remote.Span) {
+	t.Helper()
 	hs := remotetest.StartHosts(t, 3)
-	file := hs.Topology("nodes: 6\nsettings: {heartbeat: 100ms, failure_timeout: 500ms, election_timeout: 300ms}\n")
+	file := hs.Topology(head)
 	topo, err := topologies.Parse("six.yaml", file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := remote.SpanOptions{CheckOptions: remote.CheckOptions{Binary: labtest.Binary(t), BinaryDir: t.TempDir(), Dial: hs.DialTCP}}
+	opts := spanOptions(t, hs)
 	if len(capturePath) > 0 {
 		opts.Capture = capturePath[0]
 	}

@@ -79,6 +79,10 @@ func (fakeShares) Build(r ShareRequest) (ShareBuilt, error) {
 func (fakeShares) Start() (ShareBuilt, error) {
 	return ShareBuilt{}, errors.New("nothing built to start")
 }
+func (fakeShares) Lead() error { return errors.New("nothing started to lead") }
+func (fakeShares) Settle() (ShareBuilt, error) {
+	return ShareBuilt{}, errors.New("nothing started to settle")
+}
 func (fakeShares) Down() error { return nil }
 func (fakeShares) Apply(f fault.Fault) (fault.Fault, error) {
 	return fault.Fault{}, fmt.Errorf("no node %v here", f.Nodes)

@@ -85,6 +85,31 @@ func (s *HostShares) Start() (ShareBuilt, error) {
 	return shareBuilt(l), nil
 }
 
+// Lead boots the topology's highest node, which Start started held.
+func (s *HostShares) Lead() error {
+	l, err := s.share()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shareBuildTimeout)
+	defer cancel()
+	return l.Lead(ctx)
+}
+
+// Settle releases the share's held nodes once they follow the highest.
+func (s *HostShares) Settle() (ShareBuilt, error) {
+	l, err := s.share()
+	if err != nil {
+		return ShareBuilt{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shareBuildTimeout)
+	defer cancel()
+	if err := l.Settle(ctx); err != nil {
+		return ShareBuilt{}, err
+	}
+	return shareBuilt(l), nil
+}
+
 func shareBuilt(l *lab.Lab) ShareBuilt {
 	b := ShareBuilt{Ready: l.Times().Ready}
 	if c := l.Capture(); c != nil {
@@ -138,8 +163,8 @@ func shareOptions(topo *topologies.Topology, r ShareRequest) (lab.BootOptions, e
 			remote = append(remote, netem.RemoteNode{Addr: n.Addr, Via: switches[j].Addr})
 		}
 	}
-	opts := lab.BootOptions{Binary: bin, Run: r.Run, Key: &key, Backend: r.Backend,
-		Share: &lab.Share{Host: r.Host, IDs: ids, PublicKeys: pubs, MemberKeys: privs, Hold: true,
+	opts := lab.BootOptions{Binary: bin, Run: r.Run, Key: &key, Backend: r.Backend, StartTimeout: spanStartTimeout(len(topo.Nodes)),
+		Share: &lab.Share{Host: r.Host, IDs: ids, PublicKeys: pubs, MemberKeys: privs, Hold: true, SpanBoot: true,
 			Join: func(tb *netem.Testbed) error { return tb.JoinOverlay("", o, remote) }}}
 	if r.Capture {
 		// Readable by the controller's user, whoever the agent runs as.
@@ -147,6 +172,16 @@ func shareOptions(topo *topologies.Topology, r ShareRequest) (lab.BootOptions, e
 		opts.Capture = &lab.CaptureOptions{Path: filepath.Join(netem.StateDir(r.Run), captureName), Mode: 0o644, Exclude: []string{o.Name}, FromBoot: true}
 	}
 	return opts, nil
+}
+
+// spanStartTimeout bounds the waits of a share's start for a topology of
+// n nodes (lab.BootOptions.StartTimeout), among them the highest node's
+// boot election, whose HALTs and COORDINATORs each go to every other node:
+// the lab's 30 s to 1000 nodes, and as much again for each 1000 more. At
+// 5000 over 5 stand-in hosts on 2 loaded cores that election took 15 s
+// once and more than 30 s the next time.
+func spanStartTimeout(n int) time.Duration {
+	return time.Duration(max(1, (n+999)/1000)) * 30 * time.Second
 }
 
 // shareMemberKeys decodes r's member keys for n nodes: every node's public
@@ -205,6 +240,11 @@ func (s *HostShares) Status() (ShareStatus, error) {
 	}
 	if st.Delayers, err = json.Marshal(l.Faults().DelayerStats()); err != nil {
 		return ShareStatus{}, err
+	}
+	if files := l.HostFiles(); len(files) > 0 {
+		if st.Files, err = json.Marshal(files); err != nil {
+			return ShareStatus{}, err
+		}
 	}
 	for _, f := range l.Monitor().Failed() {
 		st.Failed = append(st.Failed, ShareFailure{Node: f.Node, Reason: f.Reason})

@@ -44,7 +44,8 @@ type Span struct {
 	VNI  uint32
 
 	topo    *topologies.Topology
-	started time.Time   // when BuildSpan began
+	started time.Time // when BuildSpan began
+	times   SpanTimes
 	ids     []uuid.UUID // by topology index - 1
 	key     wire.Key
 	// memberKeys are the nodes' member keys, by topology index - 1.
@@ -77,6 +78,20 @@ type Span struct {
 	logs    []map[string][]byte // by host, fetched once
 	logErrs []error
 }
+
+// SpanTimes are the milestones of BuildSpan, on this machine's clock.
+type SpanTimes struct {
+	Begin     time.Time // BuildSpan was called
+	Connected time.Time // every host's agent answered
+	Built     time.Time // every host's share was built: namespaces, overlay, capture
+	Started   time.Time // every host's nodes answered, held in a shared topology
+	// Ready is when BuildSpan returned: every node booted, in a shared
+	// topology the highest's election won and every host settled.
+	Ready time.Time
+}
+
+// Times returns the milestones of BuildSpan.
+func (sp *Span) Times() SpanTimes { return sp.times }
 
 // SpanOptions configure BuildSpan.
 type SpanOptions struct {
@@ -113,11 +128,13 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 		return nil, err
 	}
 	sp.capture, sp.captureMode, sp.started = sopts.Capture, sopts.CaptureMode, time.Now()
+	sp.times.Begin = sp.started
 	switches, err := sp.connect(ctx, topo.Hosts, opts, remoteBin)
 	if err != nil {
 		sp.Close()
 		return nil, err
 	}
+	sp.times.Connected = time.Now()
 	cluster := SpanCluster{Key: sp.key.Encode()}
 	for i, id := range sp.ids {
 		cluster.IDs = append(cluster.IDs, id.String())
@@ -143,6 +160,7 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 		sp.Close()
 		return nil, err
 	}
+	sp.times.Built = time.Now()
 	for k := range topo.Hosts {
 		wg.Go(func() {
 			var started ShareBuilt
@@ -153,11 +171,42 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 		})
 	}
 	wg.Wait()
+	sp.times.Started = time.Now()
+	if err := errors.Join(errs...); err == nil && topo.Hosting == topologies.HostingShared {
+		errs = sp.bootHeld()
+	}
 	if err := errors.Join(errs...); err != nil {
 		sp.Close()
 		return nil, err
 	}
+	sp.times.Ready = time.Now()
 	return sp, nil
+}
+
+// bootHeld boots a shared topology's nodes, every one started held by its
+// host (lab.Share.SpanBoot), in one election, as a lab does on one host:
+// the highest node, the last in topology order, boots alone once every
+// host's nodes listen, and HALTs all the others, 3(N-1) frames in all; then
+// every host releases those of its nodes that do not follow it. It
+// returns each host's error.
+func (sp *Span) bootHeld() []error {
+	errs := make([]error, len(sp.agents))
+	top := sp.topo.Nodes[len(sp.topo.Nodes)-1]
+	k := sp.hostOf[top.Name]
+	if errs[k] = sp.agents[k].Lead(); errs[k] != nil {
+		return errs
+	}
+	var wg sync.WaitGroup
+	for k := range sp.agents {
+		wg.Go(func() {
+			var settled ShareBuilt
+			if settled, errs[k] = sp.agents[k].Settle(); errs[k] == nil {
+				sp.built[k].Ready = settled.Ready
+			}
+		})
+	}
+	wg.Wait()
+	return errs
 }
 
 // newSpan draws a run name, the overlay's VNI from it, the nodes' IDs

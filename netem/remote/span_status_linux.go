@@ -79,6 +79,25 @@ func (sp *Span) hostStatus(k int) ([]lab.NodeState, error) {
 	return nodes, nil
 }
 
+// HostFiles returns, by host, its shared host processes and the most
+// files each held open so far (lab.Lab.HostFiles): one process's limit on
+// open files is what its nodes share. A host whose agent does not answer
+// has none, and its error is returned.
+func (sp *Span) HostFiles() ([][]lab.HostFiles, error) {
+	out := make([][]lab.HostFiles, len(sp.agents))
+	err := sp.each(func(k int, a *Agent) error {
+		st, err := a.Status()
+		if err != nil || len(st.Files) == 0 {
+			return err
+		}
+		if err := json.Unmarshal(st.Files, &out[k]); err != nil {
+			return fmt.Errorf("host %s: agent: status: files: %v", sp.topo.Hosts[k].Name, err)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // RunStatus is the span's status as a control API serves it: every
 // node, each with its host, and the leader they agree on.
 func (sp *Span) RunStatus() lab.RunStatus {
