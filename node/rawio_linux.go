@@ -199,3 +199,33 @@ func connEnded(c net.Conn) bool {
 	})
 	return ended
 }
+
+// writeOnce makes one write(2) of b to c without waiting for room: it
+// returns how much the socket took, and an error only when the write
+// failed (not for a full socket buffer, nor a deadline already past,
+// which leave n short).
+func writeOnce(c net.Conn, b []byte) (int, error) {
+	rc := rawConn(c)
+	if rc == nil {
+		return 0, nil
+	}
+	var (
+		n    int
+		werr error
+	)
+	rc.Write(func(fd uintptr) bool {
+		for {
+			n, werr = rawRW(unix.SYS_WRITE, int(fd), b)
+			if werr != unix.EINTR {
+				return true
+			}
+		}
+	})
+	if werr == unix.EAGAIN {
+		return 0, nil
+	}
+	if werr != nil {
+		return 0, &net.OpError{Op: "write", Net: "tcp", Err: werr}
+	}
+	return n, nil
+}

@@ -93,3 +93,46 @@ func TestTCPWarmNeedsKey(t *testing.T) {
 		t.Fatalf("Warm without a key made send state for the peer")
 	}
 }
+
+// Frames written in Send's goroutine (writeQuick) to a peer that stops
+// reading: what the full socket does not take is left to a writer, and
+// every frame arrives whole, in order, counted once.
+func TestTCPQuickWritesToStalledPeer(t *testing.T) {
+	ln := listenRecvBuf(t, 4096)
+	a := listenTCPT(t, "127.0.0.1:0", TCPConfig{SendBuffer: 4096, WriteTimeout: 30 * time.Second})
+	bid := uuid.New()
+	a.SetPeers([]wire.Member{{ID: bid, Addr: ln.Addr().String()}})
+	const n = 300 // 60 KB: past what the sockets hold, within the queue
+	payload := make([]byte, 200)
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	for i := range n {
+		a.Send(bid, &wire.Message{Type: wire.TypeMembers, Epoch: uint64(i), From: a.id, Payload: payload})
+		// Idle between frames while the socket takes them, so that Send
+		// writes them itself; stalled, the writer queues the rest.
+		a.Flush(time.Millisecond)
+	}
+	c := <-accepted
+	defer c.Close()
+	r := wire.NewReader(c, wire.DefaultMaxFrame)
+	for i := range n {
+		var m wire.Message
+		if err := r.Read(&m); err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if m.Epoch != uint64(i) || len(m.Payload) != len(payload) {
+			t.Fatalf("frame %d: epoch %d with %d bytes", i, m.Epoch, len(m.Payload))
+		}
+	}
+	if !a.Flush(10 * time.Second) {
+		t.Fatal("flush timed out")
+	}
+	if s, d := a.counters.Sent(wire.TypeMembers), sumDropped(&a.counters); s != n || d != 0 {
+		t.Errorf("sent %d, dropped %d; want %d and 0", s, d, n)
+	}
+}
