@@ -73,14 +73,14 @@
 // ElectionTimeout and their stagger (election.Core.ArmFailureDetector
 // says why), so the highest survivor still halts the rest. Its frames
 // carry the reason leader-crashed instead of leader-failed, so that a
-// capture shows which detection ran. On star16 (defaults, one quiet 2-core
-// host, `bullylab bench --topology star16 --scenario leader-crash --runs
-// 20`, 3 rounds alternating with the failure timeout's build) a killed
-// leader's survivors elected in 39.6 ms at the median of rounds (36.2 to
-// 43.6; 70 ms at most of 60 runs, every one on crash evidence, detection
-// 19.8 ms at the median, 42 messages each) against 468 ms (456 to 492) by
-// the failure timeout. With the host's load average about 90 the same
-// took 162 ms against 546 ms.
+// capture shows which detection ran. On star16 (defaults, a 2-core host
+// at load average 1.5 to 3, `bullylab bench --topology star16 --scenario
+// leader-crash --runs 20`, 3 rounds alternating with the build before the
+// warm connections, the listener closing first and Send's own writes) a
+// killed leader's survivors elected in 15.4 ms at the median of rounds
+// (13.8 to 20.3, every run on crash evidence, 42 messages each) against
+// 37.7 ms (33.8 to 42.5) before; by the failure timeout it had taken
+// 468 ms (456 to 492), and 546 ms at load average 90.
 //
 // A network fault that resets instead of dropping is not a crash, but the
 // evidence can make it look like one. The testbed's reset mode (partition,
