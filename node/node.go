@@ -393,9 +393,9 @@ func (n *Node) flush() error {
 
 // warmStandby has the transport connect to the peers the Machine would
 // send to first if its leader failed (election.Standby), once the node
-// has followed that leader for a FailureTimeout: by then a boot's burst is
-// over, and warming up costs it nothing. The peers are given again only
-// when they change.
+// has followed that leader for a FailureTimeout, after most of a boot's
+// burst (1000 nodes in one host agreed as fast with it as without, within
+// noise). The peers are given again only when they change.
 func (n *Node) warmStandby() {
 	s, ok := n.m.(election.Standby)
 	w, ok2 := n.tr.(Warmer)

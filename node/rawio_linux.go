@@ -185,7 +185,7 @@ func rawClose(fd int) {
 // such a connection dead once it runs, but a frame written before that
 // goes on the wire to a peer that is gone, and a capture counts it: a
 // leader elected within milliseconds of its predecessor's crash wrote its
-// COORDINATOR to it so, an N-1st.
+// COORDINATOR to it so, one more than the N-2 live nodes.
 func connEnded(c net.Conn) bool {
 	rc := rawConn(c)
 	if rc == nil {

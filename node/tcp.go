@@ -402,13 +402,14 @@ func (t *TCPTransport) ProbePeer(ctx context.Context, peer uuid.UUID, timeout ti
 	case err == nil:
 		// A dying process's kernel closes its sockets one by one, and
 		// its listener, the oldest, was seen closing after the
-		// connections (Linux 6.18: 2.6 ms after the first FIN, star16):
-		// the one whose end was reported closed first, and the listener
-		// then accepted this probe. Its close resets the probe within moments; a live peer
-		// waits HandshakeTimeout for a first frame. So the probe is held
-		// a moment: a reset says the listener closed with the probe in
-		// its queue, as good as a refusal and a round trip sooner; any
-		// other end (a live peer that closed it) is probed again.
+		// connections (Linux 6.18: 2.6 ms after the first FIN, star16),
+		// so it may accept this probe. Its close resets the probe within
+		// moments; a live peer waits HandshakeTimeout for a first frame.
+		// So the probe is held a moment: a reset says the listener closed
+		// with the probe in its queue, as good as a refusal and a round
+		// trip sooner; any other end (a live peer that closed it) is
+		// probed again. A pinned listener (ListenerClosesFirst) spares
+		// the wait.
 		nc.SetReadDeadline(time.Now().Add(crashProbeHold))
 		var b [1]byte
 		_, rerr := nc.Read(b[:])
@@ -574,7 +575,7 @@ func (t *TCPTransport) Close() error {
 	}
 	t.closed = true
 	t.cancel()
-	t.stopWarming()
+	t.Warm(nil, 0)
 	err := t.ln.Close()
 	if t.unpin != nil {
 		t.unpin()
@@ -636,6 +637,22 @@ type tcpConn struct {
 	needHello bool
 	sealer    *wire.Sealer
 	sealed    []byte
+}
+
+// stale reports whether the writer must dial afresh instead of writing on
+// c: its peer ended it, or it was dialled for an older address gen.
+func (c *tcpConn) stale(gen uint64) bool {
+	return c.dead.Load() || c.gen != gen || connEnded(c.Conn)
+}
+
+// seal returns frame as c carries it: sealed with a cluster key (in c's
+// buffer, valid until the next seal), else as it is.
+func (c *tcpConn) seal(frame []byte) []byte {
+	if c.sealer == nil {
+		return frame
+	}
+	c.sealed = c.sealer.Seal(c.sealed[:0], frame)
+	return c.sealed
 }
 
 type tcpPeer struct {
@@ -769,7 +786,7 @@ func (p *tcpPeer) write(f tcpFrame) {
 		return
 	}
 	addr, gen := p.target()
-	if c := p.conn; c != nil && (c.dead.Load() || c.gen != gen || connEnded(c.Conn)) {
+	if c := p.conn; c != nil && c.stale(gen) {
 		p.closeConn()
 	}
 	if f.warm {
@@ -813,12 +830,7 @@ func (p *tcpPeer) write(f tcpFrame) {
 		p.drop(f, DropWriteError)
 		return
 	}
-	buf := f.buf
-	if c.sealer != nil {
-		c.sealed = c.sealer.Seal(c.sealed[:0], f.buf)
-		buf = c.sealed
-	}
-	if !p.writeFrame(c, buf) {
+	if !p.writeFrame(c, c.seal(f.buf)) {
 		p.drop(f, DropWriteError)
 		return
 	}
@@ -866,9 +878,6 @@ func (p *tcpPeer) hello(c *tcpConn) []byte {
 // is connected. A failure is forgotten: no backoff and no refusal, since
 // no frame was lost, and the next frame's dial tells what it has to.
 func (p *tcpPeer) warmUp(addr string, gen uint64) {
-	if c := p.conn; c != nil && (c.dead.Load() || c.gen != gen || connEnded(c.Conn)) {
-		p.closeConn()
-	}
 	if p.conn == nil {
 		if err := p.dial(addr, gen, true, p.t.mono()+int64(p.t.cfg.FrameTTL)); err != nil {
 			return
@@ -978,8 +987,7 @@ func (p *tcpPeer) dialQuick() bool {
 // whether it settled the queue; otherwise a writer must take it over.
 func (p *tcpPeer) writeQuick() bool {
 	c := p.conn
-	_, gen := p.target()
-	if c.dead.Load() || c.needHello || c.gen != gen || connEnded(c.Conn) {
+	if _, gen := p.target(); c.needHello || c.stale(gen) {
 		return false
 	}
 	p.mu.Lock()
@@ -989,11 +997,7 @@ func (p *tcpPeer) writeQuick() bool {
 	if !alone || f.warm {
 		return false
 	}
-	buf := f.buf
-	if c.sealer != nil {
-		c.sealed = c.sealer.Seal(c.sealed[:0], f.buf)
-		buf = c.sealed
-	}
+	buf := c.seal(f.buf)
 	n, err := writeOnce(c.Conn, buf)
 	switch {
 	case err != nil:
@@ -1035,10 +1039,7 @@ func (p *tcpPeer) finishQuick() {
 	switch {
 	case stopped:
 		p.drop(f, DropClosed)
-	case p.conn.SetWriteDeadline(time.Now().Add(p.t.cfg.WriteTimeout)) != nil:
-		p.closeConn()
-		p.drop(f, DropWriteError)
-	case !p.writeFrame(p.conn, p.rest):
+	case !p.writeHello(p.conn), !p.writeFrame(p.conn, p.rest):
 		p.drop(f, DropWriteError)
 	default:
 		p.t.counters.countSent(f.typ)

@@ -73,16 +73,6 @@ func (t *TCPTransport) scheduleWarm(gen uint64, peers []uuid.UUID, wait, first t
 	})
 }
 
-// stopWarming ends the warm-up rounds, for Close.
-func (t *TCPTransport) stopWarming() {
-	t.warmer.mu.Lock()
-	defer t.warmer.mu.Unlock()
-	t.warmer.gen++
-	if t.warmer.timer != nil {
-		t.warmer.timer.Stop()
-	}
-}
-
 // warm reports whether id is connected, or being connected by a writer
 // with a frame to send; if not, it has a writer connect to it.
 func (t *TCPTransport) warm(id uuid.UUID) bool {

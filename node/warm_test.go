@@ -49,11 +49,19 @@ func TestTCPWarmRetriesUntilPeerListens(t *testing.T) {
 	a.SetPeers([]wire.Member{{ID: bid, Addr: addr}})
 
 	a.Warm([]uuid.UUID{bid}, time.Millisecond)
+	a.warmer.mu.Lock()
+	first := a.warmer.timer
+	a.warmer.mu.Unlock()
+	// A round that found the peer cold schedules the next after it set a
+	// writer dialling; once that writer is done, a dial was refused.
 	waitFor(t, 5*time.Second, "a refused warm-up", func() bool {
+		a.warmer.mu.Lock()
+		next := a.warmer.timer != first
+		a.warmer.mu.Unlock()
 		a.mu.RLock()
 		defer a.mu.RUnlock()
 		p := a.peers[bid]
-		if p == nil {
+		if !next || p == nil {
 			return false
 		}
 		p.mu.Lock()
@@ -86,6 +94,12 @@ func TestTCPWarmNeedsKey(t *testing.T) {
 	b := listenTCPT(t, "127.0.0.1:0", TCPConfig{})
 	a.SetPeers([]wire.Member{{ID: b.id, Addr: b.LocalAddr()}})
 	a.Warm([]uuid.UUID{b.id}, 0)
+	a.warmer.mu.Lock()
+	scheduled := a.warmer.timer != nil
+	a.warmer.mu.Unlock()
+	if scheduled {
+		t.Fatal("Warm without a key scheduled a warm-up round")
+	}
 	a.Flush(time.Second)
 	a.mu.RLock()
 	defer a.mu.RUnlock()
