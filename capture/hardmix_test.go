@@ -193,3 +193,18 @@ func BenchmarkAnalyzeHardMix(b *testing.B) {
 		})
 	}
 }
+
+// openCapture opens the capture at path for reading, until the test ends.
+func openCapture(t testing.TB, path string) *FileReader {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	rd, err := NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rd
+}

@@ -247,15 +247,7 @@ func (d *headerDecoder) slowHeaders(linkType layers.LinkType, data []byte, t *tc
 		return false, false
 	}
 	t.seq, t.ack, t.payload = tcp.Seq, tcp.Ack, tcp.Payload
-	t.flags = 0
-	for _, f := range [...]struct {
-		set  bool
-		flag uint8
-	}{{tcp.FIN, flagFIN}, {tcp.SYN, flagSYN}, {tcp.RST, flagRST}, {tcp.PSH, 0x08}, {tcp.ACK, flagACK}, {tcp.URG, 0x20}, {tcp.ECE, 0x40}, {tcp.CWR, 0x80}} {
-		if f.set {
-			t.flags |= f.flag
-		}
-	}
+	t.flags = tcp.Contents[13] // the header gopacket decoded, 20 bytes at least
 	t.tsval, t.hasTS = tcpTimestamp(tcp)
 	return true, false
 }

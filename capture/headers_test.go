@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"io"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"testing"
 
@@ -144,15 +143,7 @@ func TestFastHeadersAsGopacket(t *testing.T) {
 	}
 
 	path, _ := writeHardMix(t, t.TempDir(), 10, 2000)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rd, err := NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rd := openCapture(t, path)
 	var seen int
 	for {
 		p, err := rd.Next()

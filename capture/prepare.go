@@ -15,7 +15,7 @@ import (
 // other direction's in packet order, as it would have made it itself.
 type segmentPrep struct {
 	dec    headerDecoder
-	ports  [1024]uint64 // bitset of election ports, as the Dissector's
+	ports  portSet // election ports, as the Dissector's
 	halves map[flowKey]*half
 	recent *[recentHalves]recentHalf
 }
@@ -44,15 +44,10 @@ type preparedSegment struct {
 }
 
 func newSegmentPrep(ports []uint16) *segmentPrep {
-	s := &segmentPrep{halves: map[flowKey]*half{}, recent: new([recentHalves]recentHalf)}
+	s := &segmentPrep{ports: newPortSet(ports), halves: map[flowKey]*half{}, recent: new([recentHalves]recentHalf)}
 	s.dec.init()
-	for _, p := range ports {
-		s.ports[p>>6] |= 1 << (p & 63)
-	}
 	return s
 }
-
-func (s *segmentPrep) isPort(p uint16) bool { return s.ports[p>>6]&(1<<(p&63)) != 0 }
 
 // prepare decodes p's headers into ps and finds its half.
 func (s *segmentPrep) prepare(p *Packet, ps *preparedSegment) {
@@ -62,7 +57,7 @@ func (s *segmentPrep) prepare(p *Packet, ps *preparedSegment) {
 	}
 	ok, notDecodable := s.dec.headers(p.Iface.LinkType, p.Data, &ps.hdr)
 	ps.notDecodable = notDecodable
-	if !ok || !s.isPort(ps.hdr.key.sport) && !s.isPort(ps.hdr.key.dport) {
+	if !ok || !s.ports.has(ps.hdr.key.sport) && !s.ports.has(ps.hdr.key.dport) {
 		return
 	}
 	ps.half, ps.rev = s.halfOf(&ps.hdr.key)

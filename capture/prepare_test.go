@@ -2,9 +2,10 @@ package capture
 
 import (
 	"io"
-	"os"
 	"reflect"
 	"testing"
+
+	"github.com/bullylab/bullylab/wire"
 )
 
 // segmentLog records every segment, frame and error a Dissector hands out.
@@ -28,16 +29,8 @@ func TestPreparedAsPacket(t *testing.T) {
 	var byPacket, prepared segmentLog
 	whole := NewDissector(&byPacket, DissectorOptions{})
 	viaPrep := NewDissector(&prepared, DissectorOptions{})
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rd, err := NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, free := readAhead(rd, func([]*Interface, *Packet) []uint16 { return []uint16{7946} })
+	rd := openCapture(t, path)
+	full, free := readAhead(rd, func([]*Interface, *Packet) []uint16 { return []uint16{wire.DefaultPort} })
 	var prep *segmentPrep
 	for b := range full {
 		prep = b.prep

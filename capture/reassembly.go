@@ -207,7 +207,7 @@ type DissectorStats struct {
 // use.
 type Dissector struct {
 	h        Handler
-	ports    [1024]uint64 // bitset of election ports
+	ports    portSet // election ports
 	maxFrame int
 	maxPages int
 
@@ -293,9 +293,7 @@ func NewDissector(h Handler, opts DissectorOptions) *Dissector {
 	if len(ports) == 0 {
 		ports = []uint16{wire.DefaultPort}
 	}
-	for _, p := range ports {
-		d.ports[p>>6] |= 1 << (p & 63)
-	}
+	d.ports = newPortSet(ports)
 	d.dec.init()
 	return d
 }
@@ -303,7 +301,17 @@ func NewDissector(h Handler, opts DissectorOptions) *Dissector {
 // Stats returns the counters so far.
 func (d *Dissector) Stats() DissectorStats { return d.stats }
 
-func (d *Dissector) isPort(p uint16) bool { return d.ports[p>>6]&(1<<(p&63)) != 0 }
+// portSet is a set of TCP ports, a bit each.
+type portSet [1024]uint64
+
+func newPortSet(ports []uint16) (s portSet) {
+	for _, p := range ports {
+		s[p>>6] |= 1 << (p & 63)
+	}
+	return s
+}
+
+func (s *portSet) has(p uint16) bool { return s[p>>6]&(1<<(p&63)) != 0 }
 
 // Packet dissects one captured packet of the given link type (Ethernet, or
 // raw IPv4/IPv6). num numbers it for reports; data may be reused after the
@@ -322,7 +330,7 @@ func (d *Dissector) Packet(num int64, linkType layers.LinkType, data []byte, ci 
 
 // tcpSegment dissects a TCP segment whose headers were decoded.
 func (d *Dissector) tcpSegment(num int64, ci *gopacket.CaptureInfo, t *tcpHeaders) {
-	if !d.isPort(t.key.sport) && !d.isPort(t.key.dport) {
+	if !d.ports.has(t.key.sport) && !d.ports.has(t.key.dport) {
 		return
 	}
 	// Pure ACKs, most of the reverse direction, need no stream state:

@@ -386,21 +386,6 @@ func checkRecordFieldsText(t *testing.T, tshark, path string) {
 	}
 }
 
-// openCapture opens the capture at path for reading, until the test ends.
-func openCapture(t *testing.T, path string) *FileReader {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	rd, err := NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rd
-}
-
 // TestTsharkRecordsMalformed feeds the dissector records Go's reader
 // rejects and some it takes: a record DecodeRecord rejects must be flagged
 // (expert info bullylab.record.malformed), never raise a Lua error; one it
