@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -247,7 +248,9 @@ func inNamespace(ns netns.NsHandle, fn func() error) error {
 // procStat is what bullylab needs from /proc/PID/stat.
 type procStat struct {
 	state     byte   // R, S, D, Z, X, T, ...
+	ppid      int    // field 4, parent's PID
 	pgrp      int    // field 5, process group ID
+	cpuTicks  uint64 // fields 14 and 15, utime + stime, clock ticks
 	startTime uint64 // field 22, clock ticks after boot
 }
 
@@ -272,11 +275,29 @@ func readProcStat(pid int) (procStat, error) {
 	if err != nil {
 		return procStat{}, fmt.Errorf("/proc/%d/stat: start time %q: %w", pid, fields[19], err)
 	}
-	pgrp, err := strconv.Atoi(fields[2])
-	if err != nil {
+	ps := procStat{state: fields[0][0], startTime: st}
+	if ps.ppid, err = strconv.Atoi(fields[1]); err != nil {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: parent %q: %w", pid, fields[1], err)
+	}
+	if ps.pgrp, err = strconv.Atoi(fields[2]); err != nil {
 		return procStat{}, fmt.Errorf("/proc/%d/stat: process group %q: %w", pid, fields[2], err)
 	}
-	return procStat{state: fields[0][0], pgrp: pgrp, startTime: st}, nil
+	for _, i := range []int{11, 12} { // utime, stime
+		t, err := strconv.ParseUint(fields[i], 10, 64)
+		if err != nil {
+			return procStat{}, fmt.Errorf("/proc/%d/stat: CPU time %q: %w", pid, fields[i], err)
+		}
+		ps.cpuTicks += t
+	}
+	return ps, nil
+}
+
+// ProcCPU returns the CPU time pid has used (utime and stime of
+// /proc/PID/stat) and its parent's PID.
+func ProcCPU(pid int) (cpu time.Duration, ppid int, err error) {
+	st, err := readProcStat(pid)
+	const clockTicks = 100 // USER_HZ, the unit of /proc/PID/stat on Linux
+	return time.Duration(st.cpuTicks) * time.Second / clockTicks, st.ppid, err
 }
 
 // ProcStartTime returns field 22 of /proc/PID/stat, the process's start time

@@ -143,7 +143,7 @@ func (p *parser) parse(data []byte) (*Topology, error) {
 	}
 	if raw.hostsVal == nil && len(raw.nodes) > MaxNodes {
 		// One host's testbed; the hosts section checks its hosts' shares.
-		return nil, p.ErrAt(raw.nodesVal, "nodes", "%d nodes; want 1..%d (%d across hosts)", len(raw.nodes), MaxNodes, MaxSpanNodes)
+		return nil, p.nodeCountErr(raw.nodesVal, "nodes", int64(len(raw.nodes)))
 	}
 	if err := p.checkCapacity(t.Subnet, raw); err != nil {
 		return nil, err
@@ -448,7 +448,7 @@ func (p *parser) nodes(v *yaml.Node, path string) ([]rawNode, error) {
 			return nil, err
 		}
 		if n < 1 || n > MaxSpanNodes {
-			return nil, p.ErrAt(v, path, "%d nodes; want 1..%d (%d across hosts)", n, MaxNodes, MaxSpanNodes)
+			return nil, p.nodeCountErr(v, path, n)
 		}
 		nodes := make([]rawNode, n)
 		for i := range nodes {
@@ -461,7 +461,7 @@ func (p *parser) nodes(v *yaml.Node, path string) ([]rawNode, error) {
 		return nil, err
 	}
 	if len(entries) < 1 || len(entries) > MaxSpanNodes {
-		return nil, p.ErrAt(v, path, "%d nodes; want 1..%d (%d across hosts)", len(entries), MaxNodes, MaxSpanNodes)
+		return nil, p.nodeCountErr(v, path, int64(len(entries)))
 	}
 	nodes := make([]rawNode, 0, len(entries))
 	firstLine := map[string]int{}
@@ -703,4 +703,9 @@ func checkName(name, what string) string {
 		return fmt.Sprintf("%s name \"sw\" is reserved for the switch", what)
 	}
 	return ""
+}
+
+// nodeCountErr is the error of a node count n out of range at field.
+func (p *parser) nodeCountErr(n *yaml.Node, field string, count int64) error {
+	return p.ErrAt(n, field, "%d nodes; want 1..%d (%d across hosts)", count, MaxNodes, MaxSpanNodes)
 }

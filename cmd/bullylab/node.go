@@ -46,6 +46,7 @@ func nodeCommand() *cli.Command {
 			&cli.StringFlag{Name: "control", Usage: "control socket `path`, mode 0600", DefaultText: "<data-dir>/control.sock"},
 			&cli.StringFlag{Name: "metrics", Usage: "serve Prometheus metrics (bullylab_node_*: frames by type and direction, drops by reason, peer issues, elections, leader changes, epoch, is_leader, status; with go_* and process_*) at http://`host:port`/metrics; plain HTTP, so bind it where only your scraper reaches", DefaultText: "off"},
 			&cli.BoolFlag{Name: "join", Usage: "announce this node with JOIN: for a node the peers' lists do not name yet (--peers may then leave it out)"},
+			&cli.IntFlag{Name: "max-members", Usage: "refuse a membership of more than `N` members, this node included (the peers file's must fit under it)", DefaultText: "1024"},
 			&cli.BoolFlag{Name: "hold-boot", Usage: "start without the boot election: the node follows a leader that reaches it and elects once its control socket's POST /release asks it to (a launcher that starts the highest node last boots N nodes with about 3N election frames)"},
 			&cli.StringFlag{Name: "clock-offset", Usage: "run the node's wall clock `OFFSET` from the host's (a signed duration like +90s): the time its HELLOs carry and it checks peers' against, to reproduce a host whose clock is off", DefaultText: "0"},
 			&cli.StringFlag{Name: "clock-rate", Usage: "drift the node's clock at `PPM` parts per million from the host's (like 500 or -20ppm): its wall clock, and the timers its heartbeats and timeouts run on, as a drifting crystal", DefaultText: "0"},
@@ -76,6 +77,7 @@ func runNode(c *cli.Context) error {
 		Metrics:    c.String("metrics"),
 		Join:       c.Bool("join"),
 		HoldBoot:   c.Bool("hold-boot"),
+		MaxMembers: c.Int("max-members"),
 		ResetState: c.Bool("reset-state"),
 		Log:        c.App.Writer,
 	}

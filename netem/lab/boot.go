@@ -142,13 +142,13 @@ func (ps *nodeProcs) bootAll(ctx context.Context) error {
 	// in descending order was worse: every follower above a booting
 	// node started an election of its own, "bullied", and 100 nodes
 	// never settled.)
-	n := len(ps.nodes)
-	top, held := ps.nodes[n-1], ps.nodes[:n-1]
 	if ps.spanBoot() {
 		// Every host's nodes start held, this share's highest too: the
 		// span's highest boots once every host's listen (Lead).
 		return ps.startHeld(ctx, ps.nodes)
 	}
+	n := len(ps.nodes)
+	top, held := ps.nodes[n-1], ps.nodes[:n-1]
 	if err := ps.startHeld(ctx, held); err != nil {
 		return err
 	}

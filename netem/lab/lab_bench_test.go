@@ -5,9 +5,6 @@ package lab_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -206,27 +203,12 @@ func nodeCPU(b *testing.B, run, leader string) (followers, lead time.Duration) {
 	return followers, lead
 }
 
-// procCPU reads utime+stime of a process from /proc/PID/stat.
+// procCPU reads a process's CPU time.
 func procCPU(b *testing.B, pid int) time.Duration {
 	b.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	cpu, _, err := netem.ProcCPU(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	// The command name may hold spaces; the fields after it may not.
-	_, rest, _ := strings.Cut(string(data), ") ")
-	f := strings.Fields(rest)
-	if len(f) < 13 {
-		b.Fatalf("/proc/%d/stat: %d fields after the name", pid, len(f))
-	}
-	var ticks int64
-	for _, s := range f[11:13] { // utime, stime: fields 14 and 15 of stat
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			b.Fatalf("/proc/%d/stat: %v", pid, err)
-		}
-		ticks += v
-	}
-	const clockTicks = 100 // USER_HZ on Linux
-	return time.Duration(ticks) * time.Second / clockTicks
+	return cpu
 }

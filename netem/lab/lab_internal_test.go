@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -212,6 +213,39 @@ func TestNodesRunTopologyAlgorithm(t *testing.T) {
 			if got := ps.hostedSpec(n, false, fault.ClockSkew{}).Algorithm; got != want {
 				t.Errorf("algorithm %q: the shared host starts node %s with %q", want, n.name, got)
 			}
+		}
+	}
+}
+
+// A node of a topology of more members than a node takes by default (a
+// span's) starts with room for them, as a process and in a shared host;
+// below that, with the default.
+func TestNodesMemberLimit(t *testing.T) {
+	for _, c := range []struct{ nodes, want int }{{3, 0}, {1500, 3000}} {
+		topo, err := topologies.Star(min(c.nodes, topologies.MaxNodes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := len(topo.Nodes); i < c.nodes; i++ {
+			tn := topo.Nodes[0]
+			tn.Name = fmt.Sprintf("n%d", i+1)
+			topo.Nodes = append(topo.Nodes, tn)
+		}
+		ids, err := node.NewIDs(len(topo.Nodes), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := &nodeProcs{roster: newRoster("r1", topo, BootOptions{Binary: "bullylab"}, ids, nodeKeys{})}
+		n := ps.nodes[0]
+		got := 0
+		if i := slices.Index(n.argv, "--max-members"); i >= 0 && i+1 < len(n.argv) {
+			got, _ = strconv.Atoi(n.argv[i+1])
+		}
+		if got != c.want {
+			t.Errorf("%d nodes: the process starts with %q, want --max-members %d (0: none)", c.nodes, n.argv, c.want)
+		}
+		if got := ps.hostedSpec(n, false, fault.ClockSkew{}).MaxMembers; got != c.want {
+			t.Errorf("%d nodes: the shared host starts a node with MaxMembers %d, want %d", c.nodes, got, c.want)
 		}
 	}
 }

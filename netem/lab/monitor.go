@@ -393,8 +393,20 @@ func agreedSince(path, leader string, epoch uint64, until time.Time) (since time
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("reading event log: %w", err)
 	}
+	since, ok, err = AgreedSince(data, leader, epoch, until)
+	if err != nil {
+		err = fmt.Errorf("event log %s: %w", path, err)
+	}
+	return since, ok, err
+}
+
+// AgreedSince reads a node's JSON event log (Options.LogDir's, or a
+// span's, remote.Span.EventLog) and returns when, last before until, the
+// node became Normal with leader (its ID) at epoch, in the log's clock;
+// ok is false when it did not since its process last started.
+func AgreedSince(log []byte, leader string, epoch uint64, until time.Time) (since time.Time, ok bool, err error) {
 	var normal, follows, agreed bool
-	for line := range bytes.Lines(data) {
+	for line := range bytes.Lines(log) {
 		var rec struct {
 			Time   string `json:"time"`
 			Event  string `json:"event"`
@@ -407,7 +419,7 @@ func agreedSince(path, leader string, epoch uint64, until time.Time) (since time
 		}
 		at, err := time.Parse(time.RFC3339Nano, rec.Time)
 		if err != nil {
-			return time.Time{}, false, fmt.Errorf("event log %s: bad time %q", path, rec.Time)
+			return time.Time{}, false, fmt.Errorf("bad time %q", rec.Time)
 		}
 		if at.After(until) {
 			break

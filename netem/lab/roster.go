@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"strconv"
 
 	"github.com/bullylab/bullylab/netem"
 	"github.com/bullylab/bullylab/node"
@@ -139,6 +140,9 @@ func (r *roster) newNode(tn *topologies.Node, opts BootOptions, id uuid.UUID, pr
 		"--algorithm", nodeAlgorithm(r.topo),
 		"--log", "json",
 	)
+	if limit := memberLimit(len(r.topo.Nodes)); limit > 0 {
+		n.argv = append(n.argv, "--max-members", strconv.Itoa(limit))
+	}
 	return n
 }
 

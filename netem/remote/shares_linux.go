@@ -181,7 +181,7 @@ func shareOptions(topo *topologies.Topology, r ShareRequest) (lab.BootOptions, e
 // 5000 over 5 stand-in hosts on 2 loaded cores that election took 15 s
 // once and more than 30 s the next time.
 func spanStartTimeout(n int) time.Duration {
-	return time.Duration(max(1, (n+999)/1000)) * 30 * time.Second
+	return time.Duration((n+999)/1000) * 30 * time.Second
 }
 
 // shareMemberKeys decodes r's member keys for n nodes: every node's public

@@ -3,13 +3,10 @@
 package remote_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -175,7 +172,10 @@ func spanAgreedAt(b *testing.B, sp *remote.Span) (time.Time, error) {
 		if err != nil {
 			return time.Time{}, err
 		}
-		at, ok := adopted(log, ag.ID.String(), ag.Epoch)
+		at, ok, err := lab.AgreedSince(log, ag.ID.String(), ag.Epoch, time.Now().Add(offset))
+		if err != nil {
+			return time.Time{}, fmt.Errorf("node %s: event log: %w", name, err)
+		}
 		if !ok {
 			return time.Time{}, fmt.Errorf("node %s: its event log does not show it adopt %s at epoch %d", name, ag.Node, ag.Epoch)
 		}
@@ -184,38 +184,6 @@ func spanAgreedAt(b *testing.B, sp *remote.Span) (time.Time, error) {
 		}
 	}
 	return last, nil
-}
-
-// adopted returns when a node's event log last shows it Normal under
-// leader at epoch: its leader_changed record (written just after the
-// status record to normal, at the same instant), or a later return to
-// normal under the same leader, which writes none.
-func adopted(log []byte, leader string, epoch uint64) (time.Time, bool) {
-	var at time.Time
-	follows := false
-	for line := range bytes.Lines(log) {
-		var rec struct {
-			Time   time.Time `json:"time"`
-			Event  string    `json:"event"`
-			To     string    `json:"to"`
-			Leader string    `json:"leader"`
-			Epoch  uint64    `json:"epoch"`
-		}
-		if json.Unmarshal(line, &rec) != nil {
-			continue // not a record
-		}
-		switch rec.Event {
-		case "leader_changed":
-			if follows = rec.Leader == leader && rec.Epoch == epoch; follows {
-				at = rec.Time
-			}
-		case "status":
-			if rec.To == "normal" && follows {
-				at = rec.Time
-			}
-		}
-	}
-	return at, !at.IsZero()
 }
 
 // spanCPU returns the CPU time the span's node processes (shared hosts
@@ -243,23 +211,12 @@ func spanCPU(b *testing.B, sp *remote.Span) (procs, agents time.Duration) {
 	return procs, agents
 }
 
-// procStat reads a process's utime+stime and parent from /proc/PID/stat.
+// procStat reads a process's CPU time and parent.
 func procStat(b *testing.B, pid int) (cpu time.Duration, ppid int) {
 	b.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	cpu, ppid, err := netem.ProcCPU(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	// The command name may hold spaces; the fields after it may not:
-	// state, ppid, ... utime (14th of the line) and stime.
-	_, rest, _ := strings.Cut(string(data), ") ")
-	f := strings.Fields(rest)
-	if len(f) < 13 {
-		b.Fatalf("/proc/%d/stat: %q", pid, data)
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	stt, _ := strconv.ParseInt(f[12], 10, 64)
-	// USER_HZ is 100 on Linux.
-	return time.Duration(ut+stt) * 10 * time.Millisecond, ppid
+	return cpu, ppid
 }

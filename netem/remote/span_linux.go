@@ -43,11 +43,10 @@ type Span struct {
 	Runs []string
 	VNI  uint32
 
-	topo    *topologies.Topology
-	started time.Time // when BuildSpan began
-	times   SpanTimes
-	ids     []uuid.UUID // by topology index - 1
-	key     wire.Key
+	topo  *topologies.Topology
+	times SpanTimes
+	ids   []uuid.UUID // by topology index - 1
+	key   wire.Key
 	// memberKeys are the nodes' member keys, by topology index - 1.
 	memberKeys []ed25519.PrivateKey
 	hostOf     map[string]int // node name -> host index
@@ -127,8 +126,7 @@ func BuildSpan(ctx context.Context, topo *topologies.Topology, source string, to
 	if err != nil {
 		return nil, err
 	}
-	sp.capture, sp.captureMode, sp.started = sopts.Capture, sopts.CaptureMode, time.Now()
-	sp.times.Begin = sp.started
+	sp.capture, sp.captureMode, sp.times.Begin = sopts.Capture, sopts.CaptureMode, time.Now()
 	switches, err := sp.connect(ctx, topo.Hosts, opts, remoteBin)
 	if err != nil {
 		sp.Close()
@@ -305,7 +303,7 @@ func (sp *Span) ID(name string) (uuid.UUID, bool) {
 }
 
 // Started is when BuildSpan began.
-func (sp *Span) Started() time.Time { return sp.started }
+func (sp *Span) Started() time.Time { return sp.times.Begin }
 
 // Clocks are the hosts' clock offsets, measured once they were built.
 func (sp *Span) Clocks() []ClockOffset { return slices.Clone(sp.clocks) }

@@ -102,7 +102,7 @@ func (sp *Span) HostFiles() ([][]lab.HostFiles, error) {
 // node, each with its host, and the leader they agree on.
 func (sp *Span) RunStatus() lab.RunStatus {
 	st := sp.NodeStates()
-	rs := lab.RunStatus{Run: sp.run, Topology: sp.topo.Name, PID: os.Getpid(), Started: sp.started,
+	rs := lab.RunStatus{Run: sp.run, Topology: sp.topo.Name, PID: os.Getpid(), Started: sp.times.Begin,
 		Backend: "each host's", BackendWhy: "the hosts' agents probe their own kernels", Nodes: st}
 	if ag, ok := lab.Agreement(st); ok {
 		ag.At = time.Now()
