@@ -964,13 +964,24 @@ func (p *tcpPeer) dialQuick() bool {
 	f := p.queue[p.head]
 	p.mu.Unlock()
 	p.dialFailed(f, err, heard)
+	return p.popSettled(false)
+}
+
+// popSettled takes off the queue the frame that Send's goroutine settled
+// (dialQuick, writeQuick), and its pending count unless it is still in
+// flight, and gives up the writer's role if nothing was queued meanwhile:
+// it reports whether it did. Otherwise a writer takes the queue over.
+func (p *tcpPeer) popSettled(inFlight bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.queue[p.head] = tcpFrame{}
 	p.head++
+	if inFlight {
+		return false // pending still counts it, until finishQuick
+	}
 	p.pending.Add(-1)
 	if p.head < len(p.queue) {
-		return false // a concurrent Send queued more: the writer drops them
+		return false // a concurrent Send queued more
 	}
 	p.queue, p.head = p.queue[:0], 0
 	p.writing = false
@@ -1010,20 +1021,7 @@ func (p *tcpPeer) writeQuick() bool {
 		// would not verify.
 		p.rest, p.restFrame = append([]byte(nil), buf[n:]...), f
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.queue[p.head] = tcpFrame{}
-	p.head++
-	if p.rest != nil {
-		return false // pending still counts it, until finishQuick
-	}
-	p.pending.Add(-1)
-	if p.head < len(p.queue) {
-		return false // a concurrent Send queued more: the writer writes them
-	}
-	p.queue, p.head = p.queue[:0], 0
-	p.writing = false
-	return true
+	return p.popSettled(p.rest != nil)
 }
 
 // finishQuick writes what writeQuick left of its frame, before the
