@@ -200,6 +200,12 @@ func (hs *Hosts) addHost(t testing.TB, dir, ns string, k int, addr netip.Prefix)
 	ipCmd(t, "-n", ns, "link", "set", here, "up")
 	hostKey := filepath.Join(dir, fmt.Sprintf("host%d_key", k))
 	pub := WriteKey(t, hostKey)
+	// The sessions' HOME is a directory of the host's own, empty: the
+	// shell sshd runs each command with reads its user's startup files
+	// from there, and this machine's root's (a pyenv set-up here) made
+	// every command, and so every span's connect, take seconds.
+	home := filepath.Join(dir, fmt.Sprintf("home%d", k))
+	must(t, os.Mkdir(home, 0o700))
 	cfg := filepath.Join(dir, fmt.Sprintf("sshd%d_config", k))
 	must(t, os.WriteFile(cfg, fmt.Appendf(nil, `ListenAddress %s:22
 HostKey %s
@@ -211,7 +217,8 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 PermitRootLogin prohibit-password
 LogLevel ERROR
-`, addr.Addr(), hostKey, dir), 0o600))
+SetEnv HOME=%s
+`, addr.Addr(), hostKey, dir, home), 0o600))
 	cmd := ownProc(SSHD, "-D", "-e", "-f", cfg)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
