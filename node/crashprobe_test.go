@@ -204,3 +204,33 @@ func TestCrashProbeDelayed(t *testing.T) {
 		t.Errorf("%d probes, want 1: none for a leader no longer followed", n)
 	}
 }
+
+// A probe refused by a peer whose listener is gone, while this node's
+// connection to it is still open (a dying process's FIN not yet sent),
+// holds what is sent to it: dropped as unreachable, never written on that
+// connection. A frame from the peer ends the hold.
+func TestTCPProbeRefusedHoldsSends(t *testing.T) {
+	leader, follower, ln := crashPair(t)
+	ln.Close() // the listener goes first; the connections stay open
+	if got := follower.ProbePeer(t.Context(), leader.id, time.Second); got != ProbeRefused {
+		t.Fatalf("probe of a closed listener: %s, want refused", got)
+	}
+	c := follower.Counters()
+	follower.Send(leader.id, &wire.Message{Type: wire.TypeCoordinator, Epoch: 2, From: follower.id})
+	if got := c.DroppedFor(DropUnreachable); got != 1 {
+		t.Fatalf("%d frames dropped as unreachable after the refused probe, want the one sent", got)
+	}
+	select {
+	case m := <-leader.Recv():
+		t.Fatalf("the peer whose listener refused the probe received %s", m.Type)
+	case <-time.After(100 * time.Millisecond):
+	}
+	// The peer speaks: it is back, and frames to it go out again.
+	leader.Send(follower.id, &wire.Message{Type: wire.TypeHeartbeat, Epoch: 2, From: leader.id})
+	recvN(t, follower, 1, 5*time.Second)
+	follower.Send(leader.id, &wire.Message{Type: wire.TypeHaltAck, Epoch: 2, From: follower.id})
+	recvN(t, leader, 1, 5*time.Second)
+	if got := c.DroppedFor(DropUnreachable); got != 1 {
+		t.Errorf("%d frames dropped after the peer was heard from, want still 1", got)
+	}
+}

@@ -51,7 +51,12 @@
 // descriptor (TCPConfig.ListenerClosesFirst), so that when the process
 // dies the listener is released first (Linux releases a dying process's
 // sockets highest descriptor first) and the probes its connections' ends
-// set off are refused at once.
+// set off are refused at once. A refused probe also starts the peer's
+// backoff, as a refused dial does: the dying kernel may not yet have
+// closed this node's connection to it, and a new leader's COORDINATOR
+// written there would still reach the wire, to be reset. Frames to the
+// peer are dropped as unreachable until the backoff ends or the peer is
+// heard from.
 //
 // # Warm connections
 //

@@ -138,7 +138,9 @@ type EventLog struct {
 	format LogFormat
 	node   uuid.UUID
 	buf    []byte
-	now    func() time.Time // for tests
+	// held is set between hold and release, when records wait in buf.
+	held bool
+	now  func() time.Time // for tests
 }
 
 // NewEventLog returns a log writing records of node id to w.
@@ -184,14 +186,14 @@ func (l *EventLog) silence() {
 		return
 	}
 	l.mu.Lock()
-	l.w = nil
+	l.w, l.buf = nil, l.buf[:0]
 	l.mu.Unlock()
 }
 
 // Event writes one Machine event.
 func (l *EventLog) Event(e election.Event) { l.Write(RecordOf(e)) }
 
-// Write fills in r's Time and Node and writes it.
+// Write fills in r's Time and Node and writes it, or keeps it for release.
 func (l *EventLog) Write(r LogRecord) {
 	if l == nil {
 		return
@@ -203,17 +205,49 @@ func (l *EventLog) Write(r LogRecord) {
 	}
 	r.Time = l.now().UTC().Format(time.RFC3339Nano)
 	r.Node = l.node.String()
+	if !l.held {
+		l.buf = l.buf[:0]
+	}
 	switch l.format {
 	case LogText:
-		l.buf = appendText(l.buf[:0], &r)
+		l.buf = appendText(l.buf, &r)
 	default:
 		b, err := json.Marshal(&r)
 		if err != nil {
 			return
 		}
-		l.buf = append(append(l.buf[:0], b...), '\n')
+		l.buf = append(append(l.buf, b...), '\n')
 	}
-	l.w.Write(l.buf)
+	if !l.held {
+		l.w.Write(l.buf)
+	}
+}
+
+// hold keeps the records written from now on until release writes them
+// all in one call: a node logs a flush's events on the path of its
+// election messages, where each write(2) costs about 2 µs on a VM.
+func (l *EventLog) hold() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.held {
+		l.held, l.buf = true, l.buf[:0]
+	}
+}
+
+// release writes the records held since hold.
+func (l *EventLog) release() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held && l.w != nil && len(l.buf) > 0 {
+		l.w.Write(l.buf)
+	}
+	l.held, l.buf = false, l.buf[:0]
 }
 
 const textTimeLayout = "2006-01-02T15:04:05.000000000Z"
@@ -226,8 +260,9 @@ func short(id string) string {
 }
 
 func appendText(b []byte, r *LogRecord) []byte {
+	start := len(b)
 	b = append(b, r.Time...)
-	for len(b) < len(textTimeLayout) {
+	for len(b)-start < len(textTimeLayout) {
 		b = append(b, ' ') // RFC3339Nano drops trailing zeros; keep columns
 	}
 	b = append(b, ' ')

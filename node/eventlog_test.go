@@ -75,3 +75,51 @@ func TestEventLogText(t *testing.T) {
 		t.Error("xml accepted")
 	}
 }
+
+// writeCounter records each Write it is given.
+type writeCounter struct{ writes []string }
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
+}
+
+// A flush's records, held, reach the writer in one write, byte for byte
+// what writing them one by one gives; a silenced log drops what it held.
+func TestEventLogHold(t *testing.T) {
+	id, leader := uuid.New(), uuid.New()
+	at := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	events := []election.Event{
+		{Kind: election.EventLeaderChanged, Leader: leader, Epoch: 4},
+		{Kind: election.EventStatus, From: election.StatusElecting, To: election.StatusNormal},
+		{Kind: election.EventElectionWon, Leader: leader, Epoch: 4},
+	}
+	for _, format := range []LogFormat{LogJSON, LogText} {
+		var one, held writeCounter
+		l1, l2 := NewEventLog(&one, format, id), NewEventLog(&held, format, id)
+		l1.now, l2.now = func() time.Time { return at }, func() time.Time { return at }
+		l2.hold()
+		for _, e := range events {
+			l1.Event(e)
+			l2.Event(e)
+		}
+		if len(held.writes) != 0 {
+			t.Fatalf("%v: %d writes before release", format, len(held.writes))
+		}
+		l2.release()
+		if len(one.writes) != len(events) || len(held.writes) != 1 || held.writes[0] != strings.Join(one.writes, "") {
+			t.Errorf("%v: held %q, one by one %q", format, held.writes, one.writes)
+		}
+		l2.Event(events[0]) // released: written at once
+		if len(held.writes) != 2 {
+			t.Errorf("%v: %d writes after release and one record, want 2", format, len(held.writes))
+		}
+		l2.hold()
+		l2.Event(events[0])
+		l2.silence()
+		l2.release()
+		if len(held.writes) != 2 {
+			t.Errorf("%v: a silenced log wrote what it held", format)
+		}
+	}
+}

@@ -359,6 +359,7 @@ func (n *Node) flush() error {
 		}
 	}
 	members := false
+	n.log.hold()
 	for _, e := range out.Events {
 		if e.Kind == election.EventRefused {
 			n.issues.report(issueOfRefusal(e.Cause), e.Peer.Addr, e.Peer.ID, e.Detail)
@@ -376,6 +377,7 @@ func (n *Node) flush() error {
 			members = true
 		}
 	}
+	n.log.release()
 	if members {
 		// Before sending: a joiner is sent MEMBERS and COORDINATOR in the
 		// same Output that adds it.

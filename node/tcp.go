@@ -418,15 +418,44 @@ func (t *TCPTransport) ProbePeer(ctx context.Context, peer uuid.UUID, timeout ti
 		case rerr == nil, errors.Is(rerr, os.ErrDeadlineExceeded), ctx.Err() != nil:
 			return ProbeConnected
 		case errors.Is(rerr, syscall.ECONNRESET):
-			return ProbeRefused
+			return t.probeRefused(peer)
 		}
-		return t.probeAgain(ctx, addr, timeout)
+		return t.noteProbe(peer, t.probeAgain(ctx, addr, timeout))
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return ProbeRefused
+		return t.probeRefused(peer)
 	case errors.Is(err, syscall.ECONNRESET):
-		return t.probeAgain(ctx, addr, timeout) // reset as it connected: the same
+		return t.noteProbe(peer, t.probeAgain(ctx, addr, timeout)) // reset as it connected: the same
 	}
 	return ProbeNoAnswer
+}
+
+// noteProbe returns r, having acted on a refusal (probeRefused).
+func (t *TCPTransport) noteProbe(peer uuid.UUID, r ProbeResult) ProbeResult {
+	if r == ProbeRefused {
+		return t.probeRefused(peer)
+	}
+	return r
+}
+
+// probeRefused starts peer's backoff, as a refused dial does, and returns
+// ProbeRefused. A connection this node has to it belongs to the process
+// that died, whose kernel closes its sockets one by one: its FIN may not
+// have arrived, and a frame written on it would reach the wire and be
+// reset (a new leader's COORDINATOR to the crashed one, seen in a span).
+// Until the backoff ends, or a frame from the peer says it is back, what
+// is sent to it is dropped as unreachable, before any write.
+func (t *TCPTransport) probeRefused(peer uuid.UUID) ProbeResult {
+	t.mu.RLock()
+	p := t.peers[peer]
+	t.mu.RUnlock()
+	if p != nil {
+		heard := p.heard.Load()
+		p.retryAt.Store(max(p.retryAt.Load(), t.mono()+int64(t.cfg.BackoffMin)))
+		if p.heard.Load() != heard {
+			p.retryAt.Store(0)
+		}
+	}
+	return ProbeRefused
 }
 
 // probeDial connects to addr as the transport's dials do (through
