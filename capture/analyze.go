@@ -623,6 +623,9 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 		a.authQ = newAuthQueue(a.auth)
 		defer a.authQ.finish()
 	}
+	prefault := make(chan struct{})
+	defer close(prefault)
+	a.wire.frames.prefault, a.wire.sends.prefault, a.msgList.prefault = prefault, prefault, prefault
 	full, free := readAhead(rd, a.ports)
 	var prep *segmentPrep
 	for b := range full {

@@ -368,6 +368,7 @@ func (a *analyzer) lossChecks(wins []impairWindow, allCuts []*cuts) []FaultCheck
 	}
 	byRec := map[int]*acc{}
 	var recs []int
+	var byPair map[[2]int32][]int32
 	for _, w := range wins {
 		r := &a.records[w.rec]
 		if r.Kind != fault.Loss {
@@ -379,9 +380,11 @@ func (a *analyzer) lossChecks(wins []impairWindow, allCuts []*cuts) []FaultCheck
 			byRec[w.rec] = ac
 			recs = append(recs, w.rec)
 		}
-		sends := a.wire.sends[w.pair]
-		for i := range sends.len() {
-			x := sends.at(i)
+		if byPair == nil {
+			byPair = a.wire.sendsByPair()
+		}
+		for _, i := range byPair[w.pair] {
+			x := a.wire.sends.at(i)
 			if x.t < w.start || x.t >= w.end || cutsAt(allCuts, x.t).cut(w.pair[0], w.pair[1]) {
 				continue
 			}

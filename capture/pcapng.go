@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -642,9 +641,8 @@ type Packet struct {
 // FileReader reads a capture file: frames with their interface and node, and
 // records. It reads any pcapng file; what is bullylab-specific is optional.
 type FileReader struct {
-	ng     *pcapgo.NgReader
+	ng     *ngReader
 	in     *countingReader
-	buf    *bufio.Reader
 	ifaces []*Interface
 	num    int64
 	pkt    Packet
@@ -685,43 +683,41 @@ func (e *TruncatedError) Is(target error) bool { return target == io.ErrUnexpect
 
 // NewReader reads the section header of a pcapng file.
 func NewReader(r io.Reader) (*FileReader, error) {
-	// NgReader wraps r in a 4 KiB bufio.Reader unless it is one already of
-	// at least that size; a larger buffer halves the read system calls'
-	// share of a file's analysis. Counting below it tells how much of the
-	// input the packets read took.
-	size := 1 << 20
+	size := ngReadSize
 	if l, ok := r.(interface{ Len() int }); ok { // bytes.Reader and the like: no larger than needed
 		size = min(size, max(l.Len(), 4096))
 	}
 	in := &countingReader{r: r}
-	buf := bufio.NewReaderSize(in, size)
-	ng, err := pcapgo.NewNgReader(buf, pcapgo.NgReaderOptions{WantMixedLinkType: true})
+	ng, err := newNgReader(in, size)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("empty file, not pcapng")
 		}
 		return nil, fmt.Errorf("not a pcapng file: %w", err)
 	}
-	rd := &FileReader{ng: ng, in: in, buf: buf}
+	rd := &FileReader{ng: ng, in: in}
 	rd.whole = rd.offset()
 	return rd, nil
 }
 
-// offset is how many bytes of the input the pcapng reader has consumed.
-func (r *FileReader) offset() int64 { return r.in.n - int64(r.buf.Buffered()) }
+// offset is how many bytes of the input the blocks read so far took; of a
+// compressed input, roughly: those read from it.
+func (r *FileReader) offset() int64 {
+	if r.ng.compressed {
+		return r.in.n
+	}
+	return r.ng.offset()
+}
 
 // Interface returns interface i, once a packet on it or after it was read.
 func (r *FileReader) Interface(i int) *Interface {
-	for len(r.ifaces) < r.ng.NInterfaces() {
-		ngi, err := r.ng.Interface(len(r.ifaces))
-		if err != nil {
-			break
-		}
-		ifc := &Interface{Name: ngi.Name, Description: ngi.Description, LinkType: ngi.LinkType}
-		if n, ok := parseNodeDescription(ngi.Description); ok {
+	for len(r.ifaces) < len(r.ng.ifaces) {
+		ngi := &r.ng.ifaces[len(r.ifaces)]
+		ifc := &Interface{Name: ngi.name, Description: ngi.description, LinkType: ngi.linkType}
+		if n, ok := parseNodeDescription(ngi.description); ok {
 			ifc.Node = &n
 		}
-		ifc.Events = ngi.LinkType == LinkTypeEvents && ngi.Name == EventsInterfaceName
+		ifc.Events = ngi.linkType == LinkTypeEvents && ngi.name == EventsInterfaceName
 		r.ifaces = append(r.ifaces, ifc)
 	}
 	if i < 0 || i >= len(r.ifaces) {
@@ -737,9 +733,13 @@ func (r *FileReader) Interfaces() []*Interface {
 }
 
 // Next returns the next packet, or io.EOF after the last. Errors name the
-// packet number. The Packet is reused by the next call.
+// packet number. The Packet is reused by the next call. Interfaces are
+// numbered over the whole file (CI.InterfaceIndex), a later section's
+// after an earlier one's.
 func (r *FileReader) Next() (*Packet, error) {
-	data, ci, opts, err := r.ng.ZeroCopyReadPacketDataWithOptions()
+	p := &r.pkt
+	*p = Packet{}
+	data, comments, err := r.ng.next(&p.CI)
 	if err != nil {
 		if err == io.EOF {
 			return nil, io.EOF
@@ -751,12 +751,8 @@ func (r *FileReader) Next() (*Packet, error) {
 	}
 	r.num++
 	r.whole = r.offset()
-	p := &r.pkt
-	*p = Packet{Num: r.num, CI: ci, Data: data, Comments: opts.Comments}
-	p.Iface = r.Interface(ci.InterfaceIndex)
-	if p.Iface == nil {
-		return nil, fmt.Errorf("packet %d: interface %d is not described", r.num, ci.InterfaceIndex)
-	}
+	p.Num, p.Data, p.Comments = r.num, data, comments
+	p.Iface = r.Interface(p.CI.InterfaceIndex)
 	if p.Iface.Events {
 		rec, err := DecodeRecord(data)
 		if err != nil {

@@ -14,7 +14,10 @@ type wireObserver struct {
 	clock  *ClockInfo
 	frames chunkList[frameObs]
 	delays map[[2]int32][]delaySample
-	sends  map[[2]int32]*chunkList[xmitOutcome]
+	// sends holds every data transmission, in packet order: one list
+	// rather than one per pair of nodes, whose many tails, written in
+	// turn, each missed the processor's caches.
+	sends chunkList[xmitOutcome]
 	// resent holds, for each frame a later segment carried again, those
 	// segments' indexes in sends (see frameObs.xmit).
 	resent map[int32][]int32
@@ -53,7 +56,7 @@ type frameObs struct {
 	to      int32
 	dir     int32  // its direction: wireObserver.dirs index
 	end     uint32 // the sequence number just past its last byte
-	// xmit is 1 + the index in sends[{from, to}] of the segment that
+	// xmit is 1 + the index in sends of the segment that
 	// carried its last byte when the frame was decoded, its first copy on
 	// the wire; 0 when unknown.
 	xmit int32
@@ -69,7 +72,6 @@ type dirObs struct {
 	pending    ackQueue
 	hasPending bool
 	xmits      ackQueue
-	sends      *chunkList[xmitOutcome] // wireObserver.sends of from and to
 	// from and to are the sender's and receiver's nodes, once hasNodes.
 	from, to int32
 	hasNodes bool
@@ -84,7 +86,7 @@ type ackQueue struct {
 
 type ackItem struct {
 	start, end uint32
-	frame      int32 // frames index, or the transmission's index in its direction's sends
+	frame      int32 // frames index, or the transmission's index in sends
 }
 
 // clear empties q for a new connection, keeping its buffer.
@@ -121,6 +123,7 @@ type delaySample struct{ t, sent int64 }
 type xmitOutcome struct {
 	t               int64
 	sent            int64 // its sender's kernel sent it (TSval); 0: unknown (its error: wireObserver.sentErr)
+	from, to        int32
 	delivered, lost bool
 	cut             bool
 }
@@ -254,7 +257,7 @@ func (w *wireObserver) acknowledge(o *dirObs, ack uint32, t, ackSent int64) {
 	if q := &o.xmits; q.head < len(q.items) {
 		for q.head < len(q.items) && seqLE(q.items[q.head].end, ack) {
 			it := q.items[q.head]
-			o.sends.at(it.frame).delivered = true
+			w.sends.at(it.frame).delivered = true
 			q.head++
 		}
 	}
@@ -269,9 +272,6 @@ func (w *wireObserver) acknowledge(o *dirObs, ack uint32, t, ackSent int64) {
 // the capture, could tell the two apart. Frames still awaiting their ACK
 // that the transmission carries again are noted in resent.
 func (w *wireObserver) transmission(o *dirObs, s *Segment, t, sent int64, from, to int32) {
-	if w.sends == nil {
-		w.sends = map[[2]int32]*chunkList[xmitOutcome]{}
-	}
 	q := &o.xmits
 	start := s.Seq
 	end := start + uint32(s.Len)
@@ -281,21 +281,13 @@ func (w *wireObserver) transmission(o *dirObs, s *Segment, t, sent int64, from, 
 	kept := q.items[:q.head]
 	for _, it := range q.items[q.head:] {
 		if int32(start-it.end) < 0 && int32(end-it.start) > 0 {
-			o.sends.at(it.frame).lost = true
+			w.sends.at(it.frame).lost = true
 			continue
 		}
 		kept = append(kept, it)
 	}
 	q.items = kept
-	pair := [2]int32{from, to}
-	if o.sends == nil {
-		o.sends = w.sends[pair]
-		if o.sends == nil {
-			o.sends = &chunkList[xmitOutcome]{}
-			w.sends[pair] = o.sends
-		}
-	}
-	idx := o.sends.add(xmitOutcome{t: t, sent: sent})
+	idx := w.sends.add(xmitOutcome{t: t, sent: sent, from: from, to: to})
 	q.push(ackItem{start: start, end: end, frame: idx})
 	if p := &o.pending; s.Len > 0 {
 		// Frames are queued in sequence order: those this copy carries
@@ -321,12 +313,10 @@ func (w *wireObserver) markCutCopies(allCuts []*cuts) {
 	if len(allCuts) == 0 {
 		return
 	}
-	for pair, outs := range w.sends {
-		for i := range outs.len() {
-			o := outs.at(i)
-			c := cutsAt(allCuts, o.t)
-			o.cut = c != nil && o.t >= c.inForce && c.mode(pair[0], pair[1]) == fault.ModeDrop
-		}
+	for i := range w.sends.len() {
+		o := w.sends.at(i)
+		c := cutsAt(allCuts, o.t)
+		o.cut = c != nil && o.t >= c.inForce && c.mode(o.from, o.to) == fault.ModeDrop
 	}
 }
 
@@ -337,14 +327,13 @@ func (w *wireObserver) copiesOf(fi int32, fo *frameObs) []Transmission {
 	if fo.xmit == 0 {
 		return nil
 	}
-	outs := w.sends[[2]int32{fo.from, fo.to}]
 	idxs := append([]int32{fo.xmit - 1}, w.resent[fi]...)
 	copies := make([]Transmission, 0, len(idxs))
 	for _, i := range idxs {
-		if i >= outs.len() {
+		if i >= w.sends.len() {
 			continue
 		}
-		o := outs.at(i)
+		o := w.sends.at(i)
 		copies = append(copies, o.transmission(w.sentErr(o.sent)))
 	}
 	return copies
@@ -371,4 +360,16 @@ func (o *xmitOutcome) transmission(sentErr int64) Transmission {
 		tr.Outcome = OutcomeLost
 	}
 	return tr
+}
+
+// sendsByPair returns the indexes in sends of each pair's transmissions,
+// in packet order.
+func (w *wireObserver) sendsByPair() map[[2]int32][]int32 {
+	out := map[[2]int32][]int32{}
+	for i := range w.sends.len() {
+		o := w.sends.at(i)
+		k := [2]int32{o.from, o.to}
+		out[k] = append(out[k], i)
+	}
+	return out
 }
