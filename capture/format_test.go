@@ -208,57 +208,29 @@ func TestFileFormat(t *testing.T) {
 
 // ngBuilder writes a little pcapng file the way another program might,
 // following the package doc rather than this package's Writer.
-type ngBuilder struct{ bytes.Buffer }
+type ngBuilder struct{ ngFile }
 
 func ngOpt(code uint16, val string) []byte {
-	b := binary.LittleEndian.AppendUint16(nil, code)
-	b = binary.LittleEndian.AppendUint16(b, uint16(len(val)))
-	b = append(b, val...)
-	return append(b, make([]byte, (4-len(val)%4)%4)...)
+	return (&ngFile{order: binary.LittleEndian}).opt(code, []byte(val))
 }
 
-func (w *ngBuilder) block(typ uint32, fixed []byte, opts ...[]byte) {
-	body := append([]byte(nil), fixed...)
-	body = append(body, make([]byte, (4-len(body)%4)%4)...)
-	if len(opts) > 0 {
-		for _, o := range opts {
-			body = append(body, o...)
-		}
-		body = append(body, 0, 0, 0, 0)
+// le makes w's file little-endian, the zero ngBuilder's order.
+func (w *ngBuilder) le() {
+	if w.order == nil {
+		w.order = binary.LittleEndian
 	}
-	n := uint32(12 + len(body))
-	w.Write(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, typ), n))
-	w.Write(body)
-	w.Write(binary.LittleEndian.AppendUint32(nil, n))
 }
 
 // section writes a section header block, version 1.0, length not given.
-func (w *ngBuilder) section(opts ...[]byte) {
-	le := binary.LittleEndian
-	shb := le.AppendUint32(nil, 0x1A2B3C4D)
-	shb = le.AppendUint16(shb, 1)
-	shb = le.AppendUint16(shb, 0)
-	shb = le.AppendUint64(shb, ^uint64(0))
-	w.block(blockSHB, shb, opts...)
-}
+func (w *ngBuilder) section(opts ...[]byte) { w.le(); w.ngFile.section(opts...) }
 
-func (w *ngBuilder) iface(link uint16, opts ...[]byte) {
-	fixed := binary.LittleEndian.AppendUint16(nil, link)
-	fixed = binary.LittleEndian.AppendUint16(fixed, 0)
-	fixed = binary.LittleEndian.AppendUint32(fixed, 65535)
-	w.block(blockIDB, fixed, opts...)
-}
+func (w *ngBuilder) iface(link uint16, opts ...[]byte) { w.le(); w.ngFile.iface(link, 65535, opts...) }
 
 // packet writes an enhanced packet block; ts is in the interface's
 // resolution.
 func (w *ngBuilder) packet(iface uint32, ts uint64, data []byte, opts ...[]byte) {
-	le := binary.LittleEndian
-	fixed := le.AppendUint32(nil, iface)
-	fixed = le.AppendUint32(fixed, uint32(ts>>32))
-	fixed = le.AppendUint32(fixed, uint32(ts))
-	fixed = le.AppendUint32(fixed, uint32(len(data)))
-	fixed = le.AppendUint32(fixed, uint32(len(data)))
-	w.block(blockEPB, append(fixed, data...), opts...)
+	w.le()
+	w.ngFile.enhanced(iface, ts, data, uint32(len(data)), opts...)
 }
 
 // TestReadCompatible reads a file written after the package doc by
