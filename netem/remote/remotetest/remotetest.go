@@ -3,6 +3,9 @@
 // Package remotetest makes stand-in hosts for tests of testbeds across
 // hosts: network namespaces on this machine, each running a real sshd on
 // an underlay of veths to a hub namespace, from which the test dials.
+// Each sshd has a procfs and an empty HOME of its own, as a separate
+// machine would, so that one stand-in's namespaces and this machine's
+// shell start-up files cost the others nothing.
 package remotetest
 
 import (
