@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"io"
+	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -191,6 +193,25 @@ func BenchmarkAnalyzeHardMix(b *testing.B) {
 			}
 			b.ReportMetric(float64(rep.Frames)/(b.Elapsed().Seconds()/float64(b.N)), "frames/s")
 		})
+	}
+}
+
+// packetsOf yields rd's packets to the end, failing the test on an error.
+// Each Packet is valid until the next.
+func packetsOf(t testing.TB, rd *FileReader) iter.Seq[*Packet] {
+	return func(yield func(*Packet) bool) {
+		for {
+			p, err := rd.Next()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !yield(p) {
+				return
+			}
+		}
 	}
 }
 

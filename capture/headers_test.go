@@ -3,7 +3,6 @@ package capture
 import (
 	"bytes"
 	"encoding/binary"
-	"io"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -145,14 +144,7 @@ func TestFastHeadersAsGopacket(t *testing.T) {
 	path, _ := writeHardMix(t, t.TempDir(), 10, 2000)
 	rd := openCapture(t, path)
 	var seen int
-	for {
-		p, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for p := range packetsOf(t, rd) {
 		if p.Record != nil || p.Iface.Events {
 			continue
 		}

@@ -263,14 +263,7 @@ func TestNgReaderSections(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ifaces []int
-	for {
-		p, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for p := range packetsOf(t, rd) {
 		ifaces = append(ifaces, p.CI.InterfaceIndex)
 		if p.Iface != rd.Interface(p.CI.InterfaceIndex) {
 			t.Errorf("packet %d: interface %+v", p.Num, p.Iface)

@@ -53,14 +53,7 @@ func TestWriterReorderAndRead(t *testing.T) {
 	var kinds []string
 	var comments []string
 	var end *Record
-	for {
-		p, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for p := range packetsOf(t, rd) {
 		switch {
 		case p.Record != nil:
 			kinds = append(kinds, string(p.Record.Kind))

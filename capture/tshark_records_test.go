@@ -5,7 +5,6 @@ package capture
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -269,14 +268,7 @@ func TestTsharkRecords(t *testing.T) {
 	rd := openCapture(t, path)
 	kinds := map[fault.Kind]bool{}
 	var packets int64
-	for {
-		p, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for p := range packetsOf(t, rd) {
 		packets++
 		row := got[p.Num]
 		for _, m := range row["_ws.expert.message"] {
@@ -359,14 +351,7 @@ func checkRecordFieldsText(t *testing.T, tshark, path string) {
 	}
 	rd := openCapture(t, path)
 	var clock, delay bool
-	for {
-		p, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for p := range packetsOf(t, rd) {
 		if p.Record == nil {
 			continue
 		}

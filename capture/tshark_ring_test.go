@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,14 +51,7 @@ func layerRingRows(t *testing.T, path string) []string {
 		}
 	}}
 	var d *Dissector
-	for {
-		p, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for p := range packetsOf(t, rd) {
 		if d == nil {
 			d = NewDissector(h, DissectorOptions{Ports: framePorts(rd.Interfaces(), p)})
 		}
