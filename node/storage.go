@@ -549,8 +549,9 @@ func isChecksum(s string) bool {
 // It calls the system directly, not through package os: a node saves on
 // every promise, on the path of an election's messages, and os's file
 // (registering with the poller, a write a piece, then the Lstat in Rename)
-// took 24 system calls a save where this takes 6. On this kind of VM a system call costs
-// about 2 µs: a save on tmpfs went from 72 to 27 µs.
+// took 24 system calls a save where this takes 6. On this kind of VM a
+// system call costs about 2 µs: BenchmarkSaveState on tmpfs went from 152
+// to 92 µs (medians of 3 interleaved rounds).
 func writeAtomic(dir string, dirFD int, name string, pieces ...[]byte) (renamed bool, err error) {
 	fd, tmp, err := createTemp(dir, name+tmpInfix)
 	if err != nil {
@@ -612,29 +613,27 @@ func createTemp(dir, prefix string) (int, string, error) {
 // cut short.
 func writePieces(fd int, pieces [][]byte) error {
 	pieces = slices.Clone(pieces)
-	for len(pieces) > 0 {
-		n, err := unix.Writev(fd, pieces)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return io.ErrShortWrite
-		}
-		for n > 0 {
-			k := min(n, len(pieces[0]))
-			pieces[0], n = pieces[0][k:], n-k
-			if len(pieces[0]) == 0 {
-				pieces = pieces[1:]
-			}
-		}
-		for len(pieces) > 0 && len(pieces[0]) == 0 {
+	n := 0 // bytes of pieces written and not yet dropped from it
+	for {
+		for len(pieces) > 0 && n >= len(pieces[0]) {
+			n -= len(pieces[0])
 			pieces = pieces[1:]
 		}
+		if len(pieces) == 0 {
+			return nil
+		}
+		pieces[0] = pieces[0][n:]
+		var err error
+		n, err = unix.Writev(fd, pieces)
+		switch {
+		case err == unix.EINTR:
+			n = 0
+		case err != nil:
+			return err
+		case n == 0:
+			return io.ErrShortWrite
+		}
 	}
-	return nil
 }
 
 func ignoringEINTR(call func() error) error {

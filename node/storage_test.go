@@ -746,3 +746,38 @@ func BenchmarkSaveState(b *testing.B) {
 		}
 	}
 }
+
+// writePieces writes pieces end to end, empty ones anywhere included, and
+// leaves the caller's slice as it was.
+func TestWritePieces(t *testing.T) {
+	for _, pieces := range [][][]byte{
+		nil,
+		{{}, {}},
+		{[]byte("head"), {}, []byte("members"), []byte("}\n")},
+		{{}, bytes.Repeat([]byte("m"), 1<<20), {}},
+	} {
+		path := filepath.Join(t.TempDir(), "f")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		given := slices.Clone(pieces)
+		err = writePieces(int(f.Fd()), pieces)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%d pieces: %v", len(pieces), err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := bytes.Join(pieces, nil); !bytes.Equal(got, want) {
+			t.Errorf("%d pieces: wrote %d bytes, want %d", len(pieces), len(got), len(want))
+		}
+		for i := range pieces {
+			if len(pieces[i]) != len(given[i]) {
+				t.Errorf("piece %d cut to %d bytes in the caller's slice", i, len(pieces[i]))
+			}
+		}
+	}
+}

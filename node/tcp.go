@@ -420,21 +420,13 @@ func (t *TCPTransport) ProbePeer(ctx context.Context, peer uuid.UUID, timeout ti
 		case errors.Is(rerr, syscall.ECONNRESET):
 			return t.probeRefused(peer)
 		}
-		return t.noteProbe(peer, t.probeAgain(ctx, addr, timeout))
+		return t.probeAgain(ctx, peer, addr, timeout)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return t.probeRefused(peer)
 	case errors.Is(err, syscall.ECONNRESET):
-		return t.noteProbe(peer, t.probeAgain(ctx, addr, timeout)) // reset as it connected: the same
+		return t.probeAgain(ctx, peer, addr, timeout) // reset as it connected: the same
 	}
 	return ProbeNoAnswer
-}
-
-// noteProbe returns r, having acted on a refusal (probeRefused).
-func (t *TCPTransport) noteProbe(peer uuid.UUID, r ProbeResult) ProbeResult {
-	if r == ProbeRefused {
-		return t.probeRefused(peer)
-	}
-	return r
 }
 
 // probeRefused starts peer's backoff, as a refused dial does, and returns
@@ -473,14 +465,14 @@ const crashProbeHold = 50 * time.Millisecond
 
 // probeAgain is a probe's second and last connect, after the peer ended
 // the first: refused when its listener is gone.
-func (t *TCPTransport) probeAgain(ctx context.Context, addr string, timeout time.Duration) ProbeResult {
+func (t *TCPTransport) probeAgain(ctx context.Context, peer uuid.UUID, addr string, timeout time.Duration) ProbeResult {
 	nc, err := t.probeDial(ctx, addr, timeout)
 	switch {
 	case err == nil:
 		nc.Close()
 		return ProbeConnected
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return ProbeRefused
+		return t.probeRefused(peer)
 	}
 	return ProbeNoAnswer
 }
