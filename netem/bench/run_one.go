@@ -380,7 +380,7 @@ func (fl *faultLog) watch(lb testbed) {
 // before it. It returns the error of a step that failed, which ended the
 // scenario: measure reports it once the lab is down.
 func (ru *runner) inject(ctx context.Context) error {
-	ru.tgt = newLabTarget(ru.lab)
+	ru.tgt = newLabTarget(ru.lab, ru.sc)
 	measured := ru.sc.Measured()
 	ru.faults.watch(ru.lab)
 	err := scenario.Execute(ctx, ru.sc, ru.tgt, scenario.NewRand(ru.seed), func(ev scenario.StepEvent) {

@@ -80,15 +80,19 @@ type labTarget struct {
 	// agreements are what WaitLeader steps observed, in order.
 	agreements []lab.Leader
 	// sentBefore is the nodes' sent counters read just before the last
-	// fault: WaitElection's baseline (sentCounters).
-	sentBefore map[string]map[string]uint64
+	// fault: WaitElection's baseline (sentCounters). Read only when
+	// waitsElection: it asks every node.
+	sentBefore    map[string]map[string]uint64
+	waitsElection bool
 }
 
 // targetPoll is how often WaitElection looks at the nodes.
 const targetPoll = 5 * time.Millisecond
 
-func newLabTarget(lb testbed) *labTarget {
-	return &labTarget{lab: lb, names: lb.Nodes(), left: map[string]bool{}}
+// newLabTarget drives lb through sc's steps.
+func newLabTarget(lb testbed, sc *scenario.Scenario) *labTarget {
+	waits := slices.ContainsFunc(sc.Steps, func(st scenario.Step) bool { return st.Kind == scenario.StepWaitElection })
+	return &labTarget{lab: lb, names: lb.Nodes(), left: map[string]bool{}, waitsElection: waits}
 }
 
 var _ scenario.Target = (*labTarget)(nil)
@@ -96,7 +100,10 @@ var _ scenario.Target = (*labTarget)(nil)
 // Apply applies f to the lab, and notes which nodes left and which run
 // again, for the views it reports.
 func (t *labTarget) Apply(ctx context.Context, f fault.Fault) error {
-	before := sentCounters(t.lab.NodeStates())
+	var before map[string]map[string]uint64
+	if t.waitsElection {
+		before = sentCounters(t.lab.NodeStates())
+	}
 	if _, err := t.lab.Apply(ctx, f); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bullylab/bullylab/netem/lab"
+	"github.com/bullylab/bullylab/netem/scenario"
 	"github.com/bullylab/bullylab/node"
 	"github.com/bullylab/bullylab/topologies"
 	"github.com/bullylab/bullylab/topologies/fault"
@@ -47,7 +48,8 @@ func TestWaitElectionAfterFastElection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := newLabTarget(&electedAtOnce{topo: topo, halts: map[string]uint64{}})
+	sc := &scenario.Scenario{Steps: []scenario.Step{{Kind: scenario.StepInject}, {Kind: scenario.StepWaitElection}}}
+	target := newLabTarget(&electedAtOnce{topo: topo, halts: map[string]uint64{}}, sc)
 	if err := target.Apply(t.Context(), fault.Fault{Kind: fault.Crash, Nodes: []string{"n3"}}); err != nil {
 		t.Fatal(err)
 	}
