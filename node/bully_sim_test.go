@@ -180,9 +180,10 @@ func sle2Bound(algorithm string, cfg election.Config, n int) time.Duration {
 		return ring.SLE2Bound(cfg, n, simMaxDelay)
 	}
 	stagger := bully.MaxStaggerDelay(n, cfg.DetectionStagger, cfg.ElectionTimeout)
-	wait := bully.WaitFactor*cfg.ElectionTimeout + stagger
+	spread := election.MaxAskSpread(n, cfg.DetectionStagger)
+	wait := bully.WaitFactor*cfg.ElectionTimeout + spread + stagger
 	detect := max(cfg.FailureTimeout+simMaxDelay+stagger, wait, cfg.HeartbeatInterval+simMaxDelay)
-	return detect + 3*cfg.ElectionTimeout + 10*simMaxDelay
+	return detect + 3*cfg.ElectionTimeout + 2*spread + 10*simMaxDelay
 }
 
 // TestRandomSchedules runs random fault schedules for each algorithm and
@@ -449,5 +450,48 @@ func membershipChurn(t *testing.T, algorithm string) {
 	}
 	if !s.nodes[4].m.IsLeader() {
 		t.Fatal("rejoined highest node does not lead")
+	}
+}
+
+// TestTopCutElectsInLinearMessages cuts star500's partition-minority into
+// the simulator: the leader and the 248 nodes below it are cut off, so
+// every one of the 251 left is ranked past the detection stagger's cap and
+// elects at once. Asking the members above in waves, highest first, the
+// majority elects its highest, within the SLE2 bound, in a few ELECTIONs
+// and ANSWERs a node that arrive, where asking them all at once delivered
+// 251·250/2 = 31,375 of each.
+func TestTopCutElectsInLinearMessages(t *testing.T) {
+	const n, kept = 500, 251
+	cfg := electiontest.Config()
+	s := newSimNetwork(t, 29, n, cfg)
+	for i := range n {
+		s.start(i)
+	}
+	s.runUntil(time.Second, nil)
+	if l, err := s.agreement(); err != nil || l != n-1 {
+		t.Fatalf("cold start: leader n%d, %v", l, err)
+	}
+	majority, minority := make([]int, kept), make([]int, n-kept)
+	for i := range majority {
+		majority[i] = i
+	}
+	for i := range minority {
+		minority[i] = kept + i
+	}
+	s.partition(majority, minority)
+	before, cut := s.delivered, s.now
+	bound := sle2Bound(AlgorithmBully, cfg, n)
+	s.runUntil(cut+bound, nil)
+	for _, i := range majority {
+		nd := s.nodes[i]
+		if l, _ := nd.m.Leader(); nd.m.Status() != election.StatusNormal || l != s.nodes[kept-1].id {
+			t.Fatalf("n%d %v after the cut: %s under %s, want normal under n%d", i, bound, nd.m.Status(), s.name(l), kept-1)
+		}
+	}
+	elections := s.delivered[wire.TypeElection] - before[wire.TypeElection]
+	answers := s.delivered[wire.TypeAnswer] - before[wire.TypeAnswer]
+	t.Logf("delivered after the cut: %d ELECTION, %d ANSWER", elections, answers)
+	if limit := uint64(16 * kept); elections > limit || answers > limit {
+		t.Errorf("delivered %d ELECTIONs and %d ANSWERs, want at most %d each (16 a node)", elections, answers, limit)
 	}
 }

@@ -25,16 +25,20 @@ const (
 	// DropClosed: the transport was closed, or the peer removed, with the
 	// frame still queued.
 	DropClosed
+	// DropElectionEnded: an ELECTION still queued when the election that
+	// sent it ended (ElectionRetractor).
+	DropElectionEnded
 	numDropReasons
 )
 
 var dropReasonNames = [numDropReasons]string{
-	DropQueueFull:   "queue_full",
-	DropUnreachable: "unreachable",
-	DropExpired:     "expired",
-	DropWriteError:  "write_error",
-	DropUnknownPeer: "unknown_peer",
-	DropClosed:      "closed",
+	DropQueueFull:     "queue_full",
+	DropUnreachable:   "unreachable",
+	DropExpired:       "expired",
+	DropWriteError:    "write_error",
+	DropUnknownPeer:   "unknown_peer",
+	DropClosed:        "closed",
+	DropElectionEnded: "election_ended",
 }
 
 func (r DropReason) String() string {

@@ -358,7 +358,7 @@ func (n *Node) flush() error {
 			return fmt.Errorf("save state: %w", err)
 		}
 	}
-	members := false
+	members, electionEnded := false, false
 	n.log.hold()
 	for _, e := range out.Events {
 		if e.Kind == election.EventRefused {
@@ -375,9 +375,16 @@ func (n *Node) flush() error {
 			n.changes++
 		case election.EventMemberJoined, election.EventMemberLeft:
 			members = true
+		case election.EventStatus:
+			electionEnded = electionEnded || e.From == election.StatusElecting
 		}
 	}
 	n.log.release()
+	if r, ok := n.tr.(ElectionRetractor); ok && electionEnded {
+		// Before sending: an election started in the same Output keeps
+		// its ELECTIONs.
+		r.RetractElections()
+	}
 	if members {
 		// Before sending: a joiner is sent MEMBERS and COORDINATOR in the
 		// same Output that adds it.

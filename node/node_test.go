@@ -446,3 +446,46 @@ func TestControlSocket(t *testing.T) {
 		t.Errorf("regular file at socket path: %v", err)
 	}
 }
+
+// retractingTransport records ElectionRetractor calls in a trace.
+type retractingTransport struct {
+	tracingTransport
+}
+
+func (t retractingTransport) RetractElections() { t.trace.add("retract") }
+
+// A node whose election got its ANSWER has its transport take back the
+// ELECTIONs still queued (ElectionRetractor): a follower restarted into a
+// cluster asks the leader, which answers, and retracts after sending.
+func TestNodeRetractsElectionsWhenAnswered(t *testing.T) {
+	c := newTestCluster(t, 3)
+	leader := highest(c.nodes)
+	epoch := waitAgree(t, c.nodes, leader.id, 0)
+	lowest := c.nodes[0]
+	for _, n := range c.nodes {
+		if n.id.String() < lowest.id.String() {
+			lowest = n
+		}
+	}
+	lowest.stop()
+	i := slices.Index(c.nodes, lowest)
+	tr := &trace{}
+	cfg := fastConfig()
+	cfg.ID, cfg.Addr, cfg.Peers = c.peers[i].ID, c.peers[i].Addr, c.peers
+	itr := c.net.NewTransport(cfg.ID, cfg.Addr)
+	n, err := New(Options{Config: cfg, Transport: retractingTransport{tracingTransport{itr, tr}}, Store: lowest.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tn := &testNode{Node: n, id: cfg.ID, tr: itr, store: lowest.store, cancel: cancel, err: make(chan error, 1)}
+	go func() { tn.err <- n.Run(ctx) }()
+	c.nodes[i] = tn
+	waitAgree(t, c.nodes, leader.id, epoch-1)
+	lines := tr.snapshot()
+	sent := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "send ELECTION") })
+	retracted := slices.Index(lines, "retract")
+	if sent < 0 || retracted < sent {
+		t.Fatalf("want ELECTIONs sent, then a retraction when answered; trace %q", lines)
+	}
+}

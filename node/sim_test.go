@@ -42,8 +42,9 @@ type simNetwork struct {
 	maxDly    time.Duration
 	loss      float64
 
-	sent  [16]uint64 // messages handed to the network, by type
-	trace *strings.Builder
+	sent      [16]uint64 // messages handed to the network, by type
+	delivered [16]uint64 // messages a node took (Step), by type
+	trace     *strings.Builder
 	// tcp, when set, models the TCP transport between the Machines and the
 	// network: dials, refusals and the backoff during which frames are
 	// dropped at the sender (simTCP).
@@ -291,6 +292,7 @@ func (s *simNetwork) step(limit time.Duration) bool {
 		if s.tcp != nil {
 			s.tcp.heard(s, d.to, d.from)
 		}
+		s.delivered[d.msg.Type&15]++
 		to.m.Step(s.now, &d.msg)
 		s.flush(to)
 		return true

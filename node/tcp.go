@@ -35,12 +35,14 @@ type TCPConfig struct {
 	// that connect(2) did not settle, each holding a socket until the
 	// peer answers or DialTimeout passes. Behind a silent partition every
 	// peer on the far side is such a dial, and a node that elects sends
-	// ELECTION to each of them at once: the 501 nodes of a 1000-node
-	// cluster cut off from 499 start 501 x 498 such dials. A writer waits for a
-	// free slot only while its frame may still be sent (FrameTTL); a frame
-	// that expires waiting costs no dial. Dials the kernel settles within
-	// connect(2), a peer on this host up or down, need no slot. Default
-	// DefaultMaxDialing.
+	// ELECTION to each of them within a few waves: the 501 nodes of a
+	// 1000-node cluster cut off from 499 start 501 x 498 such dials. A
+	// writer waits for a free slot only while its frame may still be sent
+	// (FrameTTL); a frame that expires waiting costs no dial. A freed slot
+	// goes to the writer that has waited longest (dialSlots). Dials the
+	// kernel settles within connect(2), a peer on this host up or down,
+	// and dials to a peer heard from within DialTimeout, need no slot.
+	// Default DefaultMaxDialing.
 	MaxDialing int
 	// WriteTimeout bounds one frame's write, so that a peer that stopped
 	// reading (or a partition that drops packets silently) cannot stall its
@@ -238,9 +240,8 @@ type TCPTransport struct {
 	counters   Counters
 	start      time.Time
 	dialer     net.Dialer
-	// dialing holds a token for each connection attempt in flight
-	// (TCPConfig.MaxDialing).
-	dialing chan struct{}
+	// dialing bounds the connection attempts in flight (MaxDialing).
+	dialing *dialSlots
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -250,6 +251,10 @@ type TCPTransport struct {
 	warmer  tcpWarmer
 	// unpin closes the listener's pinned duplicate (pinListener).
 	unpin func()
+
+	// electionRound counts RetractElections calls: an ELECTION queued in
+	// an earlier round is dropped, not written.
+	electionRound atomic.Uint64
 
 	mu     sync.RWMutex
 	closed bool
@@ -329,7 +334,7 @@ func NewTCPTransport(ln net.Listener, id uuid.UUID, cfg TCPConfig) *TCPTransport
 			Timeout: cfg.DialTimeout,
 			Control: func(_, _ string, c syscall.RawConn) error { return setUserTimeout(c, cfg.UserTimeout) },
 		},
-		dialing:      make(chan struct{}, cfg.MaxDialing),
+		dialing:      newDialSlots(cfg.MaxDialing),
 		ctx:          ctx,
 		cancel:       cancel,
 		hellos:       helloClock{skew: cfg.MaxClockSkew, max: 4 * cfg.MaxInbound, last: make(map[uuid.UUID]int64)},
@@ -510,7 +515,7 @@ func (t *TCPTransport) Send(to uuid.UUID, msg *wire.Message) {
 		t.counters.countDropped(msg.Type, DropQueueFull)
 		return
 	}
-	p.queue = append(p.queue, tcpFrame{typ: msg.Type, epoch: msg.Epoch, at: now, buf: wire.Append(nil, msg)})
+	p.queue = append(p.queue, tcpFrame{typ: msg.Type, round: t.electionRound.Load(), epoch: msg.Epoch, at: now, buf: wire.Append(nil, msg)})
 	p.pending.Add(1)
 	start := !p.writing
 	p.writing = true
@@ -528,6 +533,11 @@ func (t *TCPTransport) Send(to uuid.UUID, msg *wire.Message) {
 		go p.run()
 	}
 }
+
+// RetractElections implements ElectionRetractor: the ELECTIONs queued so
+// far and not yet written, most of them waiting for a dial, are dropped
+// (DropElectionEnded) instead of written.
+func (t *TCPTransport) RetractElections() { t.electionRound.Add(1) }
 
 // SetPeers implements Transport. Members without an address cannot be
 // dialled and are treated as absent.
@@ -624,6 +634,7 @@ func (t *TCPTransport) markAlive(id uuid.UUID) {
 	t.mu.RLock()
 	if p := t.peers[id]; p != nil {
 		p.heard.Add(1)
+		p.heardAt.Store(t.mono())
 		if p.retryAt.Load() != 0 {
 			p.retryAt.Store(0)
 		}
@@ -637,6 +648,7 @@ func (t *TCPTransport) markAlive(id uuid.UUID) {
 
 type tcpFrame struct {
 	typ   wire.Type
+	round uint64 // an ELECTION's: TCPTransport.electionRound when it was sent
 	epoch uint64
 	at    int64 // transport clock when queued
 	buf   []byte
@@ -686,6 +698,9 @@ type tcpPeer struct {
 	// heard counts the frames received from the peer; a dial that fails
 	// while it grows failed against a peer that has just come up.
 	heard atomic.Uint64
+	// heardAt is the transport clock reading of the last frame received
+	// from the peer, 0 before the first.
+	heardAt atomic.Int64
 	// pending counts frames queued or being written, for Flush.
 	pending atomic.Int64
 	// abandonDial cancels the writer's dial in progress, if any: a dial
@@ -806,6 +821,10 @@ func (p *tcpPeer) write(f tcpFrame) {
 		p.drop(f, DropExpired)
 		return
 	}
+	if t.retracted(f) {
+		p.drop(f, DropElectionEnded)
+		return
+	}
 	addr, gen := p.target()
 	if c := p.conn; c != nil && c.stale(gen) {
 		p.closeConn()
@@ -821,8 +840,8 @@ func (p *tcpPeer) write(f tcpFrame) {
 		}
 		heard := p.heard.Load()
 		expires := f.at + int64(t.cfg.FrameTTL)
-		err := p.dial(addr, gen, true, expires)
-		if err != nil && !errors.Is(err, errDialSlotExpired) && p.heardSince(heard) {
+		err := p.dial(addr, gen, true, expires, &f)
+		if err != nil && !errors.Is(err, errDialSlotExpired) && !errors.Is(err, errElectionEnded) && p.heardSince(heard) {
 			// The peer's frames arrived while this dial failed or hung:
 			// its process was not yet listening, or its host not yet
 			// reachable, when the dial began (a booting node, whose
@@ -831,13 +850,13 @@ func (p *tcpPeer) write(f tcpFrame) {
 			// abandoned, so that a peer heard from but not reachable (a
 			// one-way partition) costs one more SYN, not one per frame.
 			heard = p.heard.Load()
-			err = p.dial(addr, gen, false, expires)
+			err = p.dial(addr, gen, false, expires, &f)
 		}
-		if errors.Is(err, errDialSlotExpired) {
+		if errors.Is(err, errDialSlotExpired) || errors.Is(err, errElectionEnded) {
 			// Nothing was dialled, so nothing is known of the peer: no
 			// backoff, and the next frame waits for a slot in its turn.
 			p.slowDial = true
-			p.drop(f, DropExpired)
+			p.drop(f, dropReasonOf(err))
 			return
 		}
 		if err != nil {
@@ -900,7 +919,7 @@ func (p *tcpPeer) hello(c *tcpConn) []byte {
 // no frame was lost, and the next frame's dial tells what it has to.
 func (p *tcpPeer) warmUp(addr string, gen uint64) {
 	if p.conn == nil {
-		if err := p.dial(addr, gen, true, p.t.mono()+int64(p.t.cfg.FrameTTL)); err != nil {
+		if err := p.dial(addr, gen, true, p.t.mono()+int64(p.t.cfg.FrameTTL), nil); err != nil {
 			return
 		}
 	}
@@ -921,6 +940,19 @@ func (p *tcpPeer) writeFrame(c *tcpConn, b []byte) bool {
 // testHookDialFailed, when set by a test, runs after a dial failed and
 // before the transport looks at what it heard from the peer meanwhile.
 var testHookDialFailed atomic.Pointer[func()]
+
+// heardWithin reports whether a frame from p arrived within the last d.
+// Such a peer is up and reaches this node: a dial to it settles in a
+// round trip, and needs no slot (TCPConfig.MaxDialing), which bounds the
+// dials that may wait out DialTimeout on a peer that does not answer.
+// Without the exception, the ANSWERs of a node that many ELECTIONs
+// reached at once waited for slots behind its own dials across a
+// partition, 500 ms each, until they expired: the nodes it should have
+// answered, hearing nothing, led.
+func (p *tcpPeer) heardWithin(d time.Duration) bool {
+	at := p.heardAt.Load()
+	return at != 0 && p.t.mono()-at < int64(d)
+}
 
 // heardSince reports whether a frame from p arrived since heard was read
 // from p.heard: after a failed dial, that the peer has just come up.
@@ -966,8 +998,12 @@ func (p *tcpPeer) dialFailed(f tcpFrame, err error, heard uint64) {
 // (BenchmarkTCPSendRefused). It reports whether it also settled the queue,
 // the one frame that Send queued, by dropping it after a failed dial;
 // otherwise a writer must take the queue over, on the new connection if
-// there is one.
+// there is one. A peer whose last connect(2) did not settle (slowDial) is
+// left to the writer, which dials it without trying that again.
 func (p *tcpPeer) dialQuick() bool {
+	if p.slowDial {
+		return false
+	}
 	addr, gen := p.target()
 	heard := p.heard.Load()
 	nc, done, err := quickDial(addr, p.t.cfg.UserTimeout, p.t.cfg.Socket)
@@ -1071,11 +1107,31 @@ func (p *tcpPeer) finishQuick() {
 // until the frame to send expired (TCPConfig.MaxDialing).
 var errDialSlotExpired = errors.New("no free slot to dial before the frame expired")
 
+// errElectionEnded: the ELECTION a dial was for was retracted while the
+// dial waited for a slot (RetractElections).
+var errElectionEnded = errors.New("the election ended while its ELECTION waited to dial")
+
+// dropReasonOf is the DropReason of a frame whose dial never began.
+func dropReasonOf(err error) DropReason {
+	if errors.Is(err, errElectionEnded) {
+		return DropElectionEnded
+	}
+	return DropExpired
+}
+
+// retracted reports whether f is an ELECTION that RetractElections took
+// back.
+func (t *TCPTransport) retracted(f tcpFrame) bool {
+	return f.typ == wire.TypeElection && f.round != t.electionRound.Load()
+}
+
 // dial connects the writer to p at addr, for address generation gen.
 // When abandonable, a frame from the peer cancels a dial in progress. A
 // dial connect(2) does not settle waits for a slot until expires, the
-// transport clock reading at which the frame to send expires.
-func (p *tcpPeer) dial(addr string, gen uint64, abandonable bool, expires int64) error {
+// transport clock reading at which the frame to send expires, unless the
+// peer was heard from within DialTimeout (heardWithin); frame is the frame
+// to send, if any, looked at again once the slot is taken (retracted).
+func (p *tcpPeer) dial(addr string, gen uint64, abandonable bool, expires int64, frame *tcpFrame) error {
 	t := p.t
 	var (
 		nc   net.Conn
@@ -1097,10 +1153,15 @@ func (p *tcpPeer) dial(addr string, gen uint64, abandonable bool, expires int64)
 				cancel()
 			}()
 		}
-		if err := t.acquireDialSlot(ctx, expires); err != nil {
-			return err
+		if !p.heardWithin(t.cfg.DialTimeout) {
+			if err := t.acquireDialSlot(ctx, expires); err != nil {
+				return err
+			}
+			defer t.dialing.release()
+			if frame != nil && t.retracted(*frame) {
+				return errElectionEnded
+			}
 		}
-		defer func() { <-t.dialing }()
 		if t.cfg.Socket != nil {
 			// net.Dialer would make its socket in this thread's namespace.
 			nc, err = dialVia(ctx, t.cfg.Socket, addr, t.cfg.DialTimeout, t.cfg.UserTimeout)
@@ -1118,25 +1179,14 @@ func (p *tcpPeer) dial(addr string, gen uint64, abandonable bool, expires int64)
 // acquireDialSlot takes a slot for a connection attempt, waiting until
 // expires (a transport clock reading) at most.
 func (t *TCPTransport) acquireDialSlot(ctx context.Context, expires int64) error {
-	select {
-	case t.dialing <- struct{}{}:
+	got, err := t.dialing.acquire(ctx, time.Duration(expires-t.mono()))
+	switch {
+	case got:
 		return nil
-	default:
+	case err != nil:
+		return err
 	}
-	wait := time.Duration(expires - t.mono())
-	if wait <= 0 {
-		return errDialSlotExpired
-	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case t.dialing <- struct{}{}:
-		return nil
-	case <-timer.C:
-		return errDialSlotExpired
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return errDialSlotExpired
 }
 
 // adopt makes nc the writer's connection to p, dialled for address

@@ -41,6 +41,18 @@ type Transport interface {
 	Close() error
 }
 
+// ElectionRetractor is implemented by transports that can take back the
+// ELECTIONs still queued, not yet written. The Node calls it when its
+// Machine leaves StatusElecting: the election has its ANSWER, or ended
+// otherwise, and sends no further messages for it (the design notes' rule
+// 3), which holds on the wire only if the frames it queued earlier do not
+// go out after. A Bully election asks in waves, and behind a partition the
+// last waves wait for dials, many of them still queued when an ANSWER
+// comes (node/bully, "askWave").
+type ElectionRetractor interface {
+	RetractElections()
+}
+
 // RefusalReporter is implemented by transports that learn when a peer
 // refused a frame because nobody listened at its address (a TCP reset to
 // the connection attempt): its process was not running. The Node hands

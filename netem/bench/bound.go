@@ -44,17 +44,19 @@ func messageDelay(owd time.Duration, backend string) time.Duration {
 
 // sle2Bound is node/bully/doc.go's SLE2 bound for the topology's slowest node,
 //
-//	max(FailureTimeout + d + S, WaitFactor×ElectionTimeout + S, Heartbeat + d) + 3×ElectionTimeout + 10d,
+//	max(FailureTimeout + d + S, WaitFactor×ElectionTimeout + A + S, Heartbeat + d) + 3×ElectionTimeout + 2A + 10d,
 //
 // d the largest message delay (messageDelay), S the largest detection
-// stagger a node of this many can have (bully.MaxStaggerDelay).
+// stagger a node of this many can have (bully.MaxStaggerDelay), A the
+// longest an election takes to ask every member above (bully.MaxAskSpread).
 func sle2Bound(topo *topologies.Topology, d time.Duration) time.Duration {
 	var b time.Duration
 	for _, n := range topo.Nodes {
 		s := n.Settings
 		stagger := bully.MaxStaggerDelay(len(topo.Nodes), s.DetectionStagger, s.ElectionTimeout)
-		first := max(s.FailureTimeout+d+stagger, bully.WaitFactor*s.ElectionTimeout+stagger, s.Heartbeat+d)
-		b = max(b, first+3*s.ElectionTimeout+10*d)
+		spread := bully.MaxAskSpread(len(topo.Nodes), s.DetectionStagger)
+		first := max(s.FailureTimeout+d+stagger, bully.WaitFactor*s.ElectionTimeout+spread+stagger, s.Heartbeat+d)
+		b = max(b, first+3*s.ElectionTimeout+2*spread+10*d)
 	}
 	return b
 }

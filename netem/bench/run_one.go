@@ -345,8 +345,10 @@ func settleTime(topo *topologies.Topology) time.Duration {
 	q := capture.DefaultQuiet
 	for _, n := range topo.Nodes {
 		s := n.Settings
-		// A waiting node's timeout is staggered too (bully.MaxStaggerDelay).
-		q = max(q, (bully.WaitFactor+1)*s.ElectionTimeout+bully.MaxStaggerDelay(len(topo.Nodes), s.DetectionStagger, s.ElectionTimeout))
+		// A waiting node's timeout is staggered too (bully.MaxStaggerDelay),
+		// and waits for the answering node's waves of ELECTIONs
+		// (bully.MaxAskSpread).
+		q = max(q, (bully.WaitFactor+1)*s.ElectionTimeout+bully.MaxAskSpread(len(topo.Nodes), s.DetectionStagger)+bully.MaxStaggerDelay(len(topo.Nodes), s.DetectionStagger, s.ElectionTimeout))
 	}
 	return q + 200*time.Millisecond
 }

@@ -692,7 +692,7 @@ func (ps *nodeProcs) hostFailure(n *labNode) string {
 // the cluster, with one host process). The rest hold what the nodes need at rest (about ten
 // files a node at 1000: both ends of its connections, its listeners, log,
 // lock and namespace) and their state saves. Behind a partition of 1000
-// nodes, 501 of them each dial 498 unreachable peers at once: without the
+// nodes, 501 of them each dial 498 unreachable peers within 400 ms: without the
 // bound, 501 x 498 sockets would wait on SYNs that go unanswered.
 func DialSlots(files uint64, hosted int) int {
 	return int(min(max(files/8/uint64(max(hosted, 1)), 2), node.DefaultMaxDialing))

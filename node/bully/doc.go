@@ -9,8 +9,13 @@
 // which is what makes SLE1 hold while a new leader takes over:
 //
 //   - A node that boots, restarts, or whose failure detector fires sends
-//     ELECTION to every higher member (leaving out the leader it suspects) and
-//     waits ElectionTimeout for an ANSWER.
+//     ELECTION to every higher member (leaving out the leader it suspects),
+//     highest first in waves of 1, 2, 4, ... members one DetectionStagger
+//     apart, and waits ElectionTimeout after the last wave for an ANSWER.
+//     The first ANSWER ends the election's waves: it sends no further
+//     messages for this election, as the design notes have it. A wave whose
+//     every ELECTION so far was refused (no process listens) lets the next
+//     go at once.
 //   - A node that gets ELECTION from a lower node answers it; if it was a
 //     Normal follower it starts its own election; a Normal leader re-asserts
 //     itself with a COORDINATOR to that node instead.
@@ -61,7 +66,32 @@
 // keeps large clusters from waiting seconds: past one ElectionTimeout the
 // rank-0 node has finished its HALT round, so waiting longer buys nothing.
 // The stagger changes when timers fire, never what a message does, so the
-// properties below hold with any value; 0 disables it. The bullied path is
+// properties below hold with any value; 0 disables it.
+//
+// The waves order an election's ELECTIONs the same way, and for the same
+// kind of failure. Asking every member above at once costs nothing when
+// the highest survivor elects first (it has nobody above it but the dead),
+// but when many elect together each asks every live member above it, and
+// each of those answers: N^2/2 ELECTIONs and as many ANSWERs, each a TCP
+// connection. That happens when a partition cuts off the top of the
+// cluster: the survivors are all ranked past the stagger's cap, and all
+// detect at once. On star1000's partition-minority, 501 nodes asked up to
+// 500 each, 125,250 connections each way, and the cluster never recovered
+// from the load (star500's, 251 nodes and 31,375, neither). Asked highest
+// first, the members that do not answer are the ones a node would wait
+// for anyway, and the first live one answers: on star500 each node asks
+// the 248 cut-off members in 8 waves (350 ms at the default 50 ms
+// stagger), then about 7 live ones, 1,729 ELECTIONs delivered in all
+// (node's TestTopCutElectsInLinearMessages); on star1000 9 waves, then
+// about 13. The node's transport drops the ELECTIONs still queued when the
+// first ANSWER comes (node.ElectionRetractor). A node booting or restarting
+// into a running cluster asks the leader first, whose COORDINATOR answers
+// it; all at once, it bullied every follower above it into an election of
+// its own. The waves add AskSpread(m, DetectionStagger) before the
+// ElectionTimeout of a node with m members above it, nothing for the
+// highest survivor of a leader crash; a waiting node adds that of the node
+// it waits for to its timeout. With DetectionStagger 0 every ELECTION goes
+// at once, as in the textbook. The bullied path is
 // unchanged: a Normal follower that gets ELECTION from a lower node and has
 // missed two heartbeats leaves the leader out of its own ELECTIONs.
 //
@@ -169,11 +199,13 @@
 //
 // SLE2: after the last fault, within
 //
-//	max(FailureTimeout + d + S, WaitFactor x ElectionTimeout + S, HeartbeatInterval + d) + 3 x ElectionTimeout + 10d
+//	max(FailureTimeout + d + S, WaitFactor x ElectionTimeout + A + S, HeartbeatInterval + d) + 3 x ElectionTimeout + 2A + 10d
 //
 // every live node is Normal with the highest live node as leader, where d is
-// the largest message delay and S the largest stagger, min((N-2) x
-// DetectionStagger, ElectionTimeout) for N members (MaxStaggerDelay). A
+// the largest message delay, S the largest stagger, min((N-2) x
+// DetectionStagger, ElectionTimeout) for N members (MaxStaggerDelay), and A
+// the longest a node takes to send its last wave of ELECTIONs,
+// (ceil(log2 N) - 1) x DetectionStagger (MaxAskSpread). A
 // stale view is found within the first term (a dead leader, whose last
 // HEARTBEAT may arrive d after it was sent, by a follower whose detector
 // waits at most FailureTimeout + S; a candidate that died while others
@@ -182,8 +214,8 @@
 // most its cap, S <= ElectionTimeout;
 // the highest live node then needs at most one ELECTION round to hear that
 // nobody above is alive, one HALT round that may wait for dead nodes, and one
-// more round after a REJECT, each within ElectionTimeout, plus the message
-// delays of those rounds. Node's TestRandomSchedules checks both properties
+// more round after a REJECT, each within ElectionTimeout (the ELECTION
+// rounds A more for their waves), plus the message delays of those rounds. Node's TestRandomSchedules checks both properties
 // on thousands of random fault schedules. Over TCP, d is not one packet's
 // delay: a message to a peer without a connection (followers of a stable
 // leader never talk to each other) waits for the handshake, three one-way

@@ -1,6 +1,7 @@
 package bully
 
 import (
+	"slices"
 	"time"
 
 	"github.com/bullylab/bullylab/node/election"
@@ -21,6 +22,14 @@ type Elector struct {
 	skip     uuid.UUID          // a suspected leader left out of this election's ELECTIONs
 	reason   wire.Reason        // why the current or last election started; sent in its frames
 	scratch  []uuid.UUID        // reused by higher
+
+	// election.StatusElecting: the members this election asks, highest
+	// first (ask[:asked] have been sent ELECTION, refused of them were
+	// refused), and how many the next wave asks (askWave).
+	ask     []uuid.UUID
+	asked   int
+	refused int
+	wave    int
 }
 
 // NewElector returns an Elector that starts an election at once (Reason
@@ -60,6 +69,10 @@ const never = time.Duration(1<<63 - 1)
 // and when it starts again it elects on its own. Anything else is ignored;
 // silence, as in a partition, still takes the timeout.
 func (m *Elector) Refused(now time.Duration, peer uuid.UUID, t wire.Type, epoch uint64) {
+	if t == wire.TypeElection {
+		m.electionRefused(now, peer)
+		return
+	}
 	if m.Left || t != wire.TypeHalt || m.CurrentStatus != election.StatusHalting || epoch != m.proposal.Epoch || !m.pending[peer] {
 		return
 	}
@@ -86,6 +99,10 @@ func (m *Elector) Tick(now time.Duration) {
 	}
 	switch m.CurrentStatus {
 	case election.StatusElecting:
+		if m.asked < len(m.ask) {
+			m.askWave(now)
+			return
+		}
 		// Nobody above answered within the election timeout: they are all
 		// down, so this node is the highest alive and halts the ones below.
 		m.startHalting(now, m.HighestEpoch+1)
@@ -333,10 +350,58 @@ func (m *Elector) startElection(now time.Duration, reason wire.Reason) {
 		return
 	}
 	m.SetStatus(now, election.StatusElecting)
-	for _, id := range higher {
-		m.send(id, wire.TypeElection, uint8(reason), m.HighestEpoch, nil)
+	m.ask = append(m.ask[:0], higher...)
+	slices.Reverse(m.ask)
+	m.asked, m.refused, m.wave = 0, 0, 1
+	m.askWave(now)
+}
+
+// askWave sends ELECTION to the next wave of the members above, highest
+// first, each wave twice the last, one DetectionStagger apart (with 0, all
+// of them at once), and waits ElectionTimeout after the last wave. One
+// ANSWER is all an election needs (becomeWaiting ends the waves), and the
+// members above are asked highest first because the highest live one is
+// the one that will lead: after a leader crash the highest survivor has
+// nobody above to ask but the dead, and so asks them all within
+// AskSpread; a lower node, asking only after its stagger, is halted before
+// it asks; a node booting or restarting into a cluster asks the leader
+// first, which answers it with its COORDINATOR. When many elect at once
+// (a partition cutting off the top, every survivor past the stagger's
+// cap) each asks the cut-off members in a few waves and the highest
+// survivor answers it in the next: about N ELECTIONs where asking every
+// member above at once sent N^2/2, each a TCP connection, which on 1000
+// nodes no host could carry.
+func (m *Elector) askWave(now time.Duration) {
+	n := len(m.ask) - m.asked
+	if m.Config.DetectionStagger > 0 {
+		n = min(n, m.wave)
+	}
+	for _, id := range m.ask[m.asked : m.asked+n] {
+		m.send(id, wire.TypeElection, uint8(m.reason), m.HighestEpoch, nil)
+	}
+	m.asked += n
+	m.wave *= 2
+	if m.asked < len(m.ask) {
+		m.Deadline = now + m.Config.DetectionStagger
+		return
 	}
 	m.Deadline = now + m.Config.ElectionTimeout
+}
+
+// electionRefused counts a refused ELECTION of the current election: a
+// member whose process is not running will not answer, so once every
+// member asked so far has refused, waiting out the wave's step buys
+// nothing and the next wave goes at once. The last wave still waits
+// ElectionTimeout: refused or silent, the members above count as down
+// only when it ends, as they did before the waves.
+func (m *Elector) electionRefused(now time.Duration, peer uuid.UUID) {
+	if m.Left || m.CurrentStatus != election.StatusElecting || !slices.Contains(m.ask[:m.asked], peer) {
+		return
+	}
+	m.refused++
+	if m.refused >= m.asked && m.asked < len(m.ask) {
+		m.askWave(now)
+	}
 }
 
 // startHalting proposes ballot (epoch, self) to every lower member.
@@ -402,7 +467,15 @@ func (m *Elector) follow(now time.Duration, b election.Ballot) {
 func (m *Elector) becomeWaiting(now time.Duration, awaited uuid.UUID) {
 	m.pending = nil
 	m.SetStatus(now, election.StatusWaiting)
-	m.Deadline = now + WaitFactor*m.Config.ElectionTimeout + m.staggerBelow(awaited)
+	m.Deadline = now + WaitFactor*m.Config.ElectionTimeout + m.askSpreadOf(awaited) + m.staggerBelow(awaited)
+}
+
+// askSpreadOf is how long awaited, answering this node, may still be
+// asking the members above it before its own ElectionTimeout starts
+// (AskSpread).
+func (m *Elector) askSpreadOf(awaited uuid.UUID) time.Duration {
+	above := len(m.Roster.IDs()) - m.Roster.Position(awaited) - 1
+	return election.AskSpread(above, m.Config.DetectionStagger)
 }
 
 // staggerBelow is the extra detection delay for watching node above: the

@@ -356,3 +356,111 @@ func TestPeerCrashed(t *testing.T) {
 		}
 	})
 }
+
+// An election asks the members above in waves, highest first: 1, 2, 4, ...
+// members a DetectionStagger apart, then waits ElectionTimeout after the
+// last. An ANSWER ends the waves; a wave refused by every member asked so
+// far brings the next one forward; with no stagger all go at once.
+func TestAskWaves(t *testing.T) {
+	ids := electiontest.SortedIDs(rand.New(rand.NewPCG(13, 14)), 8)
+	peers := electiontest.Members(ids)
+	cfg := electiontest.Config()
+	cfg.ID, cfg.Addr, cfg.Peers = ids[0], "n0", peers
+	boot := func(t *testing.T, c election.Config) *Elector {
+		m, err := NewElector(c, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	asked := func(m *Elector) []uuid.UUID {
+		var to []uuid.UUID
+		for _, e := range m.Drain().Messages {
+			if e.Msg.Type != wire.TypeElection {
+				t.Fatalf("sent %s, want only ELECTIONs", e.Msg.Type)
+			}
+			to = append(to, e.To)
+		}
+		return to
+	}
+	step := cfg.DetectionStagger
+	// ids[7] first, then ids[6..5], then ids[4..1]: highest first.
+	waves := [][]uuid.UUID{{ids[7]}, {ids[6], ids[5]}, {ids[4], ids[3], ids[2], ids[1]}}
+
+	t.Run("unanswered", func(t *testing.T) {
+		m := boot(t, cfg)
+		for i, want := range waves {
+			at := time.Duration(i) * step
+			if i > 0 {
+				m.Tick(at - 1)
+				if got := asked(m); len(got) != 0 {
+					t.Fatalf("before wave %d: asked %v", i+1, got)
+				}
+				m.Tick(at)
+			}
+			if got := asked(m); !slices.Equal(got, want) {
+				t.Fatalf("wave %d: asked %v, want %v", i+1, got, want)
+			}
+		}
+		last := time.Duration(len(waves)-1) * step
+		if got := m.NextDeadline(); got != last+cfg.ElectionTimeout {
+			t.Fatalf("after the last wave: deadline %v, want %v", got, last+cfg.ElectionTimeout)
+		}
+		if got := election.AskSpread(7, step); got != last {
+			t.Fatalf("AskSpread(7) = %v, the last wave went at %v", got, last)
+		}
+		m.Tick(last + cfg.ElectionTimeout)
+		if !m.IsLeader() {
+			t.Fatalf("nobody answered: %s, want the leader (nobody below to halt)", m.Status())
+		}
+	})
+	t.Run("answered", func(t *testing.T) {
+		m := boot(t, cfg)
+		asked(m)
+		m.Tick(step)
+		asked(m)
+		m.Step(step+time.Millisecond, &wire.Message{Type: wire.TypeAnswer, From: ids[5]})
+		if m.Status() != election.StatusWaiting {
+			t.Fatalf("answered: %s, want waiting", m.Status())
+		}
+		// ids[5] may still be asking the two above it (a wave of 1, then
+		// 1): one step more than WaitFactor x ElectionTimeout, and its
+		// stagger (4 members between).
+		want := step + time.Millisecond + WaitFactor*cfg.ElectionTimeout + step + StaggerDelay(4, step, cfg.ElectionTimeout)
+		if got := m.NextDeadline(); got != want {
+			t.Fatalf("waiting: deadline %v, want %v", got, want)
+		}
+		m.Tick(2 * step)
+		if got := asked(m); len(got) != 0 {
+			t.Fatalf("answered, then asked %v", got)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		m := boot(t, cfg)
+		asked(m)
+		m.Refused(time.Millisecond, ids[7], wire.TypeElection, 0)
+		if got := asked(m); !slices.Equal(got, waves[1]) {
+			t.Fatalf("the first wave refused: asked %v, want %v at once", got, waves[1])
+		}
+		m.Refused(2*time.Millisecond, ids[6], wire.TypeElection, 0)
+		m.Refused(2*time.Millisecond, ids[1], wire.TypeElection, 0) // not asked yet
+		if got := asked(m); len(got) != 0 {
+			t.Fatalf("one of the second wave refused, %v still unheard: asked %v", ids[5], got)
+		}
+		m.Refused(3*time.Millisecond, ids[5], wire.TypeElection, 0)
+		if got := asked(m); !slices.Equal(got, waves[2]) {
+			t.Fatalf("the second wave refused: asked %v, want %v at once", got, waves[2])
+		}
+		if got := m.NextDeadline(); got != 3*time.Millisecond+cfg.ElectionTimeout {
+			t.Fatalf("after the last wave: deadline %v, want ElectionTimeout later", got)
+		}
+	})
+	t.Run("no stagger", func(t *testing.T) {
+		c := cfg
+		c.DetectionStagger = 0
+		m := boot(t, c)
+		if got := asked(m); len(got) != 7 {
+			t.Fatalf("stagger 0: asked %d at once, want all 7", len(got))
+		}
+	})
+}

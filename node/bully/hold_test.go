@@ -95,8 +95,12 @@ func TestHoldBoot(t *testing.T) {
 		m := held(t)
 		m.Campaign(time.Second, wire.ReasonBoot)
 		got := sent(m)
-		if m.Status() != election.StatusElecting || len(got[wire.TypeElection]) != 2 || len(got) != 1 {
-			t.Fatalf("released: %s, sent %v; want electing with an ELECTION to each of the two above", m.Status(), got)
+		if m.Status() != election.StatusElecting || !slices.Equal(got[wire.TypeElection], []uuid.UUID{top}) || len(got) != 1 {
+			t.Fatalf("released: %s, sent %v; want electing with an ELECTION to the top", m.Status(), got)
+		}
+		m.Tick(time.Second + m.Config.DetectionStagger)
+		if got := sent(m); !slices.Equal(got[wire.TypeElection], []uuid.UUID{ids[2]}) || len(got) != 1 {
+			t.Fatalf("a stagger step unanswered: sent %v; want an ELECTION to the other one above", got)
 		}
 	})
 }

@@ -25,3 +25,9 @@ func StaggerDelay(rank int, stagger, electionTimeout time.Duration) time.Duratio
 func MaxStaggerDelay(n int, stagger, electionTimeout time.Duration) time.Duration {
 	return election.MaxStaggerDelay(n, stagger, electionTimeout)
 }
+
+// MaxAskSpread is election.MaxAskSpread: the longest a node of a cluster of
+// n takes to send its last ELECTION after its first (see the package doc).
+func MaxAskSpread(n int, stagger time.Duration) time.Duration {
+	return election.MaxAskSpread(n, stagger)
+}

@@ -51,7 +51,9 @@ type Config struct {
 	// for; the delay is capped at ElectionTimeout (see StaggerDelay).
 	// After a leader crash the highest survivor then detects first and HALTs
 	// the others before their timers fire, instead of every survivor electing
-	// at once. 0 disables it. It changes timing only, never safety.
+	// at once. A Bully election's waves of ELECTIONs go this far apart
+	// (AskSpread). 0 disables both. It changes timing and how many
+	// ELECTIONs an answered node sends, never safety.
 	DetectionStagger time.Duration
 
 	// MaxMembers bounds the membership list, this node included: a JOIN or

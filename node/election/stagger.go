@@ -1,6 +1,9 @@
 package election
 
-import "time"
+import (
+	"math/bits"
+	"time"
+)
 
 // StaggerDelay is the extra failure-detection delay of a node with rank
 // members between it and the node it watches: rank x stagger, capped at
@@ -24,4 +27,21 @@ func StaggerDelay(rank int, stagger, electionTimeout time.Duration) time.Duratio
 func MaxStaggerDelay(n int, stagger, electionTimeout time.Duration) time.Duration {
 	// Between a node and the one it watches lie at most n-2 others.
 	return StaggerDelay(n-2, stagger, electionTimeout)
+}
+
+// AskSpread is how long after its first ELECTION a Bully node with higher
+// members above it sends its last: it asks them in waves of 1, 2, 4, ...
+// members, one step apart, so ceil(log2(higher+1)) waves. 0 with a step of
+// 0 (every ELECTION at once) or one member to ask.
+func AskSpread(higher int, step time.Duration) time.Duration {
+	if higher <= 1 || step <= 0 {
+		return 0
+	}
+	return time.Duration(bits.Len(uint(higher))-1) * step
+}
+
+// MaxAskSpread is the largest AskSpread in a cluster of n members: a node
+// may have every other member above it.
+func MaxAskSpread(n int, step time.Duration) time.Duration {
+	return AskSpread(n-1, step)
 }
