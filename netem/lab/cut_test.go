@@ -26,7 +26,14 @@ func TestLabCut(t *testing.T) {
 }
 
 func testLabCut(t *testing.T, mode fault.CutMode) {
-	lb, path := labCaptured(t, "star5", "", false)
+	topo := labTopology(t, "star5", "")
+	for i := range topo.Nodes {
+		// Without the stagger an election asks every node above it at
+		// once, not in waves that stop at the first ANSWER (node/bully):
+		// each campaign below then reaches every pair.
+		topo.Nodes[i].Settings.DetectionStagger = 0
+	}
+	lb, path := labCapturedTopology(t, topo, false)
 	names := lb.Nodes()
 	first := labFirst(t, lb, "n5")
 
@@ -45,7 +52,7 @@ func testLabCut(t *testing.T, mode fault.CutMode) {
 	}
 	// n4, hearing n5 no more, takes over the side it reaches. Then n1, n2
 	// and n3 each start an election, sending ELECTION to every node above
-	// it, so every pair has talked (n4 and n5 may disagree from here on:
+	// it at once, so every pair has talked (n4 and n5 may disagree from here on:
 	// no leader need emerge). n1 campaigns once more last: it can start
 	// only once its first election is over, an election timeout on, when
 	// the others' ELECTIONs are long on the wire.

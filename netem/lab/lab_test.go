@@ -70,8 +70,14 @@ func labTopology(t *testing.T, topoName string, hosting topologies.Hosting) *top
 // capture's path.
 func labCaptured(t *testing.T, topoName string, hosting topologies.Hosting, fromBoot bool) (*lab.Lab, string) {
 	t.Helper()
+	return labCapturedTopology(t, labTopology(t, topoName, hosting), fromBoot)
+}
+
+// labCapturedTopology is labCaptured for a topology already loaded.
+func labCapturedTopology(t *testing.T, topo *topologies.Topology, fromBoot bool) (*lab.Lab, string) {
+	t.Helper()
 	bin := labtest.Binary(t)
-	topo := labTopology(t, topoName, hosting)
+	topoName := topo.Name
 	path := filepath.Join(t.TempDir(), topoName+".pcapng")
 	lb := labtest.Boot(t, topo, lab.BootOptions{Binary: bin, Capture: &lab.CaptureOptions{Path: path, FromBoot: fromBoot}})
 	return lb, path
