@@ -82,6 +82,9 @@ func (t tracingTransport) Send(to uuid.UUID, msg *wire.Message) {
 	t.Transport.Send(to, msg)
 }
 
+// RetractElections records the Node's ElectionRetractor calls.
+func (t tracingTransport) RetractElections() { t.trace.add("retract") }
+
 func fastConfig() election.Config {
 	return election.Config{HeartbeatInterval: 10 * time.Millisecond, FailureTimeout: 60 * time.Millisecond, ElectionTimeout: 30 * time.Millisecond}
 }
@@ -447,13 +450,6 @@ func TestControlSocket(t *testing.T) {
 	}
 }
 
-// retractingTransport records ElectionRetractor calls in a trace.
-type retractingTransport struct {
-	tracingTransport
-}
-
-func (t retractingTransport) RetractElections() { t.trace.add("retract") }
-
 // A node whose election got its ANSWER has its transport take back the
 // ELECTIONs still queued (ElectionRetractor): a follower restarted into a
 // cluster asks the leader, which answers, and retracts after sending.
@@ -470,17 +466,7 @@ func TestNodeRetractsElectionsWhenAnswered(t *testing.T) {
 	lowest.stop()
 	i := slices.Index(c.nodes, lowest)
 	tr := &trace{}
-	cfg := fastConfig()
-	cfg.ID, cfg.Addr, cfg.Peers = c.peers[i].ID, c.peers[i].Addr, c.peers
-	itr := c.net.NewTransport(cfg.ID, cfg.Addr)
-	n, err := New(Options{Config: cfg, Transport: retractingTransport{tracingTransport{itr, tr}}, Store: lowest.store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	tn := &testNode{Node: n, id: cfg.ID, tr: itr, store: lowest.store, cancel: cancel, err: make(chan error, 1)}
-	go func() { tn.err <- n.Run(ctx) }()
-	c.nodes[i] = tn
+	c.nodes[i] = c.start(i, lowest.store, tr)
 	waitAgree(t, c.nodes, leader.id, epoch-1)
 	lines := tr.snapshot()
 	sent := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "send ELECTION") })

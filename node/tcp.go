@@ -841,7 +841,7 @@ func (p *tcpPeer) write(f tcpFrame) {
 		heard := p.heard.Load()
 		expires := f.at + int64(t.cfg.FrameTTL)
 		err := p.dial(addr, gen, true, expires, &f)
-		if err != nil && !errors.Is(err, errDialSlotExpired) && !errors.Is(err, errElectionEnded) && p.heardSince(heard) {
+		if _, skipped := undialled(err); err != nil && !skipped && p.heardSince(heard) {
 			// The peer's frames arrived while this dial failed or hung:
 			// its process was not yet listening, or its host not yet
 			// reachable, when the dial began (a booting node, whose
@@ -852,11 +852,11 @@ func (p *tcpPeer) write(f tcpFrame) {
 			heard = p.heard.Load()
 			err = p.dial(addr, gen, false, expires, &f)
 		}
-		if errors.Is(err, errDialSlotExpired) || errors.Is(err, errElectionEnded) {
+		if r, skipped := undialled(err); skipped {
 			// Nothing was dialled, so nothing is known of the peer: no
 			// backoff, and the next frame waits for a slot in its turn.
 			p.slowDial = true
-			p.drop(f, dropReasonOf(err))
+			p.drop(f, r)
 			return
 		}
 		if err != nil {
@@ -1111,12 +1111,16 @@ var errDialSlotExpired = errors.New("no free slot to dial before the frame expir
 // dial waited for a slot (RetractElections).
 var errElectionEnded = errors.New("the election ended while its ELECTION waited to dial")
 
-// dropReasonOf is the DropReason of a frame whose dial never began.
-func dropReasonOf(err error) DropReason {
-	if errors.Is(err, errElectionEnded) {
-		return DropElectionEnded
+// undialled reports whether err is a dial's that never began, and why
+// its frame is dropped.
+func undialled(err error) (DropReason, bool) {
+	switch {
+	case errors.Is(err, errDialSlotExpired):
+		return DropExpired, true
+	case errors.Is(err, errElectionEnded):
+		return DropElectionEnded, true
 	}
-	return DropExpired
+	return 0, false
 }
 
 // retracted reports whether f is an ELECTION that RetractElections took

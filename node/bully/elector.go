@@ -21,15 +21,13 @@ type Elector struct {
 	pending  map[uuid.UUID]bool // election.StatusHalting: lower members yet to HALT_ACK
 	skip     uuid.UUID          // a suspected leader left out of this election's ELECTIONs
 	reason   wire.Reason        // why the current or last election started; sent in its frames
-	scratch  []uuid.UUID        // reused by higher
 
 	// election.StatusElecting: the members this election asks, highest
-	// first (ask[:asked] have been sent ELECTION, refused of them were
-	// refused), and how many the next wave asks (askWave).
+	// first (askHigher); ask[:asked] have been sent ELECTION, refused of
+	// them were refused.
 	ask     []uuid.UUID
 	asked   int
 	refused int
-	wave    int
 }
 
 // NewElector returns an Elector that starts an election at once (Reason
@@ -66,8 +64,10 @@ const never = time.Duration(1<<63 - 1)
 // reset), so the peer's process was not running. A HALT of the current
 // proposal so refused counts the peer as failed at once, as the end of
 // ElectionTimeout would: it neither acknowledged nor rejected this ballot,
-// and when it starts again it elects on its own. Anything else is ignored;
-// silence, as in a partition, still takes the timeout.
+// and when it starts again it elects on its own. An ELECTION of the current
+// election so refused may bring its next wave forward (electionRefused).
+// Anything else is ignored; silence, as in a partition, still takes the
+// timeout.
 func (m *Elector) Refused(now time.Duration, peer uuid.UUID, t wire.Type, epoch uint64) {
 	if t == wire.TypeElection {
 		m.electionRefused(now, peer)
@@ -344,15 +344,13 @@ func (m *Elector) startElection(now time.Duration, reason wire.Reason) {
 	}
 	m.reason = reason
 	m.Out.Emit(election.Event{At: now, Kind: election.EventElectionStarted, Reason: reason})
-	higher := m.higher()
-	if len(higher) == 0 {
+	m.askHigher()
+	if len(m.ask) == 0 {
 		m.startHalting(now, max(m.HighestEpoch, m.Promise.Epoch)+1)
 		return
 	}
 	m.SetStatus(now, election.StatusElecting)
-	m.ask = append(m.ask[:0], higher...)
-	slices.Reverse(m.ask)
-	m.asked, m.refused, m.wave = 0, 0, 1
+	m.asked, m.refused = 0, 0
 	m.askWave(now)
 }
 
@@ -374,13 +372,13 @@ func (m *Elector) startElection(now time.Duration, reason wire.Reason) {
 func (m *Elector) askWave(now time.Duration) {
 	n := len(m.ask) - m.asked
 	if m.Config.DetectionStagger > 0 {
-		n = min(n, m.wave)
+		// Waves of 1, 2, 4, ...: each as large as all before it, plus one.
+		n = min(n, m.asked+1)
 	}
 	for _, id := range m.ask[m.asked : m.asked+n] {
 		m.send(id, wire.TypeElection, uint8(m.reason), m.HighestEpoch, nil)
 	}
 	m.asked += n
-	m.wave *= 2
 	if m.asked < len(m.ask) {
 		m.Deadline = now + m.Config.DetectionStagger
 		return
@@ -509,15 +507,16 @@ func (m *Elector) StandbyPeers() []uuid.UUID {
 	return ids[leader-1 : leader]
 }
 
-// higher returns the members above self, less a suspected leader.
-func (m *Elector) higher() []uuid.UUID {
-	m.scratch = m.scratch[:0]
-	for _, id := range m.Roster.IDs() {
-		if election.Less(m.Self, id) && id != m.skip {
-			m.scratch = append(m.scratch, id)
+// askHigher sets ask to the members above self, less a suspected leader,
+// highest first.
+func (m *Elector) askHigher() {
+	m.ask = m.ask[:0]
+	ids := m.Roster.IDs()
+	for i := len(ids) - 1; i >= 0 && election.Less(m.Self, ids[i]); i-- {
+		if ids[i] != m.skip {
+			m.ask = append(m.ask, ids[i])
 		}
 	}
-	return m.scratch
 }
 
 var (
