@@ -479,7 +479,7 @@ func TestTopCutElectsInLinearMessages(t *testing.T) {
 		minority[i] = kept + i
 	}
 	s.partition(majority, minority)
-	before, cut := s.delivered, s.now
+	before, droppedBefore, cut := s.delivered, s.dropped, s.now
 	bound := sle2Bound(AlgorithmBully, cfg, n)
 	s.runUntil(cut+bound, nil)
 	for _, i := range majority {
@@ -490,8 +490,15 @@ func TestTopCutElectsInLinearMessages(t *testing.T) {
 	}
 	elections := s.delivered[wire.TypeElection] - before[wire.TypeElection]
 	answers := s.delivered[wire.TypeAnswer] - before[wire.TypeAnswer]
-	t.Logf("delivered after the cut: %d ELECTION, %d ANSWER", elections, answers)
+	intoCut := s.dropped[wire.TypeElection] - droppedBefore[wire.TypeElection]
+	t.Logf("delivered after the cut: %d ELECTION, %d ANSWER; %d ELECTIONs into the cut", elections, answers, intoCut)
 	if limit := uint64(16 * kept); elections > limit || answers > limit {
 		t.Errorf("delivered %d ELECTIONs and %d ANSWERs, want at most %d each (16 a node)", elections, answers, limit)
+	}
+	// The highest survivor asks every cut-off member; each other survivor
+	// asks the top of the cluster in its first wave, with its nearest
+	// member above, which answers before the next wave.
+	if limit := uint64(n - kept + 2*kept); intoCut > limit {
+		t.Errorf("%d ELECTIONs into the cut, want at most %d: the cut-off members, and 2 a survivor", intoCut, limit)
 	}
 }

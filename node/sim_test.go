@@ -44,6 +44,7 @@ type simNetwork struct {
 
 	sent      [16]uint64 // messages handed to the network, by type
 	delivered [16]uint64 // messages a node took (Step), by type
+	dropped   [16]uint64 // messages a cut dropped, by type
 	trace     *strings.Builder
 	// tcp, when set, models the TCP transport between the Machines and the
 	// network: dials, refusals and the backoff during which frames are
@@ -274,6 +275,7 @@ func (s *simNetwork) step(limit time.Duration) bool {
 		cut := s.cut[[2]int{d.from, d.to}]
 		if cut && !s.cutResets {
 			s.tracef("n%d -> n%d %s e%d dropped", d.from, d.to, d.msg.Type, d.msg.Epoch)
+			s.dropped[d.msg.Type&15]++
 			return true
 		}
 		if d.refused || !to.up || cut {

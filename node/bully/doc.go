@@ -11,7 +11,8 @@
 //   - A node that boots, restarts, or whose failure detector fires sends
 //     ELECTION to every higher member (leaving out the leader it suspects),
 //     highest first in waves of 1, 2, 4, ... members one DetectionStagger
-//     apart, and waits ElectionTimeout after the last wave for an ANSWER.
+//     apart (on a silent leader from both ends in turn, highest and
+//     nearest), and waits ElectionTimeout after the last wave for an ANSWER.
 //     The first ANSWER ends the election's waves: it sends no further
 //     messages for this election, as the design notes have it. A wave whose
 //     every ELECTION so far was refused (no process listens) lets the next
@@ -77,23 +78,42 @@
 // cluster: the survivors are all ranked past the stagger's cap, and all
 // detect at once. On star1000's partition-minority, 501 nodes asked up to
 // 500 each, 125,250 connections each way, and the cluster never recovered
-// from the load (star500's, 251 nodes and 31,375, neither). Asked highest
-// first, the members that do not answer are the ones a node would wait
-// for anyway, and the first live one answers: on star500 each node asks
-// the 248 cut-off members in 8 waves (350 ms at the default 50 ms
-// stagger), then about 7 live ones, 1,729 ELECTIONs delivered in all
-// (node's TestTopCutElectsInLinearMessages); on star1000 9 waves, then
-// about 13. The node's transport drops the ELECTIONs still queued when the
-// first ANSWER comes (node.ElectionRetractor). A node booting or restarting
-// into a running cluster asks the leader first, whose COORDINATOR answers
-// it; all at once, it bullied every follower above it into an election of
-// its own. The waves add AskSpread(m, DetectionStagger) before the
-// ElectionTimeout of a node with m members above it, nothing for the
-// highest survivor of a leader crash; a waiting node adds that of the node
-// it waits for to its timeout. With DetectionStagger 0 every ELECTION goes
-// at once, as in the textbook. The bullied path is
-// unchanged: a Normal follower that gets ELECTION from a lower node and has
-// missed two heartbeats leaves the leader out of its own ELECTIONs.
+// from the load (star500's, 251 nodes and 31,375, neither). Asked in
+// waves, highest first, they still all asked every cut-off member before
+// reaching a live one: 62,248 connections into star500's cut in the
+// simulator, 250,000 into star1000's, each a SYN the partition drops.
+//
+// Nearest member first: an election on a silent leader (leader-failed,
+// or bullied by a lower node while this node too has missed the leader's
+// heartbeats) takes the members above from both ends in turn, highest
+// and nearest, both in the first wave. The stagger makes detections run
+// from the top down, so the nearest member above has detected a stagger
+// earlier and is electing too: it answers at once, and, unless the cut
+// took the top of the cluster, the highest does. In a top cut each
+// survivor is answered by the one above it and only the highest survivor
+// asks every cut-off member: 498 ELECTIONs into star500's cut, 250
+// delivered (node's TestTopCutElectsInLinearMessages). Taken from the top
+// alone, a node bullied a little before its own detection asked the
+// cut-off members in 9 waves its transport dropped unsent (they were
+// unreachable), then the live ones in a tenth, about 470 at once: star1000
+// sent 16,000 such ELECTIONs and as many ANSWERs. An election for any
+// other reason (boot, restart, bullied under a live leader, leader
+// crashed) asks from the top alone: the nearest member above may be a
+// Normal follower, whom an ELECTION bullies into an election of its own,
+// while the top answers for the leader. The node's transport drops the
+// ELECTIONs still queued when the first ANSWER comes
+// (node.ElectionRetractor).
+//
+// A node booting or restarting into a running cluster asks the leader
+// first, whose COORDINATOR answers it; all at once, it bullied every
+// follower above it into an election of its own. The waves add
+// AskSpread(m, DetectionStagger) before the ElectionTimeout of a node with
+// m members above it, nothing for the highest survivor of a leader crash;
+// a waiting node adds that of the node it waits for to its timeout. With
+// DetectionStagger 0 every ELECTION goes at once, as in the textbook. The
+// bullied path is unchanged: a Normal follower that gets ELECTION from a
+// lower node and has missed two heartbeats leaves the leader out of its
+// own ELECTIONs.
 //
 // Cold start: every node starts as a non-coordinator and elects (option 2 of
 // the design notes). Option 1, every node starting as coordinator, has two

@@ -28,6 +28,8 @@ type Elector struct {
 	ask     []uuid.UUID
 	asked   int
 	refused int
+	// firstWave is how many of ask the first wave takes.
+	firstWave int
 }
 
 // NewElector returns an Elector that starts an election at once (Reason
@@ -332,19 +334,22 @@ func (m *Elector) onLeave(now time.Duration, from uuid.UUID) {
 // leader) and waits for an ANSWER; with nobody above, it halts at once.
 func (m *Elector) startElection(now time.Duration, reason wire.Reason) {
 	m.skip = uuid.Nil
+	silentLeader := false
 	switch {
 	case reason == wire.ReasonLeaderFailed || reason == wire.ReasonLeaderCrashed || reason == wire.ReasonLeaderLeft:
 		m.skip = m.LeaderID
+		silentLeader = reason == wire.ReasonLeaderFailed
 	case reason == wire.ReasonBullied && m.CurrentStatus == election.StatusNormal && m.LeaderID != m.Self &&
 		now-m.Heard > 2*m.Config.HeartbeatInterval:
 		// A lower node suspects the leader and this node has missed a
 		// heartbeat too: asking the leader would likely cost a whole
 		// ElectionTimeout waiting on a dead node.
 		m.skip = m.LeaderID
+		silentLeader = true
 	}
 	m.reason = reason
 	m.Out.Emit(election.Event{At: now, Kind: election.EventElectionStarted, Reason: reason})
-	m.askHigher()
+	m.askHigher(silentLeader)
 	if len(m.ask) == 0 {
 		m.startHalting(now, max(m.HighestEpoch, m.Promise.Epoch)+1)
 		return
@@ -372,8 +377,10 @@ func (m *Elector) startElection(now time.Duration, reason wire.Reason) {
 func (m *Elector) askWave(now time.Duration) {
 	n := len(m.ask) - m.asked
 	if m.Config.DetectionStagger > 0 {
-		// Waves of 1, 2, 4, ...: each as large as all before it, plus one.
-		n = min(n, m.asked+1)
+		// Waves of 1, 2, 4, ...: each as large as all before it, plus one;
+		// the first takes the nearest member too when askHigher moved it
+		// up.
+		n = min(n, max(m.asked+1, m.firstWave))
 	}
 	for _, id := range m.ask[m.asked : m.asked+n] {
 		m.send(id, wire.TypeElection, uint8(m.reason), m.HighestEpoch, nil)
@@ -508,14 +515,32 @@ func (m *Elector) StandbyPeers() []uuid.UUID {
 }
 
 // askHigher sets ask to the members above self, less a suspected leader,
-// highest first.
-func (m *Elector) askHigher() {
+// highest first; for an election on a silent leader, from both ends in
+// turn, highest and nearest, both in the first wave (see Nearest member
+// first in the package doc).
+func (m *Elector) askHigher(silentLeader bool) {
 	m.ask = m.ask[:0]
 	ids := m.Roster.IDs()
-	for i := len(ids) - 1; i >= 0 && election.Less(m.Self, ids[i]); i-- {
-		if ids[i] != m.skip {
-			m.ask = append(m.ask, ids[i])
+	nearest, highest := m.Roster.Position(m.Self), len(ids)-1
+	if nearest < len(ids) && ids[nearest] == m.Self {
+		nearest++
+	}
+	fromTop := true
+	for nearest <= highest {
+		var id uuid.UUID
+		if fromTop {
+			id, highest = ids[highest], highest-1
+		} else {
+			id, nearest = ids[nearest], nearest+1
 		}
+		if id != m.skip {
+			m.ask = append(m.ask, id)
+			fromTop = !fromTop || !silentLeader
+		}
+	}
+	m.firstWave = 1
+	if silentLeader {
+		m.firstWave = 2
 	}
 }
 

@@ -455,6 +455,53 @@ func TestAskWaves(t *testing.T) {
 			t.Fatalf("after the last wave: deadline %v, want ElectionTimeout later", got)
 		}
 	})
+	t.Run("leader silent", func(t *testing.T) {
+		// ids[7] leads and falls silent: the waves ask from both ends in
+		// turn, the first the highest survivor and the nearest member
+		// above, ids[1], which is electing too if the cut took the top.
+		m := boot(t, cfg)
+		asked(m)
+		m.Step(time.Millisecond, &wire.Message{Type: wire.TypeCoordinator, Epoch: 1, From: ids[7]})
+		detect := m.NextDeadline()
+		m.Tick(detect)
+		silent := [][]uuid.UUID{{ids[6], ids[1]}, {ids[5], ids[2], ids[4]}, {ids[3]}}
+		for i, want := range silent {
+			if i > 0 {
+				m.Tick(detect + time.Duration(i)*step)
+			}
+			if got := asked(m); !slices.Equal(got, want) {
+				t.Fatalf("wave %d: asked %v, want %v", i+1, got, want)
+			}
+		}
+		if spread := election.AskSpread(6, step); spread < 2*step {
+			t.Fatalf("AskSpread(6) = %v, the last wave went %v after the first", spread, 2*step)
+		}
+		m.Step(detect+2*step+time.Millisecond, &wire.Message{Type: wire.TypeAnswer, From: ids[1]})
+		if m.Status() != election.StatusWaiting {
+			t.Fatalf("answered by the nearest: %s, want waiting", m.Status())
+		}
+	})
+	t.Run("bullied, leader silent", func(t *testing.T) {
+		// ids[3] follows ids[7], has missed its heartbeats, and is asked
+		// by ids[0]: it answers and asks as on a silent leader. Heard
+		// from lately, the leader would be asked first, alone.
+		c := cfg
+		c.ID, c.Addr = ids[3], "n3"
+		m := boot(t, c)
+		asked(m)
+		m.Step(time.Millisecond, &wire.Message{Type: wire.TypeCoordinator, Epoch: 1, From: ids[7]})
+		at := time.Millisecond + 2*c.HeartbeatInterval + 1
+		m.Step(at, &wire.Message{Type: wire.TypeElection, Epoch: 1, From: ids[0]})
+		var got []uuid.UUID
+		for _, e := range m.Drain().Messages {
+			if e.Msg.Type == wire.TypeElection {
+				got = append(got, e.To)
+			}
+		}
+		if want := []uuid.UUID{ids[6], ids[4]}; !slices.Equal(got, want) {
+			t.Fatalf("bullied: asked %v, want %v", got, want)
+		}
+	})
 	t.Run("no stagger", func(t *testing.T) {
 		c := cfg
 		c.DetectionStagger = 0

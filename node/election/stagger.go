@@ -31,8 +31,9 @@ func MaxStaggerDelay(n int, stagger, electionTimeout time.Duration) time.Duratio
 
 // AskSpread is how long after its first ELECTION a Bully node with higher
 // members above it sends its last: it asks them in waves of 1, 2, 4, ...
-// members, one step apart, so ceil(log2(higher+1)) waves. 0 with a step of
-// 0 (every ELECTION at once) or one member to ask.
+// members, one step apart, so ceil(log2(higher+1)) waves (a first wave of
+// two, on a silent leader, needs no more). 0 with a step of 0 (every
+// ELECTION at once) or one member to ask.
 func AskSpread(higher int, step time.Duration) time.Duration {
 	if higher <= 1 || step <= 0 {
 		return 0
