@@ -115,8 +115,8 @@ func WriteCaptures(w io.Writer, caps []*CaptureReport) error {
 			ce := captureElection{Election: el, Title: ElectionTitle(el), At: offsetText(el.Start.Sub(r.Start)), Detection: nsText(el.DetectionNS),
 				TimeToLeader: nsText(el.TimeToLeaderNS), Trigger: triggerText(el.Trigger)}
 			if j < len(c.Diagrams) && c.Diagrams[j] != nil {
-				ce.Diagram = template.HTML(SequenceSVG(*c.Diagrams[j]))
-				ce.Note = SequenceNote(*c.Diagrams[j])
+				svg, note := SequenceFigure(*c.Diagrams[j])
+				ce.Diagram, ce.Note = template.HTML(svg), note
 			}
 			s.Elections = append(s.Elections, ce)
 		}

@@ -178,7 +178,12 @@ func runMessagesCell(r results.Run) string {
 // and the gaps drawn shorter than they were. The legend in the diagram
 // says what each mark is.
 func SequenceNote(seq Sequence) string {
-	d := newSeqDiagram(seq)
+	_, note := SequenceFigure(seq)
+	return note
+}
+
+// note is SequenceNote of seq, laid out as d.
+func (d *seqDiagram) note(seq Sequence) string {
 	s := []string{"Time runs down; the times on the left are from " + originText(seq) + "."}
 	s = append(s, arrowsText(d.msgs)...)
 	if len(d.cuts) > 0 {

@@ -148,7 +148,8 @@ func Write(w io.Writer, r *results.Results, seqs ...Sequence) error {
 		d.Sweeps = append(d.Sweeps, rs)
 	}
 	for _, s := range seqs {
-		rs := reportSequence{Title: s.Title, SVG: template.HTML(SequenceSVG(s)), Note: SequenceNote(s), Capture: s.Capture}
+		svg, note := SequenceFigure(s)
+		rs := reportSequence{Title: s.Title, SVG: template.HTML(svg), Note: note, Capture: s.Capture}
 		if s.Lanes != nil {
 			rs.Lanes = template.HTML(LeaderLanesSVG(*s.Lanes))
 		}

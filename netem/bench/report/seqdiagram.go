@@ -130,7 +130,32 @@ const (
 // the lifelines, and each later leader change a mark on its leader's; a
 // legend lists what the diagram uses.
 func SequenceSVG(seq Sequence) string {
+	if len(seq.Messages) > MaxDrawnMessages {
+		return ""
+	}
+	return newSeqDiagram(seq).svg()
+}
+
+// MaxDrawnMessages is the most messages SequenceSVG draws. Each label is
+// placed clear of every arrow, so the layout grows with their square: 8,000
+// messages took 2 s, and an election of 80,000 (star500 partitioned, each
+// survivor asking every member above it) held the bench's report for
+// minutes, for a diagram too dense to read.
+const MaxDrawnMessages = 5000
+
+// SequenceFigure is SequenceSVG and SequenceNote from one layout. An
+// election of more than MaxDrawnMessages messages is not drawn; its note
+// says so.
+func SequenceFigure(seq Sequence) (svg, note string) {
+	if len(seq.Messages) > MaxDrawnMessages {
+		return "", fmt.Sprintf("Not drawn: %d messages, more than the %d a diagram draws; `bullylab analyze --timeline` lists them from the capture.", len(seq.Messages), MaxDrawnMessages)
+	}
 	d := newSeqDiagram(seq)
+	return d.svg(), d.note(seq)
+}
+
+// svg draws the laid-out diagram.
+func (d *seqDiagram) svg() string {
 	var body strings.Builder
 	d.drawCuts(&body)
 	d.drawSpans(&body)

@@ -474,3 +474,26 @@ func TestSequenceReportPNG(t *testing.T) {
 		}
 	}
 }
+
+// TestSequenceTooManyMessages: an election of more than MaxDrawnMessages
+// messages is not drawn, and its note says why and where to look; one
+// of that many is.
+func TestSequenceTooManyMessages(t *testing.T) {
+	base := haltRound(16, 0)
+	seq := base
+	seq.Messages = nil
+	for len(seq.Messages) <= MaxDrawnMessages {
+		seq.Messages = append(seq.Messages, base.Messages...)
+	}
+	svg, note := SequenceFigure(seq)
+	if svg != "" || SequenceSVG(seq) != "" {
+		t.Fatalf("%d messages drawn, want none past %d", len(seq.Messages), MaxDrawnMessages)
+	}
+	if want := strconv.Itoa(len(seq.Messages)) + " messages"; !strings.Contains(note, want) || !strings.Contains(note, "--timeline") {
+		t.Fatalf("note %q: want it to say %q and where to find them", note, want)
+	}
+	seq.Messages = seq.Messages[:MaxDrawnMessages]
+	if svg, note := SequenceFigure(seq); !strings.HasPrefix(svg, "<svg") || note != SequenceNote(seq) {
+		t.Fatalf("%d messages: svg %.20q, note %q, want them drawn and explained", len(seq.Messages), svg, note)
+	}
+}
