@@ -57,10 +57,13 @@ const hostProcessMemory = 64 << 20
 // before most answers were dialled. star500's, in the 6 processes that
 // counting m-1 planned for 13,800 files each, reached their 20,000 and
 // nodes stopped. Since an election asks in waves and stops at its first
-// ANSWER (node/bully), the estimate is an upper bound that re-elections
-// under load can still approach: star500's 11 processes held at most
-// 11,693 to 14,208 files in three runs with the waves, against 19,289
-// without. It returns nil where no shared host runs the cluster.
+// ANSWER, and on a silent leader asks the nearest member above in its
+// first wave (node/bully), the estimate is an upper bound, kept for the
+// re-elections that a loaded host can still bring: star500's 11
+// processes held at most 1,656 to 1,677 files in three runs (14,208 with
+// the waves alone, 19,289 without), star1000's 39 at most 2,356 to 2,398,
+// where the estimate is about 15,000. It returns nil where no shared
+// host runs the cluster.
 func sharedHostFiles(topo *topologies.Topology, sc *scenario.Scenario, algorithm string, limit uint64, hosts int) ([]uint64, error) {
 	if topo.Hosting != topologies.HostingShared || len(topo.Hosts) > 0 {
 		return nil, nil
