@@ -53,7 +53,8 @@ func benchCommand() *cli.Command {
 			"scenario against the topology included, so that a mistake costs no testbed.\n" +
 			"SIGINT or SIGTERM stops the run in progress (its testbed torn down, the run dropped) and\n" +
 			"writes the outputs of the runs that finished, marked partial; the exit status is then 130\n" +
-			"(SIGINT) or 143 (SIGTERM). A second signal skips the writing: the testbed is still torn down.",
+			"(SIGINT) or 143 (SIGTERM). A second signal skips the writing: the testbed is still torn down.\n" +
+			"A third ends bench at once; `bullylab clean` removes what it leaves.",
 		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "topology", Value: "star16", Usage: "built-in topology `NAME` or a topology file (built-ins: " + strings.Join(topologies.Names(), ", ") + ")"},
@@ -245,7 +246,11 @@ func writeBenchOutputs(dir string, measured *bench.Outcome, summary io.Writer) e
 
 // interrupt is how `bullylab bench` hears SIGINT and SIGTERM: the first
 // ends the bench's context (cause "interrupted by SIGINT"), the second
-// closes abort.
+// closes abort, and a third takes the signal's default action, ending
+// the process at once: a teardown or a report can take minutes on a
+// machine a collapsing election has overloaded (star1000's, at load
+// 120, had two SIGINTs wait for minutes), and `bullylab clean` removes
+// what the process leaves.
 type interrupt struct {
 	abort chan struct{}
 	sigs  chan os.Signal
@@ -275,7 +280,8 @@ func notifyInterrupt(w io.Writer) (context.Context, *interrupt) {
 		}
 		select {
 		case s := <-in.sigs:
-			fmt.Fprintf(w, "\nbench: %s again: aborting once the testbed is torn down\n", signalName(s.(syscall.Signal)))
+			signal.Stop(in.sigs)
+			fmt.Fprintf(w, "\nbench: %s again: aborting once the testbed is torn down (a third time to exit at once, leaving what `bullylab clean` removes)\n", signalName(s.(syscall.Signal)))
 			close(in.abort)
 		case <-in.done:
 		}
