@@ -9,8 +9,8 @@ import (
 // dialSlots bounds the connection attempts in flight
 // (TCPConfig.MaxDialing) and hands a freed slot to the writer that has
 // waited longest: an election's waves of ELECTIONs then dial in the order
-// it sent them, highest first (node/bully, "askWave"), and the frame next
-// to expire goes first. Newest first was tried, for the later waves' live
+// it sent them (node/bully, "askWave"), and the frame next to expire goes
+// first. Newest first was tried, for the later waves' live
 // members behind the dials of the first waves into a partition; it sent
 // the last wave, the largest and lowest, before the one that would be
 // answered, and star500's partition-minority sent no fewer ELECTIONs

@@ -34,11 +34,13 @@ type TCPConfig struct {
 	// MaxDialing bounds the connection attempts in flight at once: dials
 	// that connect(2) did not settle, each holding a socket until the
 	// peer answers or DialTimeout passes. Behind a silent partition every
-	// peer on the far side is such a dial, and a node that elects sends
-	// ELECTION to each of them within a few waves: the 501 nodes of a
-	// 1000-node cluster cut off from 499 start 501 x 498 such dials. A
-	// writer waits for a free slot only while its frame may still be sent
-	// (FrameTTL); a frame that expires waiting costs no dial. A freed slot
+	// peer on the far side is such a dial, and a node that elects may send
+	// ELECTION to each of them within a few waves: the highest of the 501
+	// survivors of a 1000-node cluster cut off from 499 starts 498 such
+	// dials, each of the others, in the simulator, one (node/bully,
+	// "Nearest member first"). A writer waits for a free slot only while
+	// its frame may still be sent (FrameTTL); a frame that expires waiting
+	// costs no dial. A freed slot
 	// goes to the writer that has waited longest (dialSlots). Dials the
 	// kernel settles within connect(2), a peer on this host up or down,
 	// and dials to a peer heard from within DialTimeout, need no slot.

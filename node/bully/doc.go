@@ -110,10 +110,10 @@
 // AskSpread(m, DetectionStagger) before the ElectionTimeout of a node with
 // m members above it, nothing for the highest survivor of a leader crash;
 // a waiting node adds that of the node it waits for to its timeout. With
-// DetectionStagger 0 every ELECTION goes at once, as in the textbook. The
-// bullied path is unchanged: a Normal follower that gets ELECTION from a
-// lower node and has missed two heartbeats leaves the leader out of its
-// own ELECTIONs.
+// DetectionStagger 0 every ELECTION goes at once, as in the textbook. A
+// Normal follower that gets ELECTION from a lower node and has missed two
+// heartbeats leaves the leader out of its own ELECTIONs, and asks as on a
+// silent leader.
 //
 // Cold start: every node starts as a non-coordinator and elects (option 2 of
 // the design notes). Option 1, every node starting as coordinator, has two

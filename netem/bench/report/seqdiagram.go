@@ -130,10 +130,8 @@ const (
 // the lifelines, and each later leader change a mark on its leader's; a
 // legend lists what the diagram uses.
 func SequenceSVG(seq Sequence) string {
-	if len(seq.Messages) > MaxDrawnMessages {
-		return ""
-	}
-	return newSeqDiagram(seq).svg()
+	svg, _ := SequenceFigure(seq)
+	return svg
 }
 
 // MaxDrawnMessages is the most messages SequenceSVG draws. Each label is

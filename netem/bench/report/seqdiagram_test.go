@@ -493,7 +493,7 @@ func TestSequenceTooManyMessages(t *testing.T) {
 		t.Fatalf("note %q: want it to say %q and where to find them", note, want)
 	}
 	seq.Messages = seq.Messages[:MaxDrawnMessages]
-	if svg, note := SequenceFigure(seq); !strings.HasPrefix(svg, "<svg") || note != SequenceNote(seq) {
+	if svg, note := SequenceFigure(seq); !strings.HasPrefix(svg, "<svg") || !strings.HasPrefix(note, "Time runs down") {
 		t.Fatalf("%d messages: svg %.20q, note %q, want them drawn and explained", len(seq.Messages), svg, note)
 	}
 }
