@@ -5,11 +5,12 @@ import (
 )
 
 // Verification batches: how many frames, and how many bytes of their
-// payloads and tags, one holds at most, and how many are in flight.
+// payloads and tags, one holds at most, and how many are in flight; sized
+// as the read-ahead's batches are, for the same reason.
 const (
-	authBatchFrames = 256
-	authBatchBytes  = 64 << 10
-	authBatches     = 4
+	authBatchFrames = 1024
+	authBatchBytes  = 256 << 10
+	authBatches     = 8
 )
 
 // authQueue verifies frames with the key on a goroutine of its own: the
