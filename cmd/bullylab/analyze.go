@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/bullylab/bullylab/capture"
@@ -27,6 +29,12 @@ func analyzeError(code int, format string, a ...any) error {
 	msg := fmt.Sprintf(format, a...)
 	return &exitError{bounded.Clip(msg, len(msg)), code}
 }
+
+// analyzeGCPercent is the garbage collector's target while analyze runs,
+// unless GOGC sets one. An analysis keeps nearly all it allocates (its
+// per-frame and per-segment tables), so a collection at every doubling of
+// the heap only marks live data again.
+const analyzeGCPercent = 400
 
 // analyzeCommand is `bullylab analyze FILE`. Everything but flag handling
 // and exit statuses lives in package capture, so that this file declares
@@ -79,6 +87,9 @@ func analyzeCommand() *cli.Command {
 					return analyzeError(exitInputUnusable, "analyze %s: --cluster-key: %v", file, err)
 				}
 				opts.Key = &key
+			}
+			if os.Getenv("GOGC") == "" {
+				defer debug.SetGCPercent(debug.SetGCPercent(analyzeGCPercent))
 			}
 			rep, err := capture.AnalyzeFile(file, opts)
 			if err != nil {
