@@ -653,13 +653,30 @@ func (a *analyzer) lastFrame(node int32, sent []int32, r *recordAt, wins []impai
 // in time order (stably: ties keep packet order), for lastFrame's search:
 // the last of them before a time is the last frame the node sent by then.
 func (a *analyzer) framesBySender() [][]int32 {
+	w := &a.wire
+	counts := make([]int32, len(a.nodes))
+	for i := range w.frames.len() {
+		counts[w.frames.at(i).from]++
+	}
 	sent := make([][]int32, len(a.nodes))
-	for i := range a.wire.frames.len() {
-		f := a.wire.frames.at(i)
+	for n, c := range counts {
+		sent[n] = make([]int32, 0, c)
+	}
+	// Frames come in packet order, which is time order but for late
+	// packets: a sender's list is sorted only if one of them broke the
+	// order (sorting every list took half of this function's time).
+	last := make([]int64, len(a.nodes))
+	unsorted := make([]bool, len(a.nodes))
+	for i := range w.frames.len() {
+		f := w.frames.at(i)
+		unsorted[f.from] = unsorted[f.from] || f.t < last[f.from]
+		last[f.from] = f.t
 		sent[f.from] = append(sent[f.from], i)
 	}
-	for _, s := range sent {
-		slices.SortStableFunc(s, func(x, y int32) int { return cmp.Compare(a.wire.frames.at(x).t, a.wire.frames.at(y).t) })
+	for n, s := range sent {
+		if unsorted[n] {
+			slices.SortStableFunc(s, func(x, y int32) int { return cmp.Compare(w.frames.at(x).t, w.frames.at(y).t) })
+		}
 	}
 	return sent
 }

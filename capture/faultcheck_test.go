@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -526,5 +527,22 @@ func TestFaultCheckResetPartition(t *testing.T) {
 		if c.OK != answer || !c.Verified || !strings.Contains(c.Detail, "reset: 4 segments") {
 			t.Errorf("answer %v: ok %v verified %v: %s", answer, c.OK, c.Verified, c.Detail)
 		}
+	}
+}
+
+// TestFramesBySenderOrdersLateFrames: each sender's frames come in time
+// order even when a late packet put one out of packet order, and a
+// sender's list in order already stays as it was.
+func TestFramesBySenderOrdersLateFrames(t *testing.T) {
+	a := &analyzer{nodes: []*nodeState{{}, {}}}
+	for _, f := range []frameObs{
+		{t: 10, from: 0}, {t: 20, from: 1}, {t: 30, from: 0}, {t: 25, from: 0}, {t: 40, from: 1}, {t: 30, from: 0},
+	} {
+		a.wire.frames.add(f)
+	}
+	got := a.framesBySender()
+	want := [][]int32{{0, 3, 2, 5}, {1, 4}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("framesBySender = %v, want %v", got, want)
 	}
 }
