@@ -852,10 +852,13 @@ func (a *analyzer) Frame(f *Frame) {
 	if sender.firstSeen == 0 {
 		sender.firstSeen = t
 	}
-	if a.authQ != nil {
+	switch {
+	case a.authQ != nil:
 		a.authQ.add(f, sender.Name, a.nodes[to].Name, a.nodes[to].ID)
-	} else if a.auth.key != nil || m.Flags&wire.FlagAuth != 0 {
+	case a.auth.key != nil:
 		a.auth.frame(f, sender.Name, a.nodes[to].Name, a.nodes[to].ID)
+	case m.Flags&wire.FlagAuth != 0:
+		a.auth.rep.Frames++ // all that authChecker.check does without the key
 	}
 	typ := m.Type
 	if f.Err != nil {
@@ -1123,7 +1126,7 @@ func messageRef(m *msg, w *wireObserver, name func(int32) string) MessageRef {
 	}
 	if w != nil && m.frame >= 0 && m.frame < w.frames.len() {
 		fo := w.frames.at(m.frame)
-		r.Transmissions = w.copiesOf(m.frame, fo)
+		r.Transmissions = w.copiesOf(fo)
 		if fo.sent != 0 {
 			sent := time.Unix(0, fo.sent).UTC()
 			r.Sent, r.SentErrNS = &sent, w.sentErr(fo.sent)

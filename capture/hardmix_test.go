@@ -147,6 +147,32 @@ func TestAnalyzeHardMix(t *testing.T) {
 		if key != nil && (rep.Auth.Verified != s.frames || !rep.Auth.OK()) {
 			t.Errorf("verified %d of %d frames: %+v", rep.Auth.Verified, s.frames, rep.Auth)
 		}
+		checkCopiesInOrder(t, rep)
+	}
+}
+
+// checkCopiesInOrder checks that every election message's copies are
+// listed in the order they were on the wire, and that some message was
+// carried three times or more.
+func checkCopiesInOrder(t *testing.T, rep *Report) {
+	t.Helper()
+	most := 0
+	for n := range rep.Elections {
+		tl, err := rep.ElectionTimeline(n + 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range tl.Entries {
+			most = max(most, len(e.Transmissions))
+			for i := 1; i < len(e.Transmissions); i++ {
+				if e.Transmissions[i].Time.Before(e.Transmissions[i-1].Time) {
+					t.Fatalf("election %d, packet %d: copy %d at %v before copy %d at %v", n+1, e.Packet, i, e.Transmissions[i].Time, i-1, e.Transmissions[i-1].Time)
+				}
+			}
+		}
+	}
+	if most < 3 {
+		t.Errorf("no election message was carried more than %d times", most)
 	}
 }
 
