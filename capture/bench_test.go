@@ -24,7 +24,7 @@ func writeBenchCapture(tb testing.TB, dir string, frames int64) (string, *synth)
 // authenticated under key, when not nil.
 func writeBenchCaptureKey(tb testing.TB, dir string, frames int64, key *wire.Key) (string, *synth) {
 	tb.Helper()
-	return writeSynth(tb, filepath.Join(dir, "bench.pcapng"), 16, 42, func(s *synth) {
+	return writeSynth(tb, filepath.Join(dir, "bench.pcapng"), 16, 42, nil, func(s *synth) {
 		s.key = key
 		s.split, s.reorder, s.retransmit = 0.002, 0.001, 0.001
 		s.benchScenario(frames)
@@ -32,8 +32,9 @@ func writeBenchCaptureKey(tb testing.TB, dir string, frames int64, key *wire.Key
 }
 
 // writeSynth writes to path what scenario makes a generator of nodes
-// nodes (seeded with seed) write, and returns the generator.
-func writeSynth(tb testing.TB, path string, nodes int, seed uint64, scenario func(*synth)) (string, *synth) {
+// nodes (seeded with seed, its testbed record giving clock) write, and
+// returns the generator.
+func writeSynth(tb testing.TB, path string, nodes int, seed uint64, clock *ClockInfo, scenario func(*synth)) (string, *synth) {
 	tb.Helper()
 	f, err := os.Create(path)
 	if err != nil {
@@ -41,7 +42,7 @@ func writeSynth(tb testing.TB, path string, nodes int, seed uint64, scenario fun
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	start := time.Now()
-	s := newSynth(tb, bw, nodes, seed)
+	s := newSynthClock(tb, bw, nodes, seed, clock)
 	scenario(s)
 	s.close(tb)
 	if err := bw.Flush(); err != nil {

@@ -117,10 +117,11 @@ func (s *synth) hardMixScenario(frames int64) {
 
 // writeHardMix writes a hard mix of at least frames frames among nodes
 // nodes, every connection authenticated under testKey, to dir and returns
-// its path and generator.
+// its path and generator. Its testbed record gives the nodes' clock, as a
+// testbed's does, so that the analysis reads every segment's send time.
 func writeHardMix(tb testing.TB, dir string, nodes int, frames int64) (string, *synth) {
 	tb.Helper()
-	return writeSynth(tb, filepath.Join(dir, "hardmix.pcapng"), nodes, 29, func(s *synth) {
+	return writeSynth(tb, filepath.Join(dir, "hardmix.pcapng"), nodes, 29, msClock, func(s *synth) {
 		s.key = &testKey
 		s.hard = true
 		s.hardMixScenario(frames)
