@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -252,6 +253,22 @@ func (a *analyzer) directions(senders, peers []string) [][2]int32 {
 
 // delayChecks checks each delay record's directions.
 func (a *analyzer) delayChecks(wins []impairWindow) []FaultCheck {
+	pairs := newPairIndex(len(a.nodes))
+	var samples [][]delaySample
+	for _, w := range wins {
+		if _, ok := pairs.get(w.pair); w.delayRequested && !ok {
+			pairs.set(w.pair, int32(len(samples)))
+			samples = append(samples, nil)
+		}
+	}
+	if len(samples) > 0 {
+		for i := range a.wire.delays.len() {
+			s := a.wire.delays.at(i)
+			if k, ok := pairs.get([2]int32{s.from, s.to}); ok {
+				samples[k] = append(samples[k], *s)
+			}
+		}
+	}
 	byRec := map[int][]DelayObservation{}
 	var recs []int
 	for _, w := range wins {
@@ -261,7 +278,8 @@ func (a *analyzer) delayChecks(wins []impairWindow) []FaultCheck {
 		if _, ok := byRec[w.rec]; !ok {
 			recs = append(recs, w.rec)
 		}
-		byRec[w.rec] = append(byRec[w.rec], a.observeDelay(w))
+		k, _ := pairs.get(w.pair)
+		byRec[w.rec] = append(byRec[w.rec], a.observeDelay(w, samples[k]))
 	}
 	var out []FaultCheck
 	for _, ri := range recs {
@@ -270,10 +288,11 @@ func (a *analyzer) delayChecks(wins []impairWindow) []FaultCheck {
 	return out
 }
 
-func (a *analyzer) observeDelay(w impairWindow) DelayObservation {
+// observeDelay observes the delay in window w from its pair's samples.
+func (a *analyzer) observeDelay(w impairWindow, samples []delaySample) DelayObservation {
 	o := DelayObservation{From: a.name(w.pair[0]), To: a.name(w.pair[1]), RequestedNS: w.delay, JitterNS: w.jitter, OK: true}
 	var ds []int64
-	for _, s := range a.wire.delays[w.pair] {
+	for _, s := range samples {
 		// A segment still held when the next change began may be let go
 		// early by it (the NFQUEUE delayer releases what it holds when it
 		// closes): only one the delay could hold to its longest is a
@@ -722,28 +741,125 @@ func (a *analyzer) pathDelay(wins []impairWindow) *PathDelay {
 	if a.wire.clock == nil {
 		return nil
 	}
-	byPair := map[[2]int32][]impairWindow{}
+	pairs := newPairIndex(len(a.nodes))
+	var byPair [][]impairWindow
 	for _, w := range wins {
 		if w.delay > 0 || w.jitter > 0 {
-			byPair[w.pair] = append(byPair[w.pair], w)
+			k, ok := pairs.get(w.pair)
+			if !ok {
+				k = int32(len(byPair))
+				pairs.set(w.pair, k)
+				byPair = append(byPair, nil)
+			}
+			byPair[k] = append(byPair[k], w)
 		}
 	}
-	var ds []int64
-	for pair, samples := range a.wire.delays {
-	sample:
-		for _, s := range samples {
-			for _, w := range byPair[pair] {
+	ds := make([]int64, 0, a.wire.delays.len())
+sample:
+	for i := range a.wire.delays.len() {
+		s := a.wire.delays.at(i)
+		if k, ok := pairs.get([2]int32{s.from, s.to}); ok {
+			for _, w := range byPair[k] {
 				if s.sent >= a.records[w.rec].t && s.sent < w.settled {
 					continue sample
 				}
 			}
-			ds = append(ds, s.t-s.sent)
 		}
+		ds = append(ds, s.t-s.sent)
 	}
 	if len(ds) == 0 {
 		return nil
 	}
-	slices.Sort(ds)
-	return &PathDelay{Segments: len(ds), P50NS: ds[(len(ds)-1)/2], P99NS: ds[(len(ds)-1)*99/100], MaxNS: ds[len(ds)-1],
+	// Selection, not a sort: three ranks of millions of samples.
+	p99 := (len(ds) - 1) * 99 / 100
+	nthSmallest(ds, p99)
+	p50 := (len(ds) - 1) / 2
+	nthSmallest(ds[:p99+1], p50)
+	return &PathDelay{Segments: len(ds), P50NS: ds[p50], P99NS: ds[p99], MaxNS: slices.Max(ds[p99:]),
 		ErrorNS: a.wire.clock.TSUnitNS/2 + a.wire.clock.OffsetErrorNS}
+}
+
+// pairIndex maps pairs of nodes to small integers, for a lookup per
+// segment: a slice indexed by pair when the nodes are few enough for one,
+// a map otherwise.
+type pairIndex struct {
+	n     int
+	dense []int32 // 1 + the pair's value, by from*n+to
+	m     map[[2]int32]int32
+}
+
+// pairIndexDense is the most nodes whose pairs pairIndex keeps in a
+// slice: 4M pairs, 16 MB.
+const pairIndexDense = 2048
+
+func newPairIndex(nodes int) *pairIndex {
+	p := &pairIndex{n: nodes}
+	if nodes > pairIndexDense {
+		p.m = map[[2]int32]int32{}
+	}
+	return p
+}
+
+func (p *pairIndex) set(pair [2]int32, v int32) {
+	if p.m != nil {
+		p.m[pair] = v
+		return
+	}
+	if p.dense == nil {
+		p.dense = make([]int32, p.n*p.n)
+	}
+	p.dense[int(pair[0])*p.n+int(pair[1])] = v + 1
+}
+
+func (p *pairIndex) get(pair [2]int32) (int32, bool) {
+	if p.m != nil {
+		v, ok := p.m[pair]
+		return v, ok
+	}
+	if p.dense == nil {
+		return 0, false
+	}
+	if v := p.dense[int(pair[0])*p.n+int(pair[1])]; v != 0 {
+		return v - 1, true
+	}
+	return 0, false
+}
+
+// nthSmallest reorders ds so that ds[k] holds what sorting would put there,
+// with nothing larger before it and nothing smaller after: Hoare's
+// selection, linear on average. Should the pivots keep splitting badly (a
+// capture's delays are its author's to choose), it sorts what is left,
+// so that it never takes longer than a sort.
+func nthSmallest(ds []int64, k int) {
+	lo, hi := 0, len(ds)-1
+	for budget := 2 * bits.Len(uint(len(ds))); lo < hi; budget-- {
+		if budget == 0 {
+			slices.Sort(ds[lo : hi+1])
+			return
+		}
+		mid := lo + (hi-lo)/2
+		pivot := max(min(ds[lo], ds[mid]), min(max(ds[lo], ds[mid]), ds[hi])) // the median of three
+		i, j := lo, hi
+		for i <= j {
+			for ds[i] < pivot {
+				i++
+			}
+			for ds[j] > pivot {
+				j--
+			}
+			if i <= j {
+				ds[i], ds[j] = ds[j], ds[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return // ds[j+1:i] all equal the pivot
+		}
+	}
 }

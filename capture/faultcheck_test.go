@@ -546,3 +546,89 @@ func TestFramesBySenderOrdersLateFrames(t *testing.T) {
 		t.Errorf("framesBySender = %v, want %v", got, want)
 	}
 }
+
+// TestNthSmallest: the selection puts at rank k what a sort puts there,
+// with nothing larger before it and nothing smaller after, on inputs
+// that defeat naive pivots as well as random ones.
+func TestNthSmallest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	inputs := map[string]func(n int) []int64{
+		"random": func(n int) []int64 {
+			ds := make([]int64, n)
+			for i := range ds {
+				ds[i] = rng.Int64N(1e9)
+			}
+			return ds
+		},
+		"few values": func(n int) []int64 {
+			ds := make([]int64, n)
+			for i := range ds {
+				ds[i] = rng.Int64N(3)
+			}
+			return ds
+		},
+		"sorted": func(n int) []int64 {
+			ds := make([]int64, n)
+			for i := range ds {
+				ds[i] = int64(i)
+			}
+			return ds
+		},
+		"reversed": func(n int) []int64 {
+			ds := make([]int64, n)
+			for i := range ds {
+				ds[i] = int64(n - i)
+			}
+			return ds
+		},
+		"equal": func(n int) []int64 { return make([]int64, n) },
+		"organ pipe": func(n int) []int64 {
+			ds := make([]int64, n)
+			for i := range ds {
+				ds[i] = int64(min(i, n-1-i))
+			}
+			return ds
+		},
+	}
+	for name, gen := range inputs {
+		for _, n := range []int{1, 2, 3, 10, 1000, 100_000} {
+			for _, k := range []int{0, (n - 1) / 2, (n - 1) * 99 / 100, n - 1} {
+				ds := gen(n)
+				want := slices.Sorted(slices.Values(ds))
+				nthSmallest(ds, k)
+				if ds[k] != want[k] {
+					t.Fatalf("%s, n=%d: rank %d is %d, want %d", name, n, k, ds[k], want[k])
+				}
+				if m := slices.Max(ds[:k+1]); m != ds[k] {
+					t.Fatalf("%s, n=%d: %d before rank %d (%d)", name, n, m, k, ds[k])
+				}
+				if m := slices.Min(ds[k:]); m != ds[k] {
+					t.Fatalf("%s, n=%d: %d after rank %d (%d)", name, n, m, k, ds[k])
+				}
+			}
+		}
+	}
+}
+
+// TestPairIndex: pairs map to their values whether the index is a slice
+// (few nodes) or a map (many), and a pair never set is absent.
+func TestPairIndex(t *testing.T) {
+	for _, nodes := range []int{3, pairIndexDense + 1} {
+		p := newPairIndex(nodes)
+		if _, ok := p.get([2]int32{0, 1}); ok {
+			t.Fatalf("%d nodes: an empty index has a pair", nodes)
+		}
+		last := int32(nodes - 1)
+		p.set([2]int32{0, last}, 0)
+		p.set([2]int32{last, 0}, 7)
+		for _, c := range []struct {
+			pair [2]int32
+			v    int32
+			ok   bool
+		}{{[2]int32{0, last}, 0, true}, {[2]int32{last, 0}, 7, true}, {[2]int32{1, 1}, 0, false}} {
+			if v, ok := p.get(c.pair); v != c.v || ok != c.ok {
+				t.Errorf("%d nodes: get(%v) = %d, %v; want %d, %v", nodes, c.pair, v, ok, c.v, c.ok)
+			}
+		}
+	}
+}
