@@ -737,17 +737,24 @@ func (r *FileReader) Interfaces() []*Interface {
 // numbered over the whole file (CI.InterfaceIndex), a later section's
 // after an earlier one's.
 func (r *FileReader) Next() (*Packet, error) {
-	p := &r.pkt
+	if err := r.nextInto(&r.pkt); err != nil {
+		return nil, err
+	}
+	return &r.pkt, nil
+}
+
+// nextInto reads the next packet into p, as Next does.
+func (r *FileReader) nextInto(p *Packet) error {
 	*p = Packet{}
 	data, comments, err := r.ng.next(&p.CI)
 	if err != nil {
 		if err == io.EOF {
-			return nil, io.EOF
+			return io.EOF
 		}
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("packet %d: %w", r.num+1, &TruncatedError{Packets: r.num, Whole: r.whole, Size: r.in.n})
+			return fmt.Errorf("packet %d: %w", r.num+1, &TruncatedError{Packets: r.num, Whole: r.whole, Size: r.in.n})
 		}
-		return nil, fmt.Errorf("packet %d: %w", r.num+1, err)
+		return fmt.Errorf("packet %d: %w", r.num+1, err)
 	}
 	r.num++
 	r.whole = r.offset()
@@ -756,11 +763,11 @@ func (r *FileReader) Next() (*Packet, error) {
 	if p.Iface.Events {
 		rec, err := DecodeRecord(data)
 		if err != nil {
-			return nil, fmt.Errorf("packet %d: %w", r.num, err)
+			return fmt.Errorf("packet %d: %w", r.num, err)
 		}
 		p.Record = rec
 	}
-	return p, nil
+	return nil
 }
 
 // DecodeRecord parses a record's JSON.
