@@ -16,7 +16,7 @@ import (
 type segmentPrep struct {
 	dec    headerDecoder
 	ports  portSet // election ports, as the Dissector's
-	halves map[flowKey]*half
+	halves halfTable
 	recent *[recentHalves]recentHalf
 }
 
@@ -44,7 +44,7 @@ type preparedSegment struct {
 }
 
 func newSegmentPrep(ports []uint16) *segmentPrep {
-	s := &segmentPrep{ports: newPortSet(ports), halves: map[flowKey]*half{}, recent: new([recentHalves]recentHalf)}
+	s := &segmentPrep{ports: newPortSet(ports), halves: newHalfTable(), recent: new([recentHalves]recentHalf)}
 	s.dec.init()
 	return s
 }
@@ -63,14 +63,14 @@ func (s *segmentPrep) prepare(p *Packet, ps *preparedSegment) {
 	ps.half, ps.rev = s.halfOf(&ps.hdr.key)
 }
 
-// halfOf returns the half with key, as lookupHalf does. A key's half is
+// halfOf returns the half with key, as halfTable.lookup does. A key's half is
 // the same for the whole capture, so a cached one is always right.
 func (s *segmentPrep) halfOf(key *flowKey) (h, rev *half) {
 	r := &s.recent[recentSlot(key)]
 	if r.h != nil && r.key == *key {
 		return r.h, nil
 	}
-	h, rev = lookupHalf(s.halves, *key)
+	h, rev = s.halves.lookup(*key)
 	r.key, r.h = *key, h
 	return h, rev
 }

@@ -462,3 +462,51 @@ func TestStreamErrorOffsets(t *testing.T) {
 		t.Errorf("capture ending inside a frame: %+v", s)
 	}
 }
+
+// TestHalfTable: a half is found again under its key, its other
+// direction is handed back for linking when made, and all yields each
+// half once, for halves kept under packed address indexes and, once the
+// indexes run out, under the whole key.
+func TestHalfTable(t *testing.T) {
+	ht := newHalfTable()
+	addr := func(i int) (a [16]byte) {
+		a[10], a[11] = 0xff, 0xff
+		a[12], a[13], a[14], a[15] = 10, byte(i>>16), byte(i>>8), byte(i)
+		return a
+	}
+	for i := range 1 << 16 {
+		if _, ok := ht.addr(addr(i)); !ok {
+			t.Fatalf("address %d got no index", i)
+		}
+	}
+	if _, ok := ht.addr(addr(1 << 16)); ok {
+		t.Fatal("address 65536 got an index")
+	}
+	for _, c := range []struct {
+		name string
+		a, b [16]byte
+	}{{"packed", addr(1), addr(2)}, {"whole", addr(1), addr(1<<16 + 5)}} {
+		k := flowKey{src: c.a, dst: c.b, sport: 40000, dport: 7946}
+		h, rev := ht.lookup(k)
+		if rev != nil {
+			t.Errorf("%s: a first half came with another", c.name)
+		}
+		if again, _ := ht.lookup(k); again != h {
+			t.Errorf("%s: the key found another half", c.name)
+		}
+		back, rev := ht.lookup(flowKey{src: c.b, dst: c.a, sport: 7946, dport: 40000})
+		if rev != h || back == h {
+			t.Errorf("%s: the other direction's half came with %p, want %p", c.name, rev, h)
+		}
+		if h.src.Port() != 40000 || h.dst.Port() != 7946 || !h.src.Addr().Is4() {
+			t.Errorf("%s: half %v > %v", c.name, h.src, h.dst)
+		}
+	}
+	n := 0
+	for range ht.all() {
+		n++
+	}
+	if n != 4 {
+		t.Errorf("all yielded %d halves, want 4", n)
+	}
+}
