@@ -173,9 +173,13 @@ type helloSeen struct {
 // authChecker verifies the frames of a capture's streams (see above); the
 // analyzer feeds it every frame.
 type authChecker struct {
-	key     *wire.Key
-	rep     AuthReport
-	streams map[*Stream]*authStream
+	key *wire.Key
+	rep AuthReport
+	// streams are the streams' states, by authFrame.slot: a map by
+	// *Stream was a tenth of the verification's time, in its lookups.
+	streams []*authStream
+	// slots counts the slots frame gave streams.
+	slots   int32
 	nonces  map[[16]byte]helloSeen
 	signers helloSigners // see hello.go
 }
@@ -184,7 +188,6 @@ func newAuthChecker(key *wire.Key) *authChecker {
 	c := &authChecker{key: key}
 	if key != nil {
 		c.rep.Key = true
-		c.streams = map[*Stream]*authStream{}
 		c.nonces = map[[16]byte]helloSeen{}
 	}
 	return c
@@ -213,7 +216,7 @@ func (c *authChecker) report() *AuthReport {
 // its sender's and receiver's names and the receiver's ID (zero when
 // unknown).
 type authFrame struct {
-	stream    *Stream // the stream's identity only: it may have changed since
+	slot      int32 // the stream's identity: Stream.authSlot
 	conn      int64
 	midStream bool
 	offset    uint64
@@ -226,8 +229,14 @@ type authFrame struct {
 	toID      uuid.UUID
 }
 
-func newAuthFrame(f *Frame, from, to string, toID uuid.UUID) authFrame {
-	return authFrame{stream: f.Stream, conn: f.Stream.Conn, midStream: f.Stream.MidStream, offset: f.Offset, len: f.Len,
+// newAuthFrame is what the verification needs of f; a stream that has no
+// slot yet takes the next after *slots.
+func newAuthFrame(f *Frame, from, to string, toID uuid.UUID, slots *int32) authFrame {
+	if f.Stream.authSlot == 0 {
+		*slots++
+		f.Stream.authSlot = *slots
+	}
+	return authFrame{slot: f.Stream.authSlot, conn: f.Stream.Conn, midStream: f.Stream.MidStream, offset: f.Offset, len: f.Len,
 		packet: f.Packet, time: f.Time, src: f.Src, dst: f.Dst, msg: f.Msg, from: from, to: to, toID: toID}
 }
 
@@ -236,7 +245,7 @@ func streamName(f *authFrame) string { return f.src.String() + " > " + f.dst.Str
 // frame checks f, sent by the node named from to the node named to, whose
 // ID is toID (zero when unknown).
 func (c *authChecker) frame(f *Frame, from, to string, toID uuid.UUID) authResult {
-	af := newAuthFrame(f, from, to, toID)
+	af := newAuthFrame(f, from, to, toID, &c.slots)
 	return c.check(&af)
 }
 
@@ -250,10 +259,13 @@ func (c *authChecker) check(f *authFrame) authResult {
 	if c.key == nil {
 		return authResult{}
 	}
-	as := c.streams[f.stream]
+	if n := int(f.slot) - len(c.streams); n > 0 {
+		c.streams = append(c.streams, make([]*authStream, n)...)
+	}
+	as := c.streams[f.slot-1]
 	if as == nil || as.conn != f.conn {
 		as = &authStream{conn: f.conn}
-		c.streams[f.stream] = as
+		c.streams[f.slot-1] = as
 	}
 	var lost uint64 // bytes missing before f
 	if f.offset > as.next {

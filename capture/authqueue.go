@@ -25,6 +25,8 @@ type authQueue struct {
 	free  chan *authBatch
 	done  chan struct{}
 	ended bool
+	// slots counts the slots add gave streams (see authChecker.streams).
+	slots int32
 }
 
 type authBatch struct {
@@ -62,7 +64,7 @@ func (q *authQueue) add(f *Frame, from, to string, toID uuid.UUID) {
 		b = <-q.free
 		q.batch = b
 	}
-	af := newAuthFrame(f, from, to, toID)
+	af := newAuthFrame(f, from, to, toID, &q.slots)
 	af.msg.Payload = q.keep(m.Payload)
 	af.msg.Tag = q.keep(m.Tag)
 	b.frames = append(b.frames, af)

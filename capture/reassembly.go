@@ -132,6 +132,9 @@ type Stream struct {
 	User [2]int32
 	// HasUser says User was set.
 	HasUser bool
+	// authSlot is 1 + the stream's index in the authChecker's streams,
+	// given by the goroutine that hands it frames; 0 until then.
+	authSlot int32
 }
 
 // StreamError is a corrupt frame, a gap or a stream cut inside a frame
