@@ -1588,10 +1588,10 @@ func (a *analyzer) final(els []Election, allCuts []*cuts) {
 		fail("election %d produced no leader", final.N)
 	case !last.Converged:
 		if last.Algorithm == wire.AlgorithmRing {
-			fail("election %d did not converge: %v were not sent ELECTED epoch %d naming %s", last.N, last.Pending, last.Epoch, last.Leader)
+			fail("election %d did not converge: %s not sent ELECTED epoch %d naming %s", last.N, someNames(last.Pending), last.Epoch, last.Leader)
 			break
 		}
-		fail("election %d did not converge: %v were not sent COORDINATOR epoch %d from %s", last.N, last.Pending, last.Epoch, last.Leader)
+		fail("election %d did not converge: %s not sent COORDINATOR epoch %d from %s", last.N, someNames(last.Pending), last.Epoch, last.Leader)
 	case !a.live(leader, a.last):
 		fail("leader %s of epoch %d is not live at the end of the capture", last.Leader, last.Epoch)
 	default:
@@ -1604,6 +1604,25 @@ func (a *analyzer) final(els []Election, allCuts []*cuts) {
 		}
 		f.Converged = true
 	}
+}
+
+// namesInDetail is the most node names a detail lists: a star1000
+// partition left 480 nodes without the leader's COORDINATOR, and their
+// names made the text summary's converged cell 3,500 characters wide.
+// The election's pending (and the anomaly's nodes) list them all.
+const namesInDetail = 10
+
+// someNames lists names in brackets, at most namesInDetail of them, and
+// says how many more there are and how many in all, with a verb to match.
+func someNames(names []string) string {
+	if len(names) <= namesInDetail {
+		verb := " were"
+		if len(names) == 1 {
+			verb = " was"
+		}
+		return fmt.Sprint(names) + verb
+	}
+	return fmt.Sprintf("%v and %d more (%d nodes) were", names[:namesInDetail], len(names)-namesInDetail, len(names))
 }
 
 // ElectionTimeline returns the messages of election n (1-based) in order.

@@ -382,3 +382,24 @@ func TestAnalyzeScopes(t *testing.T) {
 		t.Errorf("n5's side counts %d HALTs, want 2", n)
 	}
 }
+
+// TestSomeNames: a detail names up to ten nodes and counts the rest.
+func TestSomeNames(t *testing.T) {
+	names := func(n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf("n%d", i+1))
+		}
+		return out
+	}
+	for n, want := range map[int]string{
+		1:  "[n1] was",
+		3:  "[n1 n2 n3] were",
+		10: "[n1 n2 n3 n4 n5 n6 n7 n8 n9 n10] were",
+		12: "[n1 n2 n3 n4 n5 n6 n7 n8 n9 n10] and 2 more (12 nodes) were",
+	} {
+		if got := someNames(names(n)); got != want {
+			t.Errorf("%d names: %q, want %q", n, got, want)
+		}
+	}
+}
