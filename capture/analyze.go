@@ -625,7 +625,7 @@ func Analyze(r io.Reader, opts AnalyzeOptions) (*Report, error) {
 	}
 	prefault := make(chan struct{})
 	defer close(prefault)
-	a.wire.frames.prefault, a.wire.sends.prefault, a.wire.delays.prefault, a.msgList.prefault = prefault, prefault, prefault, prefault
+	a.wire.frames.prefault, a.wire.sends.prefault, a.wire.bareDelays.prefault, a.msgList.prefault = prefault, prefault, prefault, prefault
 	full, free := readAhead(rd, a.ports)
 	var prep *segmentPrep
 	for b := range full {

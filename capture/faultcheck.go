@@ -262,10 +262,9 @@ func (a *analyzer) delayChecks(wins []impairWindow) []FaultCheck {
 		}
 	}
 	if len(samples) > 0 {
-		for i := range a.wire.delays.len() {
-			s := a.wire.delays.at(i)
+		for s := range a.wire.delaySamples() {
 			if k, ok := pairs.get([2]int32{s.from, s.to}); ok {
-				samples[k] = append(samples[k], *s)
+				samples[k] = append(samples[k], s)
 			}
 		}
 	}
@@ -754,10 +753,9 @@ func (a *analyzer) pathDelay(wins []impairWindow) *PathDelay {
 			byPair[k] = append(byPair[k], w)
 		}
 	}
-	ds := make([]int64, 0, a.wire.delays.len())
+	ds := make([]int64, 0, a.wire.sends.len()+a.wire.bareDelays.len())
 sample:
-	for i := range a.wire.delays.len() {
-		s := a.wire.delays.at(i)
+	for s := range a.wire.delaySamples() {
 		if k, ok := pairs.get([2]int32{s.from, s.to}); ok {
 			for _, w := range byPair[k] {
 				if s.sent >= a.records[w.rec].t && s.sent < w.settled {

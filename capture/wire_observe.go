@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"iter"
 	"slices"
 	"time"
 
@@ -14,10 +15,12 @@ import (
 type wireObserver struct {
 	clock  *ClockInfo
 	frames chunkList[frameObs]
-	// delays holds every segment's delay sample, in packet order: one
-	// list, as sends is, where a map of lists by pair of nodes took a
-	// tenth of the analysis in its lookups and the lists' growing.
-	delays chunkList[delaySample]
+	// bareDelays holds the delay samples of the segments that are no
+	// transmission (pure ACKs, resets), in packet order; a
+	// transmission's is in sends (see delaySamples). One list, as sends
+	// is, where a map of lists by pair of nodes took a tenth of the
+	// analysis in its lookups and the lists' growing.
+	bareDelays chunkList[delaySample]
 	// sends holds every data transmission, in packet order: one list
 	// rather than one per pair of nodes, whose many tails, written in
 	// turn, each missed the processor's caches.
@@ -220,8 +223,8 @@ func (a *analyzer) Segment(s *Segment) {
 	var sent, sentErr int64
 	if s.HasTS {
 		sent, sentErr = w.sentAt(s.TSval, t)
-		if sent != 0 {
-			w.delays.add(delaySample{t: t, sent: sent, from: from, to: to})
+		if sent != 0 && !s.transmits() {
+			w.bareDelays.add(delaySample{t: t, sent: sent, from: from, to: to})
 		}
 	}
 	if w.keepSegments {
@@ -244,8 +247,30 @@ func (a *analyzer) Segment(s *Segment) {
 	if rev := s.half.rev; s.ACK && rev != nil {
 		w.acknowledge(&rev.obs, s.Ack, t, sent)
 	}
-	if s.Len > 0 || s.SYN || s.FIN {
+	if s.transmits() {
 		w.transmission(o, s, t, sent, from, to)
+	}
+}
+
+// transmits says s is a data transmission: it carries bytes, a SYN or a
+// FIN, which its receiver acknowledges.
+func (s *Segment) transmits() bool { return s.Len > 0 || s.SYN || s.FIN }
+
+// delaySamples yields every segment's delay sample, those of the
+// transmissions with a send time (in sends), then the others'.
+func (w *wireObserver) delaySamples() iter.Seq[delaySample] {
+	return func(yield func(delaySample) bool) {
+		for i := range w.sends.len() {
+			o := w.sends.at(i)
+			if o.sent != 0 && !yield(delaySample{t: o.t, sent: o.sent, from: o.from, to: o.to}) {
+				return
+			}
+		}
+		for i := range w.bareDelays.len() {
+			if !yield(*w.bareDelays.at(i)) {
+				return
+			}
+		}
 	}
 }
 
