@@ -23,7 +23,9 @@ type collector struct {
 
 func (c *collector) Frame(f *Frame) {
 	m := f.Msg
+	// Both point into the packet's data, which the next packet may reuse.
 	m.Payload = append([]byte(nil), m.Payload...)
+	m.Tag = append([]byte(nil), m.Tag...)
 	c.frames = append(c.frames, m)
 	c.pkts = append(c.pkts, f.Packet)
 	c.conns = append(c.conns, f.Stream.Conn)
