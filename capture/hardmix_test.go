@@ -179,7 +179,9 @@ func checkCopiesInOrder(t *testing.T, rep *Report) {
 
 // hardMixFrames is the size of BenchmarkAnalyzeHardMix's capture: small
 // enough for a one-iteration run of every benchmark; set
-// BULLYLAB_HARDMIX_FRAMES (say to 1000000) to measure at scale.
+// BULLYLAB_HARDMIX_FRAMES (say to 1000000) to measure at scale, and
+// BULLYLAB_HARDMIX_DIR to keep the capture (hardmix.pcapng) and its
+// cluster key (hardmix.key) in that directory, for bullylab analyze.
 func hardMixFrames(tb testing.TB) int64 {
 	v := os.Getenv("BULLYLAB_HARDMIX_FRAMES")
 	if v == "" {
@@ -196,7 +198,13 @@ func hardMixFrames(tb testing.TB) int64 {
 // a hard mix of 50 nodes, without the key (tags counted) and with it
 // (every tag verified).
 func BenchmarkAnalyzeHardMix(b *testing.B) {
-	path, s := writeHardMix(b, b.TempDir(), 50, hardMixFrames(b))
+	dir := os.Getenv("BULLYLAB_HARDMIX_DIR")
+	if dir == "" {
+		dir = b.TempDir()
+	} else if err := wire.WriteKeyFile(filepath.Join(dir, "hardmix.key"), testKey); err != nil {
+		b.Fatal(err)
+	}
+	path, s := writeHardMix(b, dir, 50, hardMixFrames(b))
 	st, err := os.Stat(path)
 	if err != nil {
 		b.Fatal(err)
