@@ -1,7 +1,10 @@
 package capture
 
 import (
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"iter"
 	"os"
 	"path/filepath"
@@ -201,8 +204,8 @@ func BenchmarkAnalyzeHardMix(b *testing.B) {
 	dir := os.Getenv("BULLYLAB_HARDMIX_DIR")
 	if dir == "" {
 		dir = b.TempDir()
-	} else if err := wire.WriteKeyFile(filepath.Join(dir, "hardmix.key"), testKey); err != nil {
-		b.Fatal(err)
+	} else {
+		keepHardMixKey(b, filepath.Join(dir, "hardmix.key"))
 	}
 	path, s := writeHardMix(b, dir, 50, hardMixFrames(b))
 	st, err := os.Stat(path)
@@ -228,6 +231,21 @@ func BenchmarkAnalyzeHardMix(b *testing.B) {
 			}
 			b.ReportMetric(float64(rep.Frames)/(b.Elapsed().Seconds()/float64(b.N)), "frames/s")
 		})
+	}
+}
+
+// keepHardMixKey writes the hard mix's cluster key to path, unless a run
+// before wrote it there.
+func keepHardMixKey(b *testing.B, path string) {
+	err := wire.WriteKeyFile(path, testKey)
+	if errors.Is(err, fs.ErrExist) {
+		var k wire.Key
+		if k, err = wire.ReadKeyFile(path); err == nil && k != testKey {
+			err = fmt.Errorf("%s holds another key than the hard mix's: remove it", path)
+		}
+	}
+	if err != nil {
+		b.Fatal(err)
 	}
 }
 
