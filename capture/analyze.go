@@ -853,10 +853,8 @@ func (a *analyzer) Frame(f *Frame) {
 		sender.firstSeen = t
 	}
 	switch {
-	case a.authQ != nil:
+	case a.authQ != nil: // there is one whenever there is a key
 		a.authQ.add(f, sender.Name, a.nodes[to].Name, a.nodes[to].ID)
-	case a.auth.key != nil:
-		a.auth.frame(f, sender.Name, a.nodes[to].Name, a.nodes[to].ID)
 	case m.Flags&wire.FlagAuth != 0:
 		a.auth.rep.Frames++ // all that authChecker.check does without the key
 	}

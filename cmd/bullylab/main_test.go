@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -33,6 +35,20 @@ var (
 const testChildEnv = "BULLYLAB_TEST_CHILD"
 
 var testChildren = map[string]func(){}
+
+// scanLines sends r's lines on the channel it returns, which it closes at
+// r's end.
+func scanLines(r io.Reader) <-chan string {
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return lines
+}
 
 func TestMain(m *testing.M) {
 	if child, ok := testChildren[os.Getenv(testChildEnv)]; ok {

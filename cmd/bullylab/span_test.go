@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -216,14 +215,7 @@ func startSpanUp(t *testing.T, hs *remotetest.Hosts, file string, args ...string
 	if err := netem.StartInNamespace(hs.Hub, up); err != nil {
 		t.Fatal(err)
 	}
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := scanLines(stdout)
 	waited := make(chan struct{})
 	rest := make(chan []string, 1)
 	var run string // once up said it
